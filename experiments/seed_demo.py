@@ -1,0 +1,86 @@
+"""The notebook seed's confidence demo, reproduced: two paths, the prompt, the figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from procmem_core.flat import ConfidenceRule, Procedure, build_system_prompt
+
+SEED_SEQUENCES: tuple[tuple[tuple[str, str, str], tuple[bool, ...]], ...] = (
+    (
+        (
+            "Quantify the worst case",
+            "When the user asks about an investment",
+            "Always quantify the worst-case scenario before the user asks.",
+        ),
+        (True, True, False, True, True),
+    ),
+    (
+        (
+            "Push equity",
+            "When the user has a long horizon",
+            "Recommend adding an equity component for higher returns.",
+        ),
+        (False, False),
+    ),
+)
+
+
+def confidence_paths(
+    rule: ConfidenceRule = ConfidenceRule(),
+) -> tuple[list[Procedure], dict[str, list[float]]]:
+    """Run the seed's outcome sequences; return the procedures and their confidence paths."""
+    procedures, paths = [], {}
+    for (title, trigger, description), outcomes in SEED_SEQUENCES:
+        proc = Procedure(title, trigger, description, confidence=rule.initial)
+        paths[title] = [proc.confidence]
+        for positive in outcomes:
+            proc.record_outcome(positive, rule)
+            paths[title].append(proc.confidence)
+        procedures.append(proc)
+    return procedures, paths
+
+
+def demo_text(
+    threshold: float = 0.55, limit: int = 6, rule: ConfidenceRule = ConfidenceRule()
+) -> str:
+    """Exactly what the seed prints: one line per path, a blank line, the system prompt."""
+    procedures, paths = confidence_paths(rule)
+    lines = []
+    for proc in procedures:
+        path = " -> ".join(f"{c:.2f}" for c in paths[proc.title])
+        lines.append(
+            f"{proc.title}: {path}   (successes {proc.successes}, failures {proc.failures})"
+        )
+    return "\n".join(lines) + "\n\n" + build_system_prompt(procedures, threshold, limit) + "\n"
+
+
+def save_figure(
+    paths: dict[str, list[float]],
+    out: Path,
+    threshold: float = 0.55,
+    rule: ConfidenceRule = ConfidenceRule(),
+) -> Path:
+    """The seed's figure: confidence against applied sessions, with the threshold line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for title, path in paths.items():
+        ax.plot(range(len(path)), path, marker="o", label=title)
+    ax.axhline(threshold, color="gray", linestyle="--", label=f"threshold {threshold:.2f}")
+    ax.set_xlabel("sessions in which the procedure was applied")
+    ax.set_ylabel("confidence")
+    ax.set_ylim(0, 1)
+    ax.set_title(
+        f"Confidence follows outcomes: +{rule.reward:.2f} on success, "
+        f"-{rule.penalty:.2f} on failure"
+    )
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

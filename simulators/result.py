@@ -1,0 +1,52 @@
+"""What every scenario returns: flat metrics with standard errors, and tables."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class ScenarioResult:
+    """``metrics``: flat ``{name: float}``; every simulated rate ``x`` has ``x_se`` beside it.
+
+    ``tables``: ``{name: DataFrame}`` (per-replication decisions, A/B arms, trajectories).
+    """
+
+    scenario: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def add_rate(self, name: str, hits: float, total: float) -> None:
+        """Add a rate ``r = hits / total`` and its Monte Carlo SE ``sqrt(r (1 - r) / total)``."""
+        r, se = rate_and_se(hits, total)
+        self.metrics[name] = r
+        self.metrics[f"{name}_se"] = se
+
+    def add_mean(self, name: str, values: np.ndarray) -> None:
+        """Add a sample mean and its standard error ``sd / sqrt(n)`` (NaN when n < 2)."""
+        m, se = mean_and_se(values)
+        self.metrics[name] = m
+        self.metrics[f"{name}_se"] = se
+
+
+def rate_and_se(hits: float, total: float) -> tuple[float, float]:
+    """A simulated rate and its Monte Carlo standard error ``sqrt(r (1 - r) / R)``."""
+    if total <= 0:
+        return float("nan"), float("nan")
+    r = float(hits) / float(total)
+    return r, math.sqrt(max(r * (1.0 - r), 0.0) / float(total))
+
+
+def mean_and_se(values: np.ndarray) -> tuple[float, float]:
+    """Sample mean and its standard error; NaN where undefined."""
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    if n == 0:
+        return float("nan"), float("nan")
+    m = float(v.mean())
+    se = float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+    return m, se
