@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from procmem_core.flat import ConfidenceRule, Procedure, build_system_prompt
+from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, Procedure, build_system_prompt
 
 SEED_SEQUENCES: tuple[tuple[tuple[str, str, str], tuple[bool, ...]], ...] = (
     (
@@ -27,7 +27,7 @@ SEED_SEQUENCES: tuple[tuple[tuple[str, str, str], tuple[bool, ...]], ...] = (
 
 
 def confidence_paths(
-    rule: ConfidenceRule = ConfidenceRule(),
+    rule: ConfidenceRule = DEFAULT_RULE,
 ) -> tuple[list[Procedure], dict[str, list[float]]]:
     """Run the seed's outcome sequences; return the procedures and their confidence paths."""
     procedures, paths = [], {}
@@ -41,9 +41,7 @@ def confidence_paths(
     return procedures, paths
 
 
-def demo_text(
-    threshold: float = 0.55, limit: int = 6, rule: ConfidenceRule = ConfidenceRule()
-) -> str:
+def demo_text(threshold: float = 0.55, limit: int = 6, rule: ConfidenceRule = DEFAULT_RULE) -> str:
     """Exactly what the seed prints: one line per path, a blank line, the system prompt."""
     procedures, paths = confidence_paths(rule)
     lines = []
@@ -59,7 +57,7 @@ def save_figure(
     paths: dict[str, list[float]],
     out: Path,
     threshold: float = 0.55,
-    rule: ConfidenceRule = ConfidenceRule(),
+    rule: ConfidenceRule = DEFAULT_RULE,
 ) -> Path:
     """The seed's figure: confidence against applied sessions, with the threshold line."""
     import matplotlib

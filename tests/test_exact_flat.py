@@ -1,0 +1,80 @@
+"""flat_fate is exact: it matches brute-force enumeration of every outcome path."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from procmem_core.errors import ParameterError
+from procmem_core.exact import flat_fate
+from procmem_core.flat import ConfidenceRule, passes_threshold
+
+
+def brute_force(p, n, rule, threshold):
+    """Enumerate all 2^n outcome sequences; a procedure stops updating once excluded."""
+    p_excl = 0.0
+    applied = 0.0
+    for seq in itertools.product([True, False], repeat=n):
+        w = 1.0
+        for o in seq:
+            w *= p if o else 1 - p
+        c = rule.initial
+        shown = passes_threshold(c, threshold)
+        used = 0
+        for o in seq:
+            if not shown:
+                break
+            used += 1
+            c = rule.update(c, o)
+            shown = passes_threshold(c, threshold)
+        p_excl += w * (not shown)
+        applied += w * used
+    return p_excl, applied
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.652, 0.8, 1.0])
+@pytest.mark.parametrize(
+    ("rule", "threshold"),
+    [
+        (ConfidenceRule(), 0.55),
+        (ConfidenceRule(initial=0.6, reward=0.05, penalty=0.05), 0.5),
+        (ConfidenceRule(initial=0.9, reward=0.1, penalty=0.2), 0.55),
+    ],
+)
+@pytest.mark.parametrize("n", [1, 5, 11])
+def test_matches_enumeration(p, rule, threshold, n):
+    fate = flat_fate(p, n, rule, threshold)
+    p_excl, applied = brute_force(p, n, rule, threshold)
+    assert fate.p_excluded == pytest.approx(p_excl, abs=1e-12)
+    assert fate.expected_sessions_applied == pytest.approx(applied, abs=1e-12)
+    assert fate.excluded_by_session[-1] == pytest.approx(fate.p_excluded)
+
+
+def test_seed_defaults_known_values():
+    assert flat_fate(0.0, 1).p_excluded == 1.0  # one failure: 0.60 -> 0.45
+    assert flat_fate(1.0, 100).p_excluded == 0.0
+    fate = flat_fate(0.9, 200)
+    assert 0 < fate.p_excluded < flat_fate(0.7, 200).p_excluded < 1
+    assert fate.break_even == pytest.approx(15 / 23)
+    # exclusion probability only grows with the horizon
+    assert all(a <= b for a, b in itertools.pairwise(fate.excluded_by_session))
+
+
+def test_initial_below_threshold_is_never_shown():
+    fate = flat_fate(0.9, 10, ConfidenceRule(initial=0.5), 0.55)
+    assert fate.p_excluded == 1.0 and fate.expected_sessions_applied == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"p": 1.5, "sessions": 3}, "p=1.5"),
+        ({"p": 0.5, "sessions": -1}, "sessions=-1"),
+        ({"p": 0.5, "sessions": 3, "threshold": 2}, "threshold=2"),
+    ],
+)
+def test_invalid(kwargs, fragment):
+    with pytest.raises(ParameterError) as info:
+        flat_fate(**kwargs)
+    assert fragment in str(info.value)
