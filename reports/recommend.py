@@ -1,0 +1,271 @@
+"""Recommended defaults, as pure functions on pandas tables (one row per configuration).
+
+- Gates: the fewest expected runs at p0 and p1 (``mean_runs_null + mean_runs_alt``)
+  among configurations whose ``false_revert_rate`` and ``missed_regression_rate`` are
+  within targets (0.05 and 0.20 by default).
+- Explore: the smallest explore rate whose ``power`` reaches the target within the swept
+  numbers of sessions, with its ``exploration_cost``.
+- Confidence rule: the reward/penalty/threshold that keeps the most helpful procedures
+  (``helpful_retained``) while excluding harmful ones (``harmful_excluded`` >= target).
+
+Each result names the default row beside the pick and compares them metric by metric
+(``reports.evidence``). Ties on the objective are broken by the lower total error, then
+by label, and reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.errors import ParameterError, check_probability
+from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
+
+TIE_RTOL = 1e-9
+
+GATE_METRICS = ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt")
+
+
+@dataclass(frozen=True)
+class GateTargets:
+    """Highest acceptable false revert rate and missed regression rate."""
+
+    false_revert: float = 0.05
+    missed_regression: float = 0.20
+
+    def __post_init__(self) -> None:
+        check_probability("false_revert", self.false_revert, open_low=True)
+        check_probability("missed_regression", self.missed_regression, open_low=True)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A pick among swept configurations, the evidence, and the default beside it.
+
+    ``feasible`` is False when nothing met the targets; ``pick`` is then the nearest row.
+    ``tied_with``: other labels with the same objective. ``ranked``: every row with its
+    ``objective``, ``feasible`` and ``shortfall`` (how far outside the targets), best first.
+    """
+
+    family: str
+    pick: pd.Series
+    feasible: bool
+    ranked: pd.DataFrame
+    label_col: str
+    default: pd.Series | None = None
+    tied_with: tuple[str, ...] = ()
+    comparisons: tuple[MetricComparison, ...] = field(default_factory=tuple)
+    sentence: str = ""
+
+    @property
+    def label(self) -> str:
+        return str(self.pick[self.label_col])
+
+    @property
+    def differs_beyond_noise(self) -> bool:
+        """Whether any compared metric differs from the default by more than the noise."""
+        return any(c.exceeds_noise for c in self.comparisons)
+
+
+def _pick_best(ranked: pd.DataFrame, label_col: str) -> tuple[pd.Series, tuple[str, ...]]:
+    best = ranked.iloc[0]
+    same = np.isclose(ranked["objective"], best["objective"], rtol=TIE_RTOL, atol=0.0)
+    same &= np.isclose(ranked["shortfall"], best["shortfall"], rtol=TIE_RTOL, atol=0.0)
+    tied = tuple(str(x) for x in ranked.loc[same, label_col].iloc[1:])
+    return best, tied
+
+
+def _default_row(table: pd.DataFrame, label_col: str, default: str | None) -> pd.Series | None:
+    if default is None:
+        return None
+    hit = table[table[label_col].astype(str) == str(default)]
+    if hit.empty:
+        raise ParameterError(
+            "default", default, f"expected one of the labels {sorted(table[label_col].astype(str))}"
+        )
+    return hit.iloc[0]
+
+
+def _tradeoff(comparisons: tuple[MetricComparison, ...], lower_is_better: dict[str, bool]) -> str:
+    better, worse = [], []
+    for c in comparisons:
+        if not c.exceeds_noise:
+            continue
+        good = (c.difference < 0) == lower_is_better.get(c.metric, True)
+        (better if good else worse).append(c.metric.replace("_", " "))
+    if not better and not worse:
+        return "no difference from the default is larger than the Monte Carlo noise"
+    parts = []
+    if better:
+        parts.append("better " + ", ".join(better))
+    if worse:
+        parts.append("at the price of worse " + ", ".join(worse))
+    return " ".join(parts) + " than the default, beyond the noise"
+
+
+def recommend_gate(
+    table: pd.DataFrame,
+    targets: GateTargets | None = None,
+    label_col: str = "config",
+    default: str | None = None,
+) -> Recommendation:
+    """The gate with the fewest ``mean_runs_null + mean_runs_alt`` within the error targets.
+
+    Infeasible rows are ranked by ``shortfall``, the summed relative excess over the
+    targets, ``max(0, frr - t_fr)/t_fr + max(0, mrr - t_mr)/t_mr``; when no row is
+    feasible the nearest one is returned with ``feasible=False``.
+    """
+    targets = targets or GateTargets()
+    require_columns(table, (label_col, *GATE_METRICS), "recommend_gate")
+    t = table.copy()
+    t["objective"] = t["mean_runs_null"].astype(float) + t["mean_runs_alt"].astype(float)
+    fr_excess = (t["false_revert_rate"] - targets.false_revert).clip(lower=0)
+    mr_excess = (t["missed_regression_rate"] - targets.missed_regression).clip(lower=0)
+    t["shortfall"] = fr_excess / targets.false_revert + mr_excess / targets.missed_regression
+    t["feasible"] = t["shortfall"] <= 0
+    t["total_error"] = t["false_revert_rate"] + t["missed_regression_rate"]
+    t["_label"] = t[label_col].astype(str)
+    ranked = t.sort_values(
+        ["feasible", "shortfall", "objective", "total_error", "_label"],
+        ascending=[False, True, True, True, True],
+        kind="mergesort",
+    ).drop(columns="_label")
+    ranked = ranked.reset_index(drop=True)
+    pick, tied = _pick_best(ranked, label_col)
+    feasible = bool(pick["feasible"])
+    default_row = _default_row(ranked, label_col, default)
+    comparisons = compare(pick, default_row, GATE_METRICS) if default_row is not None else ()
+    what = (
+        f"{pick[label_col]}: it decides in {fmt_metric(pick, 'mean_runs_null')} runs when nothing"
+        f" changed and {fmt_metric(pick, 'mean_runs_alt')} runs on a real regression, with"
+        f" false revert rate {fmt_metric(pick, 'false_revert_rate')} and missed regression"
+        f" rate {fmt_metric(pick, 'missed_regression_rate')}"
+    )
+    if feasible:
+        head = f"Use {what}"
+    else:
+        head = (
+            f"No swept gate meets the targets (false revert <= {targets.false_revert:g}, "
+            f"missed regression <= {targets.missed_regression:g}); the nearest is {what}"
+        )
+    if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
+        head += "; " + _tradeoff(comparisons, {m: True for m in GATE_METRICS})
+    elif default_row is not None:
+        head += "; this is the seeds' default"
+    if tied:
+        head += f"; tied with {', '.join(tied)}"
+    return Recommendation(
+        "gate", pick, feasible, ranked, label_col, default_row, tied, comparisons, head + "."
+    )
+
+
+def recommend_explore(
+    table: pd.DataFrame,
+    target_power: float = 0.8,
+    label_col: str = "explore_rate",
+    default_rate: float = 0.0,
+) -> Recommendation:
+    """The smallest explore rate reaching ``target_power`` at some swept number of sessions.
+
+    ``table`` rows: ``explore_rate``, ``sessions``, ``power`` (+ ``power_se``) and
+    ``exploration_cost`` (successes forgone); pass one true lift at a time. Among the
+    rows at the chosen rate that reach the target, the fewest sessions wins (least cost).
+    When none reaches it, the row with the highest power is the nearest.
+    """
+    target_power = check_probability("target_power", target_power, open_low=True)
+    require_columns(
+        table, (label_col, "sessions", "power", "exploration_cost"), "recommend_explore"
+    )
+    t = table.copy()
+    t["feasible"] = t["power"] >= target_power
+    t["shortfall"] = (target_power - t["power"]).clip(lower=0)
+    t["objective"] = t[label_col].astype(float)
+    ranked = t.sort_values(
+        ["feasible", "shortfall", "objective", "sessions", "exploration_cost"],
+        ascending=[False, True, True, True, True],
+        kind="mergesort",
+    ).reset_index(drop=True)
+    pick = ranked.iloc[0]
+    feasible = bool(pick["feasible"])
+    same_sessions = ranked[ranked["sessions"] == pick["sessions"]]
+    default_hit = same_sessions[np.isclose(same_sessions[label_col].astype(float), default_rate)]
+    default_row = default_hit.iloc[0] if not default_hit.empty else None
+    metrics = ("power", "exploration_cost")
+    comparisons = compare(pick, default_row, metrics) if default_row is not None else ()
+    what = (
+        f"explore rate {float(pick[label_col]):g} over {int(pick['sessions'])} sessions"
+        f" (power {fmt(pick['power'], se_of(pick, 'power'))}, cost "
+        f"{fmt(pick['exploration_cost'], se_of(pick, 'exploration_cost'))} successes forgone)"
+    )
+    if feasible:
+        head = f"The smallest explore rate reaching power {target_power:g} is {what}"
+    else:
+        head = f"No swept explore rate reaches power {target_power:g}; the nearest is {what}"
+    if default_row is not None:
+        head += (
+            f"; the seeds' default rate {default_rate:g} has power "
+            f"{fmt(default_row['power'], se_of(default_row, 'power'))}"
+        )
+    return Recommendation(
+        "explore", pick, feasible, ranked, label_col, default_row, (), comparisons, head + "."
+    )
+
+
+def recommend_confidence(
+    table: pd.DataFrame,
+    target_excluded: float = 0.9,
+    label_col: str = "config",
+    default: str | None = None,
+) -> Recommendation:
+    """The rule keeping the most helpful procedures while excluding harmful ones.
+
+    Feasible: ``harmful_excluded >= target_excluded`` (excluded within the scenario's
+    sessions). Objective: the highest ``helpful_retained``; ties go to the higher
+    ``harmful_excluded``, then the label. When nothing is feasible, the row with the most
+    harmful procedures excluded is the nearest.
+    """
+    target_excluded = check_probability("target_excluded", target_excluded, open_low=True)
+    require_columns(
+        table, (label_col, "helpful_retained", "harmful_excluded"), "recommend_confidence"
+    )
+    t = table.copy()
+    t["feasible"] = t["harmful_excluded"] >= target_excluded
+    t["shortfall"] = (target_excluded - t["harmful_excluded"]).clip(lower=0)
+    t["objective"] = -t["helpful_retained"].astype(float)
+    t["_neg_excl"] = -t["harmful_excluded"].astype(float)
+    t["_label"] = t[label_col].astype(str)
+    ranked = t.sort_values(
+        ["feasible", "shortfall", "objective", "_neg_excl", "_label"],
+        ascending=[False, True, True, True, True],
+        kind="mergesort",
+    ).drop(columns=["_neg_excl", "_label"])
+    ranked = ranked.reset_index(drop=True)
+    pick, tied = _pick_best(ranked, label_col)
+    feasible = bool(pick["feasible"])
+    default_row = _default_row(ranked, label_col, default)
+    metrics = ("helpful_retained", "harmful_excluded")
+    comparisons = compare(pick, default_row, metrics) if default_row is not None else ()
+    what = (
+        f"{pick[label_col]} (keeps {fmt(pick['helpful_retained'], se_of(pick, 'helpful_retained'))}"
+        f" of helpful procedures, excludes "
+        f"{fmt(pick['harmful_excluded'], se_of(pick, 'harmful_excluded'))} of harmful ones)"
+    )
+    if feasible:
+        head = f"Use {what}"
+    else:
+        head = (
+            f"No swept rule excludes at least {target_excluded:g} of harmful procedures;"
+            f" the nearest is {what}"
+        )
+    lower_better = {"helpful_retained": False, "harmful_excluded": False}
+    if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
+        head += "; " + _tradeoff(comparisons, lower_better)
+    elif default_row is not None:
+        head += "; this is the seeds' default"
+    if tied:
+        head += f"; tied with {', '.join(tied)}"
+    return Recommendation(
+        "confidence", pick, feasible, ranked, label_col, default_row, tied, comparisons, head + "."
+    )

@@ -1,0 +1,207 @@
+"""Recommendation logic on hand-made tables: the right pick, ties, nothing feasible."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from procmem_core.errors import ParameterError
+from reports.errors import ReportError
+from reports.evidence import MetricComparison, worst_case
+from reports.recommend import (
+    GateTargets,
+    recommend_confidence,
+    recommend_explore,
+    recommend_gate,
+)
+
+
+def gate_table(rows):
+    cols = ["config", "false_revert_rate", "missed_regression_rate", "mean_runs_null"]
+    cols += ["mean_runs_alt"]
+    t = pd.DataFrame(rows, columns=cols)
+    for m in cols[1:]:
+        t[f"{m}_se"] = 0.005 if "rate" in m else 0.2
+    return t
+
+
+GATES = gate_table(
+    [
+        ("seed", 0.04, 0.15, 20.0, 25.0),
+        ("fast-but-noisy", 0.12, 0.30, 5.0, 6.0),
+        ("fast-ok", 0.05, 0.19, 10.0, 12.0),
+        ("slow-safe", 0.01, 0.05, 40.0, 45.0),
+    ]
+)
+
+
+def test_gate_pick_is_fastest_feasible_and_compared_with_default():
+    rec = recommend_gate(GATES, default="seed")
+    assert rec.feasible
+    assert rec.label == "fast-ok"
+    assert rec.tied_with == ()
+    assert rec.default is not None and rec.default["config"] == "seed"
+    runs = {c.metric: c for c in rec.comparisons}
+    assert runs["mean_runs_null"].difference == pytest.approx(-10.0)
+    assert runs["mean_runs_null"].exceeds_noise
+    # 0.05 vs 0.04 with SEs 0.005 each: 0.01 < 2 * 0.00707, so within the noise
+    assert not runs["false_revert_rate"].exceeds_noise
+    assert "fast-ok" in rec.sentence and "beyond the noise" in rec.sentence
+    assert list(rec.ranked["config"][:2]) == ["fast-ok", "seed"]
+
+
+def test_gate_targets_are_settable():
+    rec = recommend_gate(GATES, GateTargets(false_revert=0.2, missed_regression=0.4))
+    assert rec.label == "fast-but-noisy"
+    rec = recommend_gate(GATES, GateTargets(false_revert=0.02, missed_regression=0.2))
+    assert rec.label == "slow-safe"
+
+
+def test_gate_ties_broken_by_total_error_then_label_and_reported():
+    t = gate_table(
+        [
+            ("b", 0.03, 0.10, 10.0, 10.0),
+            ("a", 0.03, 0.10, 12.0, 8.0),
+            ("c", 0.01, 0.10, 15.0, 5.0),
+            ("d", 0.01, 0.01, 30.0, 30.0),
+        ]
+    )
+    rec = recommend_gate(t)
+    assert rec.label == "c"  # same runs as a and b, lowest total error
+    assert set(rec.tied_with) == {"a", "b"}
+    rec = recommend_gate(t[t["config"] != "c"])
+    assert rec.label == "a"  # a and b identical in everything: label order
+    assert rec.tied_with == ("b",)
+    assert "tied with b" in rec.sentence
+
+
+def test_gate_nothing_feasible_reports_nearest():
+    t = gate_table(
+        [
+            ("x", 0.10, 0.20, 5.0, 5.0),  # shortfall (0.10-0.05)/0.05 = 1.0
+            ("y", 0.06, 0.30, 5.0, 5.0),  # 0.2 + 0.5 = 0.7
+            ("z", 0.20, 0.10, 1.0, 1.0),  # 3.0
+        ]
+    )
+    rec = recommend_gate(t, default="z")
+    assert not rec.feasible
+    assert rec.label == "y"
+    assert rec.sentence.startswith("No swept gate meets the targets")
+    assert "nearest is y" in rec.sentence
+    assert rec.ranked["shortfall"].tolist() == pytest.approx([0.7, 1.0, 3.0])
+
+
+def test_gate_pick_equal_to_default_says_so():
+    rec = recommend_gate(GATES[GATES["config"] != "fast-ok"], default="seed")
+    assert rec.label == "seed"
+    assert "seeds' default" in rec.sentence
+    assert not rec.differs_beyond_noise
+
+
+def explore_table():
+    rows = []
+    for rate, power in ((0.0, 0.0), (0.05, 0.55), (0.1, 0.82), (0.2, 0.95)):
+        for sessions, scale in ((500, 0.7), (2000, 1.0)):
+            p = power * scale
+            rows.append((rate, sessions, p, 0.01, rate * sessions * 0.1, 0.5))
+    cols = ["explore_rate", "sessions", "power", "power_se", "exploration_cost"]
+    return pd.DataFrame(rows, columns=[*cols, "exploration_cost_se"])
+
+
+def test_explore_smallest_rate_reaching_power():
+    rec = recommend_explore(explore_table(), target_power=0.8)
+    assert rec.feasible
+    assert float(rec.pick["explore_rate"]) == 0.1
+    assert int(rec.pick["sessions"]) == 2000
+    assert rec.pick["exploration_cost"] == pytest.approx(20.0)
+    assert rec.default is not None and float(rec.default["power"]) == 0.0
+    assert "0.1" in rec.sentence and "2000" in rec.sentence
+    # with a lower target the same rate works in fewer sessions, at lower cost
+    rec = recommend_explore(explore_table(), target_power=0.38)
+    assert (float(rec.pick["explore_rate"]), int(rec.pick["sessions"])) == (0.05, 500)
+
+
+def test_explore_nothing_reaches_target():
+    rec = recommend_explore(explore_table(), target_power=0.99)
+    assert not rec.feasible
+    assert float(rec.pick["explore_rate"]) == 0.2
+    assert rec.sentence.startswith("No swept explore rate reaches power 0.99")
+
+
+def confidence_table(rows):
+    cols = ["config", "helpful_retained", "harmful_excluded"]
+    t = pd.DataFrame(rows, columns=cols)
+    t["helpful_retained_se"] = 0.01
+    t["harmful_excluded_se"] = 0.01
+    return t
+
+
+def test_confidence_pick_ties_and_nothing_feasible():
+    t = confidence_table(
+        [
+            ("seed", 0.60, 0.95),
+            ("gentle", 0.90, 0.50),
+            ("balanced", 0.80, 0.92),
+            ("balanced2", 0.80, 0.97),
+        ]
+    )
+    rec = recommend_confidence(t, target_excluded=0.9, default="seed")
+    assert rec.label == "balanced2"  # tie on retention, more harmful excluded wins
+    assert rec.tied_with == ("balanced",)
+    assert "helpful retained" in rec.sentence
+    rec = recommend_confidence(t, target_excluded=0.99)
+    assert not rec.feasible and rec.label == "balanced2"
+    assert rec.sentence.startswith("No swept rule excludes at least 0.99")
+    twins = confidence_table([("b", 0.8, 0.95), ("a", 0.8, 0.95)])
+    rec = recommend_confidence(twins)
+    assert rec.label == "a" and rec.tied_with == ("b",)
+
+
+def test_worst_case_over_conditions_keeps_se_of_worst_row():
+    t = gate_table(
+        [
+            ("g", 0.02, 0.10, 10.0, 10.0),
+            ("g", 0.08, 0.05, 12.0, 9.0),
+            ("h", 0.03, 0.15, 20.0, 20.0),
+        ]
+    )
+    t.loc[1, "false_revert_rate_se"] = 0.009
+    w = worst_case(t, "config", {m: True for m in ("false_revert_rate", "missed_regression_rate")})
+    g = w.set_index("config").loc["g"]
+    assert g["false_revert_rate"] == 0.08 and g["false_revert_rate_se"] == 0.009
+    assert g["missed_regression_rate"] == 0.10 and g["conditions"] == 2
+
+
+def test_metric_comparison_noise():
+    c = MetricComparison("x", 0.5, 0.01, 0.45, 0.01)
+    assert c.exceeds_noise  # 0.05 > 2 * 0.0141
+    c = MetricComparison("x", 0.5, 0.02, 0.45, 0.02)
+    assert not c.exceeds_noise  # 0.05 < 2 * 0.0283
+    exact = MetricComparison("x", 0.5, float("nan"), 0.4999, 0.0)
+    assert exact.exceeds_noise and "beyond" in exact.describe()
+
+
+BAD = [
+    (lambda: recommend_gate(GATES.drop(columns="mean_runs_alt")), ReportError, "mean_runs_alt"),
+    (lambda: recommend_gate(GATES.iloc[:0]), ReportError, "no rows"),
+    (lambda: recommend_gate(GATES, default="nope"), ParameterError, "default='nope'"),
+    (lambda: GateTargets(false_revert=0.0), ParameterError, "false_revert=0.0"),
+    (lambda: GateTargets(missed_regression=1.5), ParameterError, "missed_regression=1.5"),
+    (lambda: recommend_explore(explore_table(), target_power=2), ParameterError, "target_power"),
+    (
+        lambda: recommend_explore(explore_table().drop(columns="sessions")),
+        ReportError,
+        "sessions",
+    ),
+    (
+        lambda: recommend_confidence(confidence_table([("a", 0.5, 0.5)]), target_excluded=-1),
+        ParameterError,
+        "target_excluded=-1",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "fragment"), BAD)
+def test_invalid_inputs(call, error, fragment):
+    with pytest.raises(error, match=fragment.replace("(", r"\(")):
+        call()
