@@ -1,0 +1,474 @@
+"""Learning procedures from a finished session through any OpenAI-compatible model.
+
+The notebook seed's ``learn`` step: a model reads the transcript of a session and writes
+down at most three procedures (rules or workflows for how the agent behaves, never facts
+about the user) as ``{"procedures": [{title, trigger, description, confidence}]}``.
+
+- ``LLMConfig``: endpoint, model, the *name* of the environment variable holding the API
+  key, temperature, max tokens (reasoning models count their reasoning inside it: the
+  default 2000 leaves room, as the seed does for gpt-oss), JSON response format, optional
+  reasoning effort, time-out, client retries, validation policy. Checked on construction.
+- ``learn``: one extraction call; a reply cut off (``finish_reason="length"``, or HTTP 400
+  ``json_validate_failed`` as Groq sends) or not JSON is retried once with
+  ``retry_room`` times the max tokens, then raises ``ExtractionError`` keeping the raw
+  replies. Entries are validated under the policy of ``procmem_core.extraction``.
+- Rate limits (429, honouring Retry-After), server errors (5xx), time-outs and lost
+  connections are retried with backoff by the ``openai`` client itself
+  (``max_retries``); when it gives up, ``LLMCallError`` says what failed, where, and how
+  many retries were spent. Other HTTP errors (400, 401, ...) raise at once.
+- Every call's tokens and latency come back in ``CallRecord``s, cached or not.
+- ``to_candidates``: extracted procedures into a ``ProcedureStore`` as candidates.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import OpenAI
+
+from procmem_core.errors import ParameterError, check_int
+from procmem_core.extraction import (
+    VALIDATION_POLICIES,
+    DroppedEntry,
+    ExtractedProcedure,
+    ExtractionError,
+    InvalidJSONReply,
+    LearnError,
+    validate_reply,
+)
+from procmem_core.flat import Procedure
+from procmem_core.reply_cache import CachedReply, ReplyCache
+
+__all__ = [
+    "EXTRACTION_PROMPT",
+    "CallRecord",
+    "ChatReply",
+    "ExtractionError",
+    "LLMCallError",
+    "LLMConfig",
+    "LearnError",
+    "LearnResult",
+    "chat",
+    "learn",
+    "make_client",
+    "to_candidates",
+    "transcript_text",
+]
+
+EXTRACTION_PROMPT = """You keep the procedural memory of FinCoach, an assistant agent.
+Read the transcript of a finished session and write down the procedures the agent should
+carry into its future sessions.
+A procedure is a rule or a workflow for HOW THE AGENT behaves, written as a directive to
+the agent ("Always ...", "When X, do Y"). A fact about the user (income, savings, risk
+appetite, plans) is never a procedure.
+Reply with exactly one JSON object and nothing else:
+{"procedures": [{"title": "a short label",
+                 "trigger": "the situation in which the procedure applies",
+                 "description": "the directive, addressed to the agent",
+                 "confidence": 0.6}]}
+Confidence: 0.60 for behaviour seen once, 0.70 for behaviour clearly shown, 0.85 for
+behaviour the user explicitly asked for.
+List at most 3 procedures. If nothing is worth keeping, reply {"procedures": []}."""
+"""The extraction prompt: the seed's substance in the project's own words."""
+
+EXTRACTION_REQUEST = "Extract reusable procedures from this session:\n\n"
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RETRIED_BY_CLIENT = (
+    openai.RateLimitError,
+    openai.InternalServerError,
+    openai.APIConnectionError,  # time-outs included
+    openai.ConflictError,
+)
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """How to reach the model and how to use its replies (``conf/llm/*.yaml``)."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None  # None: the endpoint needs no key (the offline server)
+    temperature: float = 0.0
+    max_tokens: int = 2000
+    chat_max_tokens: int = 800
+    json_response: bool = True
+    reasoning_effort: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 2
+    retry_room: float = 2.0
+    max_procedures: int = 3
+    policy: str = "drop"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base_url, str) or not re.match(r"^https?://\S+$", self.base_url):
+            raise ParameterError("base_url", self.base_url, "expected an http(s):// URL")
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ParameterError("model", self.model, "expected a non-empty model name")
+        if self.api_key_env is not None and not (
+            isinstance(self.api_key_env, str) and _ENV_NAME.match(self.api_key_env)
+        ):
+            raise ParameterError(
+                "api_key_env", self.api_key_env, "expected an environment variable name or None"
+            )
+        if not _is_number(self.temperature) or not 0.0 <= self.temperature <= 2.0:
+            raise ParameterError("temperature", self.temperature, "expected a number in [0, 2]")
+        check_int("max_tokens", self.max_tokens, minimum=1)
+        check_int("chat_max_tokens", self.chat_max_tokens, minimum=1)
+        if not isinstance(self.json_response, bool):
+            raise ParameterError("json_response", self.json_response, "expected true or false")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ParameterError(
+                "reasoning_effort",
+                self.reasoning_effort,
+                f"expected None or one of {list(REASONING_EFFORTS)}",
+            )
+        if not _is_number(self.timeout) or not self.timeout > 0:
+            raise ParameterError("timeout", self.timeout, "expected seconds > 0")
+        check_int("max_retries", self.max_retries, minimum=0, maximum=10)
+        if not _is_number(self.retry_room) or not self.retry_room > 1:
+            raise ParameterError("retry_room", self.retry_room, "expected a factor > 1")
+        check_int("max_procedures", self.max_procedures, minimum=1, maximum=64)
+        if self.policy not in VALIDATION_POLICIES:
+            raise ParameterError("policy", self.policy, f"expected one of {VALIDATION_POLICIES}")
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> LLMConfig:
+        """Build from a plain mapping (a resolved config node); unknown keys are an error."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ParameterError("llm", unknown, f"unknown keys; allowed: {sorted(known)}")
+        return cls(**values)
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and x == x
+
+
+def make_client(config: LLMConfig) -> OpenAI:
+    """An ``openai.OpenAI`` client for ``config``; the key is read from ``api_key_env``."""
+    if config.api_key_env is None:
+        key = "no-key-needed"
+    else:
+        key = os.environ.get(config.api_key_env, "")
+        if not key:
+            raise ParameterError(
+                "api_key_env",
+                config.api_key_env,
+                "the environment variable is not set or empty; export the API key in it",
+            )
+    return OpenAI(
+        base_url=config.base_url,
+        api_key=key,
+        max_retries=config.max_retries,
+        timeout=config.timeout,
+    )
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """Tokens and latency of one chat-completions call (or cache hit)."""
+
+    purpose: str  # "chat" or "extraction"
+    attempt: int
+    max_tokens: int
+    prompt_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    latency_s: float
+    finish_reason: str | None
+    cached: bool
+    response_id: str | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class LLMCallError(LearnError):
+    """A chat-completions call failed for good (after the client's own retries, if any)."""
+
+    def __init__(self, kind: str, message: str, status: int | None, code: str | None) -> None:
+        self.kind = kind
+        self.status = status
+        self.code = code
+        super().__init__(message)
+
+
+def _call_error(exc: openai.APIError, config: LLMConfig, purpose: str) -> LLMCallError:
+    status = getattr(exc, "status_code", None)
+    code = exc.code if isinstance(exc.code, str) else None
+    if isinstance(exc, openai.APITimeoutError):
+        kind = "timeout"
+    elif isinstance(exc, openai.APIConnectionError):
+        kind = "connection"
+    elif isinstance(exc, openai.RateLimitError):
+        kind = "rate_limit"
+    elif isinstance(exc, openai.InternalServerError):
+        kind = "server_error"
+    else:
+        kind = code or type(exc).__name__
+    retried = (
+        f"after {config.max_retries} client retries with backoff"
+        if isinstance(exc, _RETRIED_BY_CLIENT)
+        else "not retried"
+    )
+    where = f"{config.base_url} (model {config.model!r})"
+    return LLMCallError(
+        kind,
+        f"{purpose} call to {where} failed {retried}: {kind}"
+        f"{f' (HTTP {status})' if status else ''}: {exc.message}",
+        status,
+        code,
+    )
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str
+    call: CallRecord
+
+
+def complete(
+    client: OpenAI,
+    config: LLMConfig,
+    messages: list[dict],
+    *,
+    purpose: str,
+    max_tokens: int,
+    json_response: bool = False,
+    cache: ReplyCache | None = None,
+    attempt: int = 1,
+) -> Completion:
+    """One chat-completions request (through ``cache`` when given)."""
+    request: dict[str, Any] = {
+        "model": config.model,
+        "messages": messages,
+        "temperature": config.temperature,
+        "max_tokens": max_tokens,
+    }
+    if json_response:
+        request["response_format"] = {"type": "json_object"}
+    if config.reasoning_effort is not None:
+        request["reasoning_effort"] = config.reasoning_effort
+    start = time.perf_counter()
+    hit = cache.get(request) if cache is not None else None
+    if hit is None:
+        try:
+            response = client.chat.completions.create(**request)
+        except openai.APIError as exc:
+            raise _call_error(exc, config, purpose) from exc
+        choice = response.choices[0]
+        usage = response.usage
+        details = getattr(usage, "completion_tokens_details", None) if usage else None
+        hit = CachedReply(
+            content=choice.message.content or "",
+            finish_reason=choice.finish_reason,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            reasoning_tokens=(getattr(details, "reasoning_tokens", None) or 0),
+            response_id=response.id,
+            model=response.model,
+        )
+        if cache is not None:
+            cache.put(request, hit)
+        cached = False
+    else:
+        cached = True
+    call = CallRecord(
+        purpose=purpose,
+        attempt=attempt,
+        max_tokens=max_tokens,
+        prompt_tokens=hit.prompt_tokens,
+        completion_tokens=hit.completion_tokens,
+        reasoning_tokens=hit.reasoning_tokens,
+        latency_s=time.perf_counter() - start,
+        finish_reason=hit.finish_reason,
+        cached=cached,
+        response_id=hit.response_id,
+    )
+    return Completion(hit.content, call)
+
+
+def transcript_text(messages: Sequence[dict]) -> str:
+    """The seed's transcript format: one ``ROLE: content`` line per message."""
+    return "\n".join(f"{m['role'].upper()}: {m['content']}" for m in messages)
+
+
+@dataclass
+class ChatReply:
+    """A chat reply's text and its call record."""
+
+    content: str
+    call: CallRecord
+
+
+def chat(
+    system_prompt: str,
+    messages: Sequence[dict],
+    client: OpenAI,
+    config: LLMConfig,
+    cache: ReplyCache | None = None,
+) -> ChatReply:
+    """One agent turn: ``system_prompt`` then ``messages`` (the seed's ``chat``)."""
+    full = [{"role": "system", "content": system_prompt}, *messages]
+    done = complete(
+        client, config, full, purpose="chat", max_tokens=config.chat_max_tokens, cache=cache
+    )
+    return ChatReply(done.content, done.call)
+
+
+@dataclass
+class LearnResult:
+    """What ``learn`` found, what it dropped, and what the calls cost."""
+
+    procedures: list[Procedure]
+    dropped: list[DroppedEntry]
+    calls: list[CallRecord]
+    raw: str
+    extracted: list[ExtractedProcedure] = field(default_factory=list)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.calls)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def latency_s(self) -> float:
+        return sum(c.latency_s for c in self.calls)
+
+
+def _is_cut_off(exc: LLMCallError) -> bool:
+    return exc.status == 400 and exc.code == "json_validate_failed"
+
+
+def learn(
+    messages: Sequence[dict],
+    client: OpenAI,
+    config: LLMConfig,
+    cache: ReplyCache | None = None,
+    prompt: str = EXTRACTION_PROMPT,
+) -> LearnResult:
+    """Extract procedures from a finished session's ``messages`` (see the module docstring).
+
+    Returns flat ``Procedure``s with the confidence the model stated (``metadata`` records
+    the source, model and trigger), the dropped entries, and the call records.
+    """
+    request = [
+        {"role": "system", "content": prompt},
+        {"role": "user", "content": EXTRACTION_REQUEST + transcript_text(messages)},
+    ]
+    calls: list[CallRecord] = []
+    attempts: list[str] = []
+    budget = config.max_tokens
+    for attempt in (1, 2):
+        try:
+            done = complete(
+                client,
+                config,
+                request,
+                purpose="extraction",
+                max_tokens=budget,
+                json_response=config.json_response,
+                cache=cache,
+                attempt=attempt,
+            )
+        except LLMCallError as exc:
+            if not _is_cut_off(exc):
+                raise
+            attempts.append(str(exc))
+            reason, why = "truncated", f"HTTP 400 json_validate_failed at max_tokens={budget}"
+        else:
+            calls.append(done.call)
+            attempts.append(done.content)
+            if done.call.finish_reason == "length":
+                reason, why = "truncated", f"reply cut off at max_tokens={budget}"
+            else:
+                try:
+                    checked = validate_reply(done.content, config.policy, config.max_procedures)
+                except InvalidJSONReply as exc:
+                    reason, why = "invalid_json", str(exc)
+                except ExtractionError as exc:
+                    exc.calls, exc.attempts = list(calls), list(attempts)
+                    raise
+                else:
+                    return LearnResult(
+                        procedures=[_procedure(p, config) for p in checked.procedures],
+                        dropped=checked.dropped,
+                        calls=calls,
+                        raw=done.content,
+                        extracted=checked.procedures,
+                    )
+        budget = int(budget * config.retry_room)
+    raise ExtractionError(
+        reason,
+        f"{why}; gave up after one retry with more room",
+        attempts[-1],
+        attempts=attempts,
+        calls=calls,
+    )
+
+
+def _procedure(p: ExtractedProcedure, config: LLMConfig) -> Procedure:
+    return Procedure(
+        p.title,
+        p.trigger,
+        p.description,
+        confidence=p.confidence,
+        metadata={"source": "learn", "model": config.model},
+    )
+
+
+def _steps(proc: Procedure) -> list[str]:
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", proc.description) if s.strip()]
+    steps = [f"Check the situation: {proc.trigger}", *sentences]
+    return steps[:64]
+
+
+def to_candidates(
+    store: Any,
+    procedures: Sequence[Procedure],
+    namespace: str = "default",
+    tags: Sequence[str] = ("learned",),
+) -> list[Any]:
+    """Add extracted flat procedures to a ``ProcedureStore`` as candidates; returns the ids.
+
+    Mapping: name <- title; situation <- trigger; steps <- ``"Check the situation:
+    <trigger>"`` followed by the description's sentences (so always 2..64 steps);
+    metadata <- {"source": "learn", "confidence": stated confidence, "description"};
+    ``candidate=True`` (machine-mined: listed last in matches until it has runs).
+    """
+    ids = []
+    for proc in procedures:
+        metadata = {
+            **proc.metadata,
+            "source": "learn",
+            "confidence": proc.confidence,
+            "description": proc.description,
+        }
+        ids.append(
+            store.add(
+                proc.title,
+                proc.trigger,
+                steps=_steps(proc),
+                tags=tuple(tags),
+                metadata=metadata,
+                namespace=namespace,
+                candidate=True,
+            )
+        )
+    return ids

@@ -1,0 +1,221 @@
+"""A deterministic stand-in for a chat model, used by the offline server (``llm_server``).
+
+Two kinds of request, told apart by the system prompt:
+
+- extraction (the system prompt asks for ``{"procedures": ...}`` JSON): the reply is
+  well-formed procedure JSON drawn from ``PROCEDURE_POOL``. A pool entry is picked when its
+  cues occur in the transcript; its confidence follows the extraction prompt's scale:
+  0.85 when a *user* line asks for it, 0.70 when an *assistant* line already shows it,
+  0.60 when it is only suggested by the context. At most three are returned, highest
+  confidence first, ties broken by a hash of (transcript, title), so the choice is keyed by
+  the transcript. No cue, no procedure: ``{"procedures": []}``.
+- chat: a short FinCoach-style reply that visibly follows every procedure listed under
+  ``LEARNED OPERATIONAL PROCEDURES`` in the system prompt (one line per procedure, naming it).
+
+Token counts use ``count_tokens`` (words and punctuation marks), a stand-in for a real
+tokenizer that is exact and reproducible. With a ``reasoning_effort`` the model spends
+``REASONING_TOKENS[effort]`` hidden tokens first, counted inside ``max_tokens`` as
+gpt-oss does (notebook seed); a reply that does not fit is cut off with
+``finish_reason="length"``.
+
+This is a simulator of the protocol and of plausible behaviour, not a claim about what a
+real model would extract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+from procmem_core.flat import PROCEDURES_HEADING
+
+TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
+REASONING_TOKENS = {"minimal": 16, "low": 48, "medium": 192, "high": 768}
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+def count_tokens(text: str) -> int:
+    """Number of words and punctuation marks in ``text``."""
+    return len(TOKEN_PATTERN.findall(text))
+
+
+def truncate_to_tokens(text: str, budget: int) -> str:
+    """The prefix of ``text`` holding its first ``budget`` tokens (empty for budget <= 0)."""
+    if budget <= 0:
+        return ""
+    matches = list(TOKEN_PATTERN.finditer(text))
+    if budget >= len(matches):
+        return text
+    return text[: matches[budget - 1].end()]
+
+
+@dataclass(frozen=True)
+class PoolProcedure:
+    """One procedure the offline model can extract, with the cues that select it."""
+
+    title: str
+    trigger: str
+    description: str
+    user_cues: tuple[str, ...] = ()
+    agent_cues: tuple[str, ...] = ()
+    context_cues: tuple[str, ...] = ()
+
+
+PROCEDURE_POOL: tuple[PoolProcedure, ...] = (
+    PoolProcedure(
+        "Quantify the worst case",
+        "When the user asks about an investment",
+        "Always quantify the worst-case scenario before the user asks.",
+        user_cues=("worst case", "worst-case"),
+        agent_cues=("worst case", "worst-case"),
+    ),
+    PoolProcedure(
+        "End with a numbered action list",
+        "When the user asks what to do next",
+        "Always close with a short numbered list of next steps.",
+        user_cues=("clear list", "list of what", "what i should do next", "next steps"),
+        agent_cues=("next steps",),
+    ),
+    PoolProcedure(
+        "Verify emergency fund before new investments",
+        "User mentions new funds becoming available or wants to invest",
+        "Always check that the user holds 3-6 months of expenses in cash equivalents "
+        "before allocating new money to investment products.",
+        agent_cues=("emergency fund",),
+        context_cues=("expenses", "salary"),
+    ),
+    PoolProcedure(
+        "Lead with capital-protected options for risk-averse users",
+        "The user says they are risk-averse",
+        "When the user is risk-averse, present capital-protected options first and "
+        "state the lock-in period of each.",
+        agent_cues=("low-risk", "low risk", "capital-protected"),
+        context_cues=("risk-averse", "risk averse"),
+    ),
+    PoolProcedure(
+        "Compare options for a maturing FD",
+        "The user has a fixed deposit maturing or matured",
+        "When an FD matures, compare at least three options on liquidity, risk and tax "
+        "before recommending one.",
+        context_cues=(" fd ", "fixed deposit", "matur"),
+    ),
+    PoolProcedure(
+        "Ask for the investment horizon",
+        "The user wants to invest without stating when they need the money",
+        "Ask when the money will be needed before suggesting any product.",
+        context_cues=("invest",),
+    ),
+)
+
+MAX_EXTRACTED = 3
+
+
+def is_extraction_request(messages: list[dict]) -> bool:
+    """An extraction request: a system message that asks for ``procedures`` JSON."""
+    return any(m.get("role") == "system" and '"procedures"' in _text(m) for m in messages)
+
+
+def _text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _lines_by_role(transcript: str) -> tuple[str, str, str]:
+    """(user lines, assistant lines, all) of a ``ROLE: content`` transcript, lower-cased."""
+    user, agent = [], []
+    current = None
+    for line in transcript.splitlines():
+        head = line.split(":", 1)[0].strip().upper()
+        if head in ("USER", "ASSISTANT"):
+            current = head
+        if current == "USER":
+            user.append(line)
+        elif current == "ASSISTANT":
+            agent.append(line)
+    low = transcript.lower()
+    return "\n".join(user).lower(), "\n".join(agent).lower(), f" {low} "
+
+
+def extract_procedures(transcript: str) -> list[dict]:
+    """The procedures the offline model extracts from ``transcript`` (at most three)."""
+    user, agent, everything = _lines_by_role(transcript)
+    chosen = []
+    for entry in PROCEDURE_POOL:
+        if any(c in user for c in entry.user_cues):
+            confidence = 0.85
+        elif any(c in agent for c in entry.agent_cues):
+            confidence = 0.70
+        elif any(c in everything for c in entry.context_cues):
+            confidence = 0.60
+        else:
+            continue
+        tie = hashlib.sha256(f"{transcript}\x00{entry.title}".encode()).hexdigest()
+        chosen.append((-confidence, tie, entry, confidence))
+    chosen.sort(key=lambda row: (row[0], row[1]))
+    return [
+        {
+            "title": e.title,
+            "trigger": e.trigger,
+            "description": e.description,
+            "confidence": c,
+        }
+        for _, _, e, c in chosen[:MAX_EXTRACTED]
+    ]
+
+
+def listed_procedures(system_prompt: str) -> list[tuple[str, str]]:
+    """(title, description) of each procedure ``build_system_prompt`` listed."""
+    if PROCEDURES_HEADING not in system_prompt:
+        return []
+    block = system_prompt.split(PROCEDURES_HEADING, 1)[1]
+    found: list[tuple[str, str]] = []
+    title, desc_lines = None, []
+    for line in block.splitlines():
+        head = re.match(r"^(\d+)\. (.+)$", line)
+        if head:
+            if title is not None:
+                found.append((title, " ".join(desc_lines).strip()))
+            title, desc_lines = head.group(2).strip(), []
+        elif title is not None and line.strip() and not line.strip().startswith("Trigger:"):
+            desc_lines.append(line.strip())
+    if title is not None:
+        found.append((title, " ".join(desc_lines).strip()))
+    return found
+
+
+def chat_reply(messages: list[dict]) -> str:
+    """A short reply to the last user message that follows the listed procedures."""
+    system = "\n".join(_text(m) for m in messages if m.get("role") == "system")
+    users = [_text(m) for m in messages if m.get("role") == "user"]
+    last = users[-1] if users else ""
+    amount = re.search(r"₹\s?[\d,]+", last)
+    subject = f"your {amount.group(0).replace(' ', '')}" if amount else "your money"
+    lines = [f"Here is how I would approach {subject}."]
+    procedures = listed_procedures(system)
+    if not procedures:
+        lines.append(
+            "Keep an emergency fund first; for money you may need soon, a liquid fund or "
+            "a short-term debt fund is a low-risk place to start."
+        )
+    for i, (title, description) in enumerate(procedures, 1):
+        lines.append(f"{i}. Following '{title}': {description}")
+    return "\n".join(lines)
+
+
+def reply_content(messages: list[dict]) -> str:
+    """The full (untruncated) reply text for a chat-completions request."""
+    if is_extraction_request(messages):
+        transcript = "\n".join(_text(m) for m in messages if m.get("role") == "user")
+        return json.dumps({"procedures": extract_procedures(transcript)}, ensure_ascii=False)
+    return chat_reply(messages)
+
+
+def prompt_tokens(messages: list[dict]) -> int:
+    """Prompt tokens: each message's content plus a fixed per-message overhead."""
+    return sum(count_tokens(_text(m)) + MESSAGE_OVERHEAD_TOKENS for m in messages)
