@@ -32,6 +32,16 @@ class ScenarioResult:
         self.metrics[name] = m
         self.metrics[f"{name}_se"] = se
 
+    def add_ratio(self, name: str, numerators: np.ndarray, denominators: np.ndarray) -> None:
+        """Add a pooled ratio ``sum(num) / sum(den)`` over independent clusters, with its SE.
+
+        Use it when the units inside one replication are correlated (sessions of one
+        user, procedures of one library): the replication is the independent cluster.
+        """
+        r, se = ratio_and_se(numerators, denominators)
+        self.metrics[name] = r
+        self.metrics[f"{name}_se"] = se
+
 
 def rate_and_se(hits: float, total: float) -> tuple[float, float]:
     """A simulated rate and its Monte Carlo standard error ``sqrt(r (1 - r) / R)``."""
@@ -50,3 +60,23 @@ def mean_and_se(values: np.ndarray) -> tuple[float, float]:
     m = float(v.mean())
     se = float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
     return m, se
+
+
+def ratio_and_se(numerators: np.ndarray, denominators: np.ndarray) -> tuple[float, float]:
+    """Ratio estimator ``r = sum(x) / sum(y)`` over n independent clusters and its SE.
+
+    Linearization (delta method): ``se = sqrt(n / (n - 1) * sum((x_i - r y_i)^2)) / sum(y)``
+    (Cochran, Sampling Techniques, 1977, sec. 6.4). With every ``y_i = 1`` it is the
+    usual SE of a mean.
+    """
+    x = np.asarray(numerators, dtype=float).ravel()
+    y = np.asarray(denominators, dtype=float).ravel()
+    n = x.size
+    total = float(y.sum())
+    if n == 0 or total <= 0:
+        return float("nan"), float("nan")
+    r = float(x.sum()) / total
+    if n < 2:
+        return r, float("nan")
+    resid = x - r * y
+    return r, math.sqrt(n / (n - 1) * float(resid @ resid)) / total

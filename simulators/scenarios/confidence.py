@@ -1,0 +1,259 @@
+"""ConfidenceScenario: the flat design with a library of procedures per user.
+
+Each replication is one user with a base success rate and a library of ``procedures``
+whose true effects are drawn by the ``UserPopulation``. In every session:
+
+1. the prompt holds the procedures the engine's ``shown_mask`` selects (threshold,
+   limit); with probability ``explore_rate`` one procedure that is not shown (below the
+   threshold or past the limit, chosen uniformly) is shown as well;
+2. the session succeeds with probability ``clip(base + sum of shown effects, 0, 1)``;
+3. the ``FeedbackModel`` turns the outcome into a signal (flipped, missing, delayed);
+4. when a signal arrives, every procedure shown in the session it reports on is updated
+   by the engine's ``ConfidenceRule.update`` (the seed's credit assignment).
+
+Exact regime: one procedure, no heterogeneity, no noise, no exploration. Then each kind
+of procedure is ``flat_fate`` at ``p = clip(base + effect)`` and the metrics gain
+``helpful_retained_exact``, ``harmful_excluded_exact`` and
+``session_success_rate_exact``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.exact import flat_fate
+from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, passes_threshold, shown_mask, snap
+from simulators.feedback import DelayLine, FeedbackModel
+from simulators.replication import chunks
+from simulators.result import ScenarioResult, rate_and_se
+from simulators.scenarios.fate import check_rule
+from simulators.users import HARMFUL, HELPFUL, KIND_NAMES, NEUTRAL, UserPopulation, effect_kind
+
+_PER_USER = (
+    "successes",
+    "shown",
+    "helpful_shown",
+    "helpful",
+    "harmful",
+    "helpful_kept",
+    "harmful_gone",
+    "harmful_gone_sessions",
+)
+
+
+def check_instance(field_name: str, value: object, cls: type) -> None:
+    if not isinstance(value, cls):
+        raise ParameterError(field_name, value, f"expected a {cls.__module__}.{cls.__name__}")
+
+
+@dataclass(frozen=True)
+class ConfidenceScenario:
+    """Flat confidence dynamics with a library of procedures of known true effect.
+
+    Metrics (each simulated one with ``_se``; the replication, one user, is the cluster):
+    ``session_success_rate``, ``prompt_precision`` (share of shown procedure-slots that
+    truly help), ``mean_shown``, ``helpful_retained`` (helpful procedures still at or
+    above the threshold after the last session), ``harmful_excluded``,
+    ``sessions_to_exclude_harmful`` (session of first exclusion, among excluded harmful
+    procedures), ``success_rate_no_procedures`` and ``success_rate_oracle`` (expected
+    rates without procedures and with only the helpful ones, up to ``limit``), and the
+    exact ``break_even`` of the rule. Tables ``trajectory`` (per session) and ``fates``
+    (per kind of procedure).
+    """
+
+    name: ClassVar[str] = "confidence"
+
+    population: UserPopulation = field(default_factory=UserPopulation)
+    feedback: FeedbackModel = field(default_factory=FeedbackModel)
+    rule: ConfidenceRule = DEFAULT_RULE
+    procedures: int = 8
+    sessions: int = 40
+    threshold: float = 0.55
+    limit: int = 6
+    explore_rate: float = 0.0
+    replications: int = 2_000
+    chunk_size: int = 8_192
+
+    def __post_init__(self) -> None:
+        check_instance("population", self.population, UserPopulation)
+        check_instance("feedback", self.feedback, FeedbackModel)
+        check_rule("rule", self.rule)
+        check_int("procedures", self.procedures, minimum=1)
+        check_int("sessions", self.sessions, minimum=1)
+        check_probability("threshold", self.threshold)
+        check_int("limit", self.limit, minimum=1)
+        check_probability("explore_rate", self.explore_rate)
+        check_int("replications", self.replications, minimum=2)
+        check_int("chunk_size", self.chunk_size, minimum=1)
+
+    @property
+    def exact_regime(self) -> bool:
+        """One procedure, identical users, noiseless feedback, no exploration."""
+        return (
+            self.procedures == 1
+            and self.population.heterogeneity == 0
+            and self.feedback.noiseless
+            and self.explore_rate == 0
+        )
+
+    def _explore(self, rng: np.random.Generator, shown: np.ndarray) -> np.ndarray:
+        """Add one uniformly chosen not-shown procedure to the prompt, w.p. explore_rate."""
+        n, k = shown.shape
+        go = rng.random(n) < self.explore_rate
+        key = np.where(shown, -1.0, rng.random((n, k)))
+        pick = np.argmax(key, axis=1)
+        go &= key[np.arange(n), pick] >= 0
+        extra = np.zeros_like(shown)
+        extra[np.arange(n)[go], pick[go]] = True
+        return shown | extra
+
+    def _simulate_chunk(self, rng: np.random.Generator, n: int, traj: dict) -> dict:
+        k, pop = self.procedures, self.population
+        base = pop.sample_base(rng, n)
+        effects = pop.sample_effects(rng, (n, k))
+        kind = effect_kind(effects)
+        conf = np.full((n, k), snap(self.rule.initial))
+        first_out = np.zeros((n, k), dtype=np.int64)  # 0 = not excluded yet
+        line = DelayLine(self.feedback.delay)
+        acc = {name: np.zeros(n) for name in _PER_USER}
+        for t in range(self.sessions):
+            shown = shown_mask(conf, self.threshold, self.limit)
+            if self.explore_rate > 0:
+                shown = self._explore(rng, shown)
+            p = pop.success_probability(base, (effects * shown).sum(axis=1))
+            outcome = rng.random(n) < p
+            signal = self.feedback.signal(rng, outcome)
+            observed = self.feedback.observed(rng, (n,))
+            due = line.push((shown, signal, observed))
+            if due is not None:
+                d_shown, d_signal, d_observed = due
+                update = d_shown if d_observed is None else d_shown & d_observed[:, None]
+                conf = np.where(update, self.rule.update(conf, d_signal[:, None]), conf)
+            active = passes_threshold(conf, self.threshold)
+            first_out[(first_out == 0) & ~active] = t + 1
+            n_shown = shown.sum(axis=1)
+            helpful_shown = (shown & (kind == HELPFUL)).sum(axis=1)
+            acc["successes"] += outcome
+            acc["shown"] += n_shown
+            acc["helpful_shown"] += helpful_shown
+            traj["successes"][t] += np.count_nonzero(outcome)
+            traj["shown"][t] += n_shown.sum()
+            traj["helpful_shown"][t] += helpful_shown.sum()
+            for code in (HELPFUL, NEUTRAL, HARMFUL):
+                traj[f"{KIND_NAMES[code]}_active"][t] += np.count_nonzero(active & (kind == code))
+        active = passes_threshold(conf, self.threshold)
+        harmful = kind == HARMFUL
+        acc["helpful"] = (kind == HELPFUL).sum(axis=1).astype(float)
+        acc["harmful"] = harmful.sum(axis=1).astype(float)
+        acc["helpful_kept"] = (active & (kind == HELPFUL)).sum(axis=1).astype(float)
+        gone = harmful & (first_out > 0)
+        acc["harmful_gone"] = gone.sum(axis=1).astype(float)
+        acc["harmful_gone_sessions"] = np.where(gone, first_out, 0).sum(axis=1).astype(float)
+        n_helpful = np.minimum(acc["helpful"], self.limit)
+        acc["rate_none"] = base
+        acc["rate_oracle"] = pop.success_probability(base, n_helpful * pop.helpful_effect)
+        for code in (HELPFUL, NEUTRAL, HARMFUL):
+            sel = kind == code
+            traj["fate_count"][code] += np.count_nonzero(sel)
+            traj["fate_kept"][code] += np.count_nonzero(sel & active)
+            traj["fate_conf"][code] += conf[sel].sum()
+        return acc
+
+    def run(self, seed: int) -> ScenarioResult:
+        s = self.sessions
+        names = (
+            "successes",
+            "shown",
+            "helpful_shown",
+            *(f"{v}_active" for v in KIND_NAMES.values()),
+        )
+        traj: dict = {name: np.zeros(s) for name in names}
+        for key in ("fate_count", "fate_kept", "fate_conf"):
+            traj[key] = dict.fromkeys(KIND_NAMES, 0.0)
+        parts = [
+            self._simulate_chunk(c.rng, c.size, traj)
+            for c in chunks(seed, self.replications, self.chunk_size)
+        ]
+        acc = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+        reps = self.replications
+        result = ScenarioResult(self.name)
+        result.add_ratio("session_success_rate", acc["successes"], np.full(reps, float(s)))
+        result.add_ratio("prompt_precision", acc["helpful_shown"], acc["shown"])
+        result.add_mean("mean_shown", acc["shown"] / s)
+        result.add_ratio("helpful_retained", acc["helpful_kept"], acc["helpful"])
+        result.add_ratio("harmful_excluded", acc["harmful_gone"], acc["harmful"])
+        result.add_ratio(
+            "sessions_to_exclude_harmful", acc["harmful_gone_sessions"], acc["harmful_gone"]
+        )
+        result.add_mean("success_rate_no_procedures", acc["rate_none"])
+        result.add_mean("success_rate_oracle", acc["rate_oracle"])
+        result.metrics["break_even"] = self.rule.break_even
+        if self.exact_regime:
+            result.metrics.update(self._exact())
+        result.tables["trajectory"] = self._trajectory_table(traj, reps)
+        result.tables["fates"] = pd.DataFrame(
+            [
+                {
+                    "kind": KIND_NAMES[code],
+                    "procedures": traj["fate_count"][code],
+                    "retained_rate": rate_and_se(traj["fate_kept"][code], traj["fate_count"][code])[
+                        0
+                    ],
+                    "mean_final_confidence": traj["fate_conf"][code] / traj["fate_count"][code]
+                    if traj["fate_count"][code]
+                    else float("nan"),
+                }
+                for code in (HELPFUL, NEUTRAL, HARMFUL)
+            ]
+        )
+        return result
+
+    def _trajectory_table(self, traj: dict, reps: int) -> pd.DataFrame:
+        rates = [rate_and_se(x, reps) for x in traj["successes"]]
+        shown = traj["shown"]
+        counts = traj["fate_count"]
+        table = {
+            "session": np.arange(1, self.sessions + 1),
+            "success_rate": [r for r, _ in rates],
+            "success_rate_se": [se for _, se in rates],
+            "mean_shown": shown / reps,
+            "prompt_precision": np.divide(
+                traj["helpful_shown"], shown, out=np.full_like(shown, np.nan), where=shown > 0
+            ),
+        }
+        for code, label in KIND_NAMES.items():
+            total = counts[code]
+            col = traj[f"{label}_active"]
+            table[f"{label}_active_share"] = col / total if total else np.full_like(col, np.nan)
+        return pd.DataFrame(table)
+
+    def _exact(self) -> dict[str, float]:
+        """Single procedure: mix ``flat_fate`` over the three kinds of effect."""
+        pop, rule, s = self.population, self.rule, self.sessions
+        base = pop.base_rate
+        kinds = [
+            (pop.helpful_share, pop.helpful_effect),
+            (1.0 - pop.helpful_share - pop.harmful_share, 0.0),
+            (pop.harmful_share, -pop.harmful_effect),
+        ]
+        success = 0.0
+        fates = []
+        for weight, effect in kinds:
+            p = float(pop.success_probability(base, effect))
+            fate = flat_fate(p, s, rule, self.threshold)
+            fates.append(fate)
+            # P(shown in session k) = 1 - P(excluded within k - 1 sessions)
+            excluded_before = np.concatenate(([0.0], fate.excluded_by_session[:-1]))
+            shown = 1.0 - excluded_before
+            success += weight * float(np.mean(shown * p + (1.0 - shown) * base))
+        out = {"session_success_rate_exact": success}
+        if pop.helpful_share > 0:
+            out["helpful_retained_exact"] = 1.0 - fates[0].p_excluded
+        if pop.harmful_share > 0:
+            out["harmful_excluded_exact"] = fates[2].p_excluded
+        return out

@@ -1,0 +1,92 @@
+"""ProcedureFateScenario: one flat procedure, no noise; the simulated twin of ``flat_fate``.
+
+A procedure with success probability ``p`` per applied session starts at the rule's
+``initial`` confidence. In every session it is shown when the engine's prompt filter
+(``shown_mask``) lets it through; a shown procedure is applied and updated by the
+engine's ``ConfidenceRule.update``. Below the threshold it is never shown again, so the
+threshold is absorbing (docs/statistics.md, "The flat confidence rule").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.exact import flat_fate
+from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, shown_mask, snap
+from simulators.replication import DEFAULT_CHUNK, chunks
+from simulators.result import ScenarioResult, rate_and_se
+
+
+def check_rule(field: str, rule: object) -> ConfidenceRule:
+    if not isinstance(rule, ConfidenceRule):
+        raise ParameterError(field, rule, "expected a procmem_core.flat.ConfidenceRule")
+    return rule
+
+
+@dataclass(frozen=True)
+class ProcedureFateScenario:
+    """Fate of one flat procedure over ``sessions`` sessions, ``replications`` times.
+
+    Metrics: ``p_excluded`` (below the threshold after the last session),
+    ``expected_sessions_applied`` (sessions in which it was shown), each with ``_se``,
+    and their exact counterparts ``p_excluded_exact``, ``expected_sessions_applied_exact``
+    from ``flat_fate`` (this scenario is always in the exact regime), plus the rule's
+    ``break_even``. Table ``fates``: exclusion by session, simulated and exact.
+    """
+
+    name: ClassVar[str] = "fate"
+
+    p: float = 0.7
+    sessions: int = 20
+    rule: ConfidenceRule = DEFAULT_RULE
+    threshold: float = 0.55
+    replications: int = 20_000
+    chunk_size: int = DEFAULT_CHUNK
+
+    def __post_init__(self) -> None:
+        check_probability("p", self.p)
+        check_int("sessions", self.sessions, minimum=1)
+        check_rule("rule", self.rule)
+        check_probability("threshold", self.threshold)
+        check_int("replications", self.replications, minimum=1)
+        check_int("chunk_size", self.chunk_size, minimum=1)
+
+    def run(self, seed: int) -> ScenarioResult:
+        n_sessions, reps = self.sessions, self.replications
+        excluded_by = np.zeros(n_sessions)
+        applied_parts = []
+        for chunk in chunks(seed, reps, self.chunk_size):
+            conf = np.full(chunk.size, snap(self.rule.initial))
+            applied = np.zeros(chunk.size)
+            for k in range(n_sessions):
+                shown = shown_mask(conf[:, None], self.threshold, 1)[:, 0]
+                outcome = chunk.rng.random(chunk.size) < self.p
+                conf = np.where(shown, self.rule.update(conf, outcome), conf)
+                applied += shown
+                still = shown_mask(conf[:, None], self.threshold, 1)[:, 0]
+                excluded_by[k] += chunk.size - np.count_nonzero(still)
+            applied_parts.append(applied)
+
+        result = ScenarioResult(self.name)
+        result.add_rate("p_excluded", excluded_by[-1], reps)
+        result.add_mean("expected_sessions_applied", np.concatenate(applied_parts))
+        exact = flat_fate(self.p, n_sessions, self.rule, self.threshold)
+        result.metrics["p_excluded_exact"] = exact.p_excluded
+        result.metrics["expected_sessions_applied_exact"] = exact.expected_sessions_applied
+        result.metrics["break_even"] = exact.break_even
+        rates = [rate_and_se(x, reps) for x in excluded_by]
+        result.tables["fates"] = pd.DataFrame(
+            {
+                "session": np.arange(1, n_sessions + 1),
+                "p": self.p,
+                "excluded_rate": [r for r, _ in rates],
+                "excluded_rate_se": [se for _, se in rates],
+                "excluded_exact": exact.excluded_by_session,
+            }
+        )
+        return result
