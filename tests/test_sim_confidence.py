@@ -1,0 +1,129 @@
+"""ProcedureFateScenario and ConfidenceScenario against flat_fate."""
+
+from __future__ import annotations
+
+import pytest
+
+from procmem_core.errors import ParameterError
+from procmem_core.flat import ConfidenceRule
+from simulators.feedback import FeedbackModel
+from simulators.scenarios.confidence import ConfidenceScenario
+from simulators.scenarios.fate import ProcedureFateScenario
+from simulators.users import UserPopulation
+
+
+def within(metrics: dict, name: str, k: float = 4.0) -> None:
+    sim, se, exact = metrics[name], metrics[f"{name}_se"], metrics[f"{name}_exact"]
+    assert abs(sim - exact) <= k * se + 1e-12, (name, sim, exact, se)
+
+
+@pytest.mark.parametrize("p", [0.5, 0.652, 0.75, 0.9])
+def test_fate_matches_flat_fate(p):
+    m = ProcedureFateScenario(p=p, sessions=25, replications=40_000).run(11).metrics
+    within(m, "p_excluded")
+    within(m, "expected_sessions_applied")
+
+
+def test_fate_with_other_rule_and_threshold_matches_exact():
+    rule = ConfidenceRule(initial=0.7, reward=0.05, penalty=0.1)
+    m = ProcedureFateScenario(p=0.6, sessions=15, rule=rule, threshold=0.5).run(3).metrics
+    within(m, "p_excluded")
+    within(m, "expected_sessions_applied")
+
+
+def test_fate_table_tracks_exact_by_session():
+    res = ProcedureFateScenario(p=0.7, sessions=12, replications=30_000).run(5)
+    t = res.tables["fates"]
+    assert list(t.session) == list(range(1, 13))
+    se = t.excluded_rate_se.clip(lower=1e-4)
+    assert ((t.excluded_rate - t.excluded_exact).abs() <= 4 * se).all()
+    assert t.excluded_rate.is_monotonic_increasing
+
+
+def test_same_seed_same_metrics_other_seed_differs():
+    s = ConfidenceScenario(replications=300, sessions=15)
+    assert s.run(4).metrics == s.run(4).metrics
+    assert s.run(4).metrics != s.run(5).metrics
+    f = ProcedureFateScenario(replications=500)
+    assert f.run(1).metrics == f.run(1).metrics
+    assert f.run(1).metrics != f.run(2).metrics
+
+
+@pytest.mark.parametrize(
+    "pop",
+    [
+        UserPopulation(base_rate=0.75, helpful_share=0.5, harmful_share=0.3, harmful_effect=0.05),
+        UserPopulation(base_rate=0.55, helpful_share=1.0, harmful_share=0.0, helpful_effect=0.1),
+    ],
+)
+def test_single_procedure_confidence_scenario_matches_flat_fate(pop):
+    sc = ConfidenceScenario(population=pop, procedures=1, sessions=30, replications=20_000)
+    assert sc.exact_regime
+    m = sc.run(21).metrics
+    within(m, "session_success_rate")
+    if pop.helpful_share:
+        within(m, "helpful_retained")
+    if pop.harmful_share:
+        within(m, "harmful_excluded")
+
+
+def test_library_dynamics_are_sensible():
+    m = ConfidenceScenario(replications=1500, sessions=40).run(0).metrics
+    assert m["success_rate_no_procedures"] < m["session_success_rate"] < m["success_rate_oracle"]
+    assert m["prompt_precision"] > 0.4  # helpful share of the library
+    assert 0 < m["sessions_to_exclude_harmful"] <= 40
+    assert "helpful_retained_exact" not in m  # 8 procedures interact: no exact answer
+
+
+def test_noise_explore_and_delay_change_dynamics():
+    base = ConfidenceScenario(replications=1000, sessions=30)
+    noisy = ConfidenceScenario(
+        replications=1000,
+        sessions=30,
+        feedback=FeedbackModel(false_negative=0.3, missing=0.2, delay=2),
+        explore_rate=0.3,
+    )
+    a, b = base.run(1).metrics, noisy.run(1).metrics
+    # false negatives push confidences down: fewer helpful procedures survive
+    assert b["helpful_retained"] < a["helpful_retained"] - 4 * a["helpful_retained_se"]
+    t = noisy.run(1).tables["trajectory"]
+    assert t.helpful_active_share.iloc[0] == 1.0  # nothing updated yet in session 1 (delay 2)
+
+
+def test_explore_shows_sub_threshold_procedures():
+    pop = UserPopulation(base_rate=0.3, helpful_share=0.0, harmful_share=1.0)
+    off = ConfidenceScenario(population=pop, replications=500, sessions=30).run(2).metrics
+    on = (
+        ConfidenceScenario(population=pop, replications=500, sessions=30, explore_rate=0.5)
+        .run(2)
+        .metrics
+    )
+    assert off["mean_shown"] < on["mean_shown"]
+    assert on["sessions_to_exclude_harmful"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "fragment"),
+    [
+        (ProcedureFateScenario, {"p": 1.1}, "p="),
+        (ProcedureFateScenario, {"sessions": 0}, "sessions"),
+        (ProcedureFateScenario, {"rule": "seed"}, "rule"),
+        (ProcedureFateScenario, {"threshold": -0.1}, "threshold"),
+        (ProcedureFateScenario, {"replications": 0}, "replications"),
+        (ConfidenceScenario, {"population": 0.5}, "population"),
+        (ConfidenceScenario, {"feedback": None}, "feedback"),
+        (ConfidenceScenario, {"procedures": 0}, "procedures"),
+        (ConfidenceScenario, {"limit": 0}, "limit"),
+        (ConfidenceScenario, {"explore_rate": 2.0}, "explore_rate"),
+        (ConfidenceScenario, {"replications": 1}, "replications"),
+        (ConfidenceScenario, {"chunk_size": 0}, "chunk_size"),
+    ],
+)
+def test_invalid_parameters(cls, kwargs, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        cls(**kwargs)
+
+
+def test_invalid_seed():
+    with pytest.raises(ParameterError, match="seed"):
+        ProcedureFateScenario().run(-3)

@@ -1,0 +1,119 @@
+"""Users, feedback, chunking and the result helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from procmem_core.errors import ParameterError
+from simulators.feedback import DelayLine, FeedbackModel
+from simulators.replication import chunks
+from simulators.result import ratio_and_se
+from simulators.users import HARMFUL, HELPFUL, NEUTRAL, UserPopulation, effect_kind
+
+
+def test_base_rates_have_the_documented_mean_and_variance():
+    pop = UserPopulation(base_rate=0.3, heterogeneity=0.2)
+    b = pop.sample_base(np.random.default_rng(1), 400_000)
+    se_mean = np.sqrt(0.3 * 0.7 * 0.2 / b.size)
+    assert abs(b.mean() - 0.3) < 4 * se_mean
+    assert b.var() == pytest.approx(0.3 * 0.7 * 0.2, rel=0.02)
+
+
+def test_effect_shares_match_parameters():
+    pop = UserPopulation(helpful_share=0.3, harmful_share=0.1, helpful_effect=0.2)
+    e = pop.sample_effects(np.random.default_rng(2), (200_000, 3))
+    kind = effect_kind(e)
+    for code, share in ((HELPFUL, 0.3), (HARMFUL, 0.1), (NEUTRAL, 0.6)):
+        r = np.mean(kind == code)
+        assert abs(r - share) < 4 * np.sqrt(share * (1 - share) / kind.size)
+    assert set(np.unique(e)) == {-0.15, 0.0, 0.2}
+
+
+@pytest.mark.parametrize("effect", [0.3, 0.05, -0.1, -0.4])
+def test_expected_lift_is_exact_under_clipping(effect):
+    pop = UserPopulation(base_rate=0.7, heterogeneity=0.3)
+    b = pop.sample_base(np.random.default_rng(3), 1_000_000)
+    lift = np.clip(b + effect, 0, 1) - b
+    se = lift.std() / np.sqrt(lift.size)
+    assert abs(lift.mean() - pop.expected_lift(effect)) < 4 * se + 1e-12
+
+
+def test_expected_lift_without_heterogeneity_clips():
+    pop = UserPopulation(base_rate=0.9)
+    assert pop.expected_lift(0.2) == pytest.approx(0.1)
+    assert pop.expected_lift(-0.95) == pytest.approx(-0.9)
+
+
+def test_feedback_flip_rates_and_missing():
+    fb = FeedbackModel(false_negative=0.2, false_positive=0.1, missing=0.25)
+    rng = np.random.default_rng(4)
+    truth = rng.random(400_000) < 0.6
+    sig = fb.signal(rng, truth)
+    obs = fb.observed(rng, truth.shape)
+    assert abs(sig[truth].mean() - 0.8) < 0.005
+    assert abs(sig[~truth].mean() - 0.1) < 0.005
+    assert abs(obs.mean() - 0.75) < 0.005
+    assert fb.positive_rate(0.6) == pytest.approx(0.6 * 0.8 + 0.4 * 0.1)
+
+
+def test_noiseless_feedback_draws_nothing():
+    fb = FeedbackModel()
+    rng = np.random.default_rng(5)
+    before = rng.bit_generator.state
+    truth = np.array([True, False])
+    assert fb.signal(rng, truth) is not None
+    assert fb.observed(rng, (2,)) is None
+    assert rng.bit_generator.state == before
+    assert fb.noiseless
+
+
+def test_delay_line_returns_items_delay_sessions_later():
+    line = DelayLine(2)
+    out = [line.push(i) for i in range(5)]
+    assert out == [None, None, 0, 1, 2]
+    assert DelayLine(0).push("x") == "x"
+
+
+def test_chunks_cover_replications_and_do_not_depend_on_order():
+    a = list(chunks(7, 10, 4))
+    assert [(c.start, c.stop) for c in a] == [(0, 4), (4, 8), (8, 10)]
+    b = list(chunks(7, 10, 4))
+    assert a[2].rng.random() == b[2].rng.random()  # third chunk alone, same stream
+    assert a[0].rng.random() != a[1].rng.random()
+
+
+def test_ratio_se_reduces_to_mean_se():
+    x = np.random.default_rng(6).random(1000)
+    r, se = ratio_and_se(x, np.ones_like(x))
+    assert r == pytest.approx(x.mean())
+    assert se == pytest.approx(x.std(ddof=1) / np.sqrt(x.size))
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "fragment"),
+    [
+        (UserPopulation, {"base_rate": 1.2}, "base_rate"),
+        (UserPopulation, {"heterogeneity": 1.0}, "heterogeneity"),
+        (UserPopulation, {"base_rate": 0.0, "heterogeneity": 0.1}, "base_rate"),
+        (UserPopulation, {"helpful_share": 0.7, "harmful_share": 0.5}, "harmful_share"),
+        (UserPopulation, {"helpful_effect": -0.1}, "helpful_effect"),
+        (FeedbackModel, {"false_negative": 1.5}, "false_negative"),
+        (FeedbackModel, {"false_positive": "x"}, "false_positive"),
+        (FeedbackModel, {"missing": 1.0}, "missing"),
+        (FeedbackModel, {"delay": -1}, "delay"),
+        (FeedbackModel, {"delay": 1.5}, "delay"),
+    ],
+)
+def test_invalid_world_parameters(cls, kwargs, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        cls(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [((-1, 10, 4), "seed"), ((1, 0, 4), "replications"), ((1, 10, 0), "chunk_size")],
+)
+def test_invalid_chunking(args, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        list(chunks(*args))
