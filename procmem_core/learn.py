@@ -199,6 +199,7 @@ class LLMCallError(LearnError):
         self.kind = kind
         self.status = status
         self.code = code
+        self.calls: list[CallRecord] = []  # calls that completed before this one failed
         super().__init__(message)
 
 
@@ -389,6 +390,7 @@ def learn(
             )
         except LLMCallError as exc:
             if not _is_cut_off(exc):
+                exc.calls = list(calls)
                 raise
             attempts.append(str(exc))
             reason, why = "truncated", f"HTTP 400 json_validate_failed at max_tokens={budget}"
