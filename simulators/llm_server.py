@@ -283,7 +283,9 @@ class OfflineServer:
         """Bind and serve in a daemon thread; returns self."""
         if self._server is None:
             self._server = _Server(self._address, self._verbose)
-            self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
             self._thread.start()
         return self
 
