@@ -10,7 +10,8 @@ parameter, not a tuning knob that silently moves results.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,13 @@ class Chunk:
         return self.stop - self.start
 
 
+CHUNK_LISTENER: ContextVar[Callable[[Chunk, int], None] | None] = ContextVar(
+    "chunk_listener", default=None
+)
+"""Called as ``listener(chunk, n_chunks)`` after each chunk is consumed (progress bars in
+the experiments layer set it; the simulators never do). It draws no random numbers."""
+
+
 def check_seed(seed: int) -> int:
     """A seed is a non-negative integer (what ``SeedSequence`` accepts)."""
     return check_int("seed", seed, minimum=0)
@@ -46,9 +54,13 @@ def chunks(seed: int, replications: int, chunk_size: int = DEFAULT_CHUNK) -> Ite
     chunk_size = check_int("chunk_size", chunk_size, minimum=1)
     n = -(-replications // chunk_size)
     children = np.random.SeedSequence(seed).spawn(n)
+    listener = CHUNK_LISTENER.get()
     for i, child in enumerate(children):
         start = i * chunk_size
-        yield Chunk(i, start, min(replications, start + chunk_size), np.random.default_rng(child))
+        chunk = Chunk(i, start, min(replications, start + chunk_size), np.random.default_rng(child))
+        yield chunk
+        if listener is not None:
+            listener(chunk, n)
 
 
 def generator(seed: int) -> np.random.Generator:
