@@ -17,13 +17,13 @@ about the user) as ``{"procedures": [{title, trigger, description, confidence}]}
   (``max_retries``); when it gives up, ``LLMCallError`` says what failed, where, and how
   many retries were spent. Other HTTP errors (400, 401, ...) raise at once.
 - Every call's tokens and latency come back in ``CallRecord``s, cached or not.
-- ``to_candidates``: extracted procedures into a ``ProcedureStore`` as candidates.
+- ``procmem_core.candidates.to_candidates``: extracted procedures into a
+  ``ProcedureStore`` as candidates.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,9 +32,8 @@ from typing import Any
 import openai
 from openai import OpenAI
 
-from procmem_core.errors import ParameterError, check_int
+from procmem_core.errors import ParameterError
 from procmem_core.extraction import (
-    VALIDATION_POLICIES,
     DroppedEntry,
     ExtractedProcedure,
     ExtractionError,
@@ -43,6 +42,7 @@ from procmem_core.extraction import (
     validate_reply,
 )
 from procmem_core.flat import Procedure
+from procmem_core.llm_config import CallRecord, LLMConfig
 from procmem_core.reply_cache import CachedReply, ReplyCache
 
 __all__ = [
@@ -57,7 +57,6 @@ __all__ = [
     "chat",
     "learn",
     "make_client",
-    "to_candidates",
     "transcript_text",
 ]
 
@@ -78,78 +77,12 @@ List at most 3 procedures. If nothing is worth keeping, reply {"procedures": []}
 """The extraction prompt: the seed's substance in the project's own words."""
 
 EXTRACTION_REQUEST = "Extract reusable procedures from this session:\n\n"
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RETRIED_BY_CLIENT = (
     openai.RateLimitError,
     openai.InternalServerError,
     openai.APIConnectionError,  # time-outs included
     openai.ConflictError,
 )
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    """How to reach the model and how to use its replies (``conf/llm/*.yaml``)."""
-
-    base_url: str
-    model: str
-    api_key_env: str | None = None  # None: the endpoint needs no key (the offline server)
-    temperature: float = 0.0
-    max_tokens: int = 2000
-    chat_max_tokens: int = 800
-    json_response: bool = True
-    reasoning_effort: str | None = None
-    timeout: float = 60.0
-    max_retries: int = 2
-    retry_room: float = 2.0
-    max_procedures: int = 3
-    policy: str = "drop"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.base_url, str) or not re.match(r"^https?://\S+$", self.base_url):
-            raise ParameterError("base_url", self.base_url, "expected an http(s):// URL")
-        if not isinstance(self.model, str) or not self.model.strip():
-            raise ParameterError("model", self.model, "expected a non-empty model name")
-        if self.api_key_env is not None and not (
-            isinstance(self.api_key_env, str) and _ENV_NAME.match(self.api_key_env)
-        ):
-            raise ParameterError(
-                "api_key_env", self.api_key_env, "expected an environment variable name or None"
-            )
-        if not _is_number(self.temperature) or not 0.0 <= self.temperature <= 2.0:
-            raise ParameterError("temperature", self.temperature, "expected a number in [0, 2]")
-        check_int("max_tokens", self.max_tokens, minimum=1)
-        check_int("chat_max_tokens", self.chat_max_tokens, minimum=1)
-        if not isinstance(self.json_response, bool):
-            raise ParameterError("json_response", self.json_response, "expected true or false")
-        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
-            raise ParameterError(
-                "reasoning_effort",
-                self.reasoning_effort,
-                f"expected None or one of {list(REASONING_EFFORTS)}",
-            )
-        if not _is_number(self.timeout) or not self.timeout > 0:
-            raise ParameterError("timeout", self.timeout, "expected seconds > 0")
-        check_int("max_retries", self.max_retries, minimum=0, maximum=10)
-        if not _is_number(self.retry_room) or not self.retry_room > 1:
-            raise ParameterError("retry_room", self.retry_room, "expected a factor > 1")
-        check_int("max_procedures", self.max_procedures, minimum=1, maximum=64)
-        if self.policy not in VALIDATION_POLICIES:
-            raise ParameterError("policy", self.policy, f"expected one of {VALIDATION_POLICIES}")
-
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any]) -> LLMConfig:
-        """Build from a plain mapping (a resolved config node); unknown keys are an error."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ParameterError("llm", unknown, f"unknown keys; allowed: {sorted(known)}")
-        return cls(**values)
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and x == x
 
 
 def make_client(config: LLMConfig) -> OpenAI:
@@ -170,26 +103,6 @@ def make_client(config: LLMConfig) -> OpenAI:
         max_retries=config.max_retries,
         timeout=config.timeout,
     )
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """Tokens and latency of one chat-completions call (or cache hit)."""
-
-    purpose: str  # "chat" or "extraction"
-    attempt: int
-    max_tokens: int
-    prompt_tokens: int
-    completion_tokens: int
-    reasoning_tokens: int
-    latency_s: float
-    finish_reason: str | None
-    cached: bool
-    response_id: str | None = None
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
 
 class LLMCallError(LearnError):
@@ -433,44 +346,3 @@ def _procedure(p: ExtractedProcedure, config: LLMConfig) -> Procedure:
         confidence=p.confidence,
         metadata={"source": "learn", "model": config.model},
     )
-
-
-def _steps(proc: Procedure) -> list[str]:
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", proc.description) if s.strip()]
-    steps = [f"Check the situation: {proc.trigger}", *sentences]
-    return steps[:64]
-
-
-def to_candidates(
-    store: Any,
-    procedures: Sequence[Procedure],
-    namespace: str = "default",
-    tags: Sequence[str] = ("learned",),
-) -> list[Any]:
-    """Add extracted flat procedures to a ``ProcedureStore`` as candidates; returns the ids.
-
-    Mapping: name <- title; situation <- trigger; steps <- ``"Check the situation:
-    <trigger>"`` followed by the description's sentences (so always 2..64 steps);
-    metadata <- {"source": "learn", "confidence": stated confidence, "description"};
-    ``candidate=True`` (machine-mined: listed last in matches until it has runs).
-    """
-    ids = []
-    for proc in procedures:
-        metadata = {
-            **proc.metadata,
-            "source": "learn",
-            "confidence": proc.confidence,
-            "description": proc.description,
-        }
-        ids.append(
-            store.add(
-                proc.title,
-                proc.trigger,
-                steps=_steps(proc),
-                tags=tuple(tags),
-                metadata=metadata,
-                namespace=namespace,
-                candidate=True,
-            )
-        )
-    return ids
