@@ -144,8 +144,8 @@ def degenerate_p0_note(p0: float, min_drop: float) -> str | None:
     if p0 - min_drop <= EPS:
         if p0 <= 2.0 * EPS:
             return (
-                f"p0={p0:.6g} clipped to {2 * EPS:g} and p1 to {EPS:g}: "
-                "failures carry no evidence, the cap rule decides"
+                f"p0={p0:.6g} clipped to {2 * EPS:g} and p1 to {EPS:g}: a success adds "
+                "ln(1/2) toward accept, a failure almost nothing (the cap rule decides)"
             )
         return (
             f"p0={p0:.6g} <= min_drop={min_drop:g}: p1 floored at {EPS:g}, "

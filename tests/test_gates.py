@@ -1,0 +1,388 @@
+"""Revision gates: validation, the SPRT's cap rules and p0 edge cases, margin and cost
+gates, and decision-for-decision agreement of ``decide`` (run by run) with
+``decide_batch``."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from procmem_core import sequential
+from procmem_core.errors import ParameterError
+from procmem_core.gates import (
+    ACCEPT,
+    CONTINUE,
+    REVERT,
+    VERDICT_CODES,
+    VERDICT_NAMES,
+    BatchDecision,
+    CostGate,
+    GateDecision,
+    MarginGate,
+    RevisionStats,
+    SPRTGate,
+    make_gate,
+)
+
+PRIOR = RevisionStats(runs=20, successes=16)
+
+
+def llr_by_hand(s: int, n: int, p0: float, p1: float) -> float:
+    return s * math.log(p1 / p0) + (n - s) * math.log((1 - p1) / (1 - p0))
+
+
+# --- validation ---------------------------------------------------------------------
+
+INVALID = [
+    (lambda: SPRTGate(alpha=0.0), ParameterError, "alpha"),
+    (lambda: SPRTGate(alpha=1.0), ParameterError, "alpha"),
+    (lambda: SPRTGate(beta=-0.1), ParameterError, "beta"),
+    (lambda: SPRTGate(alpha=0.5, beta=0.5), ParameterError, "alpha + beta < 1"),
+    (lambda: SPRTGate(min_drop=0.0), ParameterError, "min_drop"),
+    (lambda: SPRTGate(min_drop=1.0), ParameterError, "min_drop"),
+    (lambda: SPRTGate(min_drop="big"), ParameterError, "min_drop"),
+    (lambda: SPRTGate(min_runs=0), ParameterError, "min_runs"),
+    (lambda: SPRTGate(min_runs=2.5), ParameterError, "min_runs"),
+    (lambda: SPRTGate(min_runs=10, max_runs=5), ParameterError, "max_runs"),
+    (lambda: SPRTGate(at_cap="coin"), ParameterError, "at_cap"),
+    (lambda: SPRTGate(prior="bayes"), ParameterError, "prior"),
+    (lambda: MarginGate(margin=1.0), ParameterError, "margin"),
+    (lambda: MarginGate(margin=-0.01), ParameterError, "margin"),
+    (lambda: MarginGate(min_runs=0), ParameterError, "min_runs"),
+    (lambda: MarginGate(min_runs=6, max_runs=5), ParameterError, "max_runs"),
+    (lambda: CostGate(tolerance=-0.1), ParameterError, "tolerance"),
+    (lambda: CostGate(tolerance=math.inf), ParameterError, "tolerance"),
+    (lambda: CostGate(tolerance="x"), ParameterError, "tolerance"),
+    (lambda: CostGate(min_samples=0), ParameterError, "min_samples"),
+    (lambda: RevisionStats(runs=-1, successes=0), ParameterError, "runs"),
+    (lambda: RevisionStats(runs=3, successes=4), ParameterError, "successes"),
+    (lambda: RevisionStats(runs=3, successes=True), ParameterError, "successes"),
+    (lambda: RevisionStats(3, 2, (1.0, 2.0, 3.0)), ParameterError, "at most one cost"),
+    (lambda: RevisionStats(3, 2, (1.0, -2.0)), ParameterError, "success_costs"),
+    (lambda: RevisionStats(3, 2, (math.nan,)), ParameterError, "success_costs"),
+    (lambda: RevisionStats(3, 2, ("a",)), ParameterError, "success_costs"),
+    (lambda: GateDecision("maybe", "", 0, 0.0, "sprt"), ParameterError, "verdict"),
+    (lambda: make_gate("bandit"), ParameterError, "gate"),
+    (lambda: make_gate("sprt", margin=0.1), ParameterError, "margin"),
+    (lambda: make_gate("cost", alpha=0.1), ParameterError, "not a parameter of the cost"),
+    (lambda: SPRTGate().decide(PRIOR, RevisionStats(5, 3), p0=1.5), ParameterError, "p0"),
+    (lambda: MarginGate().decide(PRIOR, RevisionStats(5, 3), p0=-1), ParameterError, "p0"),
+    (lambda: CostGate().decide(PRIOR, RevisionStats(5, 3), p0=2.0), ParameterError, "p0"),
+    (
+        lambda: SPRTGate().decide_batch(np.zeros((3, 4), dtype=np.int8), 0.8),
+        ParameterError,
+        "outcomes",
+    ),
+    (
+        lambda: SPRTGate().decide_batch(np.zeros(4, dtype=bool), 0.8),
+        ParameterError,
+        "outcomes",
+    ),
+    (
+        lambda: SPRTGate().decide_batch(np.zeros((3, 4), dtype=bool), np.full(2, 0.8)),
+        ParameterError,
+        "p0",
+    ),
+    (
+        lambda: MarginGate().decide_batch(np.zeros((3, 4), dtype=bool), np.nan),
+        ParameterError,
+        "p0",
+    ),
+    (
+        lambda: SPRTGate().decide_batch(np.zeros((3, 4), dtype=bool), 1.2),
+        ParameterError,
+        "p0",
+    ),
+    (
+        lambda: BatchDecision(np.zeros(1, np.int8), np.zeros(1), np.zeros(1)).count("x"),
+        ParameterError,
+        "verdict",
+    ),
+]
+
+
+@pytest.mark.parametrize(("build", "error", "fragment"), INVALID)
+def test_invalid_input_is_rejected_with_its_field(build, error, fragment):
+    with pytest.raises(error, match=re.escape(fragment)):
+        build()
+
+
+def test_verdict_codes_are_the_documented_contract():
+    assert VERDICT_CODES == {CONTINUE: 0, ACCEPT: 1, REVERT: 2}
+    assert [VERDICT_NAMES[c] for c in (0, 1, 2)] == [CONTINUE, ACCEPT, REVERT]
+    batch = BatchDecision(np.array([0, 2, 2, 1], np.int8), np.zeros(4), np.zeros(4))
+    assert (batch.count(REVERT), batch.count(ACCEPT), batch.count(CONTINUE)) == (2, 1, 1)
+    assert list(batch.names()) == [CONTINUE, REVERT, REVERT, ACCEPT]
+
+
+def test_seed_defaults_and_factory():
+    g = make_gate("sprt")
+    assert (g.min_drop, g.alpha, g.beta, g.max_runs, g.min_runs) == (0.15, 0.05, 0.20, 50, 3)
+    assert (g.at_cap, g.prior, g.name) == ("llr", "plugin", "sprt")
+    m = make_gate("margin")
+    assert (m.margin, m.min_runs, m.max_runs, m.name) == (0.05, 5, 50, "margin")
+    c = make_gate("cost", tolerance=0.5)
+    assert (c.tolerance, c.min_samples, c.name) == (0.5, 5, "cost")
+    assert make_gate("sprt", at_cap="revert").at_cap == "revert"
+    ln_a, ln_b = g.boundaries
+    assert ln_a == pytest.approx(math.log(0.8 / 0.05))
+    assert ln_b == pytest.approx(math.log(0.2 / 0.95))
+
+
+# --- SPRT: p0 estimates ---------------------------------------------------------------
+
+
+def test_plugin_p0_is_laplace_smoothed():
+    g = SPRTGate()
+    assert float(g.estimate_p0(16, 20)) == pytest.approx(17 / 22)
+    assert float(g.estimate_p0(0, 0)) == 0.5
+    assert float(g.estimate_p0(7, 7)) == pytest.approx(8 / 9)
+
+
+@pytest.mark.parametrize(("s", "n"), [(16, 20), (1, 5), (30, 30), (40, 100)])
+def test_lower_bound_p0_is_clopper_pearson(s, n):
+    g = SPRTGate(prior="lower_bound", alpha=0.1)
+    lb = float(g.estimate_p0(s, n))
+    # Clopper-Pearson: at the bound, P(X >= s) equals the level exactly.
+    assert stats.binom.sf(s - 1, n, lb) == pytest.approx(0.1, abs=1e-9)
+    assert lb < s / n
+
+
+def test_lower_bound_p0_with_no_successes_is_zero_and_explained():
+    g = SPRTGate(prior="lower_bound")
+    assert float(g.estimate_p0(0, 10)) == 0.0
+    d = g.decide(RevisionStats(10, 0), RevisionStats(5, 0))
+    assert "clipped" in d.reason and math.isfinite(d.statistic)
+
+
+# --- SPRT: the per-run rule and the cap ---------------------------------------------------
+
+P0, P1 = 0.8, 0.65  # min_drop 0.15
+
+
+@pytest.mark.parametrize(
+    ("s", "n", "expected"),
+    [
+        (0, 2, CONTINUE),  # LLR 1.12 but fewer than min_runs runs
+        (0, 5, REVERT),  # 5 failures: 2.798 >= ln A = 2.773
+        (1, 5, CONTINUE),
+        (8, 8, ACCEPT),  # 8 successes: -1.661 <= ln B = -1.558
+        (7, 7, CONTINUE),
+    ],
+)
+def test_sprt_decides_at_wald_boundaries(s, n, expected):
+    d = SPRTGate().decide(PRIOR, RevisionStats(n, s), p0=P0)
+    assert d.verdict == expected
+    assert d.statistic == pytest.approx(llr_by_hand(s, n, P0, P1), abs=1e-12)
+    assert (d.runs_used, d.gate) == (n, "sprt")
+    assert f"{s}/{n}" in d.reason
+
+
+# At the cap (max_runs=4) the LLR is strictly between ln B and ln A for every s.
+CAP_CASES = [
+    # (successes of 4, LLR by hand, verdict for accept / revert / llr)
+    (0, 4 * math.log(0.35 / 0.2), (ACCEPT, REVERT, REVERT)),  # 2.238
+    (2, 2 * math.log(0.65 / 0.8) + 2 * math.log(0.35 / 0.2), (ACCEPT, REVERT, REVERT)),  # 0.704
+    (3, 3 * math.log(0.65 / 0.8) + math.log(0.35 / 0.2), (ACCEPT, REVERT, ACCEPT)),  # -0.063
+    (4, 4 * math.log(0.65 / 0.8), (ACCEPT, REVERT, ACCEPT)),  # -0.831
+]
+
+
+@pytest.mark.parametrize(("s", "llr", "expected"), CAP_CASES)
+def test_three_cap_rules_on_hand_computed_examples(s, llr, expected):
+    ln_a, ln_b = SPRTGate().boundaries
+    assert ln_b < llr < ln_a
+    for at_cap, verdict in zip(("accept", "revert", "llr"), expected, strict=True):
+        g = SPRTGate(max_runs=4, min_runs=1, at_cap=at_cap)
+        d = g.decide(PRIOR, RevisionStats(4, s), p0=P0)
+        assert (d.verdict, d.statistic) == (verdict, pytest.approx(llr, abs=1e-12))
+        assert "max_runs=4" in d.reason
+        # one run earlier the same test is still open
+        before = g.decide(PRIOR, RevisionStats(3, min(s, 3)), p0=P0)
+        assert before.verdict == CONTINUE
+
+
+def test_runs_past_the_cap_still_get_a_verdict():
+    g = SPRTGate(max_runs=4, min_runs=1, at_cap="llr")
+    assert g.decide(PRIOR, RevisionStats(9, 6), p0=P0).verdict in (ACCEPT, REVERT)
+
+
+def test_decide_uses_the_prior_estimate_when_p0_is_not_given():
+    g = SPRTGate()
+    p0 = 17 / 22
+    d = g.decide(PRIOR, RevisionStats(6, 2))
+    assert d.statistic == pytest.approx(llr_by_hand(2, 6, p0, p0 - 0.15), abs=1e-12)
+    assert "plugin" in d.reason and "16/20" in d.reason
+
+
+# --- SPRT: degenerate p0 ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("p0", "path", "verdict", "fragment"),
+    [
+        (1.0, [True, True, False], REVERT, "one failure"),  # a failure is impossible under H0
+        (1.0, [True] * 10, ACCEPT, "clipped"),
+        (0.1, [False, False, True], ACCEPT, "min_drop"),  # H1 = never succeeds
+        (0.15, [False] * 10, CONTINUE, "min_drop"),  # p0 - min_drop = 0 exactly
+        (0.0, [False] * 10, CONTINUE, "cap rule decides"),
+        (0.0, [True] * 3, ACCEPT, "ln(1/2) toward accept"),
+    ],
+)
+def test_degenerate_p0_has_a_reason_and_no_nan(p0, path, verdict, fragment):
+    g = SPRTGate()
+    n, s = len(path), sum(path)
+    d = g.decide(PRIOR, RevisionStats(n, s), p0=p0)
+    assert d.verdict == verdict
+    assert fragment in d.reason
+    assert math.isfinite(d.statistic)
+    batch = g.decide_batch(np.array([path]), p0)
+    assert np.isfinite(batch.statistic).all()
+
+
+@pytest.mark.parametrize("p0", [0.0, 0.05, 0.15, 1.0])
+def test_degenerate_p0_always_ends_in_a_decision_at_the_cap(p0):
+    g = SPRTGate(max_runs=12)
+    rng = np.random.default_rng(3)
+    batch = g.decide_batch(rng.random((200, 12)) < 0.5, p0)
+    assert batch.count(CONTINUE) == 0
+    assert np.isfinite(batch.statistic).all()
+
+
+# --- margin and cost gates ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("revision", "p0", "verdict"),
+    [
+        (RevisionStats(4, 0), None, CONTINUE),  # before min_runs
+        (RevisionStats(5, 3), None, REVERT),  # 0.6 < 0.8 - 0.05
+        (RevisionStats(20, 15), None, CONTINUE),  # 0.75: exactly the margin, not more
+        (RevisionStats(20, 14), None, REVERT),
+        (RevisionStats(50, 39), None, ACCEPT),  # 0.78 at the cap
+        (RevisionStats(50, 30), None, REVERT),  # the cap never overrides a revert
+        (RevisionStats(10, 6), 0.6, CONTINUE),  # known baseline
+        (RevisionStats(10, 5), 0.6, REVERT),
+    ],
+)
+def test_margin_gate(revision, p0, verdict):
+    d = MarginGate().decide(PRIOR, revision, p0=p0)
+    assert (d.verdict, d.gate, d.runs_used) == (verdict, "margin", revision.runs)
+    base = 0.8 if p0 is None else p0
+    assert d.statistic == pytest.approx(base - revision.successes / revision.runs)
+
+
+def test_margin_gate_without_prior_runs_only_accepts_at_the_cap():
+    g = MarginGate(max_runs=10)
+    empty = RevisionStats(0, 0)
+    assert g.decide(empty, RevisionStats(9, 0)).verdict == CONTINUE
+    d = g.decide(empty, RevisionStats(10, 0))
+    assert d.verdict == ACCEPT and "no runs" in d.reason
+
+
+COSTS_1 = (1.0, 1.0, 1.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("prior", "revision", "verdict", "excess"),
+    [
+        (RevisionStats(9, 5, COSTS_1), RevisionStats(5, 5, (2.0,) * 5), REVERT, 1.0),
+        (RevisionStats(9, 5, COSTS_1), RevisionStats(5, 5, (1.25,) * 5), CONTINUE, 0.25),
+        (RevisionStats(9, 5, COSTS_1), RevisionStats(5, 5, (1.3,) * 5), REVERT, 0.3),
+        (RevisionStats(9, 5, COSTS_1), RevisionStats(5, 5, (0.2,) * 5), CONTINUE, -0.8),
+        (RevisionStats(9, 5, COSTS_1), RevisionStats(9, 4, (9.0,) * 4), CONTINUE, 0.0),
+        (RevisionStats(9, 5, (0.0,) * 5), RevisionStats(5, 5, (0.1,) * 5), REVERT, math.inf),
+        (RevisionStats(9, 5, (0.0,) * 5), RevisionStats(5, 5, (0.0,) * 5), CONTINUE, 0.0),
+    ],
+)
+def test_cost_gate_reverts_or_stays_silent(prior, revision, verdict, excess):
+    d = CostGate().decide(prior, revision)
+    assert (d.verdict, d.gate) == (verdict, "cost")
+    assert d.statistic == pytest.approx(excess)
+    assert d.verdict != ACCEPT  # the cost gate never accepts on its own
+
+
+# --- one rule, two speeds ---------------------------------------------------------------
+
+
+def run_by_run(gate, outcomes: np.ndarray, p0, prior=PRIOR):
+    """``decide`` after every run of every row, stopping at the first verdict."""
+    verdicts, stops = [], []
+    for row in outcomes:
+        verdict, stop, s = CONTINUE, min(len(row), gate.max_runs), 0
+        for n, ok in enumerate(row[: gate.max_runs], start=1):
+            s += int(ok)
+            d = gate.decide(prior, RevisionStats(n, s), p0=p0)
+            if d.verdict != CONTINUE:
+                verdict, stop = d.verdict, n
+                break
+        verdicts.append(VERDICT_CODES[verdict])
+        stops.append(stop)
+    return np.array(verdicts), np.array(stops)
+
+
+GATES = [
+    SPRTGate(max_runs=15, min_runs=3, at_cap="llr"),
+    SPRTGate(max_runs=15, min_runs=1, at_cap="accept"),
+    SPRTGate(max_runs=15, min_runs=4, at_cap="revert"),
+    SPRTGate(max_runs=15, min_drop=0.3, alpha=0.1, beta=0.1, at_cap="llr"),
+    MarginGate(margin=0.1, min_runs=3, max_runs=15),
+]
+
+
+@pytest.mark.parametrize("gate", GATES, ids=lambda g: f"{g.name}-{getattr(g, 'at_cap', '')}")
+@pytest.mark.parametrize("width", [9, 15, 22])  # below, at and past max_runs
+@pytest.mark.parametrize("p0", [0.9, 0.7, 0.5, 0.1])
+@pytest.mark.parametrize("table_budget", [sequential.TABLE_CELLS_BUDGET, 0])
+def test_decide_batch_agrees_with_decide_run_by_run(gate, width, p0, table_budget, monkeypatch):
+    monkeypatch.setattr(sequential, "TABLE_CELLS_BUDGET", table_budget)
+    rng = np.random.default_rng([width, int(p0 * 10)])
+    truth = rng.uniform(0.2, 1.0, size=(40, 1))  # rows of very different quality
+    outcomes = rng.random((40, width)) < truth
+    verdict, stop = run_by_run(gate, outcomes, p0)
+    batch = gate.decide_batch(outcomes, p0)
+    np.testing.assert_array_equal(batch.verdict, verdict)
+    np.testing.assert_array_equal(batch.runs_used, stop)
+    successes = np.array([row[:n].sum() for row, n in zip(outcomes, stop, strict=True)])
+    np.testing.assert_allclose(batch.statistic, gate.statistic(successes, stop, p0))
+
+
+@pytest.mark.parametrize("table_budget", [sequential.TABLE_CELLS_BUDGET, 0])
+def test_decide_batch_with_one_p0_per_row_from_prior_ledgers(table_budget, monkeypatch):
+    monkeypatch.setattr(sequential, "TABLE_CELLS_BUDGET", table_budget)
+    rng = np.random.default_rng(11)
+    rows = 60
+    prior_runs = rng.integers(0, 30, size=rows)
+    prior_successes = rng.binomial(prior_runs, 0.8)
+    for gate in (SPRTGate(max_runs=20), SPRTGate(max_runs=20, prior="lower_bound")):
+        p0 = gate.estimate_p0(prior_successes, prior_runs)
+        outcomes = rng.random((rows, 25)) < 0.7
+        batch = gate.decide_batch(outcomes, p0)
+        for i in range(rows):
+            prior = RevisionStats(int(prior_runs[i]), int(prior_successes[i]))
+            verdict, stop = run_by_run(gate, outcomes[i : i + 1], None, prior=prior)
+            assert (batch.verdict[i], batch.runs_used[i]) == (verdict[0], stop[0])
+
+
+def test_decide_batch_before_min_runs_and_on_empty_input():
+    g = SPRTGate(min_runs=5)
+    b = g.decide_batch(np.zeros((3, 4), dtype=bool), 0.8)
+    assert b.count(CONTINUE) == 3 and list(b.runs_used) == [4, 4, 4]
+    np.testing.assert_allclose(b.statistic, 4 * math.log(0.35 / 0.2))
+    empty = g.decide_batch(np.zeros((0, 10), dtype=bool), 0.8)
+    assert empty.verdict.shape == (0,)
+
+
+def test_decide_batch_processes_rows_in_bounded_blocks(monkeypatch):
+    g = SPRTGate(max_runs=30)
+    rng = np.random.default_rng(5)
+    outcomes = rng.random((500, 30)) < 0.7
+    whole = g.decide_batch(outcomes, 0.8)
+    monkeypatch.setattr(sequential, "CHUNK_ELEMENTS", 97)  # blocks of 3 rows
+    blocked = g.decide_batch(outcomes, 0.8)
+    np.testing.assert_array_equal(whole.verdict, blocked.verdict)
+    np.testing.assert_array_equal(whole.runs_used, blocked.runs_used)
