@@ -1,0 +1,462 @@
+"""``ProcedureStore``: the graph design's operations (seed: loom-procedures.txt).
+
+add, match, locate, record_run, evolve, revise, fork, list, delete, over procedures
+stored under ``procedure_<slug of name>`` per namespace. ``ProcedureStore()`` keeps
+everything in memory; ``ProcedureStore.open(path)`` writes every operation through to
+SQLite in one transaction (``persistence.py``), so a reopened store shows every
+procedure, revision, run and gate decision.
+
+Keys: a procedure is ``key`` within its ``namespace``. Every method taking ``key``
+accepts the bare key when exactly one namespace holds it, or ``"namespace/key"``.
+Rules live in pure functions (``evolve.py``, ``matching.py``, ``gates.py``); this class
+only keeps state and calls them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from procmem_core import evolve as ev
+from procmem_core.errors import ParameterError, ProcmemError, check_int
+from procmem_core.gates import CostGate, Gate, SPRTGate
+from procmem_core.graph import ProcedureGraph
+from procmem_core.ledger import AgentStats, RunRecord, check_run_fields
+from procmem_core.locate import LocateResult, locate_in
+from procmem_core.matching import Embedder, HashingEmbedder, MatchIndex
+from procmem_core.persistence import SQLiteJournal
+from procmem_core.revision import RevisionError, judge_revision, propose_revision
+from procmem_core.stored import Match, ProcedureEntry, RevisionEntry, StoredProcedure
+
+__all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+
+
+class UnknownProcedure(ProcmemError, KeyError):
+    """No procedure under this key (or the bare key is held by several namespaces)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def slugify(name: str) -> str:
+    """Lower-case ASCII letters and digits, runs of anything else as one ``_``."""
+    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    if not slug:
+        raise ParameterError("name", name, "expected a name with at least one letter or digit")
+    return slug
+
+
+def _check_text(field: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(field, value, "expected a non-empty string")
+    return value
+
+
+def _check_tags(tags: Any) -> tuple[str, ...]:
+    if isinstance(tags, str) or not isinstance(tags, Sequence):
+        raise ParameterError("tags", tags, "expected a list of non-empty strings")
+    for t in tags:
+        _check_text("tags", t)
+    return tuple(tags)
+
+
+def _check_namespace(namespace: Any) -> str:
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+        raise ParameterError(
+            "namespace", namespace, f"expected a name matching {_NAMESPACE.pattern}"
+        )
+    return namespace
+
+
+class ProcedureStore:
+    """Procedures, their run ledger and their revisions; in memory or on SQLite."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        if not isinstance(self.embedder, Embedder):
+            raise ParameterError("embedder", embedder, "expected an Embedder (dim, embed(texts))")
+        self._entries: dict[str, ProcedureEntry] = {}  # by ref "namespace/key"
+        self._by_key: dict[str, list[str]] = {}
+        self._index = MatchIndex(self.embedder.dim)
+        self._decisions: list[ev.GateRecord] = []
+        self._last_run_id = 0
+        self._journal: SQLiteJournal | None = None
+
+    @classmethod
+    def open(
+        cls, path: str | Path, embedder: Embedder | None = None, synchronous: str = "NORMAL"
+    ) -> ProcedureStore:
+        """A store kept in the SQLite file ``path`` (created if missing, else loaded)."""
+        store = cls(embedder)
+        journal = SQLiteJournal(path, synchronous)
+        entries, store._decisions, store._last_run_id = journal.load()
+        for entry in entries:
+            store._insert(entry)
+        store._journal = journal
+        return store
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self) -> ProcedureStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- bookkeeping --------------------------------------------------------------
+
+    def _commit(self, entries: Sequence[ProcedureEntry] = (), **changes: Any) -> None:
+        if self._journal is not None:
+            self._journal.commit(entries, **changes)
+        for e in entries:
+            if e.ref in self._index.rows:  # not yet for a procedure being added
+                self._index.set_stats(e.ref, e.agg.runs, e.agg.successes, e.status_code)
+
+    def _insert(self, entry: ProcedureEntry) -> None:
+        self._entries[entry.ref] = entry
+        self._by_key.setdefault(entry.key, []).append(entry.namespace)
+        vector = self.embedder.embed([entry.situation])[0]
+        self._index.add(entry.ref, vector, entry.namespace, entry.graph.tools())
+        self._index.set_stats(entry.ref, entry.agg.runs, entry.agg.successes, entry.status_code)
+
+    def _get(self, key: str) -> ProcedureEntry:
+        if not isinstance(key, str):
+            raise UnknownProcedure(f"key={key!r}: expected a procedure key string")
+        if "/" in key:
+            entry = self._entries.get(key)
+            if entry is None:
+                raise UnknownProcedure(f"no procedure {key!r}")
+            return entry
+        spaces = self._by_key.get(key, [])
+        if len(spaces) != 1:
+            where = f"held by namespaces {spaces}; use 'namespace/{key}'" if spaces else "unknown"
+            raise UnknownProcedure(f"procedure {key!r}: {where}")
+        return self._entries[f"{spaces[0]}/{key}"]
+
+    def get(self, key: str) -> StoredProcedure:
+        """The procedure's current snapshot."""
+        return self._get(key).snapshot()
+
+    # -- add, fork, list, delete ------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        situation: str,
+        steps: Sequence[str] | None = None,
+        graph: ProcedureGraph | Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        namespace: str = "default",
+        candidate: bool = False,
+    ) -> StoredProcedure:
+        """Register a procedure under ``procedure_<slug of name>``.
+
+        ``steps`` (2..64 texts) build a linear graph n1 -> n2 -> ... unless ``graph`` (a
+        ``ProcedureGraph`` or the seed's JSON shape) is given; with both, the graph is
+        the topology and the steps are kept as its reading text. ``candidate=True``
+        marks a machine-mined procedure (status "candidate" until its first run).
+        """
+        key = "procedure_" + slugify(_check_text("name", name))
+        _check_text("situation", situation)
+        namespace = _check_namespace(namespace)
+        tags = _check_tags(tags)
+        meta = {} if metadata is None else metadata
+        if not isinstance(meta, Mapping):
+            raise ParameterError("metadata", metadata, "expected a mapping or None")
+        try:
+            meta = json.loads(json.dumps(dict(meta)))
+        except (TypeError, ValueError):
+            raise ParameterError(
+                "metadata", metadata, "expected JSON-serialisable values"
+            ) from None
+        if not isinstance(candidate, bool):
+            raise ParameterError("candidate", candidate, "expected True or False")
+        if steps is None and graph is None:
+            raise ParameterError("steps", None, "give steps (2..64 texts) or a graph")
+        built = ProcedureGraph.from_steps(steps) if steps is not None else None
+        if graph is not None:
+            built = ProcedureGraph.coerce(graph)
+        step_texts = tuple(steps) if steps is not None else tuple(
+            built.node(n).label() for n in built.reading_order()
+        )  # fmt: skip
+        if f"{namespace}/{key}" in self._entries:
+            raise ParameterError("name", name, f"key {key!r} already exists in {namespace!r}")
+        entry = ProcedureEntry(
+            key, namespace, name, situation, step_texts, tags, meta, candidate, built
+        )
+        entry.history.append(RevisionEntry(1, built, "registered", "original"))
+        self._commit([entry])
+        self._insert(entry)
+        return entry.snapshot()
+
+    def fork(self, key: str, namespace: str) -> StoredProcedure:
+        """Copy a procedure's shape (graph, steps, situation, tags) into ``namespace``,
+        without its evidence: no runs, revision 1, status authored (or candidate)."""
+        src = self._get(key)
+        namespace = _check_namespace(namespace)
+        if f"{namespace}/{src.key}" in self._entries:
+            raise ParameterError("namespace", namespace, f"already holds {src.key!r}")
+        entry = ProcedureEntry(
+            src.key, namespace, src.name, src.situation, src.steps, src.tags,
+            dict(src.metadata), src.candidate, src.graph,
+        )  # fmt: skip
+        entry.history.append(RevisionEntry(1, src.graph, f"forked from {src.ref}", "original"))
+        self._commit([entry])
+        self._insert(entry)
+        return entry.snapshot()
+
+    def list(
+        self, prefix: str | None = None, tags: Sequence[str] = ()
+    ) -> builtins.list[StoredProcedure]:
+        """Inventory: procedures whose key starts with ``prefix`` and carry every tag in
+        ``tags``, sorted by (namespace, key)."""
+        if prefix is not None and not isinstance(prefix, str):
+            raise ParameterError("prefix", prefix, "expected a string or None")
+        want = set(_check_tags(tags))
+        hits = [
+            e.snapshot()
+            for e in self._entries.values()
+            if (prefix is None or e.key.startswith(prefix)) and want <= set(e.tags)
+        ]
+        return sorted(hits, key=lambda p: (p.namespace, p.key))
+
+    def delete(self, key: str) -> None:
+        """Remove a procedure with its ledger rows, revisions and gate decisions."""
+        entry = self._get(key)
+        if self._journal is not None:
+            self._journal.commit(deleted=[(entry.namespace, entry.key)])
+        del self._entries[entry.ref]
+        self._by_key[entry.key].remove(entry.namespace)
+        if not self._by_key[entry.key]:
+            del self._by_key[entry.key]
+        self._index.remove(entry.ref)
+        self._decisions = [
+            d for d in self._decisions if (d.namespace, d.key) != (entry.namespace, entry.key)
+        ]
+
+    # -- the ledger ---------------------------------------------------------------
+
+    def record_run(
+        self,
+        key: str,
+        path: Sequence[str],
+        ok: bool,
+        note: str | None = None,
+        cost: float | None = None,
+        duration_ms: int | None = None,
+        tokens: int | None = None,
+        agent: str | None = None,
+    ) -> RunRecord:
+        """Append one run to the ledger (one transaction) and return it as stored.
+
+        The run carries the current graph revision; every node id in ``path`` must be a
+        node of that graph. A success lifts a quarantine at once.
+        """
+        entry = self._get(key)
+        path, ok = check_run_fields(path, ok, note, cost, duration_ms, tokens, agent)
+        for i, node in enumerate(path):
+            if not entry.graph.has_node(node):
+                raise ParameterError(
+                    f"path[{i}]", node, f"expected a node id of {entry.graph.node_ids}"
+                )
+        run = RunRecord(
+            self._last_run_id + 1, entry.key, entry.namespace, entry.revision, path, ok, note,
+            None if cost is None else float(cost), duration_ms, tokens, agent,
+        )  # fmt: skip
+        entry.agg.fold(run, entry.graph.edge_pairs())
+        tally = entry.revision_tally(entry.revision)
+        tally[0] += 1
+        tally[1] += int(ok)
+        if ok and run.cost is not None:
+            tally[2].append(run.cost)
+        if ok:
+            entry.quarantined = False
+        entry.runs.append(run)
+        try:
+            self._commit([entry], runs=[run])
+        except BaseException:
+            self._reload(entry)
+            raise
+        self._last_run_id = run.run_id
+        return run
+
+    def _reload(self, entry: ProcedureEntry) -> None:
+        """Undo in-memory changes after a failed write by re-reading the journal."""
+        if self._journal is None:
+            return
+        entries, _, _ = self._journal.load()
+        for fresh in entries:
+            if fresh.ref == entry.ref:
+                self._entries[entry.ref] = fresh
+
+    def runs(self, key: str) -> tuple[RunRecord, ...]:
+        """Every ledger row of the procedure, oldest first."""
+        return tuple(self._get(key).runs)
+
+    def traces(self, key: str) -> tuple[RunRecord, ...]:
+        """The last 50 runs the graph keeps as traces."""
+        return tuple(self._get(key).traces)
+
+    def revisions(self, key: str) -> tuple[RevisionEntry, ...]:
+        """The procedure's graph history, oldest first."""
+        return tuple(self._get(key).history)
+
+    def gate_decisions(self, key: str | None = None) -> tuple[ev.GateRecord, ...]:
+        """Every gate decision the store made (for one procedure, or all), in order."""
+        if key is None:
+            return tuple(self._decisions)
+        entry = self._get(key)
+        return tuple(
+            d for d in self._decisions if (d.namespace, d.key) == (entry.namespace, entry.key)
+        )
+
+    # -- match and locate -----------------------------------------------------------
+
+    def match(
+        self,
+        situation: str,
+        goal: str | None = None,
+        recent_tools: Sequence[str] = (),
+        top_k: int = 5,
+        tool_boost: float = 0.2,
+        utility_weight: float = 0.0,
+        templates_only: bool = False,
+        include_candidates: bool = True,
+        include_quarantined: bool = False,
+        namespace: str | Sequence[str] | None = None,
+        for_agent: str | None = None,
+    ) -> builtins.list[Match]:
+        """Top procedures for a situation (see ``matching.match_scores`` for the score).
+
+        Vectorized over every stored procedure; candidates rank after every other match;
+        quarantined ones are dropped unless ``include_quarantined``; ``namespace`` (a
+        name or a list) restricts the search, None searches all.
+        """
+        _check_text("situation", situation)
+        if goal is not None:
+            _check_text("goal", goal)
+        if isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence):
+            raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
+        top_k = check_int("top_k", top_k, minimum=1)
+        for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ParameterError(name, value, "expected a finite number >= 0")
+        if for_agent is not None and not isinstance(for_agent, str):
+            raise ParameterError("for_agent", for_agent, "expected an agent name or None")
+        spaces = None
+        if namespace is not None:
+            spaces = [namespace] if isinstance(namespace, str) else builtins.list(namespace)
+        texts = [situation] if goal is None else [situation, goal]
+        q = self.embedder.embed(texts)
+        ranked = self._index.rank(
+            q[0], None if goal is None else q[1], recent_tools, top_k, tool_boost,
+            utility_weight, templates_only, include_candidates, include_quarantined, spaces,
+        )  # fmt: skip
+        out = []
+        for r, score, relevance, rate in ranked:
+            e = self._entries[self._index.keys[r]]
+            mine = None
+            if for_agent is not None:
+                mine = AgentStats(for_agent, *e.agg.by_agent.get(for_agent, (0, 0)))
+            fields = (e.status, e.agg.runs, e.agg.successes, rate, e.graph, e.steps, e.tags)
+            out.append(
+                Match(e.key, e.namespace, e.name, e.situation, score, relevance, *fields,
+                      e.agg.agents(), mine)
+            )  # fmt: skip
+        return out
+
+    def locate(
+        self,
+        key: str,
+        at: str | None = None,
+        recent_path: Sequence[str] | None = None,
+        hops: int = 2,
+    ) -> LocateResult:
+        """The active node and the transitions up to ``hops`` (1..4) ahead (see ``locate.py``)."""
+        entry = self._get(key)
+        return locate_in(entry.key, entry.graph, entry.agg, entry.traces, at, recent_path, hops)
+
+    # -- evolve and revise -------------------------------------------------------------
+
+    def revise(
+        self, key: str, graph: ProcedureGraph | Mapping[str, Any], reason: str, force: bool = False
+    ) -> StoredProcedure:
+        """Propose a new topology (see ``revision.propose_revision``); later runs carry the
+        new revision number and ``evolve`` asks the gates about it."""
+        entry = self._get(key)
+        new = ProcedureGraph.coerce(graph)
+        _check_text("reason", reason)
+        if not isinstance(force, bool):
+            raise ParameterError("force", force, "expected True or False")
+        propose_revision(entry, new, reason, force)
+        self._commit([entry])
+        self._index.set_tools(entry.ref, entry.graph.tools())
+        return entry.snapshot()
+
+    def evolve(
+        self,
+        key: str,
+        min_runs: int = 3,
+        strike_limit: int = 3,
+        gate: Gate | None = None,
+        cost_gate: Any = None,
+    ) -> ev.EvolveReport:
+        """Fold the runs newer than the watermark and update what the ledger shows.
+
+        1. A pending revision goes to the gates (``revision.judge_revision``; defaults
+           ``SPRTGate()`` and ``CostGate()``), which may accept or revert it.
+        2. Once ``min_runs`` runs are in: proven path, dead ends, fail-prone nodes and
+           transitions (``evolve.py``), template bar (topology unchanged since the last
+           evolve, no revision pending) and quarantine (``strike_limit``, 0 = off).
+        """
+        entry = self._get(key)
+        min_runs = check_int("min_runs", min_runs, minimum=1)
+        strike_limit = check_int("strike_limit", strike_limit)
+        gate = SPRTGate() if gate is None else gate
+        cost_gate = CostGate() if cost_gate is None else cost_gate
+        for name, g in (("gate", gate), ("cost_gate", cost_gate)):
+            if not callable(getattr(g, "decide", None)):
+                raise ParameterError(name, g, "expected a gate with decide(prior, revision)")
+        previous = entry.status
+        folded = sum(1 for r in entry.runs if r.run_id > entry.watermark)
+        entry.watermark = entry.runs[-1].run_id if entry.runs else entry.watermark
+        outcome, records = None, ()
+        if entry.pending is not None:
+            outcome, records = judge_revision(entry, gate, cost_gate)
+        agg = entry.agg
+        evolved = agg.runs >= min_runs
+        changed = False
+        if evolved:
+            entry.proven_path = ev.proven_path(entry.graph, agg)
+            entry.dead_ends = ev.dead_ends(entry.graph, agg)
+            entry.fail_prone_steps = ev.fail_prone(agg.node_runs, agg.path_runs, agg.path_successes)
+            entry.fail_prone_transitions = ev.fail_prone(
+                agg.edge_runs, agg.path_runs, agg.path_successes
+            )
+            signature = (entry.graph.canonical_hash(), entry.proven_path, entry.dead_ends)
+            changed = signature != entry.topology
+            entry.topology = signature
+            stable = not changed and entry.pending is None
+            entry.template = ev.meets_template_bar(agg.successes, agg.runs, stable)
+            entry.quarantined = ev.should_quarantine(agg.failure_streak, strike_limit)
+        self._commit([entry], decisions=records)
+        self._decisions.extend(records)
+        self._index.set_tools(entry.ref, entry.graph.tools())
+        return ev.EvolveReport(
+            entry.key, entry.namespace, entry.revision, folded, agg.runs, agg.successes, evolved,
+            entry.proven_path, entry.dead_ends, entry.fail_prone_steps,
+            entry.fail_prone_transitions, changed, previous, entry.status, records, outcome,
+        )  # fmt: skip
