@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, passes_threshold, snap
@@ -231,3 +231,43 @@ def sprt_expected_runs_lower_bound(
     at_p0 = ((1 - a) * math.log((1 - a) / b) + a * math.log(a / (1 - b))) / bernoulli_kl(p0c, p1)
     at_p1 = ((1 - b) * math.log((1 - b) / a) + b * math.log(b / (1 - a))) / bernoulli_kl(p1, p0c)
     return at_p0, at_p1
+
+
+def sprt_operating_point_estimated_p0(
+    p: float | np.ndarray,
+    prior_p: float,
+    prior_runs: int,
+    min_drop: float = 0.15,
+    alpha: float = 0.05,
+    beta: float = 0.20,
+    max_runs: int = 50,
+    min_runs: int = 3,
+    at_cap: str = "llr",
+    prior: str = "plugin",
+) -> OperatingPoint:
+    """Exact operating point when p0 is estimated from a prior ledger of ``prior_runs`` runs.
+
+    The prior's successes ``S ~ Binomial(prior_runs, prior_p)`` set
+    ``p0_hat = SPRTGate.estimate_p0(S, prior_runs)`` (plug-in or Clopper-Pearson); the
+    operating point is the mixture ``sum_k P(S = k) * sprt_operating_point(p, p0_hat(k))``,
+    still exact: O(prior_runs * max_runs^2). ``p0`` of the result is ``prior_p``.
+    """
+    gate = SPRTGate(min_drop, alpha, beta, max_runs, min_runs, at_cap, prior)
+    arr = _check_p_values(p)
+    prior_p = check_probability("prior_p", prior_p)
+    prior_runs = check_int("prior_runs", prior_runs)
+    k = np.arange(prior_runs + 1)
+    weights = stats.binom.pmf(k, prior_runs, prior_p)
+    p0_hats = np.asarray(gate.estimate_p0(k, prior_runs), dtype=float)
+    tables = verdict_table(gate.rule, p0_hats, max_runs)
+    revert = np.zeros(arr.size)
+    accept = np.zeros(arr.size)
+    runs = np.zeros(arr.size)
+    for w, table in zip(weights, tables, strict=True):
+        if w == 0.0:
+            continue
+        a, r, n = lattice_absorption(table, arr.ravel())
+        accept += w * a
+        revert += w * r
+        runs += w * n
+    return _point(arr, prior_p, revert, accept, runs, "exact")

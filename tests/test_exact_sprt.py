@@ -16,6 +16,7 @@ from procmem_core.exact import (
     margin_operating_point,
     sprt_expected_runs_lower_bound,
     sprt_operating_point,
+    sprt_operating_point_estimated_p0,
     wald_operating_point,
 )
 from procmem_core.gates import (
@@ -40,6 +41,13 @@ INVALID = [
     (lambda: wald_operating_point(0.5, 0.8, beta=1.0), ParameterError, "beta"),
     (lambda: sprt_expected_runs_lower_bound(0.8, min_drop=0.0), ParameterError, "min_drop"),
     (lambda: sprt_expected_runs_lower_bound(-0.2), ParameterError, "p0"),
+    (lambda: sprt_operating_point_estimated_p0(0.5, 0.8, -1), ParameterError, "prior_runs"),
+    (lambda: sprt_operating_point_estimated_p0(0.5, 1.1, 10), ParameterError, "prior_p"),
+    (
+        lambda: sprt_operating_point_estimated_p0(0.5, 0.8, 10, prior="oracle"),
+        ParameterError,
+        "prior",
+    ),
 ]
 
 
@@ -217,3 +225,33 @@ def test_lower_bound_formula_by_hand():
     assert low1 == pytest.approx(
         ((1 - b) * math.log((1 - b) / a) + b * math.log(b / (1 - a))) / k10
     )
+
+
+@pytest.mark.parametrize("prior", ["plugin", "lower_bound"])
+def test_estimated_p0_mixture_matches_simulated_prior_ledgers(prior):
+    """Each replication draws its own prior ledger of 20 runs, estimates p0 from it and
+    runs the SPRT with that per-row p0 (the vectorized path with one p0 per row)."""
+    gate = SPRTGate(prior=prior)
+    rng = np.random.default_rng(np.random.SeedSequence([7, len(prior)]))
+    reps = 20_000
+    for p in (0.65, 0.8):
+        exact = sprt_operating_point_estimated_p0(p, 0.8, 20, prior=prior)
+        p0_hat = gate.estimate_p0(rng.binomial(20, 0.8, size=reps), 20)
+        batch = gate.decide_batch(rng.random((reps, 50)) < p, p0_hat)
+        rate = batch.count(REVERT) / reps
+        se = math.sqrt(exact.p_revert * (1 - exact.p_revert) / reps)
+        assert abs(rate - exact.p_revert) <= 4 * se, (p, rate, exact.p_revert)
+        runs = batch.runs_used.astype(float)
+        assert abs(runs.mean() - exact.expected_runs) <= 4 * runs.std(ddof=1) / math.sqrt(reps)
+
+
+def test_estimated_p0_mixture_reduces_to_the_known_p0_case():
+    # no prior runs: the plug-in estimate is 1/2 whatever prior_p is
+    ps = np.array([0.3, 0.5, 0.9])
+    empty = sprt_operating_point_estimated_p0(ps, 0.8, 0)
+    known = sprt_operating_point(ps, 0.5)
+    np.testing.assert_allclose(empty.p_revert, known.p_revert, rtol=1e-12)
+    np.testing.assert_allclose(empty.expected_runs, known.expected_runs, rtol=1e-12)
+    # a certain prior (prior_p = 1): every ledger is all successes
+    sure = sprt_operating_point_estimated_p0(0.7, 1.0, 30)
+    assert sure.p_revert == pytest.approx(sprt_operating_point(0.7, 31 / 32).p_revert)
