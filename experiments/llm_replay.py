@@ -76,7 +76,11 @@ class ReplaySettings:
 
 
 def settings_from_config(cfg: DictConfig) -> ReplaySettings:
-    """Validate ``cfg.llm`` and ``cfg.replay``; raise ``ParameterError`` naming the key."""
+    """Validate ``cfg.llm`` and ``cfg.replay``; raise ``ParameterError`` naming the key.
+
+    The prompt filter (``threshold``, ``limit``) comes from the ``rule`` group, as for every
+    other task; without one, the seed's 0.55 and 6.
+    """
     llm = OmegaConf.to_container(cfg.llm, resolve=True) if "llm" in cfg else None
     if not isinstance(llm, dict):
         raise ParameterError("llm", llm, "expected an llm config group, e.g. llm=offline")
@@ -103,6 +107,7 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
     if not isinstance(session_2, str) or not session_2.strip():
         raise ParameterError("replay.session_2", session_2, "expected a non-empty message")
     base_prompt = replay.get("base_prompt") or BASE_PROMPT
+    rule = OmegaConf.to_container(cfg.rule, resolve=True) if cfg.get("rule") else {}
     on_error = replay.get("on_error", "record")
     if on_error not in ON_ERROR:
         raise ParameterError("replay.on_error", on_error, f"expected one of {list(ON_ERROR)}")
@@ -113,8 +118,8 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
         session_1=session_1,
         session_2=session_2,
         base_prompt=base_prompt,
-        threshold=check_probability("replay.threshold", replay.get("threshold", 0.55)),
-        limit=check_int("replay.limit", replay.get("limit", 6)),
+        threshold=check_probability("rule.threshold", rule.get("threshold", 0.55)),
+        limit=check_int("rule.limit", rule.get("limit", 6), minimum=1),
         on_error=on_error,
     )
 

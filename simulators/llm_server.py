@@ -50,16 +50,22 @@ FAULT_KINDS = (
     "slow",
 )
 FAULT_HEADER = "X-Procmem-Fault"
+REQUEST_KINDS = ("extraction", "chat")
 DEFAULT_MODEL = "procmem-offline"
 
 
 @dataclass(frozen=True)
 class Fault:
-    """One injected fault. ``seconds``: Retry-After for ``rate_limit``, delay for ``slow``."""
+    """One injected fault. ``seconds``: Retry-After for ``rate_limit``, delay for ``slow``.
+
+    ``only``: ``"extraction"`` or ``"chat"`` makes a queued fault wait for the first
+    request of that kind (requests of the other kind pass it by).
+    """
 
     kind: str
     seconds: float = 0.0
     content: str | None = None
+    only: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -70,6 +76,8 @@ class Fault:
             raise ParameterError(
                 "content", self.content, "a string for kind='reply', None for other kinds"
             )
+        if self.only not in (None, *REQUEST_KINDS):
+            raise ParameterError("only", self.only, f"expected None or one of {REQUEST_KINDS}")
 
     @classmethod
     def parse(cls, spec: str) -> Fault:
@@ -125,11 +133,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.record(RequestRecord(self.path, "invalid", None, 400, None, {}))
             self._send_error(400, "body must be JSON with a non-empty 'messages' list")
             return
-        fault = self.server.next_fault(self.headers.get(FAULT_HEADER))
-        self._answer(body, messages, fault)
-
-    def _answer(self, body: dict, messages: list, fault: Fault | None) -> None:
         kind = "extraction" if offline_model.is_extraction_request(messages) else "chat"
+        fault = self.server.next_fault(kind, self.headers.get(FAULT_HEADER))
+        self._answer(body, messages, kind, fault)
+
+    def _answer(self, body: dict, messages: list, kind: str, fault: Fault | None) -> None:
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
         status = {
             "bad_request": 400,
@@ -249,10 +257,12 @@ class _Server(ThreadingHTTPServer):
         self.requests: list[RequestRecord] = []
         self.lock = threading.Lock()
 
-    def next_fault(self, header: str | None) -> Fault | None:
+    def next_fault(self, kind: str, header: str | None) -> Fault | None:
         with self.lock:
-            if self.faults:
-                return self.faults.popleft()
+            for i, fault in enumerate(self.faults):
+                if fault.only in (None, kind):
+                    del self.faults[i]
+                    return fault
         if header:
             try:
                 return Fault.parse(header)

@@ -124,6 +124,17 @@ def test_content_faults_and_header_faults(server):
     assert server.pending_faults == 0
 
 
+def test_a_fault_for_one_request_kind_waits_for_that_kind(server):
+    server.inject(Fault("server_error", only="extraction"))
+    assert post(server, CHAT)[0] == 200  # a chat request passes it by
+    extraction = {**CHAT, "messages": [{"role": "system", "content": '{"procedures": []}'}]}
+    assert post(server, extraction)[0] == 500
+    assert [(r.kind, r.fault) for r in server.requests] == [
+        ("chat", None),
+        ("extraction", "server_error"),
+    ]
+
+
 def test_slow_reply_waits_and_a_stopping_server_cuts_it_short():
     with OfflineServer() as s:
         s.inject(Fault("slow", 0.3))
@@ -201,6 +212,7 @@ INVALID = [
     (lambda: Fault("reply"), "content"),
     (lambda: Fault("truncate", content="x"), "content"),
     (lambda: Fault.parse("slow:soon"), FAULT_HEADER),
+    (lambda: Fault("truncate", only="embedding"), "only"),
     (lambda: OfflineServer(port=-1), "port"),
     (lambda: OfflineServer(port=70000), "port"),
     (lambda: OfflineServer(port="80"), "port"),
