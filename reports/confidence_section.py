@@ -1,0 +1,213 @@
+"""The flat confidence rule: which reward/penalty/threshold to use, and one procedure's fate."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.exact import flat_fate
+from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, build_system_prompt
+from reports.canvas import palette, png_bytes
+from reports.configs import Labelled, at_reference, label_runs, same
+from reports.document import Figure, Section, Table
+from reports.evidence import NOISE_Z, fmt_metric, worst_case
+from reports.recommend import recommend_confidence
+from reports.rule_figures import fate_figure, heatmap_figure, trajectory_figure
+from reports.source import Sweep, find_param
+
+_PROMPT = inspect.signature(build_system_prompt).parameters
+SEED_RULE: dict[str, object] = {
+    "initial": DEFAULT_RULE.initial,
+    "reward": DEFAULT_RULE.reward,
+    "penalty": DEFAULT_RULE.penalty,
+    "floor": DEFAULT_RULE.floor,
+    "ceiling": DEFAULT_RULE.ceiling,
+    "threshold": _PROMPT["threshold"].default,
+    "limit": _PROMPT["limit"].default,
+}
+"""The notebook seed's rule: +0.08 / -0.15 from 0.6, threshold 0.55, at most 6 shown."""
+
+CONFIDENCE_METRICS = ("helpful_retained", "harmful_excluded")
+SHOWN_METRICS = (*CONFIDENCE_METRICS, "sessions_to_exclude_harmful", "session_success_rate")
+
+
+def _rule_values(sweep: Sweep, row: pd.Series) -> dict[str, object]:
+    out = {}
+    for key, default in SEED_RULE.items():
+        col = find_param(sweep.param_names, key, "rule")
+        out[key] = row[col] if col else default
+    return out
+
+
+def _default_label(sweep: Sweep, lab: Labelled) -> str | None:
+    for _, r in lab.rows.iterrows():
+        values = _rule_values(sweep, r)
+        if all(same(values[k], v) for k, v in SEED_RULE.items()):
+            return str(r["config"])
+    return None
+
+
+def _sessions_filter(sweep: Sweep, lab: Labelled, target: int | None) -> tuple[Labelled, str]:
+    col = find_param(sweep.param_names, "sessions", "scenario")
+    if col is None:
+        return lab, "the scenario's sessions"
+    if target is None or col not in lab.condition_cols:
+        values = sorted({int(v) for v in lab.rows[col] if v is not None})
+        return lab, f"{'/'.join(map(str, values))} sessions"
+    rows = lab.rows[lab.rows[col] == target]
+    if rows.empty:
+        return lab, f"{target} sessions (not swept; all horizons used)"
+    conds = [c for c in lab.condition_cols if c != col]
+    return Labelled(
+        rows.reset_index(drop=True), lab.config_cols, conds, lab.reference_condition
+    ), f"{target} sessions"
+
+
+def confidence_section(
+    sweep: Sweep, target_excluded: float, target_sessions: int | None
+) -> Section | None:
+    """Recommended rule beside the seed's, fate heatmaps, break-even, success over time."""
+    lab = label_runs(sweep, ("confidence",), "rule", CONFIDENCE_METRICS, "seed rule")
+    if lab is None:
+        return None
+    lab, horizon = _sessions_filter(sweep, lab, target_sessions)
+    worst = worst_case(lab.rows, "config", {m: False for m in CONFIDENCE_METRICS})
+    rec = recommend_confidence(worst, target_excluded, "config", _default_label(sweep, lab))
+    rows = []
+    for role, r in [("recommended", rec.pick), ("seed default", rec.default)]:
+        if r is None:
+            continue
+        rows.append(
+            {
+                "role": role,
+                "rule": r["config"],
+                "break-even success rate": r.get("break_even"),
+                **{m.replace("_", " "): fmt_metric(r, m) for m in SHOWN_METRICS if m in r},
+            }
+        )
+    blocks: list = [
+        Table(
+            f"Recommended rule beside the seed's (within {horizon}; value ± SE; worst case "
+            "over swept conditions)",
+            pd.DataFrame(rows),
+        ),
+        f"Feasible: at least {target_excluded:g} of harmful procedures excluded. Differences"
+        f" beyond {NOISE_Z:g} standard errors of the difference count as real.",
+        *(c.describe() for c in rec.comparisons),
+    ]
+    if rec.default is None:
+        blocks.append("The seed's rule (reward 0.08, penalty 0.15, threshold 0.55) was not swept.")
+    ref = at_reference(lab)
+    keys = {k: find_param(sweep.param_names, k, "rule") for k in ("reward", "penalty", "threshold")}
+    if keys["reward"] in lab.config_cols and keys["penalty"] in lab.config_cols:
+        t = ref.rename(columns={keys[k]: k for k in keys if keys[k]})
+        t = t.assign(helpful_lost=1.0 - t["helpful_retained"])
+        facet = "threshold" if keys["threshold"] in lab.config_cols else None
+        for value, title, name in (
+            ("harmful_excluded", "Share of harmful procedures excluded", "rule_harmful"),
+            ("helpful_lost", "Share of truly helpful procedures lost", "rule_helpful_lost"),
+        ):
+            fig = heatmap_figure(t, "reward", "penalty", value, facet, title, "share (0-1)")
+            blocks.append(
+                Figure(
+                    name,
+                    png_bytes(fig),
+                    f"{title} within {horizon}, over the "
+                    "reward x penalty grid; b-e is the break-even success rate "
+                    "penalty/(reward+penalty).",
+                )
+            )
+    shown = {rec.label} | ({str(rec.default["config"])} if rec.default is not None else set())
+    picked = ref[ref["config"].isin(shown)]
+    traj = sweep.table("trajectory", list(picked["run_id"]))
+    if not traj.empty and {"session", "success_rate"} <= set(traj.columns):
+        traj = traj.assign(
+            config=traj["run_id"].map(dict(zip(picked["run_id"], picked["config"], strict=True)))
+        )
+        wide = traj.pivot_table(index="session", columns="config", values="success_rate")
+        if "success_rate_se" in traj:
+            se = traj.pivot_table(index="session", columns="config", values="success_rate_se")
+            wide = wide.join(se.add_suffix("_se"))
+        fig = trajectory_figure(
+            wide.reset_index(),
+            "session",
+            {str(c): str(c) for c in shown},
+            "Session success rate over time",
+            "session success rate (probability)",
+        )
+        blocks.append(
+            Figure(
+                "rule_success_over_time",
+                png_bytes(fig),
+                "Session success rate by session (bands: 95 % MC intervals), "
+                "recommended vs seed rule.",
+            )
+        )
+    return Section(
+        "confidence", "Confidence rule: which reward, penalty and threshold", rec.sentence, blocks
+    )
+
+
+def fate_section(sweep: Sweep) -> Section | None:
+    """One procedure's chance of exclusion against its success rate, simulated vs exact."""
+    lab = label_runs(sweep, ("fate",), "rule", ("p_excluded",), "seed rule")
+    p_col = find_param(sweep.param_names, "p", "scenario")
+    s_col = find_param(sweep.param_names, "sessions", "scenario")
+    if lab is None or p_col is None:
+        return None
+    rows = lab.rows.rename(columns={p_col: "p"})
+    cfgs = rows.drop_duplicates("config")
+    colours = palette(rows["config"])
+    exact = []
+    for _, r in cfgs.iterrows():
+        v = _rule_values(sweep, r)
+        rule = ConfidenceRule(
+            float(v["initial"]),
+            float(v["reward"]),
+            float(v["penalty"]),
+            float(v["floor"]),
+            float(v["ceiling"]),
+        )
+        sessions = int(r[s_col]) if s_col else 20
+        for p in np.linspace(0.0, 1.0, 51):
+            fate = flat_fate(float(p), sessions, rule, float(v["threshold"]))
+            exact.append({"config": r["config"], "p": p, "p_excluded": fate.p_excluded})
+    exact_t = pd.DataFrame(exact)
+    horizon = "/".join(str(int(x)) for x in sorted(set(rows[s_col]))) if s_col else "the"
+    fig = fate_figure(rows, exact_t, colours, horizon)
+    be = float(rows["break_even"].iloc[0]) if "break_even" in rows else DEFAULT_RULE.break_even
+    lo, hi = rows.loc[rows["p"].idxmin()], rows.loc[rows["p"].idxmax()]
+    answer = (
+        f"A procedure is kept only if it succeeds more often than the break-even rate "
+        f"{be:.3f}: at p = {lo['p']:g} it is excluded within {horizon} sessions with probability "
+        f"{fmt_metric(lo, 'p_excluded')}, at p = {hi['p']:g} with {fmt_metric(hi, 'p_excluded')}."
+    )
+    table = rows[
+        ["config", "p", "p_excluded", "p_excluded_se"]
+        + [
+            c
+            for c in (
+                "p_excluded_exact",
+                "expected_sessions_applied",
+                "expected_sessions_applied_se",
+                "expected_sessions_applied_exact",
+            )
+            if c in rows
+        ]
+    ]
+    return Section(
+        "fate",
+        "One procedure's fate under the flat rule",
+        answer,
+        [
+            Figure(
+                "fate_exclusion",
+                png_bytes(fig),
+                "Probability of exclusion against the success "
+                "probability: dots simulated (95 % MC intervals), lines exact (flat_fate).",
+            ),
+            Table("Simulated vs exact fate per run", table.sort_values(["config", "p"])),
+        ],
+    )

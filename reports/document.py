@@ -1,0 +1,174 @@
+"""The report as data: sections of figures, tables and text, written as HTML and Markdown.
+
+``index.html`` is one self-contained file (figures embedded as base64 PNG, tables as
+HTML); ``report.md`` links the PNG files written beside it; ``summary.csv`` holds one row
+per child run.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from procmem_core.errors import ParameterError
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A rendered figure: ``name`` is its file stem (``<name>.png``)."""
+
+    name: str
+    png: bytes
+    caption: str
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c in self.name for c in "/\\ "):
+            raise ParameterError("name", self.name, "a non-empty file stem without / \\ or spaces")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table with a caption; floats are shown with four significant digits."""
+
+    caption: str
+    frame: pd.DataFrame
+
+
+@dataclass
+class Section:
+    """One question the report answers: ``answer`` is the one sentence that opens it."""
+
+    key: str
+    title: str
+    answer: str
+    blocks: list[Figure | Table | str] = field(default_factory=list)
+
+    @property
+    def figures(self) -> list[Figure]:
+        return [b for b in self.blocks if isinstance(b, Figure)]
+
+
+@dataclass
+class Report:
+    """Everything written for one sweep."""
+
+    experiment: str
+    parent_id: str
+    heading: str
+    sections: list[Section]
+    summary: pd.DataFrame
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def table_html(frame: pd.DataFrame) -> str:
+    """An HTML table with escaped cells and compact floats."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for _, r in frame.iterrows():
+        cells = "".join(f"<td>{html.escape(_cell(v))}</td>" for v in r.tolist())
+        rows.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def table_markdown(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
+
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(esc(str(c)) for c in frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = [
+        "| " + " | ".join(esc(_cell(v)) for v in r.tolist()) + " |" for _, r in frame.iterrows()
+    ]
+    return "\n".join([head, rule, *body])
+
+
+STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.45}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+p.answer{font-size:1.08em;background:#f4f7fb;border-left:4px solid #3b6ea5;padding:.5em .8em}
+figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.9em;color:#555}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0;display:block;overflow-x:auto}
+th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right}th{background:#f2f2f2}
+caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
+nav ul{columns:2}
+"""
+
+
+def render_html(report: Report) -> str:
+    """The whole report as one self-contained HTML page."""
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{html.escape(report.heading)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{html.escape(report.heading)}</h1>",
+        "<nav><ul>",
+        *(f"<li><a href='#{s.key}'>{html.escape(s.title)}</a></li>" for s in report.sections),
+        "</ul></nav>",
+    ]
+    for s in report.sections:
+        parts.append(f"<section id='{s.key}'><h2>{html.escape(s.title)}</h2>")
+        parts.append(f"<p class='answer'>{html.escape(s.answer)}</p>")
+        for b in s.blocks:
+            if isinstance(b, Figure):
+                data = base64.b64encode(b.png).decode("ascii")
+                parts.append(
+                    f"<figure><img alt='{html.escape(b.caption)}' "
+                    f"src='data:image/png;base64,{data}'>"
+                    f"<figcaption>{html.escape(b.caption)}</figcaption></figure>"
+                )
+            elif isinstance(b, Table):
+                parts.append(f"<p><strong>{html.escape(b.caption)}</strong></p>")
+                parts.append(table_html(b.frame))
+            else:
+                parts.append(f"<p>{html.escape(b)}</p>")
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def render_markdown(report: Report) -> str:
+    """The report as Markdown, figures linked as ``<name>.png`` beside it."""
+    lines = [f"# {report.heading}", ""]
+    for s in report.sections:
+        lines += [f"## {s.title}", "", s.answer, ""]
+        for b in s.blocks:
+            if isinstance(b, Figure):
+                lines += [f"![{b.caption}]({b.name}.png)", "", f"*{b.caption}*", ""]
+            elif isinstance(b, Table):
+                lines += [f"**{b.caption}**", "", table_markdown(b.frame), ""]
+            else:
+                lines += [b, ""]
+    return "\n".join(lines)
+
+
+def write_report(report: Report, out: Path) -> dict[str, Path]:
+    """Write ``index.html``, ``report.md``, ``summary.csv`` and every figure's PNG to ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    names = [f.name for s in report.sections for f in s.figures]
+    if len(names) != len(set(names)):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ParameterError("figure names", dup, "unique names across the report")
+    for s in report.sections:
+        for f in s.figures:
+            path = out / f"{f.name}.png"
+            path.write_bytes(f.png)
+            written[path.name] = path
+    for name, text in (("index.html", render_html(report)), ("report.md", render_markdown(report))):
+        (out / name).write_text(text, encoding="utf-8")
+        written[name] = out / name
+    report.summary.to_csv(out / "summary.csv", index=False)
+    written["summary.csv"] = out / "summary.csv"
+    return written

@@ -1,0 +1,214 @@
+"""Gate runs of a sweep as tables: configurations, conditions, operating points, exact curves.
+
+A *configuration* is what a researcher sets on the gate (the swept params under the
+``gate`` config group: alpha, beta, min_drop, max_runs, cap rule, ...). A *condition* is
+the world it was tried in (every other swept param: ledger size, user heterogeneity,
+feedback noise, the prior's success rate). The seeds' default is ``SPRTGate()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.exact import (
+    margin_operating_point,
+    sprt_expected_runs_lower_bound,
+    sprt_operating_point,
+)
+from procmem_core.gates import SPRTGate
+from reports.configs import Labelled, label_runs, same
+from reports.source import Sweep, find_param
+
+SEED_GATE: dict[str, object] = {f.name: f.default for f in fields(SPRTGate)} | {"name": "sprt"}
+"""The Loom seed's gate: SPRT, min_drop 0.15, alpha 0.05, beta 0.20, max_runs 50, ..."""
+
+GATE_SCENARIOS = ("gate",)
+KIND_KEYS = ("name", "kind", "mode", "type")
+DROP_COLUMNS = ("true_drop", "drop")
+RUNS_COLUMNS = ("runs_used", "runs")
+EXACT_GRID = 41
+
+
+@dataclass
+class GateRuns(Labelled):
+    """Gate runs labelled by configuration and condition (``reports.configs``).
+
+    ``gate_params``: ``{run_id: {key: value}}`` with every SPRT key (seed default where
+    the sweep did not set it) and the gate's ``name``. ``default_label``: the
+    configuration equal to the seeds' default, if the sweep has it.
+    """
+
+    gate_params: dict[str, dict[str, object]] = field(default_factory=dict)
+    default_label: str | None = None
+
+
+NEEDED = ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt")
+
+
+def gate_runs(sweep: Sweep) -> GateRuns | None:
+    """The finished gate runs of ``sweep`` labelled by configuration and condition."""
+    lab = label_runs(sweep, GATE_SCENARIOS, "gate", NEEDED, "gate")
+    if lab is None:
+        return None
+    names = (*SEED_GATE, *KIND_KEYS, "margin")
+    keys = {k: find_param(sweep.param_names, k, "gate") for k in names}
+    params: dict[str, dict[str, object]] = {}
+    default_label = None
+    rows = lab.rows
+    for i, r in rows.iterrows():
+        p = {k: (r[col] if col else SEED_GATE.get(k)) for k, col in keys.items()}
+        p["name"] = next((r[keys[k]] for k in KIND_KEYS if keys[k]), "sprt")
+        params[r["run_id"]] = p
+        if all(same(p[k], v) for k, v in SEED_GATE.items()):
+            if not lab.config_cols:
+                rows.at[i, "config"] = "seed default"
+            default_label = rows.at[i, "config"]
+    if not lab.config_cols and default_label is None:
+        rows["config"] = [str(params[r]["name"]) for r in rows["run_id"]]
+    return GateRuns(
+        rows, lab.config_cols, lab.condition_cols, lab.reference_condition, params, default_label
+    )
+
+
+def _column(table: pd.DataFrame, aliases: tuple[str, ...]) -> str | None:
+    return next((a for a in aliases if a in table.columns), None)
+
+
+OP_COLUMNS = {
+    "true_drop": "drop",
+    "revert_rate": "p_revert",
+    "revert_rate_se": "p_revert_se",
+    "revert_rate_exact": "p_revert_exact",
+    "revert_rate_wald": "p_revert_wald",
+    "mean_runs_exact": "mean_runs_exact",
+    "mean_runs_wald": "mean_runs_wald",
+}
+
+
+def _from_decisions(t: pd.DataFrame) -> pd.DataFrame:
+    """Per-drop P(revert) (SE ``sqrt(r (1 - r) / R)``) and mean runs from per-replication rows."""
+    drop_col, runs_col = _column(t, DROP_COLUMNS), _column(t, RUNS_COLUMNS)
+    if drop_col is None or runs_col is None or "verdict" not in t.columns:
+        return pd.DataFrame()
+    rows = []
+    for drop, g in t.groupby(drop_col, sort=True):
+        n = len(g)
+        rev = float((g["verdict"] == "revert").mean())
+        runs = g[runs_col].astype(float)
+        rows.append(
+            {
+                "drop": float(drop),
+                "replications": n,
+                "p_revert": rev,
+                "p_revert_se": float(np.sqrt(rev * (1 - rev) / n)),
+                "mean_runs": float(runs.mean()),
+                "mean_runs_se": float(runs.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def operating_points(sweep: Sweep, gates: GateRuns) -> pd.DataFrame:
+    """Simulated P(revert) and mean runs per configuration, condition and true drop.
+
+    From each run's ``operating_points`` table (all replications, with exact and Wald
+    columns where they apply), else from its per-replication ``gate_decisions``.
+    """
+    frames = []
+    for _, r in gates.rows.iterrows():
+        tables = sweep.tables.get(r["run_id"], {})
+        op = tables.get("operating_points")
+        if op is not None and {"true_drop", "revert_rate", "mean_runs"} <= set(op.columns):
+            t = op.rename(columns=OP_COLUMNS)
+        elif tables.get("gate_decisions") is not None:
+            t = _from_decisions(tables["gate_decisions"])
+        else:
+            continue
+        if t.empty:
+            continue
+        frames.append(t.assign(run_id=r["run_id"], config=r["config"], condition=r["condition"]))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def p_prior_of(sweep: Sweep, row: pd.Series) -> float | None:
+    """The prior revision's true success rate p0 of a gate run, if the sweep logged it."""
+    col = find_param(sweep.param_names, "p_prior")
+    value = row[col] if col else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _exact_point(g: dict[str, object], drops: np.ndarray, p0: float):
+    if g["name"] == "sprt":
+        return sprt_operating_point(
+            p0 - drops,
+            p0,
+            float(g["min_drop"]),
+            float(g["alpha"]),
+            float(g["beta"]),
+            int(g["max_runs"]),
+            int(g["min_runs"]),
+            str(g["at_cap"]),
+        )
+    if g["name"] == "margin" and g.get("margin") is not None:
+        return margin_operating_point(
+            p0 - drops, p0, float(g["margin"]), int(g["min_runs"]), int(g["max_runs"])
+        )
+    return None
+
+
+def exact_curves(
+    sweep: Sweep, gates: GateRuns, max_drop: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Exact OC and expected runs (``sprt_operating_point``, ``margin_operating_point``)
+    and, for SPRT gates, the Wald-Wolfowitz lower bounds on expected runs.
+
+    One curve per configuration at the reference condition, over true drops
+    ``0 .. max_drop``, with p0 known (the exact recursion's assumption).
+    """
+    curves, bounds = [], []
+    ref = gates.rows[gates.rows["condition"] == gates.reference_condition]
+    for _, r in ref.drop_duplicates("config").iterrows():
+        g = gates.gate_params[r["run_id"]]
+        p0 = p_prior_of(sweep, r)
+        if p0 is None:
+            continue
+        drops = np.linspace(0.0, min(max_drop, p0), EXACT_GRID)
+        op = _exact_point(g, drops, p0)
+        if op is None:
+            continue
+        curves.append(
+            pd.DataFrame(
+                {
+                    "config": r["config"],
+                    "drop": drops,
+                    "p_revert": np.asarray(op.p_revert, float),
+                    "expected_runs": np.asarray(op.expected_runs, float),
+                }
+            )
+        )
+        md = float(g["min_drop"])
+        if g["name"] == "sprt" and p0 - md > 0:
+            at_p0, at_p1 = sprt_expected_runs_lower_bound(
+                p0, md, float(g["alpha"]), float(g["beta"])
+            )
+            bounds += [
+                {"config": r["config"], "drop": 0.0, "bound": float(at_p0)},
+                {"config": r["config"], "drop": md, "bound": float(at_p1)},
+            ]
+    exact = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
+    return exact, pd.DataFrame(bounds)
+
+
+def efficient_frontier(table: pd.DataFrame, x: str, y: str) -> pd.Series:
+    """True for rows no other row beats on both ``x`` and ``y`` (lower is better).
+
+    A row is dominated when another has ``x <=`` and ``y <=`` with one strictly lower.
+    """
+    xs, ys = table[x].to_numpy(float), table[y].to_numpy(float)
+    le = (xs[None, :] <= xs[:, None]) & (ys[None, :] <= ys[:, None])
+    lt = (xs[None, :] < xs[:, None]) | (ys[None, :] < ys[:, None])
+    dominated = (le & lt).any(axis=1)
+    return pd.Series(~dominated, index=table.index)

@@ -1,0 +1,228 @@
+"""Reading a logged sweep back from MLflow (the contract in docs/architecture.md).
+
+A sweep is one parent run whose child runs carry the ``mlflow.parentRunId`` tag; each
+child has params (the flattened resolved config, stored by MLflow as strings), tags
+``procmem.scenario``, ``procmem.config_hash``, ``procmem.seed``, metrics, and artifacts
+``config.yaml``, ``tables/<name>.parquet`` and ``figures/*.png``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from reports.errors import NoSweepError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# artifact downloads print a tqdm bar per call; a report reads dozens of runs
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+SCENARIO_TAG = "procmem.scenario"
+PARENT_TAG = "mlflow.parentRunId"
+
+
+def tracking_uri() -> str:
+    """``$MLFLOW_TRACKING_URI``, else ``sqlite:///<absolute project root>/mlflow.db``."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"
+
+
+def parse_param(text: object) -> object:
+    """An MLflow param string back to a Python value: int, float, bool, None or the text."""
+    if not isinstance(text, str):
+        return text
+    low = text.strip().lower()
+    if low in ("none", "null", "~", ""):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return value if not math.isnan(value) else None
+
+
+@dataclass
+class Sweep:
+    """A parent run and its children as tables.
+
+    ``runs``: one row per child with ``run_id``, ``scenario``, ``status``, the parsed
+    params under their dotted names and the metrics under their own names.
+    ``tables[run_id][name]``: the child's ``tables/<name>.parquet``.
+    """
+
+    experiment: str
+    parent_id: str
+    parent_name: str
+    runs: pd.DataFrame
+    param_names: tuple[str, ...]
+    metric_names: tuple[str, ...]
+    tables: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
+
+    def scenario_runs(self, *scenarios: str) -> pd.DataFrame:
+        """Children whose ``procmem.scenario`` tag is one of ``scenarios``."""
+        return self.runs[self.runs["scenario"].isin(scenarios)].reset_index(drop=True)
+
+    def table(self, name: str, run_ids: list[str] | None = None) -> pd.DataFrame:
+        """``tables/<name>`` of the given children stacked, with a ``run_id`` column."""
+        frames = []
+        for run_id in run_ids if run_ids is not None else list(self.runs["run_id"]):
+            t = self.tables.get(run_id, {}).get(name)
+            if t is not None and not t.empty:
+                frames.append(t.assign(run_id=run_id))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    @property
+    def swept_params(self) -> tuple[str, ...]:
+        """Params that take more than one value among the children of one scenario.
+
+        Bookkeeping params (``*.name``, ``*.replications``, ``seed``) are left out.
+        """
+        out = []
+        for name in self.param_names:
+            if name.split(".")[-1] in ("name", "replications", "seed"):
+                continue
+            for _, group in self.runs.groupby("scenario"):
+                if group[name].map(repr).nunique(dropna=False) > 1:
+                    out.append(name)
+                    break
+        return tuple(out)
+
+
+def _client(uri: str | None):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri or tracking_uri())
+
+
+def _children_frame(runs: list) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...]]:
+    rows, params, metrics = [], set(), set()
+    for run in runs:
+        row = {
+            "run_id": run.info.run_id,
+            "run_name": run.info.run_name,
+            "status": run.info.status,
+            "scenario": run.data.tags.get(SCENARIO_TAG, "unknown"),
+            "config_hash": run.data.tags.get("procmem.config_hash"),
+            "seed": parse_param(run.data.tags.get("procmem.seed")),
+            "start_time": run.info.start_time,
+        }
+        for k, v in run.data.params.items():
+            row[f"params.{k}"] = parse_param(v)
+            params.add(f"params.{k}")
+        row.update(run.data.metrics)
+        metrics.update(run.data.metrics)
+        rows.append(row)
+    frame = pd.DataFrame(rows).sort_values("start_time", kind="mergesort").reset_index(drop=True)
+    return frame, tuple(sorted(params)), tuple(sorted(metrics))
+
+
+def _search_all(client, experiment_id: str, filter_string: str, order_by=None) -> list:
+    out, token = [], None
+    while True:
+        page = client.search_runs(
+            [experiment_id], filter_string, max_results=1000, order_by=order_by, page_token=token
+        )
+        out.extend(page)
+        token = page.token
+        if not token:
+            return out
+
+
+def find_parent(experiment: str, run_id: str | None = None, uri: str | None = None):
+    """The parent run to report on: ``run_id`` if given, else the latest top-level run.
+
+    Raises ``NoSweepError`` for an unknown experiment, an experiment with no runs, or a
+    run id that does not exist in that experiment.
+    """
+    from mlflow.exceptions import MlflowException
+
+    client = _client(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        names = sorted(e.name for e in client.search_experiments())
+        raise NoSweepError(
+            f"experiment={experiment!r} does not exist at {uri or tracking_uri()}; "
+            f"experiments there: {names}"
+        )
+    if run_id is not None:
+        try:
+            run = client.get_run(run_id)
+        except MlflowException:
+            raise NoSweepError(
+                f"run={run_id!r} does not exist at {uri or tracking_uri()}"
+            ) from None
+        if run.info.experiment_id != exp.experiment_id:
+            raise NoSweepError(
+                f"run={run_id!r} belongs to another experiment, not to {experiment!r}"
+            )
+        return client, exp, run
+    tops = [
+        r
+        for r in _search_all(client, exp.experiment_id, "", ["attributes.start_time DESC"])
+        if PARENT_TAG not in r.data.tags
+    ]
+    if not tops:
+        raise NoSweepError(
+            f"experiment={experiment!r} has no runs; run a sweep first, e.g. "
+            f"`python -m experiments.run -m experiment={experiment}`"
+        )
+    return client, exp, tops[0]
+
+
+def load_sweep(
+    experiment: str,
+    run_id: str | None = None,
+    uri: str | None = None,
+    download_to: Path | None = None,
+) -> Sweep:
+    """Read a sweep: the parent run, its children's params/metrics, and their tables.
+
+    A plain run (no children) is read as a sweep of one, itself.
+    """
+    client, exp, parent = find_parent(experiment, run_id, uri)
+    pid = parent.info.run_id
+    children = _search_all(client, exp.experiment_id, f"tags.`{PARENT_TAG}` = '{pid}'")
+    if not children:
+        children = [parent]
+    runs, params, metrics = _children_frame(children)
+    sweep = Sweep(experiment, pid, parent.info.run_name or pid, runs, params, metrics)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(download_to or tmp)
+        for child in runs["run_id"]:
+            sweep.tables[child] = _download_tables(client, child, root / child)
+    return sweep
+
+
+def _download_tables(client, run_id: str, dst: Path) -> dict[str, pd.DataFrame]:
+    names = [a.path for a in client.list_artifacts(run_id, "tables") if a.path.endswith(".parquet")]
+    if not names:
+        return {}
+    dst.mkdir(parents=True, exist_ok=True)
+    local = Path(client.download_artifacts(run_id, "tables", str(dst)))
+    return {Path(n).stem: pd.read_parquet(local / Path(n).name) for n in names}
+
+
+def log_report(parent_id: str, folder: Path, uri: str | None = None) -> None:
+    """Log every file of the written report as artifacts of the parent run, under report/."""
+    _client(uri).log_artifacts(parent_id, str(folder), artifact_path="report")
+
+
+def find_param(names: tuple[str, ...], key: str, group: str | None = None) -> str | None:
+    """The param column whose dotted name ends in ``key`` (``params.gate.alpha`` for
+    ``alpha``); one under ``group`` (a path segment) wins, then the shortest path."""
+    hits = [n for n in names if n.split(".")[-1] == key]
+    if not hits:
+        return None
+    if group is not None:
+        grouped = [n for n in hits if group in n.split(".")[1:-1]]
+        hits = grouped or hits
+    return min(hits, key=lambda n: (n.count("."), n))

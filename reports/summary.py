@@ -1,0 +1,123 @@
+"""Sweep-wide tables: ``summary.csv`` (one row per child run) and simulated-vs-exact checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reports.document import Section, Table
+from reports.source import Sweep
+
+AGREEMENT_Z = 4.0
+"""A simulated figure and its exact counterpart must agree within this many SEs."""
+
+RUN_COLUMNS = ("run_id", "run_name", "scenario", "status", "config_hash", "seed")
+
+
+def short_name(param: str) -> str:
+    """``params.gate.alpha`` -> ``gate.alpha``."""
+    return param.removeprefix("params.")
+
+
+def key_metrics(metric_names: tuple[str, ...]) -> list[str]:
+    """Metrics with a standard error or an exact counterpart, each followed by them."""
+    names = set(metric_names)
+    out = []
+    for m in sorted(names):
+        if m.endswith(("_se", "_exact")):
+            continue
+        if f"{m}_se" in names or f"{m}_exact" in names:
+            out += [m] + [f"{m}{s}" for s in ("_se", "_exact") if f"{m}{s}" in names]
+    return out
+
+
+def summary_table(sweep: Sweep) -> pd.DataFrame:
+    """One row per child run: identity, swept params, key metrics with their SEs."""
+    runs = sweep.runs
+    cols = [c for c in RUN_COLUMNS if c in runs.columns]
+    params = list(sweep.swept_params)
+    metrics = [m for m in key_metrics(sweep.metric_names) if m in runs.columns]
+    out = runs[cols + params + metrics].copy()
+    return out.rename(columns={p: short_name(p) for p in params}).reset_index(drop=True)
+
+
+def agreement_table(sweep: Sweep) -> pd.DataFrame:
+    """Every simulated metric ``x`` with ``x_se`` and ``x_exact``: ``z = (x - exact) / se``."""
+    rows = []
+    names = set(sweep.metric_names)
+    pairs = [m for m in sorted(names) if f"{m}_se" in names and f"{m}_exact" in names]
+    for _, r in sweep.runs.iterrows():
+        for m in pairs:
+            sim, se, exact = r.get(m), r.get(f"{m}_se"), r.get(f"{m}_exact")
+            if any(v is None or np.isnan(v) for v in (sim, se, exact)):
+                continue
+            z = (sim - exact) / se if se > 0 else (0.0 if sim == exact else np.inf)
+            rows.append(
+                {
+                    "scenario": r["scenario"],
+                    "run": r.get("run_name") or r["run_id"],
+                    "metric": m,
+                    "simulated": sim,
+                    "se": se,
+                    "exact": exact,
+                    "z": z,
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["scenario", "run", "metric", "simulated", "se", "exact", "z"]
+    )
+
+
+def agreement_section(sweep: Sweep) -> Section | None:
+    """Do the simulated figures agree with the exact ones? None when nothing is exact."""
+    t = agreement_table(sweep)
+    if t.empty:
+        return None
+    bad = t[t["z"].abs() > AGREEMENT_Z]
+    worst = float(t["z"].abs().max())
+    if bad.empty:
+        answer = (
+            f"Yes: all {len(t)} simulated figures with an exact counterpart agree with it "
+            f"within {AGREEMENT_Z:g} standard errors (largest |z| = {worst:.2f})."
+        )
+    else:
+        answer = (
+            f"No: {len(bad)} of {len(t)} simulated figures differ from their exact value by "
+            f"more than {AGREEMENT_Z:g} standard errors (largest |z| = {worst:.2f}); "
+            "treat those configurations' simulated numbers with suspicion."
+        )
+    shown = t.reindex(t["z"].abs().sort_values(ascending=False).index).head(40)
+    return Section(
+        "exact",
+        "Simulation against exact answers",
+        answer,
+        [
+            Table(
+                "Simulated vs exact, largest deviations first (z = (simulated - exact) / SE)",
+                shown.reset_index(drop=True),
+            )
+        ],
+    )
+
+
+def sweep_section(sweep: Sweep) -> Section:
+    """What was run: scenarios, child runs, swept params, statuses."""
+    runs = sweep.runs
+    counts = runs.groupby(["scenario", "status"]).size().reset_index(name="runs")
+    failed = int((runs["status"] == "FAILED").sum())
+    swept = [short_name(p) for p in sweep.swept_params]
+    answer = (
+        f"This sweep ran {len(runs)} job(s) over scenario(s) "
+        f"{', '.join(sorted(runs['scenario'].unique()))}"
+        + (f", sweeping {', '.join(swept)}" if swept else "")
+        + (f"; {failed} job(s) FAILED and are left out of the figures." if failed else ".")
+    )
+    return Section(
+        "sweep",
+        "What this sweep ran",
+        answer,
+        [
+            f"Experiment {sweep.experiment}, parent run {sweep.parent_name} ({sweep.parent_id}).",
+            Table("Jobs by scenario and status", counts),
+        ],
+    )
