@@ -1,4 +1,10 @@
-"""Hydra entry point: ``python -m experiments.run experiment=<preset> [overrides]``."""
+"""Hydra entry point: ``python -m experiments.run experiment=<preset> [overrides]``.
+
+Add ``-m`` to run the preset's sweep (``hydra.sweeper.params``). Every value is checked
+before anything runs; each job is logged to MLflow (``experiments.tracking``); a sweep is
+one parent run opened and closed by ``experiments.callbacks.SweepTracking``. The command
+exits non-zero when a job failed. docs/experiments.md has the details.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +13,37 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
 
-from experiments.seed_demo import confidence_paths, demo_text, save_figure
+import experiments.schema  # noqa: F401 (registers the structured configs)
+from experiments.callbacks import SWEEP_STATUS
+from experiments.job import JobContext, run_job
+
+
+def context(hydra_cfg: DictConfig) -> JobContext:
+    """The job's folder, mode, sweep dir, number and overrides from Hydra's runtime config."""
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    return JobContext(
+        out_dir=Path(hydra_cfg.runtime.output_dir),
+        multirun=multirun,
+        sweep_dir=str(hydra_cfg.sweep.dir) if multirun else None,
+        job_num=int(OmegaConf.select(hydra_cfg, "job.num", default=0) or 0),
+        overrides=list(hydra_cfg.overrides.task),
+    )
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    if cfg.task == "seed_demo":
-        sys.stdout.write(demo_text())
-        sys.stdout.flush()
-        _, paths = confidence_paths()
-        figure = save_figure(paths, out_dir / "confidence_paths.png")
-        print(f"figure: {figure}", file=sys.stderr)
-        return
-    raise ValueError(f"task={cfg.task!r} is not allowed: expected one of ['seed_demo']")
+def main(cfg: DictConfig) -> str:
+    """Run one job; returns its status (finished, failed or skipped)."""
+    return run_job(cfg, context(HydraConfig.get())).status
+
+
+def cli() -> None:
+    """``main()``, then exit non-zero if a sweep had failed or missing jobs."""
+    main()
+    sys.exit(SWEEP_STATUS["exit"])
 
 
 if __name__ == "__main__":
-    main()
+    cli()

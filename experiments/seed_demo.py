@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, Procedure, build_system_prompt
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from simulators.result import ScenarioResult
 
 SEED_SEQUENCES: tuple[tuple[tuple[str, str, str], tuple[bool, ...]], ...] = (
     (
@@ -82,3 +89,31 @@ def save_figure(
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def run_task(cfg: DictConfig, out_dir: Path) -> ScenarioResult:
+    """The ``seed_demo`` task: print the seed's text, save its figure, record the paths.
+
+    Metrics: each procedure's final confidence (``final_confidence.<title>``); table
+    ``confidence_paths`` (procedure, session, confidence); figure
+    ``artifacts/figures/confidence_paths.png``.
+    """
+    import pandas as pd
+
+    from simulators.result import ScenarioResult
+
+    sys.stdout.write(demo_text())
+    sys.stdout.flush()
+    _, paths = confidence_paths()
+    save_figure(paths, Path(out_dir) / "artifacts" / "figures" / "confidence_paths.png")
+    result = ScenarioResult("seed_demo")
+    for title, path in paths.items():
+        result.metrics[f"final_confidence.{title}"] = path[-1]
+    result.tables["confidence_paths"] = pd.DataFrame(
+        [
+            {"procedure": title, "session": k, "confidence": c}
+            for title, path in paths.items()
+            for k, c in enumerate(path)
+        ]
+    )
+    return result

@@ -1,0 +1,165 @@
+"""Standard figures of a job, drawn from its result tables (matplotlib, Agg backend).
+
+Each figure is keyed by the table it needs and the columns it reads; a job gets every
+figure whose table and columns it has, so a scenario's figures follow from its tables:
+
+- ``fates`` with ``excluded_rate``: exclusion by session, simulated (+-1.96 SE) and exact;
+- ``fates`` with ``retained_rate``: share of procedures still shown, by kind;
+- ``trajectory`` with ``success_rate``: session success rate over sessions (+-1.96 SE);
+- ``trajectory`` with ``*_active_share``: share of each kind of procedure still active;
+- ``operating_points``: the gate's revert rate against the true drop (OC curve), exact
+  values overlaid when present;
+- ``gate_decisions``: distribution of runs used, by verdict;
+- ``ab_arms``: success rate of each arm with its SE.
+
+Figures are written as ``<folder>/<name>.png`` and logged as ``figures/*.png``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from simulators.result import ScenarioResult
+
+Z95 = 1.96
+
+
+def _err(table: pd.DataFrame, column: str) -> np.ndarray | None:
+    se = f"{column}_se"
+    return Z95 * table[se].to_numpy(dtype=float) if se in table else None
+
+
+def fate_exclusion(t: pd.DataFrame, ax: plt.Axes) -> None:
+    ax.errorbar(
+        t["session"],
+        t["excluded_rate"],
+        yerr=_err(t, "excluded_rate"),
+        fmt="o",
+        ms=3,
+        label="simulated (±1.96 SE)",
+    )
+    if "excluded_exact" in t:
+        ax.plot(t["session"], t["excluded_exact"], "-", label="exact (flat_fate)")
+    ax.set(
+        xlabel="session",
+        ylabel="P(excluded by session)",
+        ylim=(0, 1),
+        title="Procedure fate under the flat rule",
+    )
+    ax.legend()
+
+
+def fate_by_kind(t: pd.DataFrame, ax: plt.Axes) -> None:
+    ax.bar(t["kind"].astype(str), t["retained_rate"], color=["tab:green", "tab:gray", "tab:red"])
+    ax.set(
+        xlabel="kind of procedure",
+        ylabel="share still shown after the last session",
+        ylim=(0, 1),
+        title="Which procedures survive",
+    )
+
+
+def trajectory_success(t: pd.DataFrame, ax: plt.Axes) -> None:
+    x, y = t["session"].to_numpy(), t["success_rate"].to_numpy(dtype=float)
+    ax.plot(x, y, label="session success rate")
+    err = _err(t, "success_rate")
+    if err is not None:
+        ax.fill_between(x, y - err, y + err, alpha=0.3, label="±1.96 SE")
+    ax.set(xlabel="session", ylabel="success rate", title="Session success over time")
+    ax.legend()
+
+
+def trajectory_kinds(t: pd.DataFrame, ax: plt.Axes) -> None:
+    for column in [c for c in t.columns if c.endswith("_active_share")]:
+        ax.plot(t["session"], t[column], label=column.removesuffix("_active_share"))
+    ax.set(
+        xlabel="session",
+        ylabel="share of procedures at or above the threshold",
+        ylim=(0, 1),
+        title="Procedures still active, by kind",
+    )
+    ax.legend()
+
+
+def operating_characteristic(t: pd.DataFrame, ax: plt.Axes) -> None:
+    t = t.sort_values("true_drop")
+    ax.errorbar(
+        t["true_drop"],
+        t["revert_rate"],
+        yerr=_err(t, "revert_rate"),
+        fmt="o",
+        ms=4,
+        label="simulated (±1.96 SE)",
+    )
+    exact = [c for c in ("revert_rate_exact", "p_revert_exact") if c in t]
+    if exact:
+        ax.plot(t["true_drop"], t[exact[0]], "-", label="exact")
+    ax.set(
+        xlabel="true drop in success rate",
+        ylabel="P(revert)",
+        ylim=(0, 1),
+        title="Gate operating characteristic",
+    )
+    ax.legend()
+
+
+def runs_by_verdict(t: pd.DataFrame, ax: plt.Axes) -> None:
+    top = int(t["runs_used"].max()) if len(t) else 1
+    bins = np.arange(0.5, top + 1.5)
+    for verdict, group in t.groupby("verdict"):
+        ax.hist(group["runs_used"], bins=bins, alpha=0.6, label=str(verdict))
+    ax.set(
+        xlabel="runs used before the decision",
+        ylabel="replications",
+        title="Cost of the gate in runs",
+    )
+    ax.legend()
+
+
+def ab_arms(t: pd.DataFrame, ax: plt.Axes) -> None:
+    ax.bar(t["arm"].astype(str), t["success_rate"], yerr=_err(t, "success_rate"), capsize=4)
+    ax.set(xlabel="arm", ylabel="success rate (±1.96 SE)", title="Withheld vs shown")
+
+
+FIGURES: tuple[tuple[str, str, tuple[str, ...], Callable[[pd.DataFrame, plt.Axes], None]], ...] = (
+    ("fate_exclusion", "fates", ("session", "excluded_rate"), fate_exclusion),
+    ("fate_by_kind", "fates", ("kind", "retained_rate"), fate_by_kind),
+    ("success_over_sessions", "trajectory", ("session", "success_rate"), trajectory_success),
+    ("active_by_kind", "trajectory", ("session", "helpful_active_share"), trajectory_kinds),
+    (
+        "operating_characteristic",
+        "operating_points",
+        ("true_drop", "revert_rate"),
+        operating_characteristic,
+    ),
+    ("runs_by_verdict", "gate_decisions", ("runs_used", "verdict"), runs_by_verdict),
+    ("ab_arms", "ab_arms", ("arm", "success_rate"), ab_arms),
+)
+"""``(figure name, table, required columns, draw)``."""
+
+
+def scenario_figures(result: ScenarioResult, folder: Path) -> list[Path]:
+    """Draw every figure the result's tables support into ``folder``; return the files."""
+    written = []
+    for name, table, columns, draw in FIGURES:
+        t = result.tables.get(table)
+        if t is None or t.empty or not set(columns) <= set(t.columns):
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        try:
+            draw(t, ax)
+            fig.tight_layout()
+            fig.savefig(folder / f"{name}.png", dpi=100)
+        finally:
+            plt.close(fig)
+        written.append(folder / f"{name}.png")
+    return written

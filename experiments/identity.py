@@ -1,0 +1,104 @@
+"""What identifies a job: its flattened config, its config hash and the seed derived from both.
+
+A job's identity is the resolved config minus the keys that say *how* it is run
+(``resume``, ``progress``, ``tracking``; the ``hydra`` node is never part of it). The
+config hash is the first 16 hex digits of SHA-256 over that config as canonical JSON, so
+it is the same whatever the launcher, the job order, the output folder or the machine.
+
+The job's seed is drawn from ``numpy.random.SeedSequence([seed, *hash words])``: the
+configured seed and the config hash together, never the job number (docs/statistics.md,
+"Monte Carlo hygiene").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+RUN_CONTROL_KEYS = ("resume", "progress", "tracking")
+"""Top-level keys that change how a job runs, not what it computes (left out of the hash)."""
+
+PARAM_VALUE_LIMIT = 6000
+"""MLflow's longest param value; longer values are cut (the full config is an artifact)."""
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def job_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
+    """The resolved config as plain containers, without ``hydra``."""
+    data = {}
+    for key in cfg:
+        if key == "hydra":  # Hydra's own node holds job-only interpolations
+            continue
+        value = cfg[key]
+        if isinstance(value, DictConfig | ListConfig):
+            value = OmegaConf.to_container(value, resolve=True, throw_on_missing=True)
+        data[str(key)] = value
+    return data
+
+
+def identity_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
+    """The part of the config that determines the job's numbers."""
+    data = job_container(cfg)
+    for key in RUN_CONTROL_KEYS:
+        data.pop(key, None)
+    return data
+
+
+def config_hash(cfg: DictConfig | Mapping[str, Any]) -> str:
+    """16 hex digits of SHA-256 over the identity config as sorted, compact JSON."""
+    text = json.dumps(identity_container(cfg), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def job_seed(seed: int, digest: str) -> int:
+    """A 63-bit seed from the configured ``seed`` and the config hash ``digest``.
+
+    ``SeedSequence([seed, w0, w1])`` with ``w0, w1`` the two 32-bit words of the hash,
+    then its first 64 random bits with the top bit cleared (a non-negative int).
+    """
+    words = [int(digest[i : i + 8], 16) for i in range(0, len(digest), 8)]
+    state = np.random.SeedSequence([int(seed), *words]).generate_state(2, dtype=np.uint32)
+    return int(((int(state[0]) << 32) | int(state[1])) & ((1 << 63) - 1))
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": "1"}``; lists become JSON; values cut at the limit."""
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{name}."))
+            continue
+        text = json.dumps(value) if isinstance(value, list | tuple | Mapping) else str(value)
+        out[name] = text[:PARAM_VALUE_LIMIT]
+    return out
+
+
+@cache
+def git_commit(root: Path = ROOT) -> tuple[str, bool]:
+    """``(commit, dirty)``: the checked-out commit (``unknown`` outside git), uncommitted edits."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", False
+    if head.returncode != 0:
+        return "unknown", False
+    return head.stdout.strip(), bool(status.returncode == 0 and status.stdout.strip())
