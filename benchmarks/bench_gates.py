@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_gates.py [--reps 1000000] [--runs 50]
 
 Prints runs/s (outcome cells per second) for: drawing ``rng.random(size) < p``;
-``SPRTGate.decide_batch`` with one p0, with a few hundred p0 values (per-row plug-in
+``SPRTGate.decide_batch`` with one p0, with a few dozen p0 values (per-row plug-in
 estimates: table look-up path) and with a distinct p0 per row (rule evaluated per cell);
 ``decide`` called run by run in a Python loop. Work is done in blocks of rows, as the
 simulators do, so memory stays bounded. The last line is one JSON object.
