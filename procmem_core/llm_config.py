@@ -73,7 +73,9 @@ class LLMConfig:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ParameterError("llm", unknown, f"unknown keys; allowed: {sorted(known)}")
+            raise ParameterError(
+                unknown[0], values[unknown[0]], f"unknown key; allowed: {sorted(known)}"
+            )
         return cls(**values)
 
 
