@@ -219,7 +219,7 @@ class SPRTGate:
         elif llr >= ln_a:
             why = f"LLR >= ln A={ln_a:.4f}: the revision is worse by min_drop"
         elif llr <= ln_b:
-            why = f"LLR <= ln B={ln_b:.4f}: the revision is as good as the prior"
+            why = f"LLR <= ln B={ln_b:.4f}: evidence of no drop of min_drop"
         elif n >= self.max_runs:
             why = f"undecided at max_runs={self.max_runs}; at_cap={self.at_cap!r}"
         else:
