@@ -1,0 +1,15 @@
+"""The five scenario families (docs/simulators.md)."""
+
+from simulators.scenarios.confidence import ConfidenceScenario
+from simulators.scenarios.explore import ExploreScenario
+from simulators.scenarios.fate import ProcedureFateScenario
+from simulators.scenarios.gate import GateScenario
+from simulators.scenarios.loop import LoopScenario
+
+__all__ = [
+    "ConfidenceScenario",
+    "ExploreScenario",
+    "GateScenario",
+    "LoopScenario",
+    "ProcedureFateScenario",
+]

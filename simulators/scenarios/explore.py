@@ -3,8 +3,9 @@
 Each replication is a deployment: a pool of ``users`` drawn from the ``UserPopulation``
 and ``sessions`` sessions, each from a uniformly drawn user of the pool. The procedure
 is shown unless withheld (probability ``explore_rate``, Loom's
-``procedure_explore_rate``); a session succeeds with probability
-``clip(b_u + e_u * shown, 0, 1)``. The ``FeedbackModel`` turns outcomes into signals.
+``procedure_explore_rate``, decided by the engine's ``pack.withhold_top``); a session
+succeeds with probability ``clip(b_u + e_u * shown, 0, 1)``. The ``FeedbackModel``
+turns outcomes into signals.
 
 Estimand: the pool's lift, ``mean over pool users of clip(b_u + e_u) - b_u`` (sessions
 are i.i.d. given the pool, so this is what every estimator targets); ``true_lift`` is its
@@ -29,6 +30,7 @@ from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, passes_threshold, snap
+from procmem_core.pack import withhold_top
 from simulators.estimators import ESTIMATORS
 from simulators.feedback import FeedbackModel
 from simulators.replication import chunks
@@ -112,7 +114,7 @@ class ExploreScenario:
         who = rng.integers(0, self.users, size=(n, s))
         rows = np.arange(n)[:, None]
         b, e = base[rows, who], effect[rows, who]
-        shown = ~(rng.random((n, s)) < self.explore_rate)
+        shown = ~withhold_top(rng.random((n, s)), self.explore_rate)
         outcome = rng.random((n, s)) < pop.success_probability(b, e * shown)
         signal = fb.signal(rng, outcome)
         observed = fb.observed(rng, (n, s))

@@ -1,0 +1,217 @@
+"""The world of ``LoopScenario``: a ``ProcedureStore`` driven session by session.
+
+One ``LoopWorld`` is one replication. It registers ``tasks x procedures_per_task`` linear
+graph procedures whose step nodes fail with known probabilities, then for each session:
+
+1. a task arrives; ``ContextPacker.pack`` (the engine's explore-rate withholding) picks
+   the procedure to show for the task's situation;
+2. the simulated agent follows the shown procedure if it belongs to the task: it walks
+   the graph and stops at the first step that fails (path = the steps visited), else it
+   works without a procedure and succeeds at ``base_rate``;
+3. the signal (``FeedbackModel``: flips, missing) is recorded with ``record_run``;
+4. every ``evolve_every`` sessions each procedure with new runs is evolved (quarantine,
+   templates, pending revisions gated: Loom's "call evolve after runs land"); every
+   ``revise_every`` sessions one procedure that is neither quarantined nor waiting on a
+   pending revision gets a revision whose true effect is known (harmful: success rate
+   down by ``harmful_drop``; neutral: a renamed step; helpful: up by ``helpful_gain``).
+
+Everything the world decides is logged beside the store, so the bookkeeping can be
+checked: each recorded run is one ledger row, each gate record one the store made.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from procmem_core.graph import ProcedureGraph
+from procmem_core.pack import ContextPacker
+from procmem_core.store import ProcedureStore
+
+TASKS = (
+    "customer asks for a refund on a paid invoice",
+    "user is locked out and needs a password reset",
+    "customer wants to change the shipping address after dispatch",
+    "subscriber wants to cancel before the renewal date",
+    "finance needs the monthly book closing",
+    "runway forecast shows the cash buffer is low",
+    "customer reports a duplicate card charge",
+    "new employee needs accounts and laptop provisioning",
+)
+KINDS = ("harmful", "neutral", "helpful")
+
+
+@dataclass
+class RevisionTruth:
+    """A proposed revision and its known true effect on the success rate."""
+
+    key: str
+    revision: int
+    prior_revision: int
+    kind: str
+    p_prior: float
+    p_new: float
+    session: int
+    outcome: str = "pending"
+
+    @property
+    def correct_verdict(self) -> str:
+        return "revert" if self.kind == "harmful" else "accept"
+
+
+@dataclass
+class SessionLog:
+    task: int
+    key: str | None  # procedure followed (None: worked without one)
+    withheld: str | None
+    followed: bool
+    ok: bool
+    p_true: float
+    p_oracle: float
+    recorded: bool
+
+
+@dataclass
+class LoopWorld:
+    """One replication: the store, the true node failure rates and every logged event."""
+
+    scenario: object
+    rng: np.random.Generator
+    store: ProcedureStore = field(default_factory=ProcedureStore)
+    node_success: dict = field(default_factory=dict)  # (key, revision) -> {node: q}
+    task_of: dict = field(default_factory=dict)  # key -> task index
+    sessions: list = field(default_factory=list)
+    runs: list = field(default_factory=list)  # (key, path, ok) as recorded
+    revisions: list = field(default_factory=list)
+    events: list = field(default_factory=list)  # (session, key, "quarantined" | "template")
+    status_by_window: list = field(default_factory=list)
+    fresh: set = field(default_factory=set)  # keys with runs since their last evolve
+
+    def __post_init__(self) -> None:
+        sc = self.scenario
+        self.packer = ContextPacker(self.store, sc.explore_rate, 1, self.rng)
+        for t in range(sc.tasks):
+            for j in range(sc.procedures_per_task):
+                p = float(self.rng.uniform(sc.p_low, sc.p_high))
+                q = p ** (1.0 / sc.steps)
+                nodes = [f"s{i}" for i in range(1, sc.steps + 1)]
+                graph = _linear_graph(nodes, t)
+                snap = self.store.add(f"task {t} approach {j}", f"{TASKS[t]} (approach {j})",
+                                      graph=graph)  # fmt: skip
+                self.node_success[(snap.key, snap.revision)] = dict.fromkeys(nodes, q)
+                self.task_of[snap.key] = t
+
+    # -- truth ------------------------------------------------------------------------
+
+    def p_true(self, key: str, revision: int | None = None) -> float:
+        rev = self.store.get(key).revision if revision is None else revision
+        return float(np.prod(list(self.node_success[(key, rev)].values())))
+
+    def oracle(self, task: int) -> float:
+        """The best success rate any procedure of the task offers now (or no procedure)."""
+        best = max(self.p_true(k) for k, t in self.task_of.items() if t == task)
+        return max(best, self.scenario.base_rate)
+
+    # -- one session ------------------------------------------------------------------
+
+    def session(self, t: int) -> None:
+        sc = self.scenario
+        task = int(self.rng.integers(sc.tasks))
+        pack = self.packer.pack(TASKS[task])
+        shown = pack.procedure_keys[0] if pack.procedure_keys else None
+        withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
+        followed = shown is not None and self.task_of[shown] == task
+        recorded = False
+        if followed:
+            snap = self.store.get(shown)
+            q = self.node_success[(shown, snap.revision)]
+            path, ok = self._walk(snap.graph.reading_order(), q)
+            p = self.p_true(shown, snap.revision)
+            signal = bool(sc.feedback.signal(self.rng, np.array([ok]))[0])
+            observed = sc.feedback.observed(self.rng, (1,))
+            if observed is None or bool(observed[0]):
+                self.store.record_run(shown, path, signal)
+                self.runs.append((shown, tuple(path), signal))
+                self.fresh.add(shown)
+                recorded = True
+        else:
+            p = sc.base_rate
+            ok = bool(self.rng.random() < p)
+        self.sessions.append(
+            SessionLog(task, shown if followed else None, withheld, followed, ok, p,
+                       self.oracle(task), recorded)
+        )  # fmt: skip
+        if (t + 1) % sc.evolve_every == 0:
+            self._evolve_all(t)
+        if (t + 1) % sc.revise_every == 0:
+            self._revise_one(t)
+
+    def _walk(self, order: tuple[str, ...], q: dict[str, float]) -> tuple[list[str], bool]:
+        path = []
+        for node in order:
+            path.append(node)
+            if self.rng.random() >= q[node]:
+                return path, False
+        return path, True
+
+    def _evolve_all(self, t: int) -> None:
+        sc = self.scenario
+        for key in [k for k in self.task_of if k in self.fresh]:
+            report = self.store.evolve(key, sc.min_runs, sc.strike_limit, sc.gate, sc.cost_gate)
+            for status in ("quarantined", "template"):
+                if report.status == status and report.previous_status != status:
+                    self.events.append((t, key, status))
+            if report.revision_outcome in ("accepted", "reverted"):
+                truth = next(r for r in self.revisions if r.key == key and r.outcome == "pending")
+                truth.outcome = report.revision_outcome
+        self.fresh.clear()
+        self.status_by_window.append((t, {k: self.store.get(k).status for k in self.task_of}))
+
+    def _revise_one(self, t: int) -> None:
+        sc = self.scenario
+        free = [
+            k
+            for k in self.task_of
+            if self.store.get(k).pending_revision is None
+            and self.store.get(k).status != "quarantined"
+        ]
+        if not free:
+            return
+        key = free[int(self.rng.integers(len(free)))]
+        snap = self.store.get(key)
+        q = dict(self.node_success[(key, snap.revision)])
+        p = float(np.prod(list(q.values())))
+        kind = KINDS[int(self.rng.choice(3, p=sc.revision_mix))]
+        nodes = list(snap.graph.reading_order())
+        i = int(self.rng.integers(len(nodes)))
+        if kind == "helpful":  # improve the weakest step, so the gain is not capped early
+            i = int(np.argmin([q[n] for n in nodes]))
+        old = nodes[i]
+        new = f"{old.split('r')[0]}r{len(self.revisions) + 1}"  # a new id: a new graph
+        q_old = q.pop(old)
+        if kind == "harmful":
+            target = max(p - sc.harmful_drop, 0.0)
+        elif kind == "helpful":
+            target = min(p + sc.helpful_gain, p / q_old)  # one node cannot exceed 1
+        else:
+            target = p
+        q[new] = q_old * target / p if p > 0 else 0.0
+        nodes[i] = new
+        graph = _linear_graph(nodes, self.task_of[key])
+        after = self.store.revise(key, graph, f"simulated {kind} revision")
+        self.node_success[(key, after.revision)] = q
+        self.revisions.append(
+            RevisionTruth(key, after.revision, snap.revision, kind, p,
+                          float(np.prod(list(q.values()))), t)
+        )  # fmt: skip
+
+
+def _linear_graph(nodes: list[str], task: int) -> ProcedureGraph:
+    return ProcedureGraph.from_dict(
+        {
+            "nodes": [{"id": n, "kind": "step", "text": f"step {n} of task {task}"} for n in nodes],
+            "edges": [{"src": a, "dst": b} for a, b in itertools.pairwise(nodes)],
+        }
+    )
