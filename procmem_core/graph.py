@@ -36,6 +36,28 @@ MAX_EDGE_TEXT = 512
 MIN_STEPS = 2
 MAX_STEPS = 64
 
+SEED_EXAMPLE_GRAPH = {
+    "nodes": [
+        {"id": "cash", "kind": "action", "tool": "check_cash_in_bank"},
+        {"id": "forecast", "kind": "action", "tool": "cash_flow_forecast"},
+        {"id": "raise", "kind": "action", "tool": "fund_raising_request"},
+        {"id": "close", "kind": "action", "tool": "book_closing"},
+    ],
+    "edges": [
+        {"src": "cash", "dst": "forecast", "kind": "dataflow"},
+        {
+            "src": "forecast",
+            "dst": "raise",
+            "kind": "branch",
+            "condition": "projected runway below the safety buffer",
+            "pitfalls": "do not stack a second request while one is pending",
+        },
+        {"src": "forecast", "dst": "close", "kind": "branch", "condition": "runway healthy"},
+        {"src": "raise", "dst": "close"},
+    ],
+}
+"""The seed's example graph, in the seed's JSON shape (what ``add(graph=...)`` accepts)."""
+
 _NODE_FIELDS = ("id", "kind", "tool", "text", "ref")
 _EDGE_FIELDS = ("src", "dst", "kind", *EDGE_TEXT_FIELDS)
 

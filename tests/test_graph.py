@@ -15,32 +15,14 @@ from procmem_core.graph import (
     MAX_EDGES,
     MAX_NODES,
     NODE_KINDS,
+    SEED_EXAMPLE_GRAPH,
     Edge,
     GraphError,
     Node,
     ProcedureGraph,
 )
 
-SEED_GRAPH = {
-    "nodes": [
-        {"id": "cash", "kind": "action", "tool": "check_cash_in_bank"},
-        {"id": "forecast", "kind": "action", "tool": "cash_flow_forecast"},
-        {"id": "raise", "kind": "action", "tool": "fund_raising_request"},
-        {"id": "close", "kind": "action", "tool": "book_closing"},
-    ],
-    "edges": [
-        {"src": "cash", "dst": "forecast", "kind": "dataflow"},
-        {
-            "src": "forecast",
-            "dst": "raise",
-            "kind": "branch",
-            "condition": "projected runway below the safety buffer",
-            "pitfalls": "do not stack a second request while one is pending",
-        },
-        {"src": "forecast", "dst": "close", "kind": "branch", "condition": "runway healthy"},
-        {"src": "raise", "dst": "close"},
-    ],
-}
+SEED_GRAPH = SEED_EXAMPLE_GRAPH
 
 
 def test_seed_graph_is_accepted_and_round_trips():
