@@ -160,3 +160,24 @@ def test_the_groq_preset_is_the_seeds_endpoint():
         "GROQ_API_KEY",
     )
     assert (llm.reasoning_effort, llm.max_tokens) == ("low", 2000)
+
+
+def compose(*overrides: str):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    import experiments.schema  # noqa: F401 (registers the structured configs)
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return hydra_compose("config", overrides=["experiment=llm_replay", *overrides])
+
+
+def test_preset_composes_with_the_config_tree_and_runs(tmp_path):
+    from experiments.build import validate
+
+    cfg = compose("llm.reasoning_effort=null", "rule.limit=2")
+    assert validate(cfg) is None  # a task, not a scenario
+    result = run_task(cfg, tmp_path)
+    assert (result.metrics["tokens_reasoning"], result.metrics["n_shown_session_2"]) == (0, 2)
+    groq = compose("llm=groq").llm
+    assert groq.model == "openai/gpt-oss-120b" and groq.endpoint == "remote"
