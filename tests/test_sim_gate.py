@@ -1,0 +1,147 @@
+"""GateScenario against the exact lattice recursion (sprt_operating_point, margin)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from procmem_core.errors import ParameterError
+from procmem_core.gates import CostGate, MarginGate, SPRTGate
+from simulators.feedback import FeedbackModel
+from simulators.scenarios.gate import GateScenario
+
+NAMES = ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt")
+
+
+def within(m: dict, name: str) -> None:
+    sim, se, exact = m[name], m[f"{name}_se"], m[f"{name}_exact"]
+    assert abs(sim - exact) <= 4 * se + 1e-12, (name, sim, exact, se)
+
+
+@pytest.mark.parametrize("at_cap", ["llr", "accept", "revert"])
+@pytest.mark.parametrize("p_prior", [0.6, 0.85])
+def test_sprt_matches_exact_operating_point_for_every_cap_rule(at_cap, p_prior):
+    gate = SPRTGate(at_cap=at_cap, max_runs=30)
+    res = GateScenario(
+        gate=gate, p_prior=p_prior, drops=(0.0, 0.1, 0.15, 0.25), replications=20_000
+    ).run(7)
+    m = res.metrics
+    for name in NAMES:
+        within(m, name)
+    ops = res.tables["operating_points"]
+    assert list(ops.true_drop) == [0.0, 0.1, 0.15, 0.25]
+    assert (abs(ops.revert_rate - ops.revert_rate_exact) <= 4 * ops.revert_rate_se + 1e-12).all()
+    assert (abs(ops.mean_runs - ops.mean_runs_exact) <= 4 * ops.mean_runs_se + 1e-12).all()
+    assert ops.revert_rate_wald.notna().all()
+
+
+def test_margin_gate_matches_exact():
+    m = (
+        GateScenario(gate=MarginGate(margin=0.1, min_runs=5, max_runs=40), replications=20_000)
+        .run(3)
+        .metrics
+    )
+    for name in NAMES:
+        within(m, name)
+
+
+def test_gate_decisions_table_is_one_row_per_replication_and_drop():
+    res = GateScenario(replications=500, drops=(0.0, 0.05, 0.15), table_rows=300).run(1)
+    t = res.tables["gate_decisions"]
+    assert len(t) == 3 * 300
+    for col in ("replication", "true_drop", "p_prior", "p_new", "verdict", "runs_used",
+                "statistic", "reason"):  # fmt: skip
+        assert col in t.columns
+    assert set(t.verdict) <= {"accept", "revert"}
+    assert (t.runs_used >= 3).all() and (t.runs_used <= 50).all()
+    lna, lnb = SPRTGate().boundaries
+    crossed = t[t.reason == "LLR >= ln A"]
+    assert (crossed.statistic >= lna).all() and (crossed.verdict == "revert").all()
+    capped = t[t.reason.str.startswith("undecided at max_runs")]
+    assert (capped.runs_used == 50).all()
+    assert ((capped.statistic > lnb) & (capped.statistic < lna)).all()
+
+
+def test_no_exact_values_outside_the_exact_regime():
+    m = GateScenario(ledger_size=30, replications=1000).run(0).metrics
+    assert "false_revert_rate_exact" not in m
+    assert {"false_revert_rate", "false_revert_rate_se"} <= set(m)
+
+
+def test_short_ledger_inflates_false_reverts():
+    known = GateScenario(p_prior=0.7, replications=20_000).run(2).metrics
+    short = GateScenario(p_prior=0.7, ledger_size=10, replications=20_000).run(2).metrics
+    gap = short["false_revert_rate"] - known["false_revert_rate"]
+    assert gap > 4 * np.hypot(short["false_revert_rate_se"], known["false_revert_rate_se"])
+
+
+def test_lower_bound_prior_reduces_false_reverts_against_plugin():
+    plug = GateScenario(gate=SPRTGate(prior="plugin"), ledger_size=20, replications=20_000)
+    low = GateScenario(gate=SPRTGate(prior="lower_bound"), ledger_size=20, replications=20_000)
+    a, b = plug.run(4).metrics, low.run(4).metrics
+    assert b["false_revert_rate"] < a["false_revert_rate"]
+    assert b["missed_regression_rate"] > a["missed_regression_rate"]
+
+
+def test_heterogeneous_pools_spread_outcomes():
+    flat = GateScenario(replications=20_000).run(5).metrics
+    pooled = GateScenario(heterogeneity=0.3, pool_size=5, replications=20_000).run(5).metrics
+    gap = pooled["false_revert_rate"] - flat["false_revert_rate"]
+    assert gap > 4 * np.hypot(pooled["false_revert_rate_se"], flat["false_revert_rate_se"])
+
+
+def test_feedback_noise_costs_sessions_and_shifts_rates():
+    fb = FeedbackModel(false_negative=0.1, missing=0.5, delay=2)
+    m = GateScenario(feedback=fb, replications=5000).run(6).metrics
+    assert m["mean_sessions_null"] > 2 * m["mean_runs_null"]
+    assert "false_revert_rate_exact" not in m
+    clean = GateScenario(replications=5000).run(6).metrics
+    assert m["false_revert_rate"] > clean["false_revert_rate"]  # false negatives look like drops
+
+
+def test_cost_gate_reverts_expensive_revisions():
+    sc = GateScenario(
+        ledger_size=40, cost_gate=CostGate(tolerance=0.25), cost_increase=1.0, cost_sd=0.2,
+        replications=300,
+    )  # fmt: skip
+    res = sc.run(8)
+    t = res.tables["gate_decisions"]
+    assert (t.reason == "cost gate: mean success cost above tolerance").mean() > 0.5
+    assert res.metrics["false_revert_rate"] > 0.5
+
+
+def test_same_seed_same_metrics_other_seed_differs():
+    sc = GateScenario(replications=3000, chunk_size=1000)
+    assert sc.run(10).metrics == sc.run(10).metrics
+    assert sc.run(10).metrics != sc.run(11).metrics
+
+
+def test_small_chunks_cover_every_replication():
+    sc = GateScenario(replications=50, chunk_size=16)
+    assert len(sc.run(0).tables["gate_decisions"]) == 100
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"gate": "sprt"}, "gate"),
+        ({"gate": CostGate()}, "gate"),
+        ({"p_prior": 1.5}, "p_prior"),
+        ({"drops": (0.0, 0.9)}, "drops"),
+        ({"drops": "0.1"}, "drops"),
+        ({"drops": (-0.1,)}, "drops"),
+        ({"ledger_size": 0}, "ledger_size"),
+        ({"heterogeneity": 1.0}, "heterogeneity"),
+        ({"pool_size": 0}, "pool_size"),
+        ({"feedback": 0.1}, "feedback"),
+        ({"cost_gate": CostGate()}, "cost_gate"),
+        ({"cost_gate": SPRTGate(), "ledger_size": 5}, "cost_gate"),
+        ({"cost_sd": -1.0}, "cost_sd"),
+        ({"min_drop": 0.0}, "min_drop"),
+        ({"replications": 1}, "replications"),
+        ({"table_rows": -1}, "table_rows"),
+    ],
+)
+def test_invalid_parameters(kwargs, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        GateScenario(**kwargs)

@@ -1,0 +1,113 @@
+"""LoopScenario: bookkeeping against the store, known truth, reproducibility."""
+
+from __future__ import annotations
+
+import pytest
+
+from procmem_core.errors import ParameterError
+from procmem_core.gates import MarginGate
+from simulators.feedback import FeedbackModel
+from simulators.scenarios.loop import LoopScenario, gate_table
+
+SMALL = {"tasks": 2, "sessions": 240, "revise_every": 20, "replications": 2}
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    return LoopScenario(**SMALL, feedback=FeedbackModel(missing=0.2)).simulate(5)
+
+
+def test_every_simulated_run_is_in_the_ledger(worlds):
+    for w in worlds:
+        ledger = [(r.key, tuple(r.path), r.ok) for key in w.task_of for r in w.store.runs(key)]
+        assert sorted(ledger) == sorted(w.runs)
+        assert sum(s.recorded for s in w.sessions) == len(w.runs)
+        assert sum(s.followed for s in w.sessions) > len(w.runs)  # 20 % of signals missing
+
+
+def test_every_gate_decision_in_the_table_is_one_the_store_made(worlds):
+    table = gate_table(worlds)
+    made = [
+        (i, d.key, d.revision, d.gate, d.verdict, d.runs_used)
+        for i, w in enumerate(worlds)
+        for d in w.store.gate_decisions()
+    ]
+    rows = list(
+        zip(table.replication, table.key, table.revision, table.gate, table.verdict,
+            table.runs_used, strict=True)
+    )  # fmt: skip
+    assert rows == made
+    assert (table.verdict != "continue").any()
+
+
+def test_revision_truth_follows_the_store(worlds):
+    for w in worlds:
+        assert w.revisions
+        for r in w.revisions:
+            history = {h.revision: h.outcome for h in w.store.revisions(r.key)}
+            expected = {"accepted": "accepted", "reverted": "reverted"}.get(r.outcome, "pending")
+            assert history[r.revision] == expected
+            if r.kind == "harmful":
+                assert r.p_new == pytest.approx(max(r.p_prior - 0.25, 0.0))
+            if r.kind == "neutral":
+                assert r.p_new == pytest.approx(r.p_prior)
+
+
+def test_paths_walk_the_graph_and_stop_at_the_failing_step(worlds):
+    w = worlds[0]
+    for _key, path, ok in w.runs:
+        order = [n.split("r")[0] for n in path]
+        assert order == [f"s{i}" for i in range(1, len(path) + 1)]
+        if ok and not w.scenario.feedback.flips:
+            assert len(path) == w.scenario.steps
+
+
+def test_metrics_and_tables():
+    res = LoopScenario(**SMALL).run(3)
+    m = res.metrics
+    assert 0 <= m["success_rate"] <= 1
+    assert m["oracle_success_rate"] >= m["success_rate"] - 4 * m["success_rate_se"]
+    assert m["regret"] >= 0
+    assert m["revisions_proposed"] >= m["revisions_decided"]
+    for name in ("gate_decisions", "ab_arms", "trajectory"):
+        assert not res.tables[name].empty
+    arms = res.tables["ab_arms"]
+    assert set(arms.arm) == {"shown", "withheld"}
+    assert arms.sessions.sum() <= 2 * 240
+    traj = res.tables["trajectory"]
+    assert traj.sessions.sum() == 2 * 240
+
+
+def test_same_seed_same_metrics_other_seed_differs():
+    sc = LoopScenario(tasks=2, sessions=120, replications=1)
+    a, b = sc.run(1).metrics, sc.run(1).metrics
+    assert a.keys() == b.keys()
+    assert all(a[k] == b[k] or (a[k] != a[k] and b[k] != b[k]) for k in a)
+    assert sc.simulate(1)[0].runs != sc.simulate(2)[0].runs
+
+
+def test_margin_gate_runs_in_the_loop():
+    res = LoopScenario(**SMALL, gate=MarginGate()).run(0)
+    assert set(res.tables["gate_decisions"].gate) <= {"margin", "cost"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"tasks": 0}, "tasks"),
+        ({"tasks": 99}, "tasks"),
+        ({"steps": 1}, "steps"),
+        ({"p_low": 0.9, "p_high": 0.5}, "p_low"),
+        ({"explore_rate": 1.5}, "explore_rate"),
+        ({"revision_mix": (0.5, 0.5)}, "revision_mix"),
+        ({"revision_mix": (0.5, 0.5, 0.5)}, "revision_mix"),
+        ({"gate": "sprt"}, "gate"),
+        ({"cost_gate": None}, "cost_gate"),
+        ({"feedback": FeedbackModel(delay=1)}, "feedback"),
+        ({"evolve_every": 0}, "evolve_every"),
+        ({"replications": 0}, "replications"),
+    ],
+)
+def test_invalid_parameters(kwargs, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        LoopScenario(**kwargs)
