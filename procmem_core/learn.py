@@ -77,12 +77,8 @@ List at most 3 procedures. If nothing is worth keeping, reply {"procedures": []}
 """The extraction prompt: the seed's substance in the project's own words."""
 
 EXTRACTION_REQUEST = "Extract reusable procedures from this session:\n\n"
-_RETRIED_BY_CLIENT = (
-    openai.RateLimitError,
-    openai.InternalServerError,
-    openai.APIConnectionError,  # time-outs included
-    openai.ConflictError,
-)
+RETRIED_STATUSES = (408, 409, 429)
+"""HTTP statuses the openai client retries (with 5xx, time-outs and lost connections)."""
 
 
 def make_client(config: LLMConfig) -> OpenAI:
@@ -131,7 +127,8 @@ def _call_error(exc: openai.APIError, config: LLMConfig, purpose: str) -> LLMCal
         kind = code or type(exc).__name__
     retried = (
         f"after {config.max_retries} client retries with backoff"
-        if isinstance(exc, _RETRIED_BY_CLIENT)
+        if isinstance(exc, openai.APIConnectionError)  # time-outs included
+        or (status is not None and (status in RETRIED_STATUSES or status >= 500))
         else "not retried"
     )
     where = f"{config.base_url} (model {config.model!r})"
@@ -179,6 +176,13 @@ def complete(
             response = client.chat.completions.create(**request)
         except openai.APIError as exc:
             raise _call_error(exc, config, purpose) from exc
+        if not response.choices:
+            raise LLMCallError(
+                "empty_reply",
+                f"{purpose} call to {config.base_url} (model {config.model!r}) returned no choices",
+                None,
+                None,
+            )
         choice = response.choices[0]
         usage = response.usage
         details = getattr(usage, "completion_tokens_details", None) if usage else None

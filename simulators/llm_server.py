@@ -16,8 +16,8 @@ Fault kinds (``FAULT_KINDS``): ``truncate`` (200, the reply cut in half,
 ``finish_reason="length"``), ``invalid_json`` (200, prose instead of JSON), ``reply``
 (200 with ``Fault.content`` as the reply, for malformed-reply tables), ``bad_request``
 (400), ``json_validate_failed`` (400 with Groq's code for a cut-off JSON reply),
-``rate_limit`` (429 with ``Retry-After``), ``server_error`` (500) and ``slow`` (the normal
-reply after ``Fault.seconds``).
+``rate_limit`` (429 with ``Retry-After``), ``server_error`` (500), ``slow`` (the normal
+reply after ``Fault.seconds``) and ``no_choices`` (200 with an empty ``choices`` list).
 
 Start it from a context manager (``with OfflineServer() as server: server.base_url``) or
 from the command line: ``python -m simulators.llm_server --port 8000``.
@@ -48,6 +48,7 @@ FAULT_KINDS = (
     "rate_limit",
     "server_error",
     "slow",
+    "no_choices",
 )
 FAULT_HEADER = "X-Procmem-Fault"
 REQUEST_KINDS = ("extraction", "chat")
@@ -152,6 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is not None and fault.kind == "slow":
                 self.server.stopping.wait(fault.seconds)
             self._send(200, completion(body, messages, fault))
+        elif fault.kind == "no_choices":
+            self._send(200, {**completion(body, messages), "choices": []})
         elif fault.kind == "bad_request":
             self._send_error(400, "injected fault: bad request", "invalid_request")
         elif fault.kind == "json_validate_failed":

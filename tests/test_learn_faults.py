@@ -131,3 +131,9 @@ def test_a_failing_chat_call_reports_the_calls_already_made(server):
     server.inject("truncate")
     cut = chat("You are FinCoach.", SESSION[:1], client, config)
     assert cut.call.finish_reason == "length"  # a chat reply is returned as it came
+
+
+def test_a_reply_without_choices_is_a_clear_error(server):
+    with pytest.raises(LLMCallError, match="returned no choices") as err:
+        run(server, "no_choices")
+    assert err.value.kind == "empty_reply"
