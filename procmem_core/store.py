@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import json
 import re
+from math import inf
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -352,7 +353,11 @@ class ProcedureStore:
             raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
         top_k = check_int("top_k", top_k, minimum=1)
         for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 <= value < inf
+            ):
                 raise ParameterError(name, value, "expected a finite number >= 0")
         if for_agent is not None and not isinstance(for_agent, str):
             raise ParameterError("for_agent", for_agent, "expected an agent name or None")
