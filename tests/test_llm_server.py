@@ -256,3 +256,26 @@ def test_command_line_server_answers_the_openai_client():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+LAYER_PROBE = """
+import sys
+import {module}
+bad = sorted({{m.split('.')[0] for m in sys.modules}} & {forbidden!r})
+print(','.join(bad))
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        ("simulators.llm_server", {"hydra", "mlflow", "matplotlib", "openai", "pydantic"}),
+        ("procmem_core.learn", {"hydra", "mlflow", "matplotlib", "omegaconf", "pandas"}),
+    ],
+)
+def test_layering_of_the_llm_modules(module, forbidden):
+    code = LAYER_PROBE.format(module=module, forbidden=forbidden)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == ""
