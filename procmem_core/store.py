@@ -17,8 +17,8 @@ from __future__ import annotations
 import builtins
 import json
 import re
-from math import inf
 from collections.abc import Mapping, Sequence
+from math import inf
 from pathlib import Path
 from typing import Any
 

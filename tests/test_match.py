@@ -125,7 +125,8 @@ def test_goal_is_combined_by_geometric_mean(store):
 
 def test_vectorized_match_equals_procedure_by_procedure_scoring():
     rng = np.random.default_rng(np.random.SeedSequence(3))
-    words = "refund invoice ledger deploy server customer month close runway cash".split()
+    words = ["refund", "invoice", "ledger", "deploy", "server"]
+    words += ["customer", "month", "close", "runway", "cash"]
     tools = ["fetch", "post", "mail", "pay"]
     store = ProcedureStore()
     for i in range(120):
