@@ -21,10 +21,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.schema import PROGRESS_MODES, RULE_FILTER_FIELDS
+from experiments.schema import EXPLORE_FIELDS, PROGRESS_MODES, RULE_FILTER_FIELDS
 from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.flat import ConfidenceRule
-from procmem_core.gates import GATES, Gate, make_gate
+from procmem_core.gates import GATES, CostGate, Gate, make_gate
 from simulators import SCENARIOS
 from simulators.feedback import FeedbackModel
 from simulators.users import UserPopulation
@@ -65,7 +65,7 @@ def build_rule(cfg: DictConfig | Mapping[str, Any]) -> tuple[ConfidenceRule, flo
 
 
 def build_groups(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
-    """Every group's engine object: rule, threshold, limit, users, feedback, gate."""
+    """Every group's engine object: rule, threshold, limit, users, feedback, gate, cost_gate."""
     rule, threshold, limit = build_rule(cfg)
     users = _node(cfg, "users")
     feedback = _node(cfg, "feedback")
@@ -73,6 +73,9 @@ def build_groups(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     name = gate.pop("name", None)
     if name not in GATES:
         raise ParameterError("gate.name", name, f"one of {sorted(GATES)}")
+    cost = _optional_node(cfg, "cost_gate")
+    if cost is not None:
+        cost.pop("name", None)
     return {
         "rule": rule,
         "threshold": threshold,
@@ -80,21 +83,27 @@ def build_groups(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
         "users": _within("users", lambda: UserPopulation(**users)),
         "feedback": _within("feedback", lambda: FeedbackModel(**feedback)),
         "gate": _within("gate", lambda: make_gate(name, **gate)),
+        "cost_gate": None if cost is None else _within("cost_gate", lambda: CostGate(**cost)),
     }
 
 
+def _optional_node(cfg: DictConfig | Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    return None if cfg.get(key) is None else _node(cfg, key)
+
+
 def group_of(field_name: str, hint: Any) -> str | None:
-    """Which group feeds a scenario field: by its type, or ``threshold``/``limit`` by name."""
-    if field_name in RULE_FILTER_FIELDS:
+    """Which group feeds a scenario field: by its type, ``threshold``/``limit`` and
+    ``cost_gate`` by name (``X | None`` counts as ``X``)."""
+    if field_name in RULE_FILTER_FIELDS or field_name == "cost_gate":
         return field_name
-    if hint is ConfidenceRule:
+    members = tuple(m for m in (typing.get_args(hint) or (hint,)) if m is not type(None))
+    if members == (ConfidenceRule,):
         return "rule"
-    if hint is UserPopulation:
+    if members == (UserPopulation,):
         return "users"
-    if hint is FeedbackModel:
+    if members == (FeedbackModel,):
         return "feedback"
-    members = typing.get_args(hint) or (hint,)
-    if hint is Gate or all(m in GATES.values() for m in members):
+    if members == (Gate,) or all(m in GATES.values() for m in members):
         return "gate"
     return None
 
@@ -124,8 +133,21 @@ def build_scenario(cfg: DictConfig | Mapping[str, Any]) -> Any:
         if key not in names:
             raise ParameterError(f"scenario.{key}", value, f"a field of {name}: {sorted(names)}")
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in node.items()}
-    kwargs.update({f: groups[g] for f, g in provided.items()})
-    return _within("scenario", lambda: cls(**kwargs))
+    keys = {}  # scenario field -> the config key that set it (for error messages)
+    for f, g in provided.items():
+        if groups[g] is None:  # an optional group left unselected: the scenario's default
+            continue
+        kwargs[f] = groups[g]
+        keys[f] = f"rule.{f}" if g in RULE_FILTER_FIELDS else g
+    explore = _optional_node(cfg, "explore") or {}
+    for f in EXPLORE_FIELDS:
+        if f in names and explore.get(f) is not None:
+            kwargs[f], keys[f] = explore[f], f"explore.{f}"
+    try:
+        return cls(**kwargs)
+    except ParameterError as exc:
+        key = keys.get(exc.field, f"scenario.{exc.field}")
+        raise ParameterError(key, exc.value, exc.allowed) from None
 
 
 def available_tasks() -> list[str]:

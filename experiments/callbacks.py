@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -117,6 +118,7 @@ class SweepTracking(Callback):
             raise SystemExit(1) from None
 
     def _open(self, config: DictConfig) -> None:
+        HydraConfig.instance().set_config(config)  # for ${hydra:...} before any job runs
         planned = plan_jobs(config)
         experiment = str(config.tracking.experiment)
         tracker = tr.Tracker(experiment)

@@ -10,7 +10,7 @@ figure whose table and columns it has, so a scenario's figures follow from its t
 - ``operating_points``: the gate's revert rate against the true drop (OC curve), exact
   values overlaid when present;
 - ``gate_decisions``: distribution of runs used, by verdict;
-- ``ab_arms``: success rate of each arm with its SE.
+- ``ab_arms`` with ``arm`` and ``rate``: success rate of each arm, SE and true rate.
 
 Figures are written as ``<folder>/<name>.png`` and logged as ``figures/*.png``.
 """
@@ -125,8 +125,13 @@ def runs_by_verdict(t: pd.DataFrame, ax: plt.Axes) -> None:
 
 
 def ab_arms(t: pd.DataFrame, ax: plt.Axes) -> None:
-    ax.bar(t["arm"].astype(str), t["success_rate"], yerr=_err(t, "success_rate"), capsize=4)
-    ax.set(xlabel="arm", ylabel="success rate (±1.96 SE)", title="Withheld vs shown")
+    x = np.arange(len(t))
+    ax.bar(x, t["rate"], yerr=_err(t, "rate"), capsize=4, label="observed (±1.96 SE)")
+    if "true_rate" in t:
+        ax.scatter(x, t["true_rate"], color="black", marker="_", s=400, zorder=3, label="true")
+    ax.set_xticks(x, t["arm"].astype(str))
+    ax.set(xlabel="arm", ylabel="success rate", title="Withheld vs shown")
+    ax.legend()
 
 
 FIGURES: tuple[tuple[str, str, tuple[str, ...], Callable[[pd.DataFrame, plt.Axes], None]], ...] = (
@@ -141,7 +146,7 @@ FIGURES: tuple[tuple[str, str, tuple[str, ...], Callable[[pd.DataFrame, plt.Axes
         operating_characteristic,
     ),
     ("runs_by_verdict", "gate_decisions", ("runs_used", "verdict"), runs_by_verdict),
-    ("ab_arms", "ab_arms", ("arm", "success_rate"), ab_arms),
+    ("ab_arms", "ab_arms", ("arm", "rate"), ab_arms),
 )
 """``(figure name, table, required columns, draw)``."""
 

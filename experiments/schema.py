@@ -8,7 +8,9 @@ truth for every field and default:
 - ``gate/<name>``: the gate class ``procmem_core.gates.GATES[name]`` plus ``name``;
 - ``scenario/<name>``: the plain-valued fields of ``simulators.SCENARIOS[name]`` plus
   ``name``, without the fields the groups above provide (see ``experiments.build``);
-- ``explore``: the explore-rate knobs shared by the scenarios that withhold procedures.
+- ``cost_gate``: an optional ``CostGate`` beside the main gate (default: none);
+- ``explore``: the explore-rate knobs (``EXPLORE_FIELDS``) of the scenarios that withhold
+  procedures; when selected they override the scenario's own values (default: none).
 
 Hydra checks types and unknown keys while composing (OmegaConf names the full key, the
 value and the type it expected); ``experiments.build.validate`` then checks every range
@@ -34,6 +36,9 @@ from simulators.users import UserPopulation
 RULE_FILTER_FIELDS = ("threshold", "limit")
 """Scenario fields set by the ``rule`` group (the prompt filter) rather than ``scenario``."""
 
+EXPLORE_FIELDS = ("explore_rate", "estimator", "confidence_level", "target_power")
+"""Scenario fields the ``explore`` group overrides when it is selected (default: not)."""
+
 PROGRESS_MODES = ("auto", "on", "off")
 
 
@@ -57,6 +62,7 @@ class ProcmemConf:
     users: Any = None
     feedback: Any = None
     gate: Any = None
+    cost_gate: Any = None
     explore: Any = None
     llm: Any = None  # group ``llm`` (procmem_core.learn.LLMConfig), chosen by llm_replay
     replay: Any = None  # the llm_replay task's settings (experiments/llm_replay.py)
@@ -68,9 +74,11 @@ def omegaconf_type(hint: Any) -> Any | None:
     if hint in (bool, int, float, str):
         return hint
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        inner = omegaconf_type(args[0])
-        return list[inner] if inner is not None else None
+    if origin is tuple and args:
+        items = args[:1] if args[-1] is Ellipsis else args
+        inner = omegaconf_type(items[0])
+        same = all(a == items[0] for a in items)
+        return list[inner] if inner is not None and same else None
     if origin in (typing.Union, types.UnionType):
         rest = [a for a in args if a is not type(None)]
         if set(rest) == {int, float}:
@@ -122,6 +130,12 @@ def rule_schema() -> type:
     return schema("RuleConf", [*plain_fields(ConfidenceRule), *filters])
 
 
+def explore_schema() -> type:
+    """The explore knobs, typed and defaulted as the explore scenario has them."""
+    spec = [f for f in plain_fields(SCENARIOS["explore"]) if f[0] in EXPLORE_FIELDS]
+    return schema("ExploreConf", spec)
+
+
 def register(store: ConfigStore | None = None) -> ConfigStore:
     """Store every schema: ``procmem_schema`` and ``<group>/<option>_schema``."""
     cs = store or ConfigStore.instance()
@@ -135,6 +149,8 @@ def register(store: ConfigStore | None = None) -> ConfigStore:
         name="feedback_schema",
         node=schema("FeedbackConf", plain_fields(FeedbackModel)),
     )
+    cs.store(group="explore", name="explore_schema", node=explore_schema())
+    cs.store(group="cost_gate", name="cost_gate_schema", node=gate_schema("cost", GATES["cost"]))
     for name, cls in GATES.items():
         cs.store(group="gate", name=f"{name}_schema", node=gate_schema(name, cls))
     for name, cls in SCENARIOS.items():

@@ -15,8 +15,8 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "fate": ("p_excluded", "expected_sessions_applied"),
     "confidence": ("session_success_rate", "helpful_retained", "harmful_excluded"),
     "gate": ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt"),
-    "explore": ("lift_estimate", "ci_coverage", "power"),
-    "loop": ("session_success_rate", "revert_rate", "harmful_excluded"),
+    "explore": ("true_lift", "estimate", "coverage", "power", "exploration_cost"),
+    "loop": ("success_rate", "regret", "correct_verdict_rate", "missed_harmful_rate"),
 }
 """The metrics the summary shows per scenario (others: the first three with an SE)."""
 
@@ -41,9 +41,11 @@ def fmt(metrics: dict[str, float], name: str) -> str:
 
 
 def summary_table(jobs: pd.DataFrame, metrics: dict[str, dict[str, float]]) -> pd.DataFrame:
-    """One row per job: number, scenario, status, overrides, key metrics as text."""
+    """One row per job: number, scenario, status, the overrides that vary, key metrics."""
+    split = [str(o).split() for o in jobs["overrides"]]
+    common = set.intersection(*map(set, split)) if len(split) > 1 else set()
     rows = []
-    for job in jobs.itertuples(index=False):
+    for job, overrides in zip(jobs.itertuples(index=False), split, strict=True):
         m = metrics.get(job.run_id, {}) if job.run_id else {}
         shown = " ".join(f"{n}={fmt(m, n)}" for n in key_metrics(job.scenario, m))
         rows.append(
@@ -51,7 +53,7 @@ def summary_table(jobs: pd.DataFrame, metrics: dict[str, dict[str, float]]) -> p
                 "job": job.job,
                 "scenario": job.scenario,
                 "status": job.status,
-                "overrides": job.overrides,
+                "overrides": " ".join(o for o in overrides if o not in common),
                 "key metrics (±SE)": shown,
             }
         )
