@@ -14,13 +14,16 @@ Policies (``VALIDATION_POLICIES``):
 - ``"reject"``: any invalid entry, a repeated title or more than ``max_procedures``
   entries rejects the whole reply with an ``ExtractionError``.
 
-Under both policies a reply that is not JSON, or JSON of another shape (no
-``procedures`` list), is an ``ExtractionError``; ``learn`` retries the first kind once.
+A reply wrapped in one Markdown code fence (```json ... ```), as models without a JSON
+mode often send, is read as the JSON inside it. Under both policies a reply that is not
+JSON, or JSON of another shape (no ``procedures`` list), is an ``ExtractionError``;
+``learn`` retries the first kind once.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,12 +102,21 @@ def _entry_errors(error: ValidationError) -> str:
     )
 
 
+_FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def _unfenced(raw: str) -> str:
+    """The JSON inside a Markdown code fence (models without JSON mode add one), else raw."""
+    found = _FENCE.match(raw) if isinstance(raw, str) else None
+    return found.group(1) if found else raw
+
+
 def validate_reply(raw: str, policy: str = "drop", max_procedures: int = 3) -> ValidatedReply:
     """Parse and validate one extraction reply under ``policy`` (see the module docstring)."""
     if policy not in VALIDATION_POLICIES:
         raise ParameterError("policy", policy, f"expected one of {list(VALIDATION_POLICIES)}")
     try:
-        data = json.loads(raw)
+        data = json.loads(_unfenced(raw))
     except (json.JSONDecodeError, TypeError) as exc:
         raise InvalidJSONReply("invalid_json", f"not JSON ({exc})", raw or "") from None
     if not isinstance(data, dict) or not isinstance(data.get("procedures"), list):

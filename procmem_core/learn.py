@@ -104,10 +104,18 @@ def make_client(config: LLMConfig) -> OpenAI:
 class LLMCallError(LearnError):
     """A chat-completions call failed for good (after the client's own retries, if any)."""
 
-    def __init__(self, kind: str, message: str, status: int | None, code: str | None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        status: int | None,
+        code: str | None,
+        raw: str | None = None,
+    ) -> None:
         self.kind = kind
         self.status = status
         self.code = code
+        self.raw = raw  # the cut-off generation a provider sent back with a 400, if any
         self.calls: list[CallRecord] = []  # calls that completed before this one failed
         super().__init__(message)
 
@@ -132,12 +140,15 @@ def _call_error(exc: openai.APIError, config: LLMConfig, purpose: str) -> LLMCal
         else "not retried"
     )
     where = f"{config.base_url} (model {config.model!r})"
+    body = getattr(exc, "body", None)
+    failed = body.get("failed_generation") if isinstance(body, dict) else None
     return LLMCallError(
         kind,
         f"{purpose} call to {where} failed {retried}: {kind}"
         f"{f' (HTTP {status})' if status else ''}: {exc.message}",
         status,
         code,
+        failed if isinstance(failed, str) else None,
     )
 
 
@@ -284,7 +295,7 @@ def learn(
     """Extract procedures from a finished session's ``messages`` (see the module docstring).
 
     Returns flat ``Procedure``s with the confidence the model stated (``metadata`` records
-    the source, model and trigger), the dropped entries, and the call records.
+    the source and the model), the dropped entries, and the call records.
     """
     request = [
         {"role": "system", "content": prompt},
@@ -309,7 +320,7 @@ def learn(
             if not _is_cut_off(exc):
                 exc.calls = list(calls)
                 raise
-            attempts.append(str(exc))
+            attempts.append(exc.raw if exc.raw is not None else str(exc))
             reason, why = "truncated", f"HTTP 400 json_validate_failed at max_tokens={budget}"
         else:
             calls.append(done.call)

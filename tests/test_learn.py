@@ -119,6 +119,8 @@ MALFORMED = [
         None,
     ),
     (reply(), "reject", [], None),
+    ("```json\n" + reply(entry()) + "\n```", "reject", ["Quantify the worst case"], None),
+    ("```\n" + reply(entry()) + "\n```  ", "reject", ["Quantify the worst case"], None),
     ('[{"title": "T"}]', "drop", "shape", None),
     ('{"procedures": {"title": "T"}}', "drop", "shape", None),
     ('{"rules": []}', "reject", "shape", None),

@@ -71,8 +71,9 @@ def test_groq_style_400_for_cut_off_json_is_retried_with_more_room(server):
     result = run(server, "json_validate_failed")
     assert [(r.status, r.max_tokens) for r in server.requests] == [(400, 2000), (200, 4000)]
     assert result.procedures and len(result.calls) == 1
-    with pytest.raises(ExtractionError, match="json_validate_failed"):
+    with pytest.raises(ExtractionError, match="json_validate_failed") as err:
         run(server, "json_validate_failed", "json_validate_failed")
+    assert err.value.raw.startswith('{"procedures"')  # Groq's failed_generation is kept
 
 
 def test_bad_request_is_not_retried(server):
