@@ -8,6 +8,7 @@ from pathlib import Path
 from procmem_core.errors import check_int, check_probability
 from reports.confidence_section import confidence_section, fate_section
 from reports.document import Report, Section, write_report
+from reports.explore_section import ab_section, explore_section
 from reports.gate_section import gate_section
 from reports.recommend import GateTargets
 from reports.source import Sweep, load_sweep, log_report
@@ -39,6 +40,8 @@ def build_report(sweep: Sweep, options: ReportOptions | None = None) -> Report:
         gate_section(sweep, options.gate),
         confidence_section(sweep, options.target_excluded, options.target_sessions),
         fate_section(sweep),
+        explore_section(sweep, options.target_power),
+        ab_section(sweep),
         agreement_section(sweep),
     ]
     sections = [s for s in candidates if s is not None]

@@ -39,7 +39,7 @@ def new_figure(width: float = 7.5, height: float = 4.2, ncols: int = 1) -> tuple
     return fig, list(axes[0])
 
 
-def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
+def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
     """Render ``fig`` to PNG bytes and close it (figures are never shown interactively)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)

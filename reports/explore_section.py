@@ -1,0 +1,298 @@
+"""Explore rate: how much to withhold, what it costs, and the withheld-vs-shown A/B tables."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure as MplFigure
+
+from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
+from reports.configs import Labelled, label_runs, show
+from reports.document import Figure, Section, Table
+from reports.evidence import fmt
+from reports.recommend import recommend_explore
+from reports.source import Sweep, find_param
+
+SEED_EXPLORE_RATE = 0.0
+"""Loom's procedure_explore_rate default: nothing withheld, so no control arm at all."""
+NOMINAL_COVERAGE = 0.95
+Z95 = 1.959963984540054
+
+
+def _explore_runs(sweep: Sweep) -> tuple[Labelled, str, str] | None:
+    rate = find_param(sweep.param_names, "explore_rate", "scenario") or find_param(
+        sweep.param_names, "explore_rate"
+    )
+    sessions = find_param(sweep.param_names, "sessions", "scenario")
+    lab = label_runs(sweep, ("explore",), "explore", ("power", "exploration_cost"), "explore")
+    if lab is None or rate is None or sessions is None:
+        return None
+    rows = lab.rows.assign(
+        explore_rate=lab.rows[rate].astype(float), sessions=lab.rows[sessions].astype(int)
+    )
+    conds = [c for c in lab.condition_cols + lab.config_cols if c not in (rate, sessions)]
+    rows["lift_condition"] = [
+        ", ".join(f"{c.split('.')[-1]}={show(r[c])}" for c in conds) or "as configured"
+        for _, r in rows.iterrows()
+    ]
+    if "true_lift" in rows:
+        rows["lift_condition"] = [
+            f"true lift {r['true_lift']:.3g}" + (f" ({r['lift_condition']})" if conds else "")
+            for _, r in rows.iterrows()
+        ]
+    return Labelled(rows, lab.config_cols, conds, lab.reference_condition), rate, sessions
+
+
+def _power_figure(t: pd.DataFrame, target: float, colours: dict) -> MplFigure:
+    fig, (ax, ax_w) = new_figure(11.0, 4.2, ncols=2)
+    cost_ax = ax.twinx()
+    for n, g in t.groupby("sessions", sort=True):
+        g = g.sort_values("explore_rate")
+        c = colours[str(n)]
+        ax.errorbar(
+            g["explore_rate"],
+            g["power"],
+            yerr=1.96 * g["power_se"].fillna(0),
+            marker="o",
+            ms=4,
+            capsize=3,
+            color=c,
+            label=f"power, {n} sessions",
+        )
+        cost_ax.plot(
+            g["explore_rate"],
+            g["exploration_cost"],
+            linestyle="--",
+            marker="x",
+            color=c,
+            label=f"cost, {n} sessions",
+        )
+        if "ci_width" in g:
+            ax_w.errorbar(
+                g["explore_rate"],
+                g["ci_width"],
+                yerr=1.96 * g["ci_width_se"].fillna(0),
+                marker="o",
+                ms=4,
+                capsize=3,
+                color=c,
+                label=f"{n} sessions",
+            )
+    ax.axhline(target, color=TARGET_COLOUR, linestyle=":", label=f"target power {target:g}")
+    ax.set_xlabel("explore rate (share of sessions withheld)")
+    ax.set_ylabel("power: CI excludes 0 (probability)")
+    ax.set_ylim(-0.02, 1.02)
+    cost_ax.set_ylabel("exploration cost (successes forgone, dashed)")
+    cost_ax.set_ylim(bottom=0)
+    ax.set_title("Power (solid) and its cost (dashed)")
+    ax.grid(alpha=0.3)
+    handles = ax.get_legend_handles_labels()[0] + cost_ax.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.8)
+    ax_w.set_xlabel("explore rate (share of sessions withheld)")
+    ax_w.set_ylabel("95 % CI width of the lift (probability)")
+    ax_w.set_ylim(bottom=0)
+    ax_w.set_title("Width of the lift's confidence interval")
+    ax_w.grid(alpha=0.3)
+    legend_outside(ax_w, "sessions")
+    return fig
+
+
+def _coverage_figure(t: pd.DataFrame, estimators: list[str]) -> MplFigure:
+    fig, (ax,) = new_figure(8.5, 4.0)
+    colours = palette(estimators)
+    for e in estimators:
+        g = t.sort_values("explore_rate")
+        ax.errorbar(
+            g["explore_rate"],
+            g[f"{e}_coverage"],
+            yerr=1.96 * g[f"{e}_coverage_se"].fillna(0),
+            marker="o",
+            ms=4,
+            capsize=3,
+            color=colours[e],
+            label=e,
+        )
+    ax.axhline(NOMINAL_COVERAGE, color=TARGET_COLOUR, linestyle=":", label="nominal 0.95")
+    ax.set_xlabel("explore rate (share of sessions withheld)")
+    ax.set_ylabel("CI coverage of the true lift (probability)")
+    ax.set_title("Coverage of each estimator's 95 % interval")
+    ax.grid(alpha=0.3)
+    legend_outside(ax, "estimator")
+    return fig
+
+
+def _confidence_figure(t: pd.DataFrame, colours: dict) -> MplFigure:
+    fig, (ax,) = new_figure(8.5, 4.0)
+    for n, g in t.groupby("sessions", sort=True):
+        g = g.sort_values("explore_rate")
+        ax.errorbar(
+            g["explore_rate"],
+            g["confidence_wrong_side_rate"],
+            yerr=1.96 * g["confidence_wrong_side_rate_se"].fillna(0),
+            marker="o",
+            ms=4,
+            capsize=3,
+            color=colours[str(n)],
+            label=f"{n} sessions",
+        )
+    ax.set_xlabel("explore rate (share of sessions withheld)")
+    ax.set_ylabel("confidence on the wrong side (probability)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("How often the confidence score contradicts the true effect's sign")
+    ax.grid(alpha=0.3)
+    legend_outside(ax, "sessions")
+    return fig
+
+
+def explore_section(sweep: Sweep, target_power: float) -> Section | None:
+    """Smallest explore rate reaching the target power, per true lift, with the evidence."""
+    found = _explore_runs(sweep)
+    if found is None:
+        return None
+    lab, _, _ = found
+    rows = lab.rows
+    recs = {}
+    for cond, g in rows.groupby("lift_condition", sort=True):
+        recs[cond] = recommend_explore(g.reset_index(drop=True), target_power)
+    lifts = rows.groupby("lift_condition")["true_lift"].first() if "true_lift" in rows else None
+    positive = [c for c in recs if lifts is None or lifts[c] > 0]
+    head = (
+        min(positive, key=lambda c: lifts[c])
+        if positive and lifts is not None
+        else next(iter(recs))
+    )
+    answer = recs[head].sentence
+    if len(recs) > 1:
+        answer = f"For the hardest swept case ({head}): " + answer[0].lower() + answer[1:]
+    table = pd.DataFrame(
+        [
+            {
+                "condition": cond,
+                "reaches target": r.feasible,
+                "explore rate": r.pick["explore_rate"],
+                "sessions": int(r.pick["sessions"]),
+                "power": fmt(r.pick["power"], r.pick.get("power_se")),
+                "cost (successes forgone)": fmt(
+                    r.pick["exploration_cost"], r.pick.get("exploration_cost_se")
+                ),
+                "replications": r.pick.get("replications", ""),
+            }
+            for cond, r in recs.items()
+        ]
+    )
+    reps = find_param(sweep.param_names, "replications", "scenario")
+    blocks: list = [
+        Table(f"Smallest explore rate reaching power {target_power:g} per true lift", table),
+        f"The seeds' default explore rate is {SEED_EXPLORE_RATE:g}: no session is withheld, so "
+        "there is no control arm and the lift cannot be estimated at all (power 0).",
+    ]
+    if reps:
+        blocks.append(
+            f"Each point rests on {show(rows[reps].iloc[0])} replications; bars and "
+            "± are Monte Carlo standard errors (figures: 95 % intervals)."
+        )
+    t = rows[rows["lift_condition"] == head]
+    colours = palette(t["sessions"].astype(str))
+    blocks.append(
+        Figure(
+            "explore_power_cost",
+            png_bytes(_power_figure(t, target_power, colours)),
+            f"Power, cost and CI width against the explore rate ({head}).",
+        )
+    )
+    estimators = sorted(
+        m[: -len("_coverage")]
+        for m in sweep.metric_names
+        if m.endswith("_coverage") and m != "coverage" and f"{m}_se" in sweep.metric_names
+    )
+    if estimators:
+        biggest = t[t["sessions"] == t["sessions"].max()]
+        blocks.append(
+            Figure(
+                "explore_coverage",
+                png_bytes(_coverage_figure(biggest, estimators)),
+                f"Coverage of each estimator at {int(t['sessions'].max())} sessions "
+                f"({head}); the dotted line is the nominal level.",
+            )
+        )
+    if "confidence_wrong_side_rate" in t:
+        blocks.append(
+            Figure(
+                "explore_confidence_gap",
+                png_bytes(_confidence_figure(t, colours)),
+                "The flat confidence score is updated only when the procedure is "
+                "shown, with no control: how often it sits on the wrong side of "
+                "the threshold for the procedure's true effect.",
+            )
+        )
+    return Section("explore", "Explore rate: how much to withhold", answer, blocks)
+
+
+def ab_section(sweep: Sweep) -> Section | None:
+    """Withheld vs shown per run (and per procedure where logged): rates and difference."""
+    runs = sweep.runs[sweep.runs["status"] == "FINISHED"]
+    rows = []
+    for _, r in runs.iterrows():
+        t = sweep.tables.get(r["run_id"], {}).get("ab_arms")
+        if t is None or not {"arm", "sessions", "successes"} <= set(t.columns):
+            continue
+        key = "procedure" if "procedure" in t.columns else None
+        for proc, g in t.groupby(key) if key else [(None, t)]:
+            arms = {a: gg.iloc[0] for a, gg in g.groupby("arm")}
+            if not {"shown", "withheld"} <= set(arms):
+                continue
+            rows.append(_ab_row(r, proc, arms["shown"], arms["withheld"]))
+    if not rows:
+        return None
+    table = pd.DataFrame(rows)
+    sig = int((table["CI excludes 0"]).sum())
+    answer = (
+        f"In {sig} of {len(table)} withheld-vs-shown comparisons (each pooled over its run's "
+        "sessions and replications) the 95 % interval of the difference excludes 0, so the "
+        "procedure's effect is established there; elsewhere the data cannot tell it from "
+        "no effect."
+    )
+    return Section(
+        "ab",
+        "Withheld vs shown: the A/B table",
+        answer,
+        [
+            Table(
+                "Per run (and procedure): sessions, successes and rates per arm; difference "
+                "shown - withheld with a 95 % interval (the scenario's SEs where logged, "
+                "else Wald)",
+                table.head(60),
+            ),
+        ],
+    )
+
+
+def _ab_row(run: pd.Series, proc, shown: pd.Series, withheld: pd.Series) -> dict:
+    n1, k1 = float(shown["sessions"]), float(shown["successes"])
+    n0, k0 = float(withheld["sessions"]), float(withheld["successes"])
+    r1 = k1 / n1 if n1 else math.nan
+    r0 = k0 / n0 if n0 else math.nan
+    if "rate_se" in shown.index and "rate_se" in withheld.index:
+        # the scenario's own SEs respect its clusters (users, replications)
+        se = math.hypot(float(shown["rate_se"]), float(withheld["rate_se"]))
+    else:
+        se = math.sqrt(r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) if n1 and n0 else math.nan
+    diff = r1 - r0
+    out = {"run": run.get("run_name") or run["run_id"], "scenario": run["scenario"]}
+    if proc is not None:
+        out["procedure"] = proc
+    out |= {
+        "shown sessions": int(n1),
+        "shown successes": int(k1),
+        "shown rate": r1,
+        "withheld sessions": int(n0),
+        "withheld successes": int(k0),
+        "withheld rate": r0,
+        "difference": diff,
+        "CI low": diff - Z95 * se,
+        "CI high": diff + Z95 * se,
+        "CI excludes 0": bool(np.isfinite(se) and abs(diff) > Z95 * se),
+    }
+    return out
