@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import builtins
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from math import inf
 from pathlib import Path
 from typing import Any
 
 from procmem_core import evolve as ev
-from procmem_core.errors import ParameterError, ProcmemError, check_int
+from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates import CostGate, Gate, SPRTGate
 from procmem_core.graph import ProcedureGraph
 from procmem_core.ledger import AgentStats, RunRecord, check_run_fields
@@ -31,48 +31,19 @@ from procmem_core.locate import LocateResult, locate_in
 from procmem_core.matching import Embedder, HashingEmbedder, MatchIndex
 from procmem_core.persistence import SQLiteJournal
 from procmem_core.revision import RevisionError, judge_revision, propose_revision
-from procmem_core.stored import Match, ProcedureEntry, RevisionEntry, StoredProcedure
+from procmem_core.stored import (
+    Match,
+    ProcedureEntry,
+    RevisionEntry,
+    StoredProcedure,
+    UnknownProcedure,
+    check_namespace,
+    check_tags,
+    check_text,
+    slugify,
+)
 
 __all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
-
-_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
-
-
-class UnknownProcedure(ProcmemError, KeyError):
-    """No procedure under this key (or the bare key is held by several namespaces)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def slugify(name: str) -> str:
-    """Lower-case ASCII letters and digits, runs of anything else as one ``_``."""
-    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-    if not slug:
-        raise ParameterError("name", name, "expected a name with at least one letter or digit")
-    return slug
-
-
-def _check_text(field: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ParameterError(field, value, "expected a non-empty string")
-    return value
-
-
-def _check_tags(tags: Any) -> tuple[str, ...]:
-    if isinstance(tags, str) or not isinstance(tags, Sequence):
-        raise ParameterError("tags", tags, "expected a list of non-empty strings")
-    for t in tags:
-        _check_text("tags", t)
-    return tuple(tags)
-
-
-def _check_namespace(namespace: Any) -> str:
-    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
-        raise ParameterError(
-            "namespace", namespace, f"expected a name matching {_NAMESPACE.pattern}"
-        )
-    return namespace
 
 
 class ProcedureStore:
@@ -170,10 +141,10 @@ class ProcedureStore:
         the topology and the steps are kept as its reading text. ``candidate=True``
         marks a machine-mined procedure (status "candidate" until its first run).
         """
-        key = "procedure_" + slugify(_check_text("name", name))
-        _check_text("situation", situation)
-        namespace = _check_namespace(namespace)
-        tags = _check_tags(tags)
+        key = "procedure_" + slugify(check_text("name", name))
+        check_text("situation", situation)
+        namespace = check_namespace(namespace)
+        tags = check_tags(tags)
         meta = {} if metadata is None else metadata
         if not isinstance(meta, Mapping):
             raise ParameterError("metadata", metadata, "expected a mapping or None")
@@ -207,7 +178,7 @@ class ProcedureStore:
         """Copy a procedure's shape (graph, steps, situation, tags) into ``namespace``,
         without its evidence: no runs, revision 1, status authored (or candidate)."""
         src = self._get(key)
-        namespace = _check_namespace(namespace)
+        namespace = check_namespace(namespace)
         if f"{namespace}/{src.key}" in self._entries:
             raise ParameterError("namespace", namespace, f"already holds {src.key!r}")
         entry = ProcedureEntry(
@@ -226,7 +197,7 @@ class ProcedureStore:
         ``tags``, sorted by (namespace, key)."""
         if prefix is not None and not isinstance(prefix, str):
             raise ParameterError("prefix", prefix, "expected a string or None")
-        want = set(_check_tags(tags))
+        want = set(check_tags(tags))
         hits = [
             e.snapshot()
             for e in self._entries.values()
@@ -277,31 +248,32 @@ class ProcedureStore:
             self._last_run_id + 1, entry.key, entry.namespace, entry.revision, path, ok, note,
             None if cost is None else float(cost), duration_ms, tokens, agent,
         )  # fmt: skip
-        entry.agg.fold(run, entry.graph.edge_pairs())
-        tally = entry.revision_tally(entry.revision)
-        tally[0] += 1
-        tally[1] += int(ok)
-        if ok and run.cost is not None:
-            tally[2].append(run.cost)
-        if ok:
-            entry.quarantined = False
-        entry.runs.append(run)
-        try:
+        with self._writing(entry):
+            entry.agg.fold(run, entry.graph.edge_pairs())
+            tally = entry.revision_tally(entry.revision)
+            tally[0] += 1
+            tally[1] += int(ok)
+            if ok and run.cost is not None:
+                tally[2].append(run.cost)
+            if ok:
+                entry.quarantined = False
+            entry.runs.append(run)
             self._commit([entry], runs=[run])
-        except BaseException:
-            self._reload(entry)
-            raise
         self._last_run_id = run.run_id
         return run
 
-    def _reload(self, entry: ProcedureEntry) -> None:
-        """Undo in-memory changes after a failed write by re-reading the journal."""
-        if self._journal is None:
-            return
-        entries, _, _ = self._journal.load()
-        for fresh in entries:
-            if fresh.ref == entry.ref:
-                self._entries[entry.ref] = fresh
+    @contextmanager
+    def _writing(self, entry: ProcedureEntry) -> Iterator[None]:
+        """Restore ``entry`` as it was if the block (its mutation and write) fails, so a
+        failed SQLite transaction leaves memory and disk alike."""
+        before = entry.to_json() if self._journal is not None else None
+        n_runs = len(entry.runs)
+        try:
+            yield
+        except BaseException:
+            if before is not None:
+                self._entries[entry.ref] = ProcedureEntry.from_json(before, entry.runs[:n_runs])
+            raise
 
     def runs(self, key: str) -> tuple[RunRecord, ...]:
         """Every ledger row of the procedure, oldest first."""
@@ -346,9 +318,9 @@ class ProcedureStore:
         quarantined ones are dropped unless ``include_quarantined``; ``namespace`` (a
         name or a list) restricts the search, None searches all.
         """
-        _check_text("situation", situation)
+        check_text("situation", situation)
         if goal is not None:
-            _check_text("goal", goal)
+            check_text("goal", goal)
         if isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence):
             raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
         top_k = check_int("top_k", top_k, minimum=1)
@@ -403,11 +375,12 @@ class ProcedureStore:
         new revision number and ``evolve`` asks the gates about it."""
         entry = self._get(key)
         new = ProcedureGraph.coerce(graph)
-        _check_text("reason", reason)
+        check_text("reason", reason)
         if not isinstance(force, bool):
             raise ParameterError("force", force, "expected True or False")
-        propose_revision(entry, new, reason, force)
-        self._commit([entry])
+        with self._writing(entry):
+            propose_revision(entry, new, reason, force)
+            self._commit([entry])
         self._index.set_tools(entry.ref, entry.graph.tools())
         return entry.snapshot()
 
@@ -436,28 +409,31 @@ class ProcedureStore:
             if not callable(getattr(g, "decide", None)):
                 raise ParameterError(name, g, "expected a gate with decide(prior, revision)")
         previous = entry.status
-        folded = sum(1 for r in entry.runs if r.run_id > entry.watermark)
-        entry.watermark = entry.runs[-1].run_id if entry.runs else entry.watermark
-        outcome, records = None, ()
-        if entry.pending is not None:
-            outcome, records = judge_revision(entry, gate, cost_gate)
-        agg = entry.agg
-        evolved = agg.runs >= min_runs
-        changed = False
-        if evolved:
-            entry.proven_path = ev.proven_path(entry.graph, agg)
-            entry.dead_ends = ev.dead_ends(entry.graph, agg)
-            entry.fail_prone_steps = ev.fail_prone(agg.node_runs, agg.path_runs, agg.path_successes)
-            entry.fail_prone_transitions = ev.fail_prone(
-                agg.edge_runs, agg.path_runs, agg.path_successes
-            )
-            signature = (entry.graph.canonical_hash(), entry.proven_path, entry.dead_ends)
-            changed = signature != entry.topology
-            entry.topology = signature
-            stable = not changed and entry.pending is None
-            entry.template = ev.meets_template_bar(agg.successes, agg.runs, stable)
-            entry.quarantined = ev.should_quarantine(agg.failure_streak, strike_limit)
-        self._commit([entry], decisions=records)
+        with self._writing(entry):
+            folded = sum(1 for r in entry.runs if r.run_id > entry.watermark)
+            entry.watermark = entry.runs[-1].run_id if entry.runs else entry.watermark
+            outcome, records = None, ()
+            if entry.pending is not None:
+                outcome, records = judge_revision(entry, gate, cost_gate)
+            agg = entry.agg
+            evolved = agg.runs >= min_runs
+            changed = False
+            if evolved:
+                entry.proven_path = ev.proven_path(entry.graph, agg)
+                entry.dead_ends = ev.dead_ends(entry.graph, agg)
+                entry.fail_prone_steps = ev.fail_prone(
+                    agg.node_runs, agg.path_runs, agg.path_successes
+                )
+                entry.fail_prone_transitions = ev.fail_prone(
+                    agg.edge_runs, agg.path_runs, agg.path_successes
+                )
+                signature = (entry.graph.canonical_hash(), entry.proven_path, entry.dead_ends)
+                changed = signature != entry.topology
+                entry.topology = signature
+                stable = not changed and entry.pending is None
+                entry.template = ev.meets_template_bar(agg.successes, agg.runs, stable)
+                entry.quarantined = ev.should_quarantine(agg.failure_streak, strike_limit)
+            self._commit([entry], decisions=records)
         self._decisions.extend(records)
         self._index.set_tools(entry.ref, entry.graph.tools())
         return ev.EvolveReport(

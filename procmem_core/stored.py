@@ -9,12 +9,54 @@ dataclasses the public API hands out.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from procmem_core.errors import ParameterError, ProcmemError
 from procmem_core.evolve import STATUSES, FailProne, trust_status
 from procmem_core.graph import ProcedureGraph
 from procmem_core.ledger import TRACE_LIMIT, AgentStats, RunAggregates, RunRecord
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+
+
+class UnknownProcedure(ProcmemError, KeyError):
+    """No procedure under this key (or the bare key is held by several namespaces)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def slugify(name: str) -> str:
+    """Lower-case ASCII letters and digits, runs of anything else as one ``_``."""
+    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    if not slug:
+        raise ParameterError("name", name, "expected a name with at least one letter or digit")
+    return slug
+
+
+def check_text(field: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(field, value, "expected a non-empty string")
+    return value
+
+
+def check_tags(tags: Any) -> tuple[str, ...]:
+    if isinstance(tags, str) or not isinstance(tags, Sequence):
+        raise ParameterError("tags", tags, "expected a list of non-empty strings")
+    for t in tags:
+        check_text("tags", t)
+    return tuple(tags)
+
+
+def check_namespace(namespace: Any) -> str:
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+        raise ParameterError(
+            "namespace", namespace, f"expected a name matching {_NAMESPACE.pattern}"
+        )
+    return namespace
 
 
 @dataclass(frozen=True)

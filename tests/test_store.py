@@ -286,3 +286,24 @@ def test_killed_writer_loses_no_acknowledged_run(tmp_path):
         p = store.get("procedure_refund")
         assert p.runs == len(runs)  # aggregates were written in the run's transaction
         assert p.successes == sum(r.ok for r in runs)
+
+
+def test_a_failed_sqlite_write_leaves_memory_as_it_was(tmp_path, monkeypatch):
+    with ProcedureStore.open(tmp_path / "p.db") as store:
+        key = store.add("refund", "s", STEPS).key
+        store.record_run(key, ["n1"], ok=True)
+        before = (store.get(key), store.runs(key))
+
+        def broken(*args, **kwargs):
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(store._journal, "commit", broken)
+        with pytest.raises(sqlite3.OperationalError):
+            store.record_run(key, ["n1", "n2"], ok=False)
+        with pytest.raises(sqlite3.OperationalError):
+            store.revise(key, ProcedureGraph.from_steps(["a", "b"]), "shorter")
+        with pytest.raises(sqlite3.OperationalError):
+            store.evolve(key, min_runs=1)
+        assert (store.get(key), store.runs(key)) == before
+        monkeypatch.undo()
+        assert store.record_run(key, ["n1"], ok=True).run_id == 2
