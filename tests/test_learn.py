@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from procmem_core.errors import ParameterError
 from procmem_core.extraction import ExtractionError, validate_reply
@@ -234,3 +236,39 @@ def test_unknown_config_keys_are_refused():
 def test_invalid_policy_in_validate_reply():
     with pytest.raises(ParameterError, match="policy"):
         validate_reply("{}", "lenient")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=8,
+)
+entries = st.one_of(
+    json_values,
+    st.fixed_dictionaries(
+        {"title": json_values, "trigger": json_values, "description": json_values},
+        optional={"confidence": json_values},
+    ),
+    st.builds(entry, title=st.text(max_size=8), confidence=st.floats(-1, 2)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    body=st.one_of(json_values, st.lists(entries, max_size=6).map(lambda e: {"procedures": e})),
+    policy=st.sampled_from(["drop", "reject"]),
+)
+def test_any_json_reply_is_either_validated_or_an_extraction_error(body, policy):
+    text = json.dumps(body)
+    try:
+        got = validate_reply(text, policy)
+    except ExtractionError as exc:
+        assert exc.raw == text
+        return
+    n = len(body["procedures"])
+    assert len(got.procedures) + len(got.dropped) == n
+    assert len(got.procedures) <= 3
+    for proc in got.procedures:
+        assert proc.title and proc.trigger and proc.description
+        assert 0.0 <= proc.confidence <= 1.0
+        Procedure(proc.title, proc.trigger, proc.description, proc.confidence)

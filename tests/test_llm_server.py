@@ -14,6 +14,8 @@ from pathlib import Path
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from procmem_core.errors import ParameterError
 from procmem_core.flat import Procedure, build_system_prompt
@@ -279,3 +281,11 @@ def test_layering_of_the_llm_modules(module, forbidden):
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == ""
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=60), budget=st.integers(-2, 40))
+def test_truncation_keeps_a_prefix_of_exactly_the_budget(text, budget):
+    cut = offline_model.truncate_to_tokens(text, budget)
+    assert text.startswith(cut)
+    assert offline_model.count_tokens(cut) == min(max(budget, 0), offline_model.count_tokens(text))
