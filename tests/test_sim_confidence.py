@@ -127,3 +127,15 @@ def test_invalid_parameters(cls, kwargs, fragment):
 def test_invalid_seed():
     with pytest.raises(ParameterError, match="seed"):
         ProcedureFateScenario().run(-3)
+
+
+def test_partial_sort_equals_the_engine_shown_mask():
+    import numpy as np
+
+    from procmem_core.flat import shown_mask
+
+    rng = np.random.default_rng(0)
+    grid = np.round(np.arange(0, 1.0001, 0.05), 12)
+    conf = rng.choice(grid, size=(5000, 8))  # many ties on the grid, as in the scenario
+    sc = ConfidenceScenario(limit=3)
+    assert (sc._shown(conf) == shown_mask(conf, 0.55, 3)).all()

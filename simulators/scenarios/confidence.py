@@ -46,6 +46,12 @@ _PER_USER = (
 )
 
 
+def _row_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over the last axis by a matrix product (numpy's axis reduction is slow on a
+    short last axis)."""
+    return np.dot(x, np.ones(x.shape[-1]))
+
+
 def check_instance(field_name: str, value: object, cls: type) -> None:
     if not isinstance(value, cls):
         raise ParameterError(field_name, value, f"expected a {cls.__module__}.{cls.__name__}")
@@ -112,20 +118,36 @@ class ConfidenceScenario:
         extra[np.arange(n)[go], pick[go]] = True
         return shown | extra
 
+    def _shown(self, conf: np.ndarray) -> np.ndarray:
+        """The engine's ``shown_mask``, sorted only where the limit binds.
+
+        Where at most ``limit`` procedures pass the threshold, ``shown_mask`` returns
+        exactly the passing ones, so only the other rows need the ranking.
+        """
+        active = np.asarray(passes_threshold(conf, self.threshold))
+        if self.limit >= conf.shape[1]:
+            return active
+        binding = _row_sum(active) > self.limit
+        if binding.any():
+            active[binding] = shown_mask(conf[binding], self.threshold, self.limit)
+        return active
+
     def _simulate_chunk(self, rng: np.random.Generator, n: int, traj: dict) -> dict:
         k, pop = self.procedures, self.population
         base = pop.sample_base(rng, n)
         effects = pop.sample_effects(rng, (n, k))
         kind = effect_kind(effects)
+        helpful = kind == HELPFUL
+        kind_index = (kind + 1).astype(np.intp)  # 0 harmful, 1 neutral, 2 helpful
         conf = np.full((n, k), snap(self.rule.initial))
         first_out = np.zeros((n, k), dtype=np.int64)  # 0 = not excluded yet
         line = DelayLine(self.feedback.delay)
         acc = {name: np.zeros(n) for name in _PER_USER}
         for t in range(self.sessions):
-            shown = shown_mask(conf, self.threshold, self.limit)
+            shown = self._shown(conf)
             if self.explore_rate > 0:
                 shown = self._explore(rng, shown)
-            p = pop.success_probability(base, (effects * shown).sum(axis=1))
+            p = pop.success_probability(base, _row_sum(effects * shown))
             outcome = rng.random(n) < p
             signal = self.feedback.signal(rng, outcome)
             observed = self.feedback.observed(rng, (n,))
@@ -134,18 +156,21 @@ class ConfidenceScenario:
                 d_shown, d_signal, d_observed = due
                 update = d_shown if d_observed is None else d_shown & d_observed[:, None]
                 conf = np.where(update, self.rule.update(conf, d_signal[:, None]), conf)
-            active = passes_threshold(conf, self.threshold)
-            first_out[(first_out == 0) & ~active] = t + 1
-            n_shown = shown.sum(axis=1)
-            helpful_shown = (shown & (kind == HELPFUL)).sum(axis=1)
+            active = np.asarray(passes_threshold(conf, self.threshold))
+            newly_out = ~active
+            newly_out &= first_out == 0
+            first_out[newly_out] = t + 1
+            n_shown = _row_sum(shown)
+            helpful_shown = _row_sum(shown & helpful)
             acc["successes"] += outcome
             acc["shown"] += n_shown
             acc["helpful_shown"] += helpful_shown
             traj["successes"][t] += np.count_nonzero(outcome)
             traj["shown"][t] += n_shown.sum()
             traj["helpful_shown"][t] += helpful_shown.sum()
+            by_kind = np.bincount(kind_index[active], minlength=3)
             for code in (HELPFUL, NEUTRAL, HARMFUL):
-                traj[f"{KIND_NAMES[code]}_active"][t] += np.count_nonzero(active & (kind == code))
+                traj[f"{KIND_NAMES[code]}_active"][t] += by_kind[code + 1]
         active = passes_threshold(conf, self.threshold)
         harmful = kind == HARMFUL
         acc["helpful"] = (kind == HELPFUL).sum(axis=1).astype(float)

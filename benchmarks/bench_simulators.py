@@ -1,0 +1,158 @@
+"""Throughput of the vectorized simulators against numpy's raw sampling and the object engine.
+
+Prints one line per measurement and, last, one JSON object with at least
+``gate_runs_per_s``, ``confidence_updates_per_s``, ``ratio_to_rng`` (the smaller of the
+two throughputs over numpy's raw Bernoulli sampling rate) and ``ratio_to_object``
+(the smaller of vectorized over object throughput, gate and confidence). Targets
+(issue 4): ratio_to_rng >= 0.3, ratio_to_object >= 20, one million gate replications of
+50 runs under 2 GiB peak memory.
+
+Run: ``.venv/bin/python benchmarks/bench_simulators.py [--quick]``. Timings are the best
+of ``--repeat`` runs (other processes share the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from procmem_core.flat import Procedure
+from procmem_core.gates import RevisionStats, SPRTGate
+from simulators.scenarios.confidence import ConfidenceScenario
+from simulators.scenarios.fate import ProcedureFateScenario
+from simulators.scenarios.gate import GateScenario
+
+
+def best_time(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def raw_bernoulli_rate(repeat: int, cells: int = 65_536 * 50) -> float:
+    """numpy's raw Bernoulli sampling: ``rng.random(n) < p`` on blocks the size of a chunk."""
+    rng = np.random.default_rng(0)
+    blocks = 8
+    t = best_time(lambda: [rng.random(cells) < 0.8 for _ in range(blocks)], repeat)
+    return blocks * cells / t
+
+
+def gate_rate(replications: int, repeat: int) -> float:
+    """Simulated revision runs per second (every drop x replication x max_runs cell)."""
+    sc = GateScenario(replications=replications, table_rows=0)
+    cells = replications * len(sc.drop_grid) * sc.gate.max_runs
+    return cells / best_time(lambda: sc.run(1), repeat)
+
+
+def confidence_rate(replications: int, repeat: int) -> tuple[float, float]:
+    """Procedure-session cells per second: ConfidenceScenario (8 procedures) and fate (1)."""
+    sc = ConfidenceScenario(replications=replications, sessions=40, chunk_size=16_384)
+    lib = replications * sc.procedures * sc.sessions / best_time(lambda: sc.run(1), repeat)
+    fate = ProcedureFateScenario(p=0.7, sessions=40, replications=4 * replications)
+    one = 4 * replications * fate.sessions / best_time(lambda: fate.run(1), repeat)
+    return lib, one
+
+
+def object_gate_rate(n_tests: int) -> float:
+    """``SPRTGate.decide`` after every run, as ``ProcedureStore.evolve`` would call it."""
+    gate = SPRTGate()
+    rng = np.random.default_rng(2)
+    outcomes = rng.random((n_tests, gate.max_runs)) < 0.8
+    prior = RevisionStats(40, 32)
+    runs = 0
+    t = time.perf_counter()
+    for row in outcomes:
+        s = 0
+        for n, ok in enumerate(row, 1):
+            s += bool(ok)
+            runs += 1
+            if gate.decide(prior, RevisionStats(n, s)).verdict != "continue":
+                break
+    return runs / (time.perf_counter() - t)
+
+
+def object_confidence_rate(n: int) -> float:
+    """``Procedure.record_outcome`` once per outcome."""
+    outcomes = np.random.default_rng(3).random(n) < 0.7
+    proc = Procedure("p", "t", "d")
+    t = time.perf_counter()
+    for ok in outcomes.tolist():
+        proc.record_outcome(ok)
+    return n / (time.perf_counter() - t)
+
+
+def million_gate_memory() -> dict[str, float]:
+    """Peak memory of one million gate replications of 50 runs (two drops: null and alt)."""
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sc = GateScenario(replications=1_000_000)
+    t = time.perf_counter()
+    res = sc.run(0)
+    seconds = time.perf_counter() - t
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    tracemalloc.start()
+    GateScenario(replications=1_000_000).run(0)
+    _, traced = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "million_gate_seconds": seconds,
+        "million_gate_peak_rss_mib": peak_rss,
+        "million_gate_rss_before_mib": base_rss,
+        "million_gate_traced_peak_mib": traced / 2**20,
+        "million_gate_false_revert_rate": res.metrics["false_revert_rate"],
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, no million-run check")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    scale = 1 if args.quick else 4
+    out: dict[str, float] = {}
+    out["rng_bernoulli_per_s"] = raw_bernoulli_rate(args.repeat)
+    print(f"numpy raw Bernoulli: {out['rng_bernoulli_per_s']:.3e} draws/s", flush=True)
+    out["gate_runs_per_s"] = gate_rate(50_000 * scale, args.repeat)
+    print(f"GateScenario: {out['gate_runs_per_s']:.3e} runs/s", flush=True)
+    lib, one = confidence_rate(10_000 * scale, args.repeat)
+    out["confidence_updates_per_s"] = lib
+    out["fate_updates_per_s"] = one
+    print(f"ConfidenceScenario: {lib:.3e} procedure-sessions/s; fate: {one:.3e}/s", flush=True)
+    out["object_gate_runs_per_s"] = object_gate_rate(2_000 * scale)
+    out["object_confidence_updates_per_s"] = object_confidence_rate(200_000 * scale)
+    print(
+        f"object engine: SPRTGate.decide {out['object_gate_runs_per_s']:.3e} runs/s, "
+        f"Procedure.record_outcome {out['object_confidence_updates_per_s']:.3e}/s",
+        flush=True,
+    )
+    rng = out["rng_bernoulli_per_s"]
+    out["gate_ratio_to_rng"] = out["gate_runs_per_s"] / rng
+    out["confidence_ratio_to_rng"] = lib / rng
+    out["ratio_to_rng"] = min(out["gate_ratio_to_rng"], out["confidence_ratio_to_rng"])
+    out["gate_ratio_to_object"] = out["gate_runs_per_s"] / out["object_gate_runs_per_s"]
+    out["confidence_ratio_to_object"] = lib / out["object_confidence_updates_per_s"]
+    out["ratio_to_object"] = min(out["gate_ratio_to_object"], out["confidence_ratio_to_object"])
+    if not args.quick:
+        out.update(million_gate_memory())
+        print(
+            f"1e6 gate replications x 50 runs x 2 drops: {out['million_gate_seconds']:.1f} s, "
+            f"peak RSS {out['million_gate_peak_rss_mib']:.0f} MiB, "
+            f"traced peak {out['million_gate_traced_peak_mib']:.0f} MiB",
+            flush=True,
+        )
+    print(
+        json.dumps({k: round(v, 4) if abs(v) < 1e3 else float(f"{v:.4g}") for k, v in out.items()})
+    )
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
