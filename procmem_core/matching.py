@@ -47,7 +47,7 @@ class HashingEmbedder:
     An empty text embeds to the zero vector (similarity 0 to everything).
     """
 
-    dim: int = 1024
+    dim: int = 512
     bigram_weight: float = 0.5
 
     def __post_init__(self) -> None:
