@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.flat import ConfidenceRule
+from procmem_core.flat import ConfidenceRule, shown_mask
 from simulators.feedback import FeedbackModel
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.fate import ProcedureFateScenario
@@ -130,10 +131,6 @@ def test_invalid_seed():
 
 
 def test_partial_sort_equals_the_engine_shown_mask():
-    import numpy as np
-
-    from procmem_core.flat import shown_mask
-
     rng = np.random.default_rng(0)
     grid = np.round(np.arange(0, 1.0001, 0.05), 12)
     conf = rng.choice(grid, size=(5000, 8))  # many ties on the grid, as in the scenario

@@ -38,7 +38,7 @@ from procmem_core.exact import margin_operating_point, sprt_operating_point, wal
 from procmem_core.gates import CostGate, MarginGate, RevisionStats, SPRTGate
 from procmem_core.sequential import ACCEPT_CODE, REVERT_CODE, VERDICT_NAMES
 from simulators.feedback import FeedbackModel
-from simulators.replication import DEFAULT_CHUNK, check_positive, chunks
+from simulators.replication import check_positive, chunks
 from simulators.result import ScenarioResult, mean_and_se, rate_and_se
 from simulators.users import UserPopulation
 
@@ -86,7 +86,7 @@ class GateScenario:
     cost_sd: float = 0.5
     min_drop: float | None = None
     replications: int = 20_000
-    chunk_size: int = DEFAULT_CHUNK
+    chunk_size: int = 8_192
     table_rows: int = 20_000
 
     def __post_init__(self) -> None:
