@@ -7,8 +7,10 @@ OpenAI-compatible endpoint (``llm.endpoint: remote`` with ``llm.base_url``).
 
 Artifacts (``out_dir/artifacts``, written as soon as each exists so a failure loses
 nothing): ``system_prompt_1.txt``, ``session_1.json``/``.txt``, ``procedures.json``
-(kept, dropped and the raw reply), ``system_prompt_2.txt``, ``session_2.json``/``.txt``,
-and ``error.json`` when a stage fails. Metrics: tokens (prompt, completion, reasoning,
+(kept, dropped and the raw reply), ``candidates.json`` (the same procedures as candidate
+graph procedures of a ``ProcedureStore``, see ``procmem_core.candidates``),
+``system_prompt_2.txt``, ``session_2.json``/``.txt``, and ``error.json`` when a stage
+fails. Metrics: tokens (prompt, completion, reasoning,
 total; learn alone), latency, number of calls and cache hits, procedure counts (extracted,
 dropped, shown in prompt 2), ``failed`` and ``failed_stage`` (0 none, 1 session 1,
 2 learn, 3 session 2). Table ``calls``: one row per call.
@@ -30,6 +32,7 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from procmem_core.candidates import to_candidates
 from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.extraction import ExtractionError, LearnError
 from procmem_core.flat import BASE_PROMPT, build_system_prompt, prompt_order
@@ -43,6 +46,8 @@ from procmem_core.learn import (
     transcript_text,
 )
 from procmem_core.reply_cache import ReplyCache
+from procmem_core.store import ProcedureStore
+from procmem_core.stored import StoredProcedure
 from simulators.llm_server import OfflineServer
 from simulators.result import ScenarioResult
 
@@ -183,6 +188,8 @@ def run_task(cfg: DictConfig, out_dir: Path) -> ScenarioResult:
                     "raw": learned.raw,
                 },
             )
+            stored = to_candidates(ProcedureStore(), learned.procedures)
+            _write(art / "candidates.json", [_candidate_record(c) for c in stored])
             prompt_2 = build_system_prompt(
                 learned.procedures, settings.threshold, settings.limit, prompt_1
             )
@@ -215,6 +222,17 @@ def run_task(cfg: DictConfig, out_dir: Path) -> ScenarioResult:
         columns=[f.name for f in dataclasses.fields(CallRecord)] + ["total_tokens"],
     )
     return result
+
+
+def _candidate_record(stored: StoredProcedure) -> dict[str, Any]:
+    return {
+        "ref": stored.ref,
+        "name": stored.name,
+        "situation": stored.situation,
+        "steps": list(stored.steps),
+        "status": stored.status,
+        "metadata": stored.metadata,
+    }
 
 
 def _error_record(stage: str, exc: LearnError) -> dict:

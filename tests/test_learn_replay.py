@@ -51,6 +51,9 @@ def test_offline_replay_writes_every_artifact_and_metric(tmp_path):
     procedures = json.loads(read(tmp_path, "procedures.json"))
     titles = [p["title"] for p in procedures["procedures"]]
     assert len(titles) == 3 and procedures["dropped"] == []
+    candidates = json.loads(read(tmp_path, "candidates.json"))
+    assert [c["name"] for c in candidates] == titles
+    assert {c["status"] for c in candidates} == {"candidate"}
     prompt_2 = read(tmp_path, "system_prompt_2.txt")
     assert prompt_2.startswith(BASE_PROMPT) and PROCEDURES_HEADING in prompt_2
     session_2 = json.loads(read(tmp_path, "session_2.json"))
