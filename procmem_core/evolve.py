@@ -22,8 +22,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from procmem_core.errors import ParameterError
 from procmem_core.graph import ProcedureGraph
 from procmem_core.ledger import RunAggregates
+from procmem_core.sequential import VERDICT_CODES, VERDICT_NAMES
 
 STATUSES = ("authored", "candidate", "exercised", "template", "quarantined")
 """Trust statuses; ``trust_status`` returns indices into this tuple."""
@@ -153,16 +155,28 @@ def dead_ends(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
     return tuple(n.id for n in graph.nodes if n.kind in DEAD_END_KINDS and agg.node(n.id).runs == 0)
 
 
-GATE_OUTCOMES = ("accept", "revert", "continue")
-
-
-def combine_gate_verdicts(primary: str, cost: str) -> str:
+def combine_gate_verdicts(primary: str | ArrayLike, cost: str | ArrayLike) -> str | np.ndarray:
     """The store's rule for a pending revision: revert if either gate says revert (the
     cost gate has a veto at every evolve), else accept if the primary gate accepts, else
-    continue. The cost gate alone never accepts nor delays an acceptance."""
-    if "revert" in (primary, cost):
-        return "revert"
-    return "accept" if primary == "accept" else "continue"
+    continue. The cost gate alone never accepts nor delays an acceptance.
+
+    Takes two verdict names (returns a name) or arrays of int8 verdict codes
+    (``sequential.VERDICT_CODES``; returns codes), so simulators apply the same rule.
+    """
+    if isinstance(primary, str) or isinstance(cost, str):
+        for name, v in (("primary", primary), ("cost", cost)):
+            if v not in VERDICT_CODES:
+                raise ParameterError(name, v, f"one of {VERDICT_NAMES}")
+        codes = combine_gate_verdicts(np.int8(VERDICT_CODES[primary]), np.int8(VERDICT_CODES[cost]))
+        return VERDICT_NAMES[int(codes)]
+    p, c = np.asarray(primary), np.asarray(cost)
+    revert, accept = VERDICT_CODES["revert"], VERDICT_CODES["accept"]
+    out = np.where(
+        (p == revert) | (c == revert),
+        revert,
+        np.where(p == accept, accept, VERDICT_CODES["continue"]),
+    )
+    return out.astype(np.int8)
 
 
 @dataclass(frozen=True)

@@ -349,3 +349,16 @@ def test_margin_gate_can_replace_the_sprt(store):
 )
 def test_gate_combination_rule(primary, cost, expected):
     assert ev.combine_gate_verdicts(primary, cost) == expected
+
+
+def test_gate_combination_on_code_arrays_matches_the_names():
+    names = ("continue", "accept", "revert")
+    p, c = np.meshgrid(np.arange(3, dtype=np.int8), np.arange(3, dtype=np.int8))
+    out = ev.combine_gate_verdicts(p.ravel(), c.ravel())
+    expected = [
+        ev.combine_gate_verdicts(names[i], names[j])
+        for i, j in zip(p.ravel(), c.ravel(), strict=True)
+    ]
+    assert [names[k] for k in out] == expected
+    with pytest.raises(ParameterError, match="primary='maybe'"):
+        ev.combine_gate_verdicts("maybe", "accept")
