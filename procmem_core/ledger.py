@@ -84,9 +84,14 @@ def check_run_fields(
     duration_ms: Any,
     tokens: Any,
     agent: Any,
-) -> tuple[tuple[str, ...], bool]:
-    """Validate one run report before it touches the ledger; return (path, ok) normalised."""
-    if isinstance(path, str) or not isinstance(path, Sequence):
+) -> dict[str, Any]:
+    """Validate one run report before it touches the ledger.
+
+    Returns the fields normalised to plain Python types (numpy scalars accepted):
+    ``path`` (tuple), ``ok``, ``note``, ``cost`` (float), ``duration_ms``, ``tokens``
+    (int), ``agent``.
+    """
+    if isinstance(path, str) or not isinstance(path, Sequence | np.ndarray):
         raise ParameterError("path", path, "expected a list of node ids")
     for i, node in enumerate(path):
         if not isinstance(node, str):
@@ -96,18 +101,27 @@ def check_run_fields(
     if note is not None and (not isinstance(note, str) or len(note) > NOTE_LIMIT):
         raise ParameterError("note", note, f"expected None or a string of <= {NOTE_LIMIT} chars")
     if cost is not None:
-        if isinstance(cost, bool) or not isinstance(cost, int | float):
+        if isinstance(cost, bool | np.bool_) or not isinstance(cost, int | float | np.number):
             raise ParameterError("cost", cost, "expected None or a finite number >= 0")
         if not math.isfinite(cost) or cost < 0:
             raise ParameterError("cost", cost, "expected None or a finite number >= 0")
+    counts = {}
     for name, value in (("duration_ms", duration_ms), ("tokens", tokens)):
         if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
+            isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0
         ):
             raise ParameterError(name, value, "expected None or an integer >= 0")
+        counts[name] = None if value is None else int(value)
     if agent is not None and (not isinstance(agent, str) or not agent):
         raise ParameterError("agent", agent, "expected None or a non-empty string")
-    return tuple(path), bool(ok)
+    return {
+        "path": tuple(str(n) for n in path),
+        "ok": bool(ok),
+        "note": None if note is None else str(note),
+        "cost": None if cost is None else float(cost),
+        **counts,
+        "agent": None if agent is None else str(agent),
+    }
 
 
 @dataclass

@@ -238,16 +238,14 @@ class ProcedureStore:
         node of that graph. A success lifts a quarantine at once.
         """
         entry = self._get(key)
-        path, ok = check_run_fields(path, ok, note, cost, duration_ms, tokens, agent)
-        for i, node in enumerate(path):
+        fields = check_run_fields(path, ok, note, cost, duration_ms, tokens, agent)
+        for i, node in enumerate(fields["path"]):
             if not entry.graph.has_node(node):
                 raise ParameterError(
                     f"path[{i}]", node, f"expected a node id of {entry.graph.node_ids}"
                 )
-        run = RunRecord(
-            self._last_run_id + 1, entry.key, entry.namespace, entry.revision, path, ok, note,
-            None if cost is None else float(cost), duration_ms, tokens, agent,
-        )  # fmt: skip
+        run = RunRecord(self._last_run_id + 1, entry.key, entry.namespace, entry.revision, **fields)
+        ok = run.ok
         with self._writing(entry):
             entry.agg.fold(run, entry.graph.edge_pairs())
             tally = entry.revision_tally(entry.revision)

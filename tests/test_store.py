@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
@@ -307,3 +308,14 @@ def test_a_failed_sqlite_write_leaves_memory_as_it_was(tmp_path, monkeypatch):
         assert (store.get(key), store.runs(key)) == before
         monkeypatch.undo()
         assert store.record_run(key, ["n1"], ok=True).run_id == 2
+
+
+def test_record_run_accepts_numpy_scalars_as_plain_values(store):
+    key = store.add("refund", "s", STEPS).key
+    run = store.record_run(
+        key, np.array(["n1", "n2"]), ok=np.bool_(True), cost=np.float32(2.5),
+        duration_ms=np.int64(7), tokens=np.int32(3),
+    )  # fmt: skip
+    assert run.path == ("n1", "n2") and type(run.path[0]) is str
+    assert (type(run.ok), type(run.cost), type(run.duration_ms)) == (bool, float, int)
+    assert store.runs(key) == (run,)
