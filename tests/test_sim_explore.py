@@ -136,3 +136,10 @@ def test_estimators_on_a_hand_example():
 def test_invalid_parameters(kwargs, fragment):
     with pytest.raises(ParameterError, match=fragment):
         ExploreScenario(**kwargs)
+
+
+def test_replications_without_a_control_arm_are_counted_not_hidden():
+    m = ExploreScenario(explore_rate=0.01, sessions=50, replications=400).run(0).metrics
+    assert m["dim_undefined_rate"] > 0.4  # 0.99 ** 50 = 0.6 of replications never withhold
+    assert m["dim_power"] <= 1 - m["dim_undefined_rate"]
+    assert m["undefined_rate"] == m["dim_undefined_rate"]

@@ -110,6 +110,16 @@ def test_cost_gate_reverts_expensive_revisions():
     assert res.metrics["false_revert_rate"] > 0.5
 
 
+def test_prior_below_min_drop_is_handled_not_a_crash():
+    res = GateScenario(p_prior=0.1, replications=2000).run(0)
+    ops = res.tables["operating_points"]
+    assert list(ops.p_new) == [0.1, 0.0]
+    m = res.metrics
+    assert m["missed_regression_rate"] == pytest.approx(1 - ops.revert_rate.iloc[1])
+    within(m, "false_revert_rate")
+    within(m, "mean_runs_alt")
+
+
 def test_same_seed_same_metrics_other_seed_differs():
     sc = GateScenario(replications=3000, chunk_size=1000)
     assert sc.run(10).metrics == sc.run(10).metrics
@@ -127,7 +137,7 @@ def test_small_chunks_cover_every_replication():
         ({"gate": "sprt"}, "gate"),
         ({"gate": CostGate()}, "gate"),
         ({"p_prior": 1.5}, "p_prior"),
-        ({"drops": (0.0, 0.9)}, "drops"),
+        ({"drops": (0.0, 1.2)}, "drops"),
         ({"drops": "0.1"}, "drops"),
         ({"drops": (-0.1,)}, "drops"),
         ({"ledger_size": 0}, "ledger_size"),

@@ -111,3 +111,8 @@ def test_margin_gate_runs_in_the_loop():
 def test_invalid_parameters(kwargs, fragment):
     with pytest.raises(ParameterError, match=fragment):
         LoopScenario(**kwargs)
+
+
+def test_sequence_parameters_accept_lists_as_configs_pass_them():
+    sc = LoopScenario(revision_mix=[0.5, 0.25, 0.25], tasks=1, sessions=8)
+    assert sc.revision_mix == (0.5, 0.25, 0.25)

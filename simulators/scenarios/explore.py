@@ -60,8 +60,10 @@ class ExploreScenario:
 
     Metrics, per estimator ``e`` in (dim, ipw, ipw_ht, aipw): ``e_estimate``, ``e_bias``,
     ``e_rmse``, ``e_coverage`` (CI holds the pool's lift), ``e_power`` (CI excludes 0),
-    ``e_ci_width``, each with ``_se``; unprefixed ``estimate, bias, rmse, coverage,
-    power, ci_width`` repeat those of ``estimator``. Also ``true_lift`` (exact),
+    ``e_ci_width``, ``e_undefined_rate`` (no session in one arm: no estimate; left out of
+    estimate, bias, RMSE, coverage and width, counted as not detected in power), each
+    with ``_se``; unprefixed ``estimate, bias, rmse, coverage, power, ci_width,
+    undefined_rate`` repeat those of ``estimator``. Also ``true_lift`` (exact),
     ``true_lift_pool``, ``sessions_for_target_power`` and ``power_formula`` (the normal
     approximation of docs/statistics.md, from the exact population rates),
     ``exploration_cost`` (successes forgone: withheld sessions times the pool's lift)
@@ -152,7 +154,7 @@ class ExploreScenario:
         truth = d["pool_lift"]
         for name in ESTIMATOR_NAMES:
             self._estimator_metrics(result, name, d, truth)
-        for key in ("estimate", "bias", "rmse", "coverage", "power", "ci_width"):
+        for key in ("estimate", "bias", "rmse", "coverage", "power", "ci_width", "undefined_rate"):
             for suffix in ("", "_se"):
                 result.metrics[key + suffix] = result.metrics[f"{self.estimator}_{key}{suffix}"]
         result.metrics.update(self._power_formula(lift))
@@ -180,8 +182,9 @@ class ExploreScenario:
         result.metrics[f"{name}_rmse_se"] = float(sq_se / (2 * rmse)) if rmse > 0 else float("nan")
         covered = (low <= truth) & (truth <= high)
         result.add_rate(f"{name}_coverage", np.count_nonzero(covered[ok]), int(ok.sum()))
-        detected = (low > 0) | (high < 0)
-        result.add_rate(f"{name}_power", np.count_nonzero(detected[ok]), int(ok.sum()))
+        detected = ok & ((low > 0) | (high < 0))  # no interval: nothing detected
+        result.add_rate(f"{name}_power", np.count_nonzero(detected), tau.size)
+        result.add_rate(f"{name}_undefined_rate", np.count_nonzero(~ok), tau.size)
         result.add_mean(f"{name}_ci_width", (high - low)[ok])
 
     def _power_formula(self, lift: float) -> dict[str, float]:

@@ -1,7 +1,9 @@
 """GateScenario: how often a revision gate reverts, and how many runs it spends deciding.
 
 A prior revision has true success rate ``p_prior``; the revision has ``p_prior - drop``
-for each true ``drop`` of a grid that always includes 0 (null) and ``min_drop`` (alt).
+for each true ``drop`` of a grid that always includes 0 (null) and ``min_drop`` (alt)
+(``max(0, p_prior - drop)``, so a drop past ``p_prior`` means a revision that never
+succeeds).
 Per replication and drop:
 
 1. p0: the true ``p_prior`` when ``ledger_size`` is None (p0 known), else estimated by
@@ -46,16 +48,10 @@ SEED_MIN_DROP = 0.15
 """The Loom seed's gate_min_drop: the alt drop for a gate without its own min_drop."""
 
 
-def _check_drops(drops: object, p_prior: float) -> tuple[float, ...]:
+def _check_drops(drops: object) -> tuple[float, ...]:
     if isinstance(drops, str) or not hasattr(drops, "__iter__"):
-        raise ParameterError("drops", drops, "expected a sequence of numbers in [0, p_prior]")
-    out = []
-    for d in drops:
-        x = check_probability("drops", d)
-        if x > p_prior + 1e-12:
-            raise ParameterError("drops", d, f"expected each drop <= p_prior ({p_prior})")
-        out.append(x)
-    return tuple(out)
+        raise ParameterError("drops", drops, "expected a sequence of numbers in [0, 1]")
+    return tuple(check_probability("drops", d) for d in drops)
 
 
 @dataclass(frozen=True)
@@ -93,7 +89,7 @@ class GateScenario:
         if not isinstance(self.gate, SPRTGate | MarginGate):
             raise ParameterError("gate", self.gate, "expected an SPRTGate or a MarginGate")
         p = check_probability("p_prior", self.p_prior)
-        object.__setattr__(self, "drops", _check_drops(self.drops, p))
+        object.__setattr__(self, "drops", _check_drops(self.drops))
         if self.ledger_size is not None:
             check_int("ledger_size", self.ledger_size, minimum=1)
         check_probability("heterogeneity", self.heterogeneity, open_high=True)
@@ -126,8 +122,11 @@ class GateScenario:
 
     @property
     def drop_grid(self) -> tuple[float, ...]:
-        """The simulated drops: ``drops`` plus 0 and ``alt_drop``, sorted, without repeats."""
-        grid = {round(d, 12) for d in (*self.drops, 0.0, self.alt_drop) if d <= self.p_prior}
+        """The simulated drops: ``drops`` plus 0 and ``alt_drop``, sorted, without repeats.
+
+        A drop larger than ``p_prior`` leaves the revision at success rate 0.
+        """
+        grid = {round(d, 12) for d in (*self.drops, 0.0, self.alt_drop)}
         return tuple(sorted(grid))
 
     @property

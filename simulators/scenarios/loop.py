@@ -78,16 +78,13 @@ class LoopScenario:
         check_int("evolve_every", self.evolve_every, minimum=1)
         check_int("revise_every", self.revise_every, minimum=1)
         mix = self.revision_mix
-        if (
-            not isinstance(mix, tuple | list)
-            or len(mix) != 3
-            or any(check_probability("revision_mix", m) < 0 for m in mix)
-            or abs(sum(mix) - 1.0) > 1e-9
-        ):
-            raise ParameterError(
-                "revision_mix", mix, "expected 3 shares (harmful, neutral, helpful) summing to 1"
-            )
-        object.__setattr__(self, "revision_mix", tuple(float(m) for m in mix))
+        allowed = "expected 3 shares (harmful, neutral, helpful) summing to 1"
+        if isinstance(mix, str) or not hasattr(mix, "__iter__"):
+            raise ParameterError("revision_mix", mix, allowed)
+        shares = [check_probability("revision_mix", m) for m in mix]
+        if len(shares) != 3 or abs(sum(shares) - 1.0) > 1e-9:
+            raise ParameterError("revision_mix", mix, allowed)
+        object.__setattr__(self, "revision_mix", tuple(shares))
         check_probability("harmful_drop", self.harmful_drop)
         check_probability("helpful_gain", self.helpful_gain)
         check_int("min_runs", self.min_runs, minimum=1)
