@@ -10,6 +10,7 @@ from reports.confidence_section import confidence_section, fate_section
 from reports.document import Report, Section, write_report
 from reports.explore_section import ab_section, explore_section
 from reports.gate_section import gate_section
+from reports.loop_section import loop_section
 from reports.recommend import GateTargets
 from reports.source import Sweep, load_sweep, log_report
 from reports.summary import agreement_section, summary_table, sweep_section
@@ -41,6 +42,7 @@ def build_report(sweep: Sweep, options: ReportOptions | None = None) -> Report:
         confidence_section(sweep, options.target_excluded, options.target_sessions),
         fate_section(sweep),
         explore_section(sweep, options.target_power),
+        loop_section(sweep),
         ab_section(sweep),
         agreement_section(sweep),
     ]

@@ -67,6 +67,32 @@ def _order_key(row: pd.Series, cols: list[str]) -> tuple:
     return tuple(key)
 
 
+def _without_redundant(
+    runs: pd.DataFrame, fixed: list[str], cols: list[str], text_first: bool
+) -> list[str]:
+    """Drop columns of ``cols`` that the other swept columns already determine.
+
+    Conditions (``text_first``): a preset's case name (``case=gate_ledger``) says nothing
+    the params it sets do not, so text columns go first and numeric params stay.
+    Configurations (numeric first): ``gate.alpha`` is empty exactly when ``gate.name`` is
+    margin, so the gate's name stays and the params it implies go.
+    """
+    keep = list(cols)
+
+    def is_text(c: str) -> bool:
+        values = [v for v in runs[c] if v is not None and v == v]
+        return bool(values) and all(isinstance(v, str) for v in values)
+
+    for c in sorted(cols, key=is_text, reverse=text_first):
+        others = [o for o in fixed + keep if o != c]
+        if not others:
+            continue
+        keys = runs[others].map(repr).agg("|".join, axis=1)
+        if runs.groupby(keys)[c].agg(lambda v: v.map(repr).nunique()).max() <= 1:
+            keep.remove(c)
+    return keep
+
+
 def label_runs(
     sweep: Sweep, scenarios: tuple[str, ...], group: str, needed: tuple[str, ...], empty: str
 ) -> Labelled | None:
@@ -84,6 +110,8 @@ def label_runs(
     swept = [p for p in sweep.param_names if runs[p].map(repr).nunique(dropna=False) > 1]
     config_cols = [p for p in swept if group in p.split(".")[1:-1]]
     condition_cols = [p for p in swept if p not in config_cols and p.split(".")[-1] != "seed"]
+    config_cols = _without_redundant(runs, [], config_cols, text_first=False)
+    condition_cols = _without_redundant(runs, config_cols, condition_cols, text_first=True)
     runs["config"] = [label(r, config_cols, empty) for _, r in runs.iterrows()]
     runs["condition"] = [label(r, condition_cols, "as configured") for _, r in runs.iterrows()]
     order = sorted(range(len(runs)), key=lambda i: _order_key(runs.iloc[i], condition_cols))

@@ -22,16 +22,27 @@ Z95 = 1.959963984540054
 
 
 def _explore_runs(sweep: Sweep) -> tuple[Labelled, str, str] | None:
-    rate = find_param(sweep.param_names, "explore_rate", "scenario") or find_param(
-        sweep.param_names, "explore_rate"
-    )
     sessions = find_param(sweep.param_names, "sessions", "scenario")
     lab = label_runs(sweep, ("explore",), "explore", ("power", "exploration_cost"), "explore")
-    if lab is None or rate is None or sessions is None:
+    if lab is None or sessions is None:
+        return None
+    # the explore group, when selected, overrides the scenario's own explore settings
+    rate = next(
+        (
+            c
+            for c in (
+                find_param(sweep.param_names, "explore_rate", g) for g in ("explore", "scenario")
+            )
+            if c is not None and lab.rows[c].notna().all()
+        ),
+        None,
+    )
+    if rate is None:
         return None
     rows = lab.rows.assign(
         explore_rate=lab.rows[rate].astype(float), sessions=lab.rows[sessions].astype(int)
     )
+    # one recommendation per true lift and estimator settings (the explore group)
     conds = [c for c in lab.condition_cols + lab.config_cols if c not in (rate, sessions)]
     rows["lift_condition"] = [
         ", ".join(f"{c.split('.')[-1]}={show(r[c])}" for c in conds) or "as configured"
@@ -230,6 +241,24 @@ def explore_section(sweep: Sweep, target_power: float) -> Section | None:
     return Section("explore", "Explore rate: how much to withhold", answer, blocks)
 
 
+def _arm_rows(t: pd.DataFrame) -> list[tuple[object, pd.Series, pd.Series]]:
+    """``(procedure, shown, withheld)`` with counts summed over replications."""
+    key = next((k for k in ("procedure", "key") if k in t.columns), None)
+    out = []
+    for proc, g in t.groupby(key, sort=True) if key else [(None, t)]:
+        arms = {}
+        for arm, a in g.groupby("arm"):
+            if len(a) == 1:
+                arms[arm] = a.iloc[0]
+            else:  # pooled over replications: counts add up, per-row SEs do not
+                arms[arm] = pd.Series(
+                    {"sessions": a["sessions"].sum(), "successes": a["successes"].sum()}
+                )
+        if {"shown", "withheld"} <= set(arms):
+            out.append((proc, arms["shown"], arms["withheld"]))
+    return out
+
+
 def ab_section(sweep: Sweep) -> Section | None:
     """Withheld vs shown per run (and per procedure where logged): rates and difference."""
     runs = sweep.runs[sweep.runs["status"] == "FINISHED"]
@@ -238,12 +267,7 @@ def ab_section(sweep: Sweep) -> Section | None:
         t = sweep.tables.get(r["run_id"], {}).get("ab_arms")
         if t is None or not {"arm", "sessions", "successes"} <= set(t.columns):
             continue
-        key = "procedure" if "procedure" in t.columns else None
-        for proc, g in t.groupby(key) if key else [(None, t)]:
-            arms = {a: gg.iloc[0] for a, gg in g.groupby("arm")}
-            if not {"shown", "withheld"} <= set(arms):
-                continue
-            rows.append(_ab_row(r, proc, arms["shown"], arms["withheld"]))
+        rows += [_ab_row(r, proc, shown, held) for proc, shown, held in _arm_rows(t)]
     if not rows:
         return None
     table = pd.DataFrame(rows)
