@@ -42,13 +42,26 @@ CHUNK_LISTENER: ContextVar[Callable[[Chunk, int], None] | None] = ContextVar(
 the experiments layer set it; the simulators never do). It draws no random numbers."""
 
 
+CHUNK_LISTENER: ContextVar[Callable[[Chunk, int], None] | None] = ContextVar(
+    "CHUNK_LISTENER", default=None
+)
+"""Called as ``listener(chunk, n_chunks)`` after each chunk finishes (progress bars).
+
+The simulators never set it; a caller (``experiments.progress``) sets it around a run.
+It sees chunks only: it draws no random numbers and cannot change results."""
+
+
 def check_seed(seed: int) -> int:
     """A seed is a non-negative integer (what ``SeedSequence`` accepts)."""
     return check_int("seed", seed, minimum=0)
 
 
 def chunks(seed: int, replications: int, chunk_size: int = DEFAULT_CHUNK) -> Iterator[Chunk]:
-    """Yield the chunks of ``replications``, chunk ``i`` seeded by child ``i`` of the seed."""
+    """Yield the chunks of ``replications``, chunk ``i`` seeded by child ``i`` of the seed.
+
+    After the caller is done with a chunk (asks for the next one), ``CHUNK_LISTENER``, if
+    set, hears of it.
+    """
     seed = check_seed(seed)
     replications = check_int("replications", replications, minimum=1)
     chunk_size = check_int("chunk_size", chunk_size, minimum=1)

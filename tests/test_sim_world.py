@@ -117,3 +117,18 @@ def test_invalid_world_parameters(cls, kwargs, fragment):
 def test_invalid_chunking(args, fragment):
     with pytest.raises(ParameterError, match=fragment):
         list(chunks(*args))
+
+
+def test_chunk_listener_hears_each_finished_chunk_without_changing_results():
+    from simulators.replication import CHUNK_LISTENER
+    from simulators.scenarios.fate import ProcedureFateScenario
+
+    heard = []
+    sc = ProcedureFateScenario(replications=1000, chunk_size=300)
+    token = CHUNK_LISTENER.set(lambda chunk, n: heard.append((chunk.index, n)))
+    try:
+        with_listener = sc.run(3).metrics
+    finally:
+        CHUNK_LISTENER.reset(token)
+    assert heard == [(0, 4), (1, 4), (2, 4), (3, 4)]
+    assert with_listener == sc.run(3).metrics
