@@ -43,17 +43,9 @@ def trust_status(
 ) -> np.ndarray | int:
     """Status code (index into ``STATUSES``): quarantined > template > exercised (runs > 0)
     > candidate (machine-mined, never run) > authored (registered, never run)."""
-    runs = np.asarray(runs)
-    out = np.select(
-        [
-            np.asarray(quarantined, bool),
-            np.asarray(template, bool),
-            runs > 0,
-            np.asarray(candidate, bool),
-        ],
-        [QUARANTINED, TEMPLATE, EXERCISED, CANDIDATE],
-        AUTHORED,
-    )
+    never_run = np.where(candidate, CANDIDATE, AUTHORED)
+    out = np.where(template, TEMPLATE, np.where(np.asarray(runs) > 0, EXERCISED, never_run))
+    out = np.where(quarantined, QUARANTINED, out)
     return int(out) if out.ndim == 0 else out
 
 

@@ -315,6 +315,25 @@ def _fields(
     return dict(raw)
 
 
+def _acyclic(n_nodes: int, edges: Sequence[tuple[int, int]]) -> bool:
+    """Kahn's algorithm: True when every node can be removed in topological order."""
+    indegree = [0] * n_nodes
+    out: list[list[int]] = [[] for _ in range(n_nodes)]
+    for s, d in edges:
+        out[s].append(d)
+        indegree[d] += 1
+    ready = [i for i in range(n_nodes) if indegree[i] == 0]
+    removed = 0
+    while ready:
+        i = ready.pop()
+        removed += 1
+        for d in out[i]:
+            indegree[d] -= 1
+            if indegree[d] == 0:
+                ready.append(d)
+    return removed == n_nodes
+
+
 def closed_cycles(n_nodes: int, edges: Sequence[tuple[int, int]]) -> list[list[int]]:
     """Strongly connected sets of two or more nodes that no edge leaves (cycles with no exit).
 
@@ -322,7 +341,7 @@ def closed_cycles(n_nodes: int, edges: Sequence[tuple[int, int]]) -> list[list[i
     if that sink is a single node, so the bad graphs are exactly those with a sink
     component of two or more nodes. Returned as lists of node indices, in index order.
     """
-    if not edges:
+    if _acyclic(n_nodes, edges):
         return []
     src, dst = np.array(edges, dtype=np.int64).T
     adj = csr_matrix((np.ones(len(src)), (src, dst)), shape=(n_nodes, n_nodes))

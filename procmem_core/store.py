@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import json
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from math import inf
@@ -44,6 +45,10 @@ from procmem_core.stored import (
 )
 
 __all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
+
+
+def _run_id(run: RunRecord) -> int:
+    return run.run_id
 
 
 class ProcedureStore:
@@ -408,7 +413,7 @@ class ProcedureStore:
                 raise ParameterError(name, g, "expected a gate with decide(prior, revision)")
         previous = entry.status
         with self._writing(entry):
-            folded = sum(1 for r in entry.runs if r.run_id > entry.watermark)
+            folded = len(entry.runs) - bisect_right(entry.runs, entry.watermark, key=_run_id)
             entry.watermark = entry.runs[-1].run_id if entry.runs else entry.watermark
             outcome, records = None, ()
             if entry.pending is not None:
