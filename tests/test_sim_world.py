@@ -7,8 +7,9 @@ import pytest
 
 from procmem_core.errors import ParameterError
 from simulators.feedback import DelayLine, FeedbackModel
-from simulators.replication import chunks
+from simulators.replication import CHUNK_LISTENER, chunks
 from simulators.result import ratio_and_se
+from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.users import HARMFUL, HELPFUL, NEUTRAL, UserPopulation, effect_kind
 
 
@@ -120,9 +121,6 @@ def test_invalid_chunking(args, fragment):
 
 
 def test_chunk_listener_hears_each_finished_chunk_without_changing_results():
-    from simulators.replication import CHUNK_LISTENER
-    from simulators.scenarios.fate import ProcedureFateScenario
-
     heard = []
     sc = ProcedureFateScenario(replications=1000, chunk_size=300)
     token = CHUNK_LISTENER.set(lambda chunk, n: heard.append((chunk.index, n)))
