@@ -95,6 +95,12 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
         raise ParameterError("llm.endpoint", endpoint, f"expected one of {list(ENDPOINTS)}")
     if endpoint == "remote" and not llm.get("base_url"):
         raise ParameterError("llm.base_url", llm.get("base_url"), "required for endpoint=remote")
+    if endpoint == "offline" and llm.get("base_url") is not None:
+        raise ParameterError(
+            "llm.base_url",
+            llm["base_url"],
+            "null for endpoint=offline (its URL is set at run time); use llm.endpoint=remote",
+        )
     if cache is not None and (not isinstance(cache, str) or not cache.strip()):
         raise ParameterError("llm.cache", cache, "expected a SQLite file path or null")
     probe = dict(llm)

@@ -127,6 +127,7 @@ def test_a_chat_failure_in_session_2_keeps_the_learned_procedures(tmp_path):
 BAD = [
     ({"llm.endpoint": "cloud"}, "llm.endpoint"),
     ({"llm.endpoint": "remote"}, "llm.base_url"),
+    ({"llm.base_url": "http://127.0.0.1:9/v1"}, "llm.base_url"),
     ({"llm.temperature": 3.0}, "llm.temperature"),
     ({"llm.max_tokens": 0}, "llm.max_tokens"),
     ({"llm.policy": "repair"}, "llm.policy"),
@@ -184,3 +185,6 @@ def test_preset_composes_with_the_config_tree_and_runs(tmp_path):
     assert (result.metrics["tokens_reasoning"], result.metrics["n_shown_session_2"]) == (0, 2)
     groq = compose("llm=groq").llm
     assert groq.model == "openai/gpt-oss-120b" and groq.endpoint == "remote"
+    # any endpoint from the command line, with no '+' (every key exists in every llm option)
+    other = compose("llm.endpoint=remote", "llm.base_url=http://127.0.0.1:9/v1", "llm.cache=x")
+    assert (other.llm.base_url, other.llm.cache) == ("http://127.0.0.1:9/v1", "x")
