@@ -157,9 +157,10 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         tracker.finish(run_id, "FINISHED")
     except Exception:
         outcome.status = "failed"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "traceback.txt").write_text(traceback.format_exc(), encoding="utf-8")
-        tracker.log_artifacts(run_id, folder)
+        failure = ctx.out_dir / "failure"  # apart from artifacts/, which may be the problem
+        failure.mkdir(parents=True, exist_ok=True)
+        (failure / "traceback.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        tracker.log_artifacts(run_id, failure)
         tracker.finish(run_id, "FAILED")
         log.error("job %s (%s) FAILED; traceback logged to run %s", ctx.job_num, name, run_id)
         if not ctx.multirun:
