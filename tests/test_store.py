@@ -3,6 +3,7 @@ round trip and a killed writer. Both stores pass the same tests (the ``store`` f
 
 from __future__ import annotations
 
+import inspect
 import signal
 import sqlite3
 import subprocess
@@ -13,10 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from procmem_core import graph, ledger
 from procmem_core.errors import ParameterError
+from procmem_core.gates import CostGate, MarginGate, SPRTGate
 from procmem_core.graph import SEED_EXAMPLE_GRAPH as SEED_GRAPH
 from procmem_core.graph import GraphError, ProcedureGraph
 from procmem_core.ledger import TRACE_LIMIT
+from procmem_core.pack import ContextPacker
 from procmem_core.store import ProcedureStore, UnknownProcedure
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
@@ -319,3 +323,27 @@ def test_record_run_accepts_numpy_scalars_as_plain_values(store):
     assert run.path == ("n1", "n2") and type(run.path[0]) is str
     assert (type(run.ok), type(run.cost), type(run.duration_ms)) == (bool, float, int)
     assert store.runs(key) == (run,)
+
+
+def test_the_seed_defaults():
+    def defaults(fn):
+        return {k: v.default for k, v in inspect.signature(fn).parameters.items()}
+
+    m = defaults(ProcedureStore.match)
+    assert (m["tool_boost"], m["utility_weight"], m["top_k"]) == (0.2, 0.0, 5)
+    assert (m["include_candidates"], m["include_quarantined"], m["templates_only"]) == (
+        True,
+        False,
+        False,
+    )
+    e = defaults(ProcedureStore.evolve)
+    assert (e["min_runs"], e["strike_limit"]) == (3, 3)
+    assert defaults(ProcedureStore.locate)["hops"] == 2
+    assert defaults(ProcedureStore.add)["namespace"] == "default"
+    assert ContextPacker(ProcedureStore()).explore_rate == 0.0
+    assert (graph.MAX_NODES, graph.MAX_EDGES, graph.MAX_EDGE_TEXT) == (256, 1024, 512)
+    assert (graph.MIN_STEPS, graph.MAX_STEPS, ledger.TRACE_LIMIT) == (2, 64, 50)
+    g = SPRTGate()
+    assert (g.min_drop, g.alpha, g.beta, g.max_runs, g.min_runs) == (0.15, 0.05, 0.20, 50, 3)
+    assert (MarginGate().margin, MarginGate().min_runs) == (0.05, 5)
+    assert CostGate().tolerance == 0.25
