@@ -54,6 +54,12 @@ def test_add_takes_the_seed_json_shape_and_a_graph_object(store):
     assert b.status == "candidate"
 
 
+def test_steps_with_a_graph_are_its_reading_text(store):
+    p = store.add("month end", "close", steps=["check cash", "forecast"], graph=SEED_GRAPH)
+    assert p.graph.node_ids == ("cash", "forecast", "raise", "close")
+    assert p.steps == ("check cash", "forecast")
+
+
 ADD_ERRORS = [
     ({"name": "", "situation": "s", "steps": STEPS}, ParameterError, "name=''"),
     ({"name": "!!!", "situation": "s", "steps": STEPS}, ParameterError, "at least one letter"),
