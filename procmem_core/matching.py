@@ -17,7 +17,8 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Protocol, runtime_checkable
+from math import inf
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -65,6 +66,31 @@ class HashingEmbedder:
                 out[row, zlib.crc32(f"b:{a} {b}".encode()) % self.dim] += self.bigram_weight
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.divide(out, norms, out=out, where=norms > 0)
+
+
+def check_match_request(
+    situation: Any,
+    goal: Any,
+    recent_tools: Any,
+    top_k: Any,
+    tool_boost: Any,
+    utility_weight: Any,
+    for_agent: Any,
+) -> int:
+    """Validate ``ProcedureStore.match`` arguments before any work; return ``top_k``."""
+    for name, text in (("situation", situation), ("goal", goal)):
+        if (text is not None or name == "situation") and (
+            not isinstance(text, str) or not text.strip()
+        ):
+            raise ParameterError(name, text, "expected a non-empty string")
+    if isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence):
+        raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
+    for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < inf:
+            raise ParameterError(name, value, "expected a finite number >= 0")
+    if for_agent is not None and not isinstance(for_agent, str):
+        raise ParameterError("for_agent", for_agent, "expected an agent name or None")
+    return check_int("top_k", top_k, minimum=1)
 
 
 def smoothed_success_rate(successes: ArrayLike, runs: ArrayLike) -> np.ndarray:

@@ -15,13 +15,13 @@ only keeps state and calls them.
 from __future__ import annotations
 
 import builtins
-import json
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from math import inf
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from procmem_core import evolve as ev
 from procmem_core.errors import ParameterError, check_int
@@ -29,7 +29,7 @@ from procmem_core.gates import CostGate, Gate, SPRTGate
 from procmem_core.graph import ProcedureGraph
 from procmem_core.ledger import AgentStats, RunRecord, check_run_fields
 from procmem_core.locate import LocateResult, locate_in
-from procmem_core.matching import Embedder, HashingEmbedder, MatchIndex
+from procmem_core.matching import Embedder, HashingEmbedder, MatchIndex, check_match_request
 from procmem_core.persistence import SQLiteJournal
 from procmem_core.revision import RevisionError, judge_revision, propose_revision
 from procmem_core.stored import (
@@ -38,6 +38,7 @@ from procmem_core.stored import (
     RevisionEntry,
     StoredProcedure,
     UnknownProcedure,
+    check_metadata,
     check_namespace,
     check_tags,
     check_text,
@@ -73,8 +74,9 @@ class ProcedureStore:
         store = cls(embedder)
         journal = SQLiteJournal(path, synchronous)
         entries, store._decisions, store._last_run_id = journal.load()
-        for entry in entries:
-            store._insert(entry)
+        vectors = store._embed([e.situation for e in entries]) if entries else []
+        for entry, vector in zip(entries, vectors, strict=True):
+            store._insert(entry, vector)
         store._journal = journal
         return store
 
@@ -101,10 +103,18 @@ class ProcedureStore:
             if e.ref in self._index.rows:  # not yet for a procedure being added
                 self._index.set_stats(e.ref, e.agg.runs, e.agg.successes, e.status_code)
 
-    def _insert(self, entry: ProcedureEntry) -> None:
+    def _embed(self, situations: builtins.list[str]) -> np.ndarray:
+        vectors = np.asarray(self.embedder.embed(situations), dtype=np.float32)
+        if vectors.shape != (len(situations), self.embedder.dim):
+            raise ParameterError(
+                "embedder", self.embedder,
+                f"embed() returned shape {vectors.shape}, expected ({len(situations)}, dim)",
+            )  # fmt: skip
+        return vectors
+
+    def _insert(self, entry: ProcedureEntry, vector: np.ndarray) -> None:
         self._entries[entry.ref] = entry
         self._by_key.setdefault(entry.key, []).append(entry.namespace)
-        vector = self.embedder.embed([entry.situation])[0]
         self._index.add(entry.ref, vector, entry.namespace, entry.graph.tools())
         self._index.set_stats(entry.ref, entry.agg.runs, entry.agg.successes, entry.status_code)
 
@@ -150,15 +160,7 @@ class ProcedureStore:
         check_text("situation", situation)
         namespace = check_namespace(namespace)
         tags = check_tags(tags)
-        meta = {} if metadata is None else metadata
-        if not isinstance(meta, Mapping):
-            raise ParameterError("metadata", metadata, "expected a mapping or None")
-        try:
-            meta = json.loads(json.dumps(dict(meta)))
-        except (TypeError, ValueError):
-            raise ParameterError(
-                "metadata", metadata, "expected JSON-serialisable values"
-            ) from None
+        meta = check_metadata(metadata)
         if not isinstance(candidate, bool):
             raise ParameterError("candidate", candidate, "expected True or False")
         if steps is None and graph is None:
@@ -175,8 +177,9 @@ class ProcedureStore:
             key, namespace, name, situation, step_texts, tags, meta, candidate, built
         )
         entry.history.append(RevisionEntry(1, built, "registered", "original"))
+        vector = self._embed([situation])[0]
         self._commit([entry])
-        self._insert(entry)
+        self._insert(entry, vector)
         return entry.snapshot()
 
     def fork(self, key: str, namespace: str) -> StoredProcedure:
@@ -192,7 +195,7 @@ class ProcedureStore:
         )  # fmt: skip
         entry.history.append(RevisionEntry(1, src.graph, f"forked from {src.ref}", "original"))
         self._commit([entry])
-        self._insert(entry)
+        self._insert(entry, self._index.emb[self._index.rows[src.ref]].copy())
         return entry.snapshot()
 
     def list(
@@ -321,21 +324,9 @@ class ProcedureStore:
         quarantined ones are dropped unless ``include_quarantined``; ``namespace`` (a
         name or a list) restricts the search, None searches all.
         """
-        check_text("situation", situation)
-        if goal is not None:
-            check_text("goal", goal)
-        if isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence):
-            raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
-        top_k = check_int("top_k", top_k, minimum=1)
-        for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not 0 <= value < inf
-            ):
-                raise ParameterError(name, value, "expected a finite number >= 0")
-        if for_agent is not None and not isinstance(for_agent, str):
-            raise ParameterError("for_agent", for_agent, "expected an agent name or None")
+        top_k = check_match_request(
+            situation, goal, recent_tools, top_k, tool_boost, utility_weight, for_agent
+        )
         spaces = None
         if namespace is not None:
             spaces = [namespace] if isinstance(namespace, str) else builtins.list(namespace)

@@ -9,8 +9,9 @@ dataclasses the public API hands out.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,17 @@ def check_namespace(namespace: Any) -> str:
             "namespace", namespace, f"expected a name matching {_NAMESPACE.pattern}"
         )
     return namespace
+
+
+def check_metadata(metadata: Any) -> dict[str, Any]:
+    """A copy of ``metadata`` as plain JSON values (tuples become lists); None is ``{}``."""
+    meta = {} if metadata is None else metadata
+    if not isinstance(meta, Mapping):
+        raise ParameterError("metadata", metadata, "expected a mapping or None")
+    try:
+        return json.loads(json.dumps(dict(meta)))
+    except (TypeError, ValueError):
+        raise ParameterError("metadata", metadata, "expected JSON-serialisable values") from None
 
 
 @dataclass(frozen=True)

@@ -192,3 +192,14 @@ def test_a_second_embedder_plugs_in():
     assert [m.key for m in store.match("please REFUND")] == ["procedure_b", "procedure_a"]
     with pytest.raises(ParameterError, match="embedder"):
         ProcedureStore(embedder=object())
+
+
+class BrokenEmbedder(KeywordEmbedder):
+    dim = 4  # but embeds 3 wide
+
+
+def test_an_embedder_of_the_wrong_width_is_refused_before_writing():
+    store = ProcedureStore(embedder=BrokenEmbedder())
+    with pytest.raises(ParameterError, match=r"returned shape \(1, 3\)"):
+        store.add("a", "deploy it", STEPS)
+    assert len(store) == 0
