@@ -25,12 +25,13 @@ LOOPY = {
 }
 
 
-@pytest.fixture
-def store():
-    s = ProcedureStore()
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request, tmp_path):
+    s = ProcedureStore() if request.param == "memory" else ProcedureStore.open(tmp_path / "p.db")
     s.add("month end", "close the month", graph=SEED_EXAMPLE_GRAPH)
     s.add("release", "ship a change", graph=LOOPY)
-    return s
+    yield s
+    s.close()
 
 
 def test_locate_by_tool_with_counts_and_hops(store):
