@@ -103,7 +103,8 @@ class HajekIPW:
 
     ``w1 = A / e``, ``w0 = (1 - A) / (1 - e)`` with the known propensity ``e``
     (Hajek 1971). With a constant propensity the point estimate equals the difference
-    in means; its SE here is the sandwich (linearization) SE with a Wald interval.
+    in means; its SE here is the sandwich (linearization) SE, each arm's part inflated
+    by ``n_a / (n_a - 1)`` (HC1), with a Wald interval.
     """
 
     name: ClassVar[str] = "ipw"
@@ -124,7 +125,11 @@ class HajekIPW:
         mu0 = _safe_div((w0 * y).sum(axis=1), w0.sum(axis=1))
         m1 = _safe_div(w1.sum(axis=1), n)
         m0 = _safe_div(w0.sum(axis=1), n)
-        infl = w1 * (y - mu1[:, None]) / m1[:, None] - w0 * (y - mu0[:, None]) / m0[:, None]
+        c1 = _dof(shown & mask, 1)[:, None]
+        c0 = _dof(~shown & mask, 1)[:, None]
+        infl = (
+            c1 * w1 * (y - mu1[:, None]) / m1[:, None] - c0 * w0 * (y - mu0[:, None]) / m0[:, None]
+        )
         se = np.sqrt(_safe_div((infl**2 * mask).sum(axis=1), n**2))
         return _wald(mu1 - mu0, se, level)
 
@@ -157,6 +162,13 @@ def _mean_estimate(psi: np.ndarray, mask: np.ndarray, level: float) -> Estimate:
     return _wald(tau, np.sqrt(_safe_div(var, n)), level)
 
 
+def _dof(arm: np.ndarray, parameters: int) -> np.ndarray:
+    """``sqrt(n_a / (n_a - k))``: the HC1 small-sample factor of one arm's residuals
+    (MacKinnon and White 1985); NaN when the arm has at most ``k`` sessions."""
+    n = arm.sum(axis=1).astype(float)
+    return np.sqrt(_safe_div(n, n - parameters))
+
+
 def _arm_regression(y: np.ndarray, x: np.ndarray, arm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Least squares ``y ~ a + b x`` within one arm, per replication (b = 0 if x is constant)."""
     n = arm.sum(axis=1)
@@ -174,7 +186,8 @@ class AugmentedIPW:
     """Doubly robust AIPW (Robins, Rotnitzky and Zhao 1994) with a per-user outcome model.
 
     ``psi = m1(x) - m0(x) + A (Y - m1(x)) / e - (1 - A) (Y - m0(x)) / (1 - e)``,
-    ``tau = mean(psi)``, SE ``sd(psi) / sqrt(n)``, Wald interval. The outcome model
+    ``tau = mean(psi)``, SE ``sd(psi) / sqrt(n)`` with each arm's residuals inflated by
+    ``n_a / (n_a - 2)`` (HC1, the line's two parameters), Wald interval. The outcome model
     ``m_a(x)`` is a least-squares line in the user's trait ``x`` (the user's base success
     rate) fitted within arm ``a``; where users differ it removes their variance.
     """
@@ -196,7 +209,11 @@ class AugmentedIPW:
         c0, b0 = _arm_regression(y, x, a0)
         m1 = c1[:, None] + b1[:, None] * x
         m0 = c0[:, None] + b0[:, None] * x
-        psi = m1 - m0 + a1 * (y - m1) / propensity - a0 * (y - m0) / (1.0 - propensity)
+        # each arm's residuals inflated by n_a / (n_a - 2) (two fitted parameters, HC1):
+        # in-sample fits shrink residuals, and a small withheld arm undercovers without it
+        k1 = _dof(a1, 2)[:, None]
+        k0 = _dof(a0, 2)[:, None]
+        psi = m1 - m0 + k1 * a1 * (y - m1) / propensity - k0 * a0 * (y - m0) / (1.0 - propensity)
         return _mean_estimate(psi, mask, level)
 
 

@@ -23,7 +23,7 @@ def within(m: dict, name: str) -> None:
 def test_sprt_matches_exact_operating_point_for_every_cap_rule(at_cap, p_prior):
     gate = SPRTGate(at_cap=at_cap, max_runs=30)
     res = GateScenario(
-        gate=gate, p_prior=p_prior, drops=(0.0, 0.1, 0.15, 0.25), replications=20_000
+        gate=gate, p_prior=p_prior, drops=(0.0, 0.1, 0.15, 0.25), replications=50_000
     ).run(7)
     m = res.metrics
     for name in NAMES:

@@ -41,6 +41,7 @@ from simulators.users import UserPopulation
 
 ESTIMATOR_NAMES = tuple(e.name for e in ESTIMATORS)
 TABLE_REPLICATIONS = 20_000
+CHUNK_SESSIONS = 4_000_000
 
 
 def _default_population() -> UserPopulation:
@@ -87,7 +88,7 @@ class ExploreScenario:
     rule: ConfidenceRule = DEFAULT_RULE
     threshold: float = 0.55
     replications: int = 200
-    chunk_size: int = 256
+    chunk_size: int | None = None
 
     def __post_init__(self) -> None:
         check_instance("population", self.population, UserPopulation)
@@ -102,11 +103,20 @@ class ExploreScenario:
         check_rule("rule", self.rule)
         check_probability("threshold", self.threshold)
         check_int("replications", self.replications, minimum=2)
-        check_int("chunk_size", self.chunk_size, minimum=1)
+        if self.chunk_size is not None:
+            check_int("chunk_size", self.chunk_size, minimum=1)
         if self.feedback.delay >= self.sessions:
             raise ParameterError(
                 "feedback", self.feedback, f"expected delay < sessions ({self.sessions})"
             )
+
+    @property
+    def replications_per_chunk(self) -> int:
+        """``chunk_size``, else as many replications as keep a chunk near 4 million
+        sessions (about 250 MB of working arrays), at most 1024."""
+        if self.chunk_size is not None:
+            return self.chunk_size
+        return max(1, min(1024, CHUNK_SESSIONS // self.sessions))
 
     def _chunk(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         pop, s, fb = self.population, self.sessions, self.feedback
@@ -142,7 +152,8 @@ class ExploreScenario:
 
     def run(self, seed: int) -> ScenarioResult:
         parts = [
-            self._chunk(c.rng, c.size) for c in chunks(seed, self.replications, self.chunk_size)
+            self._chunk(c.rng, c.size)
+            for c in chunks(seed, self.replications, self.replications_per_chunk)
         ]
         d = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         reps = self.replications
