@@ -142,6 +142,8 @@ class MatchIndex:
         self.successes = np.zeros(self._cap, dtype=np.int64)
         self.status = np.zeros(self._cap, dtype=np.int8)
         self.namespace = np.zeros(self._cap, dtype=np.int32)
+        self.seq = np.zeros(self._cap, dtype=np.int64)  # insertion order, for ties
+        self._next_seq = 0
         self._ns_codes: dict[str, int] = {}
         self._tools: dict[str, set[int]] = {}
         self._row_tools: list[frozenset[str]] = []
@@ -164,6 +166,8 @@ class MatchIndex:
         self.emb[row] = vector
         self.runs[row] = self.successes[row] = self.status[row] = 0
         self.namespace[row] = self.namespace_code(namespace)
+        self.seq[row] = self._next_seq
+        self._next_seq += 1
         self._row_tools.append(frozenset())
         self.set_tools(ref, tools)
 
@@ -187,7 +191,7 @@ class MatchIndex:
             moved = self.keys[last]
             tools = self._row_tools[last]
             self.set_tools_row_empty(last)
-            for arr in (self.emb, self.runs, self.successes, self.status, self.namespace):
+            for arr in (self.emb, self.runs, self.successes, self.status, self.namespace, self.seq):
                 arr[row] = arr[last]
             self.keys[row] = moved
             self.rows[moved] = row
@@ -231,7 +235,7 @@ class MatchIndex:
         """The ``top_k`` rows as ``(row, score, relevance, smoothed success rate)``.
 
         One matrix-vector product per query text; filters are boolean masks; candidates
-        sort after every other row, then by score (descending), then by row.
+        sort after every other row, then by score (descending), then by insertion order.
         """
         n = len(self.keys)
         emb = self.emb[:n]
@@ -252,12 +256,13 @@ class MatchIndex:
         if not include_quarantined:
             keep &= status != QUARANTINED
         rows = np.flatnonzero(keep)
-        order = rows[np.lexsort((rows, -score[rows], status[rows] == CANDIDATE))][:top_k]
+        order = rows[np.lexsort((self.seq[rows], -score[rows], status[rows] == CANDIDATE))]
+        order = order[:top_k]
         return [(int(r), float(score[r]), float(relevance[r]), float(rate[r])) for r in order]
 
     def _grow(self) -> None:
         self._cap *= 2
-        for name in ("emb", "runs", "successes", "status", "namespace"):
+        for name in ("emb", "runs", "successes", "status", "namespace", "seq"):
             old = getattr(self, name)
             new = np.zeros((self._cap, *old.shape[1:]), dtype=old.dtype)
             new[: old.shape[0]] = old

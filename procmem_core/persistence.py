@@ -8,7 +8,8 @@ drop the last few (use ``synchronous="FULL"`` to close that gap at an fsync per 
 
 Schema (version ``SCHEMA_VERSION``, recorded in ``schema_version``):
 
-- ``procedures(namespace, key, state)``: one row per procedure, ``state`` the JSON of its
+- ``procedures(namespace, key, state)``: one row per procedure (rowid = registration
+  order, kept by updates), ``state`` the JSON of its
   ``ProcedureEntry`` (graph, revision history, pending and rejected revisions,
   aggregates, trust flags, the last evolve's findings);
 - ``runs(run_id, namespace, key, revision, body)``: the run ledger, one row per run;
@@ -102,7 +103,8 @@ class SQLiteJournal:
             for table in ("procedures", "runs", "gate_decisions"):
                 cur.execute(f"DELETE FROM {table} WHERE namespace = ? AND key = ?", (ns, key))
         cur.executemany(
-            "INSERT OR REPLACE INTO procedures (namespace, key, state) VALUES (?, ?, ?)",
+            "INSERT INTO procedures (namespace, key, state) VALUES (?, ?, ?) "
+            "ON CONFLICT (namespace, key) DO UPDATE SET state = excluded.state",
             [(e.namespace, e.key, json.dumps(e.to_json())) for e in entries],
         )
         cur.executemany(

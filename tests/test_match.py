@@ -203,3 +203,20 @@ def test_an_embedder_of_the_wrong_width_is_refused_before_writing():
     with pytest.raises(ParameterError, match=r"returned shape \(1, 3\)"):
         store.add("a", "deploy it", STEPS)
     assert len(store) == 0
+
+
+def test_ties_follow_registration_order_through_deletes_updates_and_reopen(tmp_path):
+    def build(store):
+        for i in range(5):
+            store.add(f"p{i}", "reconcile the ledger", STEPS)
+        store.delete("procedure_p1")
+        store.record_run("procedure_p0", ["n1"], ok=True)  # an update of p0's row
+        store.add("p5", "reconcile the ledger", STEPS)
+        return [m.key for m in store.match("reconcile the ledger", top_k=10)]
+
+    expected = ["procedure_p0", "procedure_p2", "procedure_p3", "procedure_p4", "procedure_p5"]
+    assert build(ProcedureStore()) == expected
+    with ProcedureStore.open(tmp_path / "p.db") as disk:
+        assert build(disk) == expected
+    with ProcedureStore.open(tmp_path / "p.db") as reopened:
+        assert [m.key for m in reopened.match("reconcile the ledger", top_k=10)] == expected
