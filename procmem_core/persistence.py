@@ -54,6 +54,8 @@ class SQLiteJournal:
         if synchronous not in ("NORMAL", "FULL"):
             raise ParameterError("synchronous", synchronous, "expected 'NORMAL' or 'FULL'")
         self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise ParameterError("path", str(path), "expected a file in an existing directory")
         self.conn = sqlite3.connect(self.path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute(f"PRAGMA synchronous={synchronous}")

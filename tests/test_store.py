@@ -260,6 +260,19 @@ def test_sqlite_schema_is_versioned_and_in_wal_mode(tmp_path):
         ProcedureStore.open(path)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"path": "/no/such/dir/p.db"}, "path='/no/such/dir/p.db'"),
+        ({"synchronous": "OFF"}, "synchronous='OFF'"),
+    ],
+)
+def test_open_rejects_bad_arguments(tmp_path, kwargs, fragment):
+    with pytest.raises(ParameterError) as err:
+        ProcedureStore.open(**{"path": tmp_path / "p.db", **kwargs})
+    assert fragment in str(err.value)
+
+
 WRITER = textwrap.dedent(
     """
     import sys
