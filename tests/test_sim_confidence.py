@@ -116,6 +116,7 @@ def test_explore_shows_sub_threshold_procedures():
         (ConfidenceScenario, {"procedures": 0}, "procedures"),
         (ConfidenceScenario, {"limit": 0}, "limit"),
         (ConfidenceScenario, {"explore_rate": 2.0}, "explore_rate"),
+        (ConfidenceScenario, {"withhold_rate": -0.5}, "withhold_rate"),
         (ConfidenceScenario, {"replications": 1}, "replications"),
         (ConfidenceScenario, {"chunk_size": 0}, "chunk_size"),
     ],
@@ -136,3 +137,18 @@ def test_partial_sort_equals_the_engine_shown_mask():
     conf = rng.choice(grid, size=(5000, 8))  # many ties on the grid, as in the scenario
     sc = ConfidenceScenario(limit=3)
     assert (sc._shown(conf) == shown_mask(conf, 0.55, 3)).all()
+
+
+def test_withholding_removes_the_top_procedure_from_the_prompt():
+    sc = ConfidenceScenario(withhold_rate=1.0)
+    conf = np.array([[0.7, 0.9, 0.9, 0.2], [0.1, 0.2, 0.3, 0.4]])
+    shown = shown_mask(conf, 0.55, 6)
+    out = sc._withhold(np.random.default_rng(0), conf, shown)
+    assert out.tolist() == [[True, False, True, False], [False, False, False, False]]
+
+
+def test_withholding_shows_fewer_procedures_and_leaves_the_exact_regime():
+    a = ConfidenceScenario(replications=2000, sessions=30).run(7).metrics
+    b = ConfidenceScenario(replications=2000, sessions=30, withhold_rate=0.5).run(7).metrics
+    assert b["mean_shown"] < a["mean_shown"] - 4 * a["mean_shown_se"]
+    assert not ConfidenceScenario(procedures=1, withhold_rate=0.1).exact_regime

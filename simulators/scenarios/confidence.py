@@ -4,15 +4,18 @@ Each replication is one user with a base success rate and a library of ``procedu
 whose true effects are drawn by the ``UserPopulation``. In every session:
 
 1. the prompt holds the procedures the engine's ``shown_mask`` selects (threshold,
-   limit); with probability ``explore_rate`` one procedure that is not shown (below the
-   threshold or past the limit, chosen uniformly) is shown as well;
+   limit); with probability ``withhold_rate`` the highest-confidence one is withheld
+   (``pack.withhold_top``, the flat design's control arm); with probability
+   ``explore_rate`` one procedure that is not shown (below the threshold or past the
+   limit, chosen uniformly) is shown as well;
 2. the session succeeds with probability ``clip(base + sum of shown effects, 0, 1)``;
 3. the ``FeedbackModel`` turns the outcome into a signal (flipped, missing, delayed);
 4. when a signal arrives, every procedure shown in the session it reports on is updated
    by the engine's ``ConfidenceRule.update`` (the seed's credit assignment).
 
-Exact regime: one procedure, no heterogeneity, no noise, no exploration. Then each kind
-of procedure is ``flat_fate`` at ``p = clip(base + effect)`` and the metrics gain
+Exact regime: one procedure, no heterogeneity, no noise, no exploration or withholding.
+Then each kind of procedure is ``flat_fate`` at ``p = clip(base + effect)`` and the
+metrics gain
 ``helpful_retained_exact``, ``harmful_excluded_exact`` and
 ``session_success_rate_exact``.
 """
@@ -28,6 +31,7 @@ import pandas as pd
 from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.exact import flat_fate
 from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, passes_threshold, shown_mask, snap
+from procmem_core.pack import withhold_top
 from simulators.feedback import DelayLine, FeedbackModel
 from simulators.replication import chunks
 from simulators.result import ScenarioResult, rate_and_se
@@ -82,6 +86,7 @@ class ConfidenceScenario:
     threshold: float = 0.55
     limit: int = 6
     explore_rate: float = 0.0
+    withhold_rate: float = 0.0
     replications: int = 2_000
     chunk_size: int = 8_192
 
@@ -94,6 +99,7 @@ class ConfidenceScenario:
         check_probability("threshold", self.threshold)
         check_int("limit", self.limit, minimum=1)
         check_probability("explore_rate", self.explore_rate)
+        check_probability("withhold_rate", self.withhold_rate)
         check_int("replications", self.replications, minimum=2)
         check_int("chunk_size", self.chunk_size, minimum=1)
 
@@ -105,6 +111,7 @@ class ConfidenceScenario:
             and self.population.heterogeneity == 0
             and self.feedback.noiseless
             and self.explore_rate == 0
+            and self.withhold_rate == 0
         )
 
     def _explore(self, rng: np.random.Generator, shown: np.ndarray) -> np.ndarray:
@@ -117,6 +124,16 @@ class ConfidenceScenario:
         extra = np.zeros_like(shown)
         extra[np.arange(n)[go], pick[go]] = True
         return shown | extra
+
+    def _withhold(self, rng: np.random.Generator, conf: np.ndarray, shown: np.ndarray):
+        """Withhold the highest-confidence shown procedure (the engine's ``withhold_top``,
+        as ``pack.pack_flat`` does); ties go to the first, as in ``prompt_order``."""
+        n = shown.shape[0]
+        top = np.argmax(np.where(shown, conf, -np.inf), axis=1)
+        hit = withhold_top(rng.random(n), self.withhold_rate) & shown.any(axis=1)
+        shown = shown.copy()
+        shown[np.arange(n)[hit], top[hit]] = False
+        return shown
 
     def _shown(self, conf: np.ndarray) -> np.ndarray:
         """The engine's ``shown_mask``, sorted only where the limit binds.
@@ -145,6 +162,8 @@ class ConfidenceScenario:
         acc = {name: np.zeros(n) for name in _PER_USER}
         for t in range(self.sessions):
             shown = self._shown(conf)
+            if self.withhold_rate > 0:
+                shown = self._withhold(rng, conf, shown)
             if self.explore_rate > 0:
                 shown = self._explore(rng, shown)
             p = pop.success_probability(base, _row_sum(effects * shown))
