@@ -366,3 +366,20 @@ def test_the_seed_defaults():
     assert (g.min_drop, g.alpha, g.beta, g.max_runs, g.min_runs) == (0.15, 0.05, 0.20, 50, 3)
     assert (MarginGate().margin, MarginGate().min_runs) == (0.05, 5)
     assert CostGate().tolerance == 0.25
+
+
+def test_the_seed_example_end_to_end(store):
+    added = store.add(
+        "refund request",
+        "a customer asks for a refund on a paid invoice",
+        ["look up the invoice", "check the refund policy window", "issue or decline"],
+        tags=["billing"],
+    )
+    hits = store.match(
+        "customer wants money back for last month's invoice", goal="resolve a refund"
+    )
+    assert hits[0].key == added.key == "procedure_refund_request"
+    run = store.record_run(added.key, ["n1", "n2", "n3"], ok=True, duration_ms=42_000)
+    assert (run.duration_ms, run.steps_taken, run.revision) == (42_000, 3, 1)
+    report = store.evolve(added.key)
+    assert (report.runs_folded, report.status, report.evolved) == (1, "exercised", False)
