@@ -10,7 +10,7 @@ from scipy import stats
 from procmem_core import evolve as ev
 from procmem_core.errors import ParameterError
 from procmem_core.gates import CostGate, MarginGate, RevisionStats, SPRTGate
-from procmem_core.graph import SEED_EXAMPLE_GRAPH, ProcedureGraph
+from procmem_core.graph import SEED_EXAMPLE_GRAPH, GraphError, ProcedureGraph
 from procmem_core.revision import RevisionError
 from procmem_core.store import ProcedureStore
 
@@ -362,3 +362,20 @@ def test_gate_combination_on_code_arrays_matches_the_names():
     assert [names[k] for k in out] == expected
     with pytest.raises(ParameterError, match="primary='maybe'"):
         ev.combine_gate_verdicts("maybe", "accept")
+
+
+REVISE_ERRORS = [
+    ({"graph": {"nodes": [{"id": "a"}]}, "reason": "r"}, GraphError, "1 nodes, at least 2"),
+    ({"graph": REVISED, "reason": ""}, ParameterError, "reason=''"),
+    ({"graph": REVISED, "reason": "r", "force": "yes"}, ParameterError, "force='yes'"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "fragment"), REVISE_ERRORS)
+def test_revise_rejects_bad_input_before_changing_anything(store, kwargs, error, fragment):
+    key = store.add("refund", "s", STEPS).key
+    with pytest.raises(error) as err:
+        store.revise(key, **kwargs)
+    assert fragment in str(err.value)
+    p = store.get(key)
+    assert (p.revision, p.pending_revision) == (1, None)
