@@ -80,3 +80,39 @@ def ratio_and_se(numerators: np.ndarray, denominators: np.ndarray) -> tuple[floa
         return r, float("nan")
     resid = x - r * y
     return r, math.sqrt(n / (n - 1) * float(resid @ resid)) / total
+
+
+class RatioTally:
+    """Running cluster sums for ``size`` pooled ratios ``sum(x) / sum(y)`` at once.
+
+    For a ratio per session (or per kind) whose clusters arrive chunk by chunk: ``add``
+    the clusters' ``x`` and ``y`` for slot ``i``; ``rates`` returns every ratio and its
+    linearization SE (as ``ratio_and_se``) without keeping the clusters.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.n = np.zeros(size)
+        self.sx = np.zeros(size)
+        self.sy = np.zeros(size)
+        self.sxx = np.zeros(size)
+        self.sxy = np.zeros(size)
+        self.syy = np.zeros(size)
+
+    def add(self, i: int, x: np.ndarray, y: np.ndarray) -> None:
+        x = np.asarray(x, dtype=float)
+        y = np.broadcast_to(np.asarray(y, dtype=float), x.shape)
+        self.n[i] += x.size
+        self.sx[i] += x.sum()
+        self.sy[i] += y.sum()
+        self.sxx[i] += x @ x
+        self.sxy[i] += x @ y
+        self.syy[i] += y @ y
+
+    def rates(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ratio, se)`` arrays; NaN where ``sum(y) = 0`` (SE NaN with < 2 clusters)."""
+        ok = self.sy > 0
+        r = np.divide(self.sx, self.sy, out=np.full_like(self.sx, np.nan), where=ok)
+        ss = np.maximum(self.sxx - 2 * r * self.sxy + r * r * self.syy, 0.0)
+        factor = np.divide(self.n, self.n - 1, out=np.full_like(self.n, np.nan), where=self.n > 1)
+        se = np.divide(np.sqrt(factor * ss), self.sy, out=np.full_like(self.sx, np.nan), where=ok)
+        return r, se

@@ -8,7 +8,7 @@ import pytest
 from procmem_core.errors import ParameterError
 from simulators.feedback import DelayLine, FeedbackModel
 from simulators.replication import CHUNK_LISTENER, chunks
-from simulators.result import ratio_and_se
+from simulators.result import RatioTally, ratio_and_se
 from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.users import HARMFUL, HELPFUL, NEUTRAL, UserPopulation, effect_kind
 
@@ -130,3 +130,14 @@ def test_chunk_listener_hears_each_finished_chunk_without_changing_results():
         CHUNK_LISTENER.reset(token)
     assert heard == [(0, 4), (1, 4), (2, 4), (3, 4)]
     assert with_listener == sc.run(3).metrics
+
+
+def test_ratio_tally_matches_ratio_and_se_chunk_by_chunk():
+    rng = np.random.default_rng(8)
+    x, y = rng.poisson(3, 900).astype(float), rng.poisson(5, 900).astype(float) + 1
+    tally = RatioTally(2)
+    for lo in range(0, 900, 250):
+        tally.add(1, x[lo : lo + 250], y[lo : lo + 250])
+    r, se = tally.rates()
+    assert np.isnan(r[0]) and np.isnan(se[0])
+    assert (r[1], se[1]) == pytest.approx(ratio_and_se(x, y))

@@ -34,7 +34,7 @@ from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, passes_threshold, sh
 from procmem_core.pack import withhold_top
 from simulators.feedback import DelayLine, FeedbackModel
 from simulators.replication import chunks
-from simulators.result import ScenarioResult, rate_and_se
+from simulators.result import RatioTally, ScenarioResult
 from simulators.scenarios.fate import check_rule
 from simulators.users import HARMFUL, HELPFUL, KIND_NAMES, NEUTRAL, UserPopulation, effect_kind
 
@@ -73,7 +73,7 @@ class ConfidenceScenario:
     procedures), ``success_rate_no_procedures`` and ``success_rate_oracle`` (expected
     rates without procedures and with only the helpful ones, up to ``limit``), and the
     exact ``break_even`` of the rule. Tables ``trajectory`` (per session) and ``fates``
-    (per kind of procedure).
+    (per kind of procedure); their rates carry ``_se`` columns (users as clusters).
     """
 
     name: ClassVar[str] = "confidence"
@@ -155,7 +155,8 @@ class ConfidenceScenario:
         effects = pop.sample_effects(rng, (n, k))
         kind = effect_kind(effects)
         helpful = kind == HELPFUL
-        kind_index = (kind + 1).astype(np.intp)  # 0 harmful, 1 neutral, 2 helpful
+        harmful = kind == HARMFUL
+        per_kind = {KIND_NAMES[c]: _row_sum(kind == c) for c in (HELPFUL, NEUTRAL, HARMFUL)}
         conf = np.full((n, k), snap(self.rule.initial))
         first_out = np.zeros((n, k), dtype=np.int64)  # 0 = not excluded yet
         line = DelayLine(self.feedback.delay)
@@ -184,41 +185,41 @@ class ConfidenceScenario:
             acc["successes"] += outcome
             acc["shown"] += n_shown
             acc["helpful_shown"] += helpful_shown
-            traj["successes"][t] += np.count_nonzero(outcome)
-            traj["shown"][t] += n_shown.sum()
-            traj["helpful_shown"][t] += helpful_shown.sum()
-            by_kind = np.bincount(kind_index[active], minlength=3)
-            for code in (HELPFUL, NEUTRAL, HARMFUL):
-                traj[f"{KIND_NAMES[code]}_active"][t] += by_kind[code + 1]
+            traj["success"].add(t, outcome, 1.0)
+            traj["shown"].add(t, n_shown, 1.0)
+            traj["precision"].add(t, helpful_shown, n_shown)
+            active_helpful = _row_sum(active & helpful)
+            active_harmful = _row_sum(active & harmful)
+            active_neutral = _row_sum(active) - active_helpful - active_harmful
+            for label, x in (
+                ("helpful", active_helpful),
+                ("neutral", active_neutral),
+                ("harmful", active_harmful),
+            ):
+                traj[f"{label}_active"].add(t, x, per_kind[label])
         active = passes_threshold(conf, self.threshold)
-        harmful = kind == HARMFUL
-        acc["helpful"] = (kind == HELPFUL).sum(axis=1).astype(float)
-        acc["harmful"] = harmful.sum(axis=1).astype(float)
-        acc["helpful_kept"] = (active & (kind == HELPFUL)).sum(axis=1).astype(float)
+        acc["helpful"] = per_kind["helpful"]
+        acc["harmful"] = per_kind["harmful"]
+        acc["helpful_kept"] = _row_sum(active & helpful)
         gone = harmful & (first_out > 0)
-        acc["harmful_gone"] = gone.sum(axis=1).astype(float)
-        acc["harmful_gone_sessions"] = np.where(gone, first_out, 0).sum(axis=1).astype(float)
+        acc["harmful_gone"] = _row_sum(gone)
+        acc["harmful_gone_sessions"] = _row_sum(np.where(gone, first_out, 0))
         n_helpful = np.minimum(acc["helpful"], self.limit)
         acc["rate_none"] = base
         acc["rate_oracle"] = pop.success_probability(base, n_helpful * pop.helpful_effect)
-        for code in (HELPFUL, NEUTRAL, HARMFUL):
+        for i, code in enumerate((HELPFUL, NEUTRAL, HARMFUL)):
             sel = kind == code
-            traj["fate_count"][code] += np.count_nonzero(sel)
-            traj["fate_kept"][code] += np.count_nonzero(sel & active)
-            traj["fate_conf"][code] += conf[sel].sum()
+            count = per_kind[KIND_NAMES[code]]
+            traj["kept"].add(i, _row_sum(sel & active), count)
+            traj["final_confidence"].add(i, _row_sum(np.where(sel, conf, 0.0)), count)
         return acc
 
     def run(self, seed: int) -> ScenarioResult:
         s = self.sessions
-        names = (
-            "successes",
-            "shown",
-            "helpful_shown",
-            *(f"{v}_active" for v in KIND_NAMES.values()),
-        )
-        traj: dict = {name: np.zeros(s) for name in names}
-        for key in ("fate_count", "fate_kept", "fate_conf"):
-            traj[key] = dict.fromkeys(KIND_NAMES, 0.0)
+        names = ("success", "shown", "precision", *(f"{v}_active" for v in KIND_NAMES.values()))
+        traj: dict = {name: RatioTally(s) for name in names}
+        traj["kept"] = RatioTally(3)
+        traj["final_confidence"] = RatioTally(3)
         parts = [
             self._simulate_chunk(c.rng, c.size, traj)
             for c in chunks(seed, self.replications, self.chunk_size)
@@ -239,42 +240,29 @@ class ConfidenceScenario:
         result.metrics["break_even"] = self.rule.break_even
         if self.exact_regime:
             result.metrics.update(self._exact())
-        result.tables["trajectory"] = self._trajectory_table(traj, reps)
+        table = {"session": np.arange(1, s + 1)}
+        columns = {
+            "success": "success_rate",
+            "shown": "mean_shown",
+            "precision": "prompt_precision",
+            **{f"{v}_active": f"{v}_active_share" for v in KIND_NAMES.values()},
+        }
+        for key, column in columns.items():
+            table[column], table[f"{column}_se"] = traj[key].rates()
+        result.tables["trajectory"] = pd.DataFrame(table)
+        kept, kept_se = traj["kept"].rates()
+        final, final_se = traj["final_confidence"].rates()
         result.tables["fates"] = pd.DataFrame(
-            [
-                {
-                    "kind": KIND_NAMES[code],
-                    "procedures": traj["fate_count"][code],
-                    "retained_rate": rate_and_se(traj["fate_kept"][code], traj["fate_count"][code])[
-                        0
-                    ],
-                    "mean_final_confidence": traj["fate_conf"][code] / traj["fate_count"][code]
-                    if traj["fate_count"][code]
-                    else float("nan"),
-                }
-                for code in (HELPFUL, NEUTRAL, HARMFUL)
-            ]
+            {
+                "kind": [KIND_NAMES[c] for c in (HELPFUL, NEUTRAL, HARMFUL)],
+                "procedures": traj["kept"].sy,
+                "retained_rate": kept,
+                "retained_rate_se": kept_se,
+                "mean_final_confidence": final,
+                "mean_final_confidence_se": final_se,
+            }
         )
         return result
-
-    def _trajectory_table(self, traj: dict, reps: int) -> pd.DataFrame:
-        rates = [rate_and_se(x, reps) for x in traj["successes"]]
-        shown = traj["shown"]
-        counts = traj["fate_count"]
-        table = {
-            "session": np.arange(1, self.sessions + 1),
-            "success_rate": [r for r, _ in rates],
-            "success_rate_se": [se for _, se in rates],
-            "mean_shown": shown / reps,
-            "prompt_precision": np.divide(
-                traj["helpful_shown"], shown, out=np.full_like(shown, np.nan), where=shown > 0
-            ),
-        }
-        for code, label in KIND_NAMES.items():
-            total = counts[code]
-            col = traj[f"{label}_active"]
-            table[f"{label}_active_share"] = col / total if total else np.full_like(col, np.nan)
-        return pd.DataFrame(table)
 
     def _exact(self) -> dict[str, float]:
         """Single procedure: mix ``flat_fate`` over the three kinds of effect."""
