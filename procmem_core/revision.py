@@ -92,22 +92,43 @@ def _record(
     )
 
 
+def _sequential_stats(entry: ProcedureEntry) -> list[RevisionStats]:
+    """The current revision's statistics after each of its runs, in ledger order."""
+    stats, successes, costs = [], 0, []
+    for run in entry.runs:
+        if run.revision != entry.revision:
+            continue
+        if run.ok:
+            successes += 1
+            if run.cost is not None:
+                costs.append(float(run.cost))
+        stats.append(RevisionStats(len(stats) + 1, successes, tuple(costs)))
+    return stats
+
+
 def judge_revision(
     entry: ProcedureEntry, gate: Gate, cost_gate: Any
 ) -> tuple[str, tuple[GateRecord, ...]]:
     """Ask both gates about the pending revision and apply the combined verdict.
 
-    Returns the outcome ("accepted", "reverted" or "pending") and the two decisions
-    (primary first, then cost), each recorded with the combined outcome.
+    The gates are sequential tests, so the decision must not depend on how often
+    ``evolve`` is called: the revision's runs are replayed in ledger order and the first
+    run count at which the combined verdict is not "continue" decides (a boundary crossed
+    at run 7 reverts even if evolve first looks at run 10). The prior's statistics are
+    fixed while the revision is pending (later runs carry the new revision). Returns the
+    outcome ("accepted", "reverted" or "pending") and the two decisions (primary first,
+    then cost) at the deciding run count, each recorded with the combined outcome.
     """
     pending = entry.pending
     if pending is None:
         raise RevisionError(f"{entry.ref}: no revision is pending")
     prior = revision_stats(entry, pending.prior_revision)
-    rev = revision_stats(entry, entry.revision)
-    primary = gate.decide(prior, rev)
-    cost = cost_gate.decide(prior, rev)
-    action = combine_gate_verdicts(primary.verdict, cost.verdict)
+    for rev in _sequential_stats(entry) or [RevisionStats(0, 0)]:
+        primary = gate.decide(prior, rev)
+        cost = cost_gate.decide(prior, rev)
+        action = combine_gate_verdicts(primary.verdict, cost.verdict)
+        if action != "continue":
+            break
     records = tuple(_record(entry, d, prior, rev, action) for d in (primary, cost))
     if action == "revert":
         reason = "; ".join(
