@@ -83,7 +83,11 @@ def _without_redundant(
         values = [v for v in runs[c] if v is not None and v == v]
         return bool(values) and all(isinstance(v, str) for v in values)
 
-    for c in sorted(cols, key=is_text, reverse=text_first):
+    def order(c: str) -> tuple[bool, bool]:
+        # a component's own name (gate.name = sprt / margin) is the last to go
+        return (is_text(c) != text_first, c.split(".")[-1] == "name")
+
+    for c in sorted(cols, key=order):
         others = [o for o in fixed + keep if o != c]
         if not others:
             continue

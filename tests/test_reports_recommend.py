@@ -205,3 +205,18 @@ BAD = [
 def test_invalid_inputs(call, error, fragment):
     with pytest.raises(error, match=fragment.replace("(", r"\(")):
         call()
+
+
+def test_efficient_frontier_marks_non_dominated_rows():
+    from reports.gate_tables import efficient_frontier
+
+    t = pd.DataFrame(
+        {
+            "x": [0.01, 0.02, 0.03, 0.02, 0.05],
+            "y": [0.30, 0.20, 0.10, 0.25, 0.05],
+        }
+    )
+    # row 3 is beaten by row 1 on both; the rest trade one error for the other
+    assert efficient_frontier(t, "x", "y").tolist() == [True, True, True, False, True]
+    ties = pd.DataFrame({"x": [0.1, 0.1], "y": [0.2, 0.2]})
+    assert efficient_frontier(ties, "x", "y").tolist() == [True, True]

@@ -1,0 +1,181 @@
+"""A report from a REAL small sweep: ``python -m experiments.run -m`` into a temporary store.
+
+The sweep (quickstart cases: the flat rule's fate, a procedure library, the SPRT gate, a
+withheld-vs-shown A/B and the closed loop: five jobs, the fewest that fill every section)
+runs once per module in a subprocess with ``MLFLOW_TRACKING_URI`` pointing at a SQLite
+file in a temporary folder;
+``python -m reports`` then reads it back. reports never imports experiments.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reports.__main__ import main
+from reports.errors import NoSweepError
+from reports.gate_section import gate_section
+from reports.gate_tables import gate_runs
+from reports.recommend import GateTargets
+from reports.source import load_sweep
+from reports.summary import sweep_section
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = "fate_seed,confidence_seed,gate_sprt,explore_seed,loop_seed"
+PNG = b"\x89PNG\r\n\x1a\n"
+SECTIONS = [
+    "Revision gates: which gate to use",
+    "Confidence rule: which reward, penalty and threshold",
+    "One procedure's fate under the flat rule",
+    "Explore rate: how much to withhold",
+    "Closed loop: does the engine learn the right procedures",
+    "Withheld vs shown: the A/B table",
+    "Simulation against exact answers",
+    "What this sweep ran",
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """Run the sweep; return ``(tracking uri, parent run id)``."""
+    root = tmp_path_factory.mktemp("sweep")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    cmd = [
+        sys.executable, "-m", "experiments.run", "-m", "experiment=quickstart",
+        f"case={CASES}", "tracking.experiment=tiny", f"hydra.sweep.dir={root / 'multirun'}",
+    ]  # fmt: skip
+    done = subprocess.run(
+        cmd, cwd=ROOT, env=dict(os.environ, MLFLOW_TRACKING_URI=uri),
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("tiny")
+    parents = [r for r in client.search_runs([exp.experiment_id])
+               if "mlflow.parentRunId" not in r.data.tags]  # fmt: skip
+    assert len(parents) == 1
+    client.create_experiment("empty")
+    return uri, parents[0].info.run_id
+
+
+def test_report_from_real_sweep(store, tmp_path, monkeypatch, capsys):
+    uri, pid = store
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert main(["tiny", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == str(tmp_path / "index.html")
+    md = (tmp_path / "report.md").read_text()
+    assert re.findall(r"^## (.+)$", md, flags=re.M) == SECTIONS
+    for title in SECTIONS:  # each section opens with one sentence answering its question
+        answer = md.split(f"## {title}\n\n", 1)[1].split("\n", 1)[0]
+        assert answer.endswith(".") and len(answer) > 40, title
+        assert f"[{title}] {answer}" in out.err
+    assert "seeds' default" in md
+    pngs = sorted(tmp_path.glob("*.png"))
+    names = {f.stem for f in pngs}
+    assert {"gate_oc", "gate_runs", "gate_tradeoff", "fate_exclusion", "explore_power_cost",
+            "loop_success_over_time", "loop_gate_verdicts"} <= names  # fmt: skip
+    for f in pngs:
+        data = f.read_bytes()
+        assert data.startswith(PNG) and len(data) > 5000, f.name
+        assert f"({f.name})" in md
+    html = (tmp_path / "index.html").read_text()
+    assert html.count("data:image/png;base64,") == len(pngs)
+    assert ".png'" not in html  # self-contained: every figure embedded, none referenced
+    assert all(f"<h2>{t}</h2>".replace("'", "&#x27;") in html for t in SECTIONS)
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    children = client.search_runs(
+        [client.get_run(pid).info.experiment_id], f"tags.`mlflow.parentRunId` = '{pid}'"
+    )
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert len(summary) == len(children) == 5
+    assert set(summary["run_id"]) == {c.info.run_id for c in children}
+    assert {"false_revert_rate", "false_revert_rate_se", "p_excluded_exact"} <= set(summary)
+    logged = {a.path for a in client.list_artifacts(pid, "report")}
+    expected = {f"report/{f.name}" for f in pngs}
+    assert expected | {"report/index.html", "report/report.md", "report/summary.csv"} <= logged
+
+
+def test_gate_pick_is_the_seed_default_and_exact_matches(store):
+    uri, _ = store
+    sweep = load_sweep("tiny", uri=uri)
+    gates = gate_runs(sweep)
+    assert list(gates.rows["config"]) == ["seed default"]
+    assert gates.default_label == "seed default"
+    loose = gate_section(sweep, GateTargets(0.2, 0.3))
+    assert loose.answer.startswith("Use seed default") and "seeds' default" in loose.answer
+    # the simulated operating points sit on the exact curve within 4 SE
+    from reports.gate_tables import exact_curves, operating_points
+
+    points = operating_points(sweep, gates)
+    exact, bounds = exact_curves(sweep, gates, float(points["drop"].max()))
+    for _, p in points.iterrows():
+        e = exact.iloc[(exact["drop"] - p["drop"]).abs().argmin()]
+        assert abs(e["drop"] - p["drop"]) < 1e-9
+        assert abs(p["p_revert"] - e["p_revert"]) <= 4 * p["p_revert_se"]
+    assert len(bounds) == 2 and (bounds["bound"] > 0).all()
+
+
+def test_failed_child_is_listed_but_left_out(store):
+    uri, pid = store
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    exp_id = client.get_run(pid).info.experiment_id
+    run = client.create_run(
+        exp_id, tags={"mlflow.parentRunId": pid, "procmem.scenario": "gate"}, run_name="boom"
+    )
+    client.set_terminated(run.info.run_id, "FAILED")
+    try:
+        sweep = load_sweep("tiny", pid, uri)
+        assert len(sweep.runs) == 6
+        assert "1 job(s) FAILED" in sweep_section(sweep).answer
+        assert len(gate_runs(sweep).rows) == 1
+    finally:
+        client.delete_run(run.info.run_id)
+
+
+ERRORS = [
+    (["nope"], "experiment='nope' does not exist"),
+    (["empty"], "experiment='empty' has no runs"),
+    (["tiny", "--run", "0" * 32], f"run='{'0' * 32}' does not exist"),
+    (["tiny", "--max-false-revert", "0"], "false_revert=0.0"),
+    (["tiny", "--target-power", "1.5"], "target_power=1.5"),
+    (["tiny", "--target-sessions", "0"], "target_sessions=0"),
+]
+
+
+@pytest.mark.parametrize(("argv", "fragment"), ERRORS)
+def test_cli_clear_errors(store, monkeypatch, capsys, argv, fragment):
+    uri, _ = store
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert main([*argv, "--no-log"]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("experiment", "run", "fragment"),
+    [
+        ("nope", None, "does not exist"),
+        ("empty", None, "has no runs"),
+        ("tiny", "f" * 32, "does not exist"),
+    ],
+)
+def test_load_sweep_errors(store, experiment, run, fragment):
+    uri, _ = store
+    with pytest.raises(NoSweepError, match=re.escape(fragment)):
+        load_sweep(experiment, run, uri)
