@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from reports.canvas import palette, png_bytes
+from reports.configs import at_reference, label
 from reports.document import Figure, Section, Table
-from reports.evidence import NOISE_Z, fmt_metric, worst_case
+from reports.evidence import NOISE_Z, fmt, fmt_metric, worst_case
 from reports.gate_figures import factor_figure, oc_figure, runs_figure, tradeoff_figure
 from reports.gate_tables import (
     GateRuns,
@@ -65,6 +66,34 @@ def _ranked_table(rec: Recommendation, limit: int = 12) -> pd.DataFrame:
         out[m.replace("_", " ")] = [fmt_metric(r, m) for _, r in t.iterrows()]
     out["runs p0+p1"] = t["objective"].round(2)
     return out.reset_index(drop=True)
+
+
+def _points_table(points: pd.DataFrame, where: str) -> Table:
+    """Simulated operating points beside the exact values and Wald's approximations."""
+    out = pd.DataFrame(
+        {
+            "configuration": points["config"],
+            "true drop": points["drop"],
+            "P(revert) simulated": [
+                fmt(r["p_revert"], r.get("p_revert_se")) for _, r in points.iterrows()
+            ],
+        }
+    )
+    for col, name in (("p_revert_exact", "P(revert) exact"), ("p_revert_wald", "Wald OC")):
+        if col in points:
+            out[name] = points[col]
+    out["runs simulated"] = [
+        fmt(r["mean_runs"], r.get("mean_runs_se")) for _, r in points.iterrows()
+    ]
+    for col, name in (("mean_runs_exact", "runs exact"), ("mean_runs_wald", "Wald ASN")):
+        if col in points:
+            out[name] = points[col]
+    return Table(
+        f"Operating points{where}: simulated ± SE, exact (truncation included) and Wald's "
+        "untruncated approximations (blank where they do not apply: p0 estimated, "
+        "heterogeneity or noise)",
+        out.sort_values(["configuration", "true drop"]).reset_index(drop=True),
+    )
 
 
 def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
@@ -144,6 +173,7 @@ def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
                 "p0 - min_drop.",
             )
         )
+        blocks.append(_points_table(ref, where))
     blocks.append(
         Figure(
             "gate_tradeoff",
@@ -166,20 +196,20 @@ def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
 
 
 def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, highlight) -> Figure:
-    others = [c for c in gates.condition_cols if c != col]
-    t = rows
-    if others:
-        ref_row = rows[rows["condition"] == gates.reference_condition].iloc[0]
-        for c in others:
-            t = t[t[c].map(repr) == repr(ref_row[c])]
+    """Error rates against one factor, other conditions at their reference value.
+
+    For a condition (ledger size, heterogeneity) the lines are the highlighted gate
+    configurations, in their usual colours; for a gate setting (the cap rule) they are
+    the configurations without that setting, limited to those of the highlighted ones.
+    """
+    t = at_reference(gates, keep=col if col in gates.condition_cols else None)
     if col in gates.config_cols:
         rest = [c for c in gates.config_cols if c != col]
-        t = t.assign(
-            config=[
-                ", ".join(f"{short_name(c).split('.')[-1]}={r[c]}" for c in rest) or "gate"
-                for _, r in t.iterrows()
-            ]
-        )
+        t = t.assign(config=[label(r, rest, "gate") for _, r in t.iterrows()])
+        wanted = {
+            label(r, rest, "gate") for _, r in rows[rows["config"].isin(highlight)].iterrows()
+        }
+        t = t[t["config"].isin(wanted)]
         cols = palette(t["config"])
     else:
         t = t[t["config"].isin(highlight)]
@@ -190,5 +220,7 @@ def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, highlight)
         f"gate_factor_{key}",
         png_bytes(fig),
         f"Effect of the {FACTOR_NAMES[key]} on both error rates (bars: 95 % Monte Carlo "
-        "intervals; other conditions at their reference value).",
+        "intervals; other conditions at their reference value"
+        + ("; lines: the other gate settings" if col in gates.config_cols else "")
+        + ").",
     )
