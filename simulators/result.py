@@ -98,15 +98,23 @@ class RatioTally:
         self.sxy = np.zeros(size)
         self.syy = np.zeros(size)
 
-    def add(self, i: int, x: np.ndarray, y: np.ndarray) -> None:
+    def add(self, i: int, x: np.ndarray, y: np.ndarray | float) -> None:
+        """Add the clusters ``x`` (array) and ``y`` (array, or one number for all)."""
         x = np.asarray(x, dtype=float)
-        y = np.broadcast_to(np.asarray(y, dtype=float), x.shape)
+        sx = x.sum()
         self.n[i] += x.size
-        self.sx[i] += x.sum()
+        self.sx[i] += sx
+        self.sxx[i] += np.einsum("i,i->", x, x)  # not BLAS: no thread stalls on busy cores
+        if np.ndim(y) == 0:
+            y = float(y)
+            self.sy[i] += y * x.size
+            self.sxy[i] += y * sx
+            self.syy[i] += y * y * x.size
+            return
+        y = np.asarray(y, dtype=float)
         self.sy[i] += y.sum()
-        self.sxx[i] += x @ x
-        self.sxy[i] += x @ y
-        self.syy[i] += y @ y
+        self.sxy[i] += np.einsum("i,i->", x, y)
+        self.syy[i] += np.einsum("i,i->", y, y)
 
     def rates(self) -> tuple[np.ndarray, np.ndarray]:
         """``(ratio, se)`` arrays; NaN where ``sum(y) = 0`` (SE NaN with < 2 clusters)."""

@@ -51,9 +51,11 @@ _PER_USER = (
 
 
 def _row_sum(x: np.ndarray) -> np.ndarray:
-    """Sum over the last axis by a matrix product (numpy's axis reduction is slow on a
-    short last axis)."""
-    return np.dot(x, np.ones(x.shape[-1]))
+    """Sum over the last axis as floats, by ``einsum`` (numpy's axis reduction is slow on a
+    short last axis, and a BLAS product stalls on its threads when the cores are busy)."""
+    if x.dtype == np.bool_:  # count in uint8: at most 255 procedures per row
+        return np.einsum("ij->i", x.view(np.uint8)).astype(float)
+    return np.einsum("ij->i", x)
 
 
 def check_instance(field_name: str, value: object, cls: type) -> None:
@@ -94,7 +96,7 @@ class ConfidenceScenario:
         check_instance("population", self.population, UserPopulation)
         check_instance("feedback", self.feedback, FeedbackModel)
         check_rule("rule", self.rule)
-        check_int("procedures", self.procedures, minimum=1)
+        check_int("procedures", self.procedures, minimum=1, maximum=255)
         check_int("sessions", self.sessions, minimum=1)
         check_probability("threshold", self.threshold)
         check_int("limit", self.limit, minimum=1)
@@ -157,6 +159,7 @@ class ConfidenceScenario:
         helpful = kind == HELPFUL
         harmful = kind == HARMFUL
         per_kind = {KIND_NAMES[c]: _row_sum(kind == c) for c in (HELPFUL, NEUTRAL, HARMFUL)}
+        kind_weight = helpful + (k + 1.0) * harmful
         conf = np.full((n, k), snap(self.rule.initial))
         first_out = np.zeros((n, k), dtype=np.int64)  # 0 = not excluded yet
         line = DelayLine(self.feedback.delay)
@@ -188,8 +191,10 @@ class ConfidenceScenario:
             traj["success"].add(t, outcome, 1.0)
             traj["shown"].add(t, n_shown, 1.0)
             traj["precision"].add(t, helpful_shown, n_shown)
-            active_helpful = _row_sum(active & helpful)
-            active_harmful = _row_sum(active & harmful)
+            # helpful and harmful active counts from one product: weights 1 and K + 1
+            coded = _row_sum(active * kind_weight)
+            active_harmful = np.floor_divide(coded, k + 1)
+            active_helpful = coded - (k + 1) * active_harmful
             active_neutral = _row_sum(active) - active_helpful - active_harmful
             for label, x in (
                 ("helpful", active_helpful),
