@@ -1,0 +1,271 @@
+"""Real sweeps of ``python -m experiments.run -m`` into a temporary SQLite store.
+
+One small joblib sweep (three jobs, two at a time, one of which cannot write its
+artifacts) is run once for the module, then resumed sequentially in reverse order; its
+children must follow the MLflow contract and match a job run in this process number for
+number; an invalid sweep must create no run. Slow: an interrupted sweep resumed, and the
+Ray launcher.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+from experiments.identity import flatten, job_container
+from experiments.job import JobContext, run_job
+from procmem_core.errors import ParameterError
+from tests.conftest import ROOT, client_for, compose_config, run_cli
+
+JOBS = "case=fate_seed,gate_sprt,confidence_seed"
+SMALL = ["experiment=quickstart", "scenario.replications=400"]
+
+
+def runs_of(store: Path, experiment: str) -> list:
+    client = client_for(store)
+    exp = client.get_experiment_by_name(experiment)
+    return [] if exp is None else client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def parent_and_children(store: Path, experiment: str, sweep_dir: Path):
+    runs = runs_of(store, experiment)
+    parent = next(
+        r
+        for r in runs
+        if r.data.tags.get("procmem.role") == "parent"
+        and r.data.tags.get("procmem.sweep_dir") == str(sweep_dir)
+    )
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    return parent, children
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("store")
+
+
+@pytest.fixture(scope="module")
+def sweeps(store):
+    """Sweep 1: joblib, two jobs at a time into one SQLite file; job #1 cannot write its
+    artifacts (a file blocks the folder). Sweep 2: sequential, the jobs in reverse order,
+    ``resume=true``, once the blocker is gone."""
+    first, second = store / "par", store / "seq"
+    blocker = first / "1" / "artifacts"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("not a folder")
+    common = ["-m", *SMALL, "tracking.experiment=exp_sweep"]
+    failed = run_cli([*common, JOBS, f"hydra.sweep.dir={first}"], store)
+    blocker.unlink()
+    reverse = ",".join(reversed(JOBS.removeprefix("case=").split(",")))
+    resumed = run_cli(
+        [*common, f"case={reverse}", "hydra/launcher=basic", "resume=true",
+         f"hydra.sweep.dir={second}"],
+        store,
+    )  # fmt: skip
+    return failed, resumed
+
+
+def test_failing_job_fails_its_run_the_parent_and_the_command(store, sweeps):
+    failed, _ = sweeps
+    assert failed.returncode != 0, failed.stderr
+    assert "FAILED jobs (1):" in failed.stdout
+    assert re.search(r"#1 .*case=gate_sprt", failed.stdout)
+    parent, children = parent_and_children(store, "exp_sweep", store / "par")
+    assert parent.info.status == "FAILED"
+    m = parent.data.metrics
+    assert (m["jobs_total"], m["jobs_finished"], m["jobs_failed"]) == (3, 2, 1)
+    assert sorted(c.info.status for c in children) == ["FAILED", "FINISHED", "FINISHED"]
+    bad = next(c for c in children if c.info.status == "FAILED")
+    client = client_for(store)
+    path = client.download_artifacts(bad.info.run_id, "traceback.txt", str(store / "tb"))
+    assert "FileExistsError" in Path(path).read_text()
+    assert bad.data.params["scenario.name"] == "gate"  # params were logged before it failed
+    jobs = pd.read_parquet(
+        client.download_artifacts(parent.info.run_id, "tables/jobs.parquet", str(store / "j"))
+    )
+    assert list(jobs["status"]) == ["finished", "failed", "finished"]
+
+
+def test_child_runs_follow_the_mlflow_contract(store, sweeps):
+    _, children = parent_and_children(store, "exp_sweep", store / "par")
+    fate = next(c for c in children if c.data.tags["procmem.scenario"] == "fate")
+    tags, params, metrics = fate.data.tags, fate.data.params, fate.data.metrics
+    assert re.fullmatch(r"[0-9a-f]{16}", tags["procmem.config_hash"])
+    assert tags["procmem.seed"] == "0" and tags["procmem.preset"] == "exp_sweep"
+    assert re.fullmatch(r"[0-9a-f]{40}|unknown", tags["mlflow.source.git.commit"])
+    assert "case=fate_seed" in tags["procmem.overrides"].split()
+    assert tags["procmem.role"] == "child"
+    assert params["scenario.name"] == "fate" and params["scenario.replications"] == "400"
+    assert params["gate.alpha"] == "0.05" and params["rule.threshold"] == "0.55"
+    assert params["resume"] == "False" and params["task"] == "scenario"
+    p, se, exact = metrics["p_excluded"], metrics["p_excluded_se"], metrics["p_excluded_exact"]
+    assert 0 < p < 1 and se > 0 and abs(p - exact) <= 4 * se
+    client = client_for(store)
+    out = store / "fate_artifacts"
+    local = Path(client.download_artifacts(fate.info.run_id, "", str(out)))
+    config = yaml.safe_load((local / "config.yaml").read_text())
+    assert config["scenario"]["name"] == "fate" and "hydra" not in config
+    fates = pd.read_parquet(local / "tables" / "fates.parquet")
+    assert len(fates) == 20 and {"session", "excluded_rate", "excluded_exact"} <= set(fates)
+    assert fates["excluded_rate"].iloc[-1] == pytest.approx(p)
+    assert (local / "figures" / "fate_exclusion.png").stat().st_size > 5000
+
+
+def test_resume_runs_only_what_is_not_finished(store, sweeps):
+    _, resumed = sweeps
+    assert resumed.returncode == 0, resumed.stderr
+    parent, children = parent_and_children(store, "exp_sweep", store / "seq")
+    assert parent.info.status == "FINISHED"
+    m = parent.data.metrics
+    assert (m["jobs_total"], m["jobs_skipped"], m["jobs_finished"]) == (3, 2, 1)
+    assert [c.data.tags["procmem.scenario"] for c in children] == ["gate"]
+    assert children[0].data.tags["procmem.job_num"] == "1"  # reverse order: gate stays #1
+    finished = [
+        r.data.tags["procmem.config_hash"]
+        for r in runs_of(store, "exp_sweep")
+        if r.info.status == "FINISHED" and r.data.tags.get("procmem.role") == "child"
+    ]
+    assert len(finished) == len(set(finished)) == 3
+
+
+def test_parallel_jobs_lose_nothing_and_match_a_sequential_job(
+    store, sweeps, tmp_path, monkeypatch
+):
+    """The joblib sweep's finished children have every param, metric and artifact, and
+    the very numbers a job run in this process (as the basic launcher runs it) gives."""
+    parent, children = parent_and_children(store, "exp_sweep", store / "par")
+    assert parent.data.tags["procmem.launcher"].endswith("JoblibLauncher")
+    client = client_for(store)
+    for child in (c for c in children if c.info.status == "FINISHED"):
+        case = next(o for o in child.data.tags["procmem.overrides"].split() if "case=" in o)
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'own.db'}")
+        cfg = compose_config("quickstart", [case, "scenario.replications=400"])
+        OmegaConf.update(cfg, "tracking.experiment", "exp_sweep")
+        own = run_job(cfg, JobContext(out_dir=tmp_path / case))
+        assert own.config_hash == child.data.tags["procmem.config_hash"]
+        assert own.metrics == child.data.metrics
+        assert len(child.data.params) == len(flatten(job_container(cfg)))
+        tables = {a.path for a in client.list_artifacts(child.info.run_id, "tables")}
+        assert tables == {f"tables/{name}.parquet" for name in own_tables(tmp_path / case)}
+        figures = client.list_artifacts(child.info.run_id, "figures")
+        assert figures and all(f.file_size > 5000 for f in figures)
+
+
+def own_tables(out_dir: Path) -> set[str]:
+    return {p.stem for p in (out_dir / "artifacts" / "tables").glob("*.parquet")}
+
+
+def test_invalid_single_run_creates_no_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    cfg = compose_config("quickstart", ["case=gate_sprt", "gate.alpha=1.5"])
+    with pytest.raises(ParameterError, match=r"gate\.alpha=1\.5 is not allowed"):
+        run_job(cfg, JobContext(out_dir=tmp_path / "job"))
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "job").exists()
+
+
+def test_invalid_sweep_stops_before_any_run(tmp_path):
+    proc = run_cli(
+        ["-m", "experiment=quickstart", "case=gate_sprt", "gate.alpha=0.05,1.5",
+         f"hydra.sweep.dir={tmp_path / 's'}"],
+        tmp_path,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "gate.alpha=1.5 is not allowed: expected a number in (0, 1)" in proc.stderr
+    assert re.search(r"\(sweep job: .*gate\.alpha=1\.5\)", proc.stderr)
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.slow
+def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
+    args = [
+        "-m",
+        "experiment=quickstart",
+        "case=fate_seed",
+        "scenario.p=0.6,0.7,0.8,0.9",
+        "scenario.replications=150000",
+        "hydra/launcher=basic",
+    ]
+    first = tmp_path / "first"
+    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "experiments.run", *args, f"hydra.sweep.dir={first}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        done = [r for r in runs_of_safe(tmp_path) if r.info.status == "FINISHED"]
+        if any(r.data.tags.get("procmem.role") == "child" for r in done):
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the sweep ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    before = [
+        r for r in runs_of(tmp_path, "quickstart") if r.data.tags.get("procmem.role") == "child"
+    ]
+    finished_before = sum(r.info.status == "FINISHED" for r in before)
+    assert 1 <= finished_before < 4
+    resumed = run_cli([*args, "resume=true", f"hydra.sweep.dir={tmp_path / 'second'}"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    runs = runs_of(tmp_path, "quickstart")
+    old = next(r for r in runs if r.data.tags.get("procmem.sweep_dir") == str(first))
+    assert old.info.status == "KILLED"
+    new = next(r for r in runs if r.data.tags.get("procmem.sweep_dir") == str(tmp_path / "second"))
+    assert new.data.metrics["jobs_skipped"] == finished_before
+    hashes = [
+        r.data.tags["procmem.config_hash"]
+        for r in runs
+        if r.info.status == "FINISHED" and r.data.tags.get("procmem.role") == "child"
+    ]
+    assert len(hashes) == len(set(hashes)) == 4
+
+
+def runs_of_safe(store: Path) -> list:
+    """``runs_of`` while another process may still be creating the database."""
+    if not (store / "mlflow.db").exists():
+        return []
+    try:
+        return runs_of(store, "quickstart")
+    except Exception:  # tables not created yet
+        return []
+
+
+@pytest.mark.slow
+def test_ray_launcher_runs_a_two_job_sweep(store, sweeps):
+    pytest.importorskip(
+        "hydra_plugins.hydra_ray_launcher",
+        reason="the `ray` extra (hydra-ray-launcher) is not installed: pip install -e '.[ray]'",
+    )
+    sweep = store / "ray"
+    proc = run_cli(
+        ["-m", *SMALL, "case=fate_seed,gate_sprt", "hydra/launcher=ray",
+         "tracking.experiment=exp_ray",
+         f"hydra.sweep.dir={sweep}"],
+        store,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    parent, children = parent_and_children(store, "exp_ray", sweep)
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["procmem.launcher"].endswith("RayLauncher")
+    seq = {
+        r.data.tags["procmem.config_hash"]: r
+        for r in runs_of(store, "exp_sweep")
+        if r.info.status == "FINISHED" and r.data.tags.get("procmem.role") == "child"
+    }
+    assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED"]
+    for child in children:
+        assert child.data.metrics == seq[child.data.tags["procmem.config_hash"]].data.metrics
