@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     scale = 1 if args.quick else 4
-    out: dict[str, float] = {}
+    out: dict[str, float] = {"load_average_1m_at_start": os.getloadavg()[0]}
     out["rng_bernoulli_per_s"], by_block = raw_bernoulli_rate(args.repeat)
     blocks = ", ".join(f"{c}: {r:.3e}" for c, r in by_block.items())
     print(f"numpy raw Bernoulli, draws/s by block size: {blocks}", flush=True)
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     out["gate_ratio_to_object"] = out["gate_runs_per_s"] / out["object_gate_runs_per_s"]
     out["confidence_ratio_to_object"] = lib / out["object_confidence_updates_per_s"]
     out["ratio_to_object"] = min(out["gate_ratio_to_object"], out["confidence_ratio_to_object"])
+    out["load_average_1m_at_end"] = os.getloadavg()[0]
     if not args.quick:
         out.update(million_gate_memory())
         print(

@@ -114,6 +114,7 @@ def test_explore_shows_sub_threshold_procedures():
         (ConfidenceScenario, {"population": 0.5}, "population"),
         (ConfidenceScenario, {"feedback": None}, "feedback"),
         (ConfidenceScenario, {"procedures": 0}, "procedures"),
+        (ConfidenceScenario, {"procedures": 256}, "procedures"),
         (ConfidenceScenario, {"limit": 0}, "limit"),
         (ConfidenceScenario, {"explore_rate": 2.0}, "explore_rate"),
         (ConfidenceScenario, {"withhold_rate": -0.5}, "withhold_rate"),
