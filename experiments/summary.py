@@ -78,7 +78,8 @@ def print_summary(
     if len(bad):
         print(f"\nFAILED jobs ({len(bad)}):", file=out)
         for job in bad.itertuples(index=False):
-            detail = f"run {job.run_id} (traceback.txt)" if job.run_id else "no run: the job died"
+            has_run = isinstance(job.run_id, str)
+            detail = f"run {job.run_id} (traceback.txt)" if has_run else "no run: the job died"
             print(f"  #{job.job} {job.overrides or '(no overrides)'}: {detail}", file=out)
     print(
         f"\nreport: python -m reports {experiment}  ->  reports/out/{experiment}/index.html",
