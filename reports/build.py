@@ -48,7 +48,7 @@ def build_report(sweep: Sweep, options: ReportOptions | None = None) -> Report:
     ]
     sections = [s for s in candidates if s is not None]
     sections.append(sweep_section(sweep))
-    heading = f"procmem report: {sweep.experiment} (sweep {sweep.parent_name})"
+    heading = f"procmem report: {sweep.experiment} ({sweep.parent_name}, run {sweep.parent_id[:8]})"
     return Report(sweep.experiment, sweep.parent_id, heading, sections, summary_table(sweep))
 
 

@@ -76,9 +76,11 @@ def confidence_section(
     worst = worst_case(lab.rows, "config", {m: False for m in CONFIDENCE_METRICS})
     rec = recommend_confidence(worst, target_excluded, "config", _default_label(sweep, lab))
     rows = []
-    for role, r in [("recommended", rec.pick), ("seed default", rec.default)]:
-        if r is None:
-            continue
+    same = rec.default is not None and rec.default["config"] == rec.pick["config"]
+    pairs = [("recommended = seed default" if same else "recommended", rec.pick)]
+    if rec.default is not None and not same:
+        pairs.append(("seed default", rec.default))
+    for role, r in pairs:
         rows.append(
             {
                 "role": role,
@@ -95,7 +97,7 @@ def confidence_section(
         ),
         f"Feasible: at least {target_excluded:g} of harmful procedures excluded. Differences"
         f" beyond {NOISE_Z:g} standard errors of the difference count as real.",
-        *(c.describe() for c in rec.comparisons),
+        *(c.describe() for c in (() if same else rec.comparisons)),
     ]
     if rec.default is None:
         blocks.append("The seed's rule (reward 0.08, penalty 0.15, threshold 0.55) was not swept.")

@@ -145,7 +145,7 @@ def render_markdown(report: Report) -> str:
         lines += [f"## {s.title}", "", s.answer, ""]
         for b in s.blocks:
             if isinstance(b, Figure):
-                lines += [f"![{b.caption}]({b.name}.png)", "", f"*{b.caption}*", ""]
+                lines += [f"![{b.name}]({b.name}.png)", "", f"*{b.caption}*", ""]
             elif isinstance(b, Table):
                 lines += [f"**{b.caption}**", "", table_markdown(b.frame), ""]
             else:

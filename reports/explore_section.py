@@ -21,39 +21,52 @@ NOMINAL_COVERAGE = 0.95
 Z95 = 1.959963984540054
 
 
-def _explore_runs(sweep: Sweep) -> tuple[Labelled, str, str] | None:
-    sessions = find_param(sweep.param_names, "sessions", "scenario")
+def _effective(sweep: Sweep, rows: pd.DataFrame) -> dict[str, pd.Series]:
+    """Explore settings as the job used them: ``explore.<k>`` when the explore group was
+    selected (it overrides the scenario's own), else ``scenario.<k>``."""
+    out = {}
+    for name in sweep.param_names:
+        parts = name.split(".")
+        if len(parts) != 3 or parts[1] != "explore":
+            continue
+        own = rows[name]
+        fallback = rows.get(f"params.scenario.{parts[2]}")
+        value = own if fallback is None else own.where(own.notna(), fallback)
+        out[parts[2]] = value
+    return out
+
+
+def _explore_runs(sweep: Sweep) -> Labelled | None:
     lab = label_runs(sweep, ("explore",), "explore", ("power", "exploration_cost"), "explore")
+    sessions = find_param(sweep.param_names, "sessions", "scenario")
     if lab is None or sessions is None:
         return None
-    # the explore group, when selected, overrides the scenario's own explore settings
-    rate = next(
-        (
-            c
-            for c in (
-                find_param(sweep.param_names, "explore_rate", g) for g in ("explore", "scenario")
-            )
-            if c is not None and lab.rows[c].notna().all()
-        ),
-        None,
-    )
+    settings = _effective(sweep, lab.rows)
+    rate = settings.get("explore_rate")
     if rate is None:
+        col = find_param(sweep.param_names, "explore_rate", "scenario")
+        rate = lab.rows[col] if col else None
+    if rate is None or rate.isna().any():
         return None
-    rows = lab.rows.assign(
-        explore_rate=lab.rows[rate].astype(float), sessions=lab.rows[sessions].astype(int)
-    )
-    # one recommendation per true lift and estimator settings (the explore group)
-    conds = [c for c in lab.condition_cols + lab.config_cols if c not in (rate, sessions)]
-    rows["lift_condition"] = [
-        ", ".join(f"{c.split('.')[-1]}={show(r[c])}" for c in conds) or "as configured"
-        for _, r in rows.iterrows()
+    rows = lab.rows.assign(explore_rate=rate.astype(float), sessions=lab.rows[sessions].astype(int))
+    # one recommendation per true lift and estimator settings
+    varying = {k: v for k, v in settings.items() if k != "explore_rate" and v.nunique() > 1}
+    world = [
+        c for c in lab.condition_cols
+        if c != sessions and c.split(".")[-1] not in settings and ".explore." not in c
+    ]  # fmt: skip
+    parts = [
+        [f"{k}={show(v.iloc[i])}" for k, v in varying.items()]
+        + [f"{c.split('.')[-1]}={show(rows.at[i, c])}" for c in world]
+        for i in range(len(rows))
     ]
-    if "true_lift" in rows:
-        rows["lift_condition"] = [
-            f"true lift {r['true_lift']:.3g}" + (f" ({r['lift_condition']})" if conds else "")
-            for _, r in rows.iterrows()
-        ]
-    return Labelled(rows, lab.config_cols, conds, lab.reference_condition), rate, sessions
+    lift = rows.get("true_lift")
+    rows["lift_condition"] = [
+        (f"true lift {lift.iloc[i]:.3g}" if lift is not None else "as configured")
+        + (f" ({', '.join(p)})" if p else "")
+        for i, p in enumerate(parts)
+    ]
+    return Labelled(rows, lab.config_cols, world, lab.reference_condition)
 
 
 def _power_figure(t: pd.DataFrame, target: float, colours: dict) -> MplFigure:
@@ -159,11 +172,13 @@ def _confidence_figure(t: pd.DataFrame, colours: dict) -> MplFigure:
 
 def explore_section(sweep: Sweep, target_power: float) -> Section | None:
     """Smallest explore rate reaching the target power, per true lift, with the evidence."""
-    found = _explore_runs(sweep)
-    if found is None:
+    lab = _explore_runs(sweep)
+    if lab is None:
         return None
-    lab, _, _ = found
     rows = lab.rows
+    reps = find_param(sweep.param_names, "replications", "scenario")
+    if reps:
+        rows = rows.assign(replications=rows[reps])
     recs = {}
     for cond, g in rows.groupby("lift_condition", sort=True):
         recs[cond] = recommend_explore(g.reset_index(drop=True), target_power)
@@ -193,7 +208,6 @@ def explore_section(sweep: Sweep, target_power: float) -> Section | None:
             for cond, r in recs.items()
         ]
     )
-    reps = find_param(sweep.param_names, "replications", "scenario")
     blocks: list = [
         Table(f"Smallest explore rate reaching power {target_power:g} per true lift", table),
         f"The seeds' default explore rate is {SEED_EXPLORE_RATE:g}: no session is withheld, so "
@@ -304,9 +318,11 @@ def _ab_row(run: pd.Series, proc, shown: pd.Series, withheld: pd.Series) -> dict
     else:
         se = math.sqrt(r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) if n1 and n0 else math.nan
     diff = r1 - r0
-    out = {"run": run.get("run_name") or run["run_id"], "scenario": run["scenario"]}
-    if proc is not None:
-        out["procedure"] = proc
+    out = {
+        "run": run.get("run_name") or run["run_id"],
+        "scenario": run["scenario"],
+        "procedure": "" if proc is None else proc,
+    }
     out |= {
         "shown sessions": int(n1),
         "shown successes": int(k1),

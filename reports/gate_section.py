@@ -45,8 +45,9 @@ def _highlight(rec: Recommendation, frontier: list[str]) -> tuple[str, ...]:
 
 def _evidence_table(rec: Recommendation, gates: GateRuns) -> pd.DataFrame:
     rows = []
-    pairs = [("recommended", rec.pick)]
-    if rec.default is not None:
+    same = rec.default is not None and rec.default["config"] == rec.pick["config"]
+    pairs = [("recommended = seeds' default" if same else "recommended", rec.pick)]
+    if rec.default is not None and not same:
         pairs.append(("seeds' default", rec.default))
     for role, r in pairs:
         row = {"role": role, "configuration": r["config"]}
@@ -65,6 +66,7 @@ def _ranked_table(rec: Recommendation, limit: int = 12) -> pd.DataFrame:
     for m in GATE_METRICS:
         out[m.replace("_", " ")] = [fmt_metric(r, m) for _, r in t.iterrows()]
     out["runs p0+p1"] = t["objective"].round(2)
+    out["conditions"] = t["conditions"].astype(int)
     return out.reset_index(drop=True)
 
 
@@ -135,8 +137,8 @@ def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
     ]
     if rec.default is None:
         blocks.append("The seeds' default gate (SPRTGate()) was not part of this sweep.")
-    for c in rec.comparisons:
-        blocks.append(c.describe())
+    if rec.default is not None and rec.default["config"] != rec.pick["config"]:
+        blocks += [c.describe() for c in rec.comparisons]
     blocks.append(
         Table(
             f"Gate configurations ranked (targets: false revert <= "
