@@ -116,3 +116,13 @@ def test_invalid_parameters(kwargs, fragment):
 def test_sequence_parameters_accept_lists_as_configs_pass_them():
     sc = LoopScenario(revision_mix=[0.5, 0.25, 0.25], tasks=1, sessions=8)
     assert sc.revision_mix == (0.5, 0.25, 0.25)
+
+
+def test_stranded_revisions_are_pending_on_quarantined_procedures(worlds):
+    res = LoopScenario(**SMALL).run(5)
+    m = res.metrics
+    assert 0 <= m["stranded_revision_rate"] <= 1
+    for w in worlds:
+        for r in w.revisions:
+            if r.outcome == "pending" and w.store.get(r.key).status == "quarantined":
+                assert w.store.get(r.key).pending_revision is not None

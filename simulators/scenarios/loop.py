@@ -35,9 +35,10 @@ class LoopScenario:
     ``withheld_rate``, ``off_task_rate`` (the top match was another task's procedure);
     ``revisions_proposed``, ``revisions_decided``, ``correct_verdict_rate``,
     ``wrong_revert_rate`` (non-harmful revisions reverted), ``missed_harmful_rate``
-    (harmful revisions accepted), ``quarantines`` and ``templates_promoted`` (events per
-    replication). Tables ``gate_decisions`` (every record the store made, with the true
-    effect), ``ab_arms`` (per procedure: shown vs withheld sessions) and ``trajectory``
+    (harmful revisions accepted), ``stranded_revision_rate`` (revisions still pending at
+    the end on a quarantined procedure: never shown again, so the gate never decides),
+    ``quarantines`` and ``templates_promoted`` (events per replication). Tables
+    ``gate_decisions`` (every record the store made, with the true effect), ``ab_arms`` (per procedure: shown vs withheld sessions) and ``trajectory``
     (per window of sessions).
     """
 
@@ -51,7 +52,7 @@ class LoopScenario:
     base_rate: float = 0.3
     explore_rate: float = 0.1
     sessions: int = 400
-    evolve_every: int = 10
+    evolve_every: int = 5
     revise_every: int = 40
     revision_mix: tuple[float, float, float] = (0.4, 0.3, 0.3)
     harmful_drop: float = 0.25
@@ -146,9 +147,17 @@ class LoopScenario:
         result.add_ratio("off_task_rate", per["off"], n)
 
     def _revision_metrics(self, result: ScenarioResult, worlds: list[LoopWorld]) -> None:
-        proposed, decided, correct, benign, wrong_rev, harmful, missed = ([] for _ in range(7))
+        proposed, decided, correct, benign, wrong_rev, harmful, missed, stranded = (
+            [] for _ in range(8)
+        )
         for w in worlds:
             done = [r for r in w.revisions if r.outcome != "pending"]
+            stranded.append(
+                sum(
+                    r.outcome == "pending" and w.store.get(r.key).status == "quarantined"
+                    for r in w.revisions
+                )
+            )
             proposed.append(len(w.revisions))
             decided.append(len(done))
             correct.append(sum(_VERDICT_OF[r.outcome] == r.correct_verdict for r in done))
@@ -163,6 +172,7 @@ class LoopScenario:
         result.add_ratio("correct_verdict_rate", correct, decided)
         result.add_ratio("wrong_revert_rate", wrong_rev, benign)
         result.add_ratio("missed_harmful_rate", missed, harmful)
+        result.add_ratio("stranded_revision_rate", stranded, proposed)
 
     def _trajectory(self, worlds: list[LoopWorld]) -> pd.DataFrame:
         rows = []

@@ -9,11 +9,12 @@ graph procedures whose step nodes fail with known probabilities, then for each s
    the graph and stops at the first step that fails (path = the steps visited), else it
    works without a procedure and succeeds at ``base_rate``;
 3. the signal (``FeedbackModel``: flips, missing) is recorded with ``record_run``;
-4. every ``evolve_every`` sessions each procedure with new runs is evolved (quarantine,
+4. a procedure is evolved after every ``evolve_every`` runs recorded on it (quarantine,
    templates, pending revisions gated: Loom's "call evolve after runs land"); every
-   ``revise_every`` sessions one procedure that is neither quarantined nor waiting on a
-   pending revision gets a revision whose true effect is known (harmful: success rate
-   down by ``harmful_drop``; neutral: a renamed step; helpful: up by ``helpful_gain``).
+   ``revise_every`` sessions one procedure in use (run since the last such step), neither
+   quarantined nor waiting on a pending revision, gets a revision whose true effect is
+   known (harmful: success rate down by ``harmful_drop``; neutral: a renamed step;
+   helpful: up by ``helpful_gain``).
 
 Everything the world decides is logged beside the store, so the bookkeeping can be
 checked: each recorded run is one ledger row, each gate record one the store made.
@@ -87,7 +88,8 @@ class LoopWorld:
     revisions: list = field(default_factory=list)
     events: list = field(default_factory=list)  # (session, key, "quarantined" | "template")
     status_by_window: list = field(default_factory=list)
-    fresh: set = field(default_factory=set)  # keys with runs since their last evolve
+    fresh: dict = field(default_factory=dict)  # key -> runs recorded since its last evolve
+    recent: set = field(default_factory=set)  # keys run since the last revision step
 
     def __post_init__(self) -> None:
         sc = self.scenario
@@ -134,7 +136,8 @@ class LoopWorld:
             if observed is None or bool(observed[0]):
                 self.store.record_run(shown, path, signal)
                 self.runs.append((shown, tuple(path), signal))
-                self.fresh.add(shown)
+                self.fresh[shown] = self.fresh.get(shown, 0) + 1
+                self.recent.add(shown)
                 recorded = True
         else:
             p = sc.base_rate
@@ -143,8 +146,9 @@ class LoopWorld:
             SessionLog(task, shown if followed else None, withheld, followed, ok, p,
                        self.oracle(task), recorded)
         )  # fmt: skip
-        if (t + 1) % sc.evolve_every == 0:
-            self._evolve_all(t)
+        due = [key for key, n in self.fresh.items() if n >= sc.evolve_every]
+        if due:
+            self._evolve(t, due)
         if (t + 1) % sc.revise_every == 0:
             self._revise_one(t)
 
@@ -156,9 +160,10 @@ class LoopWorld:
                 return path, False
         return path, True
 
-    def _evolve_all(self, t: int) -> None:
+    def _evolve(self, t: int, keys: list[str]) -> None:
         sc = self.scenario
-        for key in [k for k in self.task_of if k in self.fresh]:
+        for key in keys:
+            del self.fresh[key]
             report = self.store.evolve(key, sc.min_runs, sc.strike_limit, sc.gate, sc.cost_gate)
             for status in ("quarantined", "template"):
                 if report.status == status and report.previous_status != status:
@@ -166,7 +171,6 @@ class LoopWorld:
             if report.revision_outcome in ("accepted", "reverted"):
                 truth = next(r for r in self.revisions if r.key == key and r.outcome == "pending")
                 truth.outcome = report.revision_outcome
-        self.fresh.clear()
         self.status_by_window.append((t, {k: self.store.get(k).status for k in self.task_of}))
 
     def _revise_one(self, t: int) -> None:
@@ -174,9 +178,11 @@ class LoopWorld:
         free = [
             k
             for k in self.task_of
-            if self.store.get(k).pending_revision is None
+            if k in self.recent
+            and self.store.get(k).pending_revision is None
             and self.store.get(k).status != "quarantined"
         ]
+        self.recent.clear()
         if not free:
             return
         key = free[int(self.rng.integers(len(free)))]
