@@ -155,12 +155,12 @@ def render_markdown(report: Report) -> str:
 
 def write_report(report: Report, out: Path) -> dict[str, Path]:
     """Write ``index.html``, ``report.md``, ``summary.csv`` and every figure's PNG to ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, Path] = {}
     names = [f.name for s in report.sections for f in s.figures]
     if len(names) != len(set(names)):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise ParameterError("figure names", dup, "unique names across the report")
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
     for s in report.sections:
         for f in s.figures:
             path = out / f"{f.name}.png"
