@@ -38,8 +38,9 @@ class LoopScenario:
     (harmful revisions accepted), ``stranded_revision_rate`` (revisions still pending at
     the end on a quarantined procedure: never shown again, so the gate never decides),
     ``quarantines`` and ``templates_promoted`` (events per replication). Tables
-    ``gate_decisions`` (every record the store made, with the true effect), ``ab_arms`` (per procedure: shown vs withheld sessions) and ``trajectory``
-    (per window of sessions).
+    ``gate_decisions`` (every record the store made, with the true effect), ``ab_arms``
+    (per procedure: shown vs withheld sessions) and ``trajectory`` (per window of
+    sessions).
     """
 
     name: ClassVar[str] = "loop"
