@@ -116,9 +116,9 @@ def confidence_section(
                 Figure(
                     name,
                     png_bytes(fig),
-                    f"{title} within {horizon}, over the "
-                    "reward x penalty grid; b-e is the break-even success rate "
-                    "penalty/(reward+penalty).",
+                    f"{title} within {horizon}, over the reward x penalty grid"
+                    + (f" at condition '{lab.reference_condition}'" if lab.condition_cols else "")
+                    + "; b-e is the break-even success rate penalty/(reward+penalty).",
                 )
             )
     shown = {rec.label} | ({str(rec.default["config"])} if rec.default is not None else set())
