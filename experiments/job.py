@@ -5,14 +5,16 @@ A job's life (each step before the next):
 1. validate every config value (``experiments.build.validate``) - no run exists yet;
 2. derive the config hash and the job's seed (``experiments.identity``);
 3. with ``resume=true``, stop if a FINISHED run with the same hash is in the experiment;
-4. open the MLflow run (a child of the sweep's parent run in ``-m`` mode) with its tags
-   and params in one batch;
+4. open the MLflow run (a child of the sweep's parent run in ``-m`` mode) with its tags;
 5. run: a scenario (``scenario.run(job_seed)``) or a task (``experiments.<task>.run_task``);
 6. write ``config.yaml``, ``tables/<name>.parquet`` and ``figures/*.png`` into
-   ``<job dir>/artifacts`` beside whatever the task wrote there, log the metrics in one
-   batch and the folder in one upload, and mark the run FINISHED.
+   ``<job dir>/artifacts`` beside whatever the task wrote there, log params and metrics
+   in one batch and the folder in one upload, and mark the run FINISHED.
 
-A job that raises is marked FAILED with ``traceback.txt`` as an artifact. In a sweep the
+Five MLflow calls per job (create, batch, upload, terminate, plus the parent look-up in
+a sweep): SQLite commits each one, so fewer calls is what keeps tracking cheap.
+
+A job that raises is marked FAILED with its params and ``traceback.txt`` as an artifact. In a sweep the
 job then returns normally so the other jobs go on (the sweep callback fails the parent and
 the command); a single run re-raises. Ctrl-C marks the run KILLED.
 """
@@ -141,7 +143,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
     name = f"{label(cfg)}-{ctx.job_num}" if ctx.multirun else label(cfg)
     run_id = tracker.start_run(name, tags)
     outcome.run_id = run_id
-    tracker.log(run_id, params=flatten(job_container(cfg)))
+    params = flatten(job_container(cfg))
     folder = ctx.out_dir / "artifacts"
     try:
         result = execute(cfg, scenario, seed, ctx.out_dir)
@@ -152,7 +154,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         outcome.figure_seconds = time.perf_counter() - t1
         outcome.artifact_seconds = t1 - t0
         outcome.metrics = dict(result.metrics)
-        tracker.log(run_id, metrics=result.metrics)
+        tracker.log(run_id, params=params, metrics=result.metrics)
         tracker.log_artifacts(run_id, folder)
         tracker.finish(run_id, "FINISHED")
     except Exception:
@@ -160,6 +162,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         failure = ctx.out_dir / "failure"  # apart from artifacts/, which may be the problem
         failure.mkdir(parents=True, exist_ok=True)
         (failure / "traceback.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        tracker.log(run_id, params=params)
         tracker.log_artifacts(run_id, failure)
         tracker.finish(run_id, "FAILED")
         log.error("job %s (%s) FAILED; traceback logged to run %s", ctx.job_num, name, run_id)
