@@ -14,9 +14,9 @@ A job's life (each step before the next):
 Five MLflow calls per job (create, batch, upload, terminate, plus the parent look-up in
 a sweep): SQLite commits each one, so fewer calls is what keeps tracking cheap.
 
-A job that raises is marked FAILED with its params and ``traceback.txt`` as an artifact. In a sweep the
-job then returns normally so the other jobs go on (the sweep callback fails the parent and
-the command); a single run re-raises. Ctrl-C marks the run KILLED.
+A job that raises is marked FAILED with its params and ``traceback.txt`` as an artifact.
+In a sweep the job then returns normally so the other jobs go on (the sweep callback
+fails the parent and the command); a single run re-raises. Ctrl-C marks the run KILLED.
 """
 
 from __future__ import annotations
