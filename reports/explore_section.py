@@ -85,6 +85,15 @@ def _power_figure(t: pd.DataFrame, target: float, colours: dict) -> MplFigure:
             color=c,
             label=f"power, {n} sessions",
         )
+        if "power_formula" in g:
+            ax.plot(
+                g["explore_rate"],
+                g["power_formula"],
+                linestyle=":",
+                marker="+",
+                color=c,
+                label=f"power, normal approx., {n} sessions",
+            )
         cost_ax.plot(
             g["explore_rate"],
             g["exploration_cost"],
@@ -110,7 +119,7 @@ def _power_figure(t: pd.DataFrame, target: float, colours: dict) -> MplFigure:
     ax.set_ylim(-0.02, 1.02)
     cost_ax.set_ylabel("exploration cost (successes forgone, dashed)")
     cost_ax.set_ylim(bottom=0)
-    ax.set_title("Power (solid) and its cost (dashed)")
+    ax.set_title("Power: simulated (solid), normal approx. (dotted); cost (dashed)", fontsize=10)
     ax.grid(alpha=0.3)
     handles = ax.get_legend_handles_labels()[0] + cost_ax.get_legend_handles_labels()[0]
     ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.8)
@@ -200,6 +209,10 @@ def explore_section(sweep: Sweep, target_power: float) -> Section | None:
                 "explore rate": r.pick["explore_rate"],
                 "sessions": int(r.pick["sessions"]),
                 "power": fmt(r.pick["power"], r.pick.get("power_se")),
+                "power, normal approx.": r.pick.get("power_formula", float("nan")),
+                "sessions for target power, normal approx.": r.pick.get(
+                    "sessions_for_target_power", float("nan")
+                ),
                 "cost (successes forgone)": fmt(
                     r.pick["exploration_cost"], r.pick.get("exploration_cost_se")
                 ),

@@ -60,6 +60,25 @@ def _evidence_table(rec: Recommendation, gates: GateRuns) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _per_condition_table(
+    rows: pd.DataFrame, targets: GateTargets, default: str | None
+) -> pd.DataFrame:
+    """``recommend_gate`` run on each condition's rows alone."""
+    out = []
+    for cond, g in rows.groupby("condition", sort=True):
+        here = default if default in set(g["config"]) else None
+        rec = recommend_gate(g.reset_index(drop=True), targets, "config", here)
+        row = {"condition": cond, "meets targets": rec.feasible, "pick": rec.label}
+        for m in GATE_METRICS:
+            row[m.replace("_", " ")] = fmt_metric(rec.pick, m)
+        row["differs from default beyond noise"] = (
+            "" if here is None or here == rec.label else rec.differs_beyond_noise
+        )
+        row["tied with"] = ", ".join(rec.tied_with)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
 def _ranked_table(rec: Recommendation, limit: int = 12) -> pd.DataFrame:
     t = rec.ranked.head(limit)
     out = pd.DataFrame({"configuration": t["config"], "meets targets": t["feasible"]})
@@ -147,6 +166,13 @@ def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
             _ranked_table(rec),
         )
     )
+    if conditions > 1:
+        blocks.append(
+            Table(
+                "Best gate in each swept condition on its own (same targets and rule)",
+                _per_condition_table(rows, targets, gates.default_label),
+            )
+        )
     points = operating_points(sweep, gates)
     if not points.empty:
         ref = points[points["condition"] == gates.reference_condition]
