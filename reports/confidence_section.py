@@ -73,7 +73,9 @@ def confidence_section(
     if lab is None:
         return None
     lab, horizon = _sessions_filter(sweep, lab, target_sessions)
-    worst = worst_case(lab.rows, "config", {m: False for m in CONFIDENCE_METRICS})
+    reps = find_param(sweep.param_names, "replications", "scenario")
+    rows_in = lab.rows.assign(replications=lab.rows[reps]) if reps else lab.rows
+    worst = worst_case(rows_in, "config", {m: False for m in CONFIDENCE_METRICS})
     rec = recommend_confidence(worst, target_excluded, "config", _default_label(sweep, lab))
     rows = []
     same = rec.default is not None and rec.default["config"] == rec.pick["config"]
@@ -87,6 +89,8 @@ def confidence_section(
                 "rule": r["config"],
                 "break-even success rate": r.get("break_even"),
                 **{m.replace("_", " "): fmt_metric(r, m) for m in SHOWN_METRICS if m in r},
+                "conditions": int(r.get("conditions", 1)),
+                "replications per run": r.get("replications", ""),
             }
         )
     blocks: list = [

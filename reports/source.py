@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import tempfile
+import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,7 +68,7 @@ class Sweep:
     runs: pd.DataFrame
     param_names: tuple[str, ...]
     metric_names: tuple[str, ...]
-    tables: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
+    tables: dict[str, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
 
     def scenario_runs(self, *scenarios: str) -> pd.DataFrame:
         """Children whose ``procmem.scenario`` tag is one of ``scenarios``."""
@@ -178,13 +181,37 @@ def find_parent(experiment: str, run_id: str | None = None, uri: str | None = No
     return client, exp, tops[0]
 
 
-def load_sweep(
-    experiment: str,
-    run_id: str | None = None,
-    uri: str | None = None,
-    download_to: Path | None = None,
-) -> Sweep:
-    """Read a sweep: the parent run, its children's params/metrics, and their tables.
+class RunTables(Mapping[str, pd.DataFrame]):
+    """One run's ``tables/<name>.parquet``, each downloaded on first access and kept.
+
+    A sweep of hundreds of gate jobs carries large per-replication tables the report
+    may never read; listing is cheap, downloading is not.
+    """
+
+    def __init__(self, client, run_id: str, names: tuple[str, ...], root: Path) -> None:
+        self._client, self._run_id, self._names, self._root = client, run_id, names, root
+        self._cache: dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._names:
+            raise KeyError(name)
+        if name not in self._cache:
+            dst = self._root / self._run_id
+            dst.mkdir(parents=True, exist_ok=True)
+            path = self._client.download_artifacts(self._run_id, f"tables/{name}.parquet", str(dst))
+            self._cache[name] = pd.read_parquet(path)
+        return self._cache[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def load_sweep(experiment: str, run_id: str | None = None, uri: str | None = None) -> Sweep:
+    """Read a sweep: the parent run, its children's params and metrics, and their tables
+    (listed now, downloaded to a temporary folder when first used).
 
     A plain run (no children) is read as a sweep of one, itself.
     """
@@ -195,20 +222,16 @@ def load_sweep(
         children = [parent]
     runs, params, metrics = _children_frame(children)
     sweep = Sweep(experiment, pid, parent.info.run_name or pid, runs, params, metrics)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(download_to or tmp)
-        for child in runs["run_id"]:
-            sweep.tables[child] = _download_tables(client, child, root / child)
+    root = Path(tempfile.mkdtemp(prefix="procmem-report-"))
+    weakref.finalize(sweep, shutil.rmtree, root, True)
+    for child in runs["run_id"]:
+        names = tuple(
+            Path(a.path).stem
+            for a in client.list_artifacts(child, "tables")
+            if a.path.endswith(".parquet")
+        )
+        sweep.tables[child] = RunTables(client, child, names, root)
     return sweep
-
-
-def _download_tables(client, run_id: str, dst: Path) -> dict[str, pd.DataFrame]:
-    names = [a.path for a in client.list_artifacts(run_id, "tables") if a.path.endswith(".parquet")]
-    if not names:
-        return {}
-    dst.mkdir(parents=True, exist_ok=True)
-    local = Path(client.download_artifacts(run_id, "tables", str(dst)))
-    return {Path(n).stem: pd.read_parquet(local / Path(n).name) for n in names}
 
 
 def log_report(parent_id: str, folder: Path, uri: str | None = None) -> None:
