@@ -11,7 +11,7 @@ from matplotlib.figure import Figure as MplFigure
 from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
 from reports.configs import Labelled, label_runs, show
 from reports.document import Figure, Section, Table
-from reports.evidence import fmt
+from reports.evidence import fmt, fmt_metric
 from reports.recommend import recommend_explore
 from reports.source import Sweep, find_param
 
@@ -264,6 +264,14 @@ def explore_section(sweep: Sweep, target_power: float) -> Section | None:
                 "shown, with no control: how often it sits on the wrong side of "
                 "the threshold for the procedure's true effect.",
             )
+        )
+    if "confidence_lift_correlation" in t:
+        r = t.sort_values(["sessions", "explore_rate"]).iloc[-1]
+        blocks.append(
+            f"Across replications, the final confidence score correlates with the true lift "
+            f"at r = {fmt_metric(r, 'confidence_lift_correlation')} ({int(r['sessions'])} "
+            f"sessions, explore rate {r['explore_rate']:g}): the score is not an estimate "
+            "of the effect; the withheld-vs-shown comparison is."
         )
     return Section("explore", "Explore rate: how much to withhold", answer, blocks)
 
