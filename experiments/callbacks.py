@@ -21,6 +21,7 @@ before that (Ctrl-C), an ``atexit`` hook marks the parent KILLED.
 from __future__ import annotations
 
 import atexit
+import copy
 import sys
 import time
 from dataclasses import dataclass, field
@@ -88,12 +89,36 @@ def sweep_overrides(config: DictConfig) -> list[list[str]]:
 
 
 def plan_jobs(config: DictConfig) -> list[tuple[list[str], DictConfig]]:
-    """Compose and validate every job's config; raise on the first invalid one."""
+    """Compose and validate every job's config; raise on the first invalid one.
+
+    Hydra composes a job from the defaults list (group choices such as ``gate=margin``)
+    and then applies the value overrides (``gate.alpha=0.1``) to the result. Composing is
+    slow (about 0.1-0.3 s), so each distinct set of group choices is composed once and
+    the value overrides are applied to a copy of its job part (without ``hydra``) with
+    Hydra's own function: the same job config Hydra will build, in milliseconds.
+    """
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
     loader = GlobalHydra.instance().config_loader()
+    parser = OverridesParser.create(config_loader=loader)
+    composed: dict[tuple[str, ...], DictConfig] = {}
+    is_group: dict[str, bool] = {}
     planned = []
     for overrides in sweep_overrides(config):
-        job_cfg = loader.load_sweep_config(master_config=config, sweep_overrides=list(overrides))
+        parsed = parser.parse_overrides(list(overrides))
+        for o in parsed:
+            if o.key_or_group not in is_group:  # the look-up is slow: once per key
+                is_group[o.key_or_group] = bool(loader.get_group_options(o.key_or_group))
+        groups = [o for o in parsed if is_group[o.key_or_group] or o.key_or_group[:5] == "hydra"]
+        values = [o for o in parsed if o not in groups]
+        choice = tuple(o.input_line for o in groups)
+        if choice not in composed:
+            full = loader.load_sweep_config(master_config=config, sweep_overrides=list(choice))
+            composed[choice] = OmegaConf.masked_copy(full, [k for k in full if k != "hydra"])
+            OmegaConf.set_struct(composed[choice], True)
+        job_cfg = copy.deepcopy(composed[choice])
         try:
+            ConfigLoaderImpl._apply_overrides_to_config(values, job_cfg)
             validate(job_cfg)
         except ParameterError as exc:
             where = f"{exc.allowed} (sweep job: {' '.join(overrides) or 'no overrides'})"
