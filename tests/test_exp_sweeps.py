@@ -192,7 +192,7 @@ def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
         "experiment=quickstart",
         "case=fate_seed",
         "scenario.p=0.6,0.7,0.8,0.9",
-        "scenario.replications=150000",
+        "scenario.replications=500000",
         "hydra/launcher=basic",
     ]
     first = tmp_path / "first"
@@ -209,7 +209,7 @@ def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
         done = [r for r in runs_of_safe(tmp_path) if r.info.status == "FINISHED"]
         if any(r.data.tags.get("procmem.role") == "child" for r in done):
             break
-        time.sleep(0.5)
+        time.sleep(0.2)
     assert proc.poll() is None, "the sweep ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
