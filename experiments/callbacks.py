@@ -11,10 +11,11 @@
 5. opens the parent run (tag ``procmem.role=parent``, ``procmem.sweep_dir``), which the
    jobs find by that tag, and marks older RUNNING parents of the same sweep dir KILLED.
 
-``on_multirun_end`` reads the children back, records finished / failed / skipped /
-missing counts and ``tables/jobs.parquet`` on the parent, marks it FAILED when any job
-failed or never reported, prints the summary table and the report to come, and sets
-``SWEEP_STATUS`` (the exit status ``experiments.run`` returns). If the process dies
+``on_multirun_end`` reads the children back (a child still RUNNING, whose process died,
+is marked FAILED), records finished / failed / skipped / missing counts and
+``tables/jobs.parquet`` on the parent, marks it FAILED when any job failed or never
+reported, prints the summary table and the report to come, and sets ``SWEEP_STATUS``
+(the exit status ``experiments.run`` returns). If the process dies
 before that (Ctrl-C), an ``atexit`` hook marks the parent KILLED.
 """
 
@@ -38,6 +39,7 @@ from omegaconf import DictConfig, OmegaConf
 from experiments import tracking as tr
 from experiments.build import validate
 from experiments.identity import config_hash, git_commit
+from experiments.job import label
 from experiments.summary import print_summary
 from procmem_core.errors import ParameterError
 
@@ -54,6 +56,7 @@ class PlannedJob:
     num: int
     overrides: list[str]
     config_hash: str
+    label: str  # the scenario or task name
     skipped_by: str | None = None  # the finished run that makes resume skip it
 
 
@@ -169,7 +172,9 @@ class SweepTracking(Callback):
         state = SweepState(tracker, parent_id)
         for num, (job_overrides, job_cfg) in enumerate(planned):
             digest = config_hash(job_cfg)
-            state.jobs.append(PlannedJob(num, job_overrides, digest, finished.get(digest)))
+            state.jobs.append(
+                PlannedJob(num, job_overrides, digest, label(job_cfg), finished.get(digest))
+            )
         skipped = sum(job.skipped_by is not None for job in state.jobs)
         tracker.log(
             parent_id,
@@ -196,6 +201,8 @@ class SweepTracking(Callback):
         children: dict[str, list] = {}
         metrics: dict[str, dict[str, float]] = {}
         for run in tracker.children(state.parent_id):
+            if run.info.status == "RUNNING":  # its process died without ending it
+                tracker.finish(run.info.run_id, "FAILED")
             children.setdefault(run.data.tags.get(tr.TAG_HASH), []).append(run)
             metrics[run.info.run_id] = dict(run.data.metrics)
         rows = []
@@ -206,7 +213,7 @@ class SweepTracking(Callback):
                 {
                     "job": job.num,
                     "overrides": " ".join(job.overrides),
-                    "scenario": next(iter(r.data.tags.get(tr.TAG_SCENARIO) for r in runs), ""),
+                    "scenario": job.label,
                     "config_hash": job.config_hash,
                     "status": status,
                     "run_id": run_id,
