@@ -163,6 +163,9 @@ def available_tasks() -> list[str]:
 def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
     """Check every value of a job's config; return the scenario (None for other tasks).
 
+    A task module may define ``validate_config(cfg)`` (raising ``ParameterError``) to have
+    its own keys checked here too, before any run exists.
+
     Raises ``ParameterError`` naming the key, the value and what is allowed.
     """
     task = cfg.get("task")
@@ -175,6 +178,9 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
     check_int("seed", cfg.get("seed"), minimum=0)
     if task != SCENARIO_TASK:
         build_groups(cfg)
+        check = getattr(task_module(task), "validate_config", None)
+        if check is not None:  # the task's own keys (e.g. llm_replay's llm and replay)
+            check(cfg)
         return None
     return build_scenario(cfg)
 

@@ -157,6 +157,10 @@ def _save_session(art: Path, name: str, messages: list[dict]) -> None:
     _write(art / f"{name}.txt", transcript_text(messages) + "\n")
 
 
+validate_config = settings_from_config
+"""Called by ``experiments.build.validate`` before any MLflow run is created."""
+
+
 def run_task(cfg: DictConfig, out_dir: Path) -> ScenarioResult:
     """Run the seed's replay; see the module docstring for what is written and measured."""
     settings = settings_from_config(cfg)
