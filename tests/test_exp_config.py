@@ -140,3 +140,8 @@ def test_invalid_values_are_refused_naming_key_value_and_allowed(overrides, erro
     assert fragment in message
     if error is ParameterError:
         assert "is not allowed:" in message
+
+
+def test_a_task_checks_its_own_keys_before_any_run():
+    with pytest.raises(ParameterError, match=r"llm\.temperature=-1 is not allowed"):
+        validate(compose_config("llm_replay", ["llm.temperature=-1"]))
