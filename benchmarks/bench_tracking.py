@@ -32,8 +32,8 @@ def main() -> None:
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp / 'mlflow.db'}"
     from experiments.callbacks import sweep_params
     from experiments.job import JobContext, run_job
+    from experiments.run import compose_job as compose_config
     from experiments.tracking import TAG_ROLE, TAG_SWEEP_DIR, Tracker
-    from tests.conftest import compose_config
 
     t0 = time.perf_counter()
     import mlflow  # noqa: F401 (one-off import cost)

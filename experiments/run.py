@@ -9,6 +9,7 @@ exits non-zero when a job failed. docs/experiments.md has the details.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import hydra
@@ -31,6 +32,26 @@ def context(hydra_cfg: DictConfig) -> JobContext:
         job_num=int(OmegaConf.select(hydra_cfg, "job.num", default=0) or 0),
         overrides=list(hydra_cfg.overrides.task),
     )
+
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+
+
+def compose_job(experiment: str, overrides: Sequence[str] = ()) -> DictConfig:
+    """The job config ``python -m experiments.run experiment=<experiment> <overrides>``
+    runs, with its ``hydra`` node (for notebooks, tests and benchmarks).
+
+    HydraConfig is set to it, as during a run, so ``${hydra:...}`` interpolations resolve.
+    Sweep values (``a=1,2``) are not expanded: give one value per key.
+    """
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(
+            "config", overrides=[f"experiment={experiment}", *overrides], return_hydra_config=True
+        )
+    HydraConfig.instance().set_config(cfg)
+    return cfg
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")

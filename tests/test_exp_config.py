@@ -12,11 +12,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.build import available_tasks, build_scenario, validate
 from experiments.callbacks import sweep_params
+from experiments.run import compose_job as compose_config
 from procmem_core.errors import ParameterError
 from procmem_core.flat import DEFAULT_RULE
 from procmem_core.gates import MarginGate, SPRTGate
 from simulators import SCENARIOS
-from tests.conftest import PRESETS, compose_config
+
+PRESETS = ("quickstart", "gate_tuning", "explore_tradeoff", "confidence_sweep", "loop", "seed_demo")
 
 
 def preset_variants(preset: str) -> list[list[str]]:

@@ -20,15 +20,34 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
 from experiments.identity import flatten, job_container
 from experiments.job import JobContext, run_job
+from experiments.run import compose_job as compose_config
 from procmem_core.errors import ParameterError
-from tests.conftest import ROOT, client_for, compose_config, run_cli
 
+ROOT = Path(__file__).resolve().parents[1]
 JOBS = "case=fate_seed,gate_sprt,confidence_seed"
 SMALL = ["experiment=quickstart", "scenario.replications=400"]
+
+
+def run_cli(args: list[str], store: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m experiments.run <args>`` with the MLflow store in ``store``."""
+    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{store / 'mlflow.db'}")
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.run", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def client_for(store: Path) -> MlflowClient:
+    return MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
 
 
 def runs_of(store: Path, experiment: str) -> list:
@@ -139,7 +158,7 @@ def test_resume_runs_only_what_is_not_finished(store, sweeps):
 
 
 def test_parallel_jobs_lose_nothing_and_match_a_sequential_job(
-    store, sweeps, tmp_path, monkeypatch
+    store, sweeps, tmp_path, tracking_store
 ):
     """The joblib sweep's finished children have every param, metric and artifact, and
     the very numbers a job run in this process (as the basic launcher runs it) gives."""
@@ -148,7 +167,6 @@ def test_parallel_jobs_lose_nothing_and_match_a_sequential_job(
     client = client_for(store)
     for child in (c for c in children if c.info.status == "FINISHED"):
         case = next(o for o in child.data.tags["procmem.overrides"].split() if "case=" in o)
-        monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'own.db'}")
         cfg = compose_config("quickstart", [case, "scenario.replications=400"])
         OmegaConf.update(cfg, "tracking.experiment", "exp_sweep")
         own = run_job(cfg, JobContext(out_dir=tmp_path / case))
@@ -165,12 +183,11 @@ def own_tables(out_dir: Path) -> set[str]:
     return {p.stem for p in (out_dir / "artifacts" / "tables").glob("*.parquet")}
 
 
-def test_invalid_single_run_creates_no_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+def test_invalid_single_run_creates_no_store(tmp_path, tracking_store):
     cfg = compose_config("quickstart", ["case=gate_sprt", "gate.alpha=1.5"])
     with pytest.raises(ParameterError, match=r"gate\.alpha=1\.5 is not allowed"):
         run_job(cfg, JobContext(out_dir=tmp_path / "job"))
-    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "job").exists()
+    assert not tracking_store.exists() and not (tmp_path / "job").exists()
 
 
 def test_invalid_sweep_stops_before_any_run(tmp_path):
