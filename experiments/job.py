@@ -150,7 +150,8 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         t0 = time.perf_counter()
         write_artifacts(cfg, result, folder)
         t1 = time.perf_counter()
-        scenario_figures(result, folder / "figures")
+        if cfg.tracking.figures:
+            scenario_figures(result, folder / "figures")
         outcome.figure_seconds = time.perf_counter() - t1
         outcome.artifact_seconds = t1 - t0
         outcome.metrics = dict(result.metrics)

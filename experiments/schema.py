@@ -44,9 +44,12 @@ PROGRESS_MODES = ("auto", "on", "off")
 
 @dataclass
 class TrackingConf:
-    """Where runs go: the MLflow experiment (one per preset)."""
+    """Where runs go (the MLflow experiment, one per preset) and whether each job draws
+    its standard figures (about half of a small job's time; the tables are always logged,
+    and reports draw from them)."""
 
     experiment: str = "${hydra:runtime.choices.experiment}"
+    figures: bool = True
 
 
 @dataclass

@@ -155,3 +155,19 @@ def test_summary_shows_varying_overrides_key_metrics_and_failures(capsys):
     assert "FAILED jobs (2):" in out and "#2 experiment=q case=c: no run" in out
     assert "python -m reports q" in out and "reports/out/q/index.html" in out
     assert "mlflow ui --backend-store-uri sqlite:///x.db" in out
+
+
+def test_figures_can_be_switched_off_without_changing_the_job(tmp_path, tracking_store):
+    from experiments.job import JobContext, run_job
+    from experiments.run import compose_job
+
+    on = run_job(compose_job("quickstart", ["case=fate_seed", "scenario.replications=300"]),
+                 JobContext(out_dir=tmp_path / "on"))  # fmt: skip
+    off_cfg = compose_job(
+        "quickstart", ["case=fate_seed", "scenario.replications=300", "tracking.figures=false"]
+    )
+    off = run_job(off_cfg, JobContext(out_dir=tmp_path / "off"))
+    assert off.config_hash == on.config_hash and off.metrics == on.metrics
+    assert (tmp_path / "on" / "artifacts" / "figures" / "fate_exclusion.png").exists()
+    assert not (tmp_path / "off" / "artifacts" / "figures").exists()
+    assert (tmp_path / "off" / "artifacts" / "tables" / "fates.parquet").exists()
