@@ -3,11 +3,13 @@
 Each group builds one engine object, and the engine's own ``__post_init__`` checks do
 the range validation (one rule, one check): ``rule`` -> ``ConfidenceRule`` (plus the
 prompt filter's ``threshold`` and ``limit``), ``users`` -> ``UserPopulation``,
-``feedback`` -> ``FeedbackModel``, ``gate`` -> ``make_gate(name, ...)``. The scenario
-class ``simulators.SCENARIOS[scenario.name]`` then receives, for each of its fields, the
-group object of that name (or the rule's ``threshold``/``limit``) and otherwise the value
-under ``scenario``. Every error is re-raised as ``ParameterError`` with the full config
-key (``gate.alpha``, ``scenario.sessions``), the value and what is allowed.
+``feedback`` -> ``FeedbackModel``, ``gate`` -> ``make_gate(name, ...)``, ``cost_gate``
+-> ``CostGate`` (optional). The scenario class ``simulators.SCENARIOS[scenario.name]``
+then receives, for each of its fields, the group object of the field's type (the rule's
+``threshold``/``limit`` and ``cost_gate`` by name), else the ``explore`` group's value
+for an explore knob when that group is selected, else the value under ``scenario``.
+Every error is re-raised as ``ParameterError`` with the full config key (``gate.alpha``,
+``scenario.sessions``, ``explore.explore_rate``), the value and what is allowed.
 """
 
 from __future__ import annotations
