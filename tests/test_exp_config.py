@@ -147,3 +147,19 @@ def test_invalid_values_are_refused_naming_key_value_and_allowed(overrides, erro
 def test_a_task_checks_its_own_keys_before_any_run():
     with pytest.raises(ParameterError, match=r"llm\.temperature=-1 is not allowed"):
         validate(compose_config("llm_replay", ["llm.temperature=-1"]))
+
+
+def test_launcher_options_compose(monkeypatch):
+    local = compose_config("quickstart").hydra.launcher
+    assert local._target_.endswith("JoblibLauncher") and local.n_jobs == 2
+    pytest.importorskip(
+        "hydra_plugins.hydra_ray_launcher", reason="the `ray` extra is not installed"
+    )
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    ray = compose_config("quickstart", ["hydra/launcher=ray_cluster"]).hydra.launcher
+    assert ray._target_.endswith("RayLauncher") and ray.ray.init.address == "ray://head:10001"
+    monkeypatch.delenv("RAY_ADDRESS")
+    assert (
+        compose_config("quickstart", ["hydra/launcher=ray_cluster"]).hydra.launcher.ray.init.address
+        is None
+    )
