@@ -12,11 +12,12 @@
    jobs find by that tag, and marks older RUNNING parents of the same sweep dir KILLED.
 
 ``on_multirun_end`` reads the children back (a child still RUNNING, whose process died,
-is marked FAILED), records finished / failed / skipped / missing counts and
-``tables/jobs.parquet`` on the parent, marks it FAILED when any job failed or never
-reported, prints the summary table and the report to come, and sets ``SWEEP_STATUS``
-(the exit status ``experiments.run`` returns). If the process dies
-before that (Ctrl-C), an ``atexit`` hook marks the parent KILLED.
+is marked FAILED), records finished / failed / skipped / missing counts,
+``tables/jobs.parquet`` and ``sweep.yaml`` (the swept params and overrides) on the
+parent, marks it FAILED when any job failed or never reported, prints the summary table
+and the report to come, and sets ``SWEEP_STATUS`` (the exit status ``experiments.run``
+returns). If the process dies before that (Ctrl-C), an ``atexit`` hook marks the parent
+KILLED.
 """
 
 from __future__ import annotations
@@ -224,6 +225,8 @@ class SweepTracking(Callback):
         bad = jobs[jobs["status"].isin(["failed", "missing"])]
         folder = self._jobs_folder(config)
         jobs.to_parquet(folder / "tables" / "jobs.parquet", index=False)
+        sweep = {"params": sweep_params(config), "overrides": list(config.hydra.overrides.task)}
+        (folder / "sweep.yaml").write_text(OmegaConf.to_yaml(sweep), encoding="utf-8")
         tracker.log(
             state.parent_id,
             metrics={

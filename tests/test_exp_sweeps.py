@@ -113,6 +113,12 @@ def test_failing_job_fails_its_run_the_parent_and_the_command(store, sweeps):
         client.download_artifacts(parent.info.run_id, "tables/jobs.parquet", str(store / "j"))
     )
     assert list(jobs["status"]) == ["finished", "failed", "finished"]
+    sweep = yaml.safe_load(
+        Path(
+            client.download_artifacts(parent.info.run_id, "sweep.yaml", str(store / "y"))
+        ).read_text()
+    )
+    assert JOBS in sweep["overrides"] and "case" in sweep["params"]
 
 
 def test_child_runs_follow_the_mlflow_contract(store, sweeps):
