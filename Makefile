@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
+# The main job: the quickstart sweep into the embedded SQLite MLflow store, then its report.
 run: $(STAMP)
-	$(BIN)/python -m experiments.run experiment=seed_demo
+	$(BIN)/python -m experiments.run -m experiment=quickstart
+	$(BIN)/python -m reports quickstart
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
