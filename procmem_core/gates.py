@@ -124,6 +124,19 @@ def _check_known_p0(p0: float | None) -> float | None:
     return None if p0 is None else check_probability("p0", p0)
 
 
+def _decide_batch(
+    gate: SPRTGate | MarginGate, outcomes: np.ndarray, p0: float | np.ndarray
+) -> BatchDecision:
+    """``decide_batch`` of a success-rate gate: its per-run ``rule`` over every row's
+    cumulative counts (``first_decisions``), with its ``statistic`` at the decision."""
+    outcomes = check_outcomes(outcomes)
+    p0 = check_p0_array(p0, outcomes.shape[0])
+    verdict, runs_used, successes = first_decisions(
+        outcomes, p0, gate.rule, gate.min_runs, gate.max_runs
+    )
+    return BatchDecision(verdict, runs_used, gate.statistic(successes, runs_used, p0))
+
+
 @dataclass(frozen=True)
 class SPRTGate:
     """Wald's SPRT of H0 ``p = p0`` (keep) against H1 ``p = p0 - min_drop`` (revert).
@@ -235,12 +248,7 @@ class SPRTGate:
         ledgers). Rows undecided within ``min(T, max_runs)`` runs stay "continue";
         runs past ``max_runs`` are ignored. ``statistic`` is the LLR at the decision.
         """
-        outcomes = check_outcomes(outcomes)
-        p0 = check_p0_array(p0, outcomes.shape[0])
-        verdict, runs_used, successes = first_decisions(
-            outcomes, p0, self.rule, self.min_runs, self.max_runs
-        )
-        return BatchDecision(verdict, runs_used, self.statistic(successes, runs_used, p0))
+        return _decide_batch(self, outcomes, p0)
 
 
 @dataclass(frozen=True)
@@ -309,12 +317,7 @@ class MarginGate:
 
         Same conventions as ``SPRTGate.decide_batch``; statistic ``p0 - s/n``.
         """
-        outcomes = check_outcomes(outcomes)
-        p0 = check_p0_array(p0, outcomes.shape[0])
-        verdict, runs_used, successes = first_decisions(
-            outcomes, p0, self.rule, self.min_runs, self.max_runs
-        )
-        return BatchDecision(verdict, runs_used, self.statistic(successes, runs_used, p0))
+        return _decide_batch(self, outcomes, p0)
 
 
 @dataclass(frozen=True)
