@@ -1,4 +1,5 @@
-"""Matplotlib set-up shared by every report figure: the Agg backend, colours, PNG bytes.
+"""Matplotlib set-up shared by every report figure: the Agg backend, colours, PNG bytes,
+and the simulated-with-error-bars and exact-curve marks most figures draw.
 
 The same gate (or rule) configuration gets the same colour in every figure:
 ``palette(labels)`` assigns colours in sorted label order, and the report builds it once
@@ -11,6 +12,7 @@ import io
 from collections.abc import Iterable
 
 import matplotlib
+import pandas as pd
 
 matplotlib.use("Agg")
 
@@ -61,3 +63,38 @@ def legend_outside(ax, title: str | None = None) -> None:
             bbox_to_anchor=(1.01, 1.0),
             frameon=False,
         )
+
+
+def simulated_points(
+    ax, x: pd.Series, y: pd.Series, se: pd.Series, colour, label: str, joined: bool = False
+) -> None:
+    """Simulated values with 95 % Monte Carlo error bars (``y ± 1.96 se``; a missing SE
+    draws no bar); ``joined`` draws a line through the points."""
+    style = {"marker": "o"} if joined else {"fmt": "o"}
+    ax.errorbar(x, y, yerr=1.96 * se.fillna(0), color=colour, ms=4, capsize=3, label=label, **style)
+
+
+def simulated_and_exact(
+    ax,
+    points: pd.DataFrame,
+    exact: pd.DataFrame,
+    x: str,
+    y: str,
+    config: str,
+    colour,
+    exact_y: str | None = None,
+) -> None:
+    """One configuration's simulated ``y`` (± 1.96 ``<y>_se``) against ``x``, labelled
+    "<config> (simulated)", with the exact curve over it: the rows of ``exact`` of that
+    ``config``, column ``exact_y`` (default ``y``), in ``x`` order."""
+    simulated_points(ax, points[x], points[y], points[f"{y}_se"], colour, f"{config} (simulated)")
+    curve = exact[exact["config"] == config] if not exact.empty else exact
+    if not curve.empty:
+        curve = curve.sort_values(x)
+        ax.plot(curve[x], curve[exact_y or y], color=colour, **EXACT_STYLE)
+
+
+def exact_legend(ax, exact: pd.DataFrame, label: str) -> None:
+    """One black legend entry for the exact curves, when there are any."""
+    if not exact.empty:
+        ax.plot([], [], color="black", **EXACT_STYLE, label=label)

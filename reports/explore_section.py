@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
+from reports.canvas import (
+    TARGET_COLOUR,
+    legend_outside,
+    new_figure,
+    palette,
+    png_bytes,
+    simulated_points,
+)
 from reports.configs import Labelled, label_runs, show
 from reports.document import Figure, Section, Table
 from reports.evidence import fmt, fmt_metric
@@ -75,19 +82,13 @@ def _power_figure(t: pd.DataFrame, target: float, colours: dict) -> MplFigure:
     for n, g in t.groupby("sessions", sort=True):
         g = g.sort_values("explore_rate")
         c = colours[str(n)]
-        ax.errorbar(
-            g["explore_rate"],
-            g["power"],
-            yerr=1.96 * g["power_se"].fillna(0),
-            marker="o",
-            ms=4,
-            capsize=3,
-            color=c,
-            label=f"power, {n} sessions",
+        rate = g["explore_rate"]
+        simulated_points(
+            ax, rate, g["power"], g["power_se"], c, f"power, {n} sessions", joined=True
         )
         if "power_formula" in g:
             ax.plot(
-                g["explore_rate"],
+                rate,
                 g["power_formula"],
                 linestyle=":",
                 marker="+",
@@ -95,7 +96,7 @@ def _power_figure(t: pd.DataFrame, target: float, colours: dict) -> MplFigure:
                 label=f"power, normal approx., {n} sessions",
             )
         cost_ax.plot(
-            g["explore_rate"],
+            rate,
             g["exploration_cost"],
             linestyle="--",
             marker="x",
@@ -103,15 +104,8 @@ def _power_figure(t: pd.DataFrame, target: float, colours: dict) -> MplFigure:
             label=f"cost, {n} sessions",
         )
         if "ci_width" in g:
-            ax_w.errorbar(
-                g["explore_rate"],
-                g["ci_width"],
-                yerr=1.96 * g["ci_width_se"].fillna(0),
-                marker="o",
-                ms=4,
-                capsize=3,
-                color=c,
-                label=f"{n} sessions",
+            simulated_points(
+                ax_w, rate, g["ci_width"], g["ci_width_se"], c, f"{n} sessions", joined=True
             )
     ax.axhline(target, color=TARGET_COLOUR, linestyle=":", label=f"target power {target:g}")
     ax.set_xlabel("explore rate (share of sessions withheld)")
@@ -137,15 +131,14 @@ def _coverage_figure(t: pd.DataFrame, estimators: list[str]) -> MplFigure:
     colours = palette(estimators)
     for e in estimators:
         g = t.sort_values("explore_rate")
-        ax.errorbar(
+        simulated_points(
+            ax,
             g["explore_rate"],
             g[f"{e}_coverage"],
-            yerr=1.96 * g[f"{e}_coverage_se"].fillna(0),
-            marker="o",
-            ms=4,
-            capsize=3,
-            color=colours[e],
-            label=e,
+            g[f"{e}_coverage_se"],
+            colours[e],
+            e,
+            joined=True,
         )
     ax.axhline(NOMINAL_COVERAGE, color=TARGET_COLOUR, linestyle=":", label="nominal 0.95")
     ax.set_xlabel("explore rate (share of sessions withheld)")
@@ -160,15 +153,14 @@ def _confidence_figure(t: pd.DataFrame, colours: dict) -> MplFigure:
     fig, (ax,) = new_figure(8.5, 4.0)
     for n, g in t.groupby("sessions", sort=True):
         g = g.sort_values("explore_rate")
-        ax.errorbar(
+        simulated_points(
+            ax,
             g["explore_rate"],
             g["confidence_wrong_side_rate"],
-            yerr=1.96 * g["confidence_wrong_side_rate_se"].fillna(0),
-            marker="o",
-            ms=4,
-            capsize=3,
-            color=colours[str(n)],
-            label=f"{n} sessions",
+            g["confidence_wrong_side_rate_se"],
+            colours[str(n)],
+            f"{n} sessions",
+            joined=True,
         )
     ax.set_xlabel("explore rate (share of sessions withheld)")
     ax.set_ylabel("confidence on the wrong side (probability)")

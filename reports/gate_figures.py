@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from reports.canvas import EXACT_STYLE, TARGET_COLOUR, legend_outside, new_figure
+from reports.canvas import (
+    TARGET_COLOUR,
+    exact_legend,
+    legend_outside,
+    new_figure,
+    simulated_and_exact,
+    simulated_points,
+)
 from reports.configs import show
 
 Colours = dict[str, tuple]
@@ -24,23 +31,8 @@ def oc_figure(points: pd.DataFrame, exact: pd.DataFrame, colours: Colours) -> Fi
     """Probability of revert against the true drop: simulated ± 1.96 SE, exact curve over it."""
     fig, (ax,) = new_figure(8.5, 4.4)
     for label, g in points.groupby("config", sort=True):
-        c = colours[str(label)]
-        ax.errorbar(
-            g["drop"],
-            g["p_revert"],
-            yerr=1.96 * g["p_revert_se"].fillna(0),
-            fmt="o",
-            color=c,
-            ms=4,
-            capsize=3,
-            label=f"{label} (simulated)",
-        )
-        e = exact[exact["config"] == label] if not exact.empty else exact
-        if not e.empty:
-            e = e.sort_values("drop")
-            ax.plot(e["drop"], e["p_revert"], color=c, **EXACT_STYLE)
-    if not exact.empty:
-        ax.plot([], [], color="black", **EXACT_STYLE, label="exact (sprt_operating_point)")
+        simulated_and_exact(ax, g, exact, "drop", "p_revert", label, colours[str(label)])
+    exact_legend(ax, exact, "exact (sprt_operating_point)")
     ax.set_xlabel("true drop in success rate, p0 - p (probability)")
     ax.set_ylabel("probability of revert")
     ax.set_ylim(-0.02, 1.02)
@@ -57,24 +49,11 @@ def runs_figure(
     fig, (ax,) = new_figure(8.5, 4.4)
     for label, g in points.groupby("config", sort=True):
         c = colours[str(label)]
-        ax.errorbar(
-            g["drop"],
-            g["mean_runs"],
-            yerr=1.96 * g["mean_runs_se"].fillna(0),
-            fmt="o",
-            color=c,
-            ms=4,
-            capsize=3,
-            label=f"{label} (simulated)",
-        )
-        if not exact.empty:
-            e = exact[exact["config"] == label].sort_values("drop")
-            ax.plot(e["drop"], e["expected_runs"], color=c, **EXACT_STYLE)
+        simulated_and_exact(ax, g, exact, "drop", "mean_runs", label, c, "expected_runs")
         if not bounds.empty:
             b = bounds[bounds["config"] == label]
             ax.plot(b["drop"], b["bound"], marker="v", color=c, ms=7, linestyle="none")
-    if not exact.empty:
-        ax.plot([], [], color="black", **EXACT_STYLE, label="exact expected runs")
+    exact_legend(ax, exact, "exact expected runs")
     if not bounds.empty:
         ax.plot([], [], color="black", marker="v", linestyle="none", label="lower bound, any test")
     ax.set_xlabel("true drop in success rate, p0 - p (probability)")
@@ -157,15 +136,8 @@ def factor_figure(
             g = g.assign(_x=g[factor].map(lambda v: _level(v, none_label)).map(pos)).sort_values(
                 "_x"
             )
-            ax.errorbar(
-                g["_x"],
-                g[metric],
-                yerr=1.96 * g[f"{metric}_se"].fillna(0),
-                marker="o",
-                ms=4,
-                capsize=3,
-                color=colours[str(cfg)],
-                label=str(cfg),
+            simulated_points(
+                ax, g["_x"], g[metric], g[f"{metric}_se"], colours[str(cfg)], str(cfg), joined=True
             )
         ax.set_xticks(range(len(levels)), levels)
         ax.set_xlabel(label)

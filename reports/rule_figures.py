@@ -6,7 +6,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from reports.canvas import EXACT_STYLE, TARGET_COLOUR, legend_outside, new_figure
+from reports.canvas import (
+    TARGET_COLOUR,
+    exact_legend,
+    legend_outside,
+    new_figure,
+    simulated_and_exact,
+)
 
 
 def heatmap_figure(
@@ -69,23 +75,10 @@ def fate_figure(
     for label, g in points.groupby("config", sort=True):
         c = colours[str(label)]
         g = g.sort_values("p")
-        ax.errorbar(
-            g["p"],
-            g["p_excluded"],
-            yerr=1.96 * g["p_excluded_se"].fillna(0),
-            fmt="o",
-            color=c,
-            ms=4,
-            capsize=3,
-            label=f"{label} (simulated)",
-        )
-        e = exact[exact["config"] == label] if not exact.empty else exact
-        if not e.empty:
-            ax.plot(e["p"], e["p_excluded"], color=c, **EXACT_STYLE)
+        simulated_and_exact(ax, g, exact, "p", "p_excluded", label, c)
         if "break_even" in g:
             ax.axvline(float(g["break_even"].iloc[0]), color=c, linestyle=":", linewidth=1)
-    if not exact.empty:
-        ax.plot([], [], color="black", **EXACT_STYLE, label="exact (flat_fate)")
+    exact_legend(ax, exact, "exact (flat_fate)")
     ax.plot([], [], color=TARGET_COLOUR, linestyle=":", label="break-even success rate")
     ax.set_xlabel("success probability of the procedure when applied, p (probability)")
     ax.set_ylabel(f"probability excluded within {sessions} sessions")
