@@ -3,18 +3,20 @@
 As in lightning-hydra-template: tests compose ``conf/`` with Hydra's compose API
 (``experiments.run.compose_job``, no mock of it), and sweeps run
 ``python -m experiments.run`` in a subprocess with their MLflow store
-(``MLFLOW_TRACKING_URI``) and Hydra folders in a temporary directory.
+(``MLFLOW_TRACKING_URI``) and Hydra folders in a temporary directory. ``store``: every
+test taking it runs against an in-memory and a SQLite ``ProcedureStore``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from omegaconf import DictConfig
 
 from experiments.run import compose_job
+from procmem_core.store import ProcedureStore
 
 
 @pytest.fixture
@@ -28,3 +30,14 @@ def tracking_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temporary SQLite MLflow store for code running in this process."""
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     return tmp_path / "mlflow.db"
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProcedureStore]:
+    """An empty ``ProcedureStore``: in memory, then in a SQLite file under ``tmp_path``."""
+    if request.param == "memory":
+        s = ProcedureStore()
+    else:
+        s = ProcedureStore.open(tmp_path / "procedures.db")
+    yield s
+    s.close()

@@ -12,7 +12,6 @@ from procmem_core.errors import ParameterError
 from procmem_core.gates import CostGate, MarginGate, RevisionStats, SPRTGate
 from procmem_core.graph import SEED_EXAMPLE_GRAPH, GraphError, ProcedureGraph
 from procmem_core.revision import RevisionError
-from procmem_core.store import ProcedureStore
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 BRANCHY = {
@@ -26,16 +25,6 @@ BRANCHY = {
         {"src": "spare", "dst": "end"},
     ],
 }
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request, tmp_path):
-    if request.param == "memory":
-        yield ProcedureStore()
-    else:
-        s = ProcedureStore.open(tmp_path / "procedures.db")
-        yield s
-        s.close()
 
 
 def _runs(store, key, path, outcomes, **kw):

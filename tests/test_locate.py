@@ -7,7 +7,6 @@ import pytest
 
 from procmem_core.errors import ParameterError
 from procmem_core.graph import SEED_EXAMPLE_GRAPH
-from procmem_core.store import ProcedureStore
 
 LOOPY = {
     "nodes": [
@@ -25,13 +24,12 @@ LOOPY = {
 }
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request, tmp_path):
-    s = ProcedureStore() if request.param == "memory" else ProcedureStore.open(tmp_path / "p.db")
-    s.add("month end", "close the month", graph=SEED_EXAMPLE_GRAPH)
-    s.add("release", "ship a change", graph=LOOPY)
-    yield s
-    s.close()
+@pytest.fixture
+def store(store):
+    """conftest's memory/sqlite store with two procedures."""
+    store.add("month end", "close the month", graph=SEED_EXAMPLE_GRAPH)
+    store.add("release", "ship a change", graph=LOOPY)
+    return store
 
 
 def test_locate_by_tool_with_counts_and_hops(store):

@@ -48,16 +48,6 @@ def test_score_rule_goal_geometric_mean_tool_boost_and_utility():
     assert match_scores(s) == pytest.approx(s)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request, tmp_path):
-    if request.param == "memory":
-        yield ProcedureStore()
-    else:
-        s = ProcedureStore.open(tmp_path / "procedures.db")
-        yield s
-        s.close()
-
-
 def _tool_graph(tools):
     nodes = [{"id": f"t{i}", "kind": "action", "tool": t} for i, t in enumerate(tools)]
     edges = [{"src": f"t{i}", "dst": f"t{i + 1}"} for i in range(len(tools) - 1)]

@@ -18,15 +18,14 @@ def rng(seed=0):
     return np.random.default_rng(np.random.SeedSequence(seed))
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request, tmp_path):
-    s = ProcedureStore() if request.param == "memory" else ProcedureStore.open(tmp_path / "p.db")
-    s.add("refund full", "a customer asks for a refund on a paid invoice", STEPS)
-    s.add("refund partial", "a customer asks for a partial refund on an invoice", STEPS)
-    s.add("invoice copy", "a customer asks for an invoice copy", STEPS)
-    s.add("mined refund", "customer refund invoice", STEPS, candidate=True)
-    yield s
-    s.close()
+@pytest.fixture
+def store(store):
+    """conftest's memory/sqlite store with three procedures and one candidate."""
+    store.add("refund full", "a customer asks for a refund on a paid invoice", STEPS)
+    store.add("refund partial", "a customer asks for a partial refund on an invoice", STEPS)
+    store.add("invoice copy", "a customer asks for an invoice copy", STEPS)
+    store.add("mined refund", "customer refund invoice", STEPS, candidate=True)
+    return store
 
 
 def test_withhold_top_scalar_and_vector_agree():

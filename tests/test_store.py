@@ -27,16 +27,6 @@ STEPS = ["look up the invoice", "check the refund policy window", "issue or decl
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request, tmp_path):
-    if request.param == "memory":
-        yield ProcedureStore()
-    else:
-        s = ProcedureStore.open(tmp_path / "procedures.db")
-        yield s
-        s.close()
-
-
 def test_add_with_steps_gives_key_linear_graph_and_authored_status(store):
     p = store.add("Refund request!", "a customer asks for a refund", STEPS, tags=["billing"])
     assert p.key == "procedure_refund_request"
