@@ -37,17 +37,18 @@ def _err(table: pd.DataFrame, column: str) -> np.ndarray | None:
     return Z95 * table[se].to_numpy(dtype=float) if se in table else None
 
 
+def _simulated_and_exact(
+    ax: plt.Axes, t: pd.DataFrame, x: str, y: str, exact: str | None, exact_label: str, ms: float
+) -> None:
+    """``y`` against ``x`` as points with ±1.96 SE bars, the ``exact`` column (if any) as a line."""
+    ax.errorbar(t[x], t[y], yerr=_err(t, y), fmt="o", ms=ms, label="simulated (±1.96 SE)")
+    if exact is not None:
+        ax.plot(t[x], t[exact], "-", label=exact_label)
+
+
 def fate_exclusion(t: pd.DataFrame, ax: plt.Axes) -> None:
-    ax.errorbar(
-        t["session"],
-        t["excluded_rate"],
-        yerr=_err(t, "excluded_rate"),
-        fmt="o",
-        ms=3,
-        label="simulated (±1.96 SE)",
-    )
-    if "excluded_exact" in t:
-        ax.plot(t["session"], t["excluded_exact"], "-", label="exact (flat_fate)")
+    exact = "excluded_exact" if "excluded_exact" in t else None
+    _simulated_and_exact(ax, t, "session", "excluded_rate", exact, "exact (flat_fate)", ms=3)
     ax.set(
         xlabel="session",
         ylabel="P(excluded by session)",
@@ -91,17 +92,8 @@ def trajectory_kinds(t: pd.DataFrame, ax: plt.Axes) -> None:
 
 def operating_characteristic(t: pd.DataFrame, ax: plt.Axes) -> None:
     t = t.sort_values("true_drop")
-    ax.errorbar(
-        t["true_drop"],
-        t["revert_rate"],
-        yerr=_err(t, "revert_rate"),
-        fmt="o",
-        ms=4,
-        label="simulated (±1.96 SE)",
-    )
-    exact = [c for c in ("revert_rate_exact", "p_revert_exact") if c in t]
-    if exact:
-        ax.plot(t["true_drop"], t[exact[0]], "-", label="exact")
+    exact = next((c for c in ("revert_rate_exact", "p_revert_exact") if c in t), None)
+    _simulated_and_exact(ax, t, "true_drop", "revert_rate", exact, "exact", ms=4)
     ax.set(
         xlabel="true drop in success rate",
         ylabel="P(revert)",
