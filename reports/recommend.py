@@ -69,6 +69,16 @@ class Recommendation:
         return any(c.exceeds_noise for c in self.comparisons)
 
 
+def _rank(t: pd.DataFrame, tie_breaks: list[str]) -> pd.DataFrame:
+    """Rows best first: feasible ones first, then the smallest ``shortfall``, ``objective``
+    and ``tie_breaks`` in turn (a stable sort); tie-break columns named ``_*`` (made only
+    for the sort) are dropped."""
+    keys = ["feasible", "shortfall", "objective", *tie_breaks]
+    ranked = t.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1), kind="mergesort")
+    scratch = [c for c in tie_breaks if c.startswith("_")]
+    return ranked.drop(columns=scratch).reset_index(drop=True)
+
+
 def _pick_best(ranked: pd.DataFrame, label_col: str) -> tuple[pd.Series, tuple[str, ...]]:
     best = ranked.iloc[0]
     same = np.isclose(ranked["objective"], best["objective"], rtol=TIE_RTOL, atol=0.0)
@@ -127,12 +137,7 @@ def recommend_gate(
     t["feasible"] = t["shortfall"] <= 0
     t["total_error"] = t["false_revert_rate"] + t["missed_regression_rate"]
     t["_label"] = t[label_col].astype(str)
-    ranked = t.sort_values(
-        ["feasible", "shortfall", "objective", "total_error", "_label"],
-        ascending=[False, True, True, True, True],
-        kind="mergesort",
-    ).drop(columns="_label")
-    ranked = ranked.reset_index(drop=True)
+    ranked = _rank(t, ["total_error", "_label"])
     pick, tied = _pick_best(ranked, label_col)
     feasible = bool(pick["feasible"])
     default_row = _default_row(ranked, label_col, default)
@@ -182,11 +187,7 @@ def recommend_explore(
     t["feasible"] = t["power"] >= target_power
     t["shortfall"] = (target_power - t["power"]).clip(lower=0)
     t["objective"] = t[label_col].astype(float)
-    ranked = t.sort_values(
-        ["feasible", "shortfall", "objective", "sessions", "exploration_cost"],
-        ascending=[False, True, True, True, True],
-        kind="mergesort",
-    ).reset_index(drop=True)
+    ranked = _rank(t, ["sessions", "exploration_cost"])
     pick = ranked.iloc[0]
     feasible = bool(pick["feasible"])
     same_sessions = ranked[ranked["sessions"] == pick["sessions"]]
@@ -236,12 +237,7 @@ def recommend_confidence(
     t["objective"] = -t["helpful_retained"].astype(float)
     t["_neg_excl"] = -t["harmful_excluded"].astype(float)
     t["_label"] = t[label_col].astype(str)
-    ranked = t.sort_values(
-        ["feasible", "shortfall", "objective", "_neg_excl", "_label"],
-        ascending=[False, True, True, True, True],
-        kind="mergesort",
-    ).drop(columns=["_neg_excl", "_label"])
-    ranked = ranked.reset_index(drop=True)
+    ranked = _rank(t, ["_neg_excl", "_label"])
     pick, tied = _pick_best(ranked, label_col)
     feasible = bool(pick["feasible"])
     default_row = _default_row(ranked, label_col, default)
