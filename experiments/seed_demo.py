@@ -48,7 +48,13 @@ def confidence_paths(
     return procedures, paths
 
 
-def demo_text(threshold: float = 0.55, limit: int = 6, rule: ConfidenceRule = DEFAULT_RULE) -> str:
+DEMO_THRESHOLD = 0.55
+"""The seed's prompt threshold, which its demo prints and draws with."""
+
+
+def demo_text(
+    threshold: float = DEMO_THRESHOLD, limit: int = 6, rule: ConfidenceRule = DEFAULT_RULE
+) -> str:
     """Exactly what the seed prints: one line per path, a blank line, the system prompt."""
     procedures, paths = confidence_paths(rule)
     lines = []
@@ -63,7 +69,7 @@ def demo_text(threshold: float = 0.55, limit: int = 6, rule: ConfidenceRule = DE
 def save_figure(
     paths: dict[str, list[float]],
     out: Path,
-    threshold: float = 0.55,
+    threshold: float = DEMO_THRESHOLD,
     rule: ConfidenceRule = DEFAULT_RULE,
 ) -> Path:
     """The seed's figure: confidence against applied sessions, with the threshold line."""
@@ -94,19 +100,24 @@ def save_figure(
 def run_task(cfg: DictConfig, out_dir: Path) -> ScenarioResult:
     """The ``seed_demo`` task: print the seed's text, save its figure, record the paths.
 
-    Metrics: each procedure's final confidence (``final_confidence.<title>``); table
-    ``confidence_paths`` (procedure, session, confidence); figure
-    ``artifacts/figures/confidence_paths.png``.
+    Metrics: each procedure's final confidence (``final_confidence.<title>``) and the
+    prompt ``threshold``; table ``confidence_paths`` (procedure, session, confidence);
+    figure ``artifacts/figures/confidence_paths.png``; the printed text
+    ``artifacts/seed_demo.txt``.
     """
     import pandas as pd
 
     from simulators.result import ScenarioResult
 
-    sys.stdout.write(demo_text())
+    text = demo_text(DEMO_THRESHOLD)
+    sys.stdout.write(text)
     sys.stdout.flush()
     _, paths = confidence_paths()
-    save_figure(paths, Path(out_dir) / "artifacts" / "figures" / "confidence_paths.png")
+    art = Path(out_dir) / "artifacts"
+    save_figure(paths, art / "figures" / "confidence_paths.png", DEMO_THRESHOLD)
+    (art / "seed_demo.txt").write_text(text, encoding="utf-8")
     result = ScenarioResult("seed_demo")
+    result.metrics["threshold"] = DEMO_THRESHOLD
     for title, path in paths.items():
         result.metrics[f"final_confidence.{title}"] = path[-1]
     result.tables["confidence_paths"] = pd.DataFrame(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from procmem_core.errors import check_int, check_probability
 from reports.confidence_section import confidence_section, fate_section
+from reports.demo_sections import replay_section, seed_demo_section
 from reports.document import Report, Section, write_report
 from reports.explore_section import ab_section, explore_section
 from reports.gate_section import gate_section
@@ -44,6 +45,8 @@ def build_report(sweep: Sweep, options: ReportOptions | None = None) -> Report:
         explore_section(sweep, options.target_power),
         loop_section(sweep),
         ab_section(sweep),
+        seed_demo_section(sweep),
+        replay_section(sweep),
         agreement_section(sweep),
     ]
     sections = [s for s in candidates if s is not None]

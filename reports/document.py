@@ -38,6 +38,15 @@ class Table:
     frame: pd.DataFrame
 
 
+@dataclass(frozen=True)
+class Preformatted:
+    """Text shown as it is (a prompt, a transcript, an error): ``<pre>`` in HTML, a fenced
+    block in Markdown."""
+
+    caption: str
+    text: str
+
+
 @dataclass
 class Section:
     """One question the report answers: ``answer`` is the one sentence that opens it."""
@@ -45,7 +54,7 @@ class Section:
     key: str
     title: str
     answer: str
-    blocks: list[Figure | Table | str] = field(default_factory=list)
+    blocks: list[Figure | Table | Preformatted | str] = field(default_factory=list)
 
     @property
     def figures(self) -> list[Figure]:
@@ -104,6 +113,8 @@ table{border-collapse:collapse;font-size:.85em;margin:.6em 0;display:block;overf
 th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right}th{background:#f2f2f2}
 caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
 nav ul{columns:2}
+pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;white-space:pre-wrap;
+font-size:.85em}
 """
 
 
@@ -131,6 +142,9 @@ def render_html(report: Report) -> str:
             elif isinstance(b, Table):
                 parts.append(f"<p><strong>{html.escape(b.caption)}</strong></p>")
                 parts.append(table_html(b.frame))
+            elif isinstance(b, Preformatted):
+                parts.append(f"<p><strong>{html.escape(b.caption)}</strong></p>")
+                parts.append(f"<pre>{html.escape(b.text)}</pre>")
             else:
                 parts.append(f"<p>{html.escape(b)}</p>")
         parts.append("</section>")
@@ -148,6 +162,11 @@ def render_markdown(report: Report) -> str:
                 lines += [f"![{b.name}]({b.name}.png)", "", f"*{b.caption}*", ""]
             elif isinstance(b, Table):
                 lines += [f"**{b.caption}**", "", table_markdown(b.frame), ""]
+            elif isinstance(b, Preformatted):
+                fence = "```"
+                while fence in b.text:
+                    fence += "`"
+                lines += [f"**{b.caption}**", "", fence, b.text.rstrip("\n"), fence, ""]
             else:
                 lines += [b, ""]
     return "\n".join(lines)

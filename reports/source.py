@@ -83,6 +83,12 @@ class Sweep:
                 frames.append(t.assign(run_id=run_id))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
+    def artifact(self, run_id: str, path: str) -> Path | None:
+        """The child's artifact ``path`` as a local file (see ``RunTables.file``); None
+        when it has no such artifact or the sweep was not read from MLflow."""
+        files = self.tables.get(run_id)
+        return files.file(path) if isinstance(files, RunTables) else None
+
     @property
     def swept_params(self) -> tuple[str, ...]:
         """Params that take more than one value among the children of one scenario.
@@ -182,7 +188,8 @@ def find_parent(experiment: str, run_id: str | None = None, uri: str | None = No
 
 
 class RunTables(Mapping[str, pd.DataFrame]):
-    """One run's ``tables/<name>.parquet``, each downloaded on first access and kept.
+    """One run's ``tables/<name>.parquet``, each downloaded on first access and kept;
+    ``file(path)`` fetches any other artifact of the run the same way.
 
     A sweep of hundreds of gate jobs carries large per-replication tables the report
     may never read; listing is cheap, downloading is not.
@@ -196,11 +203,22 @@ class RunTables(Mapping[str, pd.DataFrame]):
         if name not in self._names:
             raise KeyError(name)
         if name not in self._cache:
-            dst = self._root / self._run_id
-            dst.mkdir(parents=True, exist_ok=True)
-            path = self._client.download_artifacts(self._run_id, f"tables/{name}.parquet", str(dst))
-            self._cache[name] = pd.read_parquet(path)
+            self._cache[name] = pd.read_parquet(self._download(f"tables/{name}.parquet"))
         return self._cache[name]
+
+    def _download(self, path: str) -> Path:
+        dst = self._root / self._run_id
+        dst.mkdir(parents=True, exist_ok=True)
+        return Path(self._client.download_artifacts(self._run_id, path, str(dst)))
+
+    def file(self, path: str) -> Path | None:
+        """Any artifact of the run (``path`` relative to its artifact root, e.g.
+        ``procedures.json``) downloaded to the same temporary folder; None when the run
+        has no such file."""
+        folder = str(Path(path).parent) if "/" in path else None
+        if not any(a.path == path for a in self._client.list_artifacts(self._run_id, folder)):
+            return None
+        return self._download(path)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
