@@ -215,7 +215,8 @@ def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
         "experiment=quickstart",
         "case=fate_seed",
         "scenario.p=0.6,0.7,0.8,0.9",
-        "scenario.replications=500000",
+        "scenario.replications=1000000",
+        "scenario.sessions=100",  # about 2 s of work a job: room to interrupt mid-sweep
         "hydra/launcher=basic",
     ]
     first = tmp_path / "first"
