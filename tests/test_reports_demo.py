@@ -31,10 +31,10 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Run both presets at once; return the temporary folder and its tracking URI."""
+    """Run both presets at once, each into its own store (two processes creating one new
+    SQLite store at the same time race on its tables); return the folder and the URIs."""
     root = tmp_path_factory.mktemp("demo")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    env = dict(os.environ, MLFLOW_TRACKING_URI=uri)
+    uris = {k: f"sqlite:///{root / f'{k}.db'}" for k in ("seed", "replay")}
     commands = {
         "seed": ["experiment=seed_demo", f"hydra.run.dir={root / 'seed'}"],
         "replay": [
@@ -45,7 +45,9 @@ def runs(tmp_path_factory):
     run = [sys.executable, "-m", "experiments.run"]
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
     procs = {
-        k: subprocess.Popen([*run, *args], cwd=ROOT, env=env, **pipes)
+        k: subprocess.Popen(
+            [*run, *args], cwd=ROOT, env=dict(os.environ, MLFLOW_TRACKING_URI=uris[k]), **pipes
+        )
         for k, args in commands.items()
     }
     out = {k: p.communicate(timeout=300) for k, p in procs.items()}
@@ -54,7 +56,7 @@ def runs(tmp_path_factory):
     # the on_error=raise job fails, so the sweep exits 1 after running every job
     assert procs["replay"].returncode == 1, out["replay"][1][-3000:]
     assert "FAILED jobs (1)" in out["replay"][0] + out["replay"][1]
-    return root, uri
+    return root, uris
 
 
 def written(report: Report) -> tuple[str, str]:
@@ -63,8 +65,8 @@ def written(report: Report) -> tuple[str, str]:
 
 @pytest.mark.slow
 def test_seed_demo_section_answers_with_the_final_confidences_and_the_prompt(runs):
-    root, uri = runs
-    sweep = load_sweep("seed_demo", uri=uri)
+    root, uris = runs
+    sweep = load_sweep("seed_demo", uri=uris["seed"])
     section = seed_demo_section(sweep)
     assert section is not None and replay_section(sweep) is None
     assert section.answer == (
@@ -102,8 +104,8 @@ def _replay_runs(uri: str):
 
 @pytest.mark.slow
 def test_replay_section_reports_learning_cost_and_both_kinds_of_failure(runs):
-    root, uri = runs
-    sweep, by_config = _replay_runs(uri)
+    root, uris = runs
+    sweep, by_config = _replay_runs(uris["replay"])
     section = replay_section(sweep)
     assert section is not None and seed_demo_section(sweep) is None
     ok, recorded, raised = (
@@ -146,7 +148,7 @@ def test_replay_section_reports_learning_cost_and_both_kinds_of_failure(runs):
 
 @pytest.mark.slow
 def test_a_single_replay_run_is_answered_in_one_sentence(runs):
-    _, uri = runs
+    uri = runs[1]["replay"]
     _, by_config = _replay_runs(uri)
     ok = by_config.loc[(2000, "record")]
     sweep = load_sweep("llm_replay", run_id=ok["run_id"], uri=uri)
@@ -172,3 +174,27 @@ def test_preformatted_text_is_escaped_and_fenced(text, html_part, md_part):
     report = Report("e", "p", "h", [section], pd.DataFrame())
     assert html_part in render_html(report)
     assert md_part in render_markdown(report)
+
+
+@pytest.mark.slow
+def test_a_seed_demo_run_without_text_or_threshold_falls_back_to_the_rule_param(runs):
+    """A run logged before the task wrote ``seed_demo.txt`` and its ``threshold``."""
+    from mlflow.tracking import MlflowClient
+
+    uri = runs[1]["seed"]
+    client = MlflowClient(uri)
+    exp = client.create_experiment("seed_demo_old")
+    run = client.create_run(exp, tags={"procmem.scenario": "seed_demo"}, run_name="old")
+    rid = run.info.run_id
+    client.log_param(rid, "rule.threshold", "0.7")
+    client.log_metric(rid, "final_confidence.Quantify the worst case", 0.77)
+    client.log_metric(rid, "final_confidence.Push equity", 0.3)
+    client.set_terminated(rid, "FINISHED")
+    section = seed_demo_section(load_sweep("seed_demo_old", uri=uri))
+    assert section.answer == (
+        "The seed's demo shows confidence following outcomes: 'Quantify the worst case' ends "
+        "at 0.77, above the prompt threshold 0.70, and 'Push equity' ends at 0.30, below it, "
+        "so only 'Quantify the worst case' is in the system prompt."
+    )
+    assert section.figures == []
+    assert "The run did not log the printed text (seed_demo.txt)." in section.blocks
