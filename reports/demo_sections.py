@@ -246,6 +246,8 @@ def _clause(o: ReplayOutcome) -> str:
             f"failed at the {o.stage} stage ({o.error_type}) after learning "
             f"{_number(run, 'n_procedures') or 0:.0f} procedure(s), spending {_cost(run)}"
         )
+    if o.traceback is None:
+        return f"ended {o.state} with no metrics and no traceback logged"
     return f"{o.state} ({o.error_type}; traceback below) with no metrics logged"
 
 
