@@ -36,7 +36,7 @@ def check_probability(
         raise ParameterError(field, value, "expected a number in [0, 1]") from None
     lo_ok = x > 0 if open_low else x >= 0
     hi_ok = x < 1 if open_high else x <= 1
-    if not (lo_ok and hi_ok) or x != x:
+    if not (lo_ok and hi_ok):  # NaN fails both comparisons
         lo = "(" if open_low else "["
         hi = ")" if open_high else "]"
         raise ParameterError(field, value, f"expected a number in {lo}0, 1{hi}")

@@ -93,16 +93,21 @@ def _record(
 
 
 def _sequential_stats(entry: ProcedureEntry) -> list[RevisionStats]:
-    """The current revision's statistics after each of its runs, in ledger order."""
+    """The current revision's statistics after each of its runs, in ledger order.
+
+    While a revision is pending every new run carries its number, so its runs are the
+    ledger's tail: only that tail is read, not the whole ledger.
+    """
+    start = len(entry.runs)
+    while start > 0 and entry.runs[start - 1].revision == entry.revision:
+        start -= 1
     stats, successes, costs = [], 0, []
-    for run in entry.runs:
-        if run.revision != entry.revision:
-            continue
+    for n, run in enumerate(entry.runs[start:], 1):
         if run.ok:
             successes += 1
             if run.cost is not None:
                 costs.append(float(run.cost))
-        stats.append(RevisionStats(len(stats) + 1, successes, tuple(costs)))
+        stats.append(RevisionStats(n, successes, tuple(costs)))
     return stats
 
 
