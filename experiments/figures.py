@@ -4,9 +4,10 @@ Each figure is keyed by the table it needs and the columns it reads; a job gets 
 figure whose table and columns it has, so a scenario's figures follow from its tables:
 
 - ``fates`` with ``excluded_rate``: exclusion by session, simulated (+-1.96 SE) and exact;
-- ``fates`` with ``retained_rate``: share of procedures still shown, by kind;
+- ``fates`` with ``retained_rate``: share of procedures still shown, by kind (+-1.96 SE);
 - ``trajectory`` with ``success_rate``: session success rate over sessions (+-1.96 SE);
-- ``trajectory`` with ``*_active_share``: share of each kind of procedure still active;
+- ``trajectory`` with ``*_active_share``: share of each kind of procedure still active
+  (+-1.96 SE bands);
 - ``operating_points``: the gate's revert rate against the true drop (OC curve), exact
   values overlaid when present;
 - ``gate_decisions``: distribution of runs used, by verdict;
@@ -59,7 +60,13 @@ def fate_exclusion(t: pd.DataFrame, ax: plt.Axes) -> None:
 
 
 def fate_by_kind(t: pd.DataFrame, ax: plt.Axes) -> None:
-    ax.bar(t["kind"].astype(str), t["retained_rate"], color=["tab:green", "tab:gray", "tab:red"])
+    ax.bar(
+        t["kind"].astype(str),
+        t["retained_rate"],
+        yerr=_err(t, "retained_rate"),
+        capsize=4,
+        color=["tab:green", "tab:gray", "tab:red"],
+    )
     ax.set(
         xlabel="kind of procedure",
         ylabel="share still shown after the last session",
@@ -68,24 +75,29 @@ def fate_by_kind(t: pd.DataFrame, ax: plt.Axes) -> None:
     )
 
 
-def trajectory_success(t: pd.DataFrame, ax: plt.Axes) -> None:
-    x, y = t["session"].to_numpy(), t["success_rate"].to_numpy(dtype=float)
-    ax.plot(x, y, label="session success rate")
-    err = _err(t, "success_rate")
+def _line_with_band(ax: plt.Axes, t: pd.DataFrame, y: str, label: str) -> None:
+    """``y`` against ``session`` as a line with its ±1.96 SE band (when ``y_se`` exists)."""
+    x, v = t["session"].to_numpy(), t[y].to_numpy(dtype=float)
+    (line,) = ax.plot(x, v, label=label)
+    err = _err(t, y)
     if err is not None:
-        ax.fill_between(x, y - err, y + err, alpha=0.3, label="±1.96 SE")
+        ax.fill_between(x, v - err, v + err, alpha=0.25, color=line.get_color())
+
+
+def trajectory_success(t: pd.DataFrame, ax: plt.Axes) -> None:
+    _line_with_band(ax, t, "success_rate", "session success rate (±1.96 SE band)")
     ax.set(xlabel="session", ylabel="success rate", title="Session success over time")
     ax.legend()
 
 
 def trajectory_kinds(t: pd.DataFrame, ax: plt.Axes) -> None:
     for column in [c for c in t.columns if c.endswith("_active_share")]:
-        ax.plot(t["session"], t[column], label=column.removesuffix("_active_share"))
+        _line_with_band(ax, t, column, column.removesuffix("_active_share"))
     ax.set(
         xlabel="session",
         ylabel="share of procedures at or above the threshold",
         ylim=(0, 1),
-        title="Procedures still active, by kind",
+        title="Procedures still active, by kind (bands: ±1.96 SE)",
     )
     ax.legend()
 
