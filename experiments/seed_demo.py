@@ -57,6 +57,16 @@ def demo_text(
 ) -> str:
     """Exactly what the seed prints: one line per path, a blank line, the system prompt."""
     procedures, paths = confidence_paths(rule)
+    return render_demo(procedures, paths, threshold, limit)
+
+
+def render_demo(
+    procedures: list[Procedure],
+    paths: dict[str, list[float]],
+    threshold: float = DEMO_THRESHOLD,
+    limit: int = 6,
+) -> str:
+    """The seed's printed text for procedures whose confidence paths are ``paths``."""
     lines = []
     for proc in procedures:
         path = " -> ".join(f"{c:.2f}" for c in paths[proc.title])
@@ -109,10 +119,10 @@ def run_task(cfg: DictConfig, out_dir: Path) -> ScenarioResult:
 
     from simulators.result import ScenarioResult
 
-    text = demo_text(DEMO_THRESHOLD)
+    procedures, paths = confidence_paths()
+    text = render_demo(procedures, paths, DEMO_THRESHOLD)
     sys.stdout.write(text)
     sys.stdout.flush()
-    _, paths = confidence_paths()
     art = Path(out_dir) / "artifacts"
     save_figure(paths, art / "figures" / "confidence_paths.png", DEMO_THRESHOLD)
     (art / "seed_demo.txt").write_text(text, encoding="utf-8")
