@@ -36,7 +36,8 @@ def run_case(case: str, job_seed: int | None = None) -> dict[str, Any]:
     """Compose ``experiment=quickstart case=<case>``, run it at its job seed (or the given
     one) and return ``{"job_seed", "metrics"}``."""
     from experiments.build import validate
-    from experiments.identity import config_hash, job_seed as derive_seed
+    from experiments.identity import config_hash
+    from experiments.identity import job_seed as derive_seed
     from experiments.run import compose_job
 
     cfg = compose_job("quickstart", [f"case={case}"])
