@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from procmem_core.store import ProcedureStore
+from procmem_core.graph import ProcedureStore
 
 WORDS = ["refund", "invoice", "ledger", "deploy", "server", "customer", "month", "close"]
 WORDS += ["runway", "cash", "review", "policy", "window", "escalate", "payment", "card"]

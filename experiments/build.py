@@ -1,50 +1,51 @@
 """From a composed config to the engine objects and the scenario they drive.
 
-Each group builds one engine object, and the engine's own ``__post_init__`` checks do
-the range validation (one rule, one check): ``rule`` -> ``ConfidenceRule`` (plus the
-prompt filter's ``threshold`` and ``limit``), ``users`` -> ``UserPopulation``,
-``feedback`` -> ``FeedbackModel``, ``gate`` -> ``make_gate(name, ...)``, ``cost_gate``
--> ``CostGate`` (optional). The scenario class ``simulators.SCENARIOS[scenario.name]``
-then receives, for each of its fields, the group object of the field's type (the rule's
-``threshold``/``limit`` and ``cost_gate`` by name), else the ``explore`` group's value
-for an explore knob when that group is selected, else the value under ``scenario``.
-Every error is re-raised as ``ParameterError`` with the full config key (``gate.alpha``,
-``scenario.sessions``, ``explore.explore_rate``), the value and what is allowed.
+Each config group has one builder (``GROUP_BUILDERS``), and each builder asks a registry
+for the class the config names, so no code here decodes a config by type or by field
+names: ``rule`` -> ``FLAT_RULES[rule.name]`` (its ``threshold`` and ``limit`` are the prompt
+filter's), ``users`` -> ``UserPopulation``, ``feedback`` -> one channel per key
+(``CHANNELS``) in a ``Feedback``, ``gate`` / ``cost_gate`` -> ``make_gate``, ``explore`` ->
+plain values. A scenario (``SCENARIOS[scenario.name]``) declares which of its fields a
+group feeds (``Scenario.inputs``); every other field comes from the ``scenario`` node.
+A task (``TASKS``) is a module of ``experiments.tasks`` with ``run_task`` and the
+``GROUPS`` it reads. The engine's own ``__post_init__`` checks do the range validation
+(one rule, one check); every error is re-raised as ``ParameterError`` with the full
+config key (``gate.alpha``, ``scenario.sessions``, ``explore.explore_rate``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import typing
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
-from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.schema import EXPLORE_FIELDS, PROGRESS_MODES, RULE_FILTER_FIELDS
-from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.flat import ConfidenceRule
-from procmem_core.gates import GATES, CostGate, Gate, make_gate
-from simulators import SCENARIOS
-from simulators.feedback import FeedbackModel
-from simulators.users import UserPopulation
+from procmem_core.errors import ParameterError, check_choice, check_int
+from procmem_core.flat import FLAT_RULES, PromptFilter
+from procmem_core.gates import make_gate
+from simulators import CHANNELS, SCENARIOS, Feedback, UserPopulation
 
-TASKS_DIR = Path(__file__).resolve().parent
 SCENARIO_TASK = "scenario"
+PROGRESS_MODES = ("auto", "on", "off")
+FILTER_KEYS = tuple(f.name for f in dataclasses.fields(PromptFilter))
+"""Keys of the ``rule`` group that belong to the prompt filter (threshold, limit)."""
 
 
-def _node(cfg: DictConfig | Mapping[str, Any], key: str) -> dict[str, Any]:
+def node_of(cfg: DictConfig | Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    """The group ``key`` as a plain dict (None when the group is unset)."""
     value = cfg.get(key) if isinstance(cfg, Mapping | DictConfig) else None
     if value is None:
-        raise ParameterError(key, None, f"the config group '{key}' must be selected")
+        return None
     if isinstance(value, DictConfig):
         return OmegaConf.to_container(value, resolve=True)
     return dict(value)
 
 
-def _within(group: str, make: Callable[[], Any]) -> Any:
+def within(group: str, make: Callable[[], Any]) -> Any:
     """Run ``make()``; re-raise its ParameterError with the key prefixed by ``group``."""
     try:
         return make()
@@ -55,96 +56,94 @@ def _within(group: str, make: Callable[[], Any]) -> Any:
         raise ParameterError(group, None, f"bad keys: {exc}") from None
 
 
-def build_rule(cfg: DictConfig | Mapping[str, Any]) -> tuple[ConfidenceRule, float, int]:
-    """The ``rule`` group: ``(ConfidenceRule, threshold, limit)``."""
-    node = _node(cfg, "rule")
-    threshold = node.pop("threshold")
-    limit = node.pop("limit")
-    rule = _within("rule", lambda: ConfidenceRule(**node))
-    threshold = _within("rule", lambda: check_probability("threshold", threshold))
-    limit = _within("rule", lambda: check_int("limit", limit, minimum=1))
-    return rule, threshold, limit
+def _rule(node: dict[str, Any]) -> Any:
+    params = {k: v for k, v in node.items() if k not in (*FILTER_KEYS, "name")}
+    within("rule", lambda: PromptFilter(**{k: node[k] for k in FILTER_KEYS if k in node}))
+    return within("rule", lambda: FLAT_RULES.build(node.get("name", "confidence"), **params))
 
 
-def build_groups(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
-    """Every group's engine object: rule, threshold, limit, users, feedback, gate, cost_gate."""
-    rule, threshold, limit = build_rule(cfg)
-    users = _node(cfg, "users")
-    feedback = _node(cfg, "feedback")
-    gate = _node(cfg, "gate")
-    name = gate.pop("name", None)
-    if name not in GATES:
-        raise ParameterError("gate.name", name, f"one of {sorted(GATES)}")
-    cost = _optional_node(cfg, "cost_gate")
-    if cost is not None:
-        cost.pop("name", None)
-    return {
-        "rule": rule,
-        "threshold": threshold,
-        "limit": limit,
-        "users": _within("users", lambda: UserPopulation(**users)),
-        "feedback": _within("feedback", lambda: FeedbackModel(**feedback)),
-        "gate": _within("gate", lambda: make_gate(name, **gate)),
-        "cost_gate": None if cost is None else _within("cost_gate", lambda: CostGate(**cost)),
-    }
+def _feedback(node: dict[str, Any]) -> Feedback:
+    channels = []
+    for name, params in node.items():
+        if params is None:
+            continue
+        key = f"feedback.{name}"
+        check_choice("feedback", name, CHANNELS.names())
+        channels.append(within(key, lambda n=name, p=params: CHANNELS.build(n, **p)))
+    return Feedback(tuple(channels))
 
 
-def _optional_node(cfg: DictConfig | Mapping[str, Any], key: str) -> dict[str, Any] | None:
-    return None if cfg.get(key) is None else _node(cfg, key)
+def _gate(group: str) -> Callable[[dict[str, Any]], Any]:
+    def build(node: dict[str, Any]) -> Any:
+        return within(group, lambda: make_gate(**node))
+
+    return build
 
 
-def group_of(field_name: str, hint: Any) -> str | None:
-    """Which group feeds a scenario field: by its type, ``threshold``/``limit`` and
-    ``cost_gate`` by name (``X | None`` counts as ``X``)."""
-    if field_name in RULE_FILTER_FIELDS or field_name == "cost_gate":
-        return field_name
-    members = tuple(m for m in (typing.get_args(hint) or (hint,)) if m is not type(None))
-    if members == (ConfidenceRule,):
-        return "rule"
-    if members == (UserPopulation,):
-        return "users"
-    if members == (FeedbackModel,):
-        return "feedback"
-    if members == (Gate,) or all(m in GATES.values() for m in members):
-        return "gate"
-    return None
+GROUP_BUILDERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "rule": _rule,
+    "users": lambda node: within("users", lambda: UserPopulation(**node)),
+    "feedback": _feedback,
+    "gate": _gate("gate"),
+    "cost_gate": _gate("cost_gate"),
+    "explore": dict,
+}
+"""Config group -> the function that builds its object from the group's node."""
 
 
-def group_fields(cls: type) -> dict[str, str]:
-    """``{scenario field: group}`` for every field of ``cls`` that a group provides."""
-    hints = typing.get_type_hints(cls)
-    out = {}
-    for f in dataclasses.fields(cls):
-        group = group_of(f.name, hints[f.name]) if f.init else None
-        if group is not None:
-            out[f.name] = group
-    return out
+def build_group(cfg: DictConfig | Mapping[str, Any], group: str) -> Any:
+    """The object of one config group (None when the group is unset)."""
+    node = node_of(cfg, group)
+    return None if node is None else GROUP_BUILDERS[group](node)
+
+
+def scenario_class(cfg: DictConfig | Mapping[str, Any]) -> type:
+    node = node_of(cfg, "scenario") or {}
+    return SCENARIOS.get(node.get("name"), "scenario.name")
+
+
+def used_groups(cfg: DictConfig | Mapping[str, Any]) -> tuple[str, ...]:
+    """The config groups a job reads: its scenario's inputs, or its task's ``GROUPS``."""
+    if cfg.get("task") == SCENARIO_TASK:
+        inputs = scenario_class(cfg).inputs.values()
+        return tuple(sorted({source.partition(".")[0] for source in inputs}))
+    return tuple(getattr(task_module(str(cfg.get("task"))), "GROUPS", ()))
+
+
+def _inputs(cfg: DictConfig | Mapping[str, Any], cls: type) -> tuple[dict, dict]:
+    """``(kwargs, config key of each)`` for the fields the scenario's groups feed."""
+    built: dict[str, Any] = {}
+    kwargs, keys = {}, {}
+    for field, source in cls.inputs.items():
+        group, _, key = source.partition(".")
+        if group not in built:
+            built[group] = build_group(cfg, group)
+        if built[group] is None:  # an optional group left unset: the field's default
+            continue
+        if key:
+            value = (node_of(cfg, group) or {}).get(key)
+            if value is None:
+                continue
+            kwargs[field], keys[field] = value, source
+        else:
+            kwargs[field], keys[field] = built[group], group
+    return kwargs, keys
 
 
 def build_scenario(cfg: DictConfig | Mapping[str, Any]) -> Any:
     """The scenario object the config describes (validated by its constructor)."""
-    groups = build_groups(cfg)
-    node = _node(cfg, "scenario")
-    name = node.pop("name", None)
-    if name not in SCENARIOS:
-        raise ParameterError("scenario.name", name, f"one of {sorted(SCENARIOS)}")
-    cls = SCENARIOS[name]
-    provided = group_fields(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.init} - set(provided)
+    cls = scenario_class(cfg)
+    node = node_of(cfg, "scenario") or {}
+    node.pop("name", None)
+    names = {f.name for f in dataclasses.fields(cls) if f.init} - set(cls.inputs)
     for key, value in node.items():
         if key not in names:
-            raise ParameterError(f"scenario.{key}", value, f"a field of {name}: {sorted(names)}")
+            raise ParameterError(
+                f"scenario.{key}", value, f"a field of {cls.name}: {sorted(names)}"
+            )
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in node.items()}
-    keys = {}  # scenario field -> the config key that set it (for error messages)
-    for f, g in provided.items():
-        if groups[g] is None:  # an optional group left unselected: the scenario's default
-            continue
-        kwargs[f] = groups[g]
-        keys[f] = f"rule.{f}" if g in RULE_FILTER_FIELDS else g
-    explore = _optional_node(cfg, "explore") or {}
-    for f in EXPLORE_FIELDS:
-        if f in names and explore.get(f) is not None:
-            kwargs[f], keys[f] = explore[f], f"explore.{f}"
+    fed, keys = _inputs(cfg, cls)
+    kwargs.update(fed)
     try:
         return cls(**kwargs)
     except ParameterError as exc:
@@ -152,44 +151,41 @@ def build_scenario(cfg: DictConfig | Mapping[str, Any]) -> Any:
         raise ParameterError(key, exc.value, exc.allowed) from None
 
 
-def available_tasks() -> list[str]:
-    """``scenario`` and every module ``experiments/<task>.py`` that defines ``run_task``."""
-    found = [
-        p.stem
-        for p in sorted(TASKS_DIR.glob("*.py"))
-        if "\ndef run_task(" in p.read_text(encoding="utf-8")
-    ]
-    return [SCENARIO_TASK, *found]
+def tasks() -> dict[str, ModuleType | None]:
+    """``scenario`` and every module of ``experiments.tasks`` (each defines ``run_task``)."""
+    import experiments.tasks as package
+
+    found: dict[str, ModuleType | None] = {SCENARIO_TASK: None}
+    for info in pkgutil.iter_modules(package.__path__):
+        found[info.name] = importlib.import_module(f"experiments.tasks.{info.name}")
+    return found
+
+
+def task_module(task: str) -> ModuleType:
+    """The module ``experiments.tasks.<task>`` (its ``run_task(cfg, out_dir)`` runs the job)."""
+    module = tasks().get(task)
+    if module is None:
+        raise ParameterError("task", task, f"one of {sorted(tasks())}")
+    return module
 
 
 def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
     """Check every value of a job's config; return the scenario (None for other tasks).
 
     A task module may define ``validate_config(cfg)`` (raising ``ParameterError``) to have
-    its own keys checked here too, before any run exists.
-
-    Raises ``ParameterError`` naming the key, the value and what is allowed.
+    its own keys checked here too, before any run exists. Raises ``ParameterError``
+    naming the key, the value and what is allowed. Every group that is set is checked,
+    whether this job reads it or not: a bad value is a mistake wherever it is.
     """
     task = cfg.get("task")
-    tasks = available_tasks()
-    if task not in tasks:
-        raise ParameterError("task", task, f"one of {tasks}")
-    progress = cfg.get("progress")
-    if progress not in PROGRESS_MODES:
-        raise ParameterError("progress", progress, f"one of {list(PROGRESS_MODES)}")
+    check_choice("task", task, sorted(tasks()))
+    check_choice("progress", cfg.get("progress"), PROGRESS_MODES)
     check_int("seed", cfg.get("seed"), minimum=0)
+    for group in GROUP_BUILDERS:  # every group set, read by this job or not
+        build_group(cfg, group)
     if task != SCENARIO_TASK:
-        build_groups(cfg)
         check = getattr(task_module(task), "validate_config", None)
         if check is not None:  # the task's own keys (e.g. llm_replay's llm and replay)
             check(cfg)
         return None
     return build_scenario(cfg)
-
-
-def task_module(task: str) -> Any:
-    """The module ``experiments.<task>`` (its ``run_task(cfg, out_dir)`` runs the job)."""
-    spec = importlib.util.find_spec(f"experiments.{task}")
-    if spec is None:
-        raise ParameterError("task", task, f"one of {available_tasks()}")
-    return importlib.import_module(f"experiments.{task}")

@@ -1,7 +1,8 @@
 """What identifies a job: its flattened config, its config hash and the seed derived from both.
 
-A job's identity is the resolved config minus the keys that say *how* it is run
-(``resume``, ``progress``, ``tracking``; the ``hydra`` node is never part of it). The
+A job's identity is the part of the resolved config it reads (the task, the seed, its
+scenario and the groups that feed it), never the keys that say *how* it is run
+(``resume``, ``progress``, ``tracking``) nor the ``hydra`` node. The
 config hash is the first 16 hex digits of SHA-256 over that config as canonical JSON, so
 it is the same whatever the launcher, the job order, the output folder or the machine.
 
@@ -46,11 +47,16 @@ def job_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def identity_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
-    """The part of the config that determines the job's numbers."""
+    """The part of the config that determines the job's numbers: the task, the seed, the
+    ``scenario`` node and the groups the job reads (``experiments.build.used_groups``);
+    a group the job does not read cannot change its numbers, so it is left out."""
+    from experiments.build import SCENARIO_TASK, used_groups
+
     data = job_container(cfg)
-    for key in RUN_CONTROL_KEYS:
-        data.pop(key, None)
-    return data
+    keep = {"task", "seed", *used_groups(cfg)}
+    if data.get("task") == SCENARIO_TASK:
+        keep.add("scenario")
+    return {k: v for k, v in data.items() if k in keep and k not in RUN_CONTROL_KEYS}
 
 
 def config_hash(cfg: DictConfig | Mapping[str, Any]) -> str:

@@ -34,7 +34,14 @@ from omegaconf import DictConfig, OmegaConf
 from experiments import tracking as tr
 from experiments.build import SCENARIO_TASK, task_module, validate
 from experiments.figures import scenario_figures
-from experiments.identity import config_hash, flatten, git_commit, job_container, job_seed
+from experiments.identity import (
+    config_hash,
+    flatten,
+    git_commit,
+    identity_container,
+    job_container,
+    job_seed,
+)
 from experiments.progress import chunk_progress
 from simulators.result import ScenarioResult
 
@@ -143,7 +150,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
     name = f"{label(cfg)}-{ctx.job_num}" if ctx.multirun else label(cfg)
     run_id = tracker.start_run(name, tags)
     outcome.run_id = run_id
-    params = flatten(job_container(cfg))
+    params = flatten(identity_container(cfg) | {"resume": cfg.resume})
     folder = ctx.out_dir / "artifacts"
     try:
         result = execute(cfg, scenario, seed, ctx.out_dir)

@@ -1,16 +1,18 @@
 """Structured configs: the typed shape of ``conf/``, registered in Hydra's ConfigStore.
 
-The schemas are generated from the classes they configure, so there is one source of
-truth for every field and default:
+The schemas are generated from the registries and the classes they hold, so there is
+one source of truth for every field and default, and a new part gets its schema without
+an edit here:
 
-- ``rule``: ``ConfidenceRule``'s fields plus the prompt filter's ``threshold`` and ``limit``;
-- ``users``: ``UserPopulation``; ``feedback``: ``FeedbackModel``;
-- ``gate/<name>``: the gate class ``procmem_core.gates.GATES[name]`` plus ``name``;
-- ``scenario/<name>``: the plain-valued fields of ``simulators.SCENARIOS[name]`` plus
-  ``name``, without the fields the groups above provide (see ``experiments.build``);
-- ``cost_gate``: an optional ``CostGate`` beside the main gate (default: none);
-- ``explore``: the explore-rate knobs (``EXPLORE_FIELDS``) of the scenarios that withhold
-  procedures; when selected they override the scenario's own values (default: none).
+- ``rule/<name>_schema``: each flat rule (``FLAT_RULES``) plus ``name`` and the prompt
+  filter's ``threshold`` and ``limit`` (``PromptFilter``);
+- ``users/users_schema``: ``UserPopulation``;
+- ``feedback/feedback_schema``: one optional node per feedback channel (``CHANNELS``);
+- ``gate/<name>_schema`` and ``cost_gate/<name>_schema``: each gate (``GATES``) plus ``name``;
+- ``scenario/<name>_schema``: each scenario's plain fields except the ones a group feeds
+  (``Scenario.inputs``);
+- ``explore/explore_schema``: every ``explore.*`` input of a scenario, typed and defaulted
+  as the first scenario declaring it has it.
 
 Hydra checks types and unknown keys while composing (OmegaConf names the full key, the
 value and the type it expected); ``experiments.build.validate`` then checks every range
@@ -27,26 +29,16 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from procmem_core.flat import ConfidenceRule
+from experiments.build import PROGRESS_MODES  # noqa: F401 (re-exported for callers)
+from procmem_core.flat import FLAT_RULES, PromptFilter
 from procmem_core.gates import GATES
-from simulators import SCENARIOS
-from simulators.feedback import FeedbackModel
-from simulators.users import UserPopulation
-
-RULE_FILTER_FIELDS = ("threshold", "limit")
-"""Scenario fields set by the ``rule`` group (the prompt filter) rather than ``scenario``."""
-
-EXPLORE_FIELDS = ("explore_rate", "estimator", "confidence_level", "target_power")
-"""Scenario fields the ``explore`` group overrides when it is selected (default: not)."""
-
-PROGRESS_MODES = ("auto", "on", "off")
+from simulators import CHANNELS, SCENARIOS, UserPopulation
 
 
 @dataclass
 class TrackingConf:
     """Where runs go (the MLflow experiment, one per preset) and whether each job draws
-    its standard figures (about half of a small job's time; the tables are always logged,
-    and reports draw from them)."""
+    its standard figures (the tables are always logged, and reports draw from them)."""
 
     experiment: str = "${hydra:runtime.choices.experiment}"
     figures: bool = True
@@ -68,7 +60,7 @@ class ProcmemConf:
     cost_gate: Any = None
     explore: Any = None
     llm: Any = None  # group ``llm`` (procmem_core.learn.LLMConfig), chosen by llm_replay
-    replay: Any = None  # the llm_replay task's settings (experiments/llm_replay.py)
+    replay: Any = None  # the llm_replay task's settings (experiments/tasks/llm_replay.py)
     tracking: TrackingConf = field(default_factory=TrackingConf)
 
 
@@ -119,23 +111,35 @@ def schema(name: str, spec: list[tuple[str, Any, Any]]) -> type:
     return make_dataclass(name, spec)
 
 
+def named_schema(name: str, cls: type, extra: list[tuple[str, Any, Any]] = ()) -> type:
+    """``name`` plus the plain fields of ``cls`` (and ``extra``)."""
+    return schema(f"{cls.__name__}Conf", [("name", str, name), *plain_fields(cls), *extra])
+
+
 def scenario_schema(name: str, cls: type) -> type:
-    spec = [("name", str, name), *plain_fields(cls, skip=RULE_FILTER_FIELDS)]
+    spec = [("name", str, name), *plain_fields(cls, skip=tuple(cls.inputs))]
     return schema(f"{cls.__name__}Conf", spec)
 
 
-def gate_schema(name: str, cls: type) -> type:
-    return schema(f"{cls.__name__}Conf", [("name", str, name), *plain_fields(cls)])
-
-
-def rule_schema() -> type:
-    filters = [("threshold", float, 0.55), ("limit", int, 6)]
-    return schema("RuleConf", [*plain_fields(ConfidenceRule), *filters])
+def feedback_schema() -> type:
+    """One optional node per channel: ``feedback.flips.false_negative`` and so on."""
+    spec = []
+    for name, cls in CHANNELS.items():
+        node = schema(f"{cls.__name__}Conf", plain_fields(cls))
+        spec.append((name, Optional[node], None))  # noqa: UP045 (OmegaConf)
+    return schema("FeedbackConf", spec)
 
 
 def explore_schema() -> type:
-    """The explore knobs, typed and defaulted as the explore scenario has them."""
-    spec = [f for f in plain_fields(SCENARIOS["explore"]) if f[0] in EXPLORE_FIELDS]
+    """The ``explore.*`` inputs of the scenarios, typed and defaulted from the first one."""
+    spec, seen = [], set()
+    for cls in SCENARIOS.values():
+        wanted = {f: s.split(".", 1)[1] for f, s in cls.inputs.items() if s.startswith("explore.")}
+        for name, kind, default in plain_fields(cls):
+            key = wanted.get(name)
+            if key is not None and key not in seen:
+                seen.add(key)
+                spec.append((key, kind, default))
     return schema("ExploreConf", spec)
 
 
@@ -143,19 +147,17 @@ def register(store: ConfigStore | None = None) -> ConfigStore:
     """Store every schema: ``procmem_schema`` and ``<group>/<option>_schema``."""
     cs = store or ConfigStore.instance()
     cs.store(name="procmem_schema", node=ProcmemConf)
-    cs.store(group="rule", name="rule_schema", node=rule_schema())
+    prompt = plain_fields(PromptFilter)
+    for name, cls in FLAT_RULES.items():
+        cs.store(group="rule", name=f"{name}_schema", node=named_schema(name, cls, prompt))
     cs.store(
         group="users", name="users_schema", node=schema("UsersConf", plain_fields(UserPopulation))
     )
-    cs.store(
-        group="feedback",
-        name="feedback_schema",
-        node=schema("FeedbackConf", plain_fields(FeedbackModel)),
-    )
+    cs.store(group="feedback", name="feedback_schema", node=feedback_schema())
     cs.store(group="explore", name="explore_schema", node=explore_schema())
-    cs.store(group="cost_gate", name="cost_gate_schema", node=gate_schema("cost", GATES["cost"]))
     for name, cls in GATES.items():
-        cs.store(group="gate", name=f"{name}_schema", node=gate_schema(name, cls))
+        cs.store(group="gate", name=f"{name}_schema", node=named_schema(name, cls))
+        cs.store(group="cost_gate", name=f"{name}_schema", node=named_schema(name, cls))
     for name, cls in SCENARIOS.items():
         cs.store(group="scenario", name=f"{name}_schema", node=scenario_schema(name, cls))
     return cs

@@ -1,12 +1,13 @@
-"""Error types shared by the engine.
+"""Error types and the input checks shared by the engine.
 
 Every input check raises a subclass of ``ValueError`` whose message names the field,
 the value it got and what is allowed, so a researcher can fix a config without reading
-the code.
+the code. Each kind of check exists once, here.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,29 +27,95 @@ class ParameterError(ProcmemError):
         super().__init__(f"{field}={value!r} is not allowed: {allowed}")
 
 
+def is_number(value: Any) -> bool:
+    """A real number (int, float or numpy scalar), not a bool."""
+    return not isinstance(value, bool | np.bool_) and isinstance(value, int | float | np.number)
+
+
+def check_number(
+    field: str,
+    value: Any,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    open_low: bool = False,
+    finite: bool = True,
+) -> float:
+    """Return ``value`` as a float if it is a number (finite unless ``finite=False``, never
+    NaN) within ``[minimum, maximum]`` (``(minimum, ...`` with ``open_low``)."""
+    lo = "" if minimum is None else (f"> {minimum:g}" if open_low else f">= {minimum:g}")
+    hi = "" if maximum is None else f"<= {maximum:g}"
+    bounds = " and ".join(b for b in (lo, hi) if b)
+    allowed = ("a finite number" if finite else "a number") + (f" {bounds}" if bounds else "")
+    if not is_number(value):
+        raise ParameterError(field, value, f"expected {allowed}")
+    x = float(value)
+    if math.isnan(x):
+        raise ParameterError(field, value, f"expected {allowed}, not NaN")
+    if finite and math.isinf(x):
+        raise ParameterError(field, value, f"expected {allowed}")
+    too_low = minimum is not None and (x <= minimum if open_low else x < minimum)
+    if too_low or (maximum is not None and x > maximum):
+        raise ParameterError(field, value, f"expected {allowed}")
+    return x
+
+
 def check_probability(
     field: str, value: float, *, open_low: bool = False, open_high: bool = False
 ) -> float:
     """Return ``value`` as a float if it lies in [0, 1] (ends open on request)."""
+    lo = "(" if open_low else "["
+    hi = ")" if open_high else "]"
+    allowed = f"expected a number in {lo}0, 1{hi}"
+    if isinstance(value, bool | np.bool_):
+        raise ParameterError(field, value, allowed)
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise ParameterError(field, value, "expected a number in [0, 1]") from None
+        raise ParameterError(field, value, allowed) from None
     lo_ok = x > 0 if open_low else x >= 0
     hi_ok = x < 1 if open_high else x <= 1
     if not (lo_ok and hi_ok):  # NaN fails both comparisons
-        lo = "(" if open_low else "["
-        hi = ")" if open_high else "]"
-        raise ParameterError(field, value, f"expected a number in {lo}0, 1{hi}")
+        raise ParameterError(field, value, allowed)
     return x
 
 
 def check_int(field: str, value: Any, *, minimum: int = 0, maximum: int | None = None) -> int:
     """Return ``value`` if it is an integer (not a bool) within [minimum, maximum]."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise ParameterError(field, value, f"expected an integer >= {minimum}")
     v = int(value)
     if v < minimum or (maximum is not None and v > maximum):
         rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         raise ParameterError(field, value, f"expected an integer {rng}")
     return v
+
+
+def check_text(field: str, value: Any) -> str:
+    """Return ``value`` if it is a string with something other than whitespace."""
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(field, value, "expected a non-empty string")
+    return value
+
+
+def check_bool(field: str, value: Any) -> bool:
+    """Return ``value`` if it is True or False (numpy bools included)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ParameterError(field, value, "expected True or False")
+    return bool(value)
+
+
+def check_choice(field: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:
+    """Return ``value`` if it is one of ``choices``."""
+    if value not in tuple(choices):
+        raise ParameterError(field, value, f"one of {tuple(choices)}")
+    return value
+
+
+def check_instance(field: str, value: Any, cls: type | tuple[type, ...]) -> Any:
+    """Return ``value`` if it is an instance of ``cls`` (a class or a tuple of them)."""
+    if not isinstance(value, cls):
+        classes = cls if isinstance(cls, tuple) else (cls,)
+        names = " or ".join(f"{c.__module__}.{c.__name__}" for c in classes)
+        raise ParameterError(field, value, f"expected a {names}")
+    return value

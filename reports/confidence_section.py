@@ -7,8 +7,7 @@ import inspect
 import numpy as np
 import pandas as pd
 
-from procmem_core.exact import flat_fate
-from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, build_system_prompt
+from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, build_system_prompt, flat_fate
 from reports.canvas import palette, png_bytes
 from reports.configs import Labelled, at_reference, label_runs, same
 from reports.document import Figure, Section, Table

@@ -4,10 +4,10 @@ Both read what the runs logged: metrics from the sweep's runs table, files throu
 ``Sweep.artifact`` and tables through ``Sweep.table`` (reports/source.py), so the report
 needs only the MLflow store, never the experiments code.
 
-- ``seed_demo`` (experiments/seed_demo.py): metrics ``final_confidence.<title>`` and
+- ``seed_demo`` (experiments/tasks/seed_demo.py): metrics ``final_confidence.<title>`` and
   ``threshold``; artifacts ``figures/confidence_paths.png``, ``seed_demo.txt`` (what it
   prints) and table ``confidence_paths``.
-- ``llm_replay`` (experiments/llm_replay.py, docs/llm.md): procedure counts, tokens,
+- ``llm_replay`` (experiments/tasks/llm_replay.py, docs/llm.md): procedure counts, tokens,
   latency, ``failed`` and ``failed_stage``; artifacts ``procedures.json``,
   ``system_prompt_1.txt``, ``system_prompt_2.txt``, ``error.json`` and table ``calls``.
   A job that raised is FAILED with ``traceback.txt`` and no metrics.
@@ -30,7 +30,7 @@ SEED_TASK = "seed_demo"
 REPLAY_TASK = "llm_replay"
 FINAL_PREFIX = "final_confidence."
 REPLAY_STAGES = {1: "session 1", 2: "learn", 3: "session 2"}
-"""``failed_stage`` codes, as ``experiments.llm_replay.STAGES`` writes them."""
+"""``failed_stage`` codes, as ``experiments.tasks.llm_replay.STAGES`` writes them."""
 MAX_DETAILED = 6
 """Replays shown in full (procedures, prompts, calls); the cost table lists them all."""
 TRACEBACK_LINES = 15

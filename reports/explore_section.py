@@ -51,7 +51,7 @@ def _explore_runs(sweep: Sweep) -> Labelled | None:
     settings = _effective(sweep, lab.rows)
     rate = settings.get("explore_rate")
     if rate is None:
-        col = find_param(sweep.param_names, "explore_rate", "scenario")
+        col = find_param(sweep.param_names, "explore_rate", "explore")
         rate = lab.rows[col] if col else None
     if rate is None or rate.isna().any():
         return None

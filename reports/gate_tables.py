@@ -8,27 +8,22 @@ feedback noise, the prior's success rate). The seeds' default is ``SPRTGate()``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import dataclasses
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import yaml
 
-from procmem_core.exact import (
-    margin_operating_point,
-    sprt_expected_runs_lower_bound,
-    sprt_operating_point,
-)
-from procmem_core.gates import SPRTGate
+from procmem_core.errors import ProcmemError
+from procmem_core.gates import GATES, Gate, SPRTGate, make_gate
 from reports.configs import Labelled, label_runs, same
 from reports.source import Sweep, find_param
 
-SEED_GATE: dict[str, object] = {f.name: f.default for f in fields(SPRTGate)} | {"name": "sprt"}
+SEED_GATE: dict[str, object] = SPRTGate().config()
 """The Loom seed's gate: SPRT, min_drop 0.15, alpha 0.05, beta 0.20, max_runs 50, ..."""
 
 GATE_SCENARIOS = ("gate",)
-KIND_KEYS = ("name", "kind", "mode", "type")
-DROP_COLUMNS = ("true_drop", "drop")
-RUNS_COLUMNS = ("runs_used", "runs")
 EXACT_GRID = 41
 
 
@@ -36,16 +31,37 @@ EXACT_GRID = 41
 class GateRuns(Labelled):
     """Gate runs labelled by configuration and condition (``reports.configs``).
 
-    ``gate_params``: ``{run_id: {key: value}}`` with every SPRT key (seed default where
-    the sweep did not set it) and the gate's ``name``. ``default_label``: the
-    configuration equal to the seeds' default, if the sweep has it.
+    ``gates``: ``{run_id: Gate}`` rebuilt from each run's logged ``gate.*`` params by the
+    registry (``make_gate``). ``default_label``: the configuration equal to the seeds'
+    default, if the sweep has it.
     """
 
-    gate_params: dict[str, dict[str, object]] = field(default_factory=dict)
+    gates: dict[str, Gate] = field(default_factory=dict)
     default_label: str | None = None
 
 
 NEEDED = ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt")
+
+
+def logged_gate(sweep: Sweep, row: pd.Series) -> Gate | None:
+    """The gate a run used, rebuilt from its logged ``gate.*`` params (None if it cannot be)."""
+    name_col = find_param(sweep.param_names, "name", "gate")
+    name = row[name_col] if name_col else None
+    if name not in GATES:
+        return None
+    params = {}
+    for f in dataclasses.fields(GATES[name]):
+        col = find_param(sweep.param_names, f.name, "gate")
+        if col is None or row[col] != row[col]:
+            continue
+        value = yaml.safe_load(row[col]) if isinstance(row[col], str) else row[col]
+        if isinstance(f.default, int) and isinstance(value, float) and value.is_integer():
+            value = int(value)  # a table column of ints with gaps is read back as floats
+        params[f.name] = value
+    try:
+        return make_gate(name, **params)
+    except (ProcmemError, TypeError):
+        return None
 
 
 def gate_runs(sweep: Sweep) -> GateRuns | None:
@@ -53,28 +69,24 @@ def gate_runs(sweep: Sweep) -> GateRuns | None:
     lab = label_runs(sweep, GATE_SCENARIOS, "gate", NEEDED, "gate")
     if lab is None:
         return None
-    names = (*SEED_GATE, *KIND_KEYS, "margin")
-    keys = {k: find_param(sweep.param_names, k, "gate") for k in names}
-    params: dict[str, dict[str, object]] = {}
+    gates: dict[str, Gate] = {}
     default_label = None
     rows = lab.rows
     for i, r in rows.iterrows():
-        p = {k: (r[col] if col else SEED_GATE.get(k)) for k, col in keys.items()}
-        p["name"] = next((r[keys[k]] for k in KIND_KEYS if keys[k]), "sprt")
-        params[r["run_id"]] = p
-        if all(same(p[k], v) for k, v in SEED_GATE.items()):
+        gate = logged_gate(sweep, r)
+        if gate is None:
+            continue
+        gates[r["run_id"]] = gate
+        config = gate.config()
+        if all(same(config.get(k), v) for k, v in SEED_GATE.items()):
             if not lab.config_cols:
                 rows.at[i, "config"] = "seed default"
             default_label = rows.at[i, "config"]
     if not lab.config_cols and default_label is None:
-        rows["config"] = [str(params[r]["name"]) for r in rows["run_id"]]
+        rows["config"] = [gates[r].describe() if r in gates else "?" for r in rows["run_id"]]
     return GateRuns(
-        rows, lab.config_cols, lab.condition_cols, lab.reference_condition, params, default_label
+        rows, lab.config_cols, lab.condition_cols, lab.reference_condition, gates, default_label
     )
-
-
-def _column(table: pd.DataFrame, aliases: tuple[str, ...]) -> str | None:
-    return next((a for a in aliases if a in table.columns), None)
 
 
 OP_COLUMNS = {
@@ -90,14 +102,13 @@ OP_COLUMNS = {
 
 def _from_decisions(t: pd.DataFrame) -> pd.DataFrame:
     """Per-drop P(revert) (SE ``sqrt(r (1 - r) / R)``) and mean runs from per-replication rows."""
-    drop_col, runs_col = _column(t, DROP_COLUMNS), _column(t, RUNS_COLUMNS)
-    if drop_col is None or runs_col is None or "verdict" not in t.columns:
+    if not {"true_drop", "runs_used", "verdict"} <= set(t.columns):
         return pd.DataFrame()
     rows = []
-    for drop, g in t.groupby(drop_col, sort=True):
+    for drop, g in t.groupby("true_drop", sort=True):
         n = len(g)
         rev = float((g["verdict"] == "revert").mean())
-        runs = g[runs_col].astype(float)
+        runs = g["runs_used"].astype(float)
         rows.append(
             {
                 "drop": float(drop),
@@ -135,35 +146,16 @@ def operating_points(sweep: Sweep, gates: GateRuns) -> pd.DataFrame:
 
 def p_prior_of(sweep: Sweep, row: pd.Series) -> float | None:
     """The prior revision's true success rate p0 of a gate run, if the sweep logged it."""
-    col = find_param(sweep.param_names, "p_prior")
+    col = find_param(sweep.param_names, "p_prior", "scenario")
     value = row[col] if col else None
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _exact_point(g: dict[str, object], drops: np.ndarray, p0: float):
-    if g["name"] == "sprt":
-        return sprt_operating_point(
-            p0 - drops,
-            p0,
-            float(g["min_drop"]),
-            float(g["alpha"]),
-            float(g["beta"]),
-            int(g["max_runs"]),
-            int(g["min_runs"]),
-            str(g["at_cap"]),
-        )
-    if g["name"] == "margin" and g.get("margin") is not None:
-        return margin_operating_point(
-            p0 - drops, p0, float(g["margin"]), int(g["min_runs"]), int(g["max_runs"])
-        )
-    return None
 
 
 def exact_curves(
     sweep: Sweep, gates: GateRuns, max_drop: float
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Exact OC and expected runs (``sprt_operating_point``, ``margin_operating_point``)
-    and, for SPRT gates, the Wald-Wolfowitz lower bounds on expected runs.
+    """Exact OC and expected runs (each gate's ``operating_point``) and, for gates with a
+    design drop and stated error rates, the Wald-Wolfowitz lower bounds on expected runs.
 
     One curve per configuration at the reference condition, over true drops
     ``0 .. max_drop``, with p0 known (the exact recursion's assumption).
@@ -171,14 +163,12 @@ def exact_curves(
     curves, bounds = [], []
     ref = gates.rows[gates.rows["condition"] == gates.reference_condition]
     for _, r in ref.drop_duplicates("config").iterrows():
-        g = gates.gate_params[r["run_id"]]
+        g = gates.gates.get(r["run_id"])
         p0 = p_prior_of(sweep, r)
-        if p0 is None:
+        if g is None or p0 is None or not g.exact:
             continue
         drops = np.linspace(0.0, min(max_drop, p0), EXACT_GRID)
-        op = _exact_point(g, drops, p0)
-        if op is None:
-            continue
+        op = g.operating_point(p0 - drops, p0)
         curves.append(
             pd.DataFrame(
                 {
@@ -189,11 +179,9 @@ def exact_curves(
                 }
             )
         )
-        md = float(g["min_drop"])
-        if g["name"] == "sprt" and p0 - md > 0:
-            at_p0, at_p1 = sprt_expected_runs_lower_bound(
-                p0, md, float(g["alpha"]), float(g["beta"])
-            )
+        md = g.design_drop
+        if md is not None and g.error_targets is not None and p0 - md > 0:
+            at_p0, at_p1 = g.expected_runs_lower_bound(p0)
             bounds += [
                 {"config": r["config"], "drop": 0.0, "bound": float(at_p0)},
                 {"config": r["config"], "drop": md, "bound": float(at_p1)},

@@ -257,13 +257,8 @@ def log_report(parent_id: str, folder: Path, uri: str | None = None) -> None:
     _client(uri).log_artifacts(parent_id, str(folder), artifact_path="report")
 
 
-def find_param(names: tuple[str, ...], key: str, group: str | None = None) -> str | None:
-    """The param column whose dotted name ends in ``key`` (``params.gate.alpha`` for
-    ``alpha``); one under ``group`` (a path segment) wins, then the shortest path."""
-    hits = [n for n in names if n.split(".")[-1] == key]
-    if not hits:
-        return None
-    if group is not None:
-        grouped = [n for n in hits if group in n.split(".")[1:-1]]
-        hits = grouped or hits
-    return min(hits, key=lambda n: (n.count("."), n))
+def find_param(names: tuple[str, ...], key: str, group: str) -> str | None:
+    """The param column ``params.<group>.<key>`` if the sweep logged it (one name per
+    parameter: the config key, never a guess by suffix)."""
+    column = f"params.{group}.{key}"
+    return column if column in names else None

@@ -1,39 +1,65 @@
-"""The world that drives the engine: users, feedback and five scenario families.
+"""The world that drives the engine: users, feedback channels and the scenario families.
 
 ``SCENARIOS`` maps each scenario's name to its class; every class is a validated
-dataclass with ``run(seed) -> ScenarioResult``. See docs/simulators.md.
+dataclass on ``Scenario`` with ``run(seed) -> ScenarioResult``. ``CHANNELS`` maps each
+feedback channel's name to its class. The lift estimators live in the engine
+(``procmem_core.ab``) and are re-exported here. See docs/simulators.md.
 """
 
-from simulators.feedback import FeedbackModel
+from procmem_core.ab import (
+    ESTIMATORS,
+    AugmentedIPW,
+    DifferenceInMeans,
+    HajekIPW,
+    HorvitzThompsonIPW,
+    LiftEstimator,
+)
+from simulators.feedback import (
+    CHANNELS,
+    ArrivalLine,
+    BiasedJudge,
+    DelayedRatings,
+    Feedback,
+    FeedbackChannel,
+    LabelFlips,
+    MissingRatings,
+    Signals,
+)
 from simulators.result import ScenarioResult
 from simulators.scenarios import (
+    SCENARIOS,
     ConfidenceScenario,
     ExploreScenario,
     GateScenario,
     LoopScenario,
     ProcedureFateScenario,
+    Scenario,
 )
 from simulators.users import UserPopulation
 
-SCENARIOS: dict[str, type] = {
-    cls.name: cls
-    for cls in (
-        ProcedureFateScenario,
-        ConfidenceScenario,
-        GateScenario,
-        ExploreScenario,
-        LoopScenario,
-    )
-}
-
 __all__ = [
+    "CHANNELS",
+    "ESTIMATORS",
     "SCENARIOS",
+    "ArrivalLine",
+    "AugmentedIPW",
+    "BiasedJudge",
     "ConfidenceScenario",
+    "DelayedRatings",
+    "DifferenceInMeans",
     "ExploreScenario",
-    "FeedbackModel",
+    "Feedback",
+    "FeedbackChannel",
     "GateScenario",
+    "HajekIPW",
+    "HorvitzThompsonIPW",
+    "LabelFlips",
+    "LiftEstimator",
     "LoopScenario",
+    "MissingRatings",
     "ProcedureFateScenario",
+    "Scenario",
     "ScenarioResult",
+    "Signals",
     "UserPopulation",
 ]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from procmem_core.errors import ParameterError, check_int
+from procmem_core.errors import ParameterError, check_int, is_number
 
 DEFAULT_CHUNK = 65_536
 
@@ -33,13 +33,6 @@ class Chunk:
     @property
     def size(self) -> int:
         return self.stop - self.start
-
-
-CHUNK_LISTENER: ContextVar[Callable[[Chunk, int], None] | None] = ContextVar(
-    "chunk_listener", default=None
-)
-"""Called as ``listener(chunk, n_chunks)`` after each chunk is consumed (progress bars in
-the experiments layer set it; the simulators never do). It draws no random numbers."""
 
 
 CHUNK_LISTENER: ContextVar[Callable[[Chunk, int], None] | None] = ContextVar(
@@ -83,7 +76,7 @@ def generator(seed: int) -> np.random.Generator:
 
 def check_positive(field: str, value: float, *, allow_zero: bool = False) -> float:
     """A finite number > 0 (or >= 0 with ``allow_zero``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+    if not is_number(value):
         raise ParameterError(field, value, "expected a number")
     x = float(value)
     ok = (x >= 0 if allow_zero else x > 0) and np.isfinite(x)

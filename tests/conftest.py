@@ -16,7 +16,7 @@ import pytest
 from omegaconf import DictConfig
 
 from experiments.run import compose_job
-from procmem_core.store import ProcedureStore
+from procmem_core.graph import ProcedureStore
 
 
 @pytest.fixture

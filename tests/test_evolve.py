@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from procmem_core import evolve as ev
 from procmem_core.errors import ParameterError
-from procmem_core.gates import CostGate, MarginGate, RevisionStats, SPRTGate
+from procmem_core.gates import CostGate, MarginGate, RevisionStats, SPRTGate, combine_gate_verdicts
 from procmem_core.graph import SEED_EXAMPLE_GRAPH, GraphError, ProcedureGraph
-from procmem_core.revision import RevisionError
+from procmem_core.graph import findings as fd
+from procmem_core.graph import status as st
+from procmem_core.graph.ledger import Tally
+from procmem_core.graph.revision import RevisionError
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 BRANCHY = {
@@ -41,7 +43,7 @@ def _runs(store, key, path, outcomes, **kw):
 def test_fail_prone_pvalue_is_fishers_one_sided_exact_test(n, f, total, total_f):
     table = [[f, n - f], [total_f - f, total - n - (total_f - f)]]
     expected = stats.fisher_exact(table, alternative="greater").pvalue
-    assert ev.fail_prone_pvalues(n, f, total, total_f) == pytest.approx(expected, rel=1e-9)
+    assert fd.fail_prone_pvalues(n, f, total, total_f) == pytest.approx(expected, rel=1e-9)
 
 
 def test_fail_prone_flag_rate_under_the_null_is_at_most_the_level():
@@ -50,10 +52,10 @@ def test_fail_prone_flag_rate_under_the_null_is_at_most_the_level():
     n = rng.binomial(total, 0.5, reps)  # runs through the node
     fails_in = rng.binomial(n, 0.3)
     fails_out = rng.binomial(total - n, 0.3)
-    p = ev.fail_prone_pvalues(n, fails_in, total, fails_in + fails_out)
-    rate = np.mean(p <= ev.FAIL_PRONE_LEVEL)
-    se = np.sqrt(ev.FAIL_PRONE_LEVEL * (1 - ev.FAIL_PRONE_LEVEL) / reps)
-    assert rate <= ev.FAIL_PRONE_LEVEL + 4 * se  # exact conditional test: conservative
+    p = fd.fail_prone_pvalues(n, fails_in, total, fails_in + fails_out)
+    rate = np.mean(p <= fd.FAIL_PRONE_LEVEL)
+    se = np.sqrt(fd.FAIL_PRONE_LEVEL * (1 - fd.FAIL_PRONE_LEVEL) / reps)
+    assert rate <= fd.FAIL_PRONE_LEVEL + 4 * se  # exact conditional test: conservative
 
 
 def test_planted_fail_prone_node_and_transitions_are_found(store):
@@ -68,7 +70,7 @@ def test_planted_fail_prone_node_and_transitions_are_found(store):
     flagged = {(x.src, x.dst) for x in report.fail_prone_transitions}
     assert flagged == {("start", "bad"), ("bad", "end")}
     bad = report.fail_prone_steps[0]
-    assert bad.failure_rate > bad.base_failure_rate and bad.p_value < ev.FAIL_PRONE_LEVEL / 5
+    assert bad.failure_rate > bad.base_failure_rate and bad.p_value < fd.FAIL_PRONE_LEVEL / 5
     assert report.dead_ends == ("spare",)
 
 
@@ -83,8 +85,8 @@ def test_no_fail_prone_flags_without_a_difference(store):
 
 
 def test_min_count_keeps_thin_evidence_unflagged():
-    counts = {"a": [4, 0], "b": [30, 27]}  # "a" failed 4 of 4 but has < 5 runs
-    assert ev.fail_prone(counts, total_runs=34, total_successes=27) == ()
+    counts = {"a": Tally(4, 0), "b": Tally(30, 27)}  # "a" failed 4 of 4 but has < 5 runs
+    assert fd.fail_prone(counts, total_runs=34, total_successes=27) == ()
 
 
 # -- proven path, dead ends, template, quarantine ----------------------------------------
@@ -148,8 +150,8 @@ def test_template_waits_for_an_evolve_that_changes_nothing(store):
     ],
 )
 def test_template_bar_scalar_and_vectorized(successes, runs, stable, expected):
-    assert ev.meets_template_bar(successes, runs, stable) is expected
-    vec = ev.meets_template_bar(
+    assert st.meets_template_bar(successes, runs, stable) is expected
+    vec = st.meets_template_bar(
         np.array([successes] * 2), np.array([runs] * 2), np.array([stable] * 2)
     )
     assert vec.tolist() == [expected] * 2
@@ -160,12 +162,12 @@ def test_statuses_and_their_precedence_vectorized():
     cand = np.array([0, 1, 1, 0, 0, 0], bool)
     tmpl = np.array([0, 0, 0, 1, 1, 0], bool)
     quar = np.array([0, 0, 0, 0, 1, 1], bool)
-    codes = ev.trust_status(runs, cand, tmpl, quar)
-    assert [ev.STATUSES[c] for c in codes] == [
+    codes = st.trust_status(runs, cand, tmpl, quar)
+    assert [st.STATUSES[c] for c in codes] == [
         "authored", "candidate", "exercised", "template", "quarantined", "quarantined",
     ]  # fmt: skip
     assert [
-        ev.trust_status(*args) for args in zip(runs, cand, tmpl, quar, strict=True)
+        st.trust_status(*args) for args in zip(runs, cand, tmpl, quar, strict=True)
     ] == codes.tolist()
 
 
@@ -190,7 +192,7 @@ def test_strike_limit_zero_turns_quarantine_off(store):
     assert store.evolve(key, strike_limit=0).status == "exercised"
     assert store.evolve(key, strike_limit=6).status == "quarantined"
     assert store.evolve(key, strike_limit=7).status == "exercised"
-    assert ev.should_quarantine(np.array([0, 2, 3, 9]), 3).tolist() == [False, False, True, True]
+    assert st.should_quarantine(np.array([0, 2, 3, 9]), 3).tolist() == [False, False, True, True]
 
 
 def test_candidate_becomes_exercised_on_its_first_run(store):
@@ -337,20 +339,19 @@ def test_margin_gate_can_replace_the_sprt(store):
     ],
 )
 def test_gate_combination_rule(primary, cost, expected):
-    assert ev.combine_gate_verdicts(primary, cost) == expected
+    assert combine_gate_verdicts(primary, cost) == expected
 
 
 def test_gate_combination_on_code_arrays_matches_the_names():
     names = ("continue", "accept", "revert")
     p, c = np.meshgrid(np.arange(3, dtype=np.int8), np.arange(3, dtype=np.int8))
-    out = ev.combine_gate_verdicts(p.ravel(), c.ravel())
+    out = combine_gate_verdicts(p.ravel(), c.ravel())
     expected = [
-        ev.combine_gate_verdicts(names[i], names[j])
-        for i, j in zip(p.ravel(), c.ravel(), strict=True)
+        combine_gate_verdicts(names[i], names[j]) for i, j in zip(p.ravel(), c.ravel(), strict=True)
     ]
     assert [names[k] for k in out] == expected
     with pytest.raises(ParameterError, match="primary='maybe'"):
-        ev.combine_gate_verdicts("maybe", "accept")
+        combine_gate_verdicts("maybe", "accept")
 
 
 REVISE_ERRORS = [

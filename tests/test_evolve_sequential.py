@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from procmem_core.gates import VERDICT_NAMES, RevisionStats, SPRTGate
-from procmem_core.store import ProcedureStore
+from procmem_core.graph import ProcedureStore
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 REVISED = ["look up the invoice", "escalate to a human"]

@@ -7,8 +7,7 @@ import itertools
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.exact import flat_fate
-from procmem_core.flat import ConfidenceRule, passes_threshold
+from procmem_core.flat import ConfidenceRule, flat_fate, passes_threshold
 
 
 def brute_force(p, n, rule, threshold):

@@ -11,14 +11,6 @@ import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.exact import (
-    bernoulli_kl,
-    margin_operating_point,
-    sprt_expected_runs_lower_bound,
-    sprt_operating_point,
-    sprt_operating_point_estimated_p0,
-    wald_operating_point,
-)
 from procmem_core.gates import (
     ACCEPT,
     CONTINUE,
@@ -27,6 +19,11 @@ from procmem_core.gates import (
     MarginGate,
     RevisionStats,
     SPRTGate,
+    bernoulli_kl,
+    margin_operating_point,
+    sprt_expected_runs_lower_bound,
+    sprt_operating_point,
+    wald_operating_point,
 )
 
 INVALID = [
@@ -41,10 +38,10 @@ INVALID = [
     (lambda: wald_operating_point(0.5, 0.8, beta=1.0), ParameterError, "beta"),
     (lambda: sprt_expected_runs_lower_bound(0.8, min_drop=0.0), ParameterError, "min_drop"),
     (lambda: sprt_expected_runs_lower_bound(-0.2), ParameterError, "p0"),
-    (lambda: sprt_operating_point_estimated_p0(0.5, 0.8, -1), ParameterError, "prior_runs"),
-    (lambda: sprt_operating_point_estimated_p0(0.5, 1.1, 10), ParameterError, "prior_p"),
+    (lambda: sprt_operating_point(0.5, 0.8, prior_runs=-1), ParameterError, "prior_runs"),
+    (lambda: sprt_operating_point(0.5, 1.1, prior_runs=10), ParameterError, "p0"),
     (
-        lambda: sprt_operating_point_estimated_p0(0.5, 0.8, 10, prior="oracle"),
+        lambda: sprt_operating_point(0.5, 0.8, prior_runs=10, prior="oracle"),
         ParameterError,
         "prior",
     ),
@@ -106,7 +103,7 @@ def test_recursion_matches_enumeration_through_decide_run_by_run():
         revert += w * (d.verdict == REVERT)
         accept += w * (d.verdict == ACCEPT)
         runs += w * n
-    exact = sprt_operating_point(p, p0, 0.2, 0.1, 0.1, max_runs=8, min_runs=2)
+    exact = sprt_operating_point(p, p0, min_drop=0.2, alpha=0.1, beta=0.1, max_runs=8, min_runs=2)
     assert (exact.p_revert, exact.p_accept) == (pytest.approx(revert), pytest.approx(accept))
     assert exact.expected_runs == pytest.approx(runs)
     assert exact.method == "exact" and isinstance(exact.p_revert, float)
@@ -170,7 +167,7 @@ def test_vectorized_p_equals_scalar_calls():
 
 def test_wald_oc_hits_the_nominal_error_rates_at_p0_and_p1():
     # L(p0) = 1 - alpha and L(p1) = beta hold exactly for Wald's formula (h = 1, h = -1).
-    w = wald_operating_point(np.array([0.8, 0.65]), 0.8, 0.15, 0.05, 0.20)
+    w = wald_operating_point(np.array([0.8, 0.65]), 0.8, min_drop=0.15, alpha=0.05, beta=0.20)
     np.testing.assert_allclose(w.p_revert, [0.05, 0.80], atol=1e-9)
     assert w.method == "wald"
 
@@ -203,9 +200,9 @@ def test_wald_is_close_to_exact_when_truncation_is_far():
 
 @pytest.mark.parametrize(("p0", "min_drop"), [(0.8, 0.15), (0.6, 0.1), (0.95, 0.3)])
 def test_lower_bounds_do_not_exceed_exact_expected_runs(p0, min_drop):
-    low0, low1 = sprt_expected_runs_lower_bound(p0, min_drop)
+    low0, low1 = sprt_expected_runs_lower_bound(p0, min_drop=min_drop)
     exact = sprt_operating_point(
-        np.array([p0, p0 - min_drop]), p0, min_drop, max_runs=1500, min_runs=1
+        np.array([p0, p0 - min_drop]), p0, min_drop=min_drop, max_runs=1500, min_runs=1
     )
     assert low0 <= exact.expected_runs[0]
     assert low1 <= exact.expected_runs[1]
@@ -218,7 +215,7 @@ def test_lower_bound_formula_by_hand():
     k01 = p0 * math.log(p0 / p1) + (1 - p0) * math.log((1 - p0) / (1 - p1))
     k10 = p1 * math.log(p1 / p0) + (1 - p1) * math.log((1 - p1) / (1 - p0))
     assert bernoulli_kl(p0, p1) == pytest.approx(k01)
-    low0, low1 = sprt_expected_runs_lower_bound(p0, 0.15, a, b)
+    low0, low1 = sprt_expected_runs_lower_bound(p0, min_drop=0.15, alpha=a, beta=b)
     assert low0 == pytest.approx(
         ((1 - a) * math.log((1 - a) / b) + a * math.log(a / (1 - b))) / k01
     )
@@ -235,7 +232,7 @@ def test_estimated_p0_mixture_matches_simulated_prior_ledgers(prior):
     rng = np.random.default_rng(np.random.SeedSequence([7, len(prior)]))
     reps = 20_000
     for p in (0.65, 0.8):
-        exact = sprt_operating_point_estimated_p0(p, 0.8, 20, prior=prior)
+        exact = sprt_operating_point(p, 0.8, prior_runs=20, prior=prior)
         p0_hat = gate.estimate_p0(rng.binomial(20, 0.8, size=reps), 20)
         batch = gate.decide_batch(rng.random((reps, 50)) < p, p0_hat)
         rate = batch.count(REVERT) / reps
@@ -248,10 +245,10 @@ def test_estimated_p0_mixture_matches_simulated_prior_ledgers(prior):
 def test_estimated_p0_mixture_reduces_to_the_known_p0_case():
     # no prior runs: the plug-in estimate is 1/2 whatever prior_p is
     ps = np.array([0.3, 0.5, 0.9])
-    empty = sprt_operating_point_estimated_p0(ps, 0.8, 0)
+    empty = sprt_operating_point(ps, 0.8, prior_runs=0)
     known = sprt_operating_point(ps, 0.5)
     np.testing.assert_allclose(empty.p_revert, known.p_revert, rtol=1e-12)
     np.testing.assert_allclose(empty.expected_runs, known.expected_runs, rtol=1e-12)
     # a certain prior (prior_p = 1): every ledger is all successes
-    sure = sprt_operating_point_estimated_p0(0.7, 1.0, 30)
+    sure = sprt_operating_point(0.7, 1.0, prior_runs=30)
     assert sure.p_revert == pytest.approx(sprt_operating_point(0.7, 31 / 32).p_revert)

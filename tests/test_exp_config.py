@@ -10,7 +10,7 @@ import yaml
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.build import available_tasks, build_scenario, validate
+from experiments.build import build_scenario, tasks, validate
 from experiments.callbacks import sweep_params
 from experiments.run import compose_job as compose_config
 from procmem_core.errors import ParameterError
@@ -43,7 +43,7 @@ def test_every_preset_composes_and_its_jobs_build(preset):
             assert type(scenario) is SCENARIOS[cfg.scenario.name]
             names.add(cfg.scenario.name)
         else:
-            assert scenario is None and cfg.task in available_tasks()
+            assert scenario is None and cfg.task in tasks()
     if preset == "quickstart":
         assert names == set(SCENARIOS), "quickstart covers every scenario family"
 
@@ -55,7 +55,9 @@ def test_groups_reach_the_engine_objects():
     )
     scenario = build_scenario(cfg)
     assert scenario.gate == SPRTGate(alpha=0.01, at_cap="revert")
-    assert scenario.feedback.false_negative == pytest.approx(0.10)
+    assert scenario.feedback.channel("flips").false_negative == pytest.approx(0.10)
+    assert scenario.feedback.channel("missing").missing == pytest.approx(0.3)
+    assert scenario.feedback.delay == 2
     assert tuple(scenario.drops)[:2] == (0.0, 0.3)
     margin = build_scenario(compose_config("gate_tuning", ["gate=margin"]))
     assert margin.gate == MarginGate()
@@ -90,7 +92,8 @@ INVALID = [
     (["gate.alpha=1.5"], ParameterError, "gate.alpha=1.5"),
     (["gate.alpha=0"], ParameterError, "gate.alpha=0"),
     (["gate.alpha=0.6", "gate.beta=0.5"], ParameterError, "alpha + beta"),
-    (["gate.name=bogus"], ParameterError, "gate.name='bogus' is not allowed: one of"),
+    (["gate.name=bogus"], ParameterError,
+     "gate.name='bogus' is not allowed: a registered gate: one of"),
     (["gate.at_cap=maybe"], ParameterError, "gate.at_cap='maybe'"),
     (["gate.max_runs=2", "gate.min_runs=3"], ParameterError, "gate."),
     (["rule.reward=-0.1"], ParameterError, "rule.reward=-0.1"),
@@ -98,14 +101,15 @@ INVALID = [
     (["rule.threshold=1.5"], ParameterError, "rule.threshold=1.5"),
     (["rule.limit=0"], ParameterError, "rule.limit=0"),
     (["users.base_rate=2"], ParameterError, "users.base_rate=2"),
-    (["feedback.missing=1.0"], ParameterError, "feedback.missing=1.0"),
+    (["case=confidence_noisy", "feedback.missing.missing=1.0"], ParameterError,
+     "feedback.missing.missing=1.0"),
     (["scenario.p_prior=1.5"], ParameterError, "scenario.p_prior=1.5"),
     (["scenario.replications=0"], ParameterError, "scenario.replications=0"),
     (["case=explore_hajek", "explore.explore_rate=1.5"], ParameterError,
      "explore.explore_rate=1.5"),
-    (["case=explore_seed", "scenario.explore_rate=-0.1"], ParameterError,
-     "scenario.explore_rate=-0.1"),
-    (["task=nope"], ParameterError, "task='nope' is not allowed: one of ['scenario'"),
+    (["case=loop_seed", "explore.explore_rate=-0.1"], ParameterError,
+     "explore.explore_rate=-0.1"),
+    (["task=nope"], ParameterError, "task='nope' is not allowed: one of ('llm_replay', 'scenario'"),
     (["seed=-1"], ParameterError, "seed=-1"),
     (["progress=sometimes"], ParameterError, "progress='sometimes'"),
     (["gate.alpha=abc"], HydraException, "full_key: gate.alpha"),

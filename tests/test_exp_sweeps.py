@@ -23,7 +23,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
-from experiments.identity import flatten, job_container
+from experiments.identity import flatten, identity_container
 from experiments.job import JobContext, run_job
 from experiments.run import compose_job as compose_config
 from procmem_core.errors import ParameterError
@@ -131,8 +131,10 @@ def test_child_runs_follow_the_mlflow_contract(store, sweeps):
     assert "case=fate_seed" in tags["procmem.overrides"].split()
     assert tags["procmem.role"] == "child"
     assert params["scenario.name"] == "fate" and params["scenario.replications"] == "400"
-    assert params["gate.alpha"] == "0.05" and params["rule.threshold"] == "0.55"
+    assert params["rule.threshold"] == "0.55" and params["rule.name"] == "confidence"
     assert params["resume"] == "False" and params["task"] == "scenario"
+    # a child logs the groups its scenario reads, not every group
+    assert not any(k.startswith(("gate.", "feedback.", "users.", "explore.")) for k in params)
     p, se, exact = metrics["p_excluded"], metrics["p_excluded_se"], metrics["p_excluded_exact"]
     assert 0 < p < 1 and se > 0 and abs(p - exact) <= 4 * se
     client = client_for(store)
@@ -178,7 +180,8 @@ def test_parallel_jobs_lose_nothing_and_match_a_sequential_job(
         own = run_job(cfg, JobContext(out_dir=tmp_path / case))
         assert own.config_hash == child.data.tags["procmem.config_hash"]
         assert own.metrics == child.data.metrics
-        assert len(child.data.params) == len(flatten(job_container(cfg)))
+        logged = flatten(identity_container(cfg) | {"resume": cfg.resume})
+        assert child.data.params == logged
         tables = {a.path for a in client.list_artifacts(child.info.run_id, "tables")}
         assert tables == {f"tables/{name}.parquet" for name in own_tables(tmp_path / case)}
         figures = client.list_artifacts(child.info.run_id, "figures")

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from procmem_core import sequential
 from procmem_core.errors import ParameterError
 from procmem_core.gates import (
     ACCEPT,
@@ -27,6 +26,7 @@ from procmem_core.gates import (
     SPRTGate,
     make_gate,
 )
+from procmem_core.gates import lattice as sequential
 
 PRIOR = RevisionStats(runs=20, successes=16)
 
@@ -65,7 +65,30 @@ INVALID = [
     (lambda: RevisionStats(3, 2, (1.0, -2.0)), ParameterError, "success_costs"),
     (lambda: RevisionStats(3, 2, (math.nan,)), ParameterError, "success_costs"),
     (lambda: RevisionStats(3, 2, ("a",)), ParameterError, "success_costs"),
-    (lambda: GateDecision("maybe", "", 0, 0.0, "sprt"), ParameterError, "verdict"),
+    (
+        lambda: GateDecision(
+            verdict="maybe",
+            reason_code="undecided",
+            reason="",
+            runs_used=0,
+            statistic=0.0,
+            gate="sprt",
+        ),
+        ParameterError,
+        "verdict",
+    ),
+    (
+        lambda: GateDecision(
+            verdict="accept",
+            reason_code="hunch",
+            reason="",
+            runs_used=0,
+            statistic=0.0,
+            gate="sprt",
+        ),
+        ParameterError,
+        "reason_code",
+    ),
     (lambda: make_gate("bandit"), ParameterError, "gate"),
     (lambda: make_gate("sprt", margin=0.1), ParameterError, "margin"),
     (lambda: make_gate("cost", alpha=0.1), ParameterError, "not a parameter of the cost"),

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from procmem_core.graph import (
+from procmem_core.graph.graph import (
     EDGE_KINDS,
     MAX_EDGE_TEXT,
     MAX_EDGES,

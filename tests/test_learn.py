@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from procmem_core.errors import ParameterError
-from procmem_core.extraction import ExtractionError, validate_reply
 from procmem_core.flat import Procedure, build_system_prompt
 from procmem_core.learn import (
     EXTRACTION_PROMPT,
@@ -19,7 +18,8 @@ from procmem_core.learn import (
     make_client,
     transcript_text,
 )
-from procmem_core.reply_cache import ReplyCache, request_key
+from procmem_core.learn.extraction import ExtractionError, validate_reply
+from procmem_core.learn.reply_cache import ReplyCache, request_key
 from simulators.llm_server import Fault, OfflineServer
 
 SESSION = [

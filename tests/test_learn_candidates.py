@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from procmem_core.candidates import CHECK_STEP, to_candidates
 from procmem_core.flat import Procedure
+from procmem_core.graph import ProcedureStore
 from procmem_core.learn import LLMConfig, learn, make_client
-from procmem_core.store import ProcedureStore
+from procmem_core.learn.candidates import CHECK_STEP, to_candidates
 from simulators.llm_server import OfflineServer
 
 SESSION = [

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from procmem_core.extraction import ExtractionError
 from procmem_core.learn import LLMCallError, LLMConfig, chat, learn, make_client
+from procmem_core.learn.extraction import ExtractionError
 from simulators.llm_server import Fault, OfflineServer
 
 SESSION = [

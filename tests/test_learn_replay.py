@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from experiments.llm_replay import SESSION_1, SESSION_2, run_task
+from experiments.tasks.llm_replay import SESSION_1, SESSION_2, run_task
 from procmem_core.errors import ParameterError
-from procmem_core.extraction import ExtractionError
 from procmem_core.flat import BASE_PROMPT, PROCEDURES_HEADING
+from procmem_core.learn.extraction import ExtractionError
 from simulators.llm_server import Fault, OfflineServer
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

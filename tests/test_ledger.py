@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from procmem_core.ledger import RunAggregates, RunRecord
+from procmem_core.graph.ledger import RunAggregates, RunRecord
 
 
 def _run(i, path, ok, agent=None):

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.matching import Embedder, HashingEmbedder, match_scores, smoothed_success_rate
-from procmem_core.store import ProcedureStore
+from procmem_core.graph import ProcedureStore
+from procmem_core.graph.matching import Embedder, HashingEmbedder, match_scores
+from procmem_core.proportions import smoothed_rate as smoothed_success_rate
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.flat import Procedure, build_system_prompt, prompt_order
-from procmem_core.pack import ContextPacker, pack_flat, withhold_top
-from procmem_core.store import ProcedureStore
+from procmem_core.explore import withhold_top
+from procmem_core.flat import Procedure, build_system_prompt, pack_flat, prompt_order
+from procmem_core.graph import ContextPacker, ProcedureStore
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 

@@ -3,7 +3,8 @@
 ``tests/data/quickstart_metrics.json`` was generated from the landed code before the
 redesign (``tools/quickstart_fixture.py``). Every quickstart job is re-run here at the
 job seed it had then, and every metric must be equal exactly (NaN equal to NaN); the
-seed demo's printed text must be equal character for character.
+seed demo's printed text must be equal character for character. (The job seeds are
+stored because the redesign changed what the config hash covers.)
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ def test_fixture_covers_every_quickstart_case():
 def test_quickstart_metrics_equal_the_fixture(case):
     want = DATA["jobs"][case]
     got = fixture.run_case(case, want["job_seed"])["metrics"]
-    assert sorted(got) == sorted(want["metrics"])
+    assert set(want["metrics"]) <= set(got)
+    # the redesign adds exact counterparts where it can compute them (the gate with p0
+    # estimated from a ledger), nothing else
+    assert all(k.endswith("_exact") for k in set(got) - set(want["metrics"]))
     diff = {
         k: (got[k], v)
         for k, v in want["metrics"].items()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.seed_demo import demo_text
+from experiments.tasks.seed_demo import demo_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = (ROOT / "tests" / "data" / "seed_demo_expected.txt").read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ import pytest
 
 from procmem_core.errors import ParameterError
 from procmem_core.flat import ConfidenceRule, shown_mask
-from simulators.feedback import FeedbackModel
+from simulators.feedback import Feedback
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.users import UserPopulation
@@ -81,7 +81,7 @@ def test_noise_explore_and_delay_change_dynamics():
     noisy = ConfidenceScenario(
         replications=1000,
         sessions=30,
-        feedback=FeedbackModel(false_negative=0.3, missing=0.2, delay=2),
+        feedback=Feedback.of(false_negative=0.3, missing=0.2, delay=2),
         explore_rate=0.3,
     )
     a, b = base.run(1).metrics, noisy.run(1).metrics

@@ -5,17 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from procmem_core.errors import ParameterError
-from simulators.estimators import (
+from procmem_core.ab import ESTIMATORS
+from procmem_core.ab.estimators import (
     AugmentedIPW,
     DifferenceInMeans,
     HajekIPW,
     HorvitzThompsonIPW,
-    wilson_interval,
 )
-from simulators.feedback import FeedbackModel
-from simulators.scenarios.explore import ESTIMATOR_NAMES, ExploreScenario
+from procmem_core.errors import ParameterError
+from procmem_core.proportions import wilson_interval
+from simulators.feedback import Feedback
+from simulators.scenarios.explore import ExploreScenario
 from simulators.users import UserPopulation
+
+ESTIMATOR_NAMES = ESTIMATORS.names()
 
 HETERO = UserPopulation(
     base_rate=0.5, heterogeneity=0.2, helpful_share=0.6, harmful_share=0.1,
@@ -89,7 +92,7 @@ def test_confidence_score_is_not_the_effect():
 
 
 def test_label_flips_attenuate_the_estimated_lift():
-    fb = FeedbackModel(false_negative=0.2, false_positive=0.2)
+    fb = Feedback.of(false_negative=0.2, false_positive=0.2)
     m = ExploreScenario(feedback=fb, replications=600).run(2).metrics
     assert m["dim_bias"] < -4 * m["dim_bias_se"]
 
@@ -139,7 +142,7 @@ def test_estimators_on_a_hand_example():
         ({"target_power": 0.0}, "target_power"),
         ({"estimator": "ols"}, "estimator"),
         ({"population": "hetero"}, "population"),
-        ({"feedback": FeedbackModel(delay=2000), "sessions": 100}, "feedback"),
+        ({"feedback": Feedback.of(delay=2000), "sessions": 100}, "feedback"),
         ({"replications": 1}, "replications"),
     ],
 )

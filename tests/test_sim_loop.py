@@ -6,7 +6,7 @@ import pytest
 
 from procmem_core.errors import ParameterError
 from procmem_core.gates import MarginGate
-from simulators.feedback import FeedbackModel
+from simulators.feedback import Feedback
 from simulators.scenarios.loop import LoopScenario, gate_table
 
 SMALL = {"tasks": 2, "sessions": 240, "revise_every": 20, "replications": 2}
@@ -14,7 +14,7 @@ SMALL = {"tasks": 2, "sessions": 240, "revise_every": 20, "replications": 2}
 
 @pytest.fixture(scope="module")
 def worlds():
-    return LoopScenario(**SMALL, feedback=FeedbackModel(missing=0.2)).simulate(5)
+    return LoopScenario(**SMALL, feedback=Feedback.of(missing=0.2)).simulate(5)
 
 
 def test_every_simulated_run_is_in_the_ledger(worlds):
@@ -58,7 +58,7 @@ def test_paths_walk_the_graph_and_stop_at_the_failing_step(worlds):
     for _key, path, ok in w.runs:
         order = [n.split("r")[0] for n in path]
         assert order == [f"s{i}" for i in range(1, len(path) + 1)]
-        if ok and not w.scenario.feedback.flips:
+        if ok and not w.scenario.feedback.relabels:
             assert len(path) == w.scenario.steps
 
 
@@ -103,7 +103,7 @@ def test_margin_gate_runs_in_the_loop():
         ({"revision_mix": (0.5, 0.5, 0.5)}, "revision_mix"),
         ({"gate": "sprt"}, "gate"),
         ({"cost_gate": None}, "cost_gate"),
-        ({"feedback": FeedbackModel(delay=1)}, "feedback"),
+        ({"feedback": "perfect"}, "feedback"),
         ({"evolve_every": 0}, "evolve_every"),
         ({"replications": 0}, "replications"),
     ],

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from simulators.feedback import DelayLine, FeedbackModel
+from simulators.feedback import ArrivalLine as DelayLine
+from simulators.feedback import Feedback
 from simulators.replication import CHUNK_LISTENER, chunks
 from simulators.result import RatioTally, ratio_and_se
 from simulators.scenarios.fate import ProcedureFateScenario
@@ -47,11 +48,11 @@ def test_expected_lift_without_heterogeneity_clips():
 
 
 def test_feedback_flip_rates_and_missing():
-    fb = FeedbackModel(false_negative=0.2, false_positive=0.1, missing=0.25)
+    fb = Feedback.of(false_negative=0.2, false_positive=0.1, missing=0.25)
     rng = np.random.default_rng(4)
     truth = rng.random(400_000) < 0.6
-    sig = fb.signal(rng, truth)
-    obs = fb.observed(rng, truth.shape)
+    signals = fb.transmit(rng, truth, 0.5)
+    sig, obs = signals.label, signals.observed
     assert abs(sig[truth].mean() - 0.8) < 0.005
     assert abs(sig[~truth].mean() - 0.1) < 0.005
     assert abs(obs.mean() - 0.75) < 0.005
@@ -59,12 +60,12 @@ def test_feedback_flip_rates_and_missing():
 
 
 def test_noiseless_feedback_draws_nothing():
-    fb = FeedbackModel()
+    fb = Feedback.of()
     rng = np.random.default_rng(5)
     before = rng.bit_generator.state
     truth = np.array([True, False])
-    assert fb.signal(rng, truth) is not None
-    assert fb.observed(rng, (2,)) is None
+    signals = fb.transmit(rng, truth, 0.5)
+    assert (signals.label == truth).all() and signals.observed is None
     assert rng.bit_generator.state == before
     assert fb.noiseless
 
@@ -99,11 +100,11 @@ def test_ratio_se_reduces_to_mean_se():
         (UserPopulation, {"base_rate": 0.0, "heterogeneity": 0.1}, "base_rate"),
         (UserPopulation, {"helpful_share": 0.7, "harmful_share": 0.5}, "harmful_share"),
         (UserPopulation, {"helpful_effect": -0.1}, "helpful_effect"),
-        (FeedbackModel, {"false_negative": 1.5}, "false_negative"),
-        (FeedbackModel, {"false_positive": "x"}, "false_positive"),
-        (FeedbackModel, {"missing": 1.0}, "missing"),
-        (FeedbackModel, {"delay": -1}, "delay"),
-        (FeedbackModel, {"delay": 1.5}, "delay"),
+        (Feedback.of, {"false_negative": 1.5}, "false_negative"),
+        (Feedback.of, {"false_positive": "x"}, "false_positive"),
+        (Feedback.of, {"missing": 1.0}, "missing"),
+        (Feedback.of, {"delay": -1}, "delay"),
+        (Feedback.of, {"delay": 1.5}, "delay"),
     ],
 )
 def test_invalid_world_parameters(cls, kwargs, fragment):

@@ -14,14 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from procmem_core import graph, ledger
 from procmem_core.errors import ParameterError
 from procmem_core.gates import CostGate, MarginGate, SPRTGate
 from procmem_core.graph import SEED_EXAMPLE_GRAPH as SEED_GRAPH
-from procmem_core.graph import GraphError, ProcedureGraph
-from procmem_core.ledger import TRACE_LIMIT
-from procmem_core.pack import ContextPacker
-from procmem_core.store import ProcedureStore, UnknownProcedure
+from procmem_core.graph import (
+    ContextPacker,
+    GraphError,
+    ProcedureGraph,
+    ProcedureStore,
+    UnknownProcedure,
+    graph,
+    ledger,
+)
+from procmem_core.graph.ledger import TRACE_LIMIT
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 REPO = Path(__file__).resolve().parents[1]
@@ -266,7 +271,7 @@ def test_open_rejects_bad_arguments(tmp_path, kwargs, fragment):
 WRITER = textwrap.dedent(
     """
     import sys
-    from procmem_core.store import ProcedureStore
+    from procmem_core.graph import ProcedureStore
     store = ProcedureStore.open(sys.argv[1])
     key = store.add("refund", "a refund", ["a", "b", "c"]).key
     i = 0

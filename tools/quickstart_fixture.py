@@ -48,7 +48,7 @@ def run_case(case: str, job_seed: int | None = None) -> dict[str, Any]:
 
 
 def seed_demo_text() -> str:
-    from experiments.seed_demo import demo_text
+    from experiments.tasks.seed_demo import demo_text
 
     return demo_text()
 

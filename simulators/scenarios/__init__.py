@@ -1,5 +1,6 @@
-"""The five scenario families (docs/simulators.md)."""
+"""The scenario families, each one class on ``Scenario`` (docs/simulators.md)."""
 
+from simulators.scenarios.base import SCENARIOS, Scenario
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.explore import ExploreScenario
 from simulators.scenarios.fate import ProcedureFateScenario
@@ -7,9 +8,11 @@ from simulators.scenarios.gate import GateScenario
 from simulators.scenarios.loop import LoopScenario
 
 __all__ = [
+    "SCENARIOS",
     "ConfidenceScenario",
     "ExploreScenario",
     "GateScenario",
     "LoopScenario",
     "ProcedureFateScenario",
+    "Scenario",
 ]

@@ -9,7 +9,7 @@ whose true effects are drawn by the ``UserPopulation``. In every session:
    ``explore_rate`` one procedure that is not shown (below the threshold or past the
    limit, chosen uniformly) is shown as well;
 2. the session succeeds with probability ``clip(base + sum of shown effects, 0, 1)``;
-3. the ``FeedbackModel`` turns the outcome into a signal (flipped, missing, delayed);
+3. the ``Feedback`` channels turn the outcome into a signal (flipped, missing, delayed);
 4. when a signal arrives, every procedure shown in the session it reports on is updated
    by the engine's ``ConfidenceRule.update`` (the seed's credit assignment).
 
@@ -28,14 +28,21 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.exact import flat_fate
-from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, passes_threshold, shown_mask, snap
-from procmem_core.pack import withhold_top
-from simulators.feedback import DelayLine, FeedbackModel
-from simulators.replication import chunks
+from procmem_core.errors import check_instance, check_int, check_probability
+from procmem_core.explore import withhold_top
+from procmem_core.flat import (
+    DEFAULT_LIMIT,
+    DEFAULT_RULE,
+    DEFAULT_THRESHOLD,
+    FlatRule,
+    flat_fate,
+    passes_threshold,
+    shown_mask,
+    snap,
+)
+from simulators.feedback import ArrivalLine, Feedback
 from simulators.result import RatioTally, ScenarioResult
-from simulators.scenarios.fate import check_rule
+from simulators.scenarios.base import Scenario
 from simulators.users import HARMFUL, HELPFUL, KIND_NAMES, NEUTRAL, UserPopulation, effect_kind
 
 _PER_USER = (
@@ -58,13 +65,8 @@ def _row_sum(x: np.ndarray) -> np.ndarray:
     return np.einsum("ij->i", x)
 
 
-def check_instance(field_name: str, value: object, cls: type) -> None:
-    if not isinstance(value, cls):
-        raise ParameterError(field_name, value, f"expected a {cls.__module__}.{cls.__name__}")
-
-
 @dataclass(frozen=True)
-class ConfidenceScenario:
+class ConfidenceScenario(Scenario):
     """Flat confidence dynamics with a library of procedures of known true effect.
 
     Metrics (each simulated one with ``_se``; the replication, one user, is the cluster):
@@ -79,14 +81,21 @@ class ConfidenceScenario:
     """
 
     name: ClassVar[str] = "confidence"
+    inputs: ClassVar[dict[str, str]] = {
+        "population": "users",
+        "feedback": "feedback",
+        "rule": "rule",
+        "threshold": "rule.threshold",
+        "limit": "rule.limit",
+    }
 
     population: UserPopulation = field(default_factory=UserPopulation)
-    feedback: FeedbackModel = field(default_factory=FeedbackModel)
-    rule: ConfidenceRule = DEFAULT_RULE
+    feedback: Feedback = field(default_factory=Feedback)
+    rule: FlatRule = DEFAULT_RULE
     procedures: int = 8
     sessions: int = 40
-    threshold: float = 0.55
-    limit: int = 6
+    threshold: float = DEFAULT_THRESHOLD
+    limit: int = DEFAULT_LIMIT
     explore_rate: float = 0.0
     withhold_rate: float = 0.0
     replications: int = 2_000
@@ -94,16 +103,15 @@ class ConfidenceScenario:
 
     def __post_init__(self) -> None:
         check_instance("population", self.population, UserPopulation)
-        check_instance("feedback", self.feedback, FeedbackModel)
-        check_rule("rule", self.rule)
+        check_instance("feedback", self.feedback, Feedback)
+        check_instance("rule", self.rule, FlatRule)
         check_int("procedures", self.procedures, minimum=1, maximum=255)
         check_int("sessions", self.sessions, minimum=1)
         check_probability("threshold", self.threshold)
         check_int("limit", self.limit, minimum=1)
         check_probability("explore_rate", self.explore_rate)
         check_probability("withhold_rate", self.withhold_rate)
-        check_int("replications", self.replications, minimum=2)
-        check_int("chunk_size", self.chunk_size, minimum=1)
+        self.check_replications()
 
     @property
     def exact_regime(self) -> bool:
@@ -162,7 +170,7 @@ class ConfidenceScenario:
         kind_weight = helpful + (k + 1.0) * harmful
         conf = np.full((n, k), snap(self.rule.initial))
         first_out = np.zeros((n, k), dtype=np.int64)  # 0 = not excluded yet
-        line = DelayLine(self.feedback.delay)
+        line = ArrivalLine(self.feedback.delay)
         acc = {name: np.zeros(n) for name in _PER_USER}
         for t in range(self.sessions):
             shown = self._shown(conf)
@@ -172,9 +180,8 @@ class ConfidenceScenario:
                 shown = self._explore(rng, shown)
             p = pop.success_probability(base, _row_sum(effects * shown))
             outcome = rng.random(n) < p
-            signal = self.feedback.signal(rng, outcome)
-            observed = self.feedback.observed(rng, (n,))
-            due = line.push((shown, signal, observed))
+            sig = self.feedback.transmit(rng, outcome, base)
+            due = line.push((shown, sig.label, sig.observed))
             if due is not None:
                 d_shown, d_signal, d_observed = due
                 update = d_shown if d_observed is None else d_shown & d_observed[:, None]
@@ -225,13 +232,10 @@ class ConfidenceScenario:
         traj: dict = {name: RatioTally(s) for name in names}
         traj["kept"] = RatioTally(3)
         traj["final_confidence"] = RatioTally(3)
-        parts = [
-            self._simulate_chunk(c.rng, c.size, traj)
-            for c in chunks(seed, self.replications, self.chunk_size)
-        ]
+        parts = [self._simulate_chunk(c.rng, c.size, traj) for c in self.chunks(seed)]
         acc = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
         reps = self.replications
-        result = ScenarioResult(self.name)
+        result = self.new_result()
         result.add_ratio("session_success_rate", acc["successes"], np.full(reps, float(s)))
         result.add_ratio("prompt_precision", acc["helpful_shown"], acc["shown"])
         result.add_mean("mean_shown", acc["shown"] / s)

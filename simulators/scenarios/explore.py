@@ -4,8 +4,8 @@ Each replication is a deployment: a pool of ``users`` drawn from the ``UserPopul
 and ``sessions`` sessions, each from a uniformly drawn user of the pool. The procedure
 is shown unless withheld (probability ``explore_rate``, Loom's
 ``procedure_explore_rate``, decided by the engine's ``pack.withhold_top``); a session
-succeeds with probability ``clip(b_u + e_u * shown, 0, 1)``. The ``FeedbackModel``
-turns outcomes into signals.
+succeeds with probability ``clip(b_u + e_u * shown, 0, 1)``. The ``Feedback`` channels
+turn outcomes into signals (the judge sees the session's user).
 
 Estimand: the pool's lift, ``mean over pool users of clip(b_u + e_u) - b_u`` (sessions
 are i.i.d. given the pool, so this is what every estimator targets); ``true_lift`` is its
@@ -28,18 +28,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, passes_threshold, snap
-from procmem_core.pack import withhold_top
-from simulators.estimators import ESTIMATORS
-from simulators.feedback import FeedbackModel
-from simulators.replication import chunks
+from procmem_core.ab import ESTIMATORS, all_estimators
+from procmem_core.errors import (
+    ParameterError,
+    check_choice,
+    check_instance,
+    check_int,
+    check_probability,
+)
+from procmem_core.explore import withhold_top
+from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold, snap
+from simulators.feedback import Feedback
 from simulators.result import ScenarioResult, rate_and_se, ratio_and_se
-from simulators.scenarios.confidence import check_instance
-from simulators.scenarios.fate import check_rule
+from simulators.scenarios.base import Scenario
 from simulators.users import UserPopulation
 
-ESTIMATOR_NAMES = tuple(e.name for e in ESTIMATORS)
 TABLE_REPLICATIONS = 20_000
 CHUNK_SESSIONS = 4_000_000
 
@@ -56,7 +59,7 @@ def _default_population() -> UserPopulation:
 
 
 @dataclass(frozen=True)
-class ExploreScenario:
+class ExploreScenario(Scenario):
     """Withheld-vs-shown A/B of one procedure, analysed by four estimators.
 
     Metrics, per estimator ``e`` in (dim, ipw, ipw_ht, aipw): ``e_estimate``, ``e_bias``,
@@ -76,35 +79,42 @@ class ExploreScenario:
     """
 
     name: ClassVar[str] = "explore"
+    inputs: ClassVar[dict[str, str]] = {
+        "population": "users",
+        "feedback": "feedback",
+        "rule": "rule",
+        "threshold": "rule.threshold",
+        "explore_rate": "explore.explore_rate",
+        "estimator": "explore.estimator",
+        "confidence_level": "explore.confidence_level",
+        "target_power": "explore.target_power",
+    }
 
     population: UserPopulation = field(default_factory=_default_population)
-    feedback: FeedbackModel = field(default_factory=FeedbackModel)
+    feedback: Feedback = field(default_factory=Feedback)
     explore_rate: float = 0.1
     sessions: int = 1_000
     users: int = 50
     confidence_level: float = 0.95
     target_power: float = 0.8
     estimator: str = "dim"
-    rule: ConfidenceRule = DEFAULT_RULE
-    threshold: float = 0.55
+    rule: FlatRule = DEFAULT_RULE
+    threshold: float = DEFAULT_THRESHOLD
     replications: int = 200
     chunk_size: int | None = None
 
     def __post_init__(self) -> None:
         check_instance("population", self.population, UserPopulation)
-        check_instance("feedback", self.feedback, FeedbackModel)
+        check_instance("feedback", self.feedback, Feedback)
         check_probability("explore_rate", self.explore_rate, open_low=True, open_high=True)
         check_int("sessions", self.sessions, minimum=4)
         check_int("users", self.users, minimum=1)
         check_probability("confidence_level", self.confidence_level, open_low=True, open_high=True)
         check_probability("target_power", self.target_power, open_low=True, open_high=True)
-        if self.estimator not in ESTIMATOR_NAMES:
-            raise ParameterError("estimator", self.estimator, f"one of {ESTIMATOR_NAMES}")
-        check_rule("rule", self.rule)
+        check_choice("estimator", self.estimator, ESTIMATORS.names())
+        check_instance("rule", self.rule, FlatRule)
         check_probability("threshold", self.threshold)
-        check_int("replications", self.replications, minimum=2)
-        if self.chunk_size is not None:
-            check_int("chunk_size", self.chunk_size, minimum=1)
+        self.check_replications()
         if self.feedback.delay >= self.sessions:
             raise ParameterError(
                 "feedback", self.feedback, f"expected delay < sessions ({self.sessions})"
@@ -128,14 +138,12 @@ class ExploreScenario:
         b, e = base[rows, who], effect[rows, who]
         shown = ~withhold_top(rng.random((n, s)), self.explore_rate)
         outcome = rng.random((n, s)) < pop.success_probability(b, e * shown)
-        signal = fb.signal(rng, outcome)
-        observed = fb.observed(rng, (n, s))
-        arrived = np.ones((n, s), dtype=bool) if observed is None else observed
-        if fb.delay:
-            arrived[:, s - fb.delay :] = False  # due after the horizon
+        sig = fb.transmit(rng, outcome, b)
+        signal = sig.label
+        arrived = fb.arrived_by(sig, s)
         y = signal.astype(float)
         out: dict[str, np.ndarray] = {"pool_lift": pool_lift}
-        for est in ESTIMATORS:
+        for est in all_estimators():
             r = est.estimate(y, shown, b, arrived, 1.0 - self.explore_rate, self.confidence_level)
             out[f"{est.name}_tau"], out[f"{est.name}_se"] = r.tau, r.se
             out[f"{est.name}_low"], out[f"{est.name}_high"] = r.low, r.high
@@ -151,19 +159,16 @@ class ExploreScenario:
         return out
 
     def run(self, seed: int) -> ScenarioResult:
-        parts = [
-            self._chunk(c.rng, c.size)
-            for c in chunks(seed, self.replications, self.replications_per_chunk)
-        ]
+        parts = [self._chunk(c.rng, c.size) for c in self.chunks(seed)]
         d = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         reps = self.replications
-        result = ScenarioResult(self.name)
+        result = self.new_result()
         pop = self.population
         lift = pop.mean_lift
         result.metrics["true_lift"] = lift
         result.add_mean("true_lift_pool", d["pool_lift"])
         truth = d["pool_lift"]
-        for name in ESTIMATOR_NAMES:
+        for name in ESTIMATORS.names():
             self._estimator_metrics(result, name, d, truth)
         for key in ("estimate", "bias", "rmse", "coverage", "power", "ci_width", "undefined_rate"):
             for suffix in ("", "_se"):
@@ -241,7 +246,7 @@ class ExploreScenario:
     def _estimates_table(self, d: dict) -> pd.DataFrame:
         keep = min(self.replications, TABLE_REPLICATIONS)
         frames = []
-        for name in ESTIMATOR_NAMES:
+        for name in ESTIMATORS.names():
             frames.append(
                 pd.DataFrame(
                     {

@@ -15,21 +15,15 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.exact import flat_fate
-from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, shown_mask, snap
-from simulators.replication import DEFAULT_CHUNK, chunks
+from procmem_core.errors import check_instance, check_int, check_probability
+from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, flat_fate, shown_mask, snap
+from simulators.replication import DEFAULT_CHUNK
 from simulators.result import ScenarioResult, rate_and_se
-
-
-def check_rule(field: str, rule: object) -> ConfidenceRule:
-    if not isinstance(rule, ConfidenceRule):
-        raise ParameterError(field, rule, "expected a procmem_core.flat.ConfidenceRule")
-    return rule
+from simulators.scenarios.base import Scenario
 
 
 @dataclass(frozen=True)
-class ProcedureFateScenario:
+class ProcedureFateScenario(Scenario):
     """Fate of one flat procedure over ``sessions`` sessions, ``replications`` times.
 
     Metrics: ``p_excluded`` (below the threshold after the last session),
@@ -40,27 +34,32 @@ class ProcedureFateScenario:
     """
 
     name: ClassVar[str] = "fate"
+    inputs: ClassVar[dict[str, str]] = {"rule": "rule", "threshold": "rule.threshold"}
 
     p: float = 0.7
     sessions: int = 20
-    rule: ConfidenceRule = DEFAULT_RULE
-    threshold: float = 0.55
+    rule: FlatRule = DEFAULT_RULE
+    threshold: float = DEFAULT_THRESHOLD
     replications: int = 20_000
     chunk_size: int = DEFAULT_CHUNK
+    min_replications: ClassVar[int] = 1
 
     def __post_init__(self) -> None:
         check_probability("p", self.p)
         check_int("sessions", self.sessions, minimum=1)
-        check_rule("rule", self.rule)
+        check_instance("rule", self.rule, FlatRule)
         check_probability("threshold", self.threshold)
-        check_int("replications", self.replications, minimum=1)
-        check_int("chunk_size", self.chunk_size, minimum=1)
+        self.check_replications()
+
+    @property
+    def exact_regime(self) -> bool:
+        return True
 
     def run(self, seed: int) -> ScenarioResult:
         n_sessions, reps = self.sessions, self.replications
         excluded_by = np.zeros(n_sessions)
         applied_parts = []
-        for chunk in chunks(seed, reps, self.chunk_size):
+        for chunk in self.chunks(seed):
             conf = np.full(chunk.size, snap(self.rule.initial))
             applied = np.zeros(chunk.size)
             for k in range(n_sessions):
@@ -72,7 +71,7 @@ class ProcedureFateScenario:
                 excluded_by[k] += chunk.size - np.count_nonzero(still)
             applied_parts.append(applied)
 
-        result = ScenarioResult(self.name)
+        result = self.new_result()
         result.add_rate("p_excluded", excluded_by[-1], reps)
         result.add_mean("expected_sessions_applied", np.concatenate(applied_parts))
         exact = flat_fate(self.p, n_sessions, self.rule, self.threshold)

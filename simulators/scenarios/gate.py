@@ -1,30 +1,27 @@
 """GateScenario: how often a revision gate reverts, and how many runs it spends deciding.
 
 A prior revision has true success rate ``p_prior``; the revision has ``p_prior - drop``
-for each true ``drop`` of a grid that always includes 0 (null) and ``min_drop`` (alt)
-(``max(0, p_prior - drop)``, so a drop past ``p_prior`` means a revision that never
-succeeds).
-Per replication and drop:
+for each true ``drop`` of a grid that always includes 0 (null) and the gate's design
+drop (alt) (``max(0, p_prior - drop)``, so a drop past ``p_prior`` means a revision that
+never succeeds). Per replication and drop:
 
-1. p0: the true ``p_prior`` when ``ledger_size`` is None (p0 known), else estimated by
-   the gate from a simulated prior ledger of ``ledger_size`` runs (the SPRT gate's
-   ``estimate_p0``; the margin gate's raw ``s/n``);
-2. the revision's ``gate.max_runs`` runs are simulated and the gate's own vectorized
-   ``decide_batch`` finds the first decision;
-3. an optional ``cost_gate`` (``CostGate.decide``, object path) may overturn it to revert
-   at the decision run, from log-normal success costs.
+1. p0: the true ``p_prior`` when ``ledger_size`` is None (p0 known), else the gate's own
+   ``estimate_p0`` of a simulated prior ledger of ``ledger_size`` runs;
+2. the revision's ``gate.max_runs`` runs are simulated and the gate's vectorized
+   ``decide_batch`` finds the first decision; with a ``cost_gate`` the two decide
+   together run by run (``gates.decide_together``, the store's rule), from log-normal
+   success costs.
 
 Heterogeneity: with ``heterogeneity`` rho > 0 every replication has a pool of
 ``pool_size`` users with success rates ``Beta`` (mean ``p_prior``, intra-class
 correlation rho), the revision shifts each by ``-drop`` (clipped at 0), and each run
 (ledger runs too) comes from a uniformly drawn pool user, so runs are correlated the way
-repeat traffic is. Feedback: label flips act on every run the gates see; missing
-signals cost extra sessions (a negative binomial count: the gate still needs its runs);
-a delay of k means k more sessions run on the revision before the decision lands.
+repeat traffic is. Feedback: label channels act on every run the gates see; arrival
+channels cost sessions (``Feedback.sessions_to_collect``: the gate still needs its runs).
 
-Exact regime (``<name>_exact`` metrics and ``operating_points`` columns): p0 known, no
-heterogeneity, noiseless feedback, no cost gate; then ``sprt_operating_point`` or
-``margin_operating_point`` give the rates and mean runs exactly for every cap rule.
+Exact regime (``<name>_exact`` metrics and ``operating_points`` columns): a gate with an
+exact operating point, no heterogeneity, noiseless feedback, no cost gate; p0 known or
+estimated from the ledger (the exact mixture over the ledger's Binomial count).
 """
 
 from __future__ import annotations
@@ -35,17 +32,36 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.exact import margin_operating_point, sprt_operating_point, wald_operating_point
-from procmem_core.gates import CostGate, MarginGate, RevisionStats, SPRTGate
-from procmem_core.sequential import ACCEPT_CODE, REVERT_CODE, VERDICT_NAMES
-from simulators.feedback import FeedbackModel
-from simulators.replication import check_positive, chunks
+from procmem_core.errors import ParameterError, check_instance, check_int, check_probability
+from procmem_core.gates import (
+    ACCEPT_CODE,
+    DECISION_COLUMNS,
+    REASONS,
+    REVERT_CODE,
+    Gate,
+    SPRTGate,
+    decide_together,
+    verdict_names,
+)
+from simulators.feedback import Feedback
+from simulators.replication import check_positive
 from simulators.result import ScenarioResult, mean_and_se, rate_and_se
+from simulators.scenarios.base import Scenario
 from simulators.users import UserPopulation
 
-SEED_MIN_DROP = 0.15
-"""The Loom seed's gate_min_drop: the alt drop for a gate without its own min_drop."""
+SEED_MIN_DROP = SPRTGate().min_drop
+"""The Loom seed's gate_min_drop: the alt drop for a gate without a design drop of its own."""
+OUTCOME_OF = {0: "pending", 1: "accepted", 2: "reverted"}
+TRUTH_COLUMNS = ("replication", "true_drop", "p_prior", "p_new", "sessions")
+"""What the scenario knows beside each decision (after ``gates.DECISION_COLUMNS``)."""
+
+
+def check_veto(field_name: str, gate: object) -> Gate:
+    """A gate for the veto slot: one that can revert but never accepts (the cost gate)."""
+    check_instance(field_name, gate, Gate)
+    if not gate.veto_only:
+        raise ParameterError(field_name, gate.name, "a veto gate (one that never accepts)")
+    return gate
 
 
 def _check_drops(drops: object) -> tuple[float, ...]:
@@ -55,29 +71,35 @@ def _check_drops(drops: object) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True)
-class GateScenario:
+class GateScenario(Scenario):
     """False reverts, missed regressions and runs to decision of one gate configuration.
 
     Metrics (each with ``_se``): ``false_revert_rate`` (revert at drop 0),
-    ``accept_rate_null``, ``missed_regression_rate`` (no revert at drop ``min_drop``),
+    ``accept_rate_null``, ``missed_regression_rate`` (no revert at the alt drop),
     ``revert_rate_alt``, ``mean_runs_null``, ``mean_runs_alt`` (runs at the decision) and
     ``mean_sessions_null``, ``mean_sessions_alt`` (sessions the revision ran before its
-    decision landed: missing signals and delay included); exact counterparts
+    decision landed: missing and delayed ratings included); exact counterparts
     ``<name>_exact`` in the exact regime. Tables ``gate_decisions`` (one row per
-    replication and drop, the first ``table_rows`` replications of each drop) and
-    ``operating_points`` (one row per drop, simulated, exact and, for SPRT, Wald).
+    replication and drop, the first ``table_rows`` replications of each drop, in the
+    schema ``gates.DECISION_COLUMNS`` plus the truth) and ``operating_points`` (one row
+    per drop: simulated, exact and, where the gate has one, its approximation).
     """
 
     name: ClassVar[str] = "gate"
+    inputs: ClassVar[dict[str, str]] = {
+        "gate": "gate",
+        "cost_gate": "cost_gate",
+        "feedback": "feedback",
+    }
 
-    gate: SPRTGate | MarginGate = field(default_factory=SPRTGate)
+    gate: Gate = field(default_factory=SPRTGate)
     p_prior: float = 0.8
     drops: tuple[float, ...] = (0.0, 0.15)
     ledger_size: int | None = None
     heterogeneity: float = 0.0
     pool_size: int = 20
-    feedback: FeedbackModel | None = None
-    cost_gate: CostGate | None = None
+    feedback: Feedback = field(default_factory=Feedback)
+    cost_gate: Gate | None = None
     cost_increase: float = 0.0
     cost_sd: float = 0.5
     min_drop: float | None = None
@@ -86,8 +108,9 @@ class GateScenario:
     table_rows: int = 20_000
 
     def __post_init__(self) -> None:
-        if not isinstance(self.gate, SPRTGate | MarginGate):
-            raise ParameterError("gate", self.gate, "expected an SPRTGate or a MarginGate")
+        check_instance("gate", self.gate, Gate)
+        if self.gate.veto_only:
+            raise ParameterError("gate", self.gate.name, "a gate that can accept (not a veto)")
         p = check_probability("p_prior", self.p_prior)
         object.__setattr__(self, "drops", _check_drops(self.drops))
         if self.ledger_size is not None:
@@ -96,11 +119,9 @@ class GateScenario:
         if self.heterogeneity > 0 and not 0 < p < 1:
             raise ParameterError("p_prior", p, "expected 0 < p_prior < 1 with heterogeneity")
         check_int("pool_size", self.pool_size, minimum=1)
-        if self.feedback is not None and not isinstance(self.feedback, FeedbackModel):
-            raise ParameterError("feedback", self.feedback, "expected a FeedbackModel or None")
+        check_instance("feedback", self.feedback, Feedback)
         if self.cost_gate is not None:
-            if not isinstance(self.cost_gate, CostGate):
-                raise ParameterError("cost_gate", self.cost_gate, "expected a CostGate or None")
+            check_veto("cost_gate", self.cost_gate)
             if self.ledger_size is None:
                 raise ParameterError(
                     "cost_gate", self.cost_gate, "needs ledger_size (the prior's costs)"
@@ -109,16 +130,17 @@ class GateScenario:
         check_positive("cost_sd", self.cost_sd, allow_zero=True)
         if self.min_drop is not None:
             check_probability("min_drop", self.min_drop, open_low=True)
-        check_int("replications", self.replications, minimum=2)
-        check_int("chunk_size", self.chunk_size, minimum=1)
+        self.check_replications()
         check_int("table_rows", self.table_rows, minimum=0)
 
     @property
     def alt_drop(self) -> float:
-        """The regression the gate must catch: ``min_drop``, else the SPRT gate's, else 0.15."""
+        """The regression the gate must catch: ``min_drop``, else the gate's design drop,
+        else the seed's 0.15."""
         if self.min_drop is not None:
             return float(self.min_drop)
-        return float(getattr(self.gate, "min_drop", SEED_MIN_DROP))
+        drop = self.gate.design_drop
+        return float(SEED_MIN_DROP if drop is None else drop)
 
     @property
     def drop_grid(self) -> tuple[float, ...]:
@@ -131,11 +153,10 @@ class GateScenario:
 
     @property
     def exact_regime(self) -> bool:
-        fb = self.feedback
         return (
-            self.ledger_size is None
+            self.gate.exact
             and self.heterogeneity == 0
-            and (fb is None or fb.noiseless)
+            and self.feedback.noiseless
             and self.cost_gate is None
         )
 
@@ -152,79 +173,66 @@ class GateScenario:
     def _runs(self, rng: np.random.Generator, rate, n: int, t: int) -> np.ndarray:
         if np.ndim(rate) == 0:
             out = rng.random((n, t)) < rate
+            user = rate
         else:
             who = rng.integers(0, self.pool_size, size=(n, t))
-            out = rng.random((n, t)) < rate[np.arange(n)[:, None], who]
-        return out if self.feedback is None else self.feedback.signal(rng, out)
+            user = rate[np.arange(n)[:, None], who]
+            out = rng.random((n, t)) < user
+        return self.feedback.relabel(rng, out, user)
 
     def _p0(self, rng: np.random.Generator, prior_rate, n: int):
+        """``(p0 per row, the prior ledgers or None)``."""
         if self.ledger_size is None:
             return np.full(n, self.p_prior), None
         ledger = self._runs(rng, prior_rate, n, self.ledger_size)
-        s, m = ledger.sum(axis=1), self.ledger_size
-        if isinstance(self.gate, SPRTGate):
-            return np.asarray(self.gate.estimate_p0(s, m), dtype=float), s
-        return s / m, s
+        s = ledger.sum(axis=1)
+        return np.asarray(self.gate.estimate_p0(s, self.ledger_size), dtype=float), ledger
 
-    def _costs(self, rng: np.random.Generator, count: int, increase: float) -> tuple:
+    def _costs(self, rng: np.random.Generator, ok: np.ndarray, increase: float) -> np.ndarray:
+        """Log-normal costs with mean ``1 + increase`` on successful runs, NaN elsewhere."""
         sigma = self.cost_sd
-        mu = np.log1p(increase) - sigma**2 / 2  # mean (1 + increase)
-        return tuple(rng.lognormal(mu, sigma, count))
+        mu = np.log1p(increase) - sigma**2 / 2
+        return np.where(ok, rng.lognormal(mu, sigma, ok.shape), np.nan)
 
-    def _apply_cost_gate(self, rng, decision, outcomes, prior_s) -> tuple[np.ndarray, np.ndarray]:
-        """Overturn to revert where the cost gate objects at the decision run."""
-        verdict = decision.verdict.copy()
-        by_cost = np.zeros(verdict.size, dtype=bool)
-        m = self.ledger_size
-        for i in range(verdict.size):
-            k = int(decision.runs_used[i])
-            s_rev = int(outcomes[i, :k].sum())
-            prior = RevisionStats(m, int(prior_s[i]), self._costs(rng, int(prior_s[i]), 0.0))
-            rev = RevisionStats(k, s_rev, self._costs(rng, s_rev, self.cost_increase))
-            if self.cost_gate.decide(prior, rev).verdict == "revert":
-                by_cost[i] = verdict[i] != REVERT_CODE
-                verdict[i] = REVERT_CODE
-        return verdict, by_cost
-
-    def _sessions(self, rng: np.random.Generator, runs_used: np.ndarray) -> np.ndarray:
-        fb = self.feedback
-        sessions = runs_used.astype(float)
-        if fb is not None and fb.missing > 0:
-            extra = rng.negative_binomial(np.maximum(runs_used, 1), 1.0 - fb.missing)
-            sessions += np.where(runs_used > 0, extra, 0)
-        if fb is not None:
-            sessions += fb.delay
-        return sessions
+    def _decide(self, rng, outcomes, p0, ledger):
+        if self.cost_gate is None:
+            return self.gate.decide_batch(outcomes, p0), np.zeros(outcomes.shape[0], bool)
+        prior_costs = self._costs(rng, ledger, 0.0)
+        costs = self._costs(rng, outcomes, self.cost_increase)
+        return decide_together(self.gate, self.cost_gate, outcomes, p0, costs, prior_costs)
 
     def _simulate(self, seed: int) -> dict[float, dict[str, np.ndarray]]:
-        out = {
-            d: {k: [] for k in ("verdict", "runs", "stat", "p0", "cost", "sessions")}
-            for d in self.drop_grid
-        }
+        keys = ("verdict", "runs", "stat", "reason", "p0", "cost", "sessions", "prior_s", "s")
+        out = {d: {k: [] for k in keys} for d in self.drop_grid}
         t = self.gate.max_runs
-        for chunk in chunks(seed, self.replications, self.chunk_size):
+        for chunk in self.chunks(seed):
             for d in self.drop_grid:
                 prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
-                p0, prior_s = self._p0(chunk.rng, prior_rate, chunk.size)
+                p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
                 outcomes = self._runs(chunk.rng, new_rate, chunk.size, t)
-                decision = self.gate.decide_batch(outcomes, p0)
-                verdict, by_cost = decision.verdict, np.zeros(chunk.size, dtype=bool)
-                if self.cost_gate is not None:
-                    verdict, by_cost = self._apply_cost_gate(chunk.rng, decision, outcomes, prior_s)
+                decision, by_cost = self._decide(chunk.rng, outcomes, p0, ledger)
+                cum = np.cumsum(outcomes, axis=1)
+                at = np.clip(decision.runs_used - 1, 0, t - 1)
                 acc = out[d]
-                acc["verdict"].append(verdict)
+                acc["verdict"].append(decision.verdict)
                 acc["runs"].append(decision.runs_used)
                 acc["stat"].append(decision.statistic)
+                acc["reason"].append(decision.reason)
                 acc["p0"].append(p0)
                 acc["cost"].append(by_cost)
-                acc["sessions"].append(self._sessions(chunk.rng, decision.runs_used))
+                no_ledger = -np.ones(chunk.size, dtype=np.int64)
+                acc["prior_s"].append(no_ledger if ledger is None else ledger.sum(axis=1))
+                acc["s"].append(np.where(decision.runs_used > 0, cum[np.arange(chunk.size), at], 0))
+                acc["sessions"].append(
+                    self.feedback.sessions_to_collect(chunk.rng, decision.runs_used)
+                )
         return {d: {k: np.concatenate(v) for k, v in acc.items()} for d, acc in out.items()}
 
     # --- results -----------------------------------------------------------------------
 
     def run(self, seed: int) -> ScenarioResult:
         sims = self._simulate(seed)
-        result = ScenarioResult(self.name)
+        result = self.new_result()
         exact = self._exact() if self.exact_regime else {}
         for label, drop in (("null", 0.0), ("alt", round(self.alt_drop, 12))):
             sim = sims[drop]
@@ -251,27 +259,22 @@ class GateScenario:
         result.tables["gate_decisions"] = self._decisions_table(sims)
         return result
 
+    def _p_new(self) -> np.ndarray:
+        return np.array([max(0.0, self.p_prior - d) for d in self.drop_grid])
+
     def _exact(self) -> dict[float, tuple[float, float]]:
-        """``{drop: (P(revert), E[runs])}`` from the lattice recursion (p0 known)."""
-        g, p0 = self.gate, self.p_prior
-        p = np.array([max(0.0, p0 - d) for d in self.drop_grid])
-        if isinstance(g, SPRTGate):
-            op = sprt_operating_point(
-                p, p0, g.min_drop, g.alpha, g.beta, g.max_runs, g.min_runs, g.at_cap
-            )
-        else:
-            op = margin_operating_point(p, p0, g.margin, g.min_runs, g.max_runs)
+        """``{drop: (P(revert), E[runs])}`` from the gate's exact operating point (p0 known,
+        or mixed over the prior ledger's Binomial(ledger_size, p_prior) count)."""
+        op = self.gate.operating_point(self._p_new(), self.p_prior, self.ledger_size)
         return {
             d: (float(op.p_revert[i]), float(op.expected_runs[i]))
             for i, d in enumerate(self.drop_grid)
         }
 
     def _operating_points(self, sims: dict, exact: dict) -> pd.DataFrame:
-        g = self.gate
-        wald = None
-        if isinstance(g, SPRTGate) and self.ledger_size is None:
-            p = np.array([max(0.0, self.p_prior - d) for d in self.drop_grid])
-            wald = wald_operating_point(p, self.p_prior, g.min_drop, g.alpha, g.beta)
+        approx = None
+        if self.ledger_size is None:
+            approx = self.gate.approximate_operating_point(self._p_new(), self.p_prior)
         rows = []
         for i, d in enumerate(self.drop_grid):
             sim = sims[d]
@@ -297,50 +300,44 @@ class GateScenario:
                     "mean_sessions_se": sess_se,
                     "revert_rate_exact": ex[0],
                     "mean_runs_exact": ex[1],
-                    "revert_rate_wald": float(wald.p_revert[i]) if wald is not None else np.nan,
-                    "mean_runs_wald": float(wald.expected_runs[i]) if wald is not None else np.nan,
+                    "revert_rate_wald": np.nan if approx is None else float(approx.p_revert[i]),
+                    "mean_runs_wald": np.nan if approx is None else float(approx.expected_runs[i]),
                 }
             )
         return pd.DataFrame(rows)
-
-    def _reasons(self, verdict: np.ndarray, runs: np.ndarray, stat: np.ndarray, cost: np.ndarray):
-        g = self.gate
-        names = np.asarray(VERDICT_NAMES, dtype=object)[verdict]
-        if isinstance(g, SPRTGate):
-            ln_a, ln_b = g.boundaries
-            crossed = (stat >= ln_a) | (stat <= ln_b)
-            boundary = np.where(verdict == REVERT_CODE, "LLR >= ln A", "LLR <= ln B")
-            cap = f"undecided at max_runs={g.max_runs}, at_cap={g.at_cap}"
-        else:
-            crossed = verdict == REVERT_CODE
-            boundary = np.full(verdict.size, f"rate below the prior's by more than {g.margin:g}")
-            cap = f"not reverted by max_runs={g.max_runs}"
-        at_cap = (runs >= g.max_runs) & ~crossed
-        reason = np.where(at_cap, cap, boundary).astype(object)
-        reason[verdict == 0] = "undecided"
-        reason[cost] = "cost gate: mean success cost above tolerance"
-        return names, reason
 
     def _decisions_table(self, sims: dict) -> pd.DataFrame:
         keep = min(self.table_rows, self.replications)
         frames = []
         for d in self.drop_grid:
             sim = {k: v[:keep] for k, v in sims[d].items()}
-            names, reason = self._reasons(sim["verdict"], sim["runs"], sim["stat"], sim["cost"])
+            reason = np.asarray(sim["reason"], dtype=object)
             frames.append(
                 pd.DataFrame(
                     {
+                        "key": "",
+                        "namespace": "",
+                        "prior_revision": 1,
+                        "revision": 2,
+                        "gate": self.gate.name,
+                        "verdict": verdict_names(sim["verdict"]),
+                        "reason": [REASONS[r] for r in reason],
+                        "runs_used": sim["runs"],
+                        "statistic": sim["stat"],
+                        "prior_runs": self.ledger_size or 0,
+                        "prior_successes": sim["prior_s"],
+                        "revision_runs": sim["runs"],
+                        "revision_successes": sim["s"],
+                        "outcome": [OUTCOME_OF[int(v)] for v in sim["verdict"]],
+                        "reason_code": reason,
+                        "p0_used": sim["p0"],
                         "replication": np.arange(keep),
                         "true_drop": d,
                         "p_prior": self.p_prior,
                         "p_new": max(0.0, self.p_prior - d),
-                        "p0_used": sim["p0"],
-                        "verdict": names,
-                        "runs_used": sim["runs"],
                         "sessions": sim["sessions"],
-                        "statistic": sim["stat"],
-                        "reason": reason,
-                    }
+                    },
+                    columns=[*DECISION_COLUMNS, *TRUTH_COLUMNS],
                 )
             )
         return pd.concat(frames, ignore_index=True)

@@ -15,17 +15,17 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.gates import CostGate, MarginGate, SPRTGate
-from simulators.feedback import FeedbackModel
-from simulators.replication import chunks
+from procmem_core.errors import ParameterError, check_instance, check_int, check_probability
+from procmem_core.gates import CostGate, Gate, SPRTGate
+from simulators.feedback import Feedback
 from simulators.result import ScenarioResult
-from simulators.scenarios.confidence import check_instance
+from simulators.scenarios.base import Scenario
+from simulators.scenarios.gate import check_veto
 from simulators.scenarios.loop_world import KINDS, TASKS, LoopWorld
 
 
 @dataclass(frozen=True)
-class LoopScenario:
+class LoopScenario(Scenario):
     """Tasks arrive, the packer picks procedures, runs are recorded, evolve and gates act.
 
     Metrics (``_se`` over replications, the independent unit): ``success_rate``,
@@ -44,6 +44,12 @@ class LoopScenario:
     """
 
     name: ClassVar[str] = "loop"
+    inputs: ClassVar[dict[str, str]] = {
+        "gate": "gate",
+        "cost_gate": "cost_gate",
+        "feedback": "feedback",
+        "explore_rate": "explore.explore_rate",
+    }
 
     tasks: int = 3
     procedures_per_task: int = 2
@@ -60,11 +66,13 @@ class LoopScenario:
     helpful_gain: float = 0.1
     min_runs: int = 3
     strike_limit: int = 3
-    gate: SPRTGate | MarginGate = field(default_factory=SPRTGate)
-    cost_gate: CostGate = field(default_factory=CostGate)
-    feedback: FeedbackModel = field(default_factory=FeedbackModel)
+    gate: Gate = field(default_factory=SPRTGate)
+    cost_gate: Gate = field(default_factory=CostGate)
+    feedback: Feedback = field(default_factory=Feedback)
     window: int = 50
     replications: int = 2
+    chunk_size: ClassVar[int] = 1
+    min_replications: ClassVar[int] = 1
 
     def __post_init__(self) -> None:
         check_int("tasks", self.tasks, minimum=1, maximum=len(TASKS))
@@ -91,19 +99,18 @@ class LoopScenario:
         check_probability("helpful_gain", self.helpful_gain)
         check_int("min_runs", self.min_runs, minimum=1)
         check_int("strike_limit", self.strike_limit, minimum=0)
-        if not isinstance(self.gate, SPRTGate | MarginGate):
-            raise ParameterError("gate", self.gate, "expected an SPRTGate or a MarginGate")
-        check_instance("cost_gate", self.cost_gate, CostGate)
-        check_instance("feedback", self.feedback, FeedbackModel)
-        if self.feedback.delay:
-            raise ParameterError("feedback", self.feedback, "delay is not modelled here: use 0")
+        check_instance("gate", self.gate, Gate)
+        if self.gate.veto_only:
+            raise ParameterError("gate", self.gate.name, "a gate that can accept (not a veto)")
+        check_veto("cost_gate", self.cost_gate)
+        check_instance("feedback", self.feedback, Feedback)
         check_int("window", self.window, minimum=1)
-        check_int("replications", self.replications, minimum=1)
+        self.check_replications()
 
     def simulate(self, seed: int) -> list[LoopWorld]:
         """Run every replication and return the worlds (store, truth and logs)."""
         worlds = []
-        for chunk in chunks(seed, self.replications, 1):
+        for chunk in self.chunks(seed):
             world = LoopWorld(self, chunk.rng)
             for t in range(self.sessions):
                 world.session(t)
@@ -112,7 +119,7 @@ class LoopScenario:
 
     def run(self, seed: int) -> ScenarioResult:
         worlds = self.simulate(seed)
-        result = ScenarioResult(self.name)
+        result = self.new_result()
         self._session_metrics(result, worlds)
         self._revision_metrics(result, worlds)
         result.add_mean("quarantines", [_count(w.events, "quarantined") for w in worlds])

@@ -8,7 +8,10 @@ graph procedures whose step nodes fail with known probabilities, then for each s
 2. the simulated agent follows the shown procedure if it belongs to the task: it walks
    the graph and stops at the first step that fails (path = the steps visited), else it
    works without a procedure and succeeds at ``base_rate``;
-3. the signal (``FeedbackModel``: flips, missing) is recorded with ``record_run``;
+3. the signal (``Feedback``: flips, a judge, missing ratings) is recorded with
+   ``record_run`` when it arrives (``delay`` sessions later; a report that arrives after
+   the procedure was revised is about a graph that is gone, so it is dropped and counted
+   in ``stale_reports``);
 4. a procedure is evolved after every ``evolve_every`` runs recorded on it (quarantine,
    templates, pending revisions gated: Loom's "call evolve after runs land"); every
    ``revise_every`` sessions one procedure in use (run since the last such step), neither
@@ -27,9 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from procmem_core.graph import ProcedureGraph
-from procmem_core.pack import ContextPacker
-from procmem_core.store import ProcedureStore
+from procmem_core.graph import ContextPacker, ProcedureGraph, ProcedureStore
+from simulators.feedback import ArrivalLine
 
 TASKS = (
     "customer asks for a refund on a paid invoice",
@@ -90,9 +92,11 @@ class LoopWorld:
     status_by_window: list = field(default_factory=list)
     fresh: dict = field(default_factory=dict)  # key -> runs recorded since its last evolve
     recent: set = field(default_factory=set)  # keys run since the last revision step
+    stale_reports: int = 0  # delayed reports that arrived after their graph was revised
 
     def __post_init__(self) -> None:
         sc = self.scenario
+        self.line = ArrivalLine(sc.feedback.delay)
         self.packer = ContextPacker(self.store, sc.explore_rate, 1, self.rng)
         for t in range(sc.tasks):
             for j in range(sc.procedures_per_task):
@@ -125,23 +129,19 @@ class LoopWorld:
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
         withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
         followed = shown is not None and self.task_of[shown] == task
-        recorded = False
+        report = None
         if followed:
             snap = self.store.get(shown)
             q = self.node_success[(shown, snap.revision)]
             path, ok = self._walk(snap.graph.reading_order(), q)
             p = self.p_true(shown, snap.revision)
-            signal = bool(sc.feedback.signal(self.rng, np.array([ok]))[0])
-            observed = sc.feedback.observed(self.rng, (1,))
-            if observed is None or bool(observed[0]):
-                self.store.record_run(shown, path, signal)
-                self.runs.append((shown, tuple(path), signal))
-                self.fresh[shown] = self.fresh.get(shown, 0) + 1
-                self.recent.add(shown)
-                recorded = True
+            sig = sc.feedback.transmit(self.rng, np.array([ok]), sc.base_rate)
+            if sig.observed is None or bool(sig.observed[0]):
+                report = (shown, snap.revision, tuple(path), bool(sig.label[0]))
         else:
             p = sc.base_rate
             ok = bool(self.rng.random() < p)
+        recorded = self._record(self.line.push(report))
         self.sessions.append(
             SessionLog(task, shown if followed else None, withheld, followed, ok, p,
                        self.oracle(task), recorded)
@@ -151,6 +151,20 @@ class LoopWorld:
             self._evolve(t, due)
         if (t + 1) % sc.revise_every == 0:
             self._revise_one(t)
+
+    def _record(self, report: tuple | None) -> bool:
+        """Record a report that arrived now (None: nothing arrived); False if none was."""
+        if report is None:
+            return False
+        key, revision, path, signal = report
+        if self.store.get(key).revision != revision:
+            self.stale_reports += 1
+            return False
+        self.store.record_run(key, list(path), signal)
+        self.runs.append((key, path, signal))
+        self.fresh[key] = self.fresh.get(key, 0) + 1
+        self.recent.add(key)
+        return True
 
     def _walk(self, order: tuple[str, ...], q: dict[str, float]) -> tuple[list[str], bool]:
         path = []

@@ -1,0 +1,278 @@
+"""The notebook seed's two-session replay as an experiment task (``task: llm_replay``).
+
+Session 1 runs on the base prompt (two user turns), ``learn`` extracts procedures from
+its transcript, and session 2's first reply runs on the new prompt. Against the offline
+server (``llm.endpoint: offline``, started on a free loopback port for the run) or any
+OpenAI-compatible endpoint (``llm.endpoint: remote`` with ``llm.base_url``).
+
+Artifacts (``out_dir/artifacts``, written as soon as each exists so a failure loses
+nothing): ``system_prompt_1.txt``, ``session_1.json``/``.txt``, ``procedures.json``
+(kept, dropped and the raw reply), ``candidates.json`` (the same procedures as candidate
+graph procedures of a ``ProcedureStore``, see ``procmem_core.candidates``),
+``system_prompt_2.txt``, ``session_2.json``/``.txt``, and ``error.json`` when a stage
+fails. Metrics: tokens (prompt, completion, reasoning,
+total; learn alone), latency, number of calls and cache hits, procedure counts (extracted,
+dropped, shown in prompt 2), ``failed`` and ``failed_stage`` (0 none, 1 session 1,
+2 learn, 3 session 2). Table ``calls``: one row per call.
+
+``replay.on_error``: ``record`` (default) writes ``error.json``, sets ``failed=1`` and
+returns, so a sweep goes on with every artifact kept; ``raise`` re-raises after writing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.flat import (
+    BASE_PROMPT,
+    DEFAULT_LIMIT,
+    DEFAULT_THRESHOLD,
+    build_system_prompt,
+    prompt_order,
+)
+from procmem_core.graph import ProcedureStore, StoredProcedure
+from procmem_core.learn import (
+    CallRecord,
+    LLMCallError,
+    LLMConfig,
+    chat,
+    learn,
+    make_client,
+    transcript_text,
+)
+from procmem_core.learn.candidates import to_candidates
+from procmem_core.learn.extraction import ExtractionError, LearnError
+from procmem_core.learn.reply_cache import ReplyCache
+from simulators.llm_server import OfflineServer
+from simulators.result import ScenarioResult
+
+SESSION_1 = (
+    "Hi, my salary is ₹1,20,000 and expenses are ₹60,000. I'm risk-averse. "
+    "I have ₹50,000 in an FD maturing soon. Where should I put it?",
+    "What's the worst case scenario if I invest in a debt fund? "
+    "OK, give me a clear list of what I should do next.",
+)
+"""The seed's session 1: the notebook's four user messages sent as two turns."""
+SESSION_2 = "Hi again. My FD matured. I have ₹50,000 to invest."
+"""The opening message of the seed's session 2."""
+GROUPS = ("llm", "replay", "rule")
+"""Config groups the task reads."""
+ENDPOINTS = ("offline", "remote")
+ON_ERROR = ("record", "raise")
+STAGES = {"session_1": 1, "learn": 2, "session_2": 3}
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """Everything a replay needs, validated before any call is made."""
+
+    endpoint: str
+    llm: dict[str, Any]  # LLMConfig fields; base_url is None for the offline endpoint
+    cache: str | None
+    session_1: tuple[str, ...]
+    session_2: str
+    base_prompt: str
+    threshold: float
+    limit: int
+    on_error: str
+
+
+def settings_from_config(cfg: DictConfig) -> ReplaySettings:
+    """Validate ``cfg.llm`` and ``cfg.replay``; raise ``ParameterError`` naming the key.
+
+    The prompt filter (``threshold``, ``limit``) comes from the ``rule`` group, as for every
+    other task; without one, the seed's 0.55 and 6.
+    """
+    llm = OmegaConf.to_container(cfg.llm, resolve=True) if "llm" in cfg else None
+    if not isinstance(llm, dict):
+        raise ParameterError("llm", llm, "expected an llm config group, e.g. llm=offline")
+    endpoint = llm.pop("endpoint", "offline")
+    cache = llm.pop("cache", None)
+    if endpoint not in ENDPOINTS:
+        raise ParameterError("llm.endpoint", endpoint, f"expected one of {list(ENDPOINTS)}")
+    if endpoint == "remote" and not llm.get("base_url"):
+        raise ParameterError("llm.base_url", llm.get("base_url"), "required for endpoint=remote")
+    if endpoint == "offline" and llm.get("base_url") is not None:
+        raise ParameterError(
+            "llm.base_url",
+            llm["base_url"],
+            "null for endpoint=offline (its URL is set at run time); use llm.endpoint=remote",
+        )
+    if cache is not None and (not isinstance(cache, str) or not cache.strip()):
+        raise ParameterError("llm.cache", cache, "expected a SQLite file path or null")
+    probe = dict(llm)
+    if endpoint == "offline":
+        probe["base_url"] = "http://127.0.0.1:1/v1"  # the real port is known once it runs
+    try:
+        LLMConfig.from_mapping(probe)
+    except ParameterError as exc:
+        raise ParameterError(f"llm.{exc.field}", exc.value, exc.allowed) from None
+    replay = OmegaConf.to_container(cfg.replay, resolve=True) if "replay" in cfg else {}
+    session_1 = tuple(replay.get("session_1", SESSION_1))
+    if not session_1 or not all(isinstance(m, str) and m.strip() for m in session_1):
+        raise ParameterError("replay.session_1", session_1, "expected non-empty user messages")
+    session_2 = replay.get("session_2", SESSION_2)
+    if not isinstance(session_2, str) or not session_2.strip():
+        raise ParameterError("replay.session_2", session_2, "expected a non-empty message")
+    base_prompt = replay.get("base_prompt") or BASE_PROMPT
+    rule = OmegaConf.to_container(cfg.rule, resolve=True) if cfg.get("rule") else {}
+    on_error = replay.get("on_error", "record")
+    if on_error not in ON_ERROR:
+        raise ParameterError("replay.on_error", on_error, f"expected one of {list(ON_ERROR)}")
+    return ReplaySettings(
+        endpoint=endpoint,
+        llm=llm,
+        cache=cache,
+        session_1=session_1,
+        session_2=session_2,
+        base_prompt=base_prompt,
+        threshold=check_probability("rule.threshold", rule.get("threshold", DEFAULT_THRESHOLD)),
+        limit=check_int("rule.limit", rule.get("limit", DEFAULT_LIMIT), minimum=1),
+        on_error=on_error,
+    )
+
+
+@contextlib.contextmanager
+def endpoint_url(settings: ReplaySettings) -> Iterator[str]:
+    """The base URL to call: a fresh offline server for the run, or the configured one."""
+    if settings.endpoint == "offline":
+        with OfflineServer() as server:
+            yield server.base_url
+    else:
+        yield settings.llm["base_url"]
+
+
+def _write(path: Path, content: Any) -> None:
+    if isinstance(content, str):
+        path.write_text(content, encoding="utf-8")
+    else:
+        path.write_text(json.dumps(content, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def _save_session(art: Path, name: str, messages: list[dict]) -> None:
+    _write(art / f"{name}.json", messages)
+    _write(art / f"{name}.txt", transcript_text(messages) + "\n")
+
+
+validate_config = settings_from_config
+"""Called by ``experiments.build.validate`` before any MLflow run is created."""
+
+
+def run_task(cfg: DictConfig, out_dir: Path) -> ScenarioResult:
+    """Run the seed's replay; see the module docstring for what is written and measured."""
+    settings = settings_from_config(cfg)
+    art = Path(out_dir) / "artifacts"
+    art.mkdir(parents=True, exist_ok=True)
+    result = ScenarioResult("llm_replay")
+    calls: list[CallRecord] = []
+    counts = {"n_procedures": 0.0, "n_dropped": 0.0, "n_shown_session_2": 0.0}
+    stage = "session_1"
+    cache = ReplyCache(settings.cache) if settings.cache else None
+    try:
+        with endpoint_url(settings) as base_url:
+            config = LLMConfig.from_mapping({**settings.llm, "base_url": base_url})
+            client = make_client(config)
+            prompt_1 = settings.base_prompt
+            _write(art / "system_prompt_1.txt", prompt_1)
+            session_1: list[dict] = []
+            for message in settings.session_1:
+                session_1.append({"role": "user", "content": message})
+                reply = chat(prompt_1, session_1, client, config, cache)
+                calls.append(reply.call)
+                session_1.append({"role": "assistant", "content": reply.content})
+                _save_session(art, "session_1", session_1)
+            stage = "learn"
+            learned = learn(session_1, client, config, cache)
+            calls.extend(learned.calls)
+            _write(
+                art / "procedures.json",
+                {
+                    "procedures": [p.model_dump() for p in learned.extracted],
+                    "dropped": [
+                        {"index": d.index, "reason": d.reason, "entry": d.entry}
+                        for d in learned.dropped
+                    ],
+                    "raw": learned.raw,
+                },
+            )
+            stored = to_candidates(ProcedureStore(), learned.procedures)
+            _write(art / "candidates.json", [_candidate_record(c) for c in stored])
+            prompt_2 = build_system_prompt(
+                learned.procedures, settings.threshold, settings.limit, prompt_1
+            )
+            _write(art / "system_prompt_2.txt", prompt_2)
+            counts["n_procedures"] = float(len(learned.procedures))
+            counts["n_dropped"] = float(len(learned.dropped))
+            shown = prompt_order(learned.procedures, settings.threshold, settings.limit)
+            counts["n_shown_session_2"] = float(len(shown))
+            stage = "session_2"
+            session_2 = [{"role": "user", "content": settings.session_2}]
+            reply = chat(prompt_2, session_2, client, config, cache)
+            calls.append(reply.call)
+            session_2.append({"role": "assistant", "content": reply.content})
+            _save_session(art, "session_2", session_2)
+            stage = "done"
+    except LearnError as exc:
+        calls.extend(c for c in getattr(exc, "calls", []) if c not in calls)
+        _write(art / "error.json", _error_record(stage, exc))
+        if settings.on_error == "raise":
+            raise
+    finally:
+        if cache is not None:
+            cache.close()
+    result.metrics.update(counts)
+    result.metrics.update(_call_metrics(calls))
+    result.metrics["failed"] = float(stage != "done")
+    result.metrics["failed_stage"] = float(STAGES.get(stage, 0))
+    result.tables["calls"] = pd.DataFrame(
+        [{**dataclasses.asdict(c), "total_tokens": c.total_tokens} for c in calls],
+        columns=[f.name for f in dataclasses.fields(CallRecord)] + ["total_tokens"],
+    )
+    return result
+
+
+def _candidate_record(stored: StoredProcedure) -> dict[str, Any]:
+    return {
+        "ref": stored.ref,
+        "name": stored.name,
+        "situation": stored.situation,
+        "steps": list(stored.steps),
+        "status": stored.status,
+        "metadata": stored.metadata,
+    }
+
+
+def _error_record(stage: str, exc: LearnError) -> dict:
+    record: dict[str, Any] = {"stage": stage, "type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, ExtractionError):
+        record.update(reason=exc.reason, raw=exc.raw, attempts=exc.attempts, errors=exc.errors)
+    if isinstance(exc, LLMCallError):
+        record.update(kind=exc.kind, status=exc.status, code=exc.code)
+    return record
+
+
+def _call_metrics(calls: list[CallRecord]) -> dict[str, float]:
+    billed = [c for c in calls if not c.cached]
+    learn_calls = [c for c in calls if c.purpose == "extraction"]
+    return {
+        "n_calls": float(len(calls)),
+        "n_cached_calls": float(len(calls) - len(billed)),
+        "n_truncated_replies": float(sum(c.finish_reason == "length" for c in calls)),
+        "tokens_prompt": float(sum(c.prompt_tokens for c in billed)),
+        "tokens_completion": float(sum(c.completion_tokens for c in billed)),
+        "tokens_reasoning": float(sum(c.reasoning_tokens for c in billed)),
+        "tokens_total": float(sum(c.total_tokens for c in billed)),
+        "tokens_learn": float(sum(c.total_tokens for c in learn_calls if not c.cached)),
+        "latency_s_total": float(sum(c.latency_s for c in calls)),
+        "latency_s_learn": float(sum(c.latency_s for c in learn_calls)),
+    }

@@ -1,0 +1,35 @@
+"""A flat procedure: a directive for the agent with a confidence that follows outcomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from procmem_core.errors import check_int, check_probability, check_text
+from procmem_core.flat.rule import DEFAULT_RULE, FlatRule
+
+
+@dataclass
+class Procedure:
+    """A flat procedure (the seed's ``title``, ``trigger``, ``description``, ``confidence``)."""
+
+    title: str
+    trigger: str  # when the procedure applies
+    description: str  # the instruction, written to the agent
+    confidence: float = DEFAULT_RULE.initial
+    successes: int = 0
+    failures: int = 0
+    metadata: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_text("title", self.title)
+        self.confidence = check_probability("confidence", self.confidence)
+        self.successes = check_int("successes", self.successes)
+        self.failures = check_int("failures", self.failures)
+
+    def record_outcome(self, positive: bool, rule: FlatRule = DEFAULT_RULE) -> None:
+        """Record one session in which the procedure was applied (the seed's semantics)."""
+        if positive:
+            self.successes += 1
+        else:
+            self.failures += 1
+        self.confidence = rule.update(self.confidence, bool(positive))

@@ -1,0 +1,412 @@
+"""The gate base: what every revision gate provides, so nothing outside asks which gate it is.
+
+``ProcedureStore.evolve`` asks a gate after runs of a pending revision land, passing the
+prior revision's and the revision's ledger statistics; the gate answers with a
+``GateDecision``. Simulators ask the same gate about a million outcome sequences at once
+(``decide_batch``), the exact analysis asks for its operating point, the reports for its
+label and its lower bound. Every caller uses these verbs:
+
+- ``decide(prior, revision, p0=None)``: one revision, with a reason code and a sentence;
+- ``decide_batch(outcomes, p0, costs=..., prior_costs=...)`` and ``run_codes`` (the
+  verdict after every run): many replications, the same rule;
+- ``estimate_p0(successes, runs)``: the prior's rate from its ledger;
+- ``operating_point(p, p0, prior_runs=None)``: exact P(revert), P(accept), E[runs]
+  (``exact`` says whether the gate has one);
+- ``expected_runs_lower_bound(p0, alpha, beta)``: Wald-Wolfowitz, for gates with a
+  ``design_drop``;
+- ``config()``, ``describe()``: its parameters (``make_gate(**config())`` rebuilds it)
+  and a label that reads as words.
+
+``LatticeGate`` implements all of them for a gate whose verdict depends only on the
+revision's (runs, successes) and p0: a subclass gives its per-run ``rule``, its
+``statistic``, which boundary was ``crossed`` and the sentence that ``explain``s it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import special, stats
+
+from procmem_core.errors import ParameterError, ProcmemError, check_int, check_probability
+from procmem_core.gates import lattice
+from procmem_core.gates.llr import sprt_hypotheses
+from procmem_core.gates.verdicts import (
+    CONTINUE_CODE,
+    VERDICT_NAMES,
+    BatchDecision,
+    GateDecision,
+    RevisionStats,
+)
+from procmem_core.registry import Registry
+
+GATES: Registry[Gate] = Registry("gate", "procmem_core.gates")
+"""Every concrete gate by name (``gates.registry.make_gate`` builds one)."""
+
+
+class GateError(ProcmemError):
+    """A gate was asked for something it does not have (an exact operating point, a bound)."""
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """A gate's operating point at true success probability ``p`` of the revision.
+
+    ``p_revert`` and ``p_accept`` (they sum to 1 when the cap forces a decision) and
+    ``expected_runs`` (runs until the decision, the forced one at the cap included).
+    ``method`` is "exact" (lattice recursion) or "wald" (Wald's untruncated
+    approximations). Fields are floats for a scalar ``p``, arrays for an array ``p``.
+    ``prior_runs`` is the prior ledger's size when p0 was estimated from one (None: known).
+    """
+
+    p: float | np.ndarray
+    p0: float
+    p_revert: float | np.ndarray
+    p_accept: float | np.ndarray
+    expected_runs: float | np.ndarray
+    method: str
+    prior_runs: int | None = None
+
+
+def check_p_values(p: float | np.ndarray) -> np.ndarray:
+    """``p`` as a float array, every value in [0, 1]."""
+    arr = np.asarray(p, dtype=float)
+    bad = ~((arr >= 0.0) & (arr <= 1.0))
+    if np.any(bad):
+        raise ParameterError("p", float(arr[bad].ravel()[0]), "probabilities in [0, 1]")
+    return arr
+
+
+def make_point(
+    p: np.ndarray,
+    p0: float,
+    revert: np.ndarray,
+    accept: np.ndarray,
+    runs: np.ndarray,
+    method: str,
+    prior_runs: int | None = None,
+) -> OperatingPoint:
+    """An ``OperatingPoint`` shaped like ``p`` (floats for a scalar)."""
+    if p.ndim == 0:
+        revert, accept, runs = float(revert[0]), float(accept[0]), float(runs[0])
+        p = float(p)
+    else:
+        revert, accept, runs = (x.reshape(p.shape) for x in (revert, accept, runs))
+    return OperatingPoint(p, p0, revert, accept, runs, method, prior_runs)
+
+
+def bernoulli_kl(p: float, q: float) -> float:
+    """``K(p, q) = p ln(p/q) + (1-p) ln((1-p)/(1-q))`` (0 ln 0 = 0)."""
+    return float(special.xlogy(p, p / q) + special.xlogy(1.0 - p, (1.0 - p) / (1.0 - q)))
+
+
+def wald_wolfowitz_bound(p0: float, p1: float, alpha: float, beta: float) -> tuple[float, float]:
+    """Lower bounds on E[runs] at p0 and at p1 of any test with errors (alpha, beta).
+
+    ``E0[N] >= ((1-a) ln((1-a)/b) + a ln(a/(1-b))) / K(p0, p1)``,
+    ``E1[N] >= ((1-b) ln((1-b)/a) + b ln(b/(1-a))) / K(p1, p0)`` (Wald and Wolfowitz
+    1948; docs/statistics.md).
+    """
+    a = check_probability("alpha", alpha, open_low=True, open_high=True)
+    b = check_probability("beta", beta, open_low=True, open_high=True)
+    at_p0 = ((1 - a) * math.log((1 - a) / b) + a * math.log(a / (1 - b))) / bernoulli_kl(p0, p1)
+    at_p1 = ((1 - b) * math.log((1 - b) / a) + b * math.log(b / (1 - a))) / bernoulli_kl(p1, p0)
+    return at_p0, at_p1
+
+
+class Gate(ABC):
+    """The verbs every revision gate implements (see the module docstring)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            GATES.add(cls)
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    exact: ClassVar[bool] = False
+    """True when ``operating_point`` is exact (a lattice recursion)."""
+    veto_only: ClassVar[bool] = False
+    """True for a gate that can revert but never accepts (the cost gate)."""
+
+    def params(self) -> dict[str, Any]:
+        """The gate's parameters as plain values (its dataclass fields)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def config(self) -> dict[str, Any]:
+        """``{"name": ..., **params()}``: ``make_gate(**gate.config())`` rebuilds the gate."""
+        return {"name": self.name, **self.params()}
+
+    def describe(self) -> str:
+        """A label that reads as words, e.g. "SPRT, follow the LLR at the cap"."""
+        return self.label
+
+    @property
+    def design_drop(self) -> float | None:
+        """The drop in success rate the gate is designed to catch (None: it has none)."""
+        return None
+
+    @property
+    def error_targets(self) -> tuple[float, float] | None:
+        """The nominal (false revert, missed regression) rates, if the gate states them."""
+        return None
+
+    @abstractmethod
+    def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
+        """The prior revision's success rate from its ledger counts (scalars or arrays)."""
+
+    @abstractmethod
+    def decide(
+        self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
+    ) -> GateDecision:
+        """The verdict after the revision's runs so far (call it after every run)."""
+
+    @abstractmethod
+    def run_codes(
+        self,
+        outcomes: np.ndarray,
+        p0: float | np.ndarray,
+        costs: np.ndarray | None = None,
+        prior_costs: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The verdict code after each run, ``(replications, runs)`` int8.
+
+        ``outcomes``: bool (replications, runs); ``costs``: the cost of each run (NaN where
+        a run failed or reported none); ``prior_costs``: each row's prior success costs
+        (NaN-padded). Gates that do not use costs ignore them.
+        """
+
+    def decide_batch(
+        self,
+        outcomes: np.ndarray,
+        p0: float | np.ndarray,
+        costs: np.ndarray | None = None,
+        prior_costs: np.ndarray | None = None,
+    ) -> BatchDecision:
+        """First decision of each row of ``outcomes``, from ``run_codes``."""
+        outcomes = lattice.check_outcomes(outcomes)
+        p0 = lattice.check_p0_array(p0, outcomes.shape[0])
+        return self.first_decision(self.run_codes(outcomes, p0, costs, prior_costs), outcomes, p0)
+
+    def first_decision(
+        self, codes: np.ndarray, outcomes: np.ndarray, p0: np.ndarray
+    ) -> BatchDecision:
+        """The first non-continue code of each row of per-run ``codes`` as a decision, with
+        this gate's statistic and reason codes at that run."""
+        verdict, runs = first_codes(codes)
+        successes = successes_at(outcomes, runs)
+        return BatchDecision(
+            verdict,
+            runs,
+            np.asarray(self.statistic(successes, runs, p0), dtype=float),
+            self.reason_codes(successes, runs, p0, verdict),
+        )
+
+    def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
+        """The gate's statistic at ``(runs, successes)`` (NaN for a gate without one there)."""
+        return np.full(np.broadcast(successes, runs, p0).shape, np.nan)
+
+    def reason_codes(
+        self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike
+    ) -> np.ndarray:
+        """The reason code of each verdict (a gate with a finer vocabulary overrides it)."""
+        verdict = np.asarray(verdict)
+        return np.where(verdict == CONTINUE_CODE, "undecided", "revert_boundary").astype(object)
+
+    def operating_point(
+        self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
+    ) -> OperatingPoint:
+        """Exact P(revert), P(accept), E[runs] at revision success rate(s) ``p``."""
+        raise GateError(f"the {self.name} gate has no exact operating point")
+
+    def approximate_operating_point(
+        self, p: float | np.ndarray, p0: float
+    ) -> OperatingPoint | None:
+        """A closed-form approximation of the operating point, if the gate has one (the
+        SPRT: Wald's), to report beside the exact one; None otherwise."""
+        return None
+
+    def expected_runs_lower_bound(
+        self, p0: float, alpha: float | None = None, beta: float | None = None
+    ) -> tuple[float, float]:
+        """Wald-Wolfowitz lower bounds on E[runs] at p0 and at ``p0 - design_drop`` of any
+        test with error rates (alpha, beta): by default the gate's nominal targets; pass
+        the achieved rates to compare a gate with what its own errors allow."""
+        drop = self.design_drop
+        if drop is None:
+            raise GateError(f"the {self.name} gate has no design drop to bound runs against")
+        targets = self.error_targets
+        if alpha is None or beta is None:
+            if targets is None:
+                raise GateError(f"the {self.name} gate states no error rates: give alpha, beta")
+            alpha = targets[0] if alpha is None else alpha
+            beta = targets[1] if beta is None else beta
+        p0c, p1 = (float(x) for x in sprt_hypotheses(check_probability("p0", p0), drop))
+        return wald_wolfowitz_bound(p0c, p1, alpha, beta)
+
+
+def first_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(verdict, runs_used)``: each row's first non-continue code of per-run ``codes``
+    (run ``j + 1`` in column ``j``), or continue with ``runs_used = T``."""
+    rows, t = codes.shape
+    if t == 0:
+        return np.zeros(rows, dtype=np.int8), np.zeros(rows, dtype=np.int64)
+    decided = codes != CONTINUE_CODE
+    first = decided.argmax(axis=1)
+    hit = decided[np.arange(rows), first]
+    verdict = np.where(hit, codes[np.arange(rows), first], CONTINUE_CODE).astype(np.int8)
+    return verdict, np.where(hit, first + 1, t).astype(np.int64)
+
+
+def successes_at(outcomes: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Successes among each row's first ``runs[i]`` outcomes."""
+    if outcomes.shape[1] == 0:
+        return np.zeros(outcomes.shape[0], dtype=np.int64)
+    counts = np.cumsum(outcomes, axis=1)
+    col = np.clip(np.asarray(runs) - 1, 0, outcomes.shape[1] - 1)
+    return np.where(np.asarray(runs) > 0, counts[np.arange(outcomes.shape[0]), col], 0)
+
+
+class LatticeGate(Gate):
+    """A gate whose verdict depends only on the revision's (runs, successes) and p0.
+
+    Subclasses define ``min_runs``, ``max_runs``, ``rule``, ``statistic``, ``crossed`` and
+    ``explain``; this class gives them ``decide``, ``decide_batch``, ``run_codes``,
+    ``reason_codes`` and the exact ``operating_point`` (p0 known, or estimated from a
+    prior ledger of ``prior_runs`` runs, mixed in exactly).
+    """
+
+    exact: ClassVar[bool] = True
+    min_runs: int
+    max_runs: int
+
+    @abstractmethod
+    def rule(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
+        """Verdict codes at ``(runs, successes)`` given p0: the one rule every path calls."""
+
+    @abstractmethod
+    def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
+        """The gate's test statistic at ``(runs, successes)``."""
+
+    @abstractmethod
+    def crossed(
+        self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(past the revert boundary, past the accept boundary)`` before the cap rule."""
+
+    @abstractmethod
+    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
+        """The sentence for one decision (its numbers, where p0 came from)."""
+
+    def prior_source(self, prior: RevisionStats) -> str:
+        """Where p0 came from, for the sentence (override to name the estimator)."""
+        return f"prior {prior.successes}/{prior.runs}"
+
+    def reason_codes(
+        self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike
+    ) -> np.ndarray:
+        """The reason code of each verdict reached at ``(runs, successes)``."""
+        runs = np.asarray(runs)
+        rev, acc = self.crossed(successes, runs, p0)
+        live = runs >= self.min_runs
+        verdict = np.asarray(verdict)
+        out = np.where(verdict != CONTINUE_CODE, "at_cap", "undecided").astype(object)
+        out[np.broadcast_to(live & acc, out.shape)] = "accept_boundary"
+        out[np.broadcast_to(live & rev, out.shape)] = "revert_boundary"
+        out[np.broadcast_to(~live, out.shape)] = "too_few_runs"
+        return out
+
+    def decide(
+        self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
+    ) -> GateDecision:
+        """Verdict after the revision's runs so far; runs past ``max_runs`` count as they are
+        (the cap rule then applies). p0, unless given, is ``estimate_p0`` of the prior."""
+        if p0 is not None:
+            p0_value, source = check_probability("p0", p0), "given"
+        else:
+            p0_value = float(self.estimate_p0(prior.successes, prior.runs))
+            source = self.prior_source(prior)
+        n, s = revision.runs, revision.successes
+        code = np.int8(self.rule(s, n, p0_value))
+        reason = str(self.reason_codes(s, n, p0_value, code).item())
+        stat = float(self.statistic(s, n, p0_value)) if p0_value == p0_value else 0.0
+        return GateDecision(
+            verdict=VERDICT_NAMES[int(code)],
+            reason_code=reason,
+            reason=self.explain(reason, s, n, p0_value, source),
+            runs_used=n,
+            statistic=stat,
+            gate=self.name,
+            p0=p0_value,
+        )
+
+    def run_codes(
+        self,
+        outcomes: np.ndarray,
+        p0: float | np.ndarray,
+        costs: np.ndarray | None = None,
+        prior_costs: np.ndarray | None = None,
+    ) -> np.ndarray:
+        outcomes = lattice.check_outcomes(outcomes)
+        p0 = lattice.check_p0_array(p0, outcomes.shape[0])
+        t = min(outcomes.shape[1], self.max_runs)
+        counts = np.cumsum(outcomes[:, :t], axis=1)
+        n = np.arange(1, t + 1)[None, :]
+        return np.asarray(self.rule(counts, n, p0[:, None]), dtype=np.int8)
+
+    def decide_batch(
+        self,
+        outcomes: np.ndarray,
+        p0: float | np.ndarray,
+        costs: np.ndarray | None = None,
+        prior_costs: np.ndarray | None = None,
+    ) -> BatchDecision:
+        """First decision of each row of ``outcomes`` (replications x runs, bool).
+
+        ``p0`` is a scalar or one value per row (e.g. ``estimate_p0`` of simulated prior
+        ledgers). Rows undecided within ``min(T, max_runs)`` runs stay "continue"; runs
+        past ``max_runs`` are ignored. ``statistic`` is the gate's statistic at the decision.
+        """
+        outcomes = lattice.check_outcomes(outcomes)
+        p0 = lattice.check_p0_array(p0, outcomes.shape[0])
+        verdict, runs_used, successes = lattice.first_decisions(
+            outcomes, p0, self.rule, self.min_runs, self.max_runs
+        )
+        stat = self.statistic(successes, runs_used, p0)
+        reason = self.reason_codes(successes, runs_used, p0, verdict)
+        return BatchDecision(verdict, runs_used, stat, reason)
+
+    def operating_point(
+        self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
+    ) -> OperatingPoint:
+        """Exact operating point by forward recursion over the (runs, successes) lattice.
+
+        With ``prior_runs`` the prior's successes ``S ~ Binomial(prior_runs, p0)`` set
+        ``p0_hat = estimate_p0(S, prior_runs)`` and the result is the exact mixture
+        ``sum_k P(S = k) * point(p, p0_hat(k))``: O(prior_runs * max_runs^2).
+        """
+        arr = check_p_values(p)
+        p0 = check_probability("p0", p0)
+        if prior_runs is None:
+            hats, weights = np.array([p0]), np.array([1.0])
+        else:
+            prior_runs = check_int("prior_runs", prior_runs, minimum=0)
+            k = np.arange(prior_runs + 1)
+            weights = stats.binom.pmf(k, prior_runs, p0)
+            hats = np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
+        tables = lattice.verdict_table(self.rule, hats, self.max_runs)
+        revert, accept, runs = (np.zeros(arr.size) for _ in range(3))
+        for w, table in zip(weights, tables, strict=True):
+            if w == 0.0:
+                continue
+            a, r, n = lattice.lattice_absorption(table, arr.ravel())
+            accept += w * a
+            revert += w * r
+            runs += w * n
+        return make_point(arr, p0, revert, accept, runs, "exact", prior_runs)

@@ -1,0 +1,133 @@
+"""The SPRT's log-likelihood ratio and per-run rule as pure functions (seed: loom).
+
+Wald's sequential probability ratio test between H0, "the revision succeeds like the
+prior, with p0" (keep it), and H1, "with p1 = p0 - min_drop" (revert it); see
+docs/statistics.md, "The SPRT revision gate". Every function takes scalars or numpy
+arrays alike; ``SPRTGate.decide``, ``SPRTGate.decide_batch`` and
+``SPRTGate.operating_point`` all go through ``sprt_verdict``.
+
+Degenerate p0 (explicit, never a NaN): p0 is clipped into ``[2 * EPS, 1 - EPS]`` and p1
+is floored at ``EPS``, so ``0 < p1 < p0 < 1`` and both log increments are finite. Thus
+
+- ``p0 - min_drop <= 0``: H1 becomes "the revision never succeeds" (p1 = EPS). One
+  success then all but accepts, and reverting takes about ``ln A / -ln(1 - p0)`` straight
+  failures, so the test only catches a revision that stopped working altogether;
+- ``p0 = 1``: a single failure adds ``ln((1 - p1) / EPS)`` (about 11.9 at min_drop 0.15),
+  past ``ln A``, so one failure from run ``min_runs`` on reverts;
+- ``p0 = 0``: p0 becomes ``2 * EPS`` and p1 ``EPS``: a success adds ``ln(1/2)`` toward
+  accept and a failure almost nothing, so an undecided test goes to the cap rule.
+
+``degenerate_p0_note`` states which of these applied, for the decision's reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
+
+EPS = 1e-6
+"""Floor of p1 and of 1 - p0; p0 is kept at least ``2 * EPS`` so that p1 < p0."""
+
+AT_CAP_RULES = ("accept", "revert", "llr")
+PRIOR_ESTIMATES = ("plugin", "lower_bound")
+
+
+def sprt_boundaries(alpha: float, beta: float) -> tuple[float, float]:
+    """Wald's boundaries ``(ln A, ln B) = (ln((1-beta)/alpha), ln(beta/(1-alpha)))``."""
+    return math.log((1.0 - beta) / alpha), math.log(beta / (1.0 - alpha))
+
+
+def sprt_hypotheses(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(p0, p1)`` after the documented clipping: p0 in [2 EPS, 1 - EPS], p1 >= EPS."""
+    p0c = np.clip(np.asarray(p0, dtype=float), 2.0 * EPS, 1.0 - EPS)
+    return p0c, np.maximum(p0c - min_drop, EPS)
+
+
+def sprt_increments(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
+    """LLR added by a success, ``ln(p1/p0)`` (< 0), and a failure, ``ln((1-p1)/(1-p0))`` (> 0)."""
+    p0c, p1 = sprt_hypotheses(p0, min_drop)
+    return np.log(p1 / p0c), np.log((1.0 - p1) / (1.0 - p0c))
+
+
+def sprt_llr(
+    successes: ArrayLike, runs: ArrayLike, ln_success: ArrayLike, ln_failure: ArrayLike
+) -> np.ndarray:
+    """Log-likelihood ratio of H1 to H0 after ``runs`` runs with ``successes`` successes.
+
+    ``s ln(p1/p0) + (n - s) ln((1-p1)/(1-p0))``, computed as
+    ``n ln_failure + s (ln_success - ln_failure)`` (one product per cell fewer).
+    """
+    ln_success = np.asarray(ln_success, dtype=float)
+    ln_failure = np.asarray(ln_failure, dtype=float)
+    return runs * ln_failure + successes * (ln_success - ln_failure)
+
+
+def sprt_step_verdict(
+    llr: ArrayLike,
+    runs: ArrayLike,
+    ln_a: float,
+    ln_b: float,
+    min_runs: int,
+    max_runs: int,
+    at_cap: str,
+) -> np.ndarray:
+    """The per-run SPRT rule: int8 verdict codes (0 continue, 1 accept, 2 revert).
+
+    From run ``min_runs`` on: revert when ``llr >= ln A``, accept when ``llr <= ln B``
+    (the two never overlap because ``ln B < 0 < ln A``). At ``runs >= max_runs`` a test
+    still undecided follows ``at_cap``: "accept", "revert", or "llr" (revert exactly when
+    ``llr > 0``, accept otherwise).
+    """
+    llr = np.asarray(llr, dtype=float)
+    runs = np.asarray(runs)
+    codes = (llr >= ln_a).astype(np.int8) * REVERT_CODE
+    codes += (llr <= ln_b).astype(np.int8)
+    codes *= runs >= min_runs
+    at_cap_cells = (runs >= max_runs) & (codes == CONTINUE_CODE)
+    if at_cap == "accept":
+        cap = ACCEPT_CODE
+    elif at_cap == "revert":
+        cap = REVERT_CODE
+    else:
+        cap = np.where(llr > 0.0, REVERT_CODE, ACCEPT_CODE).astype(np.int8)
+    return np.where(at_cap_cells, cap, codes).astype(np.int8, copy=False)
+
+
+def sprt_verdict(
+    successes: ArrayLike,
+    runs: ArrayLike,
+    p0: ArrayLike,
+    *,
+    min_drop: float,
+    alpha: float,
+    beta: float,
+    min_runs: int,
+    max_runs: int,
+    at_cap: str,
+) -> np.ndarray:
+    """SPRT verdict codes at ``(runs, successes)`` given p0: LLR, then the per-run rule."""
+    ln_s, ln_f = sprt_increments(p0, min_drop)
+    ln_a, ln_b = sprt_boundaries(alpha, beta)
+    llr = sprt_llr(successes, runs, ln_s, ln_f)
+    return sprt_step_verdict(llr, runs, ln_a, ln_b, min_runs, max_runs, at_cap)
+
+
+def degenerate_p0_note(p0: float, min_drop: float) -> str | None:
+    """Why p0 or p1 were clipped (see the module docstring), or None when they were not."""
+    if p0 >= 1.0 - EPS:
+        return f"p0={p0:.6g} clipped to 1-{EPS:g}: one failure from min_runs on reverts"
+    if p0 - min_drop <= EPS:
+        if p0 <= 2.0 * EPS:
+            return (
+                f"p0={p0:.6g} clipped to {2 * EPS:g} and p1 to {EPS:g}: a success adds "
+                "ln(1/2) toward accept, a failure almost nothing (the cap rule decides)"
+            )
+        return (
+            f"p0={p0:.6g} <= min_drop={min_drop:g}: p1 floored at {EPS:g}, "
+            "the test only catches a revision that never succeeds"
+        )
+    return None

@@ -1,0 +1,130 @@
+"""What a gate answers, in one vocabulary for the store, the simulators and the reports.
+
+- verdicts: ``continue``, ``accept``, ``revert`` and their int8 codes (every array of
+  verdicts uses the codes: 0 continue, 1 accept, 2 revert);
+- reasons: why a gate gave its verdict, as a code from ``REASONS`` (the same code whether
+  the store asked one revision or a simulator a million), with a sentence beside it;
+- ``RevisionStats`` (a gate's input), ``GateDecision`` (its answer for one revision) and
+  ``BatchDecision`` (its answers for many).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from procmem_core.errors import ParameterError, check_int
+
+CONTINUE = "continue"
+ACCEPT = "accept"
+REVERT = "revert"
+
+CONTINUE_CODE = np.int8(0)
+ACCEPT_CODE = np.int8(1)
+REVERT_CODE = np.int8(2)
+
+VERDICT_CODES: dict[str, int] = {CONTINUE: 0, ACCEPT: 1, REVERT: 2}
+"""Verdict name -> int8 code used in every array of verdicts."""
+VERDICT_NAMES: tuple[str, str, str] = (CONTINUE, ACCEPT, REVERT)
+"""int8 code -> verdict name (``VERDICT_NAMES[code]``)."""
+
+REASONS: dict[str, str] = {
+    "too_few_runs": "fewer than min_runs runs of the revision",
+    "undecided": "the statistic is between the boundaries",
+    "revert_boundary": "the statistic crossed the revert boundary",
+    "accept_boundary": "the statistic crossed the accept boundary",
+    "at_cap": "undecided at max_runs: the cap rule decided",
+    "too_few_costs": "too few costed successful runs to compare costs",
+    "cost_within": "the revision's success cost is within tolerance",
+    "cost_exceeded": "the revision's success cost exceeds the prior's by more than tolerance",
+    "vetoed": "another gate (the cost gate) reverted first",
+}
+"""Reason code -> what it means. Every gate's ``decide`` and ``reason_codes`` use these."""
+
+
+def verdict_names(codes: np.ndarray) -> np.ndarray:
+    """int8 verdict codes as an array of names (for tables)."""
+    return np.asarray(VERDICT_NAMES, dtype=object)[np.asarray(codes, dtype=np.int8)]
+
+
+@dataclass(frozen=True)
+class RevisionStats:
+    """Ledger statistics of one revision: runs, successes, and the cost of each
+    successful run that reported a cost."""
+
+    runs: int
+    successes: int
+    success_costs: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_int("runs", self.runs)
+        check_int("successes", self.successes, maximum=int(self.runs))
+        try:
+            costs = tuple(float(c) for c in self.success_costs)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                "success_costs", self.success_costs, "a sequence of numbers"
+            ) from None
+        if any(not math.isfinite(c) or c < 0.0 for c in costs):
+            raise ParameterError("success_costs", self.success_costs, "finite numbers >= 0")
+        if len(costs) > self.successes:
+            raise ParameterError(
+                "success_costs",
+                f"{len(costs)} costs",
+                f"at most one cost per successful run ({self.successes})",
+            )
+        object.__setattr__(self, "success_costs", costs)
+
+    @property
+    def success_rate(self) -> float:
+        """``successes / runs`` (NaN with no runs)."""
+        return self.successes / self.runs if self.runs else float("nan")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateDecision:
+    """One gate's answer: ``verdict`` in {accept, revert, continue}, the ``reason_code``
+    (a key of ``REASONS``), the sentence ``reason`` with the numbers, the runs it used, its
+    statistic, and the p0 it compared with (NaN where it uses none)."""
+
+    verdict: str
+    reason_code: str
+    reason: str
+    runs_used: int
+    statistic: float
+    gate: str
+    p0: float = float("nan")
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICT_CODES:
+            raise ParameterError("verdict", self.verdict, f"one of {VERDICT_NAMES}")
+        if self.reason_code not in REASONS:
+            raise ParameterError("reason_code", self.reason_code, f"one of {tuple(REASONS)}")
+
+
+@dataclass(frozen=True)
+class BatchDecision:
+    """Verdicts of many replications at once.
+
+    ``verdict``: int8 codes (``VERDICT_NAMES[code]``: 0 continue, 1 accept, 2 revert);
+    ``runs_used``: the run at which the verdict was reached (the runs observed, for rows
+    still at "continue"); ``statistic``: the gate's statistic at that run; ``reason``: the
+    reason code of each row (an object array of ``REASONS`` keys).
+    """
+
+    verdict: np.ndarray
+    runs_used: np.ndarray
+    statistic: np.ndarray
+    reason: np.ndarray | None = None
+
+    def count(self, verdict: str) -> int:
+        """Number of replications with this verdict."""
+        if verdict not in VERDICT_CODES:
+            raise ParameterError("verdict", verdict, f"one of {VERDICT_NAMES}")
+        return int(np.count_nonzero(self.verdict == VERDICT_CODES[verdict]))
+
+    def names(self) -> np.ndarray:
+        """The verdicts as an array of strings (for tables)."""
+        return verdict_names(self.verdict)

@@ -1,0 +1,122 @@
+"""What ``ProcedureStore.evolve`` finds in the ledger, as pure functions (seed: "Learning
+from runs").
+
+- ``proven_path``: from the entry node with the most successful runs, follow at each node
+  the outgoing edge with the most successful traversals (ties: graph order) until an exit,
+  a node with no successful way on, or a revisit.
+- ``dead_ends``: step and action nodes no run used (reversible: a later run that uses one
+  clears it, since the flag is recomputed from the aggregates at every evolve).
+- ``fail_prone``: nodes and transitions whose failure rate clearly exceeds the base rate,
+  by a one-sided Fisher exact test (``FAIL_PRONE_LEVEL`` with Bonferroni correction,
+  at least ``FAIL_PRONE_MIN_RUNS`` runs through the item).
+
+Only runs that report a path are evidence about nodes and transitions
+(``RunAggregates.path_runs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+from procmem_core.graph.graph import ProcedureGraph
+from procmem_core.graph.ledger import RunAggregates, Tally
+
+FAIL_PRONE_LEVEL = 0.05
+FAIL_PRONE_MIN_RUNS = 5
+DEAD_END_KINDS = ("step", "action")
+
+
+def fail_prone_pvalues(
+    runs_through: ArrayLike, failures_through: ArrayLike, total_runs: int, total_failures: int
+) -> np.ndarray:
+    """One-sided Fisher exact p-values: is failing more likely in runs through the item?
+
+    With N runs and F failures in all, an item used by n runs of which f failed:
+    ``p = P(X >= f)``, ``X ~ Hypergeometric(N, F, n)`` (the null: the item's runs fail at
+    the base rate; conditioning on the margins makes the test exact).
+    """
+    n = np.asarray(runs_through, dtype=np.int64)
+    f = np.asarray(failures_through, dtype=np.int64)
+    if total_runs <= 0:
+        return np.ones(n.shape)
+    return stats.hypergeom.sf(f - 1, total_runs, total_failures, n)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailProne:
+    """A flagged node (``dst`` is None) or transition, with its evidence and test result."""
+
+    src: str
+    dst: str | None
+    runs: int
+    failures: int
+    failure_rate: float
+    base_failure_rate: float
+    p_value: float
+
+
+def fail_prone(
+    counts: Mapping[str, Tally] | Mapping[tuple[str, str], Tally],
+    total_runs: int,
+    total_successes: int,
+    level: float = FAIL_PRONE_LEVEL,
+    min_runs: int = FAIL_PRONE_MIN_RUNS,
+) -> tuple[FailProne, ...]:
+    """Items (``{item: Tally(runs, successes)}``) flagged fail-prone, most significant first.
+
+    Tested items have at least ``min_runs`` runs; an item is flagged when its failure
+    rate exceeds the base rate and its p-value is at most ``level / tested`` (Bonferroni).
+    """
+    items = [(k, v) for k, v in counts.items() if v.runs >= min_runs]
+    if not items or total_runs <= 0:
+        return ()
+    n = np.array([v.runs for _, v in items])
+    f = n - np.array([v.successes for _, v in items])
+    total_f = total_runs - total_successes
+    p = fail_prone_pvalues(n, f, total_runs, total_f)
+    base = total_f / total_runs
+    flagged = (p <= level / len(items)) & (f / n > base)
+    out = []
+    for i in np.flatnonzero(flagged):
+        k = items[i][0]
+        src, dst = (k, None) if isinstance(k, str) else k
+        out.append(
+            FailProne(
+                src=src,
+                dst=dst,
+                runs=int(n[i]),
+                failures=int(f[i]),
+                failure_rate=float(f[i] / n[i]),
+                base_failure_rate=base,
+                p_value=float(p[i]),
+            )
+        )
+    return tuple(sorted(out, key=lambda x: (x.p_value, x.src, x.dst or "")))
+
+
+def proven_path(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
+    """The path of most successful traversals (see the module doc); empty with no success."""
+    entries = graph.entry_nodes()
+    start = max(entries, key=lambda nid: (agg.node(nid).successes, -entries.index(nid)))
+    if agg.node(start).successes == 0:
+        return ()
+    path = [start]
+    while True:
+        options = [
+            (agg.edge(*e.pair).successes, -i, e.dst)
+            for i, e in enumerate(graph.out_edges(path[-1]))
+        ]
+        best = max(options, default=None)
+        if best is None or best[0] == 0 or best[2] in path:
+            return tuple(path)
+        path.append(best[2])
+
+
+def dead_ends(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
+    """Step and action nodes that no run's path visited."""
+    return tuple(n.id for n in graph.nodes if n.kind in DEAD_END_KINDS and agg.node(n.id).runs == 0)

@@ -1,0 +1,196 @@
+"""The one module that talks to the ``openai`` client: requests, replies, failures.
+
+- ``make_client``: an ``openai.OpenAI`` for an ``LLMConfig`` (the key read from the
+  environment variable it names);
+- ``complete``: one chat-completions request (through a ``ReplyCache`` when given) and its
+  ``Reply`` (text and ``CallRecord``); ``chat``: one agent turn (the seed's ``chat``);
+- ``LLMCallError``: a call that failed for good, with what failed, where, and how many
+  retries were spent. Rate limits (429, honouring Retry-After), server errors (5xx),
+  time-outs and lost connections are retried with backoff by the client itself
+  (``max_retries``); other HTTP errors raise at once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from openai import OpenAI
+
+from procmem_core.errors import ParameterError
+from procmem_core.learn.config import CallRecord, LLMConfig
+from procmem_core.learn.extraction import LearnError
+from procmem_core.learn.reply_cache import CachedReply, ReplyCache
+
+RETRIED_STATUSES = (408, 409, 429)
+"""HTTP statuses the openai client retries (with 5xx, time-outs and lost connections)."""
+
+
+def make_client(config: LLMConfig) -> OpenAI:
+    """An ``openai.OpenAI`` client for ``config``; the key is read from ``api_key_env``."""
+    if config.api_key_env is None:
+        key = "no-key-needed"
+    else:
+        key = os.environ.get(config.api_key_env, "")
+        if not key:
+            raise ParameterError(
+                "api_key_env",
+                config.api_key_env,
+                "the environment variable is not set or empty; export the API key in it",
+            )
+    return OpenAI(
+        base_url=config.base_url,
+        api_key=key,
+        max_retries=config.max_retries,
+        timeout=config.timeout,
+    )
+
+
+class LLMCallError(LearnError):
+    """A chat-completions call failed for good (after the client's own retries, if any)."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        status: int | None,
+        code: str | None,
+        raw: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.status = status
+        self.code = code
+        self.raw = raw  # the cut-off generation a provider sent back with a 400, if any
+        self.calls: list[CallRecord] = []  # calls that completed before this one failed
+        super().__init__(message)
+
+
+def _call_error(exc: openai.APIError, config: LLMConfig, purpose: str) -> LLMCallError:
+    status = getattr(exc, "status_code", None)
+    code = exc.code if isinstance(exc.code, str) else None
+    if isinstance(exc, openai.APITimeoutError):
+        kind = "timeout"
+    elif isinstance(exc, openai.APIConnectionError):
+        kind = "connection"
+    elif isinstance(exc, openai.RateLimitError):
+        kind = "rate_limit"
+    elif isinstance(exc, openai.InternalServerError):
+        kind = "server_error"
+    else:
+        kind = code or type(exc).__name__
+    retried = (
+        f"after {config.max_retries} client retries with backoff"
+        if isinstance(exc, openai.APIConnectionError)  # time-outs included
+        or (status is not None and (status in RETRIED_STATUSES or status >= 500))
+        else "not retried"
+    )
+    where = f"{config.base_url} (model {config.model!r})"
+    body = getattr(exc, "body", None)
+    failed = body.get("failed_generation") if isinstance(body, dict) else None
+    return LLMCallError(
+        kind,
+        f"{purpose} call to {where} failed {retried}: {kind}"
+        f"{f' (HTTP {status})' if status else ''}: {exc.message}",
+        status,
+        code,
+        failed if isinstance(failed, str) else None,
+    )
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model reply's text and its call record."""
+
+    content: str
+    call: CallRecord
+
+
+def complete(
+    client: OpenAI,
+    config: LLMConfig,
+    messages: list[dict],
+    *,
+    purpose: str,
+    max_tokens: int,
+    json_response: bool = False,
+    cache: ReplyCache | None = None,
+    attempt: int = 1,
+) -> Reply:
+    """One chat-completions request (through ``cache`` when given)."""
+    request: dict[str, Any] = {
+        "model": config.model,
+        "messages": messages,
+        "temperature": config.temperature,
+        "max_tokens": max_tokens,
+    }
+    if json_response:
+        request["response_format"] = {"type": "json_object"}
+    if config.reasoning_effort is not None:
+        request["reasoning_effort"] = config.reasoning_effort
+    start = time.perf_counter()
+    hit = cache.get(request) if cache is not None else None
+    if hit is None:
+        try:
+            response = client.chat.completions.create(**request)
+        except openai.APIError as exc:
+            raise _call_error(exc, config, purpose) from exc
+        if not response.choices:
+            raise LLMCallError(
+                "empty_reply",
+                f"{purpose} call to {config.base_url} (model {config.model!r}) returned no choices",
+                None,
+                None,
+            )
+        choice = response.choices[0]
+        usage = response.usage
+        details = getattr(usage, "completion_tokens_details", None) if usage else None
+        hit = CachedReply(
+            content=choice.message.content or "",
+            finish_reason=choice.finish_reason,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            reasoning_tokens=(getattr(details, "reasoning_tokens", None) or 0),
+            response_id=response.id,
+            model=response.model,
+        )
+        if cache is not None:
+            cache.put(request, hit)
+        cached = False
+    else:
+        cached = True
+    call = CallRecord(
+        purpose=purpose,
+        attempt=attempt,
+        max_tokens=max_tokens,
+        prompt_tokens=hit.prompt_tokens,
+        completion_tokens=hit.completion_tokens,
+        reasoning_tokens=hit.reasoning_tokens,
+        latency_s=time.perf_counter() - start,
+        finish_reason=hit.finish_reason,
+        cached=cached,
+        response_id=hit.response_id,
+    )
+    return Reply(content=hit.content, call=call)
+
+
+def transcript_text(messages: Sequence[dict]) -> str:
+    """The seed's transcript format: one ``ROLE: content`` line per message."""
+    return "\n".join(f"{m['role'].upper()}: {m['content']}" for m in messages)
+
+
+def chat(
+    system_prompt: str,
+    messages: Sequence[dict],
+    client: OpenAI,
+    config: LLMConfig,
+    cache: ReplyCache | None = None,
+) -> Reply:
+    """One agent turn: ``system_prompt`` then ``messages`` (the seed's ``chat``)."""
+    full = [{"role": "system", "content": system_prompt}, *messages]
+    return complete(
+        client, config, full, purpose="chat", max_tokens=config.chat_max_tokens, cache=cache
+    )

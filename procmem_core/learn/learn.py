@@ -1,0 +1,168 @@
+"""Learning procedures from a finished session through any OpenAI-compatible model.
+
+The notebook seed's ``learn`` step: a model reads the transcript of a session and writes
+down at most three procedures (rules or workflows for how the agent behaves, never facts
+about the user) as ``{"procedures": [{title, trigger, description, confidence}]}``.
+
+- ``LLMConfig``: endpoint, model, the *name* of the environment variable holding the API
+  key, temperature, max tokens (reasoning models count their reasoning inside it: the
+  default 2000 leaves room, as the seed does for gpt-oss), JSON response format, optional
+  reasoning effort, time-out, client retries, validation policy. Checked on construction.
+- ``learn``: one extraction call; a reply cut off (``finish_reason="length"``, or HTTP 400
+  ``json_validate_failed`` as Groq sends) or not JSON is retried once with
+  ``retry_room`` times the max tokens, then raises ``ExtractionError`` keeping the raw
+  replies. Entries are validated under the policy of ``procmem_core.extraction``.
+- Rate limits (429, honouring Retry-After), server errors (5xx), time-outs and lost
+  connections are retried with backoff by the ``openai`` client itself
+  (``max_retries``); when it gives up, ``LLMCallError`` says what failed, where, and how
+  many retries were spent. Other HTTP errors (400, 401, ...) raise at once.
+- Every call's tokens and latency come back in ``CallRecord``s, cached or not.
+- ``learn.candidates.to_candidates``: extracted procedures into a ``ProcedureStore`` as
+  candidates. The client, the requests and their failures: ``learn.client``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from openai import OpenAI
+
+from procmem_core.flat import Procedure
+from procmem_core.learn.client import LLMCallError, complete, transcript_text
+from procmem_core.learn.config import CallRecord, LLMConfig
+from procmem_core.learn.extraction import (
+    DroppedEntry,
+    ExtractedProcedure,
+    ExtractionError,
+    InvalidJSONReply,
+    validate_reply,
+)
+from procmem_core.learn.reply_cache import ReplyCache
+
+EXTRACTION_PROMPT = """You keep the procedural memory of FinCoach, an assistant agent.
+Read the transcript of a finished session and write down the procedures the agent should
+carry into its future sessions.
+A procedure is a rule or a workflow for HOW THE AGENT behaves, written as a directive to
+the agent ("Always ...", "When X, do Y"). A fact about the user (income, savings, risk
+appetite, plans) is never a procedure.
+Reply with exactly one JSON object and nothing else:
+{"procedures": [{"title": "a short label",
+                 "trigger": "the situation in which the procedure applies",
+                 "description": "the directive, addressed to the agent",
+                 "confidence": 0.6}]}
+Confidence: 0.60 for behaviour seen once, 0.70 for behaviour clearly shown, 0.85 for
+behaviour the user explicitly asked for.
+List at most 3 procedures. If nothing is worth keeping, reply {"procedures": []}."""
+"""The extraction prompt: the seed's substance in the project's own words."""
+
+EXTRACTION_REQUEST = "Extract reusable procedures from this session:\n\n"
+
+
+@dataclass
+class LearnResult:
+    """What ``learn`` found, what it dropped, and what the calls cost."""
+
+    procedures: list[Procedure]
+    dropped: list[DroppedEntry]
+    calls: list[CallRecord]
+    raw: str
+    extracted: list[ExtractedProcedure] = field(default_factory=list)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.calls)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def latency_s(self) -> float:
+        return sum(c.latency_s for c in self.calls)
+
+
+def _is_cut_off(exc: LLMCallError) -> bool:
+    return exc.status == 400 and exc.code == "json_validate_failed"
+
+
+def learn(
+    messages: Sequence[dict],
+    client: OpenAI,
+    config: LLMConfig,
+    cache: ReplyCache | None = None,
+    prompt: str = EXTRACTION_PROMPT,
+) -> LearnResult:
+    """Extract procedures from a finished session's ``messages`` (see the module docstring).
+
+    Returns flat ``Procedure``s with the confidence the model stated (``metadata`` records
+    the source and the model), the dropped entries, and the call records.
+    """
+    request = [
+        {"role": "system", "content": prompt},
+        {"role": "user", "content": EXTRACTION_REQUEST + transcript_text(messages)},
+    ]
+    calls: list[CallRecord] = []
+    attempts: list[str] = []
+    budget = config.max_tokens
+    for attempt in (1, 2):
+        try:
+            done = complete(
+                client,
+                config,
+                request,
+                purpose="extraction",
+                max_tokens=budget,
+                json_response=config.json_response,
+                cache=cache,
+                attempt=attempt,
+            )
+        except LLMCallError as exc:
+            if not _is_cut_off(exc):
+                exc.calls = list(calls)
+                raise
+            attempts.append(exc.raw if exc.raw is not None else str(exc))
+            reason, why = "truncated", f"HTTP 400 json_validate_failed at max_tokens={budget}"
+        else:
+            calls.append(done.call)
+            attempts.append(done.content)
+            if done.call.finish_reason == "length":
+                reason, why = "truncated", f"reply cut off at max_tokens={budget}"
+            else:
+                try:
+                    checked = validate_reply(done.content, config.policy, config.max_procedures)
+                except InvalidJSONReply as exc:
+                    reason, why = "invalid_json", str(exc)
+                except ExtractionError as exc:
+                    exc.calls, exc.attempts = list(calls), list(attempts)
+                    raise
+                else:
+                    return LearnResult(
+                        procedures=[_procedure(p, config) for p in checked.procedures],
+                        dropped=checked.dropped,
+                        calls=calls,
+                        raw=done.content,
+                        extracted=checked.procedures,
+                    )
+        budget = int(budget * config.retry_room)
+    raise ExtractionError(
+        reason,
+        f"{why}; gave up after one retry with more room",
+        attempts[-1],
+        attempts=attempts,
+        calls=calls,
+    )
+
+
+def _procedure(p: ExtractedProcedure, config: LLMConfig) -> Procedure:
+    return Procedure(
+        title=p.title,
+        trigger=p.trigger,
+        description=p.description,
+        confidence=p.confidence,
+        metadata={"source": "learn", "model": config.model},
+    )
