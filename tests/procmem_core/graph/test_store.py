@@ -29,7 +29,7 @@ from procmem_core.graph import (
 from procmem_core.graph.ledger import TRACE_LIMIT
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
-REPO = Path(__file__).resolve().parents[1]
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 
 
 def test_add_with_steps_gives_key_linear_graph_and_authored_status(store):

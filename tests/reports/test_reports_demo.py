@@ -24,7 +24,7 @@ from reports.demo_sections import replay_section, seed_demo_section
 from reports.document import Preformatted, Report, Section, render_html, render_markdown
 from reports.source import load_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 SEED_TEXT = (ROOT / "tests" / "data" / "seed_demo_expected.txt").read_text(encoding="utf-8")
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -14,7 +14,7 @@ from procmem_core.flat import BASE_PROMPT, PROCEDURES_HEADING
 from procmem_core.learn.extraction import ExtractionError
 from simulators.llm_server import Fault, OfflineServer
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists()) / "conf"
 
 
 def replay_config(llm: str = "offline", **overrides):

@@ -28,7 +28,7 @@ from reports.summary import sweep_section
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 CASES = "fate_seed,confidence_seed,gate_sprt,explore_seed,loop_seed"
 PNG = b"\x89PNG\r\n\x1a\n"
 SECTIONS = [

@@ -11,7 +11,7 @@ import pytest
 
 from experiments.tasks.seed_demo import demo_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 EXPECTED = (ROOT / "tests" / "data" / "seed_demo_expected.txt").read_text(encoding="utf-8")
 SEED = ROOT.parent / "shared" / "seeds" / "notebook-procedural-memory.txt"
 

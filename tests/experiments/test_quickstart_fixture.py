@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 _spec = importlib.util.spec_from_file_location(
     "quickstart_fixture", ROOT / "tools" / "quickstart_fixture.py"
 )

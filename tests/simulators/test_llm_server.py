@@ -22,7 +22,7 @@ from procmem_core.flat import Procedure, build_system_prompt
 from simulators import offline_model
 from simulators.llm_server import FAULT_HEADER, Fault, OfflineServer, completion
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 
 
 @pytest.fixture

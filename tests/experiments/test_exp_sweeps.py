@@ -28,7 +28,7 @@ from experiments.job import JobContext, run_job
 from experiments.run import compose_job as compose_config
 from procmem_core.errors import ParameterError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 JOBS = "case=fate_seed,gate_sprt,confidence_seed"
 SMALL = ["experiment=quickstart", "scenario.replications=400"]
 
