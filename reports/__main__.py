@@ -13,8 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from reports.build import ReportOptions, make_report
+from reports.build import make_report
 from reports.errors import ReportError
+from reports.options import ReportOptions
 from reports.recommend import GateTargets
 
 

@@ -20,8 +20,9 @@ import pandas as pd
 import pytest
 
 from reports.build import build_report
-from reports.demo_sections import replay_section, seed_demo_section
 from reports.document import Preformatted, Report, Section, render_html, render_markdown
+from reports.sections.llm_replay import replay_section
+from reports.sections.seed_demo import seed_demo_section
 from reports.source import load_sweep
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())

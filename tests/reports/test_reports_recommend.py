@@ -208,7 +208,7 @@ def test_invalid_inputs(call, error, fragment):
 
 
 def test_efficient_frontier_marks_non_dominated_rows():
-    from reports.gate_tables import efficient_frontier
+    from reports.sections.gate_tables import efficient_frontier
 
     t = pd.DataFrame(
         {

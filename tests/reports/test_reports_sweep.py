@@ -20,9 +20,9 @@ import pytest
 
 from reports.__main__ import main
 from reports.errors import NoSweepError
-from reports.gate_section import gate_section
-from reports.gate_tables import gate_runs
 from reports.recommend import GateTargets
+from reports.sections.gate import gate_section
+from reports.sections.gate_tables import gate_runs
 from reports.source import load_sweep
 from reports.summary import sweep_section
 
@@ -118,7 +118,7 @@ def test_gate_pick_is_the_seed_default_and_exact_matches(store):
     loose = gate_section(sweep, GateTargets(0.2, 0.3))
     assert loose.answer.startswith("Use seed default") and "seeds' default" in loose.answer
     # the simulated operating points sit on the exact curve within 4 SE
-    from reports.gate_tables import exact_curves, operating_points
+    from reports.sections.gate_tables import exact_curves, operating_points
 
     points = operating_points(sweep, gates)
     exact, bounds = exact_curves(sweep, gates, float(points["drop"].max()))

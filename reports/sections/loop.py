@@ -10,6 +10,8 @@ from reports.canvas import legend_outside, new_figure, palette, png_bytes
 from reports.configs import label_runs
 from reports.document import Figure, Section, Table
 from reports.evidence import fmt_metric
+from reports.options import ReportOptions
+from reports.sections import report_section
 from reports.source import Sweep
 
 LOOP_METRICS = (
@@ -164,3 +166,8 @@ def loop_section(sweep: Sweep) -> Section | None:
     return Section(
         "loop", "Closed loop: does the engine learn the right procedures", answer, blocks
     )
+
+
+@report_section("loop", order=50)
+def _loop_report(sweep: Sweep, options: ReportOptions) -> Section | None:
+    return loop_section(sweep)

@@ -8,15 +8,17 @@ from reports.canvas import palette, png_bytes
 from reports.configs import at_reference, label
 from reports.document import Figure, Section, Table
 from reports.evidence import NOISE_Z, fmt, fmt_metric, worst_case
-from reports.gate_figures import factor_figure, oc_figure, runs_figure, tradeoff_figure
-from reports.gate_tables import (
+from reports.options import ReportOptions
+from reports.recommend import GATE_METRICS, GateTargets, Recommendation, recommend_gate
+from reports.sections import report_section
+from reports.sections.gate_figures import factor_figure, oc_figure, runs_figure, tradeoff_figure
+from reports.sections.gate_tables import (
     GateRuns,
     efficient_frontier,
     exact_curves,
     gate_runs,
     operating_points,
 )
-from reports.recommend import GATE_METRICS, GateTargets, Recommendation, recommend_gate
 from reports.source import Sweep
 from reports.summary import short_name
 
@@ -252,3 +254,8 @@ def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, highlight)
         + ("; lines: the other gate settings" if col in gates.config_cols else "")
         + ").",
     )
+
+
+@report_section("gate", order=10)
+def _gate_report(sweep: Sweep, options: ReportOptions) -> Section | None:
+    return gate_section(sweep, options.gate)

@@ -1,0 +1,25 @@
+"""What a report aims at: the targets of its recommendations (all settable on the
+command line, ``python -m reports --help``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from procmem_core.errors import check_int, check_probability
+from reports.recommend import GateTargets
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """Targets the recommendations aim at (all settable on the command line)."""
+
+    gate: GateTargets = field(default_factory=GateTargets)
+    target_power: float = 0.8
+    target_excluded: float = 0.9
+    target_sessions: int | None = None
+
+    def __post_init__(self) -> None:
+        check_probability("target_power", self.target_power, open_low=True)
+        check_probability("target_excluded", self.target_excluded, open_low=True)
+        if self.target_sessions is not None:
+            check_int("target_sessions", self.target_sessions, minimum=1)
