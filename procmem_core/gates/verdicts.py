@@ -51,12 +51,19 @@ def verdict_names(codes: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RevisionStats:
-    """Ledger statistics of one revision: runs, successes, and the cost of each
-    successful run that reported a cost."""
+    """Ledger statistics of one revision: runs, successes, the cost of each successful run
+    that reported a cost, and (for gates that need the order) the outcomes.
+
+    ``outcomes``: the revision's run outcomes in ledger order (empty when not given).
+    ``concurrent``: for the prior revision only, the outcomes of its runs recorded while
+    the revision was pending (the concurrent-control design), in ledger order.
+    """
 
     runs: int
     successes: int
     success_costs: tuple[float, ...] = ()
+    outcomes: tuple[bool, ...] = ()
+    concurrent: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         check_int("runs", self.runs)
@@ -76,6 +83,18 @@ class RevisionStats:
                 f"at most one cost per successful run ({self.successes})",
             )
         object.__setattr__(self, "success_costs", costs)
+        for name in ("outcomes", "concurrent"):
+            seq = tuple(bool(x) for x in getattr(self, name))
+            object.__setattr__(self, name, seq)
+        if self.outcomes and (len(self.outcomes), sum(self.outcomes)) != (
+            self.runs,
+            self.successes,
+        ):
+            raise ParameterError(
+                "outcomes",
+                f"{len(self.outcomes)} outcomes, {sum(self.outcomes)} successes",
+                f"as many as runs ({self.runs}) and successes ({self.successes})",
+            )
 
     @property
     def success_rate(self) -> float:

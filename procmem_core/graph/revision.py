@@ -27,11 +27,15 @@ class RevisionError(ProcmemError):
 
 
 def revision_stats(entry: ProcedureEntry, revision: int) -> RevisionStats:
-    """The ledger statistics of one revision of ``entry`` (runs, successes, success costs)."""
+    """The ledger statistics of one revision of ``entry`` (runs, successes, success costs,
+    and its outcomes in ledger order)."""
     tally = entry.by_revision.get(revision)
     if tally is None:
         return RevisionStats(0, 0)
-    return RevisionStats(tally.runs, tally.successes, tuple(tally.success_costs))
+    outcomes = tuple(r.ok for r in entry.runs if r.revision == revision)
+    if len(outcomes) != tally.runs:  # runs older than the ledger kept in memory
+        outcomes = ()
+    return RevisionStats(tally.runs, tally.successes, tuple(tally.success_costs), outcomes)
 
 
 def _set_history_outcome(entry: ProcedureEntry, revision: int, outcome: str) -> None:
@@ -115,13 +119,14 @@ def _sequential_stats(entry: ProcedureEntry) -> list[RevisionStats]:
     start = len(entry.runs)
     while start > 0 and entry.runs[start - 1].revision == entry.revision:
         start -= 1
-    stats, successes, costs = [], 0, []
+    stats, successes, costs, outcomes = [], 0, [], []
     for n, run in enumerate(entry.runs[start:], 1):
+        outcomes.append(run.ok)
         if run.ok:
             successes += 1
             if run.cost is not None:
                 costs.append(float(run.cost))
-        stats.append(RevisionStats(n, successes, tuple(costs)))
+        stats.append(RevisionStats(n, successes, tuple(costs), tuple(outcomes)))
     return stats
 
 
