@@ -6,8 +6,9 @@ never a memory. The candidate row holds the rule and no user's words. Each sessi
 states the rule adds a row to loom.learnings_supporters with that user's own quotes."
 
 ``self_rules`` is a deterministic stand-in for the model's reading of a session: an
-assistant sentence that starts with "I always", "I never", "I will always", "I will
-never" or "I make sure to" is a rule about itself; the user's quotes are that user's
+assistant clause (at the start of a line or after ``. ! ? : ;``) that starts with "I
+always", "I never", "I will always", "I will never" or "I make sure to" is a rule about
+itself; the user's quotes are that user's
 messages before it in the session. ``file_session`` files every such rule through
 ``LearningsQueue.file_agent_rule`` (which does nothing while the setting is off) and
 writes nothing else: no memory record comes from a bot's rule.
@@ -25,7 +26,7 @@ from procmem_core.learnings.records import Learning
 from procmem_core.memory import Principal
 
 _RULE = re.compile(
-    r"(?:^|(?<=[.!?]\s))(I (?:always|never|will always|will never|make sure to)\b[^.!?\n]*[.!?]?)",
+    r"(?:^|(?<=[.!?:;]\s))(I (?:always|never|will always|will never|make sure to)\b[^.!?\n]*[.!?]?)",
     re.IGNORECASE,
 )
 

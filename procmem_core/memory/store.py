@@ -70,7 +70,7 @@ def procedural_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping):
-        parts = [str(value[k]) for k in ("name", "situation") if value.get(k)]
+        parts = [str(value[k]) for k in ("name", "situation") if str(value.get(k) or "").strip()]
         steps = value.get("steps")
         if isinstance(steps, Sequence) and not isinstance(steps, str):
             parts += [str(s) for s in steps if str(s).strip()]
