@@ -46,8 +46,14 @@ def test_a_candidate_lists_its_supporters_as_the_seed_defines_them(backend):
         ("u3", "s3", APP, ("yes the invoice number",), 0.8),
     ]
     for user, sid, writer, quotes, conf in rows:
-        c = q.support(c.candidate_id, principal=writer, user_id=user, session_id=sid,
-                      quotes=quotes, confidence=conf)  # fmt: skip
+        c = q.support(
+            c.candidate_id,
+            principal=writer,
+            user_id=user,
+            session_id=sid,
+            quotes=quotes,
+            confidence=conf,
+        )
     assert c.supporter_count == 3 and c.supporters == ("u1", "u2", "u3")
     assert c.supporter_sessions == 3  # s1, s2, s3
     assert c.supporter_writers == 2  # support-app, crm-sync
@@ -65,8 +71,14 @@ def test_support_never_promotes(backend):
     q = backend.queue
     c = q.propose(RULE, principal=APP)
     for i in range(60):
-        c = q.support(c.candidate_id, principal=Principal(f"w{i}", "writer"), user_id=f"u{i}",
-                      session_id=f"s{i}", quotes=(f"quote {i}",), confidence=1.0)  # fmt: skip
+        c = q.support(
+            c.candidate_id,
+            principal=Principal(f"w{i}", "writer"),
+            user_id=f"u{i}",
+            session_id=f"s{i}",
+            quotes=(f"quote {i}",),
+            confidence=1.0,
+        )
     assert c.status == "pending" and c.supporter_writers == 60
     assert q.list(principal=VIEWER, status="promoted") == []
     assert len(backend.memory) == 0
@@ -100,11 +112,15 @@ def test_assistant_turn_learnings_are_off_by_default(tmp_path):
 def test_a_bots_rule_becomes_an_assistant_turn_candidate_never_a_memory(backend):
     q = backend.queue
     talks = [
-        ("u1", "s1", session("Keep it short please", "Sure. I always answer in three bullet points.")),
+        (
+            "u1",
+            "s1",
+            session("Keep it short please", "Sure. I always answer in three bullet points."),
+        ),
         ("u2", "s2", session("Too long!", "Noted: I always answer in three bullet points. Here.")),
         ("u1", "s3", session("Again too long", "i always answer in three bullet points.")),
         ("u3", "s4", session("What is my balance?", "Your balance is 40 EUR.")),
-    ]  # fmt: skip
+    ]
     for user, sid, talk in talks:
         file_session(q, talk, principal=APP, agent="triage", user_id=user, session_id=sid)
     (c,) = q.list(principal=VIEWER, source_kind="assistant_turn")
@@ -132,46 +148,58 @@ def test_one_unpinned_writer_sending_many_user_ids_is_one_source(backend):
     q = backend.queue
     relay = Principal("bulk-import", "writer")  # not pinned: it may send any user_id
     for i in range(25):
-        c = q.file_agent_rule(RULE, principal=relay, agent="triage", user_id=f"imported-{i}",
-                              session_id=f"s{i}", quotes=(f"row {i}",))  # fmt: skip
+        c = q.file_agent_rule(
+            RULE,
+            principal=relay,
+            agent="triage",
+            user_id=f"imported-{i}",
+            session_id=f"s{i}",
+            quotes=(f"row {i}",),
+        )
     assert c.supporter_count == 25 and c.supporter_writers == 1
 
 
 def test_a_pinned_token_speaks_for_its_user_only(backend):
     q = backend.queue
     token = Principal("mobile-u1", "writer", read_user_id="u1", agent="triage")
-    c = q.file_agent_rule(RULE, principal=token, agent="triage", user_id=None, session_id="s1",
-                          quotes=("hi",))  # fmt: skip
+    c = q.file_agent_rule(
+        RULE, principal=token, agent="triage", user_id=None, session_id="s1", quotes=("hi",)
+    )
     assert c.supporters == ("u1",)
     with pytest.raises(AccessDenied, match="needs user_id 'u1' \\(its pin\\)"):
-        q.file_agent_rule(RULE, principal=token, agent="triage", user_id="u2", session_id="s2",
-                          quotes=("hi",))  # fmt: skip
+        q.file_agent_rule(
+            RULE, principal=token, agent="triage", user_id="u2", session_id="s2", quotes=("hi",)
+        )
     assert q.get(c.candidate_id, principal=VIEWER).supporter_count == 1
 
 
 def test_the_acting_agent_of_a_pinned_token_and_of_any_other(backend):
     q = backend.queue
     pinned = Principal("app-u1", "writer", read_user_id="u1", agent="triage")
-    a = q.file_agent_rule(RULE, principal=pinned, agent="billing", user_id="u1", session_id="s1",
-                          quotes=("q",))  # fmt: skip
+    a = q.file_agent_rule(
+        RULE, principal=pinned, agent="billing", user_id="u1", session_id="s1", quotes=("q",)
+    )
     assert a.agent == "triage"  # the agent it names, never the body's
     own_user = Principal("own-user-token", "writer", user_id="u2")  # not pinned
-    b = q.file_agent_rule(RULE, principal=own_user, agent="billing", user_id="u2",
-                          session_id="s2", quotes=("q",))  # fmt: skip
+    b = q.file_agent_rule(
+        RULE, principal=own_user, agent="billing", user_id="u2", session_id="s2", quotes=("q",)
+    )
     assert b.agent == "billing"  # the body's agent
     minted = Principal("minted-u3", "writer", read_user_id="u3")  # pinned, names no agent
-    none = q.file_agent_rule(RULE, principal=minted, agent="billing", user_id="u3",
-                             session_id="s3", quotes=("q",))  # fmt: skip
+    none = q.file_agent_rule(
+        RULE, principal=minted, agent="billing", user_id="u3", session_id="s3", quotes=("q",)
+    )
     assert none is None  # it files no bot's rule
     assert {c.agent for c in q.list(principal=VIEWER)} == {"triage", "billing"}
 
 
 def test_caller_candidates_and_bot_rules_come_in_by_their_own_doors(backend):
     q = backend.queue
-    with pytest.raises(ParameterError, match="source_kind='assistant_turn'.*file_agent_rule"):
+    with pytest.raises(ParameterError, match=r"source_kind='assistant_turn'.*file_agent_rule"):
         q.propose(RULE, principal=APP, source_kind="assistant_turn")
-    bot = q.file_agent_rule(RULE, principal=APP, agent="triage", user_id="u1",
-                            session_id="s1", quotes=("q",))  # fmt: skip
+    bot = q.file_agent_rule(
+        RULE, principal=APP, agent="triage", user_id="u1", session_id="s1", quotes=("q",)
+    )
     with pytest.raises(ParameterError, match="file_agent_rule"):
         q.support(bot.candidate_id, principal=APP, user_id="u2", session_id="s2", quotes=("q",))
 
@@ -180,8 +208,14 @@ def test_list_by_status_kind_namespace_and_agent(backend):
     q = backend.queue
     fact = q.propose("u1's salary is paid on the 25th", principal=APP, source_kind="conversation")
     team = q.propose(RULE, principal=APP, namespace="team")
-    bot = q.file_agent_rule("I never share card numbers.", principal=APP, agent="triage",
-                            user_id="u1", session_id="s1", quotes=("my card",))  # fmt: skip
+    bot = q.file_agent_rule(
+        "I never share card numbers.",
+        principal=APP,
+        agent="triage",
+        user_id="u1",
+        session_id="s1",
+        quotes=("my card",),
+    )
     q.review(team.candidate_id, "reject", principal=ADMIN, reason="too vague")
     ids = lambda xs: [x.candidate_id for x in xs]  # noqa: E731
     assert ids(q.list(principal=VIEWER)) == [fact.candidate_id, bot.candidate_id]
@@ -196,8 +230,17 @@ def test_list_by_status_kind_namespace_and_agent(backend):
 def test_quality_counts_the_conversation_seeder_by_default(backend):
     q = backend.queue
     facts = [q.propose(f"fact {i}", principal=APP, source_kind="conversation") for i in range(4)]
-    bots = [q.file_agent_rule(f"I always do thing {i}.", principal=APP, agent="triage",
-                              user_id="u1", session_id="s1", quotes=("q",)) for i in range(3)]  # fmt: skip
+    bots = [
+        q.file_agent_rule(
+            f"I always do thing {i}.",
+            principal=APP,
+            agent="triage",
+            user_id="u1",
+            session_id="s1",
+            quotes=("q",),
+        )
+        for i in range(3)
+    ]
     q.propose("fact elsewhere", principal=APP, source_kind="conversation", namespace="team")
     q.review(facts[0].candidate_id, "promote", principal=ADMIN, reason="true")
     q.review(facts[1].candidate_id, "reject", principal=ADMIN, reason="wrong")
@@ -215,15 +258,18 @@ def test_quality_counts_the_conversation_seeder_by_default(backend):
 def test_roles_viewer_writer_admin(backend):
     q = backend.queue
     with pytest.raises(
-        AccessDenied, match="learnings.propose is refused for principal 'dashboard'"
+        AccessDenied, match=r"learnings.propose is refused for principal 'dashboard'"
     ):
         q.propose(RULE, principal=VIEWER)
     c = q.propose(RULE, principal=APP)
-    with pytest.raises(AccessDenied, match=r"learnings.review is refused for principal "
-                       r"'support-app': it needs role 'admin' or higher, and the principal has "
-                       r"role 'writer'"):  # fmt: skip
+    with pytest.raises(
+        AccessDenied,
+        match=r"learnings.review is refused for principal "
+        r"'support-app': it needs role 'admin' or higher, and the principal has "
+        r"role 'writer'",
+    ):
         q.review(c.candidate_id, "promote", principal=APP, reason="looks right")
-    with pytest.raises(AccessDenied, match="learnings.erase_user"):
+    with pytest.raises(AccessDenied, match=r"learnings.erase_user"):
         q.erase_user("u1", principal=APP)
     assert q.get(c.candidate_id, principal=VIEWER).status == "pending"
     assert q.list(principal=VIEWER) and q.quality(principal=VIEWER)
@@ -237,17 +283,43 @@ BAD = [
     (lambda q: q.propose(RULE, principal=APP, namespace="a b"), "namespace='a b'"),
     (lambda q: q.list(principal=VIEWER, status="open"), "status='open'"),
     (lambda q: q.quality(principal=VIEWER, source_kind="x"), "source_kind='x'"),
-    (lambda q: q.file_agent_rule(RULE, principal=APP, agent="t", user_id=None, session_id="s",
-                                 quotes=("q",)), "user_id=None"),
-    (lambda q: q.file_agent_rule(RULE, principal=APP, agent="t", user_id="u", session_id="s",
-                                 quotes="my words"), "quotes='my words'"),
-    (lambda q: q.file_agent_rule(RULE, principal=APP, agent="t", user_id="u", session_id="s",
-                                 quotes=(), confidence=0.5), "quotes=()"),
-    (lambda q: q.file_agent_rule(RULE, principal=APP, agent="t", user_id="u", session_id="",
-                                 quotes=("q",)), "session_id=''"),
-    (lambda q: q.file_agent_rule(RULE, principal=APP, agent="t", user_id="u", session_id="s",
-                                 quotes=("q",), confidence=1.5), "confidence=1.5"),
-]  # fmt: skip
+    (
+        lambda q: q.file_agent_rule(
+            RULE, principal=APP, agent="t", user_id=None, session_id="s", quotes=("q",)
+        ),
+        "user_id=None",
+    ),
+    (
+        lambda q: q.file_agent_rule(
+            RULE, principal=APP, agent="t", user_id="u", session_id="s", quotes="my words"
+        ),
+        "quotes='my words'",
+    ),
+    (
+        lambda q: q.file_agent_rule(
+            RULE, principal=APP, agent="t", user_id="u", session_id="s", quotes=(), confidence=0.5
+        ),
+        "quotes=()",
+    ),
+    (
+        lambda q: q.file_agent_rule(
+            RULE, principal=APP, agent="t", user_id="u", session_id="", quotes=("q",)
+        ),
+        "session_id=''",
+    ),
+    (
+        lambda q: q.file_agent_rule(
+            RULE,
+            principal=APP,
+            agent="t",
+            user_id="u",
+            session_id="s",
+            quotes=("q",),
+            confidence=1.5,
+        ),
+        "confidence=1.5",
+    ),
+]
 
 
 @pytest.mark.parametrize(("call", "message"), BAD)

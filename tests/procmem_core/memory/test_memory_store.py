@@ -78,7 +78,7 @@ def test_a_key_is_written_in_place_per_user(backend):
     assert len(m) == 2 and other.record_id != first.record_id
     backend.reopen()
     assert backend.memory.get(first.record_id).text == "prefers chat"
-    assert [h.record.text for h in backend.memory.search("prefers chat")][0] == "prefers chat"
+    assert backend.memory.search("prefers chat")[0].record.text == "prefers chat"
 
 
 def test_user_rows_are_read_by_their_user_shared_and_agent_rows_by_everyone(backend):
@@ -88,14 +88,17 @@ def test_user_rows_are_read_by_their_user_shared_and_agent_rows_by_everyone(back
     agent_row = m.set("the annual plan bot answers in bullet points", user_id="-")
     query = "annual plan"
     assert set(ids(m.search(query, user_id="u1"))) == {
-        mine.record_id, shared.record_id, agent_row.record_id,
-    }  # fmt: skip
+        mine.record_id,
+        shared.record_id,
+        agent_row.record_id,
+    }
     assert set(ids(m.search(query, user_id="u2"))) == {shared.record_id, agent_row.record_id}
     assert len(m.search(query)) == 3  # a read naming no user (an admin's view)
     pinned = Principal("mobile-u2", "viewer", read_user_id="u2")
     assert set(ids(m.search(query, principal=pinned, user_id="u1"))) == {
-        shared.record_id, agent_row.record_id,
-    }  # fmt: skip  # a pinned token reads as its user, whatever the body says
+        shared.record_id,
+        agent_row.record_id,
+    }  # a pinned token reads as its user, whatever the body says
 
 
 SERVING = [  # record tags, reader agent, served
@@ -134,14 +137,18 @@ def test_rules_tagged_for_an_agent_are_served_to_that_agent_only(backend):
     unpinned = Principal("service", "viewer")  # acts as the body's agent
     assert ids(m.search(q, agent="billing", principal=unpinned)) == [everyone.record_id]
     assert set(ids(m.knowledge_search(q, principal=minted))) == {
-        rule.record_id, everyone.record_id,
-    }  # fmt: skip  # knowledge.search is not filtered by agent
+        rule.record_id,
+        everyone.record_id,
+    }  # knowledge.search is not filtered by agent
 
 
 def test_roles_are_checked_with_a_clear_error(backend):
     viewer = Principal("reader", "viewer")
-    with pytest.raises(AccessDenied, match=r"memory.set is refused for principal 'reader'.*"
-                       r"needs role 'writer' or higher.*role 'viewer'"):  # fmt: skip
+    with pytest.raises(
+        AccessDenied,
+        match=r"memory.set is refused for principal 'reader'.*"
+        r"needs role 'writer' or higher.*role 'viewer'",
+    ):
         backend.memory.set("anything", principal=viewer)
     writer = Principal("app", "writer")
     record = backend.memory.set("a fact", principal=writer)
@@ -181,8 +188,12 @@ def test_one_sqlite_file_holds_procedures_and_memory_in_their_own_tables(backend
     backend.reopen()
     assert backend.procedures.get(proc.key).situation == "a customer asks for a refund"
     assert backend.memory.get(rec.record_id).text == "refunds take five days"
-    tables = {r[0] for r in sqlite3.connect(backend.path).execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
+    tables = {
+        r[0]
+        for r in sqlite3.connect(backend.path).execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+        )
+    }
     assert {"procedures", "runs", "memory_records", "learnings_queue"} <= tables
 
 

@@ -17,16 +17,17 @@ BODY = {
 
 NOT_BODIES = [  # (row, the text it is stored with)
     ("always look up the invoice first", "always look up the invoice first"),
-    ({"name": "refund", "situation": "a refund", "steps": ["look up the invoice"]},
-     "refund. a refund. look up the invoice"),
+    (
+        {"name": "refund", "situation": "a refund", "steps": ["look up the invoice"]},
+        "refund. a refund. look up the invoice",
+    ),
     ({"name": "refund", "situation": "", "steps": ["look up", "pay"]}, "refund. look up. pay"),
-    ({"name": "refund", "situation": "   ", "steps": ["look up", "pay"]},
-     "refund. look up. pay"),
+    ({"name": "refund", "situation": "   ", "steps": ["look up", "pay"]}, "refund. look up. pay"),
     ({"name": "refund", "steps": ["look up", "pay"]}, "refund. look up. pay"),
     ({"situation": "a refund", "steps": "look up, then pay"}, "a refund. look up, then pay"),
     ({"situation": "a refund", "steps": ["look up", ""]}, "a refund. look up"),
     ({"situation": "a refund"}, "a refund"),
-]  # fmt: skip
+]
 
 
 def test_a_procedure_body_becomes_a_procedure_not_a_record(backend):
@@ -68,7 +69,7 @@ def test_procedure_body_is_the_rule_in_one_place():
 
 
 def test_a_body_needs_a_procedure_store_and_a_name():
-    with pytest.raises(ParameterError, match="procedures=None.*ProcedureStore"):
+    with pytest.raises(ParameterError, match=r"procedures=None.*ProcedureStore"):
         MemoryStore().set_procedural(BODY)
     from procmem_core.graph import ProcedureStore
 
@@ -79,13 +80,13 @@ def test_a_body_needs_a_procedure_store_and_a_name():
     assert m.set_procedural(nameless, name="refund").procedure.key == "procedure_refund"
     with pytest.raises(ParameterError, match="value=''"):
         m.set_procedural("")
-    with pytest.raises(ProcmemError, match="65 steps, allowed 2..64"):  # the store's own rule
+    with pytest.raises(ProcmemError, match=r"65 steps, allowed 2..64"):  # the store's own rule
         m.set_procedural({**BODY, "name": "long", "steps": [f"step {i}" for i in range(65)]})
 
 
 def test_set_procedural_needs_a_writer(backend):
     from procmem_core.memory import AccessDenied
 
-    with pytest.raises(AccessDenied, match="memory.set"):
+    with pytest.raises(AccessDenied, match=r"memory.set"):
         backend.memory.set_procedural(BODY, principal=Principal("v", "viewer"))
     assert len(backend.procedures) == 0
