@@ -4,10 +4,11 @@
 failed sessions with their nearest successful ones and distils the difference."
 
 - ``pair_sessions``: each failed session whose label confidence is at least
-  ``min_confidence``, oldest first, is paired with the successful session whose text is
-  most similar to its own (cosine similarity of the store's embedder; ties go to the
-  earliest success), if that similarity reaches ``similarity_floor``; pairs already
-  distilled are skipped; at most ``max_pairs`` pairs per run.
+  ``min_confidence``, oldest first, is paired with the successful session most similar
+  to it (cosine similarity of the store's embedder over the session's text, or its
+  situation with ``match_on="situation"``; ties go to the earliest success), if that
+  similarity reaches ``similarity_floor``; pairs already distilled are skipped; at most
+  ``max_pairs`` pairs per run.
 - ``DistillWorker.run``: one model call per pair through the same OpenAI-compatible
   client and ``LLMConfig`` as ``learn`` (``DISTILL_PROMPT``; JSON reply
   ``{"reflection": {what_worked, what_failed, lessons}}``), handled as ``learn`` handles
@@ -17,8 +18,9 @@ failed sessions with their nearest successful ones and distils the difference."
   on with the next pair. A reflection is written with both sessions (and their own
   evidence keys) as evidence.
 - ``DistillSettings``: on/off (off by default), ``max_pairs``, ``similarity_floor``,
-  ``min_confidence`` and ``model`` (None: the LLM config's); from config values or the
-  environment (``PROCMEM_REFLECTION_DISTILL_*``, as the seed's ``LOOM_REFLECTION_DISTILL_*``).
+  ``min_confidence``, ``model`` (None: the LLM config's) and ``match_on``; from config
+  values or the environment (``PROCMEM_REFLECTION_DISTILL_*``, as the seed's
+  ``LOOM_REFLECTION_DISTILL_*``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 from procmem_core.errors import (
     ParameterError,
     check_bool,
+    check_choice,
     check_int,
     check_probability,
     check_text,
@@ -60,6 +63,8 @@ Reply with exactly one JSON object and nothing else:
 Base every statement on the transcripts. If the agent acted the same way in both, say so
 in what_failed and reply with an empty list of lessons."""
 DISTILL_REQUEST = "Distil the difference between these two sessions.\n\n"
+MATCH_ON = ("text", "situation")
+"""What pairing embeds: the session's text (the seed's reading) or its situation alone."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +76,11 @@ class DistillSettings:
     similarity_floor: float = 0.5
     min_confidence: float = 0.8
     model: str | None = None
+    match_on: str = "text"
 
     def __post_init__(self) -> None:
         check_bool("enabled", self.enabled)
+        check_choice("match_on", self.match_on, MATCH_ON)
         check_int("max_pairs", self.max_pairs, minimum=1)
         check_probability("similarity_floor", self.similarity_floor)
         check_probability("min_confidence", self.min_confidence)
@@ -86,13 +93,14 @@ class DistillSettings:
     ) -> DistillSettings:
         """``base`` (the defaults) with every ``PROCMEM_REFLECTION_DISTILL_<FIELD>`` set in
         ``environ`` (``os.environ`` by default) applied: ENABLED (true/false/1/0),
-        MAX_PAIRS, SIMILARITY_FLOOR, MIN_CONFIDENCE, MODEL."""
+        MAX_PAIRS, SIMILARITY_FLOOR, MIN_CONFIDENCE, MODEL, MATCH_ON."""
         parsers = {
             "enabled": env_flag,
             "max_pairs": env_int,
             "similarity_floor": env_float,
             "min_confidence": env_float,
             "model": env_text,
+            "match_on": env_text,
         }
         names = {f: (ENV_PREFIX + f.upper(), parse) for f, parse in parsers.items()}
         changes = from_env(os.environ if environ is None else environ, names)
@@ -101,20 +109,24 @@ class DistillSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class SessionOutcome:
-    """A finished session as the worker sees it: the text embedded and shown to the model,
-    its outcome label, how confident that label is, and its own evidence keys."""
+    """A finished session as the worker sees it: the text shown to the model (and embedded
+    for pairing unless ``match_on="situation"``, which embeds ``situation``), its outcome
+    label, how confident that label is, and its own evidence keys."""
 
     session_id: str
     text: str
     ok: bool
     confidence: float = 1.0
     evidence: tuple[str, ...] = ()
+    situation: str | None = None
 
     def __post_init__(self) -> None:
         check_text("session_id", self.session_id)
         check_text("text", self.text)
         check_bool("ok", self.ok)
         check_probability("confidence", self.confidence)
+        if self.situation is not None:
+            check_text("situation", self.situation)
         object.__setattr__(
             self, "evidence", tuple(check_text("evidence", e) for e in self.evidence)
         )
@@ -161,8 +173,12 @@ def pair_sessions(
         return Pairing(
             pairs=(), confident_failures=len(failed), unpaired=len(failed), already_done=0
         )
-    win_vectors = index.embed([s.text for s in wins])
-    sims = index.embed([s.text for s in failed]) @ win_vectors.T
+
+    def matched(s: SessionOutcome) -> str:
+        return s.situation if settings.match_on == "situation" and s.situation else s.text
+
+    win_vectors = index.embed([matched(s) for s in wins])
+    sims = index.embed([matched(s) for s in failed]) @ win_vectors.T
     pairs, unpaired, skipped = [], 0, 0
     for row, f in enumerate(failed):
         best = int(np.argmax(sims[row]))  # the first maximum: the earliest success
