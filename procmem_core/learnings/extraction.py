@@ -26,8 +26,9 @@ from procmem_core.learnings.records import Learning
 from procmem_core.memory import Principal
 
 _RULE = re.compile(
-    r"(?:^|(?<=[.!?:;]\s))(I (?:always|never|will always|will never|make sure to)\b[^.!?\n]*[.!?]?)",
-    re.IGNORECASE,
+    r"(?:^|(?<=[.!?:;]\s))"  # the start of a line or of a clause
+    r"(I (?:always|never|will always|will never|make sure to)\b[^.!?\n]*[.!?]?)",
+    re.IGNORECASE | re.MULTILINE,
 )
 
 
