@@ -208,3 +208,25 @@ def test_bad_workers_and_sessions_are_refused(server):
         outcome("x", ["y"], False, 2)
     with pytest.raises(ParameterError, match="max_pairs=0"):
         DistillSettings(max_pairs=0)
+
+
+def test_matching_on_the_situation_ignores_what_was_done():
+    sessions = [
+        SessionOutcome(
+            session_id="f", text="refund\nskipped the policy", ok=False, situation=REFUND
+        ),
+        SessionOutcome(
+            session_id="w-same-steps", text="reset\nskipped the policy", ok=True, situation=RESET
+        ),
+        SessionOutcome(
+            session_id="w-same-task", text="refund\nread the policy", ok=True, situation=REFUND
+        ),
+    ]
+    index = VectorIndex(HashingEmbedder())
+    by_text = pair_sessions(sessions, index, DistillSettings(similarity_floor=0.1))
+    by_task = pair_sessions(sessions, index, DistillSettings(match_on="situation"))
+    assert [p.succeeded.session_id for p in by_text.pairs] == ["w-same-steps"]
+    assert [p.succeeded.session_id for p in by_task.pairs] == ["w-same-task"]
+    assert by_task.pairs[0].similarity == pytest.approx(1.0, abs=1e-6)
+    with pytest.raises(ParameterError, match="match_on='words'"):
+        DistillSettings(match_on="words")
