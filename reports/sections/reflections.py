@@ -57,24 +57,23 @@ def _range(rows: pd.DataFrame, metric: str) -> str:
 
 
 def _answer(runs: pd.DataFrame) -> str:
-    by = (
-        {m: g for m, g in runs.groupby("params.scenario.match_on")}
-        if ("params.scenario.match_on" in runs)
-        else {"as configured": runs}
-    )
+    column = "params.scenario.match_on"
+    by = dict(iter(runs.groupby(column))) if column in runs else {"as configured": runs}
     parts = []
     for match_on, g in sorted(by.items()):
         parts.append(
-            f"matching on the {MATCHED.get(match_on, match_on)}, {_range(g, 'opposite_pair_rate')} of the worker's "
-            f"pairs set a failure on the harmful procedure against a success on the helpful one "
+            f"matching on the {MATCHED.get(match_on, match_on)}, "
+            f"{_range(g, 'opposite_pair_rate')} of the worker's pairs set a failure on the "
+            "harmful procedure against a success on the helpful one "
             f"(both on the same procedure in {_range(g, 'same_procedure_rate')}), and "
             f"{_range(g, 'lesson_helpful_rate')} of its reflections told the agent to follow "
             "the helpful procedure"
         )
     n = len(runs)
+    if n == 1:
+        return "In the one setting run, " + "; ".join(parts) + " (± Monte Carlo SE)."
     return (
-        "Over "
-        + (f"{n} swept settings, " if n > 1 else "one setting, ")
+        f"Over {n} swept settings, "
         + "; ".join(parts)
         + " (ranges over the settings, ± Monte Carlo SE)."
     )
