@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from procmem_core.errors import ParameterError, check_probability, check_text
 from procmem_core.learnings.records import Decision, Learning, Supporter
 
 
@@ -24,6 +26,21 @@ def fingerprint(namespace: str, source_kind: str, agent: str | None, text: str) 
     kept when an erasure blanks the rule so a decided rule never comes back as pending."""
     ident = json.dumps([namespace, source_kind, agent, normalized(text)], ensure_ascii=False)
     return hashlib.sha256(ident.encode("utf-8")).hexdigest()
+
+
+def check_support(
+    session_id: Any, quotes: Any, confidence: Any
+) -> tuple[tuple[str, ...], float | None]:
+    """A supporter row's session, the user's own quotes (at least one) and its optional
+    confidence, checked; returns ``(quotes, confidence)``."""
+    check_text("session_id", session_id)
+    if isinstance(quotes, str) or not isinstance(quotes, Sequence) or not quotes:
+        raise ParameterError("quotes", quotes, "expected the user's own words: a list of strings")
+    for q in quotes:
+        check_text("quotes", q)
+    if confidence is not None:
+        confidence = check_probability("confidence", confidence)
+    return tuple(quotes), confidence
 
 
 @dataclass

@@ -34,9 +34,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from procmem_core.errors import ParameterError, check_choice, check_probability, check_text
+from procmem_core.errors import ParameterError, check_choice, check_text
 from procmem_core.graph.keys import check_namespace
-from procmem_core.learnings.candidate import CandidateState, fingerprint
+from procmem_core.learnings.candidate import CandidateState, check_support, fingerprint
+from procmem_core.learnings.erasure import plan_erasure
 from procmem_core.learnings.publish import default_destination, publish
 from procmem_core.learnings.records import (
     DECISIONS,
@@ -259,15 +260,7 @@ class LearningsQueue:
 
     def _row(self, c, principal, user_id, session_id, quotes, confidence, operation) -> Supporter:
         user = principal.acting_user(user_id, operation)
-        check_text("session_id", session_id)
-        if isinstance(quotes, str) or not isinstance(quotes, Sequence) or not quotes:
-            raise ParameterError(
-                "quotes", quotes, "expected the user's own words: a list of strings"
-            )
-        for q in quotes:
-            check_text("quotes", q)
-        if confidence is not None:
-            confidence = check_probability("confidence", confidence)
+        quotes, confidence = check_support(session_id, quotes, confidence)
         seq = self._next()
         return Supporter(
             row_id=f"sup_{seq}",
@@ -275,7 +268,7 @@ class LearningsQueue:
             user_id=user,
             session_id=session_id,
             writer=principal.name,
-            quotes=tuple(quotes),
+            quotes=quotes,
             confidence=confidence,
             seq=seq,
         )
@@ -331,23 +324,18 @@ class LearningsQueue:
             {c.namespace for c in self._candidates.values()}
             | ({check_namespace(namespace)} if namespace is not None else set())
         )
-        out = []
-        for ns in spaces if namespace is None else [namespace]:
-            here = [
-                c.status
-                for c in self._candidates.values()
-                if c.namespace == ns and c.source_kind == source_kind
-            ]
-            out.append(
-                Quality(
-                    namespace=ns,
-                    source_kind=source_kind,
-                    pending=here.count("pending"),
-                    promoted=here.count("promoted"),
-                    rejected=here.count("rejected"),
-                )
+        return tuple(
+            Quality.of(
+                ns,
+                source_kind,
+                [
+                    c.status
+                    for c in self._candidates.values()
+                    if c.namespace == ns and c.source_kind == source_kind
+                ],
             )
-        return tuple(out)
+            for ns in (spaces if namespace is None else [namespace])
+        )
 
     # -- review and erasure ----------------------------------------------------------
 
@@ -405,32 +393,21 @@ class LearningsQueue:
         """A user erasure (admin); see the module docstring."""
         _principal(principal).require("admin", "learnings.erase_user")
         check_text("user_id", user_id)
-        dropped_rows: list[str] = []
-        remaining: dict[str, list[Supporter]] = {}
-        deleted: list[CandidateState] = []
-        blanked: list[CandidateState] = []
-        for c in self._candidates.values():
-            left = [r for r in c.rows if r.user_id != user_id]
-            if len(left) == len(c.rows):
-                continue
-            dropped_rows += [r.row_id for r in c.rows if r.user_id == user_id]
-            remaining[c.candidate_id] = left
-            if not left:
-                (deleted if c.status == "pending" else blanked).append(c)
-        kept = [replace(c, text="", rows=[]) for c in blanked]
-        self._commit(kept, (), [c.candidate_id for c in deleted], dropped_rows)
-        for cid, left in remaining.items():
+        plan = plan_erasure(self._candidates.values(), user_id)
+        kept = [replace(c, text="", rows=[]) for c in plan.blanked]
+        self._commit(kept, (), [c.candidate_id for c in plan.deleted], plan.dropped_rows)
+        for cid, left in plan.remaining.items():
             self._candidates[cid].rows = left
-        for c in blanked:
+        for c in plan.blanked:
             c.text = ""
-        for c in deleted:
+        for c in plan.deleted:
             del self._candidates[c.candidate_id]
             del self._by_print[c.fingerprint]
         return Erasure(
             user_id=user_id,
-            supporter_rows=len(dropped_rows),
-            deleted=tuple(c.candidate_id for c in deleted),
-            blanked=tuple(c.candidate_id for c in blanked),
+            supporter_rows=len(plan.dropped_rows),
+            deleted=tuple(c.candidate_id for c in plan.deleted),
+            blanked=tuple(c.candidate_id for c in plan.blanked),
         )
 
 

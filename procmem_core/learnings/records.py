@@ -129,6 +129,17 @@ class Quality:
     promoted: int
     rejected: int
 
+    @classmethod
+    def of(cls, namespace: str, source_kind: str, statuses: list[str]) -> Quality:
+        """Counts of the status rows ``statuses``."""
+        return cls(
+            namespace=namespace,
+            source_kind=source_kind,
+            pending=statuses.count("pending"),
+            promoted=statuses.count("promoted"),
+            rejected=statuses.count("rejected"),
+        )
+
     @property
     def approve_ratio(self) -> float | None:
         decided = self.promoted + self.rejected

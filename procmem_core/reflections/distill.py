@@ -49,7 +49,7 @@ from procmem_core.learn.reply_cache import ReplyCache
 from procmem_core.memory import MemoryRecord, MemoryStore
 from procmem_core.memory.env import env_flag, env_float, env_int, env_text, from_env
 from procmem_core.memory.index import VectorIndex
-from procmem_core.reflections.ledger import DistillLedger
+from procmem_core.reflections.ledger import DistillAttempt, DistillLedger
 from procmem_core.reflections.records import Reflection, session_key, write_reflection
 
 ENV_PREFIX = "PROCMEM_REFLECTION_DISTILL_"
@@ -320,7 +320,7 @@ class DistillReport:
     enabled: bool
     pairing: Pairing | None = None
     reflections: tuple[MemoryRecord, ...] = ()
-    faults: tuple[Any, ...] = ()  # DistillAttempt rows with outcome "fault"
+    faults: tuple[DistillAttempt, ...] = ()  # ledger rows with outcome "fault"
     calls: tuple[CallRecord, ...] = ()
 
 

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure as MplFigure
 
 from procmem_core.learnings import ReviewPolicy
 from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
-from reports.configs import label, show
+from reports.configs import label
 from reports.document import Figure, Section, Table
 from reports.evidence import NOISE_Z, fmt_metric, se_of, worst_case
 from reports.options import ReportOptions
@@ -310,4 +310,4 @@ def _learnings_report(sweep: Sweep, options: ReportOptions) -> Section | None:
     return learnings_section(sweep)
 
 
-__all__ = ["learnings_section", "policy_runs", "recommend_policy", "show"]
+__all__ = ["learnings_section", "policy_runs", "recommend_policy"]
