@@ -26,33 +26,24 @@ failed sessions with their nearest successful ones and distils the difference."
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
-from procmem_core.errors import (
-    ParameterError,
-    check_bool,
-    check_choice,
-    check_int,
-    check_probability,
-    check_text,
-)
+from procmem_core.errors import ParameterError
 from procmem_core.learn.client import LLMCallError, complete
 from procmem_core.learn.config import CallRecord, LLMConfig
 from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, LearnError, _unfenced
 from procmem_core.learn.reply_cache import ReplyCache
 from procmem_core.memory import MemoryRecord, MemoryStore
-from procmem_core.memory.env import env_flag, env_float, env_int, env_text, from_env
 from procmem_core.memory.index import VectorIndex
 from procmem_core.reflections.ledger import DistillAttempt, DistillLedger
+from procmem_core.reflections.pairing import Pairing, SessionOutcome, SessionPair, pair_sessions
 from procmem_core.reflections.records import Reflection, session_key, write_reflection
+from procmem_core.reflections.settings import DistillSettings
 
-ENV_PREFIX = "PROCMEM_REFLECTION_DISTILL_"
 DISTILL_PROMPT = """You keep the reflections of an assistant agent: lessons about how it works.
 You are shown two sessions on similar situations: one that FAILED and one that SUCCEEDED.
 Compare what the agent did in each and write down the difference.
@@ -63,138 +54,6 @@ Reply with exactly one JSON object and nothing else:
 Base every statement on the transcripts. If the agent acted the same way in both, say so
 in what_failed and reply with an empty list of lessons."""
 DISTILL_REQUEST = "Distil the difference between these two sessions.\n\n"
-MATCH_ON = ("text", "situation")
-"""What pairing embeds: the session's text (the seed's reading) or its situation alone."""
-
-
-@dataclass(frozen=True)
-class DistillSettings:
-    """The worker's settings (config values or ``PROCMEM_REFLECTION_DISTILL_*``)."""
-
-    enabled: bool = False
-    max_pairs: int = 10
-    similarity_floor: float = 0.5
-    min_confidence: float = 0.8
-    model: str | None = None
-    match_on: str = "text"
-
-    def __post_init__(self) -> None:
-        check_bool("enabled", self.enabled)
-        check_choice("match_on", self.match_on, MATCH_ON)
-        check_int("max_pairs", self.max_pairs, minimum=1)
-        check_probability("similarity_floor", self.similarity_floor)
-        check_probability("min_confidence", self.min_confidence)
-        if self.model is not None:
-            check_text("model", self.model)
-
-    @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, base: DistillSettings | None = None
-    ) -> DistillSettings:
-        """``base`` (the defaults) with every ``PROCMEM_REFLECTION_DISTILL_<FIELD>`` set in
-        ``environ`` (``os.environ`` by default) applied: ENABLED (true/false/1/0),
-        MAX_PAIRS, SIMILARITY_FLOOR, MIN_CONFIDENCE, MODEL, MATCH_ON."""
-        parsers = {
-            "enabled": env_flag,
-            "max_pairs": env_int,
-            "similarity_floor": env_float,
-            "min_confidence": env_float,
-            "model": env_text,
-            "match_on": env_text,
-        }
-        names = {f: (ENV_PREFIX + f.upper(), parse) for f, parse in parsers.items()}
-        changes = from_env(os.environ if environ is None else environ, names)
-        return replace(base or cls(), **changes)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionOutcome:
-    """A finished session as the worker sees it: the text shown to the model (and embedded
-    for pairing unless ``match_on="situation"``, which embeds ``situation``), its outcome
-    label, how confident that label is, and its own evidence keys."""
-
-    session_id: str
-    text: str
-    ok: bool
-    confidence: float = 1.0
-    evidence: tuple[str, ...] = ()
-    situation: str | None = None
-
-    def __post_init__(self) -> None:
-        check_text("session_id", self.session_id)
-        check_text("text", self.text)
-        check_bool("ok", self.ok)
-        check_probability("confidence", self.confidence)
-        if self.situation is not None:
-            check_text("situation", self.situation)
-        object.__setattr__(
-            self, "evidence", tuple(check_text("evidence", e) for e in self.evidence)
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionPair:
-    """A confidently failed session and its nearest successful one."""
-
-    failed: SessionOutcome
-    succeeded: SessionOutcome
-    similarity: float
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.failed.session_id, self.succeeded.session_id
-
-
-@dataclass(frozen=True, kw_only=True)
-class Pairing:
-    """What ``pair_sessions`` found: the pairs, and the confident failures left unpaired
-    (no success reached the floor) or skipped (already distilled)."""
-
-    pairs: tuple[SessionPair, ...]
-    confident_failures: int
-    unpaired: int
-    already_done: int
-
-
-def pair_sessions(
-    sessions: Sequence[SessionOutcome],
-    index: VectorIndex,
-    settings: DistillSettings,
-    done: frozenset[tuple[str, str]] = frozenset(),
-) -> Pairing:
-    """Pair confidently failed sessions with their nearest successes (module docstring)."""
-    sessions = list(sessions)
-    for i, s in enumerate(sessions):
-        if not isinstance(s, SessionOutcome):
-            raise ParameterError(f"sessions[{i}]", s, "expected a SessionOutcome")
-    failed = [s for s in sessions if not s.ok and s.confidence >= settings.min_confidence]
-    wins = [s for s in sessions if s.ok]
-    if not failed or not wins:
-        return Pairing(
-            pairs=(), confident_failures=len(failed), unpaired=len(failed), already_done=0
-        )
-
-    def matched(s: SessionOutcome) -> str:
-        return s.situation if settings.match_on == "situation" and s.situation else s.text
-
-    win_vectors = index.embed([matched(s) for s in wins])
-    sims = index.embed([matched(s) for s in failed]) @ win_vectors.T
-    pairs, unpaired, skipped = [], 0, 0
-    for row, f in enumerate(failed):
-        best = int(np.argmax(sims[row]))  # the first maximum: the earliest success
-        if sims[row, best] < settings.similarity_floor:
-            unpaired += 1
-            continue
-        pair = SessionPair(failed=f, succeeded=wins[best], similarity=float(sims[row, best]))
-        if pair.key in done:
-            skipped += 1
-            continue
-        if len(pairs) < settings.max_pairs:
-            pairs.append(pair)
-    return Pairing(
-        pairs=tuple(pairs), confident_failures=len(failed), unpaired=unpaired, already_done=skipped
-    )
-
 
 Lesson = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 

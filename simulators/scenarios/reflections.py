@@ -44,15 +44,8 @@ import pandas as pd
 
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.graph import HashingEmbedder
-from procmem_core.learn import LLMConfig, make_client
 from procmem_core.memory import MemoryStore
-from procmem_core.reflections import (
-    DistillSettings,
-    DistillWorker,
-    SessionOutcome,
-    read_reflection,
-)
-from procmem_core.reflections.distill import MATCH_ON
+from procmem_core.reflections import MATCH_ON, DistillSettings, SessionOutcome, read_reflection
 from simulators.llm_server import DEFAULT_MODEL, OfflineServer
 from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario
@@ -157,6 +150,10 @@ class ReflectionsScenario(Scenario):
         }
 
     def run(self, seed: int) -> ScenarioResult:
+        # the model client is loaded here, not at import: a job that does not run this
+        # scenario never loads openai
+        from procmem_core.learn import LLMConfig, make_client
+
         logs = []
         with OfflineServer() as server:
             config = LLMConfig(base_url=server.base_url, model=DEFAULT_MODEL, max_retries=0)
@@ -196,6 +193,8 @@ class ReflectionsScenario(Scenario):
                     situation=TASKS[task],
                 )
             )
+        from procmem_core.reflections.distill import DistillWorker
+
         worker = DistillWorker(MemoryStore(), client, config, self.settings)
         report = worker.run(sessions)
         return {"truth": truth, "report": report}

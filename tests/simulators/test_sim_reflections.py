@@ -4,6 +4,7 @@ outcomes, simulation against them within 4 SE, and what whole-text matching does
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,21 @@ def test_a_low_floor_leaves_the_exact_regime():
 def test_bad_parameters_are_refused(kwargs, message):
     with pytest.raises(ParameterError, match=message):
         ReflectionsScenario(**kwargs)
+
+
+def test_no_job_loads_the_model_client_unless_it_runs_the_study():
+    """The scenario registry, the config schema and the new engine packages import without
+    openai (only the distill worker and a run of this scenario load it)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, experiments.schema, procmem_core.memory, procmem_core.learnings, "
+        "procmem_core.reflections; from simulators import SCENARIOS; SCENARIOS.classes(); "
+        "print('openai' in sys.modules)"
+    )
+    root = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
