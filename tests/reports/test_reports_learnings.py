@@ -86,30 +86,28 @@ def test_no_feasible_policy_and_a_single_policy_are_said_so():
     assert "sweep learnings_review" in one.sentence
 
 
-def _sweep(root: Path, uri: str, *args: str) -> None:
+def _sweep(root: Path, uri: str, *args: str) -> subprocess.Popen:
+    """Start one sweep (``hydra/launcher=basic``: in the sweep's own process)."""
     cmd = [
         sys.executable,
         "-m",
         "experiments.run",
         "-m",
         *args,
+        "hydra/launcher=basic",
         f"hydra.sweep.dir={root / args[0].split('=')[1]}",
     ]
-    done = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        env=dict(os.environ, MLFLOW_TRACKING_URI=uri),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    env = dict(os.environ, MLFLOW_TRACKING_URI=uri)
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.mark.slow
 def test_both_sections_from_real_sweeps(tmp_path, monkeypatch, capsys):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    _sweep(
+    # two stores, so the two sweeps (run side by side) never create one database at once
+    uri, uri2 = (f"sqlite:///{tmp_path / name}" for name in ("a.db", "b.db"))
+    first = _sweep(
         tmp_path,
         uri,
         "experiment=learnings_review",
@@ -120,9 +118,9 @@ def test_both_sections_from_real_sweeps(tmp_path, monkeypatch, capsys):
         "scenario.multi_user_share=0.0,0.2",
         "scenario.reviewer_accuracy=0.7",
     )
-    _sweep(
+    second = _sweep(
         tmp_path,
-        uri,
+        uri2,
         "experiment=reflections_study",
         "scenario.replications=6",
         "scenario.match_on=situation,text",
@@ -130,6 +128,9 @@ def test_both_sections_from_real_sweeps(tmp_path, monkeypatch, capsys):
         "scenario.min_confidence=0.8",
         "scenario.harmful_share=0.5",
     )
+    for proc in (first, second):
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     out = tmp_path / "report"
     assert main(["learnings_review", "--out", str(out), "--no-log"]) == 0
@@ -147,6 +148,7 @@ def test_both_sections_from_real_sweeps(tmp_path, monkeypatch, capsys):
     assert f"precision at least {low['precision']:.3g}" in answer
     assert (out / "learnings_precision_vs_promotion.png").read_bytes()[:4] == b"\x89PNG"
     assert "One multi-user writer" in md and "What the scenario assumes" in md
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri2)
     assert main(["reflections_study", "--out", str(tmp_path / "r2"), "--no-log"]) == 0
     md2 = (tmp_path / "r2" / "report.md").read_text()
     assert "## Reflections: is the distill worker's pair a true contrast" in md2
