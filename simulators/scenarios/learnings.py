@@ -42,8 +42,8 @@ from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario
 from simulators.scenarios.learnings_world import KINDS, LearningsWorld
 
-MIN_VARIANCE_UNITS = 5.0
-"""``reach_*_exact`` is logged beside the simulated share only where ``n p (1 - p) >= 5``
+MIN_VARIANCE_UNITS = 10.0
+"""``reach_*_exact`` is logged beside the simulated share only where ``n p (1 - p) >= 10``
 (n rules pooled, p exact): the normal approximation behind the 4-SE agreement check
 needs it (a share of 1 over 300 rules has a plug-in SE of 0). Table ``reach`` has the
 exact value for every kind."""
