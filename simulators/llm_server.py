@@ -51,7 +51,7 @@ FAULT_KINDS = (
     "no_choices",
 )
 FAULT_HEADER = "X-Procmem-Fault"
-REQUEST_KINDS = ("extraction", "chat")
+REQUEST_KINDS = ("extraction", "chat", "distill")
 DEFAULT_MODEL = "procmem-offline"
 
 
@@ -59,7 +59,7 @@ DEFAULT_MODEL = "procmem-offline"
 class Fault:
     """One injected fault. ``seconds``: Retry-After for ``rate_limit``, delay for ``slow``.
 
-    ``only``: ``"extraction"`` or ``"chat"`` makes a queued fault wait for the first
+    ``only``: ``"extraction"``, ``"chat"`` or ``"distill"`` makes a queued fault wait for the first
     request of that kind (requests of the other kind pass it by).
     """
 
@@ -96,7 +96,7 @@ class RequestRecord:
     """What the server saw and did for one request."""
 
     path: str
-    kind: str  # "extraction", "chat" or "invalid"
+    kind: str  # "extraction", "chat", "distill" or "invalid"
     fault: str | None
     status: int
     max_tokens: int | None
@@ -135,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.record(RequestRecord(self.path, "invalid", None, 400, None, {}))
             self._send_error(400, "body must be JSON with a non-empty 'messages' list")
             return
-        kind = "extraction" if offline_model.is_extraction_request(messages) else "chat"
+        kind = offline_model.request_kind(messages)
         fault = self.server.next_fault(kind, self.headers.get(FAULT_HEADER))
         self._answer(body, messages, kind, fault)
 

@@ -1,6 +1,6 @@
 """A deterministic stand-in for a chat model, used by the offline server (``llm_server``).
 
-Two kinds of request, told apart by the system prompt:
+Three kinds of request, told apart by the system prompt (``request_kind``):
 
 - extraction (the system prompt asks for ``{"procedures": ...}`` JSON): the reply is
   well-formed procedure JSON drawn from ``PROCEDURE_POOL``. A pool entry is picked when its
@@ -9,6 +9,8 @@ Two kinds of request, told apart by the system prompt:
   0.60 when it is only suggested by the context. At most three are returned, highest
   confidence first, ties broken by a hash of (transcript, title), so the choice is keyed by
   the transcript. No cue, no procedure: ``{"procedures": []}``.
+- distill (the system prompt asks for ``{"reflection": ...}`` JSON): the line-by-line
+  comparison of ``offline_distill``;
 - chat: a short FinCoach-style reply that visibly follows every procedure listed under
   ``LEARNED OPERATIONAL PROCEDURES`` in the system prompt (one line per procedure, naming it).
 
@@ -29,6 +31,7 @@ import json
 import re
 from dataclasses import dataclass
 
+import simulators.offline_distill as offline_distill
 from procmem_core.flat import PROCEDURES_HEADING
 
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
@@ -208,8 +211,17 @@ def chat_reply(messages: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def request_kind(messages: list[dict]) -> str:
+    """``"distill"`` (``offline_distill``), ``"extraction"`` or ``"chat"``."""
+    if offline_distill.is_distill_request(messages):
+        return "distill"
+    return "extraction" if is_extraction_request(messages) else "chat"
+
+
 def reply_content(messages: list[dict]) -> str:
     """The full (untruncated) reply text for a chat-completions request."""
+    if offline_distill.is_distill_request(messages):
+        return offline_distill.reply(messages)
     if is_extraction_request(messages):
         transcript = "\n".join(_text(m) for m in messages if m.get("role") == "user")
         return json.dumps({"procedures": extract_procedures(transcript)}, ensure_ascii=False)

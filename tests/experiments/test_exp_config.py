@@ -18,7 +18,10 @@ from procmem_core.flat import DEFAULT_RULE
 from procmem_core.gates import MarginGate, SPRTGate
 from simulators import SCENARIOS
 
-PRESETS = ("quickstart", "gate_tuning", "explore_tradeoff", "confidence_sweep", "loop", "seed_demo")
+PRESETS = (
+    "quickstart", "gate_tuning", "explore_tradeoff", "confidence_sweep", "loop", "seed_demo",
+    "learnings_review", "reflections_study",
+)  # fmt: skip
 
 
 def preset_variants(preset: str) -> list[list[str]]:

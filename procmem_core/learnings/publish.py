@@ -1,0 +1,77 @@
+"""Where a promotion writes (seed: loom-procedures.txt, ``learnings.review``).
+
+"destination: memory (the shared zone for a supporters candidate, a namespace row under
+the approver's user_id for a conversation-seeded fact, the agent's user_id '-' row for a
+bot's rule), knowledge or both; unset, knowledge for a bot's rule and memory otherwise."
+A knowledge promotion is the document ``learning://<candidate_id>``; every record a
+promotion writes carries the candidate id as lineage (``learning:<candidate_id>``) and,
+for a bot's rule, the tag ``agent:<agent>`` (``agent:*`` for a rule for every agent).
+"""
+
+from __future__ import annotations
+
+from procmem_core.errors import ParameterError
+from procmem_core.learnings.candidate import CandidateState
+from procmem_core.learnings.records import EVERY_AGENT
+from procmem_core.memory import AGENT_USER, MemoryStore, Principal, agent_tag
+
+
+def default_destination(source_kind: str) -> str:
+    """Knowledge for a bot's rule, memory otherwise."""
+    return "knowledge" if source_kind == "assistant_turn" else "memory"
+
+
+def memory_zone(source_kind: str, approver: Principal) -> str | None:
+    """The user scope of a memory promotion: the agent's ``-`` row for a bot's rule, the
+    shared zone (None) for a supporters candidate, the approver's user for a fact."""
+    if source_kind == "assistant_turn":
+        return AGENT_USER
+    if source_kind == "supporters":
+        return None
+    if approver.user_id is None:
+        raise ParameterError(
+            "principal.user_id",
+            None,
+            "a conversation-seeded fact is promoted to memory under the approver's user_id: "
+            "give the reviewing principal a user_id",
+        )
+    return approver.user_id
+
+
+def publish(
+    memory: MemoryStore | None,
+    c: CandidateState,
+    destination: str,
+    principal: Principal,
+    reason: str,
+) -> tuple[str, ...]:
+    """Write the promoted rule to ``destination``; returns the ids of the records written.
+    Every check comes first, so a refused promotion writes nothing."""
+    if memory is None:
+        raise ParameterError(
+            "memory", None, "a MemoryStore to promote into (LearningsQueue(memory=...))"
+        )
+    zone = memory_zone(c.source_kind, principal) if destination != "knowledge" else None
+    if c.agent is None:
+        tags: tuple[str, ...] = ()
+    else:
+        tags = ("agent:*",) if c.agent == EVERY_AGENT else (agent_tag(c.agent),)
+    common = {
+        "key": f"learning:{c.candidate_id}",
+        "namespace": c.namespace,
+        "tags": tags,
+        "actor": principal.name,
+        "lineage": (f"learning:{c.candidate_id}",),
+        "metadata": {
+            "candidate_id": c.candidate_id,
+            "source_kind": c.source_kind,
+            "reason": reason,
+        },
+    }
+    written = []
+    if destination in ("knowledge", "both"):
+        source = f"learning://{c.candidate_id}"
+        written.append(memory.set(c.text, "knowledge", source=source, **common).record_id)
+    if destination in ("memory", "both"):
+        written.append(memory.set(c.text, "semantic", user_id=zone, **common).record_id)
+    return tuple(written)

@@ -1,0 +1,417 @@
+"""``LearningsQueue``: the seed's learnings review queue (loom-procedures.txt).
+
+"Loom records the reviewer's choice and never makes it." Support never promotes.
+
+- ``propose`` (writer) and ``support`` (writer): any candidate other than a bot's rule is
+  written by the caller's own process (``conversation`` or ``supporters`` kind); a
+  supporter row holds the user, the session, the writer and the user's own quotes.
+- ``file_agent_rule`` (writer): with assistant-turn learnings on (``LearningsSettings``,
+  off by default), a rule a bot states about its own behaviour becomes an
+  ``assistant_turn`` candidate for the acting agent, never a memory; each session that
+  states it adds a supporter row with that user's quotes. A pinned token acts as the
+  agent it names; one naming no agent files no bot's rule.
+- ``list`` / ``get`` (viewer): by status (pending by default), source kind and agent.
+- ``review`` (admin): promote or reject with a reason; a promotion writes to memory,
+  knowledge or both (unset: knowledge for a bot's rule, memory otherwise) with the
+  candidate id as lineage; a bot's rule is tagged ``agent:<agent>``. Reviewing again
+  with the decision it holds is a no-op; rejecting a promoted candidate marks it
+  rejected and leaves what the promotion wrote (``MemoryStore.delete_source`` of
+  ``learning://<candidate_id>`` stops serving it).
+- ``quality`` (viewer): per namespace pending / promoted / rejected and the approve
+  ratio, for the conversation seeder by default.
+- ``erase_user`` (admin): deletes the user's supporter rows and their quotes; a pending
+  candidate left without a supporter is deleted, a decided one keeps its status row with
+  the rule blanked; a bot's rule whose last supporter was erased answers not found.
+
+``LearningsQueue()`` is in memory; ``LearningsQueue.open(path)`` writes through to the
+SQLite tables ``learnings_queue`` and ``learnings_supporters``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from procmem_core.errors import ParameterError, check_choice, check_text
+from procmem_core.graph.keys import check_namespace
+from procmem_core.learnings.candidate import CandidateState, check_support, fingerprint
+from procmem_core.learnings.erasure import plan_erasure
+from procmem_core.learnings.publish import default_destination, publish
+from procmem_core.learnings.records import (
+    DECISIONS,
+    DESTINATIONS,
+    SOURCE_KINDS,
+    STATUSES,
+    Decision,
+    Erasure,
+    Learning,
+    Quality,
+    ReviewResult,
+    Supporter,
+    UnknownLearning,
+)
+from procmem_core.learnings.settings import LearningsSettings
+from procmem_core.memory import NO_AGENT, MemoryStore, Principal
+from procmem_core.memory.journal import RowJournal
+
+CANDIDATES, SUPPORTERS = "learnings_queue", "learnings_supporters"
+CALLER_KINDS = ("conversation", "supporters")
+
+
+class LearningsQueue:
+    """Candidates and their supporters; see the module docstring."""
+
+    def __init__(
+        self, memory: MemoryStore | None = None, settings: LearningsSettings | None = None
+    ) -> None:
+        if memory is not None and not isinstance(memory, MemoryStore):
+            raise ParameterError("memory", memory, "expected a MemoryStore or None")
+        self.memory = memory
+        self.settings = settings if settings is not None else LearningsSettings()
+        if not isinstance(self.settings, LearningsSettings):
+            raise ParameterError("settings", settings, "expected LearningsSettings")
+        self._candidates: dict[str, CandidateState] = {}
+        self._by_print: dict[str, str] = {}
+        self._seq = 0
+        self._journal: RowJournal | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        memory: MemoryStore | None = None,
+        settings: LearningsSettings | None = None,
+    ) -> LearningsQueue:
+        """A queue kept in the SQLite file ``path`` (created if missing, else loaded)."""
+        queue = cls(memory, settings)
+        journal = RowJournal(path, "learnings", (CANDIDATES, SUPPORTERS))
+        for body in journal.load(CANDIDATES):
+            c = CandidateState.from_json(body)
+            queue._candidates[c.candidate_id] = c
+            queue._by_print[c.fingerprint] = c.candidate_id
+        for body in journal.load(SUPPORTERS):
+            row = Supporter.from_json(body)
+            queue._candidates[row.candidate_id].rows.append(row)
+        queue._seq = int(journal.meta("seq", 0))
+        queue._journal = journal
+        return queue
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self) -> LearningsQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self._candidates)
+
+    # -- bookkeeping --------------------------------------------------------------
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _commit(
+        self,
+        candidates: Sequence[CandidateState] = (),
+        rows: Sequence[Supporter] = (),
+        dropped: Sequence[str] = (),
+        dropped_rows: Sequence[str] = (),
+    ) -> None:
+        if self._journal is None:
+            return
+        self._journal.commit(
+            {
+                CANDIDATES: [(c.candidate_id, c.seq, c.to_json()) for c in candidates],
+                SUPPORTERS: [(r.row_id, r.seq, r.to_json()) for r in rows],
+            },
+            {CANDIDATES: list(dropped), SUPPORTERS: list(dropped_rows)},
+            {"seq": self._seq},
+        )
+
+    def _live(self, candidate_id: str) -> CandidateState:
+        c = self._candidates.get(candidate_id) if isinstance(candidate_id, str) else None
+        if c is None or c.hidden:
+            raise UnknownLearning(f"no learning {candidate_id!r}")
+        return c
+
+    def _find_or_new(
+        self, text: str, source_kind: str, agent: str | None, namespace: str
+    ) -> CandidateState:
+        """The candidate with this identity, or a new pending one (not yet written)."""
+        key = fingerprint(namespace, source_kind, agent, text)
+        held = self._by_print.get(key)
+        if held is not None:
+            return self._candidates[held]
+        seq = self._next()
+        return CandidateState(
+            candidate_id=f"lrn_{seq}",
+            namespace=namespace,
+            text=text,
+            fingerprint=key,
+            source_kind=source_kind,
+            agent=agent,
+            seq=seq,
+        )
+
+    def _keep(
+        self, c: CandidateState, rows: Sequence[Supporter] = (), text: str | None = None
+    ) -> Learning:
+        """Write the candidate (its rule restored to ``text`` when an erasure blanked it)
+        and its new rows through, then hold them; on a failed write nothing changes."""
+        before = c.text
+        if text is not None and not c.text:
+            c.text = text
+        try:
+            self._commit([c], rows)
+        except BaseException:
+            c.text = before
+            raise
+        self._candidates[c.candidate_id] = c
+        self._by_print[c.fingerprint] = c.candidate_id
+        c.rows.extend(rows)
+        return c.snapshot()
+
+    # -- writing candidates and support ----------------------------------------------
+
+    def propose(
+        self,
+        text: str,
+        *,
+        principal: Principal,
+        source_kind: str = "supporters",
+        namespace: str = "default",
+        agent: str | None = None,
+    ) -> Learning:
+        """A candidate written by the caller's process (``conversation`` or ``supporters``);
+        the same rule proposed again is the same candidate, whatever its status."""
+        _principal(principal).require("writer", "learnings.propose")
+        check_text("text", text)
+        if source_kind == "assistant_turn":
+            raise ParameterError(
+                "source_kind",
+                source_kind,
+                "a bot's rule is filed by extraction: use file_agent_rule",
+            )
+        check_choice("source_kind", source_kind, CALLER_KINDS)
+        if agent is not None:
+            check_text("agent", agent)
+        c = self._find_or_new(text, source_kind, agent, check_namespace(namespace))
+        return self._keep(c, text=text)
+
+    def support(
+        self,
+        candidate_id: str,
+        *,
+        principal: Principal,
+        user_id: str | None,
+        session_id: str,
+        quotes: Sequence[str],
+        confidence: float | None = None,
+    ) -> Learning:
+        """Add one supporter row (the user's own quotes) to a caller's candidate."""
+        _principal(principal).require("writer", "learnings.support")
+        c = self._live(candidate_id)
+        if c.source_kind == "assistant_turn":
+            raise ParameterError(
+                "candidate_id",
+                candidate_id,
+                "a bot's rule gains supporters as sessions state it (file_agent_rule)",
+            )
+        row = self._row(c, principal, user_id, session_id, quotes, confidence, "learnings.support")
+        return self._keep(c, [row])
+
+    def file_agent_rule(
+        self,
+        rule: str,
+        *,
+        principal: Principal,
+        agent: str | None,
+        user_id: str | None,
+        session_id: str,
+        quotes: Sequence[str],
+        confidence: float | None = None,
+        namespace: str = "default",
+    ) -> Learning | None:
+        """Extraction's bot rule: an ``assistant_turn`` candidate for the acting agent plus
+        this session's supporter row; None when assistant-turn learnings are off or the
+        call acts as no agent (a pinned token naming none)."""
+        _principal(principal).require("writer", "learnings.file_agent_rule")
+        check_text("rule", rule)
+        namespace = check_namespace(namespace)
+        if not self.settings.agent_learnings:
+            return None
+        acting = principal.acting_agent(agent)
+        if acting is None or acting == NO_AGENT:
+            return None
+        check_text("agent", acting)
+        c = self._find_or_new(rule, "assistant_turn", acting, namespace)
+        row = self._row(
+            c, principal, user_id, session_id, quotes, confidence, "learnings.file_agent_rule"
+        )
+        return self._keep(c, [row], text=rule)
+
+    def _row(self, c, principal, user_id, session_id, quotes, confidence, operation) -> Supporter:
+        user = principal.acting_user(user_id, operation)
+        quotes, confidence = check_support(session_id, quotes, confidence)
+        seq = self._next()
+        return Supporter(
+            row_id=f"sup_{seq}",
+            candidate_id=c.candidate_id,
+            user_id=user,
+            session_id=session_id,
+            writer=principal.name,
+            quotes=quotes,
+            confidence=confidence,
+            seq=seq,
+        )
+
+    # -- reading --------------------------------------------------------------------
+
+    def get(self, candidate_id: str, *, principal: Principal) -> Learning:
+        _principal(principal).require("viewer", "learnings.get")
+        return self._live(candidate_id).snapshot()
+
+    def supporter_rows(self, candidate_id: str, *, principal: Principal) -> tuple[Supporter, ...]:
+        """The candidate's remaining supporter rows, oldest first."""
+        _principal(principal).require("viewer", "learnings.supporters")
+        return tuple(self._live(candidate_id).rows)
+
+    def list(
+        self,
+        *,
+        principal: Principal,
+        status: str = "pending",
+        source_kind: str | None = None,
+        namespace: str | None = None,
+        agent: str | None = None,
+    ) -> builtins.list[Learning]:
+        """``learnings.list``: candidates by status (pending by default), source kind,
+        namespace and agent, oldest first."""
+        _principal(principal).require("viewer", "learnings.list")
+        check_choice("status", status, STATUSES)
+        if source_kind is not None:
+            check_choice("source_kind", source_kind, SOURCE_KINDS)
+        return [
+            c.snapshot()
+            for c in sorted(self._candidates.values(), key=lambda c: c.seq)
+            if not c.hidden
+            and c.status == status
+            and (source_kind is None or c.source_kind == source_kind)
+            and (namespace is None or c.namespace == namespace)
+            and (agent is None or c.agent == agent)
+        ]
+
+    def quality(
+        self,
+        *,
+        principal: Principal,
+        namespace: str | None = None,
+        source_kind: str = "conversation",
+    ) -> tuple[Quality, ...]:
+        """``learnings.quality``: per namespace, counts of every status row of the kind
+        (blanked ones included: their decision was made) and the approve ratio."""
+        _principal(principal).require("viewer", "learnings.quality")
+        check_choice("source_kind", source_kind, SOURCE_KINDS)
+        spaces = sorted(
+            {c.namespace for c in self._candidates.values()}
+            | ({check_namespace(namespace)} if namespace is not None else set())
+        )
+        return tuple(
+            Quality.of(
+                ns,
+                source_kind,
+                [
+                    c.status
+                    for c in self._candidates.values()
+                    if c.namespace == ns and c.source_kind == source_kind
+                ],
+            )
+            for ns in (spaces if namespace is None else [namespace])
+        )
+
+    # -- review and erasure ----------------------------------------------------------
+
+    def review(
+        self,
+        candidate_id: str,
+        decision: str,
+        *,
+        principal: Principal,
+        reason: str,
+        destination: str | None = None,
+    ) -> ReviewResult:
+        """``learnings.review`` (admin); see the module docstring."""
+        _principal(principal).require("admin", "learnings.review")
+        check_choice("decision", decision, tuple(DECISIONS))
+        check_text("reason", reason)
+        c = self._live(candidate_id)
+        if destination is not None and decision != "promote":
+            raise ParameterError("destination", destination, "only with decision='promote'")
+        if destination is not None:
+            check_choice("destination", destination, DESTINATIONS)
+        target = DECISIONS[decision]
+        if c.status == target:
+            return ReviewResult(learning=c.snapshot(), changed=False)
+        written: tuple[str, ...] = ()
+        if target == "promoted":
+            if not c.text:
+                raise ParameterError(
+                    "candidate_id",
+                    candidate_id,
+                    "its rule was blanked by a user erasure: nothing to promote",
+                )
+            destination = destination or default_destination(c.source_kind)
+            written = publish(self.memory, c, destination, principal, reason)
+        before = (c.status, list(c.decisions))
+        c.status = target
+        c.decisions.append(
+            Decision(
+                decision=decision,
+                reason=reason,
+                reviewer=principal.name,
+                destination=destination,
+                written=written,
+                seq=self._next(),
+            )
+        )
+        try:
+            learning = self._keep(c)
+        except BaseException:
+            c.status, c.decisions = before
+            raise
+        return ReviewResult(learning=learning, changed=True, written=written)
+
+    def erase_user(self, user_id: str, *, principal: Principal) -> Erasure:
+        """A user erasure (admin); see the module docstring."""
+        _principal(principal).require("admin", "learnings.erase_user")
+        check_text("user_id", user_id)
+        plan = plan_erasure(self._candidates.values(), user_id)
+        kept = [replace(c, text="", rows=[]) for c in plan.blanked]
+        self._commit(kept, (), [c.candidate_id for c in plan.deleted], plan.dropped_rows)
+        for cid, left in plan.remaining.items():
+            self._candidates[cid].rows = left
+        for c in plan.blanked:
+            c.text = ""
+        for c in plan.deleted:
+            del self._candidates[c.candidate_id]
+            del self._by_print[c.fingerprint]
+        return Erasure(
+            user_id=user_id,
+            supporter_rows=len(plan.dropped_rows),
+            deleted=tuple(c.candidate_id for c in plan.deleted),
+            blanked=tuple(c.candidate_id for c in plan.blanked),
+        )
+
+
+def _principal(principal: Principal) -> Principal:
+    if not isinstance(principal, Principal):
+        raise ParameterError("principal", principal, "expected a Principal (name and role)")
+    return principal

@@ -1,0 +1,402 @@
+"""``MemoryStore``: typed records with embeddings, in memory or on SQLite.
+
+The record store the seed's memory needs beside procedures (loom-procedures.txt,
+"Reflections" and "Learnings review queue"): ``set`` writes a typed record (text,
+embedding, tags, actor, namespace, user scope, lineage), ``search`` ranks records by
+cosine similarity to a query (``Embedder``: the graph package's, ``HashingEmbedder`` by
+default), ``knowledge_search`` reads knowledge rows without the agent filter,
+``delete_source`` is ``knowledge.delete`` of a document, ``lineage`` traces a record back
+(a promotion carries its candidate id), ``erase_user`` deletes a user's rows and
+``set_procedural`` applies the retyping rule (a procedure body goes to the
+``ProcedureStore``; any other procedural row is stored as ``semantic``, tagged
+``retyped_from:procedural``).
+
+``MemoryStore()`` keeps everything in memory; ``MemoryStore.open(path)`` writes every
+change through to the SQLite table ``memory_records`` (``memory.journal``), which may
+live in the same file as a ``ProcedureStore``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from procmem_core.errors import ParameterError, ProcmemError, check_choice, check_int, check_text
+from procmem_core.graph import HashingEmbedder, ProcedureStore
+from procmem_core.graph.keys import check_metadata, check_namespace, check_tags
+from procmem_core.graph.matching import Embedder
+from procmem_core.memory.access import READ_EVERY_AGENT, Principal, authorize, serves_agent
+from procmem_core.memory.index import VectorIndex
+from procmem_core.memory.journal import RowJournal
+from procmem_core.memory.records import (
+    HIDDEN_FROM_RECALL,
+    MEMORY_TYPES,
+    PROCEDURAL,
+    RETYPED_TAG,
+    Hit,
+    MemoryRecord,
+    Written,
+)
+
+TABLE = "memory_records"
+
+
+class UnknownRecord(ProcmemError, KeyError):
+    """No record with this id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def procedure_body(value: Any) -> tuple[str, tuple[str, ...]] | None:
+    """``(situation, steps)`` when ``value`` is a procedure body: a mapping with a non-empty
+    ``situation`` and at least two non-empty ``steps``; None for anything else."""
+    if not isinstance(value, Mapping):
+        return None
+    situation, steps = value.get("situation"), value.get("steps")
+    if not isinstance(situation, str) or not situation.strip():
+        return None
+    if isinstance(steps, str) or not isinstance(steps, Sequence) or len(steps) < 2:
+        return None
+    if not all(isinstance(s, str) and s.strip() for s in steps):
+        return None
+    return situation, tuple(steps)
+
+
+def procedural_text(value: Any) -> str:
+    """The text a retyped procedural row is stored and embedded with."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        parts = [str(value[k]) for k in ("name", "situation") if str(value.get(k) or "").strip()]
+        steps = value.get("steps")
+        if isinstance(steps, Sequence) and not isinstance(steps, str):
+            parts += [str(s) for s in steps if str(s).strip()]
+        elif isinstance(steps, str) and steps.strip():
+            parts.append(steps)
+        return ". ".join(parts)
+    return ""
+
+
+class MemoryStore:
+    """Typed records with embeddings; see the module docstring."""
+
+    def __init__(
+        self, embedder: Embedder | None = None, procedures: ProcedureStore | None = None
+    ) -> None:
+        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        if not isinstance(self.embedder, Embedder):
+            raise ParameterError("embedder", embedder, "expected an Embedder (dim, embed(texts))")
+        if procedures is not None and not isinstance(procedures, ProcedureStore):
+            raise ParameterError("procedures", procedures, "expected a ProcedureStore or None")
+        self.procedures = procedures
+        self._records: dict[str, MemoryRecord] = {}
+        self._index = VectorIndex(self.embedder)
+        self._next = 1
+        self._journal: RowJournal | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        embedder: Embedder | None = None,
+        procedures: ProcedureStore | None = None,
+        synchronous: str = "NORMAL",
+    ) -> MemoryStore:
+        """A store kept in the SQLite file ``path`` (created if missing, else loaded)."""
+        store = cls(embedder, procedures)
+        journal = RowJournal(path, "memory", (TABLE,), synchronous=synchronous)
+        records = [MemoryRecord.from_json(b) for b in journal.load(TABLE)]
+        if records:
+            vectors = store._index.embed([r.text for r in records])
+            for record, vector in zip(records, vectors, strict=True):
+                store._records[record.record_id] = record
+                store._index.put(record.record_id, vector)
+        store._next = int(journal.meta("next_id", 1))
+        store._journal = journal
+        return store
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _write(self, upserts: Sequence[MemoryRecord], deleted: Sequence[str] = ()) -> None:
+        if self._journal is not None:
+            self._journal.commit(
+                {TABLE: [(r.record_id, r.seq, r.to_json()) for r in upserts]},
+                {TABLE: list(deleted)},
+                {"next_id": self._next},
+            )
+
+    def set(
+        self,
+        text: str,
+        memory_type: str = "semantic",
+        *,
+        key: str | None = None,
+        namespace: str = "default",
+        tags: Sequence[str] = (),
+        actor: str | None = None,
+        user_id: str | None = None,
+        source: str | None = None,
+        lineage: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        principal: Principal | None = None,
+    ) -> MemoryRecord:
+        """Write one record (``memory.set``); a ``key`` already held in the namespace for
+        the same user is replaced in place. ``actor`` defaults to the principal's name."""
+        authorize(principal, "writer", "memory.set")
+        if memory_type == PROCEDURAL:
+            raise ParameterError(
+                "memory_type",
+                memory_type,
+                "use set_procedural: a procedure body goes to the "
+                "ProcedureStore, any other procedural row is retyped",
+            )
+        check_choice("memory_type", memory_type, MEMORY_TYPES)
+        fields = self._check_fields(text, key, namespace, tags, actor, user_id, source, lineage)
+        meta = check_metadata(metadata)
+        if actor is None and principal is not None:
+            fields["actor"] = principal.name
+        held = self._keyed(fields["namespace"], key, user_id) if key is not None else None
+        record_id = held.record_id if held else f"mem_{self._next}"
+        seq = held.seq if held else self._next
+        record = MemoryRecord(
+            record_id=record_id, memory_type=memory_type, metadata=meta, seq=seq, **fields
+        )
+        vector = self._index.embed([record.text])[0]
+        next_before = self._next
+        if held is None:
+            self._next += 1
+        try:
+            self._write([record])
+        except BaseException:
+            self._next = next_before
+            raise
+        self._records[record_id] = record
+        self._index.put(record_id, vector)
+        return record
+
+    @staticmethod
+    def _check_fields(text, key, namespace, tags, actor, user_id, source, lineage) -> dict:
+        check_text("text", text)
+        for name, value in (
+            ("key", key),
+            ("actor", actor),
+            ("user_id", user_id),
+            ("source", source),
+        ):
+            if value is not None:
+                check_text(name, value)
+        if isinstance(lineage, str) or not isinstance(lineage, Sequence):
+            raise ParameterError("lineage", lineage, "expected a list of keys")
+        for item in lineage:
+            check_text("lineage", item)
+        return {
+            "text": text,
+            "key": key,
+            "namespace": check_namespace(namespace),
+            "tags": check_tags(tags),
+            "actor": actor,
+            "user_id": user_id,
+            "source": source,
+            "lineage": tuple(lineage),
+        }
+
+    def _keyed(self, namespace: str, key: str, user_id: str | None) -> MemoryRecord | None:
+        for r in self._records.values():
+            if (r.namespace, r.key, r.user_id) == (namespace, key, user_id):
+                return r
+        return None
+
+    def set_procedural(
+        self,
+        value: Any,
+        *,
+        name: str | None = None,
+        namespace: str = "default",
+        tags: Sequence[str] = (),
+        actor: str | None = None,
+        user_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        principal: Principal | None = None,
+    ) -> Written:
+        """A procedural row: a procedure body (``{"name", "situation", "steps": [2+]}``)
+        is added to the ``ProcedureStore``; anything else is stored as ``semantic``,
+        tagged ``retyped_from:procedural`` (seed: "A procedural row written with
+        memory.set that is not a procedure body ... is stored as semantic")."""
+        authorize(principal, "writer", "memory.set")
+        body = procedure_body(value)
+        actor = actor if actor is not None else (principal.name if principal else None)
+        if body is None:
+            text = procedural_text(value)
+            if not text.strip():
+                raise ParameterError("value", value, "expected a procedure body or some text")
+            meta = {**check_metadata(metadata), "procedural_body": _plain(value)}
+            record = self.set(
+                text,
+                "semantic",
+                namespace=namespace,
+                tags=[*tags, RETYPED_TAG],
+                actor=actor,
+                user_id=user_id,
+                metadata=meta,
+                principal=principal,
+            )
+            return Written(kind="memory", record=record)
+        if self.procedures is None:
+            raise ParameterError(
+                "procedures",
+                None,
+                "a ProcedureStore to hold procedure bodies (MemoryStore(procedures=...))",
+            )
+        title = value.get("name", name)
+        situation, steps = body
+        meta = {**check_metadata(metadata), **({"actor": actor} if actor else {})}
+        stored = self.procedures.add(
+            check_text("name", title),
+            situation,
+            list(steps),
+            tags=[*tags, *value.get("tags", ())],
+            metadata=meta,
+            namespace=namespace,
+        )
+        return Written(kind="procedure", procedure=stored)
+
+    def delete(self, record_id: str) -> MemoryRecord:
+        """Remove one record; returns it."""
+        record = self.get(record_id)
+        self._write([], [record_id])
+        del self._records[record_id]
+        self._index.remove(record_id)
+        return record
+
+    def delete_source(self, source: str, principal: Principal | None = None) -> int:
+        """``knowledge.delete``: remove every record of the document ``source`` (e.g.
+        ``learning://<candidate_id>``); returns how many were removed."""
+        authorize(principal, "writer", "knowledge.delete")
+        check_text("source", source)
+        return self._delete_where(lambda r: r.source == source)
+
+    def erase_user(self, user_id: str, principal: Principal | None = None) -> int:
+        """A user erasure: delete every record under ``user_id``; returns how many."""
+        authorize(principal, "admin", "memory.erase_user")
+        check_text("user_id", user_id)
+        return self._delete_where(lambda r: r.user_id == user_id)
+
+    def _delete_where(self, doomed) -> int:
+        ids = [i for i, r in self._records.items() if doomed(r)]
+        if ids:
+            self._write([], ids)
+        for i in ids:
+            del self._records[i]
+            self._index.remove(i)
+        return len(ids)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def get(self, record_id: str) -> MemoryRecord:
+        record = self._records.get(record_id) if isinstance(record_id, str) else None
+        if record is None:
+            raise UnknownRecord(f"no memory record {record_id!r}")
+        return record
+
+    def records(
+        self, memory_type: str | None = None, namespace: str | None = None
+    ) -> builtins.list[MemoryRecord]:
+        """Every record (of a type, in a namespace), in write order."""
+        if memory_type is not None:
+            check_choice("memory_type", memory_type, MEMORY_TYPES)
+        return sorted(
+            (
+                r
+                for r in self._records.values()
+                if (memory_type is None or r.memory_type == memory_type)
+                and (namespace is None or r.namespace == namespace)
+            ),
+            key=lambda r: r.seq,
+        )
+
+    def lineage(self, record_id: str) -> tuple[str, ...]:
+        """``memory.lineage``: the keys the record came from (``learning:<candidate_id>``
+        for a promoted learning; runs and procedures for a reflection)."""
+        return self.get(record_id).lineage
+
+    def search(
+        self,
+        query: str,
+        memory_type: str | None = None,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        top_k: int = 5,
+        agent: str | None = READ_EVERY_AGENT,
+        user_id: str | None = None,
+        tags: Sequence[str] = (),
+        principal: Principal | None = None,
+    ) -> builtins.list[Hit]:
+        """Records most similar to ``query``, best first (ties: oldest first).
+
+        ``memory_type`` None searches every type except reflections (unfiltered recall
+        never returns them); a type searches that type only. ``agent`` is the reading
+        agent (``access.serves_agent``); a principal reads as ``acting_agent(agent)`` and,
+        when pinned, as its pinned user. ``user_id`` limits user rows to that user's.
+        """
+        authorize(principal, "viewer", "memory.search")
+        check_text("query", query)
+        top_k = check_int("top_k", top_k, minimum=1)
+        if memory_type is not None:
+            check_choice("memory_type", memory_type, MEMORY_TYPES)
+        if principal is not None:
+            agent = principal.acting_agent(agent)
+            user_id = principal.read_user_id if principal.pinned else user_id
+        spaces = {namespace} if isinstance(namespace, str) else namespace
+        want = set(check_tags(tags))
+        sims = self._index.similarities(self._index.embed([query])[0])
+        hits = []
+        for row, record_id in enumerate(self._index.ids):
+            r = self._records[record_id]
+            if memory_type is None and r.memory_type in HIDDEN_FROM_RECALL:
+                continue
+            if memory_type is not None and r.memory_type != memory_type:
+                continue
+            if spaces is not None and r.namespace not in spaces:
+                continue
+            if not (want <= set(r.tags) and serves_agent(r.tags, agent) and r.visible_to(user_id)):
+                continue
+            hits.append(Hit(record=r, score=float(sims[row])))
+        hits.sort(key=lambda h: (-h.score, h.record.seq))
+        return hits[:top_k]
+
+    def knowledge_search(
+        self,
+        query: str,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        top_k: int = 5,
+        principal: Principal | None = None,
+    ) -> builtins.list[Hit]:
+        """``knowledge.search``: knowledge rows, not filtered by agent (any agent that can
+        read the namespace finds a bot's rule there)."""
+        authorize(principal, "viewer", "knowledge.search")
+        return self.search(
+            query, "knowledge", namespace=namespace, top_k=top_k, agent=READ_EVERY_AGENT
+        )
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON-able data (for the retyped row's metadata)."""
+    return check_metadata({"v": value if not isinstance(value, tuple) else list(value)})["v"]

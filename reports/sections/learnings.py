@@ -1,0 +1,313 @@
+"""The learnings review queue: which review policy promotes the right bot rules?
+
+A *policy* is what the reviewer reads the queue with (``scenario.min_writers``,
+``scenario.min_users``, ``scenario.combine``); every other swept param is a *condition*
+(the multi-user writer's share, the reviewer's accuracy, ...). A policy is judged by its
+worst swept condition (``reports.evidence.worst_case``), as the gate section judges
+gates: feasible when its worst precision reaches ``TARGET_PRECISION``; among feasible
+policies the shortest worst-case wait of a helpful rule (``helpful_wait``: sessions until
+promotion, a rule never promoted counted at the horizon) wins, ties broken by the harmful
+rules' serving. Policies the sweep cannot tell apart from the pick (wait within
+``NOISE_Z`` SE of the difference, worst precision within ``NOISE_Z`` SE of the target)
+are named, so the sentence never claims more than the numbers hold.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+from matplotlib.figure import Figure as MplFigure
+
+from procmem_core.learnings import ReviewPolicy
+from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
+from reports.configs import label
+from reports.document import Figure, Section, Table
+from reports.evidence import NOISE_Z, fmt_metric, se_of, worst_case
+from reports.options import ReportOptions
+from reports.recommend import Recommendation, _pick_best, _rank
+from reports.sections import report_section
+from reports.source import Sweep
+from reports.summary import short_name
+
+TARGET_PRECISION = 0.9
+"""The share of promoted rules that must be helpful in a policy's worst condition."""
+POLICY_KEYS = ("min_writers", "min_users", "combine")
+WORST = {
+    "precision": False,
+    "recall": False,
+    "helpful_wait": True,
+    "sessions_to_promotion": True,
+    "harmful_served_sessions": True,
+}
+"""Metric -> higher is worse (for ``worst_case``)."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+ASSUMPTIONS = (
+    "What the scenario assumes: each rule's worth is fixed and known to the simulation; a "
+    "helpful rule is endorsed more often than a neutral or a harmful one (per-session "
+    "rates by kind, the same for every user: if users endorsed harmful rules as often, "
+    "support would carry no signal and only the reviewer would protect); honest users write "
+    "through tokens pinned to them (one writer per user), a multi-user writer is one "
+    "unpinned token filing its pushed rules (chosen without regard to their worth) under "
+    "ids from its own pool; an erased user keeps using the service; the reviewer sees a "
+    "candidate once it meets the bar, after the review delay, and is right with the "
+    "stated accuracy whatever the rule; rejected rules never come back."
+)
+
+
+@dataclass
+class PolicyRuns:
+    """Finished learnings runs with ``policy`` and ``condition`` labels."""
+
+    rows: pd.DataFrame
+    policy_cols: list[str]
+    condition_cols: list[str]
+
+
+def _param(row: pd.Series, key: str, default):
+    value = row.get(f"params.scenario.{key}", default)
+    return default if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def policy_text(row: pd.Series) -> str:
+    """The policy a run's reviewer followed, as ``ReviewPolicy.describe`` says it."""
+    policy = ReviewPolicy(
+        int(_param(row, "min_writers", 3)),
+        int(_param(row, "min_users", 0)),
+        str(_param(row, "combine", "and")),
+    )
+    return policy.describe()
+
+
+def policy_runs(sweep: Sweep) -> PolicyRuns | None:
+    runs = sweep.scenario_runs("learnings")
+    runs = runs[runs["status"] == "FINISHED"].reset_index(drop=True)
+    if runs.empty or any(m not in runs.columns for m in ("precision", "helpful_wait")):
+        return None
+    swept = [
+        p
+        for p in sweep.param_names
+        if p.startswith("params.scenario.") and runs[p].map(repr).nunique(dropna=False) > 1
+    ]
+    policy_cols = [p for p in swept if p.split(".")[-1] in POLICY_KEYS]
+    condition_cols = [p for p in swept if p not in policy_cols and p.split(".")[-1] != "seed"]
+    runs["policy"] = [policy_text(r) for _, r in runs.iterrows()]
+    runs["condition"] = [label(r, condition_cols, "as configured") for _, r in runs.iterrows()]
+    return PolicyRuns(runs, policy_cols, condition_cols)
+
+
+def recommend_policy(worst: pd.DataFrame, target: float = TARGET_PRECISION) -> Recommendation:
+    """The feasible policy with the shortest worst-case ``helpful_wait`` (module docstring);
+    ``tied_with``: policies the sweep's noise cannot separate from it."""
+    t = worst.copy()
+    t["feasible"] = t["precision"] >= target
+    t["shortfall"] = (target - t["precision"]).clip(lower=0)
+    t["objective"] = t["helpful_wait"].astype(float)
+    t["_label"] = t["policy"].astype(str)
+    ranked = _rank(t, ["harmful_served_sessions", "_label"])
+    pick, _ = _pick_best(ranked, "policy")
+    tied = []
+    for _, r in ranked.iloc[1:].iterrows():
+        gap = abs(float(r["objective"]) - float(pick["objective"]))
+        noise = math.hypot(_se0(r, "helpful_wait"), _se0(pick, "helpful_wait"))
+        near_target = float(r["precision"]) + NOISE_Z * _se0(r, "precision") >= target
+        if gap <= NOISE_Z * noise and near_target:
+            tied.append(str(r["policy"]))
+    return Recommendation(
+        "learnings",
+        pick,
+        bool(pick["feasible"]),
+        ranked,
+        "policy",
+        tied_with=tuple(tied),
+        sentence=_sentence(pick, tied, target, worst),
+    )
+
+
+def _se0(row: pd.Series, metric: str) -> float:
+    se = se_of(row, metric)
+    return 0.0 if math.isnan(se) else se
+
+
+def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFrame) -> str:
+    n = int(pick.get("conditions", 1))
+    if n > 1:
+        where = f"judged by its worst of {n} swept conditions (each figure at its own worst)"
+        least, most = "at least ", "at most "
+    else:
+        where, least, most = "in the one condition run", "", ""
+    what = (
+        f"{pick['policy']}, {where}: precision {least}{fmt_metric(pick, 'precision')} (target "
+        f"{target:g}), a helpful rule waits {most}{fmt_metric(pick, 'helpful_wait')} sessions "
+        f"(never promoted counted at the horizon), recall {least}{fmt_metric(pick, 'recall')}, "
+        f"harmful rules served in {most}{fmt_metric(pick, 'harmful_served_sessions')} "
+        "conversations per replication"
+    )
+    if len(worst) == 1:
+        return f"One review policy ran: {what}; sweep learnings_review to compare policies."
+    if not pick["feasible"]:
+        return (
+            f"No swept policy reaches precision {target:g} in every condition; the nearest "
+            f"is {what}."
+        )
+    head = f"Review with {what}"
+    if float(pick["precision"]) - NOISE_Z * _se0(pick, "precision") < target:
+        head += f"; its worst precision is within {NOISE_Z:g} SE of the target"
+    if tied:
+        head += f"; this sweep cannot tell it apart from {', '.join(tied)}"
+    return head + "."
+
+
+def _ranked_table(ranked: pd.DataFrame) -> pd.DataFrame:
+    out = pd.DataFrame({"policy": ranked["policy"], "meets target": ranked["feasible"]})
+    for m in (
+        "precision",
+        "helpful_wait",
+        "sessions_to_promotion",
+        "recall",
+        "harmful_served_sessions",
+    ):
+        out[f"worst {m.replace('_', ' ')}"] = [fmt_metric(r, m) for _, r in ranked.iterrows()]
+    out["conditions"] = ranked["conditions"].astype(int)
+    return out.reset_index(drop=True)
+
+
+def _per_condition(rows: pd.DataFrame, target: float) -> pd.DataFrame:
+    out = []
+    for cond, g in rows.groupby("condition", sort=True):
+        rec = recommend_policy(g.assign(conditions=1).reset_index(drop=True), target)
+        out.append(
+            {
+                "condition": cond,
+                "meets target": rec.feasible,
+                "pick": rec.label,
+                "precision": fmt_metric(rec.pick, "precision"),
+                "helpful wait": fmt_metric(rec.pick, "helpful_wait"),
+                "not separable from": ", ".join(rec.tied_with),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def precision_figure(rows: pd.DataFrame, target: float) -> MplFigure:
+    """Precision against sessions to promotion, every policy in every condition."""
+    fig, axes = new_figure(11.0, 4.6, ncols=2)
+    colours = palette(rows["policy"])
+    low = float((rows["precision"] - 1.96 * rows["precision_se"].fillna(0)).min())
+    markers = {
+        c: MARKERS[i % len(MARKERS)] for i, c in enumerate(sorted(rows["condition"].unique()))
+    }
+    for ax, x, name in (
+        (axes[0], "sessions_to_promotion", "sessions until promotion (promoted helpful rules)"),
+        (axes[1], "helpful_wait", "sessions until promotion (every helpful rule; never = horizon)"),
+    ):
+        for _, r in rows.iterrows():
+            ax.errorbar(
+                r[x],
+                r["precision"],
+                xerr=1.96 * _se0(r, x),
+                yerr=1.96 * _se0(r, "precision"),
+                fmt=markers[r["condition"]],
+                color=colours[r["policy"]],
+                ms=5,
+                capsize=2,
+            )
+        ax.axhline(target, color=TARGET_COLOUR, linestyle="--", linewidth=1)
+        ax.set(
+            xlabel=name,
+            ylabel="precision (share of promoted rules that are helpful)",
+            ylim=(max(0.0, low - 0.05), 1.02),
+        )
+        ax.grid(alpha=0.3)
+    for p, c in colours.items():
+        axes[1].plot([], [], "o", color=c, label=p)
+    for cond, mk in markers.items():
+        axes[1].plot([], [], mk, color="black", label=cond)
+    legend_outside(axes[1], "policy / condition")
+    fig.suptitle("Precision against sessions to promotion (bars: 95 % Monte Carlo intervals)")
+    return fig
+
+
+def _writer_table(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """Per policy, the condition in which its reviewer promoted the most of the writer's
+    pushed non-helpful rules (the inflation itself does not depend on the policy)."""
+    if "pushed_promoted_rate" not in rows:
+        return None
+    t = rows.dropna(subset=["pushed_promoted_rate"])
+    if t.empty:
+        return None
+    t = t.loc[t.groupby("policy")["pushed_promoted_rate"].idxmax()].sort_values(
+        "pushed_promoted_rate", ascending=False
+    )
+    return pd.DataFrame(
+        {
+            "policy": t["policy"],
+            "condition": t["condition"],
+            "pushed non-helpful rules promoted": [
+                fmt_metric(r, "pushed_promoted_rate") for _, r in t.iterrows()
+            ],
+            "supporter_count / supporter_writers (pushed rules)": [
+                fmt_metric(r, "pushed_count_per_writer") for _, r in t.iterrows()
+            ],
+            "ids one writer sent per rule": [
+                fmt_metric(r, "fabricated_ids_per_writer") for _, r in t.iterrows()
+            ],
+            "exact": t["fabricated_ids_per_writer_exact"],
+        }
+    ).reset_index(drop=True)
+
+
+def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section | None:
+    runs = policy_runs(sweep)
+    if runs is None:
+        return None
+    rows = runs.rows
+    worst = worst_case(rows, "policy", {m: w for m, w in WORST.items() if m in rows})
+    rec = recommend_policy(worst, target)
+    conds = ", ".join(short_name(c) for c in runs.condition_cols) or "none"
+    blocks: list = [
+        Table(
+            f"Review policies ranked by their worst case over the swept conditions ({conds});"
+            f" target precision >= {target:g} (value ± Monte Carlo SE)",
+            _ranked_table(rec.ranked),
+        ),
+        f"Precision: helpful rules among the rules promoted. Helpful wait: sessions until a "
+        f"helpful rule is promoted, a rule never promoted counted at the horizon (so a policy "
+        f"cannot look fast by promoting few). Two figures are called apart only when they "
+        f"differ by more than {NOISE_Z:g} standard errors of the difference.",
+    ]
+    if rows["condition"].nunique() > 1:
+        blocks.append(
+            Table("Best policy in each swept condition on its own", _per_condition(rows, target))
+        )
+    blocks.append(
+        Figure(
+            "learnings_precision_vs_promotion",
+            png_bytes(precision_figure(rows, target)),
+            "Precision against sessions to promotion for every policy (colour) in "
+            "every condition (marker); dashed: the target precision. Left: mean over "
+            "promoted helpful rules; right: over every helpful rule, never promoted "
+            "counted at the horizon.",
+        )
+    )
+    writers = _writer_table(rows)
+    if writers is not None:
+        blocks.append(
+            Table(
+                "One multi-user writer: how far it inflates supporter_count against "
+                "supporter_writers, the distinct ids it sent per pushed rule (exact: "
+                "occupancy), and the share of its non-helpful rules promoted",
+                writers,
+            )
+        )
+    blocks.append(ASSUMPTIONS)
+    return Section("learnings", "Learnings review queue: which review policy", rec.sentence, blocks)
+
+
+@report_section("learnings", order=60)
+def _learnings_report(sweep: Sweep, options: ReportOptions) -> Section | None:
+    return learnings_section(sweep)
+
+
+__all__ = ["learnings_section", "policy_runs", "recommend_policy"]

@@ -1,0 +1,278 @@
+"""ReflectionsScenario: is the distill worker's pair a true contrast?
+
+A loop-like world (the loop's task situations, ``loop_world.TASKS``): each of ``tasks``
+tasks has a helpful procedure (success ``p_good``) and a harmful one (``p_bad``); each
+session draws a task uniformly, follows the harmful procedure with probability
+``harmful_share``, succeeds with the procedure's rate, and is labelled by a judge that is
+unsure with probability ``unsure_rate`` (then the label is a fair coin at confidence 0.5)
+and otherwise right at confidence ``sure_confidence``. The session's text is its
+situation, the procedure followed and its steps, and a line naming the customer.
+
+After ``sessions`` sessions the real ``DistillWorker`` (enabled here; off by default in
+the engine) pairs and distils them through the offline model server
+(``simulators.llm_server``, started for the run), with ``max_pairs``,
+``similarity_floor``, ``min_confidence`` and ``match_on`` as set.
+
+Metrics (``add_ratio`` over replications):
+
+- ``true_contrast_rate``: pairs whose failed session followed the harmful procedure;
+- ``opposite_pair_rate``: ... and whose successful session followed the helpful one;
+- ``same_procedure_rate``: both sessions followed the same procedure (the difference the
+  model is asked to distil is then not the procedure); ``same_task_rate``;
+- ``lesson_helpful_rate`` / ``lesson_harmful_rate``: reflections whose first lesson tells
+  the agent to follow the helpful / the harmful procedure; ``junk_lesson_rate``:
+  reflections with lessons, none naming a procedure;
+- ``pairs``, ``unpaired`` (confident failures without a partner above the floor),
+  ``distill_faults`` (per replication).
+
+Exact where it applies (``match_on="situation"`` and a floor above every cross-task
+similarity, so each confident failure is paired with the earliest success of its own
+task, whose procedure is independent of the failure's): with ``P(flag | p) = (1 - u)(1 -
+p)[c >= t] + (u / 2)[0.5 >= t]`` and ``P(ok | p) = (1 - u) p + u / 2``,
+``true_contrast_rate_exact = P(harmful | flagged) = h P(flag | p_bad) / (h P(flag |
+p_bad) + (1 - h) P(flag | p_good))``, ``opposite_pair_rate_exact = P(harmful | flagged)
+P(helpful | labelled ok)``, equal to ``lesson_helpful_rate_exact``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
+from procmem_core.graph import HashingEmbedder
+from procmem_core.memory import MemoryStore
+from procmem_core.reflections import MATCH_ON, DistillSettings, SessionOutcome, read_reflection
+from simulators.llm_server import DEFAULT_MODEL, OfflineServer
+from simulators.result import ScenarioResult
+from simulators.scenarios.base import Scenario
+from simulators.scenarios.loop_world import TASKS
+
+PROCEDURES = ("helpful", "harmful")
+STEPS = {
+    "helpful": (
+        "look the case up in the ledger",
+        "check the policy for the case",
+        "confirm the outcome with the customer",
+    ),
+    "harmful": ("act on the first guess", "skip the policy check", "close the ticket at once"),
+}
+
+
+def procedure_name(task: int, which: str) -> str:
+    return f"procedure: {which} approach to task {task}"
+
+
+@dataclass(frozen=True)
+class ReflectionsScenario(Scenario):
+    """How often the distill worker's pair contrasts the harmful with the helpful procedure."""
+
+    name: ClassVar[str] = "reflections"
+
+    tasks: int = 4
+    sessions: int = 40
+    p_good: float = 0.8
+    p_bad: float = 0.3
+    harmful_share: float = 0.5
+    unsure_rate: float = 0.2
+    sure_confidence: float = 0.9
+    min_confidence: float = 0.8
+    similarity_floor: float = 0.5
+    max_pairs: int = 5
+    match_on: str = "situation"
+    customers: int = 50
+    replications: int = 100
+    chunk_size: ClassVar[int] = 1
+    min_replications: ClassVar[int] = 2
+
+    def __post_init__(self) -> None:
+        check_int("tasks", self.tasks, minimum=1, maximum=len(TASKS))
+        check_int("sessions", self.sessions, minimum=2, maximum=10_000)
+        for name in (
+            "p_good",
+            "p_bad",
+            "harmful_share",
+            "unsure_rate",
+            "sure_confidence",
+            "min_confidence",
+            "similarity_floor",
+        ):
+            check_probability(name, getattr(self, name))
+        if self.sure_confidence < 0.5:
+            raise ParameterError("sure_confidence", self.sure_confidence, "expected >= 0.5")
+        check_int("max_pairs", self.max_pairs, minimum=1)
+        check_choice("match_on", self.match_on, MATCH_ON)
+        check_int("customers", self.customers, minimum=1)
+        self.check_replications()
+
+    @property
+    def settings(self) -> DistillSettings:
+        return DistillSettings(
+            enabled=True,
+            max_pairs=self.max_pairs,
+            similarity_floor=self.similarity_floor,
+            min_confidence=self.min_confidence,
+            match_on=self.match_on,
+        )
+
+    @property
+    def exact_regime(self) -> bool:
+        """Situation matching with a floor above every cross-task similarity."""
+        if self.match_on != "situation":
+            return False
+        v = HashingEmbedder().embed(list(TASKS[: self.tasks]))
+        sims = v @ v.T
+        cross = sims[~np.eye(self.tasks, dtype=bool)]
+        return bool(cross.size == 0 or cross.max() < self.similarity_floor)
+
+    def exact(self) -> dict[str, float]:
+        """The exact rates of the module docstring (valid in ``exact_regime``)."""
+        u, c, t = self.unsure_rate, self.sure_confidence, self.min_confidence
+
+        def flag(p: float) -> float:
+            return (1 - u) * (1 - p) * (c >= t) + (u / 2) * (t <= 0.5)
+
+        def ok(p: float) -> float:
+            return (1 - u) * p + u / 2
+
+        h = self.harmful_share
+        bad_f, good_f = h * flag(self.p_bad), (1 - h) * flag(self.p_good)
+        bad_ok, good_ok = h * ok(self.p_bad), (1 - h) * ok(self.p_good)
+        harmful_given_flag = bad_f / (bad_f + good_f) if bad_f + good_f > 0 else float("nan")
+        helpful_given_ok = good_ok / (good_ok + bad_ok) if good_ok + bad_ok > 0 else float("nan")
+        return {
+            "true_contrast_rate": harmful_given_flag,
+            "opposite_pair_rate": harmful_given_flag * helpful_given_ok,
+            "lesson_helpful_rate": harmful_given_flag * helpful_given_ok,
+        }
+
+    def run(self, seed: int) -> ScenarioResult:
+        # the model client is loaded here, not at import: a job that does not run this
+        # scenario never loads openai
+        from procmem_core.learn import LLMConfig, make_client
+
+        logs = []
+        with OfflineServer() as server:
+            config = LLMConfig(base_url=server.base_url, model=DEFAULT_MODEL, max_retries=0)
+            client = make_client(config)
+            for chunk in self.chunks(seed):
+                logs.append(self._replication(chunk.rng, client, config))
+        return self._result(logs)
+
+    def _replication(self, rng: np.random.Generator, client, config) -> dict:
+        tasks = rng.integers(self.tasks, size=self.sessions)
+        harmful = rng.random(self.sessions) < self.harmful_share
+        p = np.where(harmful, self.p_bad, self.p_good)
+        ok = rng.random(self.sessions) < p
+        unsure = rng.random(self.sessions) < self.unsure_rate
+        coin = rng.random(self.sessions) < 0.5
+        customer = rng.integers(self.customers, size=self.sessions)
+        label = np.where(unsure, coin, ok)
+        confidence = np.where(unsure, 0.5, self.sure_confidence)
+        sessions, truth = [], {}
+        for i in range(self.sessions):
+            which = PROCEDURES[int(harmful[i])]
+            task = int(tasks[i])
+            lines = [
+                TASKS[task],
+                procedure_name(task, which),
+                *STEPS[which],
+                f"the user is customer {int(customer[i])}",
+            ]
+            sid = f"s{i}"
+            truth[sid] = (task, which)
+            sessions.append(
+                SessionOutcome(
+                    session_id=sid,
+                    text="\n".join(lines),
+                    ok=bool(label[i]),
+                    confidence=float(confidence[i]),
+                    situation=TASKS[task],
+                )
+            )
+        from procmem_core.reflections.distill import DistillWorker
+
+        worker = DistillWorker(MemoryStore(), client, config, self.settings)
+        report = worker.run(sessions)
+        return {"truth": truth, "report": report}
+
+    def _result(self, logs: list[dict]) -> ScenarioResult:
+        keys = (
+            "pairs",
+            "true",
+            "opposite",
+            "same_proc",
+            "same_task",
+            "reflections",
+            "good",
+            "bad",
+            "junk",
+            "unpaired",
+            "faults",
+        )
+        per = {k: [] for k in keys}
+        rows = []
+        for i, log in enumerate(logs):
+            truth, report = log["truth"], log["report"]
+            pairs = report.pairing.pairs
+            kinds = [(truth[pp.failed.session_id], truth[pp.succeeded.session_id]) for pp in pairs]
+            per["pairs"].append(len(pairs))
+            per["true"].append(sum(f[1] == "harmful" for f, _ in kinds))
+            per["opposite"].append(sum(f[1] == "harmful" and s[1] == "helpful" for f, s in kinds))
+            per["same_proc"].append(sum(f[1] == s[1] for f, s in kinds))
+            per["same_task"].append(sum(f[0] == s[0] for f, s in kinds))
+            per["unpaired"].append(report.pairing.unpaired)
+            per["faults"].append(len(report.faults))
+            lessons = [read_reflection(r).lessons for r in report.reflections]
+            per["reflections"].append(len(lessons))
+            per["good"].append(
+                sum(bool(x) and x[0].startswith("Do: procedure: helpful") for x in lessons)
+            )
+            per["bad"].append(
+                sum(bool(x) and x[0].startswith("Do: procedure: harmful") for x in lessons)
+            )
+            per["junk"].append(
+                sum(bool(x) and not any("procedure:" in y for y in x) for x in lessons)
+            )
+            for pp, (f, s) in zip(pairs, kinds, strict=True):
+                rows.append(
+                    {
+                        "replication": i,
+                        "failed_task": f[0],
+                        "failed_procedure": f[1],
+                        "succeeded_task": s[0],
+                        "succeeded_procedure": s[1],
+                        "similarity": pp.similarity,
+                    }
+                )
+        result = self.new_result()
+        for name, key in (
+            ("true_contrast_rate", "true"),
+            ("opposite_pair_rate", "opposite"),
+            ("same_procedure_rate", "same_proc"),
+            ("same_task_rate", "same_task"),
+        ):
+            result.add_ratio(name, per[key], per["pairs"])
+        for name, key in (
+            ("lesson_helpful_rate", "good"),
+            ("lesson_harmful_rate", "bad"),
+            ("junk_lesson_rate", "junk"),
+        ):
+            result.add_ratio(name, per[key], per["reflections"])
+        for name, key in (
+            ("pairs", "pairs"),
+            ("unpaired", "unpaired"),
+            ("distill_faults", "faults"),
+        ):
+            result.add_mean(name, np.array(per[key], dtype=float))
+        if self.exact_regime:
+            for name, value in self.exact().items():
+                result.metrics[f"{name}_exact"] = value
+        result.tables["distill_pairs"] = pd.DataFrame(rows)
+        return result
+
+
+__all__ = ["ReflectionsScenario"]

@@ -1,0 +1,232 @@
+"""The distill worker against the offline model server: off by default, the pairing rule
+checked against cosines computed here, one model call per pair through learn's client,
+faults recorded in the ledger (never lost) and retried on the next run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from procmem_core.errors import ParameterError
+from procmem_core.graph import HashingEmbedder
+from procmem_core.learn import LLMConfig, make_client
+from procmem_core.memory import MemoryStore
+from procmem_core.memory.index import VectorIndex
+from procmem_core.reflections import (
+    ENV_PREFIX,
+    DistillLedger,
+    DistillSettings,
+    DistillWorker,
+    SessionOutcome,
+    pair_sessions,
+    read_reflection,
+)
+from simulators.llm_server import Fault, OfflineServer
+
+ON = DistillSettings(enabled=True)
+
+
+def outcome(sid, lines, ok, confidence=1.0, evidence=()):
+    return SessionOutcome(
+        session_id=sid, text="\n".join(lines), ok=ok, confidence=confidence, evidence=evidence
+    )
+
+
+REFUND = "a customer asks for a refund on a paid invoice"
+RESET = "a user is locked out and needs a password reset"
+SESSIONS = [
+    outcome("f1", [REFUND, "issued the refund at once"], False, 0.95, ("run:1",)),
+    outcome("w1", [RESET, "sent a reset link"], True),
+    outcome(
+        "w2",
+        [REFUND, "checked the refund policy window", "issued the refund"],
+        True,
+        evidence=("run:2",),
+    ),
+    outcome("f2", [RESET, "asked for the old password"], False, 0.6),  # not confident
+    outcome("f3", [RESET, "closed the ticket"], False, 0.9),
+    outcome("w3", [RESET, "sent a reset link"], True),
+]
+
+
+@pytest.fixture
+def server():
+    with OfflineServer() as s:
+        yield s
+
+
+def worker_for(server, memory=None, settings=ON, ledger=None, **llm):
+    config = LLMConfig(base_url=server.base_url, model="procmem-offline", **llm)
+    return DistillWorker(
+        memory if memory is not None else MemoryStore(),
+        make_client(config),
+        config,
+        settings,
+        ledger if ledger is not None else DistillLedger(),
+    )
+
+
+def test_the_worker_is_off_by_default_and_makes_no_call(server):
+    assert DistillSettings().enabled is False
+    memory = MemoryStore()
+    report = DistillWorker(memory).run(SESSIONS)
+    assert not report.enabled and report.reflections == () and len(memory) == 0
+    report = worker_for(server, memory, DistillSettings()).run(SESSIONS)
+    assert not report.enabled and server.requests == []
+
+
+def test_settings_from_the_environment():
+    env = {
+        f"{ENV_PREFIX}ENABLED": "on",
+        f"{ENV_PREFIX}MAX_PAIRS": "4",
+        f"{ENV_PREFIX}SIMILARITY_FLOOR": "0.3",
+        f"{ENV_PREFIX}MODEL": "gpt-x",
+    }
+    got = DistillSettings.from_env(env)
+    assert got == DistillSettings(enabled=True, max_pairs=4, similarity_floor=0.3, model="gpt-x")
+    assert DistillSettings.from_env({}) == DistillSettings()
+    with pytest.raises(ParameterError, match=f"{ENV_PREFIX}MAX_PAIRS='many'"):
+        DistillSettings.from_env({f"{ENV_PREFIX}MAX_PAIRS": "many"})
+    with pytest.raises(ParameterError, match=r"similarity_floor=1.5"):
+        DistillSettings.from_env({f"{ENV_PREFIX}SIMILARITY_FLOOR": "1.5"})
+
+
+def test_pairs_are_confident_failures_and_their_most_similar_success():
+    emb = HashingEmbedder()
+    pairing = pair_sessions(SESSIONS, VectorIndex(emb), ON)
+    assert pairing.confident_failures == 2 and pairing.unpaired == 0
+    assert [p.key for p in pairing.pairs] == [("f1", "w2"), ("f3", "w1")]  # w1 before w3: a tie
+    wins = [s for s in SESSIONS if s.ok]
+    vec = emb.embed([s.text for s in SESSIONS])
+    for pair in pairing.pairs:  # the reference: cosines of the embedder, here
+        f = vec[[s.session_id for s in SESSIONS].index(pair.failed.session_id)]
+        sims = [float(vec[[s.session_id for s in SESSIONS].index(w.session_id)] @ f) for w in wins]
+        assert pair.similarity == pytest.approx(max(sims), abs=1e-6)
+        assert wins[int(np.argmax(sims))].session_id == pair.succeeded.session_id
+    floor = pair_sessions(SESSIONS, VectorIndex(emb), DistillSettings(similarity_floor=0.99))
+    assert floor.pairs == () and floor.unpaired == 2
+    one = pair_sessions(SESSIONS, VectorIndex(emb), DistillSettings(max_pairs=1))
+    assert [p.key for p in one.pairs] == [("f1", "w2")]
+    lax = pair_sessions(SESSIONS, VectorIndex(emb), DistillSettings(min_confidence=0.5))
+    assert [p.key for p in lax.pairs] == [("f1", "w2"), ("f2", "w1"), ("f3", "w1")]
+    done = pair_sessions(SESSIONS, VectorIndex(emb), ON, frozenset({("f1", "w2")}))
+    assert [p.key for p in done.pairs] == [("f3", "w1")] and done.already_done == 1
+
+
+def test_each_pair_is_distilled_into_a_reflection_with_both_as_evidence(server):
+    memory = MemoryStore()
+    report = worker_for(server, memory).run(SESSIONS)
+    assert [r.kind for r in server.requests] == ["distill", "distill"]
+    assert len(report.reflections) == 2 and report.faults == () and len(report.calls) == 2
+    first = read_reflection(report.reflections[0])
+    assert first.evidence == ("session:f1", "run:1", "session:w2", "run:2")
+    assert first.source == "distill"
+    assert first.what_worked == "checked the refund policy window; issued the refund"
+    assert first.what_failed == "issued the refund at once"
+    assert first.lessons == (
+        "Do: checked the refund policy window",
+        "Do: issued the refund",
+        "Avoid: issued the refund at once",
+    )
+    assert memory.search("refund policy", top_k=10) == []  # hidden from unfiltered recall
+    assert memory.search("refund policy", "reflection")[0].record == report.reflections[0]
+
+
+def test_a_pair_is_not_distilled_twice(server, tmp_path):
+    ledger = DistillLedger.open(tmp_path / "distill.db")
+    worker_for(server, ledger=ledger).run(SESSIONS)
+    n = len(server.requests)
+    ledger.close()
+    again = worker_for(server, ledger=DistillLedger.open(tmp_path / "distill.db")).run(SESSIONS)
+    assert again.reflections == () and again.pairing.already_done == 2
+    assert len(server.requests) == n
+
+
+def test_a_failed_call_is_recorded_never_lost_and_tried_again(server, tmp_path):
+    path = tmp_path / "distill.db"
+    memory = MemoryStore.open(tmp_path / "memory.db")
+    server.inject(Fault("server_error", only="distill"))
+    report = worker_for(server, memory, ledger=DistillLedger.open(path), max_retries=0).run(
+        SESSIONS
+    )
+    assert len(report.reflections) == 1  # the worker went on with the next pair
+    (fault,) = report.faults
+    assert (fault.pair, fault.outcome, fault.kind, fault.error) == (
+        ("f1", "w2"),
+        "fault",
+        "server_error",
+        "LLMCallError",
+    )
+    assert "HTTP 500" in fault.message and "not retried" not in fault.message
+    reopened = DistillLedger.open(path)  # what failed survives a restart
+    assert [a.pair for a in reopened.faults] == [("f1", "w2")]
+    retry = worker_for(server, memory, ledger=reopened, max_retries=0).run(SESSIONS)
+    assert [read_reflection(r).evidence[0] for r in retry.reflections] == ["session:f1"]
+    assert [a.outcome for a in reopened.attempts] == ["fault", "reflection", "reflection"]
+    assert len(memory.records("reflection")) == 2
+
+
+def test_replies_are_retried_as_learn_retries_them(server):
+    server.inject(Fault("truncate", only="distill"))
+    report = worker_for(server, settings=DistillSettings(enabled=True, max_pairs=1)).run(SESSIONS)
+    assert len(report.reflections) == 1 and [c.attempt for c in report.calls] == [1, 2]
+    budgets = [r.max_tokens for r in server.requests]
+    assert budgets == [2000, 4000]  # retry_room 2.0, as learn
+    server.inject(Fault("invalid_json", only="distill"), Fault("invalid_json", only="distill"))
+    failed = worker_for(server, settings=DistillSettings(enabled=True, max_pairs=1)).run(SESSIONS)
+    (fault,) = failed.faults
+    assert fault.kind == "invalid_json" and len(fault.raw) == 2 and fault.calls == 2
+    assert fault.raw[0].startswith("Sure! Here are")
+
+
+def test_a_reply_of_the_wrong_shape_is_recorded_without_a_retry(server):
+    server.inject(Fault("reply", content='{"procedures": []}', only="distill"))
+    report = worker_for(server, settings=DistillSettings(enabled=True, max_pairs=1)).run(SESSIONS)
+    (fault,) = report.faults
+    assert (fault.kind, fault.error, fault.calls) == ("shape", "ExtractionError", 1)
+    assert fault.raw == ('{"procedures": []}',)
+    server.inject(Fault("reply", content='{"reflection": {"lessons": []}}', only="distill"))
+    empty = worker_for(server, settings=DistillSettings(enabled=True, max_pairs=1)).run(SESSIONS)
+    assert empty.faults[0].kind == "empty"
+
+
+def test_the_settings_model_is_the_one_called(server):
+    worker_for(server, settings=DistillSettings(enabled=True, max_pairs=1, model="other")).run(
+        SESSIONS
+    )
+    assert server.requests[0].body["model"] == "other"
+
+
+def test_bad_workers_and_sessions_are_refused(server):
+    with pytest.raises(ParameterError, match="an enabled worker needs a client"):
+        DistillWorker(MemoryStore(), settings=ON)
+    with pytest.raises(ParameterError, match="memory="):
+        DistillWorker("memory")
+    with pytest.raises(ParameterError, match=r"sessions\[0\]"):
+        worker_for(server).run(["a session"])
+    with pytest.raises(ParameterError, match="confidence=2"):
+        outcome("x", ["y"], False, 2)
+    with pytest.raises(ParameterError, match="max_pairs=0"):
+        DistillSettings(max_pairs=0)
+
+
+def test_matching_on_the_situation_ignores_what_was_done():
+    sessions = [
+        SessionOutcome(
+            session_id="f", text="refund\nskipped the policy", ok=False, situation=REFUND
+        ),
+        SessionOutcome(
+            session_id="w-same-steps", text="reset\nskipped the policy", ok=True, situation=RESET
+        ),
+        SessionOutcome(
+            session_id="w-same-task", text="refund\nread the policy", ok=True, situation=REFUND
+        ),
+    ]
+    index = VectorIndex(HashingEmbedder())
+    by_text = pair_sessions(sessions, index, DistillSettings(similarity_floor=0.1))
+    by_task = pair_sessions(sessions, index, DistillSettings(match_on="situation"))
+    assert [p.succeeded.session_id for p in by_text.pairs] == ["w-same-steps"]
+    assert [p.succeeded.session_id for p in by_task.pairs] == ["w-same-task"]
+    assert by_task.pairs[0].similarity == pytest.approx(1.0, abs=1e-6)
+    with pytest.raises(ParameterError, match="match_on='words'"):
+        DistillSettings(match_on="words")

@@ -1,0 +1,157 @@
+"""The learnings and reflections sections: the review-policy recommendation on tables
+whose answer is known, then both sections from REAL small sweeps (``python -m
+experiments.run -m`` into a temporary MLflow store, read back by ``python -m reports``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reports.__main__ import main
+from reports.sections.learnings import TARGET_PRECISION, recommend_policy
+from reports.source import load_sweep
+
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+
+
+def worst(rows: list[tuple]) -> pd.DataFrame:
+    cols = [
+        "policy",
+        "precision",
+        "precision_se",
+        "helpful_wait",
+        "helpful_wait_se",
+        "recall",
+        "recall_se",
+        "harmful_served_sessions",
+        "harmful_served_sessions_se",
+        "conditions",
+    ]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def test_the_feasible_policy_with_the_shortest_wait_is_recommended():
+    t = worst(
+        [
+            ("fast but imprecise", 0.70, 0.01, 40.0, 1.0, 0.9, 0.01, 30.0, 2.0, 4),
+            ("slow and precise", 0.98, 0.005, 150.0, 1.0, 0.5, 0.02, 0.0, 0.0, 4),
+            ("precise enough", 0.95, 0.005, 100.0, 1.0, 0.7, 0.02, 1.0, 0.5, 4),
+        ]
+    )
+    rec = recommend_policy(t)
+    assert rec.label == "precise enough" and rec.feasible and rec.tied_with == ()
+    assert rec.sentence.startswith("Review with precise enough, judged by its worst of 4")
+    assert "precision at least 0.95 ± 0.005" in rec.sentence
+    assert "waits at most 100 ± 1 sessions" in rec.sentence
+    assert "within 2 SE of the target" not in rec.sentence
+    assert list(rec.ranked["policy"]) == [
+        "precise enough",
+        "slow and precise",
+        "fast but imprecise",
+    ]
+
+
+def test_policies_the_noise_cannot_separate_are_named():
+    t = worst(
+        [
+            ("a", 0.91, 0.01, 100.0, 2.0, 0.6, 0.02, 1.0, 0.5, 4),
+            ("b", 0.89, 0.01, 101.0, 2.0, 0.6, 0.02, 1.0, 0.5, 4),  # infeasible, within noise
+            ("c", 0.95, 0.01, 140.0, 2.0, 0.5, 0.02, 0.0, 0.0, 4),  # clearly slower
+        ]
+    )
+    rec = recommend_policy(t)
+    assert rec.label == "a" and rec.tied_with == ("b",)
+    assert "its worst precision is within 2 SE of the target" in rec.sentence
+    assert rec.sentence.endswith("this sweep cannot tell it apart from b.")
+
+
+def test_no_feasible_policy_and_a_single_policy_are_said_so():
+    t = worst(
+        [
+            ("a", 0.70, 0.01, 50.0, 1.0, 0.9, 0.01, 30.0, 2.0, 2),
+            ("b", 0.80, 0.01, 90.0, 1.0, 0.7, 0.01, 10.0, 2.0, 2),
+        ]
+    )
+    rec = recommend_policy(t)
+    assert not rec.feasible and rec.label == "b"  # the nearest: the smallest shortfall
+    assert rec.sentence.startswith(f"No swept policy reaches precision {TARGET_PRECISION:g}")
+    one = recommend_policy(t.iloc[:1].assign(conditions=1))
+    assert one.sentence.startswith("One review policy ran: a, in the one condition run:")
+    assert "sweep learnings_review" in one.sentence
+
+
+def _sweep(root: Path, uri: str, *args: str) -> subprocess.Popen:
+    """Start one sweep (``hydra/launcher=basic``: in the sweep's own process)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.run",
+        "-m",
+        *args,
+        "hydra/launcher=basic",
+        f"hydra.sweep.dir={root / args[0].split('=')[1]}",
+    ]
+    env = dict(os.environ, MLFLOW_TRACKING_URI=uri)
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+@pytest.mark.slow
+def test_both_sections_from_real_sweeps(tmp_path, monkeypatch, capsys):
+    # two stores, so the two sweeps (run side by side) never create one database at once
+    uri, uri2 = (f"sqlite:///{tmp_path / name}" for name in ("a.db", "b.db"))
+    first = _sweep(
+        tmp_path,
+        uri,
+        "experiment=learnings_review",
+        "scenario.replications=8",
+        "scenario.sessions=120",
+        "scenario.min_writers=1,6",
+        "scenario.min_users=0",
+        "scenario.multi_user_share=0.0,0.2",
+        "scenario.reviewer_accuracy=0.7",
+    )
+    second = _sweep(
+        tmp_path,
+        uri2,
+        "experiment=reflections_study",
+        "scenario.replications=6",
+        "scenario.match_on=situation,text",
+        "scenario.unsure_rate=0.2",
+        "scenario.min_confidence=0.8",
+        "scenario.harmful_share=0.5",
+    )
+    for proc in (first, second):
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    out = tmp_path / "report"
+    assert main(["learnings_review", "--out", str(out), "--no-log"]) == 0
+    md = (out / "report.md").read_text()
+    titles = re.findall(r"^## (.+)$", md, flags=re.M)
+    assert titles[0] == "Learnings review queue: which review policy"
+    sweep = load_sweep("learnings_review")
+    runs = sweep.runs
+    answer = md.split("## Learnings review queue: which review policy\n\n", 1)[1].split("\n", 1)[0]
+    # the sentence quotes the worst precision of the policy it names, from the runs
+    policy = re.search(r"(?:Review with|the nearest is) (supporter_writers >= \d+)", answer)[1]
+    k = int(policy.rsplit(" ", 1)[1])
+    mine = runs[runs["params.scenario.min_writers"] == k]
+    low = mine.loc[mine["precision"].idxmin()]
+    assert f"precision at least {low['precision']:.3g}" in answer
+    assert (out / "learnings_precision_vs_promotion.png").read_bytes()[:4] == b"\x89PNG"
+    assert "One multi-user writer" in md and "What the scenario assumes" in md
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri2)
+    assert main(["reflections_study", "--out", str(tmp_path / "r2"), "--no-log"]) == 0
+    md2 = (tmp_path / "r2" / "report.md").read_text()
+    assert "## Reflections: is the distill worker's pair a true contrast" in md2
+    assert "matching on the task's situation" in md2 and "whole session text" in md2
+    assert "(exact " in md2  # the situation-matched runs carry their exact values
+    capsys.readouterr()
