@@ -219,7 +219,7 @@ def gate_table(worlds: list[LoopWorld]) -> pd.DataFrame:
     for i, w in enumerate(worlds):
         truth = {(r.key, r.revision): r for r in w.revisions}
         for d in w.store.gate_decisions():
-            r = truth.get((d.key, d.revision))
+            r = truth.get((f"{d.namespace}/{d.key}", d.revision))
             rows.append(
                 {
                     "replication": i,

@@ -50,7 +50,7 @@ KINDS = ("harmful", "neutral", "helpful")
 class RevisionTruth:
     """A proposed revision and its known true effect on the success rate."""
 
-    key: str
+    key: str  # namespace/key
     revision: int
     prior_revision: int
     kind: str
@@ -84,7 +84,7 @@ class LoopWorld:
     rng: np.random.Generator
     store: ProcedureStore = field(default_factory=ProcedureStore)
     node_success: dict = field(default_factory=dict)  # (key, revision) -> {node: q}
-    task_of: dict = field(default_factory=dict)  # key -> task index
+    task_of: dict = field(default_factory=dict)  # ref (namespace/key) -> task index
     sessions: list = field(default_factory=list)
     runs: list = field(default_factory=list)  # (key, path, ok) as recorded
     revisions: list = field(default_factory=list)
@@ -106,8 +106,8 @@ class LoopWorld:
                 graph = _linear_graph(nodes, t)
                 snap = self.store.add(f"task {t} approach {j}", f"{TASKS[t]} (approach {j})",
                                       graph=graph)  # fmt: skip
-                self.node_success[(snap.key, snap.revision)] = dict.fromkeys(nodes, q)
-                self.task_of[snap.key] = t
+                self.node_success[(snap.ref, snap.revision)] = dict.fromkeys(nodes, q)
+                self.task_of[snap.ref] = t
 
     # -- truth ------------------------------------------------------------------------
 

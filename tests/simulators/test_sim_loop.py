@@ -19,7 +19,11 @@ def worlds():
 
 def test_every_simulated_run_is_in_the_ledger(worlds):
     for w in worlds:
-        ledger = [(r.key, tuple(r.path), r.ok) for key in w.task_of for r in w.store.runs(key)]
+        ledger = [
+            (f"{r.namespace}/{r.key}", tuple(r.path), r.ok)
+            for key in w.task_of
+            for r in w.store.runs(key)
+        ]
         assert sorted(ledger) == sorted(w.runs)
         assert sum(s.recorded for s in w.sessions) == len(w.runs)
         assert sum(s.followed for s in w.sessions) > len(w.runs)  # 20 % of signals missing
