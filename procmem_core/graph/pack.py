@@ -89,7 +89,8 @@ class Pack:
 class ContextPacker:
     """Packs the top ``max_procedures`` matches of a situation into prompt text.
 
-    ``namespace``, ``namespace_scope`` and ``fan_out`` are passed to ``match``
+    ``namespace``, ``namespace_scope``, ``fan_out`` and ``utility_weight`` (the seed's
+    match term for the smoothed success rate, default 0 = off) are passed to ``match``
     (``"all_mine"`` searches the principal's namespaces)."""
 
     store: ProcedureStore
@@ -102,6 +103,7 @@ class ContextPacker:
     namespace_scope: str = "given"
     fan_out: int = MAX_NAMESPACE_FAN_OUT
     concurrent_share: float = 0.0
+    utility_weight: float = 0.0
 
     def __post_init__(self) -> None:
         check_instance("store", self.store, ProcedureStore)
@@ -125,6 +127,7 @@ class ContextPacker:
             situation, goal, recent_tools, top_k=self.max_procedures, namespace=self.namespace,
             namespace_scope=self.namespace_scope, principal=self.principal,
             fan_out=self.fan_out, written_by=self.principal if self.auth else None,
+            utility_weight=self.utility_weight,
         )  # fmt: skip
         withhold = withhold_top(draw(self.rng), self.explore_rate) and bool(matches)
         prior_draws = self.rng.random(self.max_procedures) if self.concurrent_share > 0 else None
