@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from experiments.tasks.llm_replay import SESSION_1, SESSION_2, run_task
 from procmem_core.errors import ParameterError
 from procmem_core.flat import BASE_PROMPT, PROCEDURES_HEADING
-from procmem_core.learn.extraction import ExtractionError
+from procmem_core.learn.extraction import ExtractionError, LearnError
 from simulators.llm_server import Fault, OfflineServer
 
 CONF = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists()) / "conf"
@@ -226,3 +226,27 @@ def test_a_title_collision_is_counted_and_both_procedures_are_kept(tmp_path):
     ]
     m = result.metrics
     assert (m["failed"], m["n_candidates"], m["n_key_collisions"]) == (0, 3, 1)
+
+
+def test_a_procedure_the_store_refuses_is_a_failed_candidates_stage(tmp_path, monkeypatch):
+    from procmem_core.errors import ParameterError as StoreRefusal
+    from procmem_core.graph import ProcedureStore
+
+    real_add = ProcedureStore.add
+
+    def refusing(self, name, *args, **kwargs):
+        if name == "Quantify the worst case":
+            raise StoreRefusal("name", name, "refused by this test")
+        return real_add(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(ProcedureStore, "add", refusing)
+    result = run_task(replay_config(**{"replay.on_error": "record"}), tmp_path)
+    m = result.metrics
+    assert (m["failed"], m["failed_stage"], m["n_candidate_failures"]) == (1, 4, 1)
+    assert m["n_candidates"] == 2
+    error = json.loads(read(tmp_path, "error.json"))
+    assert error["stage"] == "candidates" and error["type"] == "CandidateError"
+    assert error["failures"][0]["title"] == "Quantify the worst case"
+    assert len(json.loads(read(tmp_path, "candidates.json"))) == 2  # the others are kept
+    with pytest.raises(LearnError, match="could not be stored"):
+        run_task(replay_config(), tmp_path / "raised")
