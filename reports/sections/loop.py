@@ -86,13 +86,20 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
     if seed is not None:
         v = verdict_of(seed)
         answer = v.answer.capitalize()
+        which = "" if len(rows) == 1 else f" ({seed['config']})"
         parts.append(
-            f"Does the loop learn at the seeds' settings ({seed['config']})? {answer}: "
+            f"Does the loop learn at the seeds' settings{which}? {answer}: "
             f"regret per session {fmt_metric(seed, 'regret_early')} in the first quarter and "
             f"{fmt_metric(seed, 'regret_late')} in the last, {v.describe()}{each}; success "
             f"rate {fmt_metric(seed, 'success_rate_early')} -> "
             f"{fmt_metric(seed, 'success_rate_late')}."
         )
+    if len(rows) == 1:
+        parts.append(
+            "The loop preset sweeps the settings that decide it (strike limit, the match's "
+            "utility term, concurrent control): python -m experiments.run -m experiment=loop."
+        )
+        return " ".join(parts)
     if best is not None:
         v = verdict_of(best)
         parts.append(
@@ -117,17 +124,20 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
 
 def _why(row: pd.Series, sources: pd.DataFrame) -> str:
     """Why the loop ends where it ends, in one configuration, from its own tables."""
-    text = [f"Why {row['config']} ends where it ends:"]
+    who = "the loop" if row["config"] == "loop" else f"the loop with {row['config']}"
+    text = [f"Why {who} ends where it ends:"]
     for source, early, late, s_early, s_late in biggest_changes(sources):
         text.append(
             f"the regret from '{source}' moves from {early:.3f} to {late:.3f} per session "
             f"({s_early:.0%} -> {s_late:.0%} of sessions);"
         )
-    text.append(
-        f"{fmt_metric(row, 'quarantines')} quarantines per replication (a quarantined "
-        "procedure is never matched again, so no success can lift it: once all of a task's "
-        "procedures are quarantined its sessions go off task);"
+    why_quarantine = (
+        " (a quarantined procedure is never matched again, so no success can lift it: once "
+        "all of a task's procedures are quarantined its sessions go off task)"
+        if row["quarantines"] > 0
+        else ""
     )
+    text.append(f"{fmt_metric(row, 'quarantines')} quarantines per replication{why_quarantine};")
     text.append(
         f"{fmt_metric(row, 'stranded_revision_rate')} of proposed revisions stranded "
         "(pending on a quarantined procedure: never shown, never decided);"
@@ -241,7 +251,8 @@ def loop_section(sweep: Sweep) -> Section | None:
     for row in explained:
         if row["run_id"] in per_run:
             sources = per_run[row["run_id"]]
-            caption = f"Where the regret comes from, {row['config']} (mean ± SE over replications)"
+            at = "" if row["config"] == "loop" else f", {row['config']}"
+            caption = f"Where the regret comes from{at} (mean ± SE over replications)"
             blocks.append(Table(caption, sources_table(sources)))
             blocks.append(_why(row, sources))
     blocks += _figures(sweep, rows, per_run)

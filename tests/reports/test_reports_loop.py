@@ -80,8 +80,16 @@ def test_the_regret_by_source_table_is_recomputed_from_the_sessions(sweep):
     section = loop_section(s)
     tables = {b.caption: b.frame for b in section.blocks if hasattr(b, "frame")}
     key = next(c for c in tables if c.startswith("Where the regret comes from, strike_limit=3"))
+    assert any(
+        isinstance(b, str) and b.startswith("Why the loop with strike_limit=3")
+        for b in section.blocks
+    )
     assert "all the task's procedures quarantined" in set(tables[key]["source"])
     why = next(b for b in section.blocks if isinstance(b, str) and b.startswith("Why"))
+    # one configuration: no sweep to compare, the section says which preset answers it
+    one = Sweep(s.experiment, s.parent_id, s.parent_name, s.runs.iloc[:1], s.param_names,
+                s.metric_names, s.tables)  # fmt: skip
+    assert "experiment=loop" in loop_section(one).answer
     assert "quarantines per replication" in why and "stranded" in why
 
 
