@@ -209,3 +209,22 @@ def test_opening_a_file_that_is_not_a_store_names_the_path(tmp_path, make, fragm
     assert str(path) in str(err.value) and fragment in str(err.value)
     assert "expected a procmem procedure store" in str(err.value)
     assert path.stat().st_size == size  # nothing was written to it
+
+
+def test_a_version_1_store_is_upgraded_on_open(tmp_path):
+    """tests/data/procedure_store_v1.sql: a store written by the landed (schema 1) code,
+    with a pending revision; it opens, keeps every run and decision, and takes writes."""
+    path = tmp_path / "v1.db"
+    con = sqlite3.connect(path)
+    con.executescript((REPO / "tests" / "data" / "procedure_store_v1.sql").read_text())
+    con.close()
+    with ProcedureStore.open(path) as store:
+        p = store.get("procedure_refund")
+        assert (p.revision, p.pending_revision.prior_revision) == (2, 1)
+        assert [r.run_id for r in store.runs("procedure_refund")] == list(range(1, 8))
+        assert len(store.gate_decisions()) == 2 and store.get("procedure_close_month").runs == 1
+        run = store.record_run("procedure_refund", ["n1"], ok=False)
+        assert run.run_id == 9  # after the 8 runs the file holds
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    con.close()
