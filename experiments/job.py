@@ -14,7 +14,8 @@ A job's life (each step before the next):
 Five MLflow calls per job (create, batch, upload, terminate, plus the parent look-up in
 a sweep): SQLite commits each one, so fewer calls is what keeps tracking cheap.
 
-A job that raises is marked FAILED with its params and ``traceback.txt`` as an artifact.
+A job that raises is marked FAILED with its params, ``traceback.txt`` and whatever it had
+written to ``artifacts/`` before it failed.
 In a sweep the job then returns normally so the other jobs go on (the sweep callback
 fails the parent and the command); a single run re-raises. Ctrl-C marks the run KILLED.
 """
@@ -172,6 +173,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         (failure / "traceback.txt").write_text(traceback.format_exc(), encoding="utf-8")
         tracker.log(run_id, params=params)
         tracker.log_artifacts(run_id, failure)
+        tracker.log_artifacts(run_id, folder)  # what the job wrote before it failed
         tracker.finish(run_id, "FAILED")
         log.error("job %s (%s) FAILED; traceback logged to run %s", ctx.job_num, name, run_id)
         if not ctx.multirun:

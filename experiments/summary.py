@@ -17,6 +17,7 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "gate": ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt"),
     "explore": ("true_lift", "estimate", "coverage", "power", "exploration_cost"),
     "loop": ("success_rate", "regret", "correct_verdict_rate", "missed_harmful_rate"),
+    "llm_replay": ("failed", "failed_stage", "n_procedures", "n_shown_session_2"),
 }
 """The metrics the summary shows per scenario (others: the first three with an SE)."""
 

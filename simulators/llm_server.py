@@ -153,13 +153,14 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is None or fault.kind in ("truncate", "invalid_json", "reply", "slow"):
             if fault is not None and fault.kind == "slow":
                 self.server.stopping.wait(fault.seconds)
-            self._send(200, completion(body, messages, fault))
+            self._send(200, completion(body, messages, fault, self.server.extraction))
         elif fault.kind == "no_choices":
-            self._send(200, {**completion(body, messages), "choices": []})
+            empty = completion(body, messages, None, self.server.extraction)
+            self._send(200, {**empty, "choices": []})
         elif fault.kind == "bad_request":
             self._send_error(400, "injected fault: bad request", "invalid_request")
         elif fault.kind == "json_validate_failed":
-            failed = offline_model.reply_content(messages)[:40]
+            failed = offline_model.reply_content(messages, self.server.extraction)[:40]
             self._send_error(
                 400,
                 "Failed to generate JSON. Please adjust your prompt.",
@@ -205,14 +206,16 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (its timeout); nothing left to tell it
 
 
-def completion(body: dict, messages: list, fault: Fault | None = None) -> dict:
+def completion(
+    body: dict, messages: list, fault: Fault | None = None, extraction: str = "user_requests"
+) -> dict:
     """The chat-completion response for a request body (deterministic in the body)."""
     if fault is not None and fault.kind == "reply":
         full = fault.content or ""
     elif fault is not None and fault.kind == "invalid_json":
         full = "Sure! Here are the procedures I found: worst case first, then a list."
     else:
-        full = offline_model.reply_content(messages)
+        full = offline_model.reply_content(messages, extraction)
     budget = body.get("max_completion_tokens", body.get("max_tokens"))
     effort = body.get("reasoning_effort")
     reasoning = offline_model.REASONING_TOKENS.get(effort, 0) if effort else 0
@@ -253,9 +256,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], verbose: bool) -> None:
+    def __init__(self, address: tuple[str, int], verbose: bool, extraction: str) -> None:
         super().__init__(address, _Handler)
         self.verbose = verbose
+        self.extraction = extraction
         self.stopping = threading.Event()
         self.faults: deque[Fault] = deque()
         self.requests: list[RequestRecord] = []
@@ -283,20 +287,28 @@ class OfflineServer:
     """The offline server on a loopback port (``port=0``: a free one), in a background thread.
 
     Use as a context manager; ``base_url`` is what ``OpenAI(base_url=...)`` needs.
+    ``extraction``: the offline model's extraction behaviour (``offline_model.EXTRACTION_MODES``).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        verbose: bool = False,
+        extraction: str = "user_requests",
+    ) -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ParameterError("port", port, "expected an integer in [0, 65535] (0: free port)")
         self._address = (host, port)
         self._verbose = verbose
+        self.extraction = offline_model.check_extraction(extraction)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> OfflineServer:
         """Bind and serve in a daemon thread; returns self."""
         if self._server is None:
-            self._server = _Server(self._address, self._verbose)
+            self._server = _Server(self._address, self._verbose, self.extraction)
             self._thread = threading.Thread(
                 target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
             )
@@ -356,8 +368,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
+    parser.add_argument(
+        "--extraction", choices=offline_model.EXTRACTION_MODES, default="user_requests",
+        help="what the model turns into procedures",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    server = OfflineServer(args.host, args.port, verbose=not args.quiet).start()
+    server = OfflineServer(args.host, args.port, not args.quiet, args.extraction).start()
     print(f"procmem offline model at {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         threading.Event().wait()

@@ -3,12 +3,21 @@
 Three kinds of request, told apart by the system prompt (``request_kind``):
 
 - extraction (the system prompt asks for ``{"procedures": ...}`` JSON): the reply is
-  well-formed procedure JSON drawn from ``PROCEDURE_POOL``. A pool entry is picked when its
-  cues occur in the transcript; its confidence follows the extraction prompt's scale:
-  0.85 when a *user* line asks for it, 0.70 when an *assistant* line already shows it,
-  0.60 when it is only suggested by the context. At most three are returned, highest
-  confidence first, ties broken by a hash of (transcript, title), so the choice is keyed by
-  the transcript. No cue, no procedure: ``{"procedures": []}``.
+  well-formed procedure JSON drawn from ``PROCEDURE_POOL``, by one of two behaviours
+  (``EXTRACTION_MODES``, a parameter of the model and of the server):
+
+  - ``"user_requests"`` (default): what the user asked for first. A pool entry is picked
+    when its cues occur in the transcript; its confidence follows the extraction prompt's
+    scale: 0.85 when a *user* line asks for it, 0.70 when an *assistant* line already
+    shows it, 0.60 when it is only suggested by the context.
+  - ``"assistant_advice"``: what the notebook seed observed the real model do ("They
+    read like the assistant's own advice turned into rules"; the user's two requests
+    did not become procedures): only entries whose advice cues occur in *assistant*
+    lines, at 0.70, whatever the user asked.
+
+  At most three are returned, highest confidence first, ties broken by a hash of
+  (transcript, title), so the choice is keyed by the transcript. No cue, no procedure:
+  ``{"procedures": []}``.
 - distill (the system prompt asks for ``{"reflection": ...}`` JSON): the line-by-line
   comparison of ``offline_distill``;
 - chat: a short FinCoach-style reply that visibly follows every procedure listed under
@@ -32,6 +41,7 @@ import re
 from dataclasses import dataclass
 
 import simulators.offline_distill as offline_distill
+from procmem_core.errors import ParameterError
 from procmem_core.flat import PROCEDURES_HEADING
 
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
@@ -64,6 +74,7 @@ class PoolProcedure:
     user_cues: tuple[str, ...] = ()
     agent_cues: tuple[str, ...] = ()
     context_cues: tuple[str, ...] = ()
+    advice_cues: tuple[str, ...] = ()  # the "assistant_advice" mode's cues
 
 
 PROCEDURE_POOL: tuple[PoolProcedure, ...] = (
@@ -88,6 +99,7 @@ PROCEDURE_POOL: tuple[PoolProcedure, ...] = (
         "before allocating new money to investment products.",
         agent_cues=("emergency fund",),
         context_cues=("expenses", "salary"),
+        advice_cues=("emergency fund",),
     ),
     PoolProcedure(
         "Lead with capital-protected options for risk-averse users",
@@ -110,9 +122,26 @@ PROCEDURE_POOL: tuple[PoolProcedure, ...] = (
         "Ask when the money will be needed before suggesting any product.",
         context_cues=("invest",),
     ),
+    PoolProcedure(
+        "Allocate maturing FD for risk-averse users",
+        "User is risk-averse and has a maturing fixed-deposit",
+        "Park 60-70% of the maturing amount in a liquid fund for liquidity, allocate the "
+        "remaining 30-40% to a short-term high-quality debt fund, and set up a monthly SIP "
+        "of 5-10k into the same debt fund.",
+        advice_cues=("liquid fund",),
+    ),
+    PoolProcedure(
+        "Annual fund monitoring and rebalancing",
+        "User has ongoing investments in debt funds",
+        "Review the debt fund's credit rating, expense ratio and performance annually; "
+        "rebalance or adjust SIP amounts if the user's risk tolerance or goals change.",
+        advice_cues=("debt fund",),
+    ),
 )
+"""The last two are the seed's own session-2 procedures (its observed outcome)."""
 
 MAX_EXTRACTED = 3
+EXTRACTION_MODES = ("user_requests", "assistant_advice")
 
 
 def is_extraction_request(messages: list[dict]) -> bool:
@@ -145,18 +174,33 @@ def _lines_by_role(transcript: str) -> tuple[str, str, str]:
     return "\n".join(user).lower(), "\n".join(agent).lower(), f" {low} "
 
 
-def extract_procedures(transcript: str) -> list[dict]:
-    """The procedures the offline model extracts from ``transcript`` (at most three)."""
+def check_extraction(mode: str) -> str:
+    if mode not in EXTRACTION_MODES:
+        raise ParameterError("extraction", mode, f"expected one of {list(EXTRACTION_MODES)}")
+    return mode
+
+
+def _confidence(entry: PoolProcedure, mode: str, user: str, agent: str, everything: str):
+    if mode == "assistant_advice":
+        return 0.70 if any(c in agent for c in entry.advice_cues) else None
+    if any(c in user for c in entry.user_cues):
+        return 0.85
+    if any(c in agent for c in entry.agent_cues):
+        return 0.70
+    if any(c in everything for c in entry.context_cues):
+        return 0.60
+    return None
+
+
+def extract_procedures(transcript: str, extraction: str = "user_requests") -> list[dict]:
+    """The procedures the offline model extracts from ``transcript`` (at most three), by
+    the ``extraction`` behaviour (see the module doc)."""
+    mode = check_extraction(extraction)
     user, agent, everything = _lines_by_role(transcript)
     chosen = []
     for entry in PROCEDURE_POOL:
-        if any(c in user for c in entry.user_cues):
-            confidence = 0.85
-        elif any(c in agent for c in entry.agent_cues):
-            confidence = 0.70
-        elif any(c in everything for c in entry.context_cues):
-            confidence = 0.60
-        else:
+        confidence = _confidence(entry, mode, user, agent, everything)
+        if confidence is None:
             continue
         tie = hashlib.sha256(f"{transcript}\x00{entry.title}".encode()).hexdigest()
         chosen.append((-confidence, tie, entry, confidence))
@@ -218,13 +262,14 @@ def request_kind(messages: list[dict]) -> str:
     return "extraction" if is_extraction_request(messages) else "chat"
 
 
-def reply_content(messages: list[dict]) -> str:
+def reply_content(messages: list[dict], extraction: str = "user_requests") -> str:
     """The full (untruncated) reply text for a chat-completions request."""
     if offline_distill.is_distill_request(messages):
         return offline_distill.reply(messages)
     if is_extraction_request(messages):
         transcript = "\n".join(_text(m) for m in messages if m.get("role") == "user")
-        return json.dumps({"procedures": extract_procedures(transcript)}, ensure_ascii=False)
+        found = extract_procedures(transcript, extraction)
+        return json.dumps({"procedures": found}, ensure_ascii=False)
     return chat_reply(messages)
 
 

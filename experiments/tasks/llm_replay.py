@@ -12,11 +12,19 @@ graph procedures of a ``ProcedureStore``, see ``procmem_core.candidates``),
 ``system_prompt_2.txt``, ``session_2.json``/``.txt``, and ``error.json`` when a stage
 fails. Metrics: tokens (prompt, completion, reasoning,
 total; learn alone), latency, number of calls and cache hits, procedure counts (extracted,
-dropped, shown in prompt 2), ``failed`` and ``failed_stage`` (0 none, 1 session 1,
-2 learn, 3 session 2). Table ``calls``: one row per call.
+dropped, shown in prompt 2), candidate counts (added, key collisions resolved, refused),
+``failed`` and ``failed_stage`` (0 none, 1 session 1, 2 learn, 3 session 2,
+4 candidates: a procedure the store refused). Table ``calls``: one row per call.
 
-``replay.on_error``: ``record`` (default) writes ``error.json``, sets ``failed=1`` and
-returns, so a sweep goes on with every artifact kept; ``raise`` re-raises after writing.
+A failed stage always says so on stderr (the stage, the error, where the artifacts are).
+``replay.on_error``: ``raise`` (default) writes ``error.json`` and re-raises, so the run
+is FAILED (its artifacts are still logged) and the command exits non-zero; ``record``,
+only when set explicitly, sets ``failed=1`` and returns, so a sweep goes on with every
+artifact kept and the summary shows ``failed=1``.
+
+``llm.offline_extraction``: the offline model's extraction behaviour, ``user_requests``
+(default; also for null) or ``assistant_advice`` (what the seed observed); a remote
+endpoint has its own behaviour and ignores it.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +63,7 @@ from procmem_core.learn.candidates import to_candidates
 from procmem_core.learn.extraction import ExtractionError, LearnError
 from procmem_core.learn.reply_cache import ReplyCache
 from simulators.llm_server import OfflineServer
+from simulators.offline_model import check_extraction
 from simulators.result import ScenarioResult
 
 SESSION_1 = (
@@ -68,8 +78,17 @@ SESSION_2 = "Hi again. My FD matured. I have ₹50,000 to invest."
 GROUPS = ("llm", "replay", "rule")
 """Config groups the task reads."""
 ENDPOINTS = ("offline", "remote")
-ON_ERROR = ("record", "raise")
-STAGES = {"session_1": 1, "learn": 2, "session_2": 3}
+ON_ERROR = ("raise", "record")
+STAGES = {"session_1": 1, "learn": 2, "session_2": 3, "candidates": 4}
+
+
+class CandidateError(LearnError):
+    """Extracted procedures the store refused (``learn.candidates.CandidateFailure``)."""
+
+    def __init__(self, failures: list) -> None:
+        self.failures = failures
+        listed = "; ".join(f"{f.title!r}: {f.error}" for f in failures)
+        super().__init__(f"{len(failures)} procedure(s) could not be stored: {listed}")
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,7 @@ class ReplaySettings:
     endpoint: str
     llm: dict[str, Any]  # LLMConfig fields; base_url is None for the offline endpoint
     cache: str | None
+    offline_extraction: str
     session_1: tuple[str, ...]
     session_2: str
     base_prompt: str
@@ -98,6 +118,7 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
         raise ParameterError("llm", llm, "expected an llm config group, e.g. llm=offline")
     endpoint = llm.pop("endpoint", "offline")
     cache = llm.pop("cache", None)
+    extraction = llm.pop("offline_extraction", None)
     if endpoint not in ENDPOINTS:
         raise ParameterError("llm.endpoint", endpoint, f"expected one of {list(ENDPOINTS)}")
     if endpoint == "remote" and not llm.get("base_url"):
@@ -108,6 +129,10 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
             llm["base_url"],
             "null for endpoint=offline (its URL is set at run time); use llm.endpoint=remote",
         )
+    try:
+        extraction = check_extraction("user_requests" if extraction is None else extraction)
+    except ParameterError as exc:
+        raise ParameterError("llm.offline_extraction", exc.value, exc.allowed) from None
     if cache is not None and (not isinstance(cache, str) or not cache.strip()):
         raise ParameterError("llm.cache", cache, "expected a SQLite file path or null")
     probe = dict(llm)
@@ -126,13 +151,14 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
         raise ParameterError("replay.session_2", session_2, "expected a non-empty message")
     base_prompt = replay.get("base_prompt") or BASE_PROMPT
     rule = OmegaConf.to_container(cfg.rule, resolve=True) if cfg.get("rule") else {}
-    on_error = replay.get("on_error", "record")
+    on_error = replay.get("on_error", "raise")
     if on_error not in ON_ERROR:
         raise ParameterError("replay.on_error", on_error, f"expected one of {list(ON_ERROR)}")
     return ReplaySettings(
         endpoint=endpoint,
         llm=llm,
         cache=cache,
+        offline_extraction=extraction,
         session_1=session_1,
         session_2=session_2,
         base_prompt=base_prompt,
@@ -146,7 +172,7 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
 def endpoint_url(settings: ReplaySettings) -> Iterator[str]:
     """The base URL to call: a fresh offline server for the run, or the configured one."""
     if settings.endpoint == "offline":
-        with OfflineServer() as server:
+        with OfflineServer(extraction=settings.offline_extraction) as server:
             yield server.base_url
     else:
         yield settings.llm["base_url"]
@@ -168,77 +194,115 @@ validate_config = settings_from_config
 """Called by ``experiments.build.validate`` before any MLflow run is created."""
 
 
+@dataclass
+class _Replay:
+    """The state of one replay while it runs: calls made, counts, the stage reached."""
+
+    settings: ReplaySettings
+    art: Path
+    calls: list[CallRecord] = dataclasses.field(default_factory=list)
+    counts: dict[str, float] = dataclasses.field(default_factory=lambda: dict.fromkeys(COUNTS, 0.0))
+    stage: str = "session_1"
+
+    def run(self, client: Any, config: LLMConfig, cache: ReplyCache | None) -> None:
+        prompt_1 = self.settings.base_prompt
+        _write(self.art / "system_prompt_1.txt", prompt_1)
+        session_1: list[dict] = []
+        for message in self.settings.session_1:
+            session_1.append({"role": "user", "content": message})
+            reply = chat(prompt_1, session_1, client, config, cache)
+            self.calls.append(reply.call)
+            session_1.append({"role": "assistant", "content": reply.content})
+            _save_session(self.art, "session_1", session_1)
+        self.stage = "learn"
+        learned = learn(session_1, client, config, cache)
+        self.calls.extend(learned.calls)
+        _write(self.art / "procedures.json", _procedures_record(learned))
+        self.counts["n_procedures"] = float(len(learned.procedures))
+        self.counts["n_dropped"] = float(len(learned.dropped))
+        self.stage = "candidates"
+        self._candidates(learned.procedures)
+        prompt_2 = build_system_prompt(
+            learned.procedures, self.settings.threshold, self.settings.limit, prompt_1
+        )
+        _write(self.art / "system_prompt_2.txt", prompt_2)
+        shown = prompt_order(learned.procedures, self.settings.threshold, self.settings.limit)
+        self.counts["n_shown_session_2"] = float(len(shown))
+        self.stage = "session_2"
+        session_2 = [{"role": "user", "content": self.settings.session_2}]
+        reply = chat(prompt_2, session_2, client, config, cache)
+        self.calls.append(reply.call)
+        session_2.append({"role": "assistant", "content": reply.content})
+        _save_session(self.art, "session_2", session_2)
+        self.stage = "done"
+
+    def _candidates(self, procedures: list) -> None:
+        """The procedures as candidates of a store; any it refused fails the stage."""
+        batch = to_candidates(ProcedureStore(), procedures)
+        _write(self.art / "candidates.json", [_candidate_record(c) for c in batch.stored])
+        self.counts["n_candidates"] = float(batch.added)
+        self.counts["n_key_collisions"] = float(len(batch.collisions))
+        self.counts["n_candidate_failures"] = float(len(batch.failures))
+        if batch.failures:
+            raise CandidateError(list(batch.failures))
+
+
+COUNTS = (
+    "n_procedures", "n_dropped", "n_shown_session_2", "n_candidates", "n_key_collisions",
+    "n_candidate_failures",
+)  # fmt: skip
+
+
 def run_task(cfg: DictConfig, out_dir: Path) -> ScenarioResult:
     """Run the seed's replay; see the module docstring for what is written and measured."""
     settings = settings_from_config(cfg)
     art = Path(out_dir) / "artifacts"
     art.mkdir(parents=True, exist_ok=True)
-    result = ScenarioResult("llm_replay")
-    calls: list[CallRecord] = []
-    counts = {"n_procedures": 0.0, "n_dropped": 0.0, "n_shown_session_2": 0.0}
-    stage = "session_1"
+    replay = _Replay(settings, art)
     cache = ReplyCache(settings.cache) if settings.cache else None
     try:
         with endpoint_url(settings) as base_url:
             config = LLMConfig.from_mapping({**settings.llm, "base_url": base_url})
-            client = make_client(config)
-            prompt_1 = settings.base_prompt
-            _write(art / "system_prompt_1.txt", prompt_1)
-            session_1: list[dict] = []
-            for message in settings.session_1:
-                session_1.append({"role": "user", "content": message})
-                reply = chat(prompt_1, session_1, client, config, cache)
-                calls.append(reply.call)
-                session_1.append({"role": "assistant", "content": reply.content})
-                _save_session(art, "session_1", session_1)
-            stage = "learn"
-            learned = learn(session_1, client, config, cache)
-            calls.extend(learned.calls)
-            _write(
-                art / "procedures.json",
-                {
-                    "procedures": [p.model_dump() for p in learned.extracted],
-                    "dropped": [
-                        {"index": d.index, "reason": d.reason, "entry": d.entry}
-                        for d in learned.dropped
-                    ],
-                    "raw": learned.raw,
-                },
-            )
-            stored = to_candidates(ProcedureStore(), learned.procedures)
-            _write(art / "candidates.json", [_candidate_record(c) for c in stored])
-            prompt_2 = build_system_prompt(
-                learned.procedures, settings.threshold, settings.limit, prompt_1
-            )
-            _write(art / "system_prompt_2.txt", prompt_2)
-            counts["n_procedures"] = float(len(learned.procedures))
-            counts["n_dropped"] = float(len(learned.dropped))
-            shown = prompt_order(learned.procedures, settings.threshold, settings.limit)
-            counts["n_shown_session_2"] = float(len(shown))
-            stage = "session_2"
-            session_2 = [{"role": "user", "content": settings.session_2}]
-            reply = chat(prompt_2, session_2, client, config, cache)
-            calls.append(reply.call)
-            session_2.append({"role": "assistant", "content": reply.content})
-            _save_session(art, "session_2", session_2)
-            stage = "done"
+            replay.run(make_client(config), config, cache)
     except LearnError as exc:
-        calls.extend(c for c in getattr(exc, "calls", []) if c not in calls)
-        _write(art / "error.json", _error_record(stage, exc))
+        replay.calls.extend(c for c in getattr(exc, "calls", []) if c not in replay.calls)
+        _write(art / "error.json", _error_record(replay.stage, exc))
+        print(
+            f"llm_replay FAILED at stage {replay.stage}: {exc}\n"
+            f"  error.json and the artifacts written so far are in {art}"
+            + ("" if settings.on_error == "raise" else "\n  (replay.on_error=record: the run "
+               "is recorded with failed=1 and the command goes on)"),
+            file=sys.stderr,
+        )  # fmt: skip
         if settings.on_error == "raise":
             raise
     finally:
         if cache is not None:
             cache.close()
-    result.metrics.update(counts)
-    result.metrics.update(_call_metrics(calls))
-    result.metrics["failed"] = float(stage != "done")
-    result.metrics["failed_stage"] = float(STAGES.get(stage, 0))
+    return _result(replay)
+
+
+def _result(replay: _Replay) -> ScenarioResult:
+    result = ScenarioResult("llm_replay")
+    result.metrics.update(replay.counts)
+    result.metrics.update(_call_metrics(replay.calls))
+    result.metrics["failed"] = float(replay.stage != "done")
+    result.metrics["failed_stage"] = float(STAGES.get(replay.stage, 0))
     result.tables["calls"] = pd.DataFrame(
-        [{**dataclasses.asdict(c), "total_tokens": c.total_tokens} for c in calls],
+        [{**dataclasses.asdict(c), "total_tokens": c.total_tokens} for c in replay.calls],
         columns=[f.name for f in dataclasses.fields(CallRecord)] + ["total_tokens"],
     )
     return result
+
+
+def _procedures_record(learned: Any) -> dict[str, Any]:
+    return {
+        "procedures": [p.model_dump() for p in learned.extracted],
+        "dropped": [
+            {"index": d.index, "reason": d.reason, "entry": d.entry} for d in learned.dropped
+        ],
+        "raw": learned.raw,
+    }
 
 
 def _candidate_record(stored: StoredProcedure) -> dict[str, Any]:
@@ -258,6 +322,8 @@ def _error_record(stage: str, exc: LearnError) -> dict:
         record.update(reason=exc.reason, raw=exc.raw, attempts=exc.attempts, errors=exc.errors)
     if isinstance(exc, LLMCallError):
         record.update(kind=exc.kind, status=exc.status, code=exc.code)
+    if isinstance(exc, CandidateError):
+        record.update(failures=[dataclasses.asdict(f) for f in exc.failures])
     return record
 
 

@@ -2,10 +2,16 @@
 ledger, evolve findings, trust statuses, gated revisions, matching, localised guidance,
 packs with an explore rate, and a store in memory or on SQLite. docs/graph.md."""
 
+from procmem_core.graph.access import (
+    MAX_NAMESPACE_FAN_OUT,
+    NAMESPACE_SCOPES,
+    AccessDenied,
+)
 from procmem_core.graph.entry import ProcedureEntry
+from procmem_core.graph.evolve import STREAK_SCOPES
 from procmem_core.graph.findings import FailProne, dead_ends, fail_prone, proven_path
 from procmem_core.graph.graph import SEED_EXAMPLE_GRAPH, Edge, GraphError, Node, ProcedureGraph
-from procmem_core.graph.keys import UnknownProcedure, slugify
+from procmem_core.graph.keys import UnknownProcedure, procedure_key, slugify
 from procmem_core.graph.ledger import (
     TRACE_LIMIT,
     AgentStats,
@@ -26,18 +32,25 @@ from procmem_core.graph.records import (
     StoredProcedure,
 )
 from procmem_core.graph.revision import RevisionError
+from procmem_core.graph.sqlite import StoreFileError
+from procmem_core.graph.state import GraphState
 from procmem_core.graph.status import (
     STATUSES,
     meets_template_bar,
     should_quarantine,
     trust_status,
 )
-from procmem_core.graph.store import ProcedureStore
+from procmem_core.graph.store import STRIKE_LIMIT_ENV, ProcedureStore, default_strike_limit
 
 __all__ = [
+    "MAX_NAMESPACE_FAN_OUT",
+    "NAMESPACE_SCOPES",
     "SEED_EXAMPLE_GRAPH",
     "STATUSES",
+    "STREAK_SCOPES",
+    "STRIKE_LIMIT_ENV",
     "TRACE_LIMIT",
+    "AccessDenied",
     "AgentStats",
     "ContextPacker",
     "Edge",
@@ -45,6 +58,7 @@ __all__ = [
     "EvolveReport",
     "FailProne",
     "GraphError",
+    "GraphState",
     "HashingEmbedder",
     "LocateResult",
     "Match",
@@ -60,14 +74,17 @@ __all__ = [
     "RevisionTally",
     "RunAggregates",
     "RunRecord",
+    "StoreFileError",
     "StoredProcedure",
     "Tally",
     "Transition",
     "UnknownProcedure",
     "dead_ends",
+    "default_strike_limit",
     "fail_prone",
     "match_scores",
     "meets_template_bar",
+    "procedure_key",
     "proven_path",
     "render_procedure",
     "should_quarantine",

@@ -1,17 +1,18 @@
 """``ProcedureEntry``: the store's mutable record of one procedure, and its JSON.
 
-It holds the graph, revision bookkeeping, ledger aggregates (overall and per revision),
-the last evolve's findings and the trust flags, and round-trips through JSON, which is
-all the SQLite journal stores besides the run rows. The store (``graph.store``)
-orchestrates; this module only keeps state.
+It holds who wrote the procedure and what it is for, its current graph state
+(``GraphState``: graph, evidence, flags, findings), the prior graph's whole state while a
+revision is pending (``held``), the revision bookkeeping, per-revision tallies and the
+run ledger, and round-trips through JSON, which is all the SQLite journal stores besides
+the run rows. The store (``graph.store``) orchestrates; this module only keeps state.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
-from procmem_core.graph.findings import FailProne
 from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.ledger import TRACE_LIMIT, RevisionTally, RunAggregates, RunRecord
 from procmem_core.graph.records import (
@@ -21,11 +22,11 @@ from procmem_core.graph.records import (
     RevisionEntry,
     StoredProcedure,
 )
+from procmem_core.graph.state import GraphState
 from procmem_core.graph.status import STATUSES, trust_status
 
-
-def _fail_prone_json(items: tuple[FailProne, ...]) -> list[dict[str, Any]]:
-    return [dict(vars(x)) for x in items]
+STATE_FORMAT = 2
+"""The entry JSON's format; format 1 (before ``GraphState``) is read and converted."""
 
 
 @dataclass
@@ -36,209 +37,267 @@ class ProcedureEntry:
     namespace: str
     name: str
     situation: str
-    steps: tuple[str, ...]
     tags: tuple[str, ...]
     metadata: dict[str, Any]
     candidate: bool
-    graph: ProcedureGraph
-    revision: int = 1
+    current: GraphState
+    actor: str | None = None
+    held: GraphState | None = None
+    pending_reason: str | None = None
+    pending_since: int = 0
     next_revision: int = 2
-    pending: PendingRevision | None = None
     rejected: list[RejectedRevision] = field(default_factory=list)
     history: list[RevisionEntry] = field(default_factory=list)
-    agg: RunAggregates = field(default_factory=RunAggregates)
     by_revision: dict[int, RevisionTally] = field(default_factory=dict)
     runs: list[RunRecord] = field(default_factory=list)
     watermark: int = 0
-    template: bool = False
-    quarantined: bool = False
-    topology: tuple[Any, ...] | None = None
-    proven_path: tuple[str, ...] = ()
-    dead_ends: tuple[str, ...] = ()
-    fail_prone_steps: tuple[FailProne, ...] = ()
-    fail_prone_transitions: tuple[FailProne, ...] = ()
 
     @classmethod
-    def registered(cls, reason: str, **fields: Any) -> ProcedureEntry:
+    def registered(
+        cls, reason: str, graph: ProcedureGraph, steps: tuple[str, ...], **fields: Any
+    ) -> ProcedureEntry:
         """A new entry at revision 1, its history opened with ``reason``."""
-        entry = cls(**fields)
+        entry = cls(current=GraphState(graph=graph, revision=1, steps=steps), **fields)
         entry.history.append(
-            RevisionEntry(revision=1, graph=entry.graph, reason=reason, outcome="original")
+            RevisionEntry(revision=1, graph=graph, reason=reason, outcome="original")
         )
         return entry
+
+    # -- the current graph ----------------------------------------------------------
 
     @property
     def ref(self) -> str:
         return f"{self.namespace}/{self.key}"
 
-    def as_match(
-        self, score: float, similarity: float, rate: float, for_agent: str | None
-    ) -> Match:
-        """This procedure as a ranked ``Match`` (``for_agent``: that caller's own record)."""
-        return Match(
-            key=self.key,
-            namespace=self.namespace,
-            name=self.name,
-            situation=self.situation,
-            score=score,
-            similarity=similarity,
-            status=self.status,
-            runs=self.agg.runs,
-            successes=self.agg.successes,
-            success_rate=rate,
-            graph=self.graph,
-            steps=self.steps,
-            tags=self.tags,
-            run_stats_by_agent=self.agg.agents(),
-            agent_stats=None if for_agent is None else self.agg.agent_stats(for_agent),
+    @property
+    def graph(self) -> ProcedureGraph:
+        return self.current.graph
+
+    @property
+    def revision(self) -> int:
+        return self.current.revision
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        return self.current.steps
+
+    @property
+    def agg(self) -> RunAggregates:
+        return self.current.agg
+
+    @property
+    def pending(self) -> PendingRevision | None:
+        """The public view of the held prior graph (None when no revision is pending)."""
+        h = self.held
+        if h is None:
+            return None
+        return PendingRevision(
+            prior_graph=h.graph,
+            prior_revision=h.revision,
+            reason=self.pending_reason or "",
+            prior_steps=h.steps,
+            since_run_id=self.pending_since,
         )
 
     @property
     def status_code(self) -> int:
-        return trust_status(self.agg.runs, self.candidate, self.template, self.quarantined)
+        c = self.current
+        return trust_status(c.agg.runs, self.candidate, c.template, c.quarantined)
 
     @property
     def status(self) -> str:
         return STATUSES[self.status_code]
 
+    def state_of(self, revision: int) -> GraphState | None:
+        """The graph state runs of ``revision`` fold into now: the current one, or the held
+        prior while a revision is pending (its concurrent runs); None for any other."""
+        if revision == self.current.revision:
+            return self.current
+        if self.held is not None and revision == self.held.revision:
+            return self.held
+        return None
+
+    def run_by_id(self, run_id: int) -> RunRecord:
+        i = bisect_left(self.runs, run_id, key=lambda r: r.run_id)
+        return self.runs[i]
+
+    def traces_of(self, state: GraphState) -> list[RunRecord]:
+        """The trace window (last ``TRACE_LIMIT`` runs) of a graph state."""
+        return [self.run_by_id(i) for i in state.trace_ids]
+
     @property
     def traces(self) -> list[RunRecord]:
-        """The last ``TRACE_LIMIT`` runs (the graph's trace window)."""
-        return self.runs[-TRACE_LIMIT:]
+        return self.traces_of(self.current)
 
     def revision_tally(self, revision: int) -> RevisionTally:
         """Runs, successes and success costs of one revision (created empty when new)."""
         return self.by_revision.setdefault(revision, RevisionTally())
 
+    # -- records handed out -----------------------------------------------------------
+
+    def as_match(
+        self, score: float, similarity: float, rate: float, for_agent: str | None
+    ) -> Match:
+        """This procedure as a ranked ``Match`` (``for_agent``: that caller's own record)."""
+        c = self.current
+        return Match(
+            key=self.key,
+            namespace=self.namespace,
+            name=self.name,
+            situation=self.situation,
+            actor=self.actor,
+            score=score,
+            similarity=similarity,
+            status=self.status,
+            revision=c.revision,
+            runs=c.agg.runs,
+            successes=c.agg.successes,
+            success_rate=rate,
+            graph=c.graph,
+            steps=c.steps,
+            tags=self.tags,
+            fail_prone_steps=c.fail_prone_steps,
+            fail_prone_transitions=c.fail_prone_transitions,
+            pending_revision=self.pending,
+            run_stats_by_agent=c.agg.agents(),
+            agent_stats=None if for_agent is None else c.agg.agent_stats(for_agent),
+        )
+
     def snapshot(self) -> StoredProcedure:
+        c = self.current
         return StoredProcedure(
             key=self.key,
             namespace=self.namespace,
             name=self.name,
             situation=self.situation,
-            steps=self.steps,
+            actor=self.actor,
+            steps=c.steps,
             tags=self.tags,
             metadata=dict(self.metadata),
-            graph=self.graph,
-            revision=self.revision,
+            graph=c.graph,
+            revision=c.revision,
             status=self.status,
-            runs=self.agg.runs,
-            successes=self.agg.successes,
-            run_stats_by_agent=self.agg.agents(),
+            runs=c.agg.runs,
+            successes=c.agg.successes,
+            failure_streak=c.agg.failure_streak,
+            run_stats_by_agent=c.agg.agents(),
             pending_revision=self.pending,
             rejected_revisions=tuple(self.rejected),
-            proven_path=self.proven_path,
-            dead_ends=self.dead_ends,
-            fail_prone_steps=self.fail_prone_steps,
-            fail_prone_transitions=self.fail_prone_transitions,
+            proven_path=c.proven_path,
+            dead_ends=c.dead_ends,
+            fail_prone_steps=c.fail_prone_steps,
+            fail_prone_transitions=c.fail_prone_transitions,
             ledger_folded_through=self.watermark,
         )
 
+    # -- JSON -------------------------------------------------------------------------
+
     def to_json(self) -> dict[str, Any]:
-        pending = None
-        if self.pending is not None:
-            p = self.pending
-            pending = {
-                "graph": p.prior_graph.to_dict(),
-                "revision": p.prior_revision,
-                "reason": p.reason,
-            }
         return {
+            "format": STATE_FORMAT,
             "key": self.key,
             "namespace": self.namespace,
             "name": self.name,
             "situation": self.situation,
-            "steps": list(self.steps),
             "tags": list(self.tags),
             "metadata": self.metadata,
             "candidate": self.candidate,
-            "graph": self.graph.to_dict(),
-            "revision": self.revision,
+            "actor": self.actor,
+            "current": self.current.to_json(),
+            "held": None if self.held is None else self.held.to_json(),
+            "pending_reason": self.pending_reason,
+            "pending_since": self.pending_since,
             "next_revision": self.next_revision,
-            "pending": pending,
-            "rejected": [
-                {
-                    "revision": r.revision,
-                    "hash": r.graph_hash,
-                    "graph": r.graph.to_dict(),
-                    "reason": r.reason,
-                }
-                for r in self.rejected
-            ],
-            "history": [
-                {
-                    "revision": h.revision,
-                    "graph": h.graph.to_dict(),
-                    "reason": h.reason,
-                    "outcome": h.outcome,
-                }
-                for h in self.history
-            ],
-            "agg": self.agg.to_json(),
+            "rejected": [_rejected_json(r) for r in self.rejected],
+            "history": [_history_json(h) for h in self.history],
             "by_revision": [
                 [k, v.runs, v.successes, list(v.success_costs)] for k, v in self.by_revision.items()
             ],
             "watermark": self.watermark,
-            "template": self.template,
-            "quarantined": self.quarantined,
-            "topology": None
-            if self.topology is None
-            else [self.topology[0], *map(list, self.topology[1:])],
-            "proven_path": list(self.proven_path),
-            "dead_ends": list(self.dead_ends),
-            "fail_prone_steps": _fail_prone_json(self.fail_prone_steps),
-            "fail_prone_transitions": _fail_prone_json(self.fail_prone_transitions),
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any], runs: list[RunRecord]) -> ProcedureEntry:
-        g = ProcedureGraph.from_dict
-        p = d["pending"]
-        topo = d["topology"]
+        if d.get("format", 1) == 1:
+            d = _from_format_1(d, runs)
         return cls(
             key=d["key"],
             namespace=d["namespace"],
             name=d["name"],
             situation=d["situation"],
-            steps=tuple(d["steps"]),
             tags=tuple(d["tags"]),
             metadata=d["metadata"],
-            candidate=d["candidate"],
-            graph=g(d["graph"]),
-            revision=d["revision"],
-            next_revision=d["next_revision"],
-            pending=None
-            if p is None
-            else PendingRevision(
-                prior_graph=g(p["graph"]), prior_revision=p["revision"], reason=p["reason"]
-            ),
-            rejected=[
-                RejectedRevision(
-                    revision=r["revision"],
-                    graph_hash=r["hash"],
-                    graph=g(r["graph"]),
-                    reason=r["reason"],
-                )
-                for r in d["rejected"]
-            ],
-            history=[
-                RevisionEntry(
-                    revision=h["revision"],
-                    graph=g(h["graph"]),
-                    reason=h["reason"],
-                    outcome=h["outcome"],
-                )
-                for h in d["history"]
-            ],
-            agg=RunAggregates.from_json(d["agg"]),
+            candidate=bool(d["candidate"]),
+            actor=d["actor"],
+            current=GraphState.from_json(d["current"]),
+            held=None if d["held"] is None else GraphState.from_json(d["held"]),
+            pending_reason=d["pending_reason"],
+            pending_since=int(d["pending_since"]),
+            next_revision=int(d["next_revision"]),
+            rejected=[_rejected(r) for r in d["rejected"]],
+            history=[_history(h) for h in d["history"]],
             by_revision={k: RevisionTally(r, s, list(c)) for k, r, s, c in d["by_revision"]},
             runs=runs,
-            watermark=d["watermark"],
-            template=d["template"],
-            quarantined=d["quarantined"],
-            topology=None if topo is None else (topo[0], *map(tuple, topo[1:])),
-            proven_path=tuple(d["proven_path"]),
-            dead_ends=tuple(d["dead_ends"]),
-            fail_prone_steps=tuple(FailProne(**x) for x in d["fail_prone_steps"]),
-            fail_prone_transitions=tuple(FailProne(**x) for x in d["fail_prone_transitions"]),
+            watermark=int(d["watermark"]),
         )
+
+
+def _rejected_json(r: RejectedRevision) -> dict[str, Any]:
+    return {"revision": r.revision, "hash": r.graph_hash, "graph": r.graph.to_dict(),
+            "reason": r.reason}  # fmt: skip
+
+
+def _history_json(h: RevisionEntry) -> dict[str, Any]:
+    return {"revision": h.revision, "graph": h.graph.to_dict(), "reason": h.reason,
+            "outcome": h.outcome}  # fmt: skip
+
+
+def _rejected(r: dict[str, Any]) -> RejectedRevision:
+    graph = ProcedureGraph.from_dict(r["graph"])
+    return RejectedRevision(
+        revision=r["revision"], graph_hash=r["hash"], graph=graph, reason=r["reason"]
+    )
+
+
+def _history(h: dict[str, Any]) -> RevisionEntry:
+    graph = ProcedureGraph.from_dict(h["graph"])
+    return RevisionEntry(
+        revision=h["revision"], graph=graph, reason=h["reason"], outcome=h["outcome"]
+    )
+
+
+def _from_format_1(d: dict[str, Any], runs: list[RunRecord]) -> dict[str, Any]:
+    """A format-1 entry (flat graph fields; a pending prior held as its graph only) in
+    format 2. The prior's evidence was not kept by format 1, so it comes back empty."""
+    g = ProcedureGraph.from_dict(d["graph"])
+    current = GraphState(
+        graph=g,
+        revision=d["revision"],
+        steps=tuple(d["steps"]),
+        agg=RunAggregates.from_json(d["agg"]),
+        trace_ids=[r.run_id for r in runs[-TRACE_LIMIT:]],
+        template=d["template"],
+        quarantined=d["quarantined"],
+    ).to_json()
+    current.update(
+        proven_path=d["proven_path"],
+        dead_ends=d["dead_ends"],
+        fail_prone_steps=d["fail_prone_steps"],
+        fail_prone_transitions=d["fail_prone_transitions"],
+    )
+    held, since = None, 0
+    if d["pending"] is not None:
+        prior = ProcedureGraph.from_dict(d["pending"]["graph"])
+        steps = tuple(prior.node(n).label() for n in prior.reading_order())
+        held = GraphState(graph=prior, revision=d["pending"]["revision"], steps=steps).to_json()
+        since = max((r.run_id for r in runs if r.revision != d["revision"]), default=0)
+    return {
+        **{k: d[k] for k in ("key", "namespace", "name", "situation", "tags", "metadata")},
+        "candidate": d["candidate"],
+        "actor": None,
+        "current": current,
+        "held": held,
+        "pending_reason": None if d["pending"] is None else d["pending"]["reason"],
+        "pending_since": since,
+        **{k: d[k] for k in ("next_revision", "rejected", "history", "by_revision", "watermark")},
+    }

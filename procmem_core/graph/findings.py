@@ -118,5 +118,8 @@ def proven_path(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
 
 
 def dead_ends(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
-    """Step and action nodes that no run's path visited."""
+    """Step and action nodes that no run's path visited; none while no run reported a path
+    (a run without a path, as ``run.complete`` records, says nothing about nodes)."""
+    if agg.path_runs == 0:
+        return ()
     return tuple(n.id for n in graph.nodes if n.kind in DEAD_END_KINDS and agg.node(n.id).runs == 0)

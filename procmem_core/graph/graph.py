@@ -153,6 +153,7 @@ class ProcedureGraph:
     edges: tuple[Edge, ...] = ()
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
     _out: dict[str, tuple[Edge, ...]] = field(init=False, repr=False, compare=False)
+    _hash: list[str] = field(init=False, repr=False, compare=False, default_factory=list)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", tuple(self.nodes))
@@ -248,14 +249,17 @@ class ProcedureGraph:
         """SHA-256 of the graph with nodes sorted by id and edges by (src, dst).
 
         Two graphs that differ only in listing order hash alike; any change of a kind,
-        tool, text or edge attribute changes the hash.
+        tool, text or edge attribute changes the hash. Computed once per graph.
         """
+        if self._hash:
+            return self._hash[0]
         body = {
             "nodes": sorted((n.to_dict() for n in self.nodes), key=lambda d: d["id"]),
             "edges": sorted((e.to_dict() for e in self.edges), key=lambda d: (d["src"], d["dst"])),
         }
         blob = json.dumps(body, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
+        self._hash.append(hashlib.sha256(blob.encode()).hexdigest())
+        return self._hash[0]
 
     @property
     def node_ids(self) -> tuple[str, ...]:

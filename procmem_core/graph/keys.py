@@ -2,12 +2,19 @@
 
 A procedure is stored under ``procedure_<slug of name>`` within its namespace;
 ``namespace/key`` names it unambiguously when forks share a key across namespaces.
+Every non-empty name has a slug (``slugify``): letters of any script, their marks and
+digits are kept, so ``आपातकालीन निधि`` keys as itself; a name with none of them keys by a
+stable hash. Two names can share a slug ("the worst case" / "the worst-case!"): the
+store refuses the second, and callers that mean a different procedure pick another key
+(``learn.candidates`` counts such collisions and suffixes ``_2``, ``_3``, ...).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,12 +30,56 @@ class UnknownProcedure(ProcmemError, KeyError):
         return str(self.args[0])
 
 
+KEY_PREFIX = "procedure_"
+SLUG_LIMIT = 120
+"""Longer slugs are cut and end in ``_`` + 10 hex digits of the name's SHA-256."""
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
+
+
 def slugify(name: str) -> str:
-    """Lower-case ASCII letters and digits, runs of anything else as one ``_``."""
-    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    """The slug of a non-empty name: NFKC-normalised and case-folded; letters (any script),
+    combining marks and digits kept; every run of anything else one ``_``. A name with no
+    letter or digit slugs to ``h`` + 10 hex digits of its SHA-256 (stable everywhere)."""
+    check_text("name", name)
+    parts, word = [], []
+    for ch in unicodedata.normalize("NFKC", name).casefold():
+        if unicodedata.category(ch)[0] in "LMN" and (word or unicodedata.category(ch)[0] != "M"):
+            word.append(ch)
+        elif word:
+            parts.append("".join(word))
+            word = []
+    if word:
+        parts.append("".join(word))
+    slug = "_".join(parts)
     if not slug:
-        raise ParameterError("name", name, "expected a name with at least one letter or digit")
+        return "h" + _digest(name)
+    if len(slug) > SLUG_LIMIT:
+        slug = slug[: SLUG_LIMIT - 11].rstrip("_") + "_" + _digest(name)
     return slug
+
+
+def procedure_key(name: str) -> str:
+    """``procedure_<slug of name>``, the key ``add`` gives a procedure."""
+    return KEY_PREFIX + slugify(name)
+
+
+def check_key(key: object) -> str:
+    """An explicit key for ``add``: ``procedure_`` then words of letters, marks or digits
+    joined by single ``_`` (the shape ``procedure_key`` produces)."""
+    body = key[len(KEY_PREFIX) :] if isinstance(key, str) else ""
+    words = body.split("_")
+    if not (
+        isinstance(key, str)
+        and key.startswith(KEY_PREFIX)
+        and all(w and all(unicodedata.category(c)[0] in "LMN" for c in w) for w in words)
+    ):
+        raise ParameterError(
+            "key", key, "expected 'procedure_' then letters or digits joined by single '_'"
+        )
+    return key
 
 
 def check_tags(tags: Any) -> tuple[str, ...]:

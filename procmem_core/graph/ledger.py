@@ -27,7 +27,8 @@ NOTE_LIMIT = 4000
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One ledger row. ``revision`` is the graph revision the run was made against."""
+    """One ledger row. ``revision`` is the graph revision the run was made against;
+    ``reflection`` is the agent's own lesson from ``run.complete`` (kept on the run for now)."""
 
     run_id: int
     key: str
@@ -40,6 +41,7 @@ class RunRecord:
     duration_ms: int | None = None
     tokens: int | None = None
     agent: str | None = None
+    reflection: str | None = None
 
     @property
     def steps_taken(self) -> int:
@@ -185,6 +187,19 @@ class RunAggregates:
         for pair in set(pairwise(run.path)):
             if pair in edges:
                 self.edge_runs.setdefault(pair, Tally()).add(ok)
+
+    def copy(self) -> RunAggregates:
+        """An independent copy (the tallies are copied, not shared)."""
+        return RunAggregates(
+            runs=self.runs,
+            successes=self.successes,
+            path_runs=self.path_runs,
+            path_successes=self.path_successes,
+            failure_streak=self.failure_streak,
+            node_runs={k: Tally(v.runs, v.successes) for k, v in self.node_runs.items()},
+            edge_runs={k: Tally(v.runs, v.successes) for k, v in self.edge_runs.items()},
+            by_agent={k: Tally(v.runs, v.successes) for k, v in self.by_agent.items()},
+        )
 
     def keep_only(self, node_ids: frozenset[str], edges: frozenset[tuple[str, str]]) -> None:
         """Drop the evidence of nodes and transitions a new graph no longer has."""

@@ -7,6 +7,11 @@ each and succeeded, and a prompt-ready text. With ``recent_path``: visited trans
 are marked, ``looping`` is set on a revisit with the loop's untaken exits, and failed
 runs' notes through the active node are attached. When nothing matches, ``matched`` is
 False and ``entry_nodes`` say where to start.
+
+Fail-prone steps and transitions (the last evolve's findings) are read as pitfalls, as
+the seed says: a transition ahead that is flagged, or that leads to a flagged step,
+carries ``pitfall`` (the evidence in words), and the rendered text lists them, the
+active step's own first.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from procmem_core.errors import ParameterError, check_int
+from procmem_core.graph.findings import FailProne
 from procmem_core.graph.graph import Edge, Node, ProcedureGraph
 from procmem_core.graph.ledger import RunAggregates, RunRecord
 
@@ -28,7 +34,8 @@ class Transition:
     """An edge ahead of the active node; ``depth`` 1 leaves the active node itself.
 
     ``taken``/``succeeded``: runs that used this transition, and how many of them ended
-    well; ``visited``: the caller's ``recent_path`` used it.
+    well; ``visited``: the caller's ``recent_path`` used it; ``pitfall``: why the
+    transition (or the step it leads to) is fail-prone, or None.
     """
 
     src: str
@@ -41,6 +48,7 @@ class Transition:
     taken: int
     succeeded: int
     visited: bool
+    pitfall: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ class LocateResult:
     failure_notes: tuple[FailureNote, ...]
     entry_nodes: tuple[str, ...]
     rendered: str
+    pitfalls: tuple[FailProne, ...] = ()
 
 
 def check_hops(hops: int) -> int:
@@ -96,13 +105,27 @@ def _active(graph: ProcedureGraph, at: str | None, path: tuple[str, ...]) -> str
     return by_tool[0] if by_tool else None
 
 
+def pitfall_text(f: FailProne) -> str:
+    """A fail-prone flag as a pitfall the agent reads."""
+    what = f"step {f.src}" if f.dst is None else f"{f.src} -> {f.dst}"
+    return (
+        f"{what} failed in {f.failures} of {f.runs} runs through it "
+        f"({f.failure_rate:.0%} against {f.base_failure_rate:.0%} overall)"
+    )
+
+
 def _transition(
-    e: Edge, depth: int, agg: RunAggregates, visited: set[tuple[str, str]]
+    e: Edge,
+    depth: int,
+    agg: RunAggregates,
+    visited: set[tuple[str, str]],
+    flags: dict[tuple[str, str | None], FailProne],
 ) -> Transition:
     ev = agg.edge(e.src, e.dst)
+    flag = flags.get((e.src, e.dst)) or flags.get((e.dst, None))
     return Transition(
         e.src, e.dst, e.kind, e.condition, e.guidance, e.pitfalls, depth, ev.runs, ev.successes,
-        e.pair in visited,
+        e.pair in visited, None if flag is None else pitfall_text(flag),
     )  # fmt: skip
 
 
@@ -114,6 +137,7 @@ def locate_in(
     at: str | None = None,
     recent_path: Sequence[str] | None = None,
     hops: int = 2,
+    fail_prone: Sequence[FailProne] = (),
 ) -> LocateResult:
     """Compute the ``LocateResult`` for one procedure (see the module doc)."""
     hops = check_hops(hops)
@@ -124,13 +148,14 @@ def locate_in(
         text = f"Procedure {key}: no node matches {at!r}. Start at: {', '.join(entries)}."
         return LocateResult(key, False, None, (), False, (), (), entries, text)
     visited = set(pairwise(path))
+    flags = {(f.src, f.dst): f for f in fail_prone}
     transitions: list[Transition] = []
     frontier, expanded = [active], {active}
     for depth in range(1, hops + 1):
         nxt = []
         for nid in frontier:
             for e in graph.out_edges(nid):
-                transitions.append(_transition(e, depth, agg, visited))
+                transitions.append(_transition(e, depth, agg, visited, flags))
                 if e.dst not in expanded:
                     expanded.add(e.dst)
                     nxt.append(e.dst)
@@ -144,17 +169,21 @@ def locate_in(
         for nid in dict.fromkeys(before[start:]):
             for e in graph.out_edges(nid):
                 if e.dst not in loop and e.pair not in visited:
-                    exits.append(_transition(e, 0, agg, visited))
+                    exits.append(_transition(e, 0, agg, visited, flags))
     notes = [
         FailureNote(r.run_id, r.agent, r.note)
         for r in reversed(list(traces))
         if not r.ok and r.note and active in r.path
     ][:FAILURE_NOTES_SHOWN]
     node = graph.node(active)
-    text = render(key, node, transitions, looping, exits, notes)
+    ahead = {(t.src, t.dst) for t in transitions} | {(t.dst, None) for t in transitions}
+    pitfalls = [flags[(active, None)]] if (active, None) in flags else []
+    pitfalls += [f for k, f in flags.items() if k in ahead and f not in pitfalls]
+    text = render(key, node, transitions, looping, exits, notes, pitfalls)
     return LocateResult(
-        key, True, node, tuple(transitions), looping, tuple(exits), tuple(notes), entries, text
-    )
+        key, True, node, tuple(transitions), looping, tuple(exits), tuple(notes), entries, text,
+        tuple(pitfalls),
+    )  # fmt: skip
 
 
 def _describe(t: Transition) -> str:
@@ -166,6 +195,8 @@ def _describe(t: Transition) -> str:
     parts.append(f"taken in {t.taken} runs, {t.succeeded} succeeded")
     if t.visited:
         parts.append("already taken this run")
+    if t.pitfall:
+        parts.append(f"PITFALL: {t.pitfall}")
     return "; ".join(parts)
 
 
@@ -176,6 +207,7 @@ def render(
     looping: bool,
     exits: Sequence[Transition],
     notes: Sequence[FailureNote],
+    pitfalls: Sequence[FailProne] = (),
 ) -> str:
     """The prompt-ready text of a located position."""
     lines = [f"Procedure {key}: you are at {node.id!r} ({node.label()})."]
@@ -189,6 +221,9 @@ def render(
         if exits:
             lines.append("Untaken exits from the loop:")
             lines += [f"- {_describe(t)}" for t in exits]
+    if pitfalls:
+        lines.append("Pitfalls (fail-prone in earlier runs):")
+        lines += [f"- {pitfall_text(f)}" for f in pitfalls]
     if notes:
         lines.append("Notes from earlier failed runs through this step:")
         lines += [f"- run {n.run_id}: {n.note}" for n in notes]

@@ -125,7 +125,8 @@ class MatchIndex:
     """Row-per-procedure arrays for vectorized matching; rows move on delete (swap-remove).
 
     Columns: the situation embedding, runs, successes, a status code (index into
-    ``STATUSES``), a namespace code, and the procedure's tools (inverted: tool -> rows).
+    ``STATUSES``), a namespace code, an actor code (who wrote it; -1: not recorded), and
+    the procedure's tools (inverted: tool -> rows).
     """
 
     def __init__(self, dim: int) -> None:
@@ -138,9 +139,11 @@ class MatchIndex:
         self.successes = np.zeros(self._cap, dtype=np.int64)
         self.status = np.zeros(self._cap, dtype=np.int8)
         self.namespace = np.zeros(self._cap, dtype=np.int32)
+        self.actor = np.zeros(self._cap, dtype=np.int32)
         self.seq = np.zeros(self._cap, dtype=np.int64)  # insertion order, for ties
         self._next_seq = 0
         self._ns_codes: dict[str, int] = {}
+        self._actor_codes: dict[str, int] = {}
         self._tools: dict[str, set[int]] = {}
         self._row_tools: list[frozenset[str]] = []
 
@@ -153,7 +156,17 @@ class MatchIndex:
     def namespace_codes(self, namespaces: Iterable[str]) -> np.ndarray:
         return np.array([self._ns_codes[n] for n in namespaces if n in self._ns_codes], dtype=int)
 
-    def add(self, ref: str, vector: np.ndarray, namespace: str, tools: frozenset[str]) -> None:
+    def actor_code(self, actor: str | None) -> int:
+        return -1 if actor is None else self._actor_codes.setdefault(actor, len(self._actor_codes))
+
+    def add(
+        self,
+        ref: str,
+        vector: np.ndarray,
+        namespace: str,
+        tools: frozenset[str],
+        actor: str | None = None,
+    ) -> None:
         if len(self.keys) == self._cap:
             self._grow()
         row = len(self.keys)
@@ -162,6 +175,7 @@ class MatchIndex:
         self.emb[row] = vector
         self.runs[row] = self.successes[row] = self.status[row] = 0
         self.namespace[row] = self.namespace_code(namespace)
+        self.actor[row] = self.actor_code(actor)
         self.seq[row] = self._next_seq
         self._next_seq += 1
         self._row_tools.append(frozenset())
@@ -187,7 +201,7 @@ class MatchIndex:
             moved = self.keys[last]
             tools = self._row_tools[last]
             self.set_tools_row_empty(last)
-            for arr in (self.emb, self.runs, self.successes, self.status, self.namespace, self.seq):
+            for arr in self._columns():
                 arr[row] = arr[last]
             self.keys[row] = moved
             self.rows[moved] = row
@@ -196,6 +210,10 @@ class MatchIndex:
             self._row_tools[row] = tools
         self.keys.pop()
         self._row_tools.pop()
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        return (self.emb, self.runs, self.successes, self.status, self.namespace, self.actor,
+                self.seq)  # fmt: skip
 
     def set_tools_row_empty(self, row: int) -> None:
         for t in self._row_tools[row]:
@@ -227,11 +245,13 @@ class MatchIndex:
         include_candidates: bool,
         include_quarantined: bool,
         namespaces: Sequence[str] | None,
+        written_by: str | None = None,
     ) -> list[tuple[int, float, float, float]]:
         """The ``top_k`` rows as ``(row, score, relevance, smoothed success rate)``.
 
         One matrix-vector product per query text; filters are boolean masks; candidates
         sort after every other row, then by score (descending), then by insertion order.
+        ``written_by``: only rows that actor wrote.
         """
         n = len(self.keys)
         emb = self.emb[:n]
@@ -245,6 +265,9 @@ class MatchIndex:
         keep = np.ones(n, dtype=bool)
         if namespaces is not None:
             keep &= np.isin(self.namespace[:n], self.namespace_codes(namespaces))
+        if written_by is not None:
+            code = self._actor_codes.get(written_by, -2)
+            keep &= self.actor[:n] == code
         if templates_only:
             keep &= status == TEMPLATE
         if not include_candidates:
@@ -258,7 +281,7 @@ class MatchIndex:
 
     def _grow(self) -> None:
         self._cap *= 2
-        for name in ("emb", "runs", "successes", "status", "namespace", "seq"):
+        for name in ("emb", "runs", "successes", "status", "namespace", "actor", "seq"):
             old = getattr(self, name)
             new = np.zeros((self._cap, *old.shape[1:]), dtype=old.dtype)
             new[: old.shape[0]] = old

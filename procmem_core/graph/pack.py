@@ -1,14 +1,24 @@
 """Context packs with an explore rate (seed: loom-procedures.txt, "Measuring whether a
-procedure helps").
+procedure helps", "Whose procedures a pack injects").
 
-A pack injects the matched procedures into a prompt as steps to follow. With explore
-rate epsilon, the top match is withheld with probability epsilon
-(``procmem_core.explore.withhold_top``), and the pack reports shown
-(``procedure_keys``) and withheld (``procedure_keys_withheld``) procedures, so sessions
-where it was withheld form a randomized control arm (docs/statistics.md, "Explore rate:
-withheld vs shown"). A withheld procedure is not replaced by the next match, so the two
-arms differ only by the withheld procedure. One uniform is drawn per pack, whether or
-not anything matched, so the random stream does not depend on the store's contents.
+A pack injects the matched procedures into a prompt as steps to follow, with their
+fail-prone steps and transitions as pitfalls. With explore rate epsilon, the top match is
+withheld with probability epsilon (``procmem_core.explore.withhold_top``), and the pack
+reports shown (``procedure_keys``) and withheld (``procedure_keys_withheld``) procedures
+as ``namespace/key`` refs, so every session can be attributed to the exact procedure and
+sessions where it was withheld form a randomized control arm (docs/statistics.md). A
+withheld procedure is not replaced by the next match, so the two arms differ only by the
+withheld procedure. One uniform is drawn per pack, whether or not anything matched, so
+the random stream does not depend on the store's contents.
+
+Auth: ``auth=True`` with a ``principal`` injects only procedures that principal wrote;
+``auth=False`` injects every match.
+
+Concurrent control (``concurrent_share`` q, default 0 = the seed's behaviour): while a
+shown procedure has a revision pending, the pack serves its prior graph instead with
+probability q, so both revisions accrue runs side by side; ``procedure_revisions`` says
+which graph revision each shown procedure was served at (pass it to ``record_run``). With
+q > 0 the pack draws ``max_procedures`` more uniforms, whatever matched.
 """
 
 from __future__ import annotations
@@ -18,8 +28,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from procmem_core.errors import check_instance, check_int, check_probability
+from procmem_core.errors import (
+    ParameterError,
+    check_bool,
+    check_instance,
+    check_int,
+    check_probability,
+)
 from procmem_core.explore import check_rng, draw, withhold_top
+from procmem_core.graph.access import MAX_NAMESPACE_FAN_OUT, check_principal
+from procmem_core.graph.findings import FailProne
+from procmem_core.graph.graph import ProcedureGraph
+from procmem_core.graph.locate import pitfall_text
 from procmem_core.graph.records import Match
 from procmem_core.graph.store import ProcedureStore
 
@@ -27,63 +47,106 @@ PACK_HEADING = "PROCEDURES TO FOLLOW (steps learned from earlier runs):"
 UNPROVEN = "(unproven)"
 
 
-def render_procedure(i: int, m: Match) -> str:
-    """One matched procedure as numbered steps (candidates labelled "(unproven)")."""
+def render_procedure(
+    i: int,
+    m: Match,
+    graph: ProcedureGraph | None = None,
+    steps: Sequence[str] | None = None,
+    pitfalls: Sequence[FailProne] | None = None,
+) -> str:
+    """One matched procedure as numbered steps (candidates labelled "(unproven)"), the
+    edges' conditions and pitfalls, and its fail-prone flags as pitfalls. ``graph``,
+    ``steps`` and ``pitfalls`` default to the match's current graph and findings."""
+    graph = m.graph if graph is None else graph
+    steps = m.steps if steps is None else steps
+    flags = (m.fail_prone_steps + m.fail_prone_transitions) if pitfalls is None else pitfalls
     label = f" {UNPROVEN}" if m.status == "candidate" else ""
     lines = [f"{i}. {m.name}{label} [{m.key}, {m.status}]", f"   When: {m.situation}"]
-    lines += [f"   {j}) {step}" for j, step in enumerate(m.steps, 1)]
-    for e in m.graph.edges:
+    lines += [f"   {j}) {step}" for j, step in enumerate(steps, 1)]
+    for e in graph.edges:
         notes = [
             f"{k}: {getattr(e, k)}" for k in ("condition", "guidance", "pitfalls") if getattr(e, k)
         ]
         if notes:
             lines.append(f"   - {e.src} -> {e.dst}: " + "; ".join(notes))
+    lines += [f"   Pitfall: {pitfall_text(f)}" for f in flags]
     return "\n".join(lines)
 
 
 @dataclass(frozen=True)
 class Pack:
-    """A packed prompt and which procedures it showed and withheld."""
+    """A packed prompt and which procedures (``namespace/key``) it showed and withheld;
+    ``procedure_revisions``: the graph revision served for each shown procedure."""
 
     text: str
     procedure_keys: tuple[str, ...]
     procedure_keys_withheld: tuple[str, ...]
+    procedure_revisions: tuple[int, ...] = ()
     matches: tuple[Match, ...] = field(repr=False, default=())
 
 
 @dataclass
 class ContextPacker:
-    """Packs the top ``max_procedures`` matches of a situation into prompt text."""
+    """Packs the top ``max_procedures`` matches of a situation into prompt text.
+
+    ``namespace``, ``namespace_scope``, ``fan_out`` and ``utility_weight`` (the seed's
+    match term for the smoothed success rate, default 0 = off) are passed to ``match``
+    (``"all_mine"`` searches the principal's namespaces)."""
 
     store: ProcedureStore
     explore_rate: float = 0.0
     max_procedures: int = 3
     rng: np.random.Generator | None = None
+    auth: bool = False
+    principal: str | None = None
+    namespace: str | Sequence[str] | None = None
+    namespace_scope: str = "given"
+    fan_out: int = MAX_NAMESPACE_FAN_OUT
+    concurrent_share: float = 0.0
+    utility_weight: float = 0.0
 
     def __post_init__(self) -> None:
         check_instance("store", self.store, ProcedureStore)
         self.explore_rate = check_probability("explore_rate", self.explore_rate)
         self.max_procedures = check_int("max_procedures", self.max_procedures, minimum=1)
-        self.rng = check_rng(self.rng, self.explore_rate)
+        self.concurrent_share = check_probability(
+            "concurrent_share", self.concurrent_share, open_high=True
+        )
+        self.rng = check_rng(self.rng, max(self.explore_rate, self.concurrent_share))
+        check_bool("auth", self.auth)
+        check_principal("principal", self.principal, required=self.auth)
+        if self.namespace_scope == "all_mine" and self.principal is None:
+            raise ParameterError("principal", None, "a principal for namespace_scope='all_mine'")
 
     def pack(
         self, situation: str, goal: str | None = None, recent_tools: Sequence[str] = ()
     ) -> Pack:
-        """Match, withhold the top match with probability ``explore_rate``, render the rest."""
-        matches = self.store.match(situation, goal, recent_tools, top_k=self.max_procedures)
+        """Match, withhold the top match with probability ``explore_rate``, serve pending
+        priors with probability ``concurrent_share``, render the rest."""
+        matches = self.store.match(
+            situation, goal, recent_tools, top_k=self.max_procedures, namespace=self.namespace,
+            namespace_scope=self.namespace_scope, principal=self.principal,
+            fan_out=self.fan_out, written_by=self.principal if self.auth else None,
+            utility_weight=self.utility_weight,
+        )  # fmt: skip
         withhold = withhold_top(draw(self.rng), self.explore_rate) and bool(matches)
+        prior_draws = self.rng.random(self.max_procedures) if self.concurrent_share > 0 else None
         shown = matches[1:] if withhold else matches
         withheld = matches[:1] if withhold else []
-        text = ""
-        if shown:
-            text = (
-                PACK_HEADING
-                + "\n"
-                + "\n".join(render_procedure(i, m) for i, m in enumerate(shown, 1))
-            )
+        blocks, revisions = [], []
+        for i, m in enumerate(shown):
+            p = m.pending_revision
+            if p is not None and prior_draws is not None and prior_draws[i] < self.concurrent_share:
+                blocks.append(render_procedure(i + 1, m, p.prior_graph, p.prior_steps, ()))
+                revisions.append(p.prior_revision)
+            else:
+                blocks.append(render_procedure(i + 1, m))
+                revisions.append(m.revision)
+        text = PACK_HEADING + "\n" + "\n".join(blocks) if blocks else ""
         return Pack(
             text=text,
-            procedure_keys=tuple(m.key for m in shown),
-            procedure_keys_withheld=tuple(m.key for m in withheld),
+            procedure_keys=tuple(m.ref for m in shown),
+            procedure_keys_withheld=tuple(m.ref for m in withheld),
+            procedure_revisions=tuple(revisions),
             matches=tuple(matches),
         )

@@ -16,11 +16,17 @@ from procmem_core.graph.ledger import AgentStats
 
 @dataclass(frozen=True, kw_only=True)
 class PendingRevision:
-    """The prior graph held while a revision is on trial against it."""
+    """The prior graph held while a revision is on trial against it.
+
+    ``since_run_id``: the last run id of the ledger when the revision was proposed (the
+    prior's runs after it were recorded concurrently with the revision's).
+    """
 
     prior_graph: ProcedureGraph
     prior_revision: int
     reason: str
+    prior_steps: tuple[str, ...] = ()
+    since_run_id: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,12 +52,14 @@ class RevisionEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class StoredProcedure:
-    """A snapshot of one procedure as the store holds it."""
+    """A snapshot of one procedure as the store holds it. ``actor``: who wrote it (None:
+    not recorded); ``failure_streak``: the current graph's trailing failed runs."""
 
     key: str
     namespace: str
     name: str
     situation: str
+    actor: str | None
     steps: tuple[str, ...]
     tags: tuple[str, ...]
     metadata: dict[str, Any]
@@ -60,6 +68,7 @@ class StoredProcedure:
     status: str
     runs: int
     successes: int
+    failure_streak: int
     run_stats_by_agent: tuple[AgentStats, ...]
     pending_revision: PendingRevision | None
     rejected_revisions: tuple[RejectedRevision, ...]
@@ -78,21 +87,28 @@ class StoredProcedure:
 @dataclass(frozen=True, kw_only=True)
 class Match:
     """One ranked procedure. ``similarity`` is the situation (and goal) relevance before the
-    tool and utility terms; ``agent_stats`` is the ``for_agent`` caller's own record."""
+    tool and utility terms; ``actor`` who wrote it; ``fail_prone_*`` the last evolve's
+    pitfalls; ``pending_revision`` the prior graph while a revision is on trial;
+    ``agent_stats`` the ``for_agent`` caller's own record."""
 
     key: str
     namespace: str
     name: str
     situation: str
+    actor: str | None
     score: float
     similarity: float
     status: str
+    revision: int
     runs: int
     successes: int
     success_rate: float
     graph: ProcedureGraph
     steps: tuple[str, ...]
     tags: tuple[str, ...]
+    fail_prone_steps: tuple[FailProne, ...]
+    fail_prone_transitions: tuple[FailProne, ...]
+    pending_revision: PendingRevision | None
     run_stats_by_agent: tuple[AgentStats, ...]
     agent_stats: AgentStats | None
 

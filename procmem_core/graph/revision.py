@@ -1,13 +1,19 @@
 """Revisions of a procedure graph and their gating (seed: "Revisions are gated").
 
-``propose_revision`` installs a new graph as the pending revision (keeping the evidence
-of surviving node ids and transitions); ``judge_revision`` asks the primary gate and the
-cost gate about a pending revision with the two revisions' ledger statistics and applies
-their combined verdict (``gates.combine_gate_verdicts``): accept keeps the revision,
-revert restores the prior graph and files the revision under ``rejected_revisions``.
+``propose_revision`` moves the current graph state aside whole as the held prior (its
+graph, evidence, flags and findings) and starts the revision from the evidence of the
+node ids and transitions it keeps. ``judge_revision`` replays the ledger since the
+revision was proposed, event by event, asking the primary gate and the cost gate after
+each run (of the revision, or of the prior served concurrently) and applying their
+combined verdict (``gates.combine_gate_verdicts``) at the first event where it is not
+"continue": accept keeps the revision, revert puts the held prior state back exactly as
+it was (plus its concurrent runs) and files the revision under ``rejected_revisions``.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
 
 from procmem_core.errors import ProcmemError
 from procmem_core.gates import (
@@ -19,7 +25,8 @@ from procmem_core.gates import (
 )
 from procmem_core.graph.entry import ProcedureEntry
 from procmem_core.graph.graph import ProcedureGraph
-from procmem_core.graph.records import PendingRevision, RejectedRevision, RevisionEntry
+from procmem_core.graph.ledger import RunRecord
+from procmem_core.graph.records import RejectedRevision, RevisionEntry
 
 
 class RevisionError(ProcmemError):
@@ -47,23 +54,17 @@ def _set_history_outcome(entry: ProcedureEntry, revision: int, outcome: str) -> 
     ]
 
 
-def _install(entry: ProcedureEntry, graph: ProcedureGraph, revision: int) -> None:
-    entry.graph = graph
-    entry.revision = revision
-    entry.agg.keep_only(frozenset(graph.node_ids), graph.edge_pairs())
-    entry.template = False
-
-
 def propose_revision(
-    entry: ProcedureEntry, graph: ProcedureGraph, reason: str, force: bool
+    entry: ProcedureEntry, graph: ProcedureGraph, reason: str, force: bool, last_run_id: int
 ) -> None:
-    """Make ``graph`` the current graph on trial; the old one becomes the pending prior.
+    """Make ``graph`` the current graph on trial; the current state is held as the prior.
 
     Refused (``RevisionError``) while another revision is pending, when the graph equals
     the current one, and when its canonical hash was rejected before (unless ``force``).
+    ``last_run_id``: the ledger's last run id now (the prior's later runs are concurrent).
     """
     digest = graph.canonical_hash()
-    if entry.pending is not None:
+    if entry.held is not None:
         raise RevisionError(
             f"{entry.ref}: revision {entry.revision} is still pending; run evolve until the "
             "gate accepts or reverts it"
@@ -76,12 +77,12 @@ def propose_revision(
             f"{entry.ref}: this graph was rejected before (revision {rejected[-1]}); "
             "pass force=True to propose it again"
         )
-    entry.pending = PendingRevision(
-        prior_graph=entry.graph, prior_revision=entry.revision, reason=reason
-    )
     revision = entry.next_revision
     entry.next_revision += 1
-    _install(entry, graph, revision)
+    entry.held = entry.current
+    entry.current = entry.held.revised(graph, revision)
+    entry.pending_reason = reason
+    entry.pending_since = last_run_id
     entry.history.append(
         RevisionEntry(revision=revision, graph=graph, reason=reason, outcome="pending")
     )
@@ -93,7 +94,7 @@ def _record(
     return GateRecord(
         key=entry.key,
         namespace=entry.namespace,
-        prior_revision=entry.pending.prior_revision if entry.pending else -1,
+        prior_revision=entry.held.revision if entry.held else -1,
         revision=entry.revision,
         gate=d.gate,
         verdict=d.verdict,
@@ -110,24 +111,65 @@ def _record(
     )
 
 
-def _sequential_stats(entry: ProcedureEntry) -> list[RevisionStats]:
-    """The current revision's statistics after each of its runs, in ledger order.
+@dataclass
+class _Arm:
+    """Running statistics of one arm while the ledger is replayed."""
 
-    While a revision is pending every new run carries its number, so its runs are the
-    ledger's tail: only that tail is read, not the whole ledger.
-    """
-    start = len(entry.runs)
-    while start > 0 and entry.runs[start - 1].revision == entry.revision:
-        start -= 1
-    stats, successes, costs, outcomes = [], 0, [], []
-    for n, run in enumerate(entry.runs[start:], 1):
-        outcomes.append(run.ok)
-        if run.ok:
-            successes += 1
-            if run.cost is not None:
-                costs.append(float(run.cost))
-        stats.append(RevisionStats(n, successes, tuple(costs), tuple(outcomes)))
-    return stats
+    runs: int
+    successes: int
+    costs: list[float]
+    outcomes: list[bool] | None  # None: the ledger in memory does not hold them all
+    concurrent: list[bool] = field(default_factory=list)
+
+    def add(self, run: RunRecord, concurrent: bool) -> None:
+        self.runs += 1
+        self.successes += int(run.ok)
+        if run.ok and run.cost is not None:
+            self.costs.append(float(run.cost))
+        if self.outcomes is not None:
+            self.outcomes.append(run.ok)
+        if concurrent:
+            self.concurrent.append(run.ok)
+
+    def stats(self) -> RevisionStats:
+        return RevisionStats(
+            self.runs, self.successes, tuple(self.costs), tuple(self.outcomes or ()),
+            tuple(self.concurrent),
+        )  # fmt: skip
+
+
+def _prior_at_proposal(entry: ProcedureEntry, tail: list[RunRecord]) -> _Arm:
+    """The prior revision's statistics when the revision was proposed: its tally less the
+    runs it received since (the concurrent ones, the tail of its tally in ledger order)."""
+    prior = entry.held.revision
+    now = revision_stats(entry, prior)
+    mine = [r for r in tail if r.revision == prior]
+    ok = [r for r in mine if r.ok]
+    n_costs = sum(r.cost is not None for r in ok)
+    costs = list(now.success_costs[: len(now.success_costs) - n_costs])
+    outcomes = list(now.outcomes[: len(now.outcomes) - len(mine)]) if now.outcomes else None
+    if now.runs == 0:
+        outcomes = []
+    return _Arm(now.runs - len(mine), now.successes - len(ok), costs, outcomes)
+
+
+def replay_events(entry: ProcedureEntry) -> list[tuple[RevisionStats, RevisionStats]]:
+    """(prior, revision) statistics after each ledger event since the revision was
+    proposed, in ledger order (a run of either arm is an event)."""
+    start = bisect_right(entry.runs, entry.pending_since, key=lambda r: r.run_id)
+    tail = entry.runs[start:]
+    prior = _prior_at_proposal(entry, tail)
+    rev = _Arm(0, 0, [], [])
+    out = []
+    for run in tail:
+        if run.revision == entry.revision:
+            rev.add(run, False)
+        elif run.revision == entry.held.revision:
+            prior.add(run, True)
+        else:
+            continue
+        out.append((prior.stats(), rev.stats()))
+    return out or [(prior.stats(), rev.stats())]
 
 
 def judge_revision(
@@ -136,18 +178,17 @@ def judge_revision(
     """Ask both gates about the pending revision and apply the combined verdict.
 
     The gates are sequential tests, so the decision must not depend on how often
-    ``evolve`` is called: the revision's runs are replayed in ledger order and the first
-    run count at which the combined verdict is not "continue" decides (a boundary crossed
-    at run 7 reverts even if evolve first looks at run 10). The prior's statistics are
-    fixed while the revision is pending (later runs carry the new revision). Returns the
-    outcome ("accepted", "reverted" or "pending") and the two decisions (primary first,
-    then cost) at the deciding run count, each recorded with the combined outcome.
+    ``evolve`` is called: the ledger since the proposal is replayed event by event and the
+    first event at which the combined verdict is not "continue" decides (a boundary
+    crossed at run 7 reverts even if evolve first looks at run 10). The prior's
+    ``RevisionStats`` carry its ``concurrent`` outcomes so far, the revision's its
+    ``outcomes``. Returns the outcome ("accepted", "reverted" or "pending") and the two
+    decisions (primary first, then cost) at the deciding event, each recorded with the
+    combined outcome.
     """
-    pending = entry.pending
-    if pending is None:
+    if entry.held is None:
         raise RevisionError(f"{entry.ref}: no revision is pending")
-    prior = revision_stats(entry, pending.prior_revision)
-    for rev in _sequential_stats(entry) or [RevisionStats(0, 0)]:
+    for prior, rev in replay_events(entry):
         primary = gate.decide(prior, rev)
         cost = cost_gate.decide(prior, rev)
         action = combine_gate_verdicts(primary.verdict, cost.verdict)
@@ -167,11 +208,10 @@ def judge_revision(
             )
         )
         _set_history_outcome(entry, entry.revision, "reverted")
-        entry.pending = None
-        _install(entry, pending.prior_graph, pending.prior_revision)
+        entry.current, entry.held, entry.pending_reason = entry.held, None, None
         return "reverted", records
     if action == "accept":
         _set_history_outcome(entry, entry.revision, "accepted")
-        entry.pending = None
+        entry.held, entry.pending_reason = None, None
         return "accepted", records
     return "pending", records

@@ -1,20 +1,22 @@
 """``ProcedureStore``: the graph design's operations (seed: loom-procedures.txt).
 
-add, match, locate, record_run, evolve, revise, fork, list, delete, over procedures
-stored under ``procedure_<slug of name>`` per namespace. ``ProcedureStore()`` keeps
-everything in memory; ``ProcedureStore.open(path)`` writes every operation through to
-SQLite in one transaction (``graph.sqlite``), so a reopened store shows every
-procedure, revision, run and gate decision.
+add, match, locate, record_run, complete_run (the seed's ``run.complete``), evolve,
+revise, fork, list, delete, grant, over procedures stored under
+``procedure_<slug of name>`` per namespace. ``ProcedureStore()`` keeps everything in
+memory; ``ProcedureStore.open(path)`` keeps a cache of an SQLite file that several
+processes may write at once (``graph.sqlite``): every write is one transaction under the
+file's write lock that reads the current state it changes.
 
 Keys: a procedure is ``key`` within its ``namespace``. Every method taking ``key``
 accepts the bare key when exactly one namespace holds it, or ``"namespace/key"``.
 Rules live in pure functions (``graph.findings``, ``graph.status``, ``graph.matching``,
-``procmem_core.gates``) and state in ``graph.entry``; this class orchestrates them.
+``graph.access``, ``procmem_core.gates``) and state in ``graph.entry`` and
+``graph.state``; this class orchestrates them (reads and match in ``graph.reading``).
 """
 
 from __future__ import annotations
 
-import builtins
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,58 +31,81 @@ from procmem_core.errors import (
     check_int,
     check_text,
 )
-from procmem_core.gates import CostGate, Gate, GateRecord, SPRTGate
+from procmem_core.gates import CostGate, Gate, SPRTGate
+from procmem_core.graph.access import check_can_read, check_principal
 from procmem_core.graph.entry import ProcedureEntry
-from procmem_core.graph.evolve import evolve_entry
+from procmem_core.graph.evolve import check_streak_scope, evolve_entry
 from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.keys import (
+    KEY_PREFIX,
     UnknownProcedure,
+    check_key,
     check_metadata,
     check_namespace,
     check_tags,
+    procedure_key,
     slugify,
 )
 from procmem_core.graph.ledger import RunRecord, check_run_fields
-from procmem_core.graph.locate import LocateResult, locate_in
-from procmem_core.graph.matching import (
-    Embedder,
-    HashingEmbedder,
-    MatchIndex,
-    check_match_request,
-)
-from procmem_core.graph.records import EvolveReport, Match, RevisionEntry, StoredProcedure
+from procmem_core.graph.reading import StoreReads
+from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
 from procmem_core.graph.sqlite import SQLiteJournal
+from procmem_core.graph.writes import Write
 
 __all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
 
+STRIKE_LIMIT_ENV = "PROCMEM_PROCEDURE_STRIKE_LIMIT"
+DEFAULT_STRIKE_LIMIT = 3
 
-class ProcedureStore:
-    """Procedures, their run ledger and their revisions; in memory or on SQLite."""
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
-        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
-        if not isinstance(self.embedder, Embedder):
-            raise ParameterError("embedder", embedder, "expected an Embedder (dim, embed(texts))")
-        self._entries: dict[str, ProcedureEntry] = {}  # by ref "namespace/key"
-        self._by_key: dict[str, list[str]] = {}
-        self._index = MatchIndex(self.embedder.dim)
-        self._decisions: list[GateRecord] = []
-        self._last_run_id = 0
-        self._journal: SQLiteJournal | None = None
+def default_strike_limit() -> int:
+    """``PROCMEM_PROCEDURE_STRIKE_LIMIT`` (an integer >= 0; 0 = quarantine off), else 3
+    (the seed's ``LOOM_PROCEDURE_STRIKE_LIMIT``)."""
+    raw = os.environ.get(STRIKE_LIMIT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_STRIKE_LIMIT
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ParameterError(STRIKE_LIMIT_ENV, raw, "expected an integer >= 0") from None
+    return check_int(STRIKE_LIMIT_ENV, value)
+
+
+class ProcedureStore(StoreReads):
+    """Procedures, their run ledger and their revisions; in memory or on SQLite.
+
+    ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
+    ``PROCMEM_PROCEDURE_STRIKE_LIMIT``, default 3; 0 = off).
+    """
+
+    def __init__(self, embedder: Any = None, strike_limit: int | None = None) -> None:
+        super().__init__(embedder)
+        self.strike_limit = (
+            default_strike_limit()
+            if strike_limit is None
+            else check_int("strike_limit", strike_limit)
+        )
 
     @classmethod
     def open(
-        cls, path: str | Path, embedder: Embedder | None = None, synchronous: str = "NORMAL"
+        cls,
+        path: str | Path,
+        embedder: Any = None,
+        synchronous: str = "NORMAL",
+        busy_timeout: float = 60.0,
+        strike_limit: int | None = None,
     ) -> ProcedureStore:
-        """A store kept in the SQLite file ``path`` (created if missing, else loaded)."""
-        store = cls(embedder)
-        journal = SQLiteJournal(path, synchronous)
-        entries, store._decisions, store._last_run_id = journal.load()
-        vectors = store._embed([e.situation for e in entries]) if entries else []
-        for entry, vector in zip(entries, vectors, strict=True):
-            store._insert(entry, vector)
-        store._journal = journal
+        """A store kept in the SQLite file ``path`` (created if no file is there, else
+        loaded; anything that is not a procmem store raises ``StoreFileError``).
+        ``busy_timeout``: seconds a write waits for another process's write lock."""
+        store = cls(embedder, strike_limit)
+        store._journal = SQLiteJournal(path, synchronous, busy_timeout)
+        try:
+            store._refresh()
+        except BaseException:
+            store.close()
+            raise
         return store
 
     def close(self) -> None:
@@ -94,52 +119,34 @@ class ProcedureStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __len__(self) -> int:
-        return len(self._entries)
+    @contextmanager
+    def _write(self) -> Iterator[Write]:
+        """One write: in memory, or one SQLite transaction under the write lock with the
+        cache synced first (see ``graph.writes``)."""
+        if self._journal is None:
+            w = Write(None, self._index)
+            yield w
+            w.committed(self._seen)
+            return
+        w = None
+        try:
+            with self._journal.transaction() as tx:
+                self._sync(tx.cur)
+                w = Write(tx, self._index)
+                yield w
+        except BaseException:
+            if w is not None:
+                w.restore(self._entries)
+            raise
+        w.committed(self._seen)
+        self._last_run_id = max(self._last_run_id, w.last_run_id)
 
-    # -- bookkeeping --------------------------------------------------------------
+    def _next_run_id(self, w: Write) -> int:
+        run_id = w.tx.next_run_id() if w.tx is not None else self._last_run_id + 1
+        self._last_run_id = max(self._last_run_id, run_id)
+        return run_id
 
-    def _commit(self, entries: Sequence[ProcedureEntry] = (), **changes: Any) -> None:
-        if self._journal is not None:
-            self._journal.commit(entries, **changes)
-        for e in entries:
-            if e.ref in self._index.rows:  # not yet for a procedure being added
-                self._index.set_stats(e.ref, e.agg.runs, e.agg.successes, e.status_code)
-
-    def _embed(self, situations: builtins.list[str]) -> np.ndarray:
-        vectors = np.asarray(self.embedder.embed(situations), dtype=np.float32)
-        if vectors.shape != (len(situations), self.embedder.dim):
-            raise ParameterError(
-                "embedder", self.embedder,
-                f"embed() returned shape {vectors.shape}, expected ({len(situations)}, dim)",
-            )  # fmt: skip
-        return vectors
-
-    def _insert(self, entry: ProcedureEntry, vector: np.ndarray) -> None:
-        self._entries[entry.ref] = entry
-        self._by_key.setdefault(entry.key, []).append(entry.namespace)
-        self._index.add(entry.ref, vector, entry.namespace, entry.graph.tools())
-        self._index.set_stats(entry.ref, entry.agg.runs, entry.agg.successes, entry.status_code)
-
-    def _get(self, key: str) -> ProcedureEntry:
-        if not isinstance(key, str):
-            raise UnknownProcedure(f"key={key!r}: expected a procedure key string")
-        if "/" in key:
-            entry = self._entries.get(key)
-            if entry is None:
-                raise UnknownProcedure(f"no procedure {key!r}")
-            return entry
-        spaces = self._by_key.get(key, [])
-        if len(spaces) != 1:
-            where = f"held by namespaces {spaces}; use 'namespace/{key}'" if spaces else "unknown"
-            raise UnknownProcedure(f"procedure {key!r}: {where}")
-        return self._entries[f"{spaces[0]}/{key}"]
-
-    def get(self, key: str) -> StoredProcedure:
-        """The procedure's current snapshot."""
-        return self._get(key).snapshot()
-
-    # -- add, fork, list, delete ------------------------------------------------------
+    # -- add, fork, grant, delete -----------------------------------------------------
 
     def add(
         self,
@@ -151,20 +158,25 @@ class ProcedureStore:
         metadata: Mapping[str, Any] | None = None,
         namespace: str = "default",
         candidate: bool = False,
+        actor: str | None = None,
+        key: str | None = None,
     ) -> StoredProcedure:
-        """Register a procedure under ``procedure_<slug of name>``.
+        """Register a procedure under ``procedure_<slug of name>`` (or ``key``).
 
         ``steps`` (2..64 texts) build a linear graph n1 -> n2 -> ... unless ``graph`` (a
         ``ProcedureGraph`` or the seed's JSON shape) is given; with both, the graph is
         the topology and the steps are kept as its reading text. ``candidate=True``
         marks a machine-mined procedure (status "candidate" until its first run).
+        ``actor``: the principal writing it. ``key``: an explicit key of the same shape
+        (for a name whose slug another procedure already holds).
         """
-        key = "procedure_" + slugify(check_text("name", name))
+        key = procedure_key(check_text("name", name)) if key is None else check_key(key)
         check_text("situation", situation)
         namespace = check_namespace(namespace)
         tags = check_tags(tags)
         meta = check_metadata(metadata)
         check_bool("candidate", candidate)
+        actor = check_principal("actor", actor)
         if steps is None and graph is None:
             raise ParameterError("steps", None, "give steps (2..64 texts) or a graph")
         built = ProcedureGraph.from_steps(steps) if steps is not None else None
@@ -173,76 +185,62 @@ class ProcedureStore:
         step_texts = tuple(steps) if steps is not None else tuple(
             built.node(n).label() for n in built.reading_order()
         )  # fmt: skip
-        if f"{namespace}/{key}" in self._entries:
-            raise ParameterError("name", name, f"key {key!r} already exists in {namespace!r}")
         entry = ProcedureEntry.registered(
-            "registered",
-            key=key,
-            namespace=namespace,
-            name=name,
-            situation=situation,
-            steps=step_texts,
-            tags=tags,
-            metadata=meta,
-            candidate=candidate,
-            graph=built,
-        )
-        vector = self._embed([situation])[0]
-        self._commit([entry])
+            "registered", built, step_texts, key=key, namespace=namespace, name=name,
+            situation=situation, tags=tags, metadata=meta, candidate=candidate, actor=actor,
+        )  # fmt: skip
+        return self._insert_new(entry, self._embed([situation])[0], "name", name)
+
+    def _insert_new(
+        self, entry: ProcedureEntry, vector: np.ndarray, field: str, value: Any
+    ) -> StoredProcedure:
+        with self._write() as w:
+            if entry.ref in self._entries:
+                raise ParameterError(
+                    field, value, f"key {entry.key!r} already exists in {entry.namespace!r}"
+                )
+            w.put(entry)
         self._insert(entry, vector)
         return entry.snapshot()
 
-    def fork(self, key: str, namespace: str) -> StoredProcedure:
+    def fork(self, key: str, namespace: str, actor: str | None = None) -> StoredProcedure:
         """Copy a procedure's shape (graph, steps, situation, tags) into ``namespace``,
-        without its evidence: no runs, revision 1, status authored (or candidate)."""
+        without its evidence: no runs, revision 1, status authored (or candidate).
+        ``actor``: the principal forking; it must be able to read the source's namespace
+        (``AccessDenied`` otherwise), and it is the copy's actor."""
+        self._refresh()
         src = self._get(key)
         namespace = check_namespace(namespace)
+        actor = check_principal("actor", actor)
+        if actor is not None:
+            check_can_read(actor, src.namespace, self.namespaces_of(actor))
+        entry = ProcedureEntry.registered(
+            f"forked from {src.ref}", src.graph, src.steps, key=src.key, namespace=namespace,
+            name=src.name, situation=src.situation, tags=src.tags,
+            metadata=dict(src.metadata), candidate=src.candidate, actor=actor,
+        )  # fmt: skip
+        vector = self._index.emb[self._index.rows[src.ref]].copy()
         if f"{namespace}/{src.key}" in self._entries:
             raise ParameterError("namespace", namespace, f"already holds {src.key!r}")
-        entry = ProcedureEntry.registered(
-            f"forked from {src.ref}",
-            key=src.key,
-            namespace=namespace,
-            name=src.name,
-            situation=src.situation,
-            steps=src.steps,
-            tags=src.tags,
-            metadata=dict(src.metadata),
-            candidate=src.candidate,
-            graph=src.graph,
-        )
-        self._commit([entry])
-        self._insert(entry, self._index.emb[self._index.rows[src.ref]].copy())
-        return entry.snapshot()
+        return self._insert_new(entry, vector, "namespace", namespace)
 
-    def list(
-        self, prefix: str | None = None, tags: Sequence[str] = ()
-    ) -> builtins.list[StoredProcedure]:
-        """Inventory: procedures whose key starts with ``prefix`` and carry every tag in
-        ``tags``, sorted by (namespace, key)."""
-        if prefix is not None and not isinstance(prefix, str):
-            raise ParameterError("prefix", prefix, "expected a string or None")
-        want = set(check_tags(tags))
-        hits = [
-            e.snapshot()
-            for e in self._entries.values()
-            if (prefix is None or e.key.startswith(prefix)) and want <= set(e.tags)
-        ]
-        return sorted(hits, key=lambda p: (p.namespace, p.key))
+    def grant(self, principal: str, namespace: str) -> None:
+        """Let ``principal`` read ``namespace`` (``namespace_scope="all_mine"``, ``fork``)."""
+        principal = check_principal("principal", principal, required=True)
+        namespace = check_namespace(namespace)
+        with self._write() as w:
+            if w.tx is not None:
+                w.tx.grant(principal, namespace)
+            self._grants.setdefault(principal, set()).add(namespace)
 
     def delete(self, key: str) -> None:
         """Remove a procedure with its ledger rows, revisions and gate decisions."""
-        entry = self._get(key)
-        if self._journal is not None:
-            self._journal.commit(deleted=[(entry.namespace, entry.key)])
-        del self._entries[entry.ref]
-        self._by_key[entry.key].remove(entry.namespace)
-        if not self._by_key[entry.key]:
-            del self._by_key[entry.key]
-        self._index.remove(entry.ref)
-        self._decisions = [
-            d for d in self._decisions if (d.namespace, d.key) != (entry.namespace, entry.key)
-        ]
+        with self._write() as w:
+            entry = self._get(key)
+            if w.tx is not None:
+                w.tx.delete(entry.namespace, entry.key)
+        self._drop(entry.ref)
+        self._seen.rows.pop(entry.ref, None)
 
     # -- the ledger ---------------------------------------------------------------
 
@@ -256,119 +254,86 @@ class ProcedureStore:
         duration_ms: int | None = None,
         tokens: int | None = None,
         agent: str | None = None,
+        revision: int | None = None,
     ) -> RunRecord:
         """Append one run to the ledger (one transaction) and return it as stored.
 
-        The run carries the current graph revision; every node id in ``path`` must be a
-        node of that graph. A success lifts a quarantine at once.
+        The run carries the graph revision it was made on: the current one, or
+        (``revision=``) the prior graph a pack served while a revision is pending (the
+        concurrent-control design). Every node id in ``path`` must be a node of that
+        graph; an empty path (``run.complete``) is evidence about no node. A success
+        lifts that graph's quarantine at once.
         """
-        entry = self._get(key)
         fields = check_run_fields(path, ok, note, cost, duration_ms, tokens, agent)
-        for i, node in enumerate(fields["path"]):
-            if not entry.graph.has_node(node):
-                raise ParameterError(
-                    f"path[{i}]", node, f"expected a node id of {entry.graph.node_ids}"
-                )
-        run = RunRecord(
-            run_id=self._last_run_id + 1,
-            key=entry.key,
-            namespace=entry.namespace,
-            revision=entry.revision,
-            **fields,
-        )
-        with self._writing(entry):
-            entry.agg.fold(run, entry.graph.edge_pairs())
-            entry.revision_tally(entry.revision).add(run)
-            if run.ok:
-                entry.quarantined = False
-            entry.runs.append(run)
-            self._commit([entry], runs=[run])
-        self._last_run_id = run.run_id
+        with self._write() as w:
+            entry = self._get(key)
+            state = self._run_state(entry, revision, fields["path"])
+            run = RunRecord(
+                run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
+                revision=state.revision, **fields,
+            )  # fmt: skip
+            self._append(w, entry, state, [run])
         return run
 
-    @contextmanager
-    def _writing(self, entry: ProcedureEntry) -> Iterator[None]:
-        """Restore ``entry`` as it was if the block (its mutation and write) fails, so a
-        failed SQLite transaction leaves memory and disk alike."""
-        before = entry.to_json() if self._journal is not None else None
-        n_runs = len(entry.runs)
-        try:
-            yield
-        except BaseException:
-            if before is not None:
-                self._entries[entry.ref] = ProcedureEntry.from_json(before, entry.runs[:n_runs])
-            raise
-
-    def runs(self, key: str) -> tuple[RunRecord, ...]:
-        """Every ledger row of the procedure, oldest first."""
-        return tuple(self._get(key).runs)
-
-    def traces(self, key: str) -> tuple[RunRecord, ...]:
-        """The last 50 runs the graph keeps as traces."""
-        return tuple(self._get(key).traces)
-
-    def revisions(self, key: str) -> tuple[RevisionEntry, ...]:
-        """The procedure's graph history, oldest first."""
-        return tuple(self._get(key).history)
-
-    def gate_decisions(self, key: str | None = None) -> tuple[GateRecord, ...]:
-        """Every gate decision the store made (for one procedure, or all), in order."""
-        if key is None:
-            return tuple(self._decisions)
-        entry = self._get(key)
-        return tuple(
-            d for d in self._decisions if (d.namespace, d.key) == (entry.namespace, entry.key)
-        )
-
-    # -- match and locate -----------------------------------------------------------
-
-    def match(
+    def complete_run(
         self,
-        situation: str,
-        goal: str | None = None,
-        recent_tools: Sequence[str] = (),
-        top_k: int = 5,
-        tool_boost: float = 0.2,
-        utility_weight: float = 0.0,
-        templates_only: bool = False,
-        include_candidates: bool = True,
-        include_quarantined: bool = False,
-        namespace: str | Sequence[str] | None = None,
-        for_agent: str | None = None,
-    ) -> builtins.list[Match]:
-        """Top procedures for a situation (see ``matching.match_scores`` for the score).
+        memories_used: Sequence[str],
+        ok: bool,
+        reflection: str | None = None,
+        note: str | None = None,
+        cost: float | None = None,
+        duration_ms: int | None = None,
+        tokens: int | None = None,
+        agent: str | None = None,
+    ) -> tuple[RunRecord, ...]:
+        """The seed's ``run.complete``: one run with an empty path for every procedure key
+        in ``memories_used`` (other memory keys are skipped; a procedure listed twice
+        gets one run), all in one transaction, each carrying ``reflection`` (the agent's
+        lesson, kept on the run record). An agent that calls ``record_run`` for a
+        procedure itself leaves that key out, or the session counts twice."""
+        if isinstance(memories_used, str) or not isinstance(memories_used, Sequence):
+            raise ParameterError("memories_used", memories_used, "expected a list of keys")
+        for i, k in enumerate(memories_used):
+            check_text(f"memories_used[{i}]", k)
+        if reflection is not None:
+            check_text("reflection", reflection)
+        fields = check_run_fields((), ok, note, cost, duration_ms, tokens, agent)
+        wanted = [k for k in memories_used if k.rsplit("/", 1)[-1].startswith(KEY_PREFIX)]
+        with self._write() as w:
+            entries = {e.ref: e for e in (self._get(k) for k in wanted)}
+            runs = []
+            for entry in entries.values():
+                run = RunRecord(
+                    run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
+                    revision=entry.revision, reflection=reflection, **fields,
+                )  # fmt: skip
+                self._append(w, entry, entry.current, [run])
+                runs.append(run)
+        return tuple(runs)
 
-        Vectorized over every stored procedure; candidates rank after every other match;
-        quarantined ones are dropped unless ``include_quarantined``; ``namespace`` (a
-        name or a list) restricts the search, None searches all.
-        """
-        top_k = check_match_request(
-            situation, goal, recent_tools, top_k, tool_boost, utility_weight, for_agent
-        )
-        spaces = None
-        if namespace is not None:
-            spaces = [namespace] if isinstance(namespace, str) else builtins.list(namespace)
-        texts = [situation] if goal is None else [situation, goal]
-        q = self.embedder.embed(texts)
-        ranked = self._index.rank(
-            q[0], None if goal is None else q[1], recent_tools, top_k, tool_boost,
-            utility_weight, templates_only, include_candidates, include_quarantined, spaces,
-        )  # fmt: skip
-        return [
-            self._entries[self._index.keys[r]].as_match(score, relevance, rate, for_agent)
-            for r, score, relevance, rate in ranked
-        ]
+    def _run_state(self, entry: ProcedureEntry, revision: int | None, path: tuple[str, ...]):
+        state = entry.current if revision is None else entry.state_of(revision)
+        if state is None:
+            held = f" or {entry.held.revision} (the pending prior)" if entry.held else ""
+            raise ParameterError(
+                "revision", revision, f"expected None, {entry.revision} (current){held}"
+            )
+        for i, node in enumerate(path):
+            if not state.graph.has_node(node):
+                raise ParameterError(
+                    f"path[{i}]", node, f"expected a node id of {state.graph.node_ids}"
+                )
+        return state
 
-    def locate(
-        self,
-        key: str,
-        at: str | None = None,
-        recent_path: Sequence[str] | None = None,
-        hops: int = 2,
-    ) -> LocateResult:
-        """The active node and the transitions up to ``hops`` (1..4) ahead (see ``locate.py``)."""
-        entry = self._get(key)
-        return locate_in(entry.key, entry.graph, entry.agg, entry.traces, at, recent_path, hops)
+    @staticmethod
+    def _append(w: Write, entry: ProcedureEntry, state: Any, runs: list[RunRecord]) -> None:
+        w.guard(entry)
+        for run in runs:
+            state.fold(run)
+            entry.revision_tally(run.revision).add(run)
+            entry.runs.append(run)
+        w.put(entry)
+        w.add_runs(runs)
 
     # -- evolve and revise -------------------------------------------------------------
 
@@ -377,38 +342,43 @@ class ProcedureStore:
     ) -> StoredProcedure:
         """Propose a new topology (see ``revision.propose_revision``); later runs carry the
         new revision number and ``evolve`` asks the gates about it."""
-        entry = self._get(key)
         new = ProcedureGraph.coerce(graph)
         check_text("reason", reason)
         check_bool("force", force)
-        with self._writing(entry):
-            propose_revision(entry, new, reason, force)
-            self._commit([entry])
-        self._index.set_tools(entry.ref, entry.graph.tools())
+        with self._write() as w:
+            entry = w.guard(self._get(key))
+            last = entry.runs[-1].run_id if entry.runs else 0
+            propose_revision(entry, new, reason, force, last)
+            w.put(entry, graph_changed=True)
         return entry.snapshot()
 
     def evolve(
         self,
         key: str,
         min_runs: int = 3,
-        strike_limit: int = 3,
+        strike_limit: int | None = None,
         gate: Gate | None = None,
         cost_gate: Gate | None = None,
+        streak_scope: str = "revision",
     ) -> EvolveReport:
         """Fold the runs newer than the watermark and update what the ledger shows.
 
-        See ``graph.evolve``; the gates default to ``SPRTGate()`` and ``CostGate()``.
+        See ``graph.evolve``; the gates default to ``SPRTGate()`` and ``CostGate()``,
+        ``strike_limit`` to the store's (0 = no quarantine), ``streak_scope`` to
+        "revision" (a graph's own trailing failures; "ledger": the literal reading).
         """
-        entry = self._get(key)
         min_runs = check_int("min_runs", min_runs, minimum=1)
-        strike_limit = check_int("strike_limit", strike_limit)
+        strike = self.strike_limit if strike_limit is None else strike_limit
+        strike = check_int("strike_limit", strike)
         gate = SPRTGate() if gate is None else gate
         cost_gate = CostGate() if cost_gate is None else cost_gate
         check_instance("gate", gate, Gate)
         check_instance("cost_gate", cost_gate, Gate)
-        with self._writing(entry):
-            report, records = evolve_entry(entry, min_runs, strike_limit, gate, cost_gate)
-            self._commit([entry], decisions=records)
+        check_streak_scope(streak_scope)
+        with self._write() as w:
+            entry = w.guard(self._get(key))
+            report, records = evolve_entry(entry, min_runs, strike, gate, cost_gate, streak_scope)
+            w.put(entry, graph_changed=report.revision_outcome == "reverted")
+            w.add_decisions(list(records))
         self._decisions.extend(records)
-        self._index.set_tools(entry.ref, entry.graph.tools())
         return report

@@ -5,7 +5,12 @@
 ``to_candidates`` (extracted procedures into a ``ProcedureStore``). docs/llm.md.
 """
 
-from procmem_core.learn.candidates import to_candidates
+from procmem_core.learn.candidates import (
+    CandidateBatch,
+    CandidateFailure,
+    KeyCollision,
+    to_candidates,
+)
 from procmem_core.learn.client import (
     LLMCallError,
     Reply,
@@ -23,17 +28,23 @@ from procmem_core.learn.extraction import (
     LearnError,
     validate_reply,
 )
-from procmem_core.learn.learn import EXTRACTION_PROMPT, LearnResult, learn
+from procmem_core.learn.learn import LearnResult, learn
+from procmem_core.learn.prompts import EXTRACTION_PROMPT, PROCEDURE_PROMPT, PROMPTS
 from procmem_core.learn.reply_cache import CachedReply, ReplyCache, request_key
 
 __all__ = [
     "EXTRACTION_PROMPT",
+    "PROCEDURE_PROMPT",
+    "PROMPTS",
     "CachedReply",
     "CallRecord",
+    "CandidateBatch",
+    "CandidateFailure",
     "DroppedEntry",
     "ExtractedProcedure",
     "ExtractionError",
     "InvalidJSONReply",
+    "KeyCollision",
     "LLMCallError",
     "LLMConfig",
     "LearnError",

@@ -116,21 +116,25 @@ def complete(
     *,
     purpose: str,
     max_tokens: int,
+    temperature: float,
+    reasoning_effort: str | None = None,
     json_response: bool = False,
     cache: ReplyCache | None = None,
     attempt: int = 1,
 ) -> Reply:
-    """One chat-completions request (through ``cache`` when given)."""
+    """One chat-completions request (through ``cache`` when given): exactly ``model``,
+    ``messages``, ``temperature``, ``max_tokens``, plus ``response_format`` and
+    ``reasoning_effort`` only when asked for."""
     request: dict[str, Any] = {
         "model": config.model,
         "messages": messages,
-        "temperature": config.temperature,
+        "temperature": temperature,
         "max_tokens": max_tokens,
     }
     if json_response:
         request["response_format"] = {"type": "json_object"}
-    if config.reasoning_effort is not None:
-        request["reasoning_effort"] = config.reasoning_effort
+    if reasoning_effort is not None:
+        request["reasoning_effort"] = reasoning_effort
     start = time.perf_counter()
     hit = cache.get(request) if cache is not None else None
     if hit is None:
@@ -189,8 +193,14 @@ def chat(
     config: LLMConfig,
     cache: ReplyCache | None = None,
 ) -> Reply:
-    """One agent turn: ``system_prompt`` then ``messages`` (the seed's ``chat``)."""
+    """One agent turn: ``system_prompt`` then ``messages`` (the seed's ``chat``).
+
+    Sends the chat options (``chat_temperature``, ``chat_max_tokens``,
+    ``chat_reasoning_effort``): by default the seed's exact arguments, temperature 0,
+    max_tokens 800 and no reasoning effort, whatever the extraction call uses."""
     full = [{"role": "system", "content": system_prompt}, *messages]
     return complete(
-        client, config, full, purpose="chat", max_tokens=config.chat_max_tokens, cache=cache
-    )
+        client, config, full, purpose="chat", max_tokens=config.chat_max_tokens,
+        temperature=config.chat_temperature, reasoning_effort=config.chat_reasoning_effort,
+        cache=cache,
+    )  # fmt: skip

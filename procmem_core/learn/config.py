@@ -12,14 +12,22 @@ from typing import Any
 
 from procmem_core.errors import ParameterError, check_int, is_number
 from procmem_core.learn.extraction import VALIDATION_POLICIES
+from procmem_core.learn.prompts import PROMPTS
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """How to reach the model and how to use its replies (``conf/llm/*.yaml``)."""
+    """How to reach the model and how to use its replies (``conf/llm/*.yaml``).
+
+    ``temperature``, ``max_tokens``, ``json_response``, ``reasoning_effort`` and ``prompt``
+    (a name in ``learn.PROMPTS``: ``procmem`` or the seed's ``seed``) are the extraction
+    call's; ``chat_temperature``, ``chat_max_tokens`` and ``chat_reasoning_effort`` the
+    agent turns', by default the seed's ``chat`` exactly (0, 800, none sent).
+    """
 
     base_url: str
     model: str
@@ -27,8 +35,11 @@ class LLMConfig:
     temperature: float = 0.0
     max_tokens: int = 2000
     chat_max_tokens: int = 800
+    chat_temperature: float = 0.0
+    chat_reasoning_effort: str | None = None
     json_response: bool = True
     reasoning_effort: str | None = None
+    prompt: str = "procmem"
     timeout: float = 60.0
     max_retries: int = 2
     retry_room: float = 2.0
@@ -46,18 +57,22 @@ class LLMConfig:
             raise ParameterError(
                 "api_key_env", self.api_key_env, "expected an environment variable name or None"
             )
-        if not is_number(self.temperature) or not 0.0 <= self.temperature <= 2.0:
-            raise ParameterError("temperature", self.temperature, "expected a number in [0, 2]")
+        for name in ("temperature", "chat_temperature"):
+            value = getattr(self, name)
+            if not is_number(value) or not 0.0 <= value <= 2.0:
+                raise ParameterError(name, value, "expected a number in [0, 2]")
         check_int("max_tokens", self.max_tokens, minimum=1)
         check_int("chat_max_tokens", self.chat_max_tokens, minimum=1)
         if not isinstance(self.json_response, bool):
             raise ParameterError("json_response", self.json_response, "expected true or false")
-        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
-            raise ParameterError(
-                "reasoning_effort",
-                self.reasoning_effort,
-                f"expected None or one of {list(REASONING_EFFORTS)}",
-            )
+        for name in ("reasoning_effort", "chat_reasoning_effort"):
+            value = getattr(self, name)
+            if value is not None and value not in REASONING_EFFORTS:
+                raise ParameterError(
+                    name, value, f"expected None or one of {list(REASONING_EFFORTS)}"
+                )
+        if self.prompt not in PROMPTS:
+            raise ParameterError("prompt", self.prompt, f"expected one of {list(PROMPTS)}")
         if not is_number(self.timeout) or not self.timeout > 0:
             raise ParameterError("timeout", self.timeout, "expected seconds > 0")
         check_int("max_retries", self.max_retries, minimum=0, maximum=10)

@@ -38,25 +38,15 @@ from procmem_core.learn.extraction import (
     InvalidJSONReply,
     validate_reply,
 )
+from procmem_core.learn.prompts import (
+    EXTRACTION_PROMPT,
+    EXTRACTION_REQUEST,
+    PROCEDURE_PROMPT,
+    PROMPTS,
+)
 from procmem_core.learn.reply_cache import ReplyCache
 
-EXTRACTION_PROMPT = """You keep the procedural memory of FinCoach, an assistant agent.
-Read the transcript of a finished session and write down the procedures the agent should
-carry into its future sessions.
-A procedure is a rule or a workflow for HOW THE AGENT behaves, written as a directive to
-the agent ("Always ...", "When X, do Y"). A fact about the user (income, savings, risk
-appetite, plans) is never a procedure.
-Reply with exactly one JSON object and nothing else:
-{"procedures": [{"title": "a short label",
-                 "trigger": "the situation in which the procedure applies",
-                 "description": "the directive, addressed to the agent",
-                 "confidence": 0.6}]}
-Confidence: 0.60 for behaviour seen once, 0.70 for behaviour clearly shown, 0.85 for
-behaviour the user explicitly asked for.
-List at most 3 procedures. If nothing is worth keeping, reply {"procedures": []}."""
-"""The extraction prompt: the seed's substance in the project's own words."""
-
-EXTRACTION_REQUEST = "Extract reusable procedures from this session:\n\n"
+__all__ = ["EXTRACTION_PROMPT", "PROCEDURE_PROMPT", "PROMPTS", "LearnResult", "learn"]
 
 
 @dataclass
@@ -95,13 +85,15 @@ def learn(
     client: OpenAI,
     config: LLMConfig,
     cache: ReplyCache | None = None,
-    prompt: str = EXTRACTION_PROMPT,
+    prompt: str | None = None,
 ) -> LearnResult:
     """Extract procedures from a finished session's ``messages`` (see the module docstring).
 
-    Returns flat ``Procedure``s with the confidence the model stated (``metadata`` records
-    the source and the model), the dropped entries, and the call records.
+    ``prompt``: the system prompt text; None takes ``PROMPTS[config.prompt]``. Returns
+    flat ``Procedure``s with the confidence the model stated (``metadata`` records the
+    source and the model), the dropped entries, and the call records.
     """
+    prompt = PROMPTS[config.prompt] if prompt is None else prompt
     request = [
         {"role": "system", "content": prompt},
         {"role": "user", "content": EXTRACTION_REQUEST + transcript_text(messages)},
@@ -117,6 +109,8 @@ def learn(
                 request,
                 purpose="extraction",
                 max_tokens=budget,
+                temperature=config.temperature,
+                reasoning_effort=config.reasoning_effort,
                 json_response=config.json_response,
                 cache=cache,
                 attempt=attempt,

@@ -1,171 +1,266 @@
-"""The closed loop: does the whole engine end up with the right procedures and revisions?"""
+"""The closed loop: does the whole engine learn, and why does it end where it ends?
+
+The section answers yes or no with the evidence and its uncertainty (``loop_evidence``):
+the regret per session in the first and last quarter of sessions at the seeds' settings,
+the change with its 95 % interval over replications, and the swept setting under which
+the loop learns, if one does. It explains the trend from its own tables: where the
+regret comes from early and late (off-task sessions once every procedure of a task is
+quarantined, withheld sessions, revisions on trial, worse procedures followed),
+quarantines, stranded revisions, wrong reverts and missed harmful revisions.
+"""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure as MplFigure
 
-from reports.canvas import legend_outside, new_figure, palette, png_bytes
+from reports.canvas import palette, png_bytes
 from reports.configs import label_runs
 from reports.document import Figure, Section, Table
 from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
+from reports.sections.loop_evidence import (
+    biggest_changes,
+    chance_note,
+    decisive_setting,
+    learning_row,
+    main_effects,
+    regret_sources,
+    seed_row,
+    sources_table,
+    verdict_of,
+)
+from reports.sections.loop_figures import bars, over_time, sources_bars
 from reports.source import Sweep
 
-LOOP_METRICS = (
-    "success_rate",
-    "success_rate_early",
-    "success_rate_late",
-    "oracle_success_rate",
-    "regret",
-    "correct_verdict_rate",
-    "wrong_revert_rate",
-    "missed_harmful_rate",
-    "quarantines",
+LEARNING_METRICS = (
+    "regret_early", "regret_late", "regret_change", "success_rate_early", "success_rate_late",
+    "success_change", "oracle_success_rate",
+)  # fmt: skip
+MECHANISM_METRICS = (
+    "quarantines", "off_task_rate", "stranded_revision_rate", "wrong_revert_rate",
+    "missed_harmful_rate", "correct_verdict_rate", "withheld_rate", "prior_served_rate",
     "templates_promoted",
-)
-VERDICT_METRICS = {
-    "correct_verdict_rate": "right verdicts",
+)  # fmt: skip
+REVISION_METRICS = {
+    "correct_verdict_rate": "right verdicts (of decided)",
     "wrong_revert_rate": "harmless revisions reverted",
     "missed_harmful_rate": "harmful revisions accepted",
+    "stranded_revision_rate": "stranded: pending on a quarantined procedure (of proposed)",
+}
+SESSION_METRICS = {
+    "off_task_rate": "off task (another task's procedure on top)",
+    "withheld_rate": "withheld (explore rate)",
+    "prior_served_rate": "prior served (concurrent control)",
 }
 MAX_LINES = 8
+REGRET = (
+    "Regret: the expected successes lost per session against an oracle that always follows "
+    "the best graph the task's procedures hold at that moment (the current one or the prior "
+    "of a pending revision; none, when none beats the base rate); the loop learns when its "
+    "regret is lower in the last quarter of sessions than in the first."
+)
 
 
-def _over_time(traj: pd.DataFrame, names: dict[str, str], colours: dict) -> MplFigure:
-    fig, (ax,) = new_figure(8.5, 4.2)
-    t = traj.assign(config=traj["run_id"].map(names))
-    for cfg, g in t.groupby("config", sort=True):
-        m = g.groupby("session_start").agg(
-            success=("success_rate", "mean"),
-            sd=("success_rate", "std"),
-            n=("success_rate", "size"),
-            oracle=("oracle_success_rate", "mean"),
-        )
-        se = (m["sd"] / np.sqrt(m["n"])).fillna(0)
-        c = colours[cfg]
-        ax.plot(m.index, m["success"], color=c, marker="o", ms=3, label=cfg)
-        ax.fill_between(
-            m.index, m["success"] - 1.96 * se, m["success"] + 1.96 * se, color=c, alpha=0.15
-        )
-        ax.plot(m.index, m["oracle"], color=c, linestyle=":", linewidth=1)
-    ax.plot([], [], color="black", linestyle=":", label="oracle (best procedure)")
-    ax.set_xlabel("session (start of window)")
-    ax.set_ylabel("success rate in the window (probability)")
-    ax.set_ylim(0, 1)
-    ax.set_title("Success rate over time (bands: 95 % intervals over replications)")
-    ax.grid(alpha=0.3)
-    legend_outside(ax, "configuration")
-    return fig
-
-
-def _bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -> MplFigure:
-    fig, (ax,) = new_figure(8.5, 4.2)
-    configs = list(rows["config"])
-    width = 0.8 / len(metrics)
-    colours = palette(metrics.values())
-    for i, (m, name) in enumerate(metrics.items()):
-        if m not in rows:
-            continue
-        x = np.arange(len(configs)) + (i - (len(metrics) - 1) / 2) * width
-        se = rows[f"{m}_se"].fillna(0) if f"{m}_se" in rows else 0
-        ax.bar(
-            x, rows[m].fillna(0), width, yerr=1.96 * se, capsize=3, color=colours[name], label=name
-        )
-    ax.set_xticks(range(len(configs)), configs, rotation=20, ha="right", fontsize=7)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3, axis="y")
-    legend_outside(ax)
-    return fig
-
-
-def loop_section(sweep: Sweep) -> Section | None:
-    """Success over time, gate verdicts right and wrong, quarantines and templates."""
-    lab = label_runs(sweep, ("loop",), "gate", ("success_rate",), "loop")
+def _rows(sweep: Sweep) -> pd.DataFrame | None:
+    lab = label_runs(sweep, ("loop",), "scenario", ("success_rate", "regret_change"), "loop")
     if lab is None:
         return None
+    rows = lab.rows
     if lab.condition_cols:
-        rows = lab.rows.assign(
+        rows = rows.assign(
             config=[
                 f"{a}; {b}" if lab.config_cols else b
-                for a, b in zip(lab.rows["config"], lab.rows["condition"], strict=True)
+                for a, b in zip(rows["config"], rows["condition"], strict=True)
             ]
         )
+    rows = rows.assign(at_reference=lab.rows["condition"] == lab.reference_condition)
+    return rows.sort_values("config").reset_index(drop=True)
+
+
+def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) -> str:
+    sessions = seed if seed is not None else rows.iloc[0]
+    n = sessions.get("params.scenario.sessions")
+    each = f" of {int(n)} sessions" if isinstance(n, int | float) and n == n else ""
+    parts = []
+    if seed is not None:
+        v = verdict_of(seed)
+        answer = v.answer.capitalize()
+        which = "" if len(rows) == 1 else f" ({seed['config']})"
+        parts.append(
+            f"Does the loop learn at the seeds' settings{which}? {answer}: "
+            f"regret per session {fmt_metric(seed, 'regret_early')} in the first quarter and "
+            f"{fmt_metric(seed, 'regret_late')} in the last, {v.describe()}{each}; success "
+            f"rate {fmt_metric(seed, 'success_rate_early')} -> "
+            f"{fmt_metric(seed, 'success_rate_late')}."
+        )
+    if len(rows) == 1:
+        parts.append(
+            "The loop preset sweeps the settings that decide it (strike limit, the match's "
+            "utility term, concurrent control): python -m experiments.run -m experiment=loop."
+        )
+        return " ".join(parts)
+    if best is not None:
+        v = verdict_of(best)
+        parts.append(
+            f"It learns with {best['config']}: regret {fmt_metric(best, 'regret_early')} -> "
+            f"{fmt_metric(best, 'regret_late')}, {v.describe()}; success rate "
+            f"{fmt_metric(best, 'success_rate_early')} -> {fmt_metric(best, 'success_rate_late')}."
+        )
     else:
-        rows = lab.rows
-    rows = rows.sort_values("config").reset_index(drop=True)
-    best = rows.loc[rows["success_rate"].idxmax()]
-    which = (
-        f"best configuration {best['config']}" if len(rows) > 1 else "at the configured settings"
+        parts.append(
+            "No swept setting makes the loop learn: in every configuration the 95 % interval "
+            "of the regret change reaches 0 or above."
+        )
+    rising = rows.loc[rows["success_change"].idxmax()]
+    parts.append(
+        f"Success rises most with {rising['config']}: "
+        f"{fmt_metric(rising, 'success_change')} from the first quarter to the last (success "
+        "can rise while regret stays flat when accepted revisions make the procedures "
+        "themselves better: the oracle rises with them)."
     )
-    answer = (
-        f"Closed loop, {which}: success rate "
-        f"{fmt_metric(best, 'success_rate_early')} in the first quarter of sessions and "
-        f"{fmt_metric(best, 'success_rate_late')} in the last, against "
-        f"{fmt_metric(best, 'oracle_success_rate')} for an oracle that always picks the best "
-        "procedure"
+    return " ".join(parts)
+
+
+def _why(row: pd.Series, sources: pd.DataFrame) -> str:
+    """Why the loop ends where it ends, in one configuration, from its own tables."""
+    who = "the loop" if row["config"] == "loop" else f"the loop with {row['config']}"
+    text = [f"Why {who} ends where it ends:"]
+    for source, early, late, s_early, s_late in biggest_changes(sources):
+        text.append(
+            f"the regret from '{source}' moves from {early:.3f} to {late:.3f} per session "
+            f"({s_early:.0%} -> {s_late:.0%} of sessions);"
+        )
+    why_quarantine = (
+        " (a quarantined procedure is never matched again, so no success can lift it: once "
+        "all of a task's procedures are quarantined its sessions go off task)"
+        if row["quarantines"] > 0
+        else ""
     )
-    if "correct_verdict_rate" in best and not np.isnan(best["correct_verdict_rate"]):
-        answer += f"; the gates' verdicts were right in {fmt_metric(best, 'correct_verdict_rate')}"
-    answer += " of decided revisions." if "correct_verdict_rate" in best else "."
-    table = pd.DataFrame({"configuration": rows["config"]})
-    for m in LOOP_METRICS:
-        if m in rows:
-            table[m.replace("_", " ")] = [fmt_metric(r, m) for _, r in rows.iterrows()]
-    blocks: list = [
-        Table("Closed-loop metrics per configuration (value ± SE over replications)", table)
-    ]
-    shown = rows.head(MAX_LINES)
+    text.append(f"{fmt_metric(row, 'quarantines')} quarantines per replication{why_quarantine};")
+    text.append(
+        f"{fmt_metric(row, 'stranded_revision_rate')} of proposed revisions stranded "
+        "(pending on a quarantined procedure: never shown, never decided);"
+    )
+    text.append(
+        f"harmless revisions reverted {fmt_metric(row, 'wrong_revert_rate')}, harmful ones "
+        f"accepted {fmt_metric(row, 'missed_harmful_rate')};"
+    )
+    text.append(f"sessions withheld by the explore rate {fmt_metric(row, 'withheld_rate')}.")
+    return " ".join(text)
+
+
+def _figures(sweep: Sweep, rows: pd.DataFrame, per_run_sources: dict) -> list:
+    shown = rows[rows["at_reference"]].head(MAX_LINES)
     colours = palette(shown["config"])
+    where = (
+        f" Drawn at {shown['config'].iloc[0].split('; ')[-1]}."
+        if "; " in shown["config"].iloc[0]
+        else ""
+    )
+    blocks: list = []
     traj = sweep.table("trajectory", list(shown["run_id"]))
-    if not traj.empty and {"session_start", "success_rate"} <= set(traj.columns):
+    if not traj.empty and {"session_start", "regret"} <= set(traj.columns):
         names = dict(zip(shown["run_id"], shown["config"], strict=True))
         blocks.append(
             Figure(
                 "loop_success_over_time",
-                png_bytes(_over_time(traj, names, colours)),
-                "Success rate per window of sessions; dotted: the oracle.",
+                png_bytes(over_time(traj, names, colours)),
+                "Success rate (dotted: the oracle) and regret per window of sessions; bands: 95 % "
+                "intervals over replications." + where,
             )
         )
-    if any(m in rows for m in VERDICT_METRICS):
-        blocks.append(
-            Figure(
-                "loop_gate_verdicts",
-                png_bytes(
-                    _bars(
-                        shown,
-                        VERDICT_METRICS,
-                        "share of decided revisions (probability)",
-                        "Gate verdicts against the known truth",
-                    )
-                ),
-                "Right and wrong gate verdicts on revisions of known true effect "
-                "(bars: 95 % intervals).",
-            )
-        )
-    events = {"quarantines": "quarantines", "templates_promoted": "templates promoted"}
-    if any(m in rows for m in events):
-        blocks.append(
-            Figure(
-                "loop_quarantines_templates",
-                png_bytes(
-                    _bars(
-                        shown,
-                        events,
-                        "events per replication (count)",
-                        "Quarantines and template promotions",
-                    )
-                ),
-                "Procedures quarantined and promoted to template per "
-                "replication (bars: 95 % intervals).",
-            )
-        )
-    return Section(
-        "loop", "Closed loop: does the engine learn the right procedures", answer, blocks
+    verdicts = bars(
+        shown,
+        REVISION_METRICS,
+        "share (probability)",
+        "Revisions: gate verdicts against the known truth, and stranded",
     )
+    caption = (
+        "Right and wrong verdicts on revisions of known true effect, and revisions left "
+        "pending on a quarantined procedure (bars: 95 % intervals)." + where
+    )
+    blocks.append(Figure("loop_gate_verdicts", png_bytes(verdicts), caption))
+    outcomes = bars(
+        shown,
+        SESSION_METRICS,
+        "share of sessions (probability)",
+        "Sessions off task, withheld, and served the prior",
+    )
+    caption = (
+        "Where sessions went instead of the task's own current procedure (95 % intervals)." + where
+    )
+    blocks.append(Figure("loop_session_outcomes", png_bytes(outcomes), caption))
+    by_config = {
+        r["config"]: per_run_sources[r["run_id"]]
+        for _, r in shown.iterrows()
+        if r["run_id"] in per_run_sources
+    }
+    if by_config:
+        blocks.append(
+            Figure(
+                "loop_regret_sources",
+                png_bytes(sources_bars(by_config)),
+                "Regret per session by source, first and last quarter of sessions (means over "
+                "replications)." + where,
+            )
+        )
+    return blocks
+
+
+def _metric_table(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
+    table = pd.DataFrame({"configuration": rows["config"]})
+    for m in metrics:
+        if m in rows:
+            table[m.replace("_", " ")] = [fmt_metric(r, m) for _, r in rows.iterrows()]
+    return table
+
+
+def loop_section(sweep: Sweep) -> Section | None:
+    """The verdict, the metrics, where the regret comes from, and the figures."""
+    rows = _rows(sweep)
+    if rows is None:
+        return None
+    seed, best = seed_row(rows), learning_row(rows)
+    learning = _metric_table(rows, LEARNING_METRICS)
+    learning.insert(1, "learns?", [verdict_of(r).answer for _, r in rows.iterrows()])
+    effects = main_effects(rows, ("regret_change", "regret"))
+    blocks: list = [
+        REGRET + chance_note(rows),
+        *(
+            [Table("Regret change and regret by setting: the mean over every configuration "
+                   "with that value (± SE), each setting's other values and the conditions "
+                   "averaged", effects[[c for c in effects.columns
+                                        if not c.endswith(("_mean", "_se"))]])]
+            if not effects.empty else []
+        ),
+        Table("Does it learn: regret and success, first and last quarter of sessions "
+              "(value ± SE over replications)", learning),
+        Table("What the engine did: quarantines, sessions off task, revisions and their "
+              "verdicts, withheld and prior-served sessions (value ± SE over replications)",
+              _metric_table(rows, MECHANISM_METRICS)),
+    ]  # fmt: skip
+    per_run = {}
+    for run_id in rows["run_id"]:
+        t = sweep.table("regret_sources", [run_id])
+        if not t.empty:
+            per_run[run_id] = regret_sources(t)
+    explained = [r for r in (seed, best) if r is not None]
+    if len(explained) == 2 and explained[0]["run_id"] == explained[1]["run_id"]:
+        explained = explained[:1]
+    for row in explained:
+        if row["run_id"] in per_run:
+            sources = per_run[row["run_id"]]
+            at = "" if row["config"] == "loop" else f", {row['config']}"
+            caption = f"Where the regret comes from{at} (mean ± SE over replications)"
+            blocks.append(Table(caption, sources_table(sources)))
+            blocks.append(_why(row, sources))
+    blocks += _figures(sweep, rows, per_run)
+    return Section(
+        "loop", "Closed loop: does the engine learn the right procedures",
+        " ".join(x for x in (_answer(rows, seed, best),
+                             decisive_setting(effects, "regret_change")) if x), blocks,
+    )  # fmt: skip
 
 
 @report_section("loop", order=50)

@@ -13,14 +13,26 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 
-from procmem_core.errors import ParameterError, check_instance, check_int, check_probability
+from procmem_core.errors import (
+    ParameterError,
+    check_instance,
+    check_int,
+    check_number,
+    check_probability,
+)
 from procmem_core.gates import CostGate, Gate, SPRTGate
+from procmem_core.graph.evolve import check_streak_scope
 from simulators.feedback import Feedback
 from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario
 from simulators.scenarios.gate import check_veto
+from simulators.scenarios.loop_tables import (
+    arms_table,
+    gate_table,
+    regret_sources_table,
+    trajectory_table,
+)
 from simulators.scenarios.loop_world import KINDS, TASKS, LoopWorld
 
 
@@ -28,19 +40,28 @@ from simulators.scenarios.loop_world import KINDS, TASKS, LoopWorld
 class LoopScenario(Scenario):
     """Tasks arrive, the packer picks procedures, runs are recorded, evolve and gates act.
 
+    Settings beyond the world's: ``strike_limit`` (0 = no quarantine), ``streak_scope``
+    (``graph.evolve``), ``concurrent_share`` q (while a revision is pending the pack serves
+    the prior graph with probability q: the concurrent-control design; 0 = the seed's),
+    ``utility_weight`` (the match term for the smoothed success rate; 0 = the seed's off).
+
     Metrics (``_se`` over replications, the independent unit): ``success_rate``,
-    ``success_rate_early`` / ``success_rate_late`` (first / last quarter of sessions),
-    ``oracle_success_rate`` (always the best procedure of the task, or none if none beats
-    ``base_rate``), ``regret`` (expected successes lost per session against it),
-    ``withheld_rate``, ``off_task_rate`` (the top match was another task's procedure);
+    ``success_rate_early`` / ``success_rate_late`` (first / last quarter of sessions) and
+    ``success_change`` (late minus early, per replication); ``oracle_success_rate``
+    (always the best graph the task's procedures hold now, current or the prior of a
+    pending revision, or none if none beats ``base_rate``); ``regret`` (oracle minus the
+    expected success of what was done: the expected successes lost per session, >= 0),
+    ``regret_early``, ``regret_late`` and ``regret_change`` (the loop learns when it
+    falls); ``withheld_rate``, ``off_task_rate`` (no procedure of the task followed and
+    none withheld: another task's on top, or nothing matched), ``prior_served_rate``;
     ``revisions_proposed``, ``revisions_decided``, ``correct_verdict_rate``,
     ``wrong_revert_rate`` (non-harmful revisions reverted), ``missed_harmful_rate``
     (harmful revisions accepted), ``stranded_revision_rate`` (revisions still pending at
     the end on a quarantined procedure: never shown again, so the gate never decides),
     ``quarantines`` and ``templates_promoted`` (events per replication). Tables
     ``gate_decisions`` (every record the store made, with the true effect), ``ab_arms``
-    (per procedure: shown vs withheld sessions) and ``trajectory`` (per window of
-    sessions).
+    (per procedure: shown vs withheld sessions), ``trajectory`` (per window of sessions)
+    and ``regret_sources`` (``loop_tables``).
     """
 
     name: ClassVar[str] = "loop"
@@ -66,6 +87,9 @@ class LoopScenario(Scenario):
     helpful_gain: float = 0.1
     min_runs: int = 3
     strike_limit: int = 3
+    streak_scope: str = "revision"
+    concurrent_share: float = 0.0
+    utility_weight: float = 0.0
     gate: Gate = field(default_factory=SPRTGate)
     cost_gate: Gate = field(default_factory=CostGate)
     feedback: Feedback = field(default_factory=Feedback)
@@ -99,6 +123,9 @@ class LoopScenario(Scenario):
         check_probability("helpful_gain", self.helpful_gain)
         check_int("min_runs", self.min_runs, minimum=1)
         check_int("strike_limit", self.strike_limit, minimum=0)
+        check_streak_scope(self.streak_scope)
+        check_probability("concurrent_share", self.concurrent_share, open_high=True)
+        check_number("utility_weight", self.utility_weight, minimum=0.0)
         check_instance("gate", self.gate, Gate)
         if self.gate.veto_only:
             raise ParameterError("gate", self.gate.name, "a gate that can accept (not a veto)")
@@ -126,13 +153,16 @@ class LoopScenario(Scenario):
         result.add_mean("templates_promoted", [_count(w.events, "template") for w in worlds])
         result.tables["gate_decisions"] = gate_table(worlds)
         result.tables["ab_arms"] = arms_table(worlds)
-        result.tables["trajectory"] = self._trajectory(worlds)
+        result.tables["trajectory"] = trajectory_table(worlds, self.sessions, self.window)
+        result.tables["regret_sources"] = regret_sources_table(worlds, max(1, self.sessions // 4))
         return result
 
     def _session_metrics(self, result: ScenarioResult, worlds: list[LoopWorld]) -> None:
         s = self.sessions
         q = max(1, s // 4)
-        per = {k: [] for k in ("ok", "early", "late", "oracle", "regret", "withheld", "off")}
+        names = ("ok", "early", "late", "oracle", "regret", "regret_early", "regret_late",
+                 "withheld", "off", "prior")  # fmt: skip
+        per: dict[str, list[float]] = {k: [] for k in names}
         for w in worlds:
             ok = np.array([x.ok for x in w.sessions], dtype=float)
             p = np.array([x.p_true for x in w.sessions])
@@ -142,17 +172,25 @@ class LoopScenario(Scenario):
             per["late"].append(ok[-q:].sum())
             per["oracle"].append(best.sum())
             per["regret"].append((best - p).sum())
+            per["regret_early"].append((best - p)[:q].sum())
+            per["regret_late"].append((best - p)[-q:].sum())
             per["withheld"].append(sum(x.withheld is not None for x in w.sessions))
             per["off"].append(sum(not x.followed and x.withheld is None for x in w.sessions))
+            per["prior"].append(sum(x.prior_served for x in w.sessions))
         n = np.full(len(worlds), float(s))
         nq = np.full(len(worlds), float(q))
-        result.add_ratio("success_rate", per["ok"], n)
-        result.add_ratio("success_rate_early", per["early"], nq)
-        result.add_ratio("success_rate_late", per["late"], nq)
-        result.add_ratio("oracle_success_rate", per["oracle"], n)
-        result.add_ratio("regret", per["regret"], n)
-        result.add_ratio("withheld_rate", per["withheld"], n)
-        result.add_ratio("off_task_rate", per["off"], n)
+        for name, key, den in (
+            ("success_rate", "ok", n), ("success_rate_early", "early", nq),
+            ("success_rate_late", "late", nq), ("oracle_success_rate", "oracle", n),
+            ("regret", "regret", n), ("regret_early", "regret_early", nq),
+            ("regret_late", "regret_late", nq), ("withheld_rate", "withheld", n),
+            ("off_task_rate", "off", n), ("prior_served_rate", "prior", n),
+        ):  # fmt: skip
+            result.add_ratio(name, per[key], den)
+        early, late = np.array(per["early"]) / q, np.array(per["late"]) / q
+        result.add_mean("success_change", late - early)
+        r_early, r_late = np.array(per["regret_early"]) / q, np.array(per["regret_late"]) / q
+        result.add_mean("regret_change", r_late - r_early)
 
     def _revision_metrics(self, result: ScenarioResult, worlds: list[LoopWorld]) -> None:
         proposed, decided, correct, benign, wrong_rev, harmful, missed, stranded = (
@@ -182,29 +220,6 @@ class LoopScenario(Scenario):
         result.add_ratio("missed_harmful_rate", missed, harmful)
         result.add_ratio("stranded_revision_rate", stranded, proposed)
 
-    def _trajectory(self, worlds: list[LoopWorld]) -> pd.DataFrame:
-        rows = []
-        for i, w in enumerate(worlds):
-            for start in range(0, self.sessions, self.window):
-                block = w.sessions[start : start + self.window]
-                stop = start + len(block)
-                statuses = [st for t, st in w.status_by_window if t < stop]
-                last = statuses[-1] if statuses else {}
-                rows.append(
-                    {
-                        "replication": i,
-                        "session_start": start,
-                        "sessions": len(block),
-                        "success_rate": float(np.mean([x.ok for x in block])),
-                        "expected_success_rate": float(np.mean([x.p_true for x in block])),
-                        "oracle_success_rate": float(np.mean([x.p_oracle for x in block])),
-                        "regret": float(np.mean([x.p_oracle - x.p_true for x in block])),
-                        "quarantined": sum(v == "quarantined" for v in last.values()),
-                        "templates": sum(v == "template" for v in last.values()),
-                    }
-                )
-        return pd.DataFrame(rows)
-
 
 _VERDICT_OF = {"accepted": "accept", "reverted": "revert"}
 
@@ -213,64 +228,4 @@ def _count(events: list, status: str) -> float:
     return float(sum(1 for _, _, s in events if s == status))
 
 
-def gate_table(worlds: list[LoopWorld]) -> pd.DataFrame:
-    """Every gate record each store made, with the revision's known true effect."""
-    rows = []
-    for i, w in enumerate(worlds):
-        truth = {(r.key, r.revision): r for r in w.revisions}
-        for d in w.store.gate_decisions():
-            r = truth.get((d.key, d.revision))
-            rows.append(
-                {
-                    "replication": i,
-                    "key": d.key,
-                    "prior_revision": d.prior_revision,
-                    "revision": d.revision,
-                    "gate": d.gate,
-                    "verdict": d.verdict,
-                    "runs_used": d.runs_used,
-                    "statistic": d.statistic,
-                    "reason": d.reason,
-                    "outcome": d.outcome,
-                    "kind": r.kind if r else None,
-                    "p_prior": r.p_prior if r else np.nan,
-                    "p_new": r.p_new if r else np.nan,
-                    "true_drop": r.p_prior - r.p_new if r else np.nan,
-                    "correct_verdict": r.correct_verdict if r else None,
-                }
-            )
-    return pd.DataFrame(rows, columns=_GATE_COLUMNS)
-
-
-_GATE_COLUMNS = [
-    "replication", "key", "prior_revision", "revision", "gate", "verdict", "runs_used",
-    "statistic", "reason", "outcome", "kind", "p_prior", "p_new", "true_drop", "correct_verdict",
-]  # fmt: skip
-
-
-def arms_table(worlds: list[LoopWorld]) -> pd.DataFrame:
-    """Per replication and procedure: sessions shown (followed) vs withheld, and their rates."""
-    rows = []
-    for i, w in enumerate(worlds):
-        for key in w.task_of:
-            for arm in ("shown", "withheld"):
-                sel = [
-                    x for x in w.sessions if (x.key == key if arm == "shown" else x.withheld == key)
-                ]
-                n = len(sel)
-                k = sum(x.ok for x in sel)
-                rows.append(
-                    {
-                        "replication": i,
-                        "key": key,
-                        "arm": arm,
-                        "sessions": n,
-                        "successes": k,
-                        "rate": k / n if n else np.nan,
-                        "mean_true_rate": float(np.mean([x.p_true for x in sel])) if n else np.nan,
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
-__all__ = ["KINDS", "LoopScenario"]
+__all__ = ["KINDS", "LoopScenario", "gate_table"]

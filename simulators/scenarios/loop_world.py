@@ -4,14 +4,16 @@ One ``LoopWorld`` is one replication. It registers ``tasks x procedures_per_task
 graph procedures whose step nodes fail with known probabilities, then for each session:
 
 1. a task arrives; ``ContextPacker.pack`` (the engine's explore-rate withholding) picks
-   the procedure to show for the task's situation;
+   the procedure to show for the task's situation; with ``concurrent_share`` q > 0 a
+   procedure whose revision is pending is served at its prior graph with probability q
+   (the concurrent-control design), and the run is recorded against that revision;
 2. the simulated agent follows the shown procedure if it belongs to the task: it walks
    the graph and stops at the first step that fails (path = the steps visited), else it
    works without a procedure and succeeds at ``base_rate``;
 3. the signal (``Feedback``: flips, a judge, missing ratings) is recorded with
    ``record_run`` when it arrives (``delay`` sessions later; a report that arrives after
    the procedure was revised is about a graph that is gone, so it is dropped and counted
-   in ``stale_reports``);
+   in ``stale_reports``; so is one about a prior graph that is no longer pending);
 4. a procedure is evolved after every ``evolve_every`` runs recorded on it (quarantine,
    templates, pending revisions gated: Loom's "call evolve after runs land"); every
    ``revise_every`` sessions one procedure in use (run since the last such step), neither
@@ -50,7 +52,7 @@ KINDS = ("harmful", "neutral", "helpful")
 class RevisionTruth:
     """A proposed revision and its known true effect on the success rate."""
 
-    key: str
+    key: str  # namespace/key
     revision: int
     prior_revision: int
     kind: str
@@ -74,6 +76,40 @@ class SessionLog:
     p_true: float
     p_oracle: float
     recorded: bool
+    shown: str | None = None  # the top match shown (another task's when not followed)
+    prior_served: bool = False  # the pending revision's prior graph was served
+    on_trial: bool = False  # followed a revision that was pending (its gate undecided)
+    available: int = 0  # the task's procedures not quarantined when the pack was made
+
+    @property
+    def source(self) -> str:
+        """Where this session's regret comes from (``REGRET_SOURCES``)."""
+        if self.withheld is not None:
+            return "withheld"
+        if self.followed:
+            if self.prior_served:
+                return "followed the prior (concurrent control)"
+            if self.on_trial:
+                return "followed a revision on trial"
+            return "followed the best" if self.p_true >= self.p_oracle else "followed a worse one"
+        if self.available == 0:
+            return "all the task's procedures quarantined"
+        if self.shown is None:
+            return "nothing matched"
+        return "another task's procedure ranked first"
+
+
+REGRET_SOURCES = (
+    "followed the best",
+    "followed a worse one",
+    "followed a revision on trial",
+    "followed the prior (concurrent control)",
+    "withheld",
+    "all the task's procedures quarantined",
+    "another task's procedure ranked first",
+    "nothing matched",
+)
+"""Every session falls in one (``SessionLog.source``): what the agent did and why."""
 
 
 @dataclass
@@ -82,9 +118,9 @@ class LoopWorld:
 
     scenario: object
     rng: np.random.Generator
-    store: ProcedureStore = field(default_factory=ProcedureStore)
+    store: ProcedureStore = field(init=False)
     node_success: dict = field(default_factory=dict)  # (key, revision) -> {node: q}
-    task_of: dict = field(default_factory=dict)  # key -> task index
+    task_of: dict = field(default_factory=dict)  # ref (namespace/key) -> task index
     sessions: list = field(default_factory=list)
     runs: list = field(default_factory=list)  # (key, path, ok) as recorded
     revisions: list = field(default_factory=list)
@@ -97,7 +133,11 @@ class LoopWorld:
     def __post_init__(self) -> None:
         sc = self.scenario
         self.line = ArrivalLine(sc.feedback.delay)
-        self.packer = ContextPacker(self.store, sc.explore_rate, 1, self.rng)
+        self.store = ProcedureStore(strike_limit=sc.strike_limit)
+        self.packer = ContextPacker(
+            self.store, sc.explore_rate, 1, self.rng, concurrent_share=sc.concurrent_share,
+            utility_weight=sc.utility_weight,
+        )  # fmt: skip
         for t in range(sc.tasks):
             for j in range(sc.procedures_per_task):
                 p = float(self.rng.uniform(sc.p_low, sc.p_high))
@@ -106,8 +146,8 @@ class LoopWorld:
                 graph = _linear_graph(nodes, t)
                 snap = self.store.add(f"task {t} approach {j}", f"{TASKS[t]} (approach {j})",
                                       graph=graph)  # fmt: skip
-                self.node_success[(snap.key, snap.revision)] = dict.fromkeys(nodes, q)
-                self.task_of[snap.key] = t
+                self.node_success[(snap.ref, snap.revision)] = dict.fromkeys(nodes, q)
+                self.task_of[snap.ref] = t
 
     # -- truth ------------------------------------------------------------------------
 
@@ -116,35 +156,48 @@ class LoopWorld:
         return float(np.prod(list(self.node_success[(key, rev)].values())))
 
     def oracle(self, task: int) -> float:
-        """The best success rate any procedure of the task offers now (or no procedure)."""
-        best = max(self.p_true(k) for k, t in self.task_of.items() if t == task)
-        return max(best, self.scenario.base_rate)
+        """The best success rate any graph of the task's procedures offers now: the current
+        ones and the priors of pending revisions (the store holds both), or no procedure."""
+        best = self.scenario.base_rate
+        for key, t in self.task_of.items():
+            if t == task:
+                snap = self.store.get(key)
+                best = max(best, self.p_true(key, snap.revision))
+                if snap.pending_revision is not None:
+                    best = max(best, self.p_true(key, snap.pending_revision.prior_revision))
+        return best
 
     # -- one session ------------------------------------------------------------------
 
     def session(self, t: int) -> None:
         sc = self.scenario
         task = int(self.rng.integers(sc.tasks))
+        mine = [k for k, t in self.task_of.items() if t == task]
+        available = sum(self.store.get(k).status != "quarantined" for k in mine)
         pack = self.packer.pack(TASKS[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
         withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
         followed = shown is not None and self.task_of[shown] == task
-        report = None
+        report, prior_served, on_trial = None, False, False
         if followed:
             snap = self.store.get(shown)
-            q = self.node_success[(shown, snap.revision)]
-            path, ok = self._walk(snap.graph.reading_order(), q)
-            p = self.p_true(shown, snap.revision)
+            revision = pack.procedure_revisions[0]
+            prior_served = revision != snap.revision
+            on_trial = snap.pending_revision is not None and not prior_served
+            graph = snap.pending_revision.prior_graph if prior_served else snap.graph
+            q = self.node_success[(shown, revision)]
+            path, ok = self._walk(graph.reading_order(), q)
+            p = self.p_true(shown, revision)
             sig = sc.feedback.transmit(self.rng, np.array([ok]), sc.base_rate)
             if sig.observed is None or bool(sig.observed[0]):
-                report = (shown, snap.revision, tuple(path), bool(sig.label[0]))
+                report = (shown, revision, tuple(path), bool(sig.label[0]))
         else:
             p = sc.base_rate
             ok = bool(self.rng.random() < p)
         recorded = self._record(self.line.push(report))
         self.sessions.append(
             SessionLog(task, shown if followed else None, withheld, followed, ok, p,
-                       self.oracle(task), recorded)
+                       self.oracle(task), recorded, shown, prior_served, on_trial, available)
         )  # fmt: skip
         due = [key for key, n in self.fresh.items() if n >= sc.evolve_every]
         if due:
@@ -157,10 +210,12 @@ class LoopWorld:
         if report is None:
             return False
         key, revision, path, signal = report
-        if self.store.get(key).revision != revision:
+        snap = self.store.get(key)
+        pending = snap.pending_revision
+        if revision != snap.revision and (pending is None or pending.prior_revision != revision):
             self.stale_reports += 1
             return False
-        self.store.record_run(key, list(path), signal)
+        self.store.record_run(key, list(path), signal, revision=revision)
         self.runs.append((key, path, signal))
         self.fresh[key] = self.fresh.get(key, 0) + 1
         self.recent.add(key)
@@ -178,7 +233,9 @@ class LoopWorld:
         sc = self.scenario
         for key in keys:
             del self.fresh[key]
-            report = self.store.evolve(key, sc.min_runs, sc.strike_limit, sc.gate, sc.cost_gate)
+            report = self.store.evolve(
+                key, sc.min_runs, sc.strike_limit, sc.gate, sc.cost_gate, sc.streak_scope
+            )
             for status in ("quarantined", "template"):
                 if report.status == status and report.previous_status != status:
                     self.events.append((t, key, status))

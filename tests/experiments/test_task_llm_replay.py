@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from experiments.tasks.llm_replay import SESSION_1, SESSION_2, run_task
 from procmem_core.errors import ParameterError
 from procmem_core.flat import BASE_PROMPT, PROCEDURES_HEADING
-from procmem_core.learn.extraction import ExtractionError
+from procmem_core.learn.extraction import ExtractionError, LearnError
 from simulators.llm_server import Fault, OfflineServer
 
 CONF = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists()) / "conf"
@@ -68,7 +68,9 @@ def test_offline_replay_writes_every_artifact_and_metric(tmp_path):
     calls = result.tables["calls"]
     assert list(calls["purpose"]) == ["chat", "chat", "extraction", "chat"]
     assert m["tokens_total"] == calls["total_tokens"].sum() > 0
-    assert m["tokens_reasoning"] == 4 * 48  # the offline preset reasons with low effort
+    # the extraction call reasons with low effort; chat sends the seed's arguments and no
+    # reasoning effort, so the offline model reasons only once
+    assert m["tokens_reasoning"] == 48
     assert m["tokens_learn"] == calls.loc[2, "total_tokens"]
     assert m["latency_s_total"] >= m["latency_s_learn"] > 0
     assert not (tmp_path / "artifacts" / "error.json").exists()
@@ -92,7 +94,7 @@ def remote(server: OfflineServer, **overrides):
 def test_any_endpoint_by_configuration_and_an_error_is_recorded(tmp_path):
     with OfflineServer() as server:
         server.inject(*[Fault("truncate", only="extraction")] * 2)
-        result = run_task(remote(server), tmp_path)
+        result = run_task(remote(server, **{"replay.on_error": "record"}), tmp_path)
         assert [r.kind for r in server.requests] == ["chat", "chat", "extraction", "extraction"]
     error = json.loads(read(tmp_path, "error.json"))
     assert error["stage"] == "learn" and error["reason"] == "truncated"
@@ -115,7 +117,7 @@ def test_a_chat_failure_in_session_2_keeps_the_learned_procedures(tmp_path):
     with OfflineServer() as server:
         passing = Fault("slow", 0.0, only="chat")  # a slow reply of no delay: a normal one
         server.inject(passing, passing, Fault("bad_request", only="chat"))
-        result = run_task(remote(server), tmp_path)
+        result = run_task(remote(server, **{"replay.on_error": "record"}), tmp_path)
     assert (result.metrics["failed_stage"], result.metrics["n_procedures"]) == (3, 3)
     error = json.loads(read(tmp_path, "error.json"))
     assert (error["type"], error["status"], error["stage"]) == ("LLMCallError", 400, "session_2")
@@ -188,3 +190,63 @@ def test_preset_composes_with_the_config_tree_and_runs(tmp_path):
     # any endpoint from the command line, with no '+' (every key exists in every llm option)
     other = compose("llm.endpoint=remote", "llm.base_url=http://127.0.0.1:9/v1", "llm.cache=x")
     assert (other.llm.base_url, other.llm.cache) == ("http://127.0.0.1:9/v1", "x")
+
+
+def test_the_seed_prompt_and_the_assistants_advice_give_the_seeds_observed_outcome(tmp_path):
+    cfg = replay_config(**{"llm.prompt": "seed", "llm.offline_extraction": "assistant_advice"})
+    result = run_task(cfg, tmp_path)
+    titles = [p["title"] for p in json.loads(read(tmp_path, "procedures.json"))["procedures"]]
+    assert set(titles) == {
+        "Verify emergency fund before new investments",
+        "Allocate maturing FD for risk-averse users",
+        "Annual fund monitoring and rebalancing",
+    }
+    assert "worst" not in read(tmp_path, "system_prompt_2.txt").lower()  # what the seed saw
+    assert result.metrics["n_shown_session_2"] == 3
+
+
+def test_a_title_collision_is_counted_and_both_procedures_are_kept(tmp_path):
+    reply = json.dumps(
+        {"procedures": [
+            {"title": "Quantify the worst case", "trigger": "t", "description": "d.",
+             "confidence": 0.7},
+            {"title": "Quantify the worst-case!", "trigger": "t", "description": "e.",
+             "confidence": 0.7},
+            {"title": "आपातकालीन निधि", "trigger": "t", "description": "f.", "confidence": 0.7},
+        ]}
+    )  # fmt: skip
+    with OfflineServer() as server:
+        server.inject(Fault("reply", content=reply, only="extraction"))
+        result = run_task(remote(server), tmp_path)
+    candidates = json.loads(read(tmp_path, "candidates.json"))
+    assert [c["ref"] for c in candidates] == [
+        "default/procedure_quantify_the_worst_case",
+        "default/procedure_quantify_the_worst_case_2",
+        "default/procedure_आपातकालीन_निधि",
+    ]
+    m = result.metrics
+    assert (m["failed"], m["n_candidates"], m["n_key_collisions"]) == (0, 3, 1)
+
+
+def test_a_procedure_the_store_refuses_is_a_failed_candidates_stage(tmp_path, monkeypatch):
+    from procmem_core.errors import ParameterError as StoreRefusal
+    from procmem_core.graph import ProcedureStore
+
+    real_add = ProcedureStore.add
+
+    def refusing(self, name, *args, **kwargs):
+        if name == "Quantify the worst case":
+            raise StoreRefusal("name", name, "refused by this test")
+        return real_add(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(ProcedureStore, "add", refusing)
+    result = run_task(replay_config(**{"replay.on_error": "record"}), tmp_path)
+    m = result.metrics
+    assert (m["failed"], m["failed_stage"], m["n_candidate_failures"]) == (1, 4, 1)
+    assert m["n_candidates"] == 2
+    error = json.loads(read(tmp_path, "error.json"))
+    assert error["stage"] == "candidates" and error["type"] == "CandidateError"
+    assert error["failures"][0]["title"] == "Quantify the worst case"
+    assert len(json.loads(read(tmp_path, "candidates.json"))) == 2  # the others are kept
+    with pytest.raises(LearnError, match="could not be stored"):
+        run_task(replay_config(), tmp_path / "raised")

@@ -19,7 +19,11 @@ def worlds():
 
 def test_every_simulated_run_is_in_the_ledger(worlds):
     for w in worlds:
-        ledger = [(r.key, tuple(r.path), r.ok) for key in w.task_of for r in w.store.runs(key)]
+        ledger = [
+            (f"{r.namespace}/{r.key}", tuple(r.path), r.ok)
+            for key in w.task_of
+            for r in w.store.runs(key)
+        ]
         assert sorted(ledger) == sorted(w.runs)
         assert sum(s.recorded for s in w.sessions) == len(w.runs)
         assert sum(s.followed for s in w.sessions) > len(w.runs)  # 20 % of signals missing
@@ -135,3 +139,52 @@ def test_pending_truth_matches_the_store_and_stranded_ones_are_quarantined(world
     )
     proposed = m["revisions_proposed"] * SMALL["replications"]
     assert m["stranded_revision_rate"] == pytest.approx(stranded / proposed)
+
+
+def test_regret_sources_add_up_to_the_regret_and_every_session_has_one():
+    res = LoopScenario(**SMALL, strike_limit=2).run(4)
+    src = res.tables["regret_sources"]
+    every = src[src.period == "all"]
+    assert every.groupby("replication").sessions.sum().tolist() == [240, 240]
+    m = res.metrics
+    assert every.regret.sum() / (2 * 240) == pytest.approx(m["regret"])
+    late = src[src.period == "late"]
+    assert late.regret.sum() / (2 * 60) == pytest.approx(m["regret_late"])
+    assert m["success_change"] == pytest.approx(m["success_rate_late"] - m["success_rate_early"])
+    assert m["regret_change"] == pytest.approx(m["regret_late"] - m["regret_early"])
+    traj = res.tables["trajectory"]
+    assert (traj.off_task_rate >= 0).all() and (traj.off_task_rate <= 1).all()
+
+
+def test_concurrent_control_serves_priors_and_records_their_runs():
+    sc = LoopScenario(**SMALL, concurrent_share=0.5)
+    worlds = sc.simulate(2)
+    res = sc.run(2)
+    assert 0 < res.metrics["prior_served_rate"] < 0.5
+    for w in worlds:
+        served = [x for x in w.sessions if x.prior_served]
+        assert served and all(x.followed for x in served)
+        by_revision = {r.revision for key in w.task_of for r in w.store.runs(key)}
+        assert len(by_revision) > 1
+        truth = {(r.key, r.prior_revision) for r in w.revisions}
+        prior_runs = [
+            r
+            for key in w.task_of
+            for r in w.store.runs(key)
+            if (key, r.revision) in truth and r.revision != w.store.get(key).revision
+        ]
+        assert prior_runs  # runs recorded against a pending revision's prior
+    decisions = res.tables["gate_decisions"]
+    assert (decisions.verdict != "continue").any()
+
+
+def test_quarantine_off_and_the_utility_term_are_settings():
+    off = LoopScenario(**SMALL, strike_limit=0).run(1)
+    assert off.metrics["quarantines"] == 0 and off.metrics["stranded_revision_rate"] == 0
+    LoopScenario(**SMALL, utility_weight=1.0).run(1)
+    with pytest.raises(ParameterError, match="utility_weight"):
+        LoopScenario(utility_weight=-1.0)
+    with pytest.raises(ParameterError, match="concurrent_share"):
+        LoopScenario(concurrent_share=1.0)
+    with pytest.raises(ParameterError, match="streak_scope"):
+        LoopScenario(streak_scope="forever")

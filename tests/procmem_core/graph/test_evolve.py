@@ -129,13 +129,17 @@ def test_template_needs_five_successes_rate_and_a_stable_topology(store):
     assert store.evolve(key).status == "exercised"
 
 
-def test_template_waits_for_an_evolve_that_changes_nothing(store):
+def test_template_needs_the_topology_unchanged_over_the_last_min_runs_runs(store):
     key = store.add("refund", "s", STEPS).key
-    _runs(store, key, ["n1", "n2", "n3"], [1] * 6)
+    _runs(store, key, ["n1", "n2"], [1] * 5)  # proven path n1 -> n2, n3 a dead end
+    _runs(store, key, ["n1", "n2", "n3"], [1])  # this run changes both
     r1 = store.evolve(key)
     assert r1.topology_changed and r1.status == "exercised"
-    r2 = store.evolve(key)
-    assert not r2.topology_changed and (r2.previous_status, r2.status) == ("exercised", "template")
+    _runs(store, key, ["n1", "n2", "n3"], [1, 1])  # 2 runs without a change, min_runs 3
+    assert store.evolve(key).status == "exercised"
+    _runs(store, key, ["n1", "n2", "n3"], [1])
+    r3 = store.evolve(key)
+    assert not r3.topology_changed and (r3.previous_status, r3.status) == ("exercised", "template")
     assert [m.key for m in store.match("s", templates_only=True)] == [key]
 
 

@@ -37,7 +37,7 @@ def test_withhold_top_scalar_and_vector_agree():
 
 def test_no_explore_shows_the_top_matches(store):
     pack = ContextPacker(store, max_procedures=3).pack("customer wants a refund for an invoice")
-    top = [m.key for m in store.match("customer wants a refund for an invoice", top_k=3)]
+    top = [m.ref for m in store.match("customer wants a refund for an invoice", top_k=3)]
     assert list(pack.procedure_keys) == top and pack.procedure_keys_withheld == ()
     assert pack.text.startswith("PROCEDURES TO FOLLOW") and "1) look up the invoice" in pack.text
 
@@ -45,9 +45,9 @@ def test_no_explore_shows_the_top_matches(store):
 def test_explore_rate_one_withholds_the_top_without_backfill(store):
     packer = ContextPacker(store, explore_rate=1.0, max_procedures=2, rng=rng())
     pack = packer.pack("customer wants a refund for an invoice")
-    top = [m.key for m in store.match("customer wants a refund for an invoice", top_k=2)]
-    assert pack.procedure_keys_withheld == (top[0],) and pack.procedure_keys == (top[1],)
-    assert top[0] not in pack.text
+    top = store.match("customer wants a refund for an invoice", top_k=2)
+    assert pack.procedure_keys_withheld == (top[0].ref,) and pack.procedure_keys == (top[1].ref,)
+    assert top[0].key not in pack.text
 
 
 def test_withholding_rate_matches_the_explore_rate_within_4_se(store):
@@ -140,3 +140,19 @@ def test_flat_pack_rejects_bad_parameters(kwargs, fragment):
     with pytest.raises(ParameterError) as err:
         pack_flat(flat_procedures(), **kwargs)
     assert fragment in str(err.value)
+
+
+def test_pack_keys_name_the_exact_procedure_across_namespaces(store):
+    """After a fork the bare key is ambiguous: packs report namespace/key (issue 12, bug 3)."""
+    store.fork("procedure_refund_full", "team")
+    packer = ContextPacker(store, explore_rate=1.0, max_procedures=5, rng=rng())
+    pack = packer.pack("a customer asks for a refund on a paid invoice")
+    assert set(pack.procedure_keys + pack.procedure_keys_withheld) >= {
+        "default/procedure_refund_full",
+        "team/procedure_refund_full",
+    }
+    assert len(set(pack.procedure_keys + pack.procedure_keys_withheld)) == 5
+    for ref in pack.procedure_keys_withheld + pack.procedure_keys:
+        run = store.record_run(ref, ["n1"], ok=True)  # every session can be attributed
+        assert f"{run.namespace}/{run.key}" == ref
+    assert pack.procedure_revisions == (1,) * len(pack.procedure_keys)

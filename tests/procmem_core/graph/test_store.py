@@ -26,6 +26,7 @@ from procmem_core.graph import (
     graph,
     ledger,
 )
+from procmem_core.graph import sqlite as journal
 from procmem_core.graph.ledger import TRACE_LIMIT
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
@@ -57,7 +58,6 @@ def test_steps_with_a_graph_are_its_reading_text(store):
 
 ADD_ERRORS = [
     ({"name": "", "situation": "s", "steps": STEPS}, ParameterError, "name=''"),
-    ({"name": "!!!", "situation": "s", "steps": STEPS}, ParameterError, "at least one letter"),
     ({"name": "x", "situation": " ", "steps": STEPS}, ParameterError, "situation"),
     ({"name": "x", "situation": "s"}, ParameterError, "give steps"),
     ({"name": "x", "situation": "s", "steps": ["one"]}, GraphError, "1 steps, allowed 2..64"),
@@ -246,7 +246,7 @@ def test_sqlite_schema_is_versioned_and_in_wal_mode(tmp_path):
     path = tmp_path / "p.db"
     ProcedureStore.open(path).close()
     con = sqlite3.connect(path)
-    assert con.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.execute("UPDATE schema_version SET version = 99")
     con.commit()
@@ -316,7 +316,7 @@ def test_a_failed_sqlite_write_leaves_memory_as_it_was(tmp_path, monkeypatch):
         def broken(*args, **kwargs):
             raise sqlite3.OperationalError("disk I/O error")
 
-        monkeypatch.setattr(store._journal, "commit", broken)
+        monkeypatch.setattr(journal.Transaction, "put", broken)
         with pytest.raises(sqlite3.OperationalError):
             store.record_run(key, ["n1", "n2"], ok=False)
         with pytest.raises(sqlite3.OperationalError):
@@ -351,7 +351,8 @@ def test_the_seed_defaults():
         False,
     )
     e = defaults(ProcedureStore.evolve)
-    assert (e["min_runs"], e["strike_limit"]) == (3, 3)
+    assert (e["min_runs"], e["strike_limit"]) == (3, None)  # None: the store's
+    assert ProcedureStore().strike_limit == 3  # PROCMEM_PROCEDURE_STRIKE_LIMIT unset
     assert defaults(ProcedureStore.locate)["hops"] == 2
     assert defaults(ProcedureStore.add)["namespace"] == "default"
     assert ContextPacker(ProcedureStore()).explore_rate == 0.0

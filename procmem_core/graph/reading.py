@@ -1,0 +1,262 @@
+"""The read side of ``ProcedureStore``: its cache, keys, match, locate and the readers.
+
+``StoreReads`` holds the cache (entries by ``namespace/key``, the match index, the gate
+decisions, the grants) and keeps it in step with an SQLite file other processes may
+write (``_refresh``: one ``SELECT`` when nothing changed; ``_sync``: apply the changes
+``SQLiteJournal.read_changes`` found). ``ProcedureStore`` (``graph.store``) adds the writes.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from procmem_core.errors import ParameterError
+from procmem_core.gates import GateRecord
+from procmem_core.graph.access import (
+    MAX_NAMESPACE_FAN_OUT,
+    check_principal,
+    readable_namespaces,
+    scope_namespaces,
+)
+from procmem_core.graph.entry import ProcedureEntry
+from procmem_core.graph.keys import UnknownProcedure, check_tags
+from procmem_core.graph.ledger import RunRecord
+from procmem_core.graph.locate import LocateResult, locate_in
+from procmem_core.graph.matching import (
+    Embedder,
+    HashingEmbedder,
+    MatchIndex,
+    check_match_request,
+)
+from procmem_core.graph.records import Match, RevisionEntry, StoredProcedure
+from procmem_core.graph.sqlite import SQLiteJournal, SyncPoint
+
+
+class StoreReads:
+    """The cache and every read of a procedure store (see the module doc)."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        if not isinstance(self.embedder, Embedder):
+            raise ParameterError("embedder", embedder, "expected an Embedder (dim, embed(texts))")
+        self._entries: dict[str, ProcedureEntry] = {}  # by ref "namespace/key"
+        self._by_key: dict[str, list[str]] = {}
+        self._index = MatchIndex(self.embedder.dim)
+        self._decisions: list[GateRecord] = []
+        self._grants: dict[str, set[str]] = {}
+        self._last_run_id = 0
+        self._journal: SQLiteJournal | None = None
+        self._seen = SyncPoint()
+
+    def __len__(self) -> int:
+        self._refresh()
+        return len(self._entries)
+
+    # -- the cache ----------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Bring the cache up to date with the file (nothing to do in memory)."""
+        if self._journal is not None:
+            with self._journal.reading() as cur:
+                self._sync(cur)
+
+    def _sync(self, cur: Any) -> None:
+        changes = self._journal.read_changes(cur, self._seen)
+        if changes is None:
+            return
+        for ref in changes.removed:
+            self._drop(ref)
+            self._seen.rows.pop(ref, None)
+        new_runs: dict[str, list[RunRecord]] = {}
+        for r in changes.runs:
+            new_runs.setdefault(f"{r.namespace}/{r.key}", []).append(r)
+        fresh = []
+        for ch in changes.entries:
+            old = self._entries.get(ch.ref)
+            if ch.runs is None and old is not None:
+                entry = self._journal.build_entry(ch, old.runs + new_runs.get(ch.ref, []))
+                self._entries[ch.ref] = entry
+                self._index.set_stats(ch.ref, entry.agg.runs, entry.agg.successes,
+                                      entry.status_code)  # fmt: skip
+                self._index.set_tools(ch.ref, entry.graph.tools())
+            else:
+                if old is not None:
+                    self._drop(ch.ref)
+                fresh.append(self._journal.build_entry(ch, ch.runs or []))
+            self._seen.rows[ch.ref] = (ch.version, ch.created)
+        if fresh:
+            for entry, vector in zip(fresh, self._embed([e.situation for e in fresh]), strict=True):
+                self._insert(entry, vector)
+        self._decisions.extend(d for _, d in changes.decisions)
+        if changes.decisions:
+            self._seen.last_decision = changes.decisions[-1][0]
+        if changes.runs:
+            self._seen.last_run_id = changes.runs[-1].run_id
+        self._last_run_id = max(self._last_run_id, self._seen.last_run_id)
+        self._grants = {}
+        for principal, namespace in changes.grants:
+            self._grants.setdefault(principal, set()).add(namespace)
+        self._seen.version = changes.version
+
+    def _embed(self, situations: builtins.list[str]) -> np.ndarray:
+        vectors = np.asarray(self.embedder.embed(situations), dtype=np.float32)
+        if vectors.shape != (len(situations), self.embedder.dim):
+            raise ParameterError(
+                "embedder", self.embedder,
+                f"embed() returned shape {vectors.shape}, expected ({len(situations)}, dim)",
+            )  # fmt: skip
+        return vectors
+
+    def _insert(self, entry: ProcedureEntry, vector: np.ndarray) -> None:
+        self._entries[entry.ref] = entry
+        self._by_key.setdefault(entry.key, []).append(entry.namespace)
+        self._index.add(entry.ref, vector, entry.namespace, entry.graph.tools(), entry.actor)
+        self._index.set_stats(entry.ref, entry.agg.runs, entry.agg.successes, entry.status_code)
+
+    def _drop(self, ref: str) -> None:
+        entry = self._entries.pop(ref, None)
+        if entry is None:
+            return
+        self._by_key[entry.key].remove(entry.namespace)
+        if not self._by_key[entry.key]:
+            del self._by_key[entry.key]
+        self._index.remove(ref)
+        where = (entry.namespace, entry.key)
+        self._decisions = [d for d in self._decisions if (d.namespace, d.key) != where]
+
+    def _get(self, key: str) -> ProcedureEntry:
+        if not isinstance(key, str):
+            raise UnknownProcedure(f"key={key!r}: expected a procedure key string")
+        if "/" in key:
+            entry = self._entries.get(key)
+            if entry is None:
+                raise UnknownProcedure(f"no procedure {key!r}")
+            return entry
+        spaces = self._by_key.get(key, [])
+        if len(spaces) != 1:
+            where = f"held by namespaces {spaces}; use 'namespace/{key}'" if spaces else "unknown"
+            raise UnknownProcedure(f"procedure {key!r}: {where}")
+        return self._entries[f"{spaces[0]}/{key}"]
+
+    # -- readers ------------------------------------------------------------------
+
+    def get(self, key: str) -> StoredProcedure:
+        """The procedure's current snapshot."""
+        self._refresh()
+        return self._get(key).snapshot()
+
+    def list(
+        self, prefix: str | None = None, tags: Sequence[str] = ()
+    ) -> builtins.list[StoredProcedure]:
+        """Inventory: procedures whose key starts with ``prefix`` and carry every tag in
+        ``tags``, sorted by (namespace, key)."""
+        if prefix is not None and not isinstance(prefix, str):
+            raise ParameterError("prefix", prefix, "expected a string or None")
+        want = set(check_tags(tags))
+        self._refresh()
+        hits = [
+            e.snapshot()
+            for e in self._entries.values()
+            if (prefix is None or e.key.startswith(prefix)) and want <= set(e.tags)
+        ]
+        return sorted(hits, key=lambda p: (p.namespace, p.key))
+
+    def runs(self, key: str) -> tuple[RunRecord, ...]:
+        """Every ledger row of the procedure, oldest first (every revision's)."""
+        self._refresh()
+        return tuple(self._get(key).runs)
+
+    def traces(self, key: str) -> tuple[RunRecord, ...]:
+        """The last 50 runs on the current graph (its trace window)."""
+        self._refresh()
+        return tuple(self._get(key).traces)
+
+    def revisions(self, key: str) -> tuple[RevisionEntry, ...]:
+        """The procedure's graph history, oldest first."""
+        self._refresh()
+        return tuple(self._get(key).history)
+
+    def gate_decisions(self, key: str | None = None) -> tuple[GateRecord, ...]:
+        """Every gate decision the store made (for one procedure, or all), in order."""
+        self._refresh()
+        if key is None:
+            return tuple(self._decisions)
+        entry = self._get(key)
+        return tuple(
+            d for d in self._decisions if (d.namespace, d.key) == (entry.namespace, entry.key)
+        )
+
+    def namespaces_of(self, principal: str) -> tuple[str, ...]:
+        """The namespaces ``principal`` may read: granted, or holding a procedure it wrote."""
+        principal = check_principal("principal", principal, required=True)
+        self._refresh()
+        written = ((e.actor, e.namespace) for e in self._entries.values())
+        return readable_namespaces(principal, self._grants, written)
+
+    # -- match and locate -----------------------------------------------------------
+
+    def match(
+        self,
+        situation: str,
+        goal: str | None = None,
+        recent_tools: Sequence[str] = (),
+        top_k: int = 5,
+        tool_boost: float = 0.2,
+        utility_weight: float = 0.0,
+        templates_only: bool = False,
+        include_candidates: bool = True,
+        include_quarantined: bool = False,
+        namespace: str | Sequence[str] | None = None,
+        for_agent: str | None = None,
+        namespace_scope: str = "given",
+        principal: str | None = None,
+        fan_out: int = MAX_NAMESPACE_FAN_OUT,
+        written_by: str | None = None,
+    ) -> builtins.list[Match]:
+        """Top procedures for a situation (see ``matching.match_scores`` for the score).
+
+        Vectorized over every stored procedure; candidates rank after every other match;
+        quarantined ones are dropped unless ``include_quarantined``. Where to search:
+        ``namespace_scope="given"`` searches ``namespace`` (a name or a list; None: all),
+        ``"all_mine"`` the namespaces ``principal`` can read, at most ``fan_out`` of them
+        (``graph.access``). ``written_by``: only procedures that actor wrote.
+        """
+        top_k = check_match_request(
+            situation, goal, recent_tools, top_k, tool_boost, utility_weight, for_agent
+        )
+        check_principal("written_by", written_by)
+        readable = self.namespaces_of(principal) if namespace_scope == "all_mine" else None
+        spaces = scope_namespaces(namespace_scope, namespace, principal, readable, fan_out)
+        self._refresh()
+        texts = [situation] if goal is None else [situation, goal]
+        q = self.embedder.embed(texts)
+        ranked = self._index.rank(
+            q[0], None if goal is None else q[1], recent_tools, top_k, tool_boost,
+            utility_weight, templates_only, include_candidates, include_quarantined, spaces,
+            written_by,
+        )  # fmt: skip
+        return [
+            self._entries[self._index.keys[r]].as_match(score, relevance, rate, for_agent)
+            for r, score, relevance, rate in ranked
+        ]
+
+    def locate(
+        self,
+        key: str,
+        at: str | None = None,
+        recent_path: Sequence[str] | None = None,
+        hops: int = 2,
+    ) -> LocateResult:
+        """The active node and the transitions up to ``hops`` (1..4) ahead, with the last
+        evolve's fail-prone steps and transitions as pitfalls (see ``locate.py``)."""
+        self._refresh()
+        entry = self._get(key)
+        c = entry.current
+        return locate_in(
+            entry.key, c.graph, c.agg, entry.traces, at, recent_path, hops,
+            fail_prone=c.fail_prone_steps + c.fail_prone_transitions,
+        )  # fmt: skip

@@ -1,0 +1,125 @@
+"""``GraphState``: one graph revision with all of its evidence, the unit a revert restores.
+
+A procedure's current graph and, while a revision is pending, the prior graph it replaced
+are each a ``GraphState``: the graph, its revision number and reading text, the ledger
+aggregates folded on it, its trace window, its trust flags and failure streak, and the
+last evolve's findings. ``revise`` moves the current state aside whole (it becomes the
+held prior) and starts the revision from a copy that keeps the evidence of surviving
+node ids; a revert puts the held state back exactly as it was, so the rejected
+revision's runs change nothing the prior graph shows (seed: "Revisions are gated").
+
+The failure streak is scoped to the graph revision (``RunAggregates.failure_streak``
+counts trailing failed runs *of this graph*): a revision starts with no streak, and a
+revert restores the prior's streak as it was.
+
+Template stability is counted per run (``stable_runs``: the trailing runs whose fold left
+the topology signature unchanged), so whether evolve runs after every run or once at the
+end does not change what it finds (``graph.evolve``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from procmem_core.graph import findings as fd
+from procmem_core.graph.findings import FailProne
+from procmem_core.graph.graph import ProcedureGraph
+from procmem_core.graph.ledger import TRACE_LIMIT, RunAggregates, RunRecord
+
+Signature = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""The topology signature: (graph hash, proven path, dead ends)."""
+
+
+def topology_signature(graph: ProcedureGraph, agg: RunAggregates) -> Signature:
+    """What the template bar asks to be stable: the graph and what runs found on it."""
+    return (graph.canonical_hash(), fd.proven_path(graph, agg), fd.dead_ends(graph, agg))
+
+
+def _fail_prone_json(items: tuple[FailProne, ...]) -> list[dict[str, Any]]:
+    return [dict(vars(x)) for x in items]
+
+
+@dataclass
+class GraphState:
+    """One graph revision and its evidence (see the module doc)."""
+
+    graph: ProcedureGraph
+    revision: int
+    steps: tuple[str, ...]
+    agg: RunAggregates = field(default_factory=RunAggregates)
+    trace_ids: list[int] = field(default_factory=list)
+    template: bool = False
+    quarantined: bool = False
+    stable_runs: int = 0
+    signature: Signature | None = None
+    proven_path: tuple[str, ...] = ()
+    dead_ends: tuple[str, ...] = ()
+    fail_prone_steps: tuple[FailProne, ...] = ()
+    fail_prone_transitions: tuple[FailProne, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.signature is None:
+            self.signature = topology_signature(self.graph, self.agg)
+
+    def fold(self, run: RunRecord) -> None:
+        """Add one run made on this graph: aggregates, trace window, streak, stability."""
+        self.agg.fold(run, self.graph.edge_pairs())
+        self.trace_ids.append(run.run_id)
+        del self.trace_ids[:-TRACE_LIMIT]
+        if run.ok:
+            self.quarantined = False
+        signature = topology_signature(self.graph, self.agg)
+        self.stable_runs = self.stable_runs + 1 if signature == self.signature else 0
+        self.signature = signature
+
+    def revised(self, graph: ProcedureGraph, revision: int) -> GraphState:
+        """The state a revision starts from: the evidence of node ids and transitions the
+        new graph keeps (``RunAggregates.keep_only``), no streak, no flags, no findings."""
+        agg = self.agg.copy()
+        agg.keep_only(frozenset(graph.node_ids), graph.edge_pairs())
+        agg.failure_streak = 0
+        steps = tuple(graph.node(n).label() for n in graph.reading_order())
+        return GraphState(graph=graph, revision=revision, steps=steps, agg=agg)
+
+    def copy(self) -> GraphState:
+        """An independent copy (the graph, immutable, is shared)."""
+        return dataclasses.replace(self, agg=self.agg.copy(), trace_ids=list(self.trace_ids))
+
+    def to_json(self) -> dict[str, Any]:
+        sig = self.signature
+        return {
+            "graph": self.graph.to_dict(),
+            "revision": self.revision,
+            "steps": list(self.steps),
+            "agg": self.agg.to_json(),
+            "trace_ids": list(self.trace_ids),
+            "template": self.template,
+            "quarantined": self.quarantined,
+            "stable_runs": self.stable_runs,
+            "signature": [sig[0], list(sig[1]), list(sig[2])],
+            "proven_path": list(self.proven_path),
+            "dead_ends": list(self.dead_ends),
+            "fail_prone_steps": _fail_prone_json(self.fail_prone_steps),
+            "fail_prone_transitions": _fail_prone_json(self.fail_prone_transitions),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> GraphState:
+        sig = d["signature"]
+        return cls(
+            graph=ProcedureGraph.from_dict(d["graph"]),
+            revision=int(d["revision"]),
+            steps=tuple(d["steps"]),
+            agg=RunAggregates.from_json(d["agg"]),
+            trace_ids=[int(i) for i in d["trace_ids"]],
+            template=bool(d["template"]),
+            quarantined=bool(d["quarantined"]),
+            stable_runs=int(d["stable_runs"]),
+            signature=(sig[0], tuple(sig[1]), tuple(sig[2])),
+            proven_path=tuple(d["proven_path"]),
+            dead_ends=tuple(d["dead_ends"]),
+            fail_prone_steps=tuple(FailProne(**x) for x in d["fail_prone_steps"]),
+            fail_prone_transitions=tuple(FailProne(**x) for x in d["fail_prone_transitions"]),
+        )

@@ -1,0 +1,81 @@
+"""One write of a ``ProcedureStore``: what it changed, how to undo it in memory, and what
+it tells the cache once committed.
+
+In memory a write only updates the match index. On SQLite (``graph.sqlite``) a write is
+one transaction under the file's write lock: the store's cache is synced first, the
+entries the write changes are guarded (their JSON kept) so a failed transaction leaves
+memory as it was, and after the commit the cache's ``SyncPoint`` moves past the write so
+the next sync does not read it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from procmem_core.gates import GateRecord
+from procmem_core.graph.entry import ProcedureEntry
+from procmem_core.graph.ledger import RunRecord
+from procmem_core.graph.sqlite import SyncPoint, Transaction
+
+if TYPE_CHECKING:
+    from procmem_core.graph.matching import MatchIndex
+
+
+@dataclass
+class Write:
+    """The bookkeeping of one write (see the module doc)."""
+
+    tx: Transaction | None
+    index: MatchIndex
+    saved: list[tuple[str, dict, list[RunRecord]]] = field(default_factory=list)
+    rows: dict[str, tuple[int, int]] = field(default_factory=dict)
+    last_run_id: int = 0
+    last_decision: int = 0
+    touched: list[tuple[ProcedureEntry, bool]] = field(default_factory=list)
+
+    def guard(self, entry: ProcedureEntry) -> ProcedureEntry:
+        """Keep ``entry`` as it is now, to restore it if the write fails."""
+        if self.tx is not None:
+            self.saved.append((entry.ref, entry.to_json(), list(entry.runs)))
+        return entry
+
+    def put(self, entry: ProcedureEntry, graph_changed: bool = False) -> None:
+        """Write ``entry`` (its state; its index row once the write succeeds, its tools too
+        when its graph may have changed)."""
+        if self.tx is not None:
+            self.rows[entry.ref] = self.tx.put(entry)
+        self.touched.append((entry, graph_changed))
+
+    def add_runs(self, runs: list[RunRecord]) -> None:
+        if self.tx is not None:
+            self.tx.add_runs(runs)
+        self.last_run_id = max([self.last_run_id, *(r.run_id for r in runs)])
+
+    def add_decisions(self, decisions: list[GateRecord]) -> None:
+        if self.tx is not None and decisions:
+            self.last_decision = self.tx.add_decisions(decisions)
+
+    def restore(self, entries: dict[str, ProcedureEntry]) -> None:
+        """Put every guarded entry back as it was (the transaction was rolled back)."""
+        for ref, state, runs in reversed(self.saved):
+            if ref in entries:
+                entries[ref] = ProcedureEntry.from_json(state, runs)
+                e = entries[ref]
+                if ref in self.index.rows:
+                    self.index.set_stats(ref, e.agg.runs, e.agg.successes, e.status_code)
+                    self.index.set_tools(ref, e.graph.tools())
+
+    def committed(self, seen: SyncPoint) -> None:
+        """Move the cache's sync point past this write and refresh the touched index rows."""
+        if self.tx is not None:
+            seen.rows.update(self.rows)
+            if self.tx.version is not None:
+                seen.version = self.tx.version
+            seen.last_run_id = max(seen.last_run_id, self.last_run_id)
+            seen.last_decision = max(seen.last_decision, self.last_decision)
+        for e, graph_changed in self.touched:
+            if e.ref in self.index.rows:
+                self.index.set_stats(e.ref, e.agg.runs, e.agg.successes, e.status_code)
+                if graph_changed:
+                    self.index.set_tools(e.ref, e.graph.tools())

@@ -1,0 +1,219 @@
+"""The closed loop's evidence: whether it learns, and where its regret comes from.
+
+Regret of a session is ``p_oracle - p_true``: the expected successes lost against always
+following the best procedure of the task as it is now (none, when none beats the base
+rate). The loop *learns* when its regret per session is lower in the last quarter of
+sessions than in the first: ``regret_change = regret_late - regret_early``, one
+difference per replication (the independent unit), with its standard error over
+replications and a normal 95 % interval ``change ± 1.96 SE``. The verdict is "yes" when
+the interval lies below 0, "it gets worse" when it lies above, and "no detectable change"
+otherwise (with few replications the interval is wide: the verdict says so).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reports.evidence import fmt
+
+Z95 = 1.96
+SEED_LOOP = {
+    "strike_limit": 3,
+    "utility_weight": 0.0,
+    "concurrent_share": 0.0,
+    "streak_scope": "revision",
+    "explore_rate": 0.1,
+}
+"""The seeds' settings of the loop (by the last part of the param name); gate and
+feedback are left to the reference condition."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Does the loop learn: the regret change with its SE, interval and the answer."""
+
+    change: float
+    se: float
+    replications: int
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return (self.change - Z95 * self.se, self.change + Z95 * self.se)
+
+    @property
+    def answer(self) -> str:
+        lo, hi = self.interval
+        if math.isnan(self.se):
+            return "cannot tell (one replication: no standard error)"
+        if hi < 0:
+            return "yes"
+        if lo > 0:
+            return "no: it gets worse"
+        return "no detectable change"
+
+    def describe(self) -> str:
+        lo, hi = self.interval
+        return (
+            f"regret change {fmt(self.change, self.se)} (95 % interval [{lo:+.3f}, {hi:+.3f}], "
+            f"{self.replications} replications)"
+        )
+
+
+def verdict_of(row: pd.Series) -> Verdict:
+    se = row.get("regret_change_se", float("nan"))
+    try:
+        n = int(float(row.get("params.scenario.replications", float("nan"))))
+    except (TypeError, ValueError):
+        n = 0
+    return Verdict(float(row["regret_change"]), float(se), n)
+
+
+def seed_row(rows: pd.DataFrame) -> pd.Series | None:
+    """The row at the seeds' loop settings, at the reference condition when it is there."""
+    keep = np.ones(len(rows), dtype=bool)
+    for col in rows.columns:
+        last = col.split(".")[-1]
+        if col.startswith("params.") and last in SEED_LOOP:
+            keep &= [_same(v, SEED_LOOP[last]) for v in rows[col]]
+    hits = rows[keep]
+    if hits.empty:
+        return None
+    if "at_reference" in hits and hits["at_reference"].any():
+        hits = hits[hits["at_reference"]]
+    return hits.iloc[0]
+
+
+def _same(value: object, want: object) -> bool:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True  # not logged: the scenario's default, which is the seed's
+    if isinstance(want, float | int) and isinstance(value, float | int):
+        return bool(np.isclose(float(value), float(want)))
+    return value == want
+
+
+def learning_row(rows: pd.DataFrame) -> pd.Series | None:
+    """The configuration with the strongest evidence that its regret falls: the lowest
+    upper end of the 95 % interval, if that lies below 0."""
+    upper = rows["regret_change"] + Z95 * rows["regret_change_se"].fillna(np.inf)
+    if not (upper < 0).any():
+        return None
+    return rows.loc[upper.idxmin()]
+
+
+def chance_note(rows: pd.DataFrame) -> str:
+    """How many "yes" or "worse" verdicts chance alone would give across the swept rows."""
+    n = len(rows)
+    if n < 2:
+        return ""
+    return (
+        f" {n} configurations were run; with no real change each would still show one at "
+        f"the 95 % level with probability 0.05, so about {0.05 * n:.1f} such verdicts are "
+        "expected by chance: read an isolated one with that in mind."
+    )
+
+
+def regret_sources(table: pd.DataFrame) -> pd.DataFrame:
+    """Per period and source: share of sessions and regret per session (mean ± SE over
+    replications), from a run's ``regret_sources`` table."""
+    t = table[table["period"] != "all"].copy()
+    t["share"] = t["sessions"] / t["period_sessions"]
+    t["per_session"] = t["regret"] / t["period_sessions"]
+    g = t.groupby(["source", "period"], sort=False)
+    out = g.agg(
+        share=("share", "mean"),
+        regret=("per_session", "mean"),
+        regret_sd=("per_session", "std"),
+        n=("per_session", "size"),
+    ).reset_index()
+    out["regret_se"] = out["regret_sd"] / np.sqrt(out["n"])
+    return out.drop(columns=["regret_sd"])
+
+
+def sources_table(sources: pd.DataFrame) -> pd.DataFrame:
+    """Early vs late, one row per source that had any session."""
+    wide = sources.pivot(index="source", columns="period", values=["share", "regret", "regret_se"])
+    rows = []
+    for source in sources["source"].drop_duplicates():
+        w = wide.loc[source]
+        if w[("share", "early")] == 0 and w[("share", "late")] == 0:
+            continue
+        rows.append(
+            {
+                "source": source,
+                "sessions, first quarter": f"{w[('share', 'early')]:.1%}",
+                "sessions, last quarter": f"{w[('share', 'late')]:.1%}",
+                "regret per session, first": fmt(w[("regret", "early")], w[("regret_se", "early")]),
+                "regret per session, last": fmt(w[("regret", "late")], w[("regret_se", "late")]),
+                "change": f"{w[('regret', 'late')] - w[('regret', 'early')]:+.3f}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def biggest_changes(
+    sources: pd.DataFrame, n: int = 2
+) -> list[tuple[str, float, float, float, float]]:
+    """The ``n`` sources whose regret per session moved the most: (source, early, late,
+    share early, share late)."""
+    wide = sources.pivot(index="source", columns="period", values=["regret", "share"])
+    delta = (
+        (wide[("regret", "late")] - wide[("regret", "early")]).abs().sort_values(ascending=False)
+    )
+    return [
+        (
+            s,
+            float(wide.at[s, ("regret", "early")]),
+            float(wide.at[s, ("regret", "late")]),
+            float(wide.at[s, ("share", "early")]),
+            float(wide.at[s, ("share", "late")]),
+        )
+        for s in delta.index[:n]
+        if delta[s] > 0
+    ]
+
+
+def main_effects(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """For each swept loop setting and value: the mean of each metric over the rows with
+    that value, equally weighted, with SE ``sqrt(sum se_i^2) / k`` (the rows are
+    independent jobs), so a setting's effect reads across every other setting and
+    condition. Columns ``<metric>`` (text) and ``<metric>_mean``, ``<metric>_se``."""
+    out = []
+    for col in rows.columns:
+        last = col.split(".")[-1]
+        if not (col.startswith("params.scenario.") and last in SEED_LOOP):
+            continue
+        values = rows[col].dropna().unique()
+        if len(values) < 2:
+            continue
+        for v in sorted(values, key=str):
+            sel = rows[[x is not None and _same(x, v) for x in rows[col]]]
+            row = {
+                "setting": last,
+                "value": f"{v:g}" if isinstance(v, float) else str(v),
+                "configurations": len(sel),
+                "seed's": "yes" if _same(v, SEED_LOOP[last]) else "",
+            }
+            for m in metrics:
+                mean = float(sel[m].mean())
+                se = float(np.sqrt((sel[f"{m}_se"] ** 2).sum()) / len(sel))
+                row.update({m.replace("_", " "): fmt(mean, se), f"{m}_mean": mean, f"{m}_se": se})
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def decisive_setting(effects: pd.DataFrame, metric: str) -> str:
+    """A sentence naming the setting whose values move ``metric`` the most."""
+    if effects.empty:
+        return ""
+    spread = effects.groupby("setting")[f"{metric}_mean"].agg(lambda v: v.max() - v.min())
+    name = spread.idxmax()
+    t = effects[effects["setting"] == name]
+    said = " and ".join(f"{r[metric.replace('_', ' ')]} at {r['value']}" for _, r in t.iterrows())
+    return (
+        f"Across the sweep the setting that moves the trend most is {name}: regret change "
+        f"{said} (means over every other setting and condition)."
+    )

@@ -1,0 +1,109 @@
+"""Figures of the closed-loop section: success and regret over time, revision outcomes,
+session outcomes, and the regret by source in the first and last quarter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure as MplFigure
+
+from reports.canvas import legend_outside, new_figure, palette
+
+SHORT = {"concurrent_share": "q", "strike_limit": "strike", "utility_weight": "utility"}
+
+
+def short_label(config: str) -> str:
+    """A configuration label for a figure: without its condition (a figure is drawn at one
+    condition, named in its caption) and with the loop's long setting names shortened."""
+    head = config.split("; ")[0]
+    for long, short in SHORT.items():
+        head = head.replace(f"{long}=", f"{short}=")
+    return head
+
+
+def over_time(traj: pd.DataFrame, names: dict[str, str], colours: dict) -> MplFigure:
+    """Success rate (left) and regret (right) per window, mean over replications with 95 %
+    bands; dotted on the left: the oracle."""
+    fig, (ax, bx) = new_figure(11.0, 4.2, ncols=2)
+    t = traj.assign(config=traj["run_id"].map(names))
+    colours = {short_label(k): v for k, v in colours.items()}
+    t["config"] = t["config"].map(short_label)
+    for cfg, g in t.groupby("config", sort=True):
+        m = g.groupby("session_start").agg(
+            success=("success_rate", "mean"),
+            sd=("success_rate", "std"),
+            regret=("regret", "mean"),
+            rsd=("regret", "std"),
+            n=("success_rate", "size"),
+            oracle=("oracle_success_rate", "mean"),
+        )
+        c = colours[cfg]
+        for axis, mean, sd in ((ax, "success", "sd"), (bx, "regret", "rsd")):
+            se = (m[sd] / np.sqrt(m["n"])).fillna(0)
+            axis.plot(m.index, m[mean], color=c, marker="o", ms=3, label=cfg)
+            low, high = m[mean] - 1.96 * se, m[mean] + 1.96 * se
+            axis.fill_between(m.index, low, high, color=c, alpha=0.15)
+        ax.plot(m.index, m["oracle"], color=c, linestyle=":", linewidth=1)
+    ax.plot([], [], color="black", linestyle=":", label="oracle (best procedure)")
+    ax.set_ylabel("success rate in the window (probability)")
+    ax.set_ylim(0, 1)
+    bx.set_ylabel("regret per session (expected successes lost)")
+    bx.axhline(0, color="gray", linewidth=0.8)
+    for axis in (ax, bx):
+        axis.set_xlabel("session (start of window)")
+        axis.grid(alpha=0.3)
+    ax.set_title("Success rate over time")
+    bx.set_title("Regret over time (bands: 95 % intervals)")
+    legend_outside(bx, "configuration")
+    return fig
+
+
+def bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -> MplFigure:
+    """Grouped bars per configuration with 95 % error bars from each metric's SE."""
+    fig, (ax,) = new_figure(9.5, 4.2)
+    configs = [short_label(c) for c in rows["config"]]
+    width = 0.8 / len(metrics)
+    colours = palette(metrics.values())
+    for i, (m, name) in enumerate(metrics.items()):
+        if m not in rows:
+            continue
+        x = np.arange(len(configs)) + (i - (len(metrics) - 1) / 2) * width
+        se = rows[f"{m}_se"].fillna(0) if f"{m}_se" in rows else 0
+        ax.bar(
+            x, rows[m].fillna(0), width, yerr=1.96 * se, capsize=3, color=colours[name], label=name
+        )
+    ax.set_xticks(range(len(configs)), configs, rotation=25, ha="right", fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+    legend_outside(ax)
+    return fig
+
+
+def sources_bars(by_config: dict[str, pd.DataFrame]) -> MplFigure:
+    """Stacked regret per session by source, first vs last quarter, per configuration."""
+    fig, (ax,) = new_figure(10.0, 4.6)
+    all_sources = list(dict.fromkeys(s for t in by_config.values() for s in t["source"]))
+    colours = palette(all_sources)
+    labels, x = [], 0
+    for cfg, t in by_config.items():
+        for period in ("early", "late"):
+            bottom = 0.0
+            for source in all_sources:
+                v = t[(t["source"] == source) & (t["period"] == period)]["regret"]
+                h = float(v.iloc[0]) if len(v) else 0.0
+                if h > 0:
+                    new = source not in ax.get_legend_handles_labels()[1]
+                    label = source if new else None
+                    ax.bar(x, h, 0.8, bottom=bottom, color=colours[source], label=label)
+                bottom += h
+            x += 1
+        labels.append(f"{short_label(cfg)}\nfirst | last quarter")
+        x += 0.5
+    ticks = [2.5 * j + 0.5 for j in range(len(labels))]
+    ax.set_xticks(ticks, labels, rotation=25, ha="right", fontsize=7)
+    ax.set_ylabel("regret per session (expected successes lost)")
+    ax.set_title("Where the regret comes from: first vs last quarter of sessions")
+    ax.grid(alpha=0.3, axis="y")
+    legend_outside(ax, "source")
+    return fig

@@ -1,0 +1,125 @@
+"""The tables of ``LoopScenario``: gate decisions with the truth, shown vs withheld arms,
+the trajectory per window of sessions, and where the regret comes from.
+
+Regret of a session: ``p_oracle - p_true``, the expected successes lost against always
+following the best procedure of the task as it is now (or none, when none beats the
+base rate). Its sources (``loop_world.REGRET_SOURCES``) split every session by what the
+agent did and why, so the report can say which part of the loop a trend comes from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from simulators.scenarios.loop_world import REGRET_SOURCES, LoopWorld
+
+GATE_COLUMNS = [
+    "replication", "key", "prior_revision", "revision", "gate", "verdict", "runs_used",
+    "statistic", "reason", "outcome", "kind", "p_prior", "p_new", "true_drop", "correct_verdict",
+]  # fmt: skip
+
+
+def gate_table(worlds: list[LoopWorld]) -> pd.DataFrame:
+    """Every gate record each store made, with the revision's known true effect."""
+    rows = []
+    for i, w in enumerate(worlds):
+        truth = {(r.key, r.revision): r for r in w.revisions}
+        for d in w.store.gate_decisions():
+            r = truth.get((f"{d.namespace}/{d.key}", d.revision))
+            rows.append(
+                {
+                    "replication": i,
+                    "key": d.key,
+                    "prior_revision": d.prior_revision,
+                    "revision": d.revision,
+                    "gate": d.gate,
+                    "verdict": d.verdict,
+                    "runs_used": d.runs_used,
+                    "statistic": d.statistic,
+                    "reason": d.reason,
+                    "outcome": d.outcome,
+                    "kind": r.kind if r else None,
+                    "p_prior": r.p_prior if r else np.nan,
+                    "p_new": r.p_new if r else np.nan,
+                    "true_drop": r.p_prior - r.p_new if r else np.nan,
+                    "correct_verdict": r.correct_verdict if r else None,
+                }
+            )
+    return pd.DataFrame(rows, columns=GATE_COLUMNS)
+
+
+def arms_table(worlds: list[LoopWorld]) -> pd.DataFrame:
+    """Per replication and procedure: sessions shown (followed) vs withheld, and their rates."""
+    rows = []
+    for i, w in enumerate(worlds):
+        for key in w.task_of:
+            for arm in ("shown", "withheld"):
+                sel = [
+                    x for x in w.sessions if (x.key == key if arm == "shown" else x.withheld == key)
+                ]
+                n = len(sel)
+                k = sum(x.ok for x in sel)
+                rows.append(
+                    {
+                        "replication": i,
+                        "key": key,
+                        "arm": arm,
+                        "sessions": n,
+                        "successes": k,
+                        "rate": k / n if n else np.nan,
+                        "mean_true_rate": float(np.mean([x.p_true for x in sel])) if n else np.nan,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def trajectory_table(worlds: list[LoopWorld], sessions: int, window: int) -> pd.DataFrame:
+    """Per replication and window of sessions: success, expected and oracle rates, regret,
+    the share of off-task sessions, and the statuses at the window's last evolve."""
+    rows = []
+    for i, w in enumerate(worlds):
+        for start in range(0, sessions, window):
+            block = w.sessions[start : start + window]
+            stop = start + len(block)
+            statuses = [st for t, st in w.status_by_window if t < stop]
+            last = statuses[-1] if statuses else {}
+            off = [not x.followed and x.withheld is None for x in block]
+            rows.append(
+                {
+                    "replication": i,
+                    "session_start": start,
+                    "sessions": len(block),
+                    "success_rate": float(np.mean([x.ok for x in block])),
+                    "expected_success_rate": float(np.mean([x.p_true for x in block])),
+                    "oracle_success_rate": float(np.mean([x.p_oracle for x in block])),
+                    "regret": float(np.mean([x.p_oracle - x.p_true for x in block])),
+                    "off_task_rate": float(np.mean(off)),
+                    "quarantined": sum(v == "quarantined" for v in last.values()),
+                    "templates": sum(v == "template" for v in last.values()),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
+    """Per replication, period (``early``: the first ``quarter`` sessions, ``late``: the
+    last, ``all``) and source: sessions, successes and the regret summed over them."""
+    rows = []
+    for i, w in enumerate(worlds):
+        periods = {"early": w.sessions[:quarter], "late": w.sessions[-quarter:], "all": w.sessions}
+        for period, block in periods.items():
+            for source in REGRET_SOURCES:
+                sel = [x for x in block if x.source == source]
+                rows.append(
+                    {
+                        "replication": i,
+                        "period": period,
+                        "source": source,
+                        "period_sessions": len(block),
+                        "sessions": len(sel),
+                        "successes": sum(x.ok for x in sel),
+                        "regret": float(sum(x.p_oracle - x.p_true for x in sel)),
+                    }
+                )
+    return pd.DataFrame(rows)
