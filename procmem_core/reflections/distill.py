@@ -124,6 +124,8 @@ def distill_pair(
                 request,
                 purpose="distill",
                 max_tokens=budget,
+                temperature=config.temperature,
+                reasoning_effort=config.reasoning_effort,
                 json_response=config.json_response,
                 cache=cache,
                 attempt=attempt,
