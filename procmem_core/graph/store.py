@@ -285,11 +285,15 @@ class ProcedureStore(StoreReads):
         duration_ms: int | None = None,
         tokens: int | None = None,
         agent: str | None = None,
+        memory: Any = None,
     ) -> tuple[RunRecord, ...]:
         """The seed's ``run.complete``: one run with an empty path for every procedure key
         in ``memories_used`` (other memory keys are skipped; a procedure listed twice
         gets one run), all in one transaction, each carrying ``reflection`` (the agent's
-        lesson, kept on the run record). An agent that calls ``record_run`` for a
+        lesson, kept on the run record). With a ``memory`` store
+        (``procmem_core.memory.MemoryStore``) the lesson is also written there as a
+        reflection record whose evidence is the runs and the procedures
+        (``reflections.write_reflection``). An agent that calls ``record_run`` for a
         procedure itself leaves that key out, or the session counts twice."""
         if isinstance(memories_used, str) or not isinstance(memories_used, Sequence):
             raise ParameterError("memories_used", memories_used, "expected a list of keys")
@@ -309,6 +313,13 @@ class ProcedureStore(StoreReads):
                 )  # fmt: skip
                 self._append(w, entry, entry.current, [run])
                 runs.append(run)
+        if memory is not None and reflection is not None:
+            from procmem_core.reflections import Reflection, run_key, write_reflection
+
+            evidence = [run_key(r.run_id) for r in runs] + [f"{r.namespace}/{r.key}" for r in runs]
+            namespace = runs[0].namespace if runs else "default"
+            lesson = Reflection.coerce(reflection, evidence)
+            write_reflection(memory, lesson, namespace=namespace, actor=agent)
         return tuple(runs)
 
     def _run_state(self, entry: ProcedureEntry, revision: int | None, path: tuple[str, ...]):

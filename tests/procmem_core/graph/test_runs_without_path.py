@@ -75,3 +75,23 @@ def test_complete_run_checks_everything_before_writing(store, kwargs, error, fra
         store.complete_run(**kwargs)
     assert fragment in str(err.value)
     assert store.runs(key) == ()
+
+
+def test_complete_run_writes_the_lesson_as_a_reflection_record(store):
+    """run.complete(..., reflection=...) with a memory store: the agent's lesson becomes a
+    reflection record citing the runs and procedures; unfiltered recall never returns it,
+    a search filtered to reflections does."""
+    from procmem_core.memory import MemoryStore
+
+    memory = MemoryStore()
+    key = store.add("refund", "a customer asks for a refund", STEPS).key
+    runs = store.complete_run(
+        [key], ok=False, reflection="check the refund window before promising", memory=memory
+    )
+    hits = memory.search("refund window", memory_type="reflection")
+    assert len(hits) == 1
+    record = hits[0].record
+    assert record.memory_type == "reflection"
+    assert "check the refund window before promising" in record.text
+    assert set(record.lineage) == {f"run:{runs[0].run_id}", f"default/{key}"}
+    assert memory.search("refund window") == []  # unfiltered recall never returns it
