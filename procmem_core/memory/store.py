@@ -266,13 +266,13 @@ class MemoryStore:
             )
         title = value.get("name", name)
         situation, steps = body
-        meta = {**check_metadata(metadata), **({"actor": actor} if actor else {})}
         stored = self.procedures.add(
             check_text("name", title),
             situation,
             list(steps),
             tags=[*tags, *value.get("tags", ())],
-            metadata=meta,
+            metadata=check_metadata(metadata),
+            actor=actor,
             namespace=namespace,
         )
         return Written(kind="procedure", procedure=stored)

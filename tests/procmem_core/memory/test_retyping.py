@@ -41,7 +41,7 @@ def test_a_procedure_body_becomes_a_procedure_not_a_record(backend):
     assert stored.steps == tuple(BODY["steps"])
     assert stored.situation == BODY["situation"]
     assert stored.tags == ("billing",)
-    assert stored.metadata["actor"] == "triage-bot"
+    assert stored.actor == "triage-bot"
     assert stored.graph.node_ids == ("n1", "n2", "n3")
     assert backend.procedures.match("customer wants a refund for an invoice")[0].key == key
 
