@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_number, check_probability
-from procmem_core.flat.rule import StepRule
+from procmem_core.flat.rule import DESIGN_INITIALS, DESIGN_THRESHOLDS, DesignSpace, StepRule
 
 
 def prior_weighted_rate(
@@ -90,3 +90,12 @@ class BaselineRule(StepRule):
 
     def describe(self) -> str:
         return f"baseline-relative step {self.step:g} from {self.initial:g}"
+
+    @classmethod
+    def design_grid(cls, base: float) -> list[DesignSpace]:
+        """Step 0.02-0.60 by 0.02 at a known baseline ``base`` (the prior, with no withheld
+        session yet), every design threshold and initial confidence."""
+        return [
+            DesignSpace(cls(1.0, s / 50, baseline_prior=base), DESIGN_THRESHOLDS, DESIGN_INITIALS)
+            for s in range(1, 31)
+        ]

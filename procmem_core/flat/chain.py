@@ -36,10 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, sparse
-from scipy.sparse import csgraph
 from scipy.sparse import linalg as splinalg
 
-from procmem_core.errors import ParameterError, check_instance, check_int, check_probability
+from procmem_core.errors import ParameterError, check_instance, check_probability
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
 from procmem_core.flat.rule import (
     DEFAULT_RULE,
@@ -104,18 +103,18 @@ def confidence_space(
     shown again keeps moving there).
     """
     start = np.unique(snap(np.atleast_1d(np.asarray(starts, dtype=float))))
-    for c in start:
-        check_probability("starts", float(c))
+    bad = ~((start >= 0) & (start <= 1))  # NaN fails both
+    if bad.any():
+        raise ParameterError("starts", float(start[bad][0]), "confidences in [0, 1]")
     ok = np.ones(len(start), bool) if keep_below else passes_threshold(start, threshold)
-    known = start[np.asarray(ok, bool)]
-    frontier = known
+    frontier = start[np.asarray(ok, bool)]
+    done, ups, downs = [], [], []  # every state's two moves, each computed once
+    known = frontier
     while frontier.size:
-        moved = np.concatenate(
-            [
-                rule.update(frontier, True, baseline=baseline),
-                rule.update(frontier, False, baseline=baseline),
-            ]
-        )
+        up = rule.update(frontier, True, baseline=baseline)
+        down = rule.update(frontier, False, baseline=baseline)
+        done.append(frontier), ups.append(up), downs.append(down)
+        moved = np.concatenate([up, down])
         if not keep_below:
             moved = moved[np.asarray(passes_threshold(moved, threshold), bool)]
         frontier = np.setdiff1d(moved, known)
@@ -125,22 +124,23 @@ def confidence_space(
                 "rule", rule.describe(), f"a chain of at most {max_states} confidences "
                 "(put reward, penalty, threshold and initial on a coarser decimal grid)",
             )  # fmt: skip
-    shown = (
-        np.asarray(passes_threshold(known, threshold), bool) if known.size else known.astype(bool)
-    )
+    if not done:
+        empty = np.zeros(0, dtype=np.int64)
+        return ConfidenceSpace(np.zeros(0), empty, empty, np.zeros(0, bool))
+    states = np.concatenate(done)
+    order = np.argsort(states, kind="stable")
+    states = states[order]
+    up, down = np.concatenate(ups)[order], np.concatenate(downs)[order]
+    shown = np.asarray(passes_threshold(states, threshold), bool)
     return ConfidenceSpace(
-        known,
-        _positions(
-            known, rule.update(known, True, baseline=baseline), shown, keep_below, threshold
-        ),
-        _positions(
-            known, rule.update(known, False, baseline=baseline), shown, keep_below, threshold
-        ),
+        states,
+        _positions(states, up, keep_below, threshold),
+        _positions(states, down, keep_below, threshold),
         shown,
     )
 
 
-def _positions(states, moved, shown, keep_below, threshold) -> np.ndarray:
+def _positions(states, moved, keep_below, threshold) -> np.ndarray:
     idx = np.searchsorted(states, moved).clip(max=max(len(states) - 1, 0))
     found = states[idx] == moved if len(states) else np.zeros(0, bool)
     if not keep_below:

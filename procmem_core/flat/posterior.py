@@ -31,7 +31,7 @@ from scipy import special
 
 from procmem_core.errors import ParameterError, check_number
 from procmem_core.flat.baseline import check_baseline_prior, prior_weighted_rate
-from procmem_core.flat.rule import Conf, FlatRule, snap
+from procmem_core.flat.rule import Conf, DesignSpace, FlatRule, snap
 
 
 @dataclass(frozen=True)
@@ -106,3 +106,17 @@ class PosteriorRule(FlatRule):
 
     def describe(self) -> str:
         return f"posterior, prior {self.prior_sessions:g} sessions"
+
+    def with_initial(self, initial: float) -> PosteriorRule:
+        """Its start is the prior's probability of a positive lift, not a parameter."""
+        raise ParameterError("initial", initial, "the posterior rule's start is not a parameter")
+
+    @classmethod
+    def design_grid(cls, base: float) -> list[DesignSpace]:
+        """Prior weights 0.5-32 sessions x hiding levels alpha (the threshold) 0.005-0.5,
+        at a known baseline ``base``."""
+        levels = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+        return [
+            DesignSpace(cls(w, baseline_prior=base), levels, ())
+            for w in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+        ]

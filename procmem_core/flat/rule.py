@@ -28,6 +28,7 @@ landing exactly on the threshold is shown.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
@@ -59,6 +60,24 @@ def passes_threshold(confidence: ArrayLike, threshold: float) -> np.ndarray | bo
 
 FLAT_RULES: Registry[FlatRule] = Registry("rule", "procmem_core.flat")
 """Every flat learning rule by name (``confidence``, the seed's; ``baseline``; ``posterior``)."""
+
+
+DESIGN_THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
+"""Thresholds the exact design search tries for the rules whose confidence is a score
+(0.05 to 0.95 by 0.05)."""
+DESIGN_INITIALS = tuple(round(0.01 * i, 2) for i in range(1, 101))
+"""Initial confidences it tries (0.01 to 1 by 0.01; those below the threshold are
+never shown, so they are left out)."""
+
+
+@dataclass(frozen=True)
+class DesignSpace:
+    """One family member the design search evaluates: ``rule`` (its ``initial`` is
+    replaced by each of ``initials``), at each of ``thresholds``."""
+
+    rule: FlatRule
+    thresholds: tuple[float, ...]
+    initials: tuple[float, ...]
 
 
 def _is_array(*values: object) -> bool:
@@ -114,6 +133,16 @@ class FlatRule(ABC):
         """``break_even_rate()`` without a baseline: the seed rule's 15/23, NaN for the
         rules whose break-even is the (task-dependent) baseline."""
         return self.break_even_rate(None)
+
+    @classmethod
+    def design_grid(cls, base: float) -> list[DesignSpace]:
+        """The members of this family the exact design search tries, for a task whose
+        success rate without the procedure is ``base`` (a family without a grid says so)."""
+        raise ParameterError("family", cls.name, "a rule family with a design grid")
+
+    def with_initial(self, initial: float) -> FlatRule:
+        """The same rule started at ``initial`` (for the rules where it is a parameter)."""
+        return dataclasses.replace(self, initial=initial)
 
     def baseline_estimate(self, successes: ArrayLike, sessions: ArrayLike) -> np.ndarray | float:
         """The no-procedure success rate from ``successes`` of ``sessions`` withheld
@@ -234,6 +263,16 @@ class ConfidenceRule(StepRule):
 
     def describe(self) -> str:
         return f"confidence +{self.reward:g}/-{self.penalty:g} from {self.initial:g}"
+
+    @classmethod
+    def design_grid(cls, base: float) -> list[DesignSpace]:
+        """Reward 0.01-0.30 by 0.01 x penalty 0.01-0.40 by 0.01, every design threshold
+        and initial confidence (the walk does not depend on ``base``)."""
+        return [
+            DesignSpace(cls(1.0, r / 100, q / 100), DESIGN_THRESHOLDS, DESIGN_INITIALS)
+            for r in range(1, 31)
+            for q in range(1, 41)
+        ]
 
 
 DEFAULT_RULE = ConfidenceRule()
