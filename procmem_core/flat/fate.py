@@ -123,12 +123,17 @@ def _walk_counts(p, sessions, rule, threshold, baseline, excluded) -> tuple:
         w = np.concatenate([mass * p, mass * (1.0 - p)])
         positive = np.concatenate([np.ones(len(conf), bool), np.zeros(len(conf), bool)])
         c2 = rule.update(c, positive, successes=s, failures=(k + 1.0) - s, baseline=baseline)
-        keep = np.asarray(passes_threshold(c2, threshold)) & (w > 0)
-        gone += float(w[~np.asarray(passes_threshold(c2, threshold))].sum())
-        keys = np.stack([c2[keep], s[keep]], axis=1)
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        mass = np.bincount(inverse.ravel(), weights=w[keep], minlength=len(uniq))
-        conf, succ = uniq[:, 0], uniq[:, 1]
+        inside = np.asarray(passes_threshold(c2, threshold), bool)
+        gone += float(w[~inside].sum())
+        keep = inside & (w > 0)
+        c2, s, w = c2[keep], s[keep], w[keep]
+        order = np.lexsort((c2, s))  # merge equal (successes, confidence) states
+        c2, s, w = c2[order], s[order], w[order]
+        new = np.concatenate(([True], (np.diff(s) != 0) | (np.diff(c2) != 0)))
+        starts = np.flatnonzero(new)
+        mass = np.add.reduceat(w, starts) if len(w) else w
+        conf, succ = c2[starts], s[starts]
+        uniq = starts
         n_states += len(uniq)
         excluded[k] = gone
     return gone, applied, n_states

@@ -113,10 +113,10 @@ class PosteriorRule(FlatRule):
 
     @classmethod
     def design_grid(cls, base: float) -> list[DesignSpace]:
-        """Prior weights 0.5-32 sessions x hiding levels alpha (the threshold) 0.005-0.5,
+        """Prior weights 0.5-128 sessions x hiding levels alpha (the threshold) 0.005-0.5,
         at a known baseline ``base``."""
         levels = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
         return [
             DesignSpace(cls(w, baseline_prior=base), levels, ())
-            for w in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+            for w in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
         ]
