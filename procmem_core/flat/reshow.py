@@ -42,7 +42,8 @@ class ReshowFate:
     ``long_run_in_prompt``: share at or above the threshold; ``mean_stay``: mean run of
     consecutive sessions at or above it per visit. Over ``sessions`` from the start:
     ``shown_by_session[t]`` = P(shown in session t + 1), ``expected_shown`` its sum,
-    ``expected_in_prompt`` the expected sessions at or above the threshold.
+    ``expected_in_prompt`` the expected sessions at or above the threshold,
+    ``in_prompt_after`` the chance it is at or above it after the last session.
     """
 
     p: float
@@ -56,6 +57,7 @@ class ReshowFate:
     shown_by_session: np.ndarray
     expected_shown: float
     expected_in_prompt: float
+    in_prompt_after: float
 
 
 def reshow_fate(
@@ -108,6 +110,7 @@ def reshow_fate(
         shown_by_session=shown_by,
         expected_shown=float(shown_by.sum()),
         expected_in_prompt=in_prompt,
+        in_prompt_after=float(dist[a].sum()),
     )
 
 
