@@ -13,9 +13,15 @@ import math
 
 import numpy as np
 
-from procmem_core.errors import ParameterError
+from procmem_core.errors import ParameterError, check_choice
 from procmem_core.flat import FLAT_RULES
-from procmem_core.flat.design import DesignedRule, RuleDesign, RuleTargets, design_rule
+from procmem_core.flat.design import (
+    OBJECTIVES,
+    DesignedRule,
+    RuleDesign,
+    RuleTargets,
+    design_rule,
+)
 
 HELP = (
     "which flat rule (reward, penalty, threshold, initial; or the baseline-relative and "
@@ -34,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("--within", int, d.within, "horizon in sessions (>= 1)"),
         ("--family", str, "all", "confidence, baseline, posterior or all"),
         ("--frontier", int, 8, "frontier rows to print per family"),
+        (
+            "--objective",
+            str,
+            "exposure",
+            "pick among rules meeting both targets: exposure "
+            "(fewest sessions a harmful one is shown) or margin (largest smaller margin)",
+        ),
     ):
         parser.add_argument(flag, type=kind, default=default, help=text)
     parser.add_argument(
@@ -62,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     targets = RuleTargets(
         args.helpful_lift, args.harmful_lift, args.base, args.keep, args.exclude, args.within
     )  # checked before any work
+    check_choice("objective", args.objective, OBJECTIVES)
     names = families(args.family)
     if args.frontier < 0:
         raise ParameterError("frontier", args.frontier, "a number of rows >= 0")
@@ -71,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     )
     design = None
     for name in names:
-        design = design_rule(targets, name, args.separating)
+        design = design_rule(targets, name, args.separating, args.objective)
         print()
         print("\n".join(report(design, args.frontier)))
     ref = design.reference
@@ -134,10 +148,7 @@ def report(design: RuleDesign, rows: int = 8) -> list[str]:
     if design.skipped:
         lines.append(f"  ({design.skipped} members left out: their grid is too fine for a chain)")
     if design.feasible:
-        lines.append(
-            f"  meets both within {t.within} sessions, a harmful one shown the fewest sessions:"
-            f" {design.pick.describe()}"
-        )
+        lines.append(f"  meets both within {t.within} sessions: {design.pick.describe()}")
     else:
         lines.append(
             f"  none meets both within {t.within} sessions; closest: {design.pick.describe()}"

@@ -9,11 +9,13 @@ A *helpful* procedure lifts a task whose success rate without it is ``base`` by
     P(helpful still shown after ``within`` sessions) >= keep   and
     P(harmful excluded within ``within`` sessions) >= exclude,
 
-both exact. Among those the pick is the one whose harmful procedure is shown in the
-fewest sessions in expectation (``harmful_sessions``, the time it spends in the prompt),
-ties to the larger smallest margin. When none meets both, the pick is the closest (the
-smallest larger miss) and the design says by how much each target is missed and, up to
-``4 * within``, the shortest horizon at which some rule meets both.
+both exact. Among those the pick is, by default (``objective="exposure"``), the one whose
+harmful procedure is shown in the fewest sessions in expectation (``harmful_sessions``,
+the time it spends in the prompt), ties to the larger smallest margin; with
+``objective="margin"``, the one with the largest smallest margin over the two targets.
+When none meets both, the pick is the closest (the smallest larger miss) and the design
+says by how much each target is missed and, up to ``4 * within``, the shortest horizon
+at which some rule meets both.
 
 Step rules (their state is the confidence) are evaluated for every threshold and
 initial at once by a backward recursion on the confidence grid built from the rule's own
@@ -30,7 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from procmem_core.errors import ParameterError, check_int, check_number, check_probability
+from procmem_core.errors import (
+    ParameterError,
+    check_choice,
+    check_int,
+    check_number,
+    check_probability,
+)
 from procmem_core.flat.chain import confidence_space, run_lengths
 from procmem_core.flat.fate import flat_fate
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
@@ -152,8 +160,17 @@ class _Table:
     sessions: np.ndarray
 
 
+OBJECTIVES = ("exposure", "margin")
+"""How the pick is chosen among the rules meeting both targets: the fewest sessions a
+harmful procedure is shown (``exposure``), or the largest smaller margin over the two
+targets (``margin``, a point on the frontier)."""
+
+
 def design_rule(
-    targets: RuleTargets, family: str = "confidence", separating: bool = False
+    targets: RuleTargets,
+    family: str = "confidence",
+    separating: bool = False,
+    objective: str = "exposure",
 ) -> RuleDesign:
     """Search the family's grid exactly (module docstring).
 
@@ -164,13 +181,14 @@ def design_rule(
     """
     if not isinstance(targets, RuleTargets):
         raise ParameterError("targets", targets, "a RuleTargets")
+    check_choice("objective", objective, OBJECTIVES)
     grid = FLAT_RULES.get(family, "family").design_grid(targets.base)
     counts = grid[0].rule.needs_counts
     table, skipped = (_by_fate if counts else _by_grid)(grid, targets, targets.within)
     if separating:
         table = _separating(grid, table, targets)
     ok = (table.kept >= targets.keep - 1e-12) & (table.excluded >= targets.exclude - 1e-12)
-    best = _pick(table, targets, ok)
+    best = _pick(table, targets, ok, objective)
     pick = _designed(grid, table, best, targets)
     shortest = None
     if not ok.any():
@@ -201,11 +219,12 @@ def _separating(grid, table: _Table, targets: RuleTargets) -> _Table:
     return _Table(*(getattr(table, f)[ok] for f in _Table.__dataclass_fields__))
 
 
-def _pick(table: _Table, targets: RuleTargets, ok: np.ndarray) -> int:
+def _pick(table: _Table, targets: RuleTargets, ok: np.ndarray, objective: str) -> int:
     margin = np.minimum(table.kept - targets.keep, table.excluded - targets.exclude)
     if ok.any():
         idx = np.flatnonzero(ok)
-        order = np.lexsort((-np.round(margin[idx], 12), np.round(table.sessions[idx], 9)))
+        m, n = -np.round(margin[idx], 12), np.round(table.sessions[idx], 9)
+        order = np.lexsort((m, n) if objective == "exposure" else (n, m))
         return int(idx[order[0]])
     miss_k = np.maximum(0.0, targets.keep - table.kept)
     miss_x = np.maximum(0.0, targets.exclude - table.excluded)
