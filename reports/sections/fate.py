@@ -17,7 +17,7 @@ from reports.document import Figure, Section, Table
 from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
-from reports.sections.confidence_runs import rule_of
+from reports.sections.confidence_runs import is_seed, rule_of
 from reports.sections.rule_figures import fate_figure
 from reports.source import Sweep, find_param
 
@@ -82,7 +82,7 @@ def fate_section(sweep: Sweep) -> Section | None:
     colours = palette(rows["config"])
     exact = []
     for _, r in cfgs.iterrows():
-        rule, threshold, _ = rule_of(sweep, r)
+        rule, threshold, _ = rule_of(sweep, r)  # the seed's rule leads the headline
         sessions = int(r[s_col]) if s_col else 20
         for p in np.linspace(0.0, 1.0, 51):
             fate = flat_fate(float(p), sessions, rule, threshold, _baseline(rule))
@@ -90,8 +90,12 @@ def fate_section(sweep: Sweep) -> Section | None:
     exact_t = pd.DataFrame(exact)
     horizon = "/".join(str(int(x)) for x in sorted(set(rows[s_col]))) if s_col else "the"
     fig = fate_figure(rows, exact_t, colours, horizon)
-    first = rows[rows["config"] == cfgs.iloc[0]["config"]]
-    rule, threshold, _ = rule_of(sweep, first.iloc[0])
+    built = {
+        c: rule_of(sweep, r) for c, r in zip(cfgs["config"], cfgs.to_dict("records"), strict=True)
+    }
+    lead = next((c for c, b in built.items() if is_seed(*b)), cfgs["config"].iloc[0])
+    first = rows[rows["config"] == lead]
+    rule, threshold, _ = built[lead]
     answer = headline(first, rule, threshold, horizon)
     table = rows[
         ["config", "p", "p_excluded", "p_excluded_se"]
