@@ -24,10 +24,14 @@ METRICS = ("helpful_retained", "harmful_excluded")
 
 
 def _value(row: pd.Series, col: str | None) -> object:
+    """A param's value (None when missing; a whole float back to an int: a column with
+    missing values is float)."""
     if col is None:
         return None
     v = row.get(col)
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) >= 1 else v
 
 
 def rule_of(sweep: Sweep, row: pd.Series) -> tuple[FlatRule, float, int]:

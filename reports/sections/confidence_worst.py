@@ -60,6 +60,8 @@ def worst_table(worst: pd.DataFrame, rec: Recommendation | None) -> pd.DataFrame
         cell = {"rule": r["label"]}
         if r["in_every_world"] and r["label"] in ranked:
             cell["rank"] = str(ranked[r["label"]] + 1)
+        elif r["in_every_world"]:
+            cell["rank"] = "not ranked: the only rule run in every world"
         else:
             cell["rank"] = f"not ranked: ran in {r['worlds']} world(s) only"
         for metric in WORST:
@@ -83,6 +85,16 @@ def rank_worst(worst: pd.DataFrame, target_excluded: float) -> Recommendation | 
     )
 
 
+def _kept(b: pd.Series) -> str:
+    share = fmt(b["helpful_retained"], b.get("helpful_retained_se"))
+    return f"{share} of helpful procedures (world {b.get('helpful_retained_world', '')})"
+
+
+def _excl(b: pd.Series) -> str:
+    share = fmt(b["harmful_excluded"], b.get("harmful_excluded_se"))
+    return f"{share} of harmful ones (world {b.get('harmful_excluded_world', '')})"
+
+
 def worst_sentence(
     worst: pd.DataFrame, rec: Recommendation | None, n_worlds: int, target_excluded: float
 ) -> str:
@@ -96,19 +108,16 @@ def worst_sentence(
     if rec is None:
         full = worst[worst["in_every_world"]]
         if len(full) == 1:
+            b = full.iloc[0]
             return (
-                f"Only one rule was run in every world ({full['label'].iloc[0]}), so this sweep "
-                "ranks none; the confidence_sweep preset compares rules "
+                f"Only one rule was run in every world ({b['label']}), so this sweep ranks "
+                f"none: at its worst it keeps {_kept(b)} and excludes {_excl(b)}; the "
+                "confidence_sweep preset compares rules "
                 "(python -m experiments.run -m experiment=confidence_sweep)." + flag
             )
         return "No rule ran in every world, so none is ranked by its worst case." + flag
     b = rec.pick
-    kept = f"{fmt(b['helpful_retained'], b.get('helpful_retained_se'))} kept in world " + str(
-        b.get("helpful_retained_world", "")
-    )
-    excl = f"{fmt(b['harmful_excluded'], b.get('harmful_excluded_se'))} excluded in world " + str(
-        b.get("harmful_excluded_world", "")
-    )
+    kept, excl = f"{_kept(b)} kept", f"{_excl(b)} excluded"
     if rec.feasible:
         return (
             f"Ranked by its worst world (all {n_worlds}), {b['label']} keeps the most helpful "
@@ -117,5 +126,5 @@ def worst_sentence(
         )
     return (
         f"No rule run in all {n_worlds} worlds excludes at least {target_excluded:g} of harmful "
-        f"procedures in each; the nearest, {b['label']}, has {excl} and {kept}." + flag
+        f"procedures in each; the nearest, {b['label']}: {excl}, {kept}." + flag
     )

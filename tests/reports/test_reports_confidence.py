@@ -143,6 +143,13 @@ def test_one_rule_only_says_so_and_names_the_preset(sweep):
     only = dataclasses.replace(sweep, runs=sweep.runs[sweep.runs["run_id"].isin(keep)])
     s = confidence_section(only, ReportOptions())
     assert s.answer.startswith("Only one rule was run in every world (seed rule (confidence ")
-    assert "so this sweep ranks none; the confidence_sweep preset compares rules" in s.answer
+    seed = confidence_runs(only).rows  # worlds lettered afresh: A and B
+    low = seed.loc[seed["helpful_retained"].idxmin()]
+    kept = fmt(low["helpful_retained"], low["helpful_retained_se"])
+    assert (
+        f"so this sweep ranks none: at its worst it keeps {kept} of helpful procedures "
+        f"(world {low['world']})" in s.answer
+    )
+    assert "the confidence_sweep preset compares rules" in s.answer
     hint = next(b for b in s.blocks if isinstance(b, str) and "no exact design" in b)
     assert "python -m experiments.design rule --helpful-lift 0.15 --harmful-lift -0.15" in hint
