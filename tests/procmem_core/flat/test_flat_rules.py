@@ -170,3 +170,26 @@ def test_a_rejected_outcome_leaves_the_procedure_unchanged():
     with pytest.raises(ParameterError):
         proc.record_outcome(True, BaselineRule())
     assert (proc.successes, proc.failures, proc.confidence) == (0, 0, 0.6)
+
+
+def test_object_api_loop_with_a_withheld_whole_prompt_estimates_the_baseline():
+    """An agent's loop: a withheld session shows no procedure (pack_flat withhold="all");
+    its outcome feeds the baseline estimate the relative rule compares against."""
+    from procmem_core.flat import pack_flat
+
+    rule = BaselineRule(step=0.2)
+    rng = np.random.default_rng(4)
+    procs = [Procedure("p", "t", "d", confidence=rule.start())]
+    base_s = base_n = 0
+    for _ in range(400):
+        pack = pack_flat(procs, 0.3, rng, withhold="all")
+        if pack.withheld_titles:
+            assert pack.shown_titles == () and "LEARNED" not in pack.text
+            base_s, base_n = base_s + (rng.random() < 0.9), base_n + 1
+        elif pack.shown_titles:
+            b = rule.baseline_estimate(base_s, base_n)
+            procs[0].record_outcome(bool(rng.random() < 0.95), rule, baseline=b)
+    assert abs(rule.baseline_estimate(base_s, base_n) - 0.9) < 0.06
+    assert procs[0].successes + procs[0].failures > 0
+    with pytest.raises(ParameterError, match="withhold"):
+        pack_flat(procs, 0.3, rng, withhold="some")
