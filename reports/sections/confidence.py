@@ -19,6 +19,7 @@ from reports.document import Figure, Section, Table
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.confidence_design import (
+    beyond_design,
     design_evidence,
     design_table,
     exact_world,
@@ -79,7 +80,7 @@ def confidence_section(sweep: Sweep, options: ReportOptions) -> Section | None:
         blocks.append(ranking)
     blocks += _grid_blocks(sweep)
     blocks += _trajectory_blocks(sweep, runs, ev)
-    answer = opening(ev) if ev is not None else ranking
+    answer = opening(ev) + beyond_design(ev, runs) if ev is not None else ranking
     return Section("confidence", TITLE, answer, blocks)
 
 
@@ -145,6 +146,7 @@ def _crowding_blocks(sweep: Sweep, runs: ConfidenceRuns) -> list:
         index="family_label", columns="limit", values="session_success_rate", aggfunc="first"
     )
     table.columns = [f"limit {int(c)}" for c in table.columns]
+    table.index.name = "rule"
     return [
         crowding_text(sweep, world, rows),
         Figure(

@@ -22,6 +22,7 @@ from procmem_core.flat.design import DesignedRule, RuleDesign, RuleTargets, desi
 from reports.evidence import fmt
 from reports.options import ReportOptions
 from reports.sections.confidence_runs import ConfidenceRuns, same_rule
+from reports.sections.confidence_worst import share_text
 from reports.source import Sweep, find_param
 from reports.summary import AGREEMENT_Z
 
@@ -197,6 +198,34 @@ def opening(ev: DesignEvidence) -> str:
         (n, best), _ = min(longer, key=lambda x: x[0][0])
         text += f"; both are met from {n} sessions, by {best.describe()}"
     return text + "." + seed_text
+
+
+def beyond_design(ev: DesignEvidence, runs: ConfidenceRuns) -> str:
+    """How the opening's rule fares in the sweep's other worlds (the design assumes one
+    procedure on the design world's tasks): its worst shares there, naming the worlds."""
+    feasible = [f for f in FAMILIES if ev.designs[f].feasible]
+    if not feasible:
+        return ""
+    family = next((f for f in feasible if ev.confirmations[f].row is not None), feasible[0])
+    d = ev.designs[family].pick
+    rows = runs.rows
+    same = [
+        same_rule(r, d.rule) and math.isclose(t, d.threshold)
+        for r, t in zip(rows["rule"], rows["threshold"], strict=True)
+    ]
+    mine = rows[pd.Series(same, index=rows.index) & (rows["world"] != ev.world)]
+    if mine.empty:
+        return ""
+    low_k = mine.loc[mine["helpful_retained"].idxmin()]
+    low_x = mine.loc[mine["harmful_excluded"].idxmin()]
+    kept = share_text(low_k, "helpful_retained", "replications")
+    excl = share_text(low_x, "harmful_excluded", "replications")
+    return (
+        f" The design holds for one procedure on world {ev.world}'s tasks; in the sweep's "
+        f"other worlds this rule keeps as few as {kept} of helpful procedures (world "
+        f"{low_k['world']}, top {int(low_k['limit'])}) and excludes as few as {excl} of "
+        f"harmful ones (world {low_x['world']}, top {int(low_x['limit'])})."
+    )
 
 
 def design_table(ev: DesignEvidence) -> pd.DataFrame:

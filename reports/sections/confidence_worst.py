@@ -43,6 +43,7 @@ def worst_by_rule(runs: ConfidenceRuns) -> pd.DataFrame:
             se = group.at[i, f"{metric}_se"] if f"{metric}_se" in group else float("nan")
             row[f"{metric}_se"] = float(se)
             row[f"{metric}_world"] = group.at[i, "world"]
+            row[f"{metric}_n"] = group.at[i, "replications"]
         out.append(row)
     return pd.DataFrame(out)
 
@@ -50,6 +51,19 @@ def worst_by_rule(runs: ConfidenceRuns) -> pd.DataFrame:
 def _replications(group: pd.DataFrame) -> str:
     values = sorted({int(v) for v in group["replications"].dropna()})
     return "/".join(f"{v:,}" for v in values)
+
+
+def share_text(r: pd.Series, metric: str, n_key: str | None = None) -> str:
+    """``value ± SE``; a share of exactly 0 or 1 (plug-in SE 0: every replication agreed)
+    shows instead the one-sided 95 % bound by the rule of three, ``3 / n`` from it, with
+    ``n`` the replications behind the value (column ``n_key``, default ``<metric>_n``)."""
+    value, se = float(r[metric]), float(r.get(f"{metric}_se", float("nan")))
+    n = r.get(n_key or f"{metric}_n")
+    if se == 0 and value in (0.0, 1.0) and n:
+        bound = 1 - 3 / n if value == 1.0 else 3 / n
+        side = ">" if value == 1.0 else "<"
+        return f"{value:g} (all {int(n):,}; {side} {bound:.4f} at 95 %)"
+    return fmt(value, se)
 
 
 def worst_table(worst: pd.DataFrame, rec: Recommendation | None) -> pd.DataFrame:
@@ -66,7 +80,7 @@ def worst_table(worst: pd.DataFrame, rec: Recommendation | None) -> pd.DataFrame
             cell["rank"] = f"not ranked: ran in {r['worlds']} world(s) only"
         for metric in WORST:
             if metric in r and pd.notna(r.get(metric)):
-                v = fmt(float(r[metric]), float(r.get(f"{metric}_se", float("nan"))))
+                v = share_text(r, metric)
                 cell[f"worst {metric.replace('_', ' ')}"] = f"{v} ({r[f'{metric}_world']})"
         cell["replications per run"] = r["replications"]
         rows.append(cell)
