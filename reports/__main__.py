@@ -37,6 +37,12 @@ def parser() -> argparse.ArgumentParser:
         help="confidence rule: share of harmful procedures to exclude",
     )
     p.add_argument(
+        "--target-kept",
+        type=float,
+        default=0.9,
+        help="confidence rule: share of helpful procedures to keep",
+    )
+    p.add_argument(
         "--target-sessions",
         type=int,
         default=None,
@@ -54,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             args.target_power,
             args.target_excluded,
             args.target_sessions,
+            args.target_kept,
         )
         report, written = make_report(
             args.experiment, args.run, args.out, options, log=not args.no_log

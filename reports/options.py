@@ -17,9 +17,11 @@ class ReportOptions:
     target_power: float = 0.8
     target_excluded: float = 0.9
     target_sessions: int | None = None
+    target_kept: float = 0.9
 
     def __post_init__(self) -> None:
         check_probability("target_power", self.target_power, open_low=True)
         check_probability("target_excluded", self.target_excluded, open_low=True)
+        check_probability("target_kept", self.target_kept, open_low=True)
         if self.target_sessions is not None:
             check_int("target_sessions", self.target_sessions, minimum=1)

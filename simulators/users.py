@@ -10,9 +10,15 @@ of a session is ``clip(b_u + sum of e_uj over shown procedures, 0, 1)``.
   ``rho = heterogeneity``. ``rho`` is the intra-class correlation of two sessions of one
   user: ``Var(b) = m (1 - m) rho``, so outcomes are over-dispersed by ``1 + (n - 1) rho``
   for ``n`` sessions per user.
+- Mixed baselines: with ``base_rates`` (e.g. tasks at 0.5 and 0.9) each user's base rate
+  is one of them, equally likely; ``base_rate`` must then be their mean.
 - Effects: each (user, procedure) pair is helpful (``+helpful_effect``) with probability
   ``helpful_share``, harmful (``-harmful_effect``) with probability ``harmful_share``,
   neutral (0) otherwise.
+- A crowded prompt: with ``interference`` gamma, each extra shown procedure lowers every
+  shown procedure's effect by gamma, so ``m`` shown procedures add
+  ``sum of their effects - gamma m (m - 1)`` (SkillsBench, 2026: focused skills of 2-3
+  modules beat comprehensive ones). 0 by default: one procedure, or none, is unaffected.
 """
 
 from __future__ import annotations
@@ -38,9 +44,13 @@ class UserPopulation:
     harmful_share: float = 0.2
     helpful_effect: float = 0.15
     harmful_effect: float = 0.15
+    interference: float = 0.0
+    base_rates: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         check_probability("base_rate", self.base_rate)
+        check_probability("interference", self.interference)
+        self._check_base_rates()
         check_probability("heterogeneity", self.heterogeneity, open_high=True)
         if self.heterogeneity > 0 and not 0 < self.base_rate < 1:
             raise ParameterError(
@@ -55,6 +65,32 @@ class UserPopulation:
                 f"expected helpful_share + harmful_share <= 1 (helpful_share={self.helpful_share})",
             )
 
+    def _check_base_rates(self) -> None:
+        if not isinstance(self.base_rates, tuple | list):
+            raise ParameterError("base_rates", self.base_rates, "a list of rates in [0, 1]")
+        object.__setattr__(self, "base_rates", tuple(self.base_rates))  # from a config list
+        for i, b in enumerate(self.base_rates):
+            check_probability(f"base_rates[{i}]", b)
+        if not self.base_rates:
+            return
+        if self.heterogeneity > 0:
+            raise ParameterError(
+                "base_rates", self.base_rates, "no heterogeneity with base_rates (set it to 0)"
+            )
+        mean = float(np.mean(self.base_rates))
+        if abs(mean - self.base_rate) > 1e-9:
+            raise ParameterError(
+                "base_rate", self.base_rate, f"the mean of base_rates ({mean:g}) when they are set"
+            )
+
+    @property
+    def base_points(self) -> tuple[float, ...]:
+        """The base rates users can have when they are finitely many (equally likely), else
+        ``(base_rate,)`` for identical users; empty under Beta heterogeneity."""
+        if self.base_rates:
+            return tuple(float(b) for b in self.base_rates)
+        return () if self.heterogeneity > 0 else (float(self.base_rate),)
+
     @property
     def beta_parameters(self) -> tuple[float, float] | None:
         """``(a, b)`` of the Beta law of base rates, or None when every user has ``base_rate``."""
@@ -66,6 +102,10 @@ class UserPopulation:
 
     def sample_base(self, rng: np.random.Generator, shape: int | tuple[int, ...]) -> np.ndarray:
         """Base success rates of ``shape`` users."""
+        if self.base_rates:
+            return np.asarray(self.base_rates, dtype=float)[
+                rng.integers(0, len(self.base_rates), size=shape)
+            ]
         ab = self.beta_parameters
         if ab is None:
             return np.full(shape, float(self.base_rate))
@@ -86,6 +126,14 @@ class UserPopulation:
         """``clip(base + effect, 0, 1)``: the response model of one session."""
         return np.clip(np.add(base, effect), 0.0, 1.0)
 
+    def crowded_effect(self, effect_sum: np.ndarray, shown: np.ndarray) -> np.ndarray:
+        """The shown procedures' total effect in a prompt of ``shown`` procedures:
+        ``effect_sum - interference * m (m - 1)`` (unchanged at interference 0)."""
+        if self.interference == 0:
+            return effect_sum
+        m = np.asarray(shown, dtype=float)
+        return effect_sum - self.interference * m * np.maximum(m - 1.0, 0.0)
+
     def expected_lift(self, effect: float) -> float:
         """Exact ``E[clip(b + e, 0, 1) - b]`` over the base-rate law, for a fixed effect ``e``.
 
@@ -93,10 +141,9 @@ class UserPopulation:
         ``E[(c - b)+] = c F_{a,b}(c) - m F_{a+1,b}(c)`` for the clipped tails.
         """
         e = float(effect)
+        if self.base_points:
+            return float(np.mean([min(1.0, max(0.0, b + e)) - b for b in self.base_points]))
         ab = self.beta_parameters
-        if ab is None:
-            b = self.base_rate
-            return float(min(1.0, max(0.0, b + e)) - b)
         a, bb = ab
         m = self.base_rate
         if e >= 0:

@@ -1,8 +1,10 @@
 """The flat design (seed: notebook-procedural-memory.txt): a confidence per procedure, a
 rule that moves it by outcomes, a prompt filter, the prompt, its pack and its exact fate."""
 
+from procmem_core.flat.baseline import BaselineRule, prior_weighted_rate
 from procmem_core.flat.fate import FlatFate, flat_fate
 from procmem_core.flat.pack import FlatPack, pack_flat
+from procmem_core.flat.posterior import PosteriorRule
 from procmem_core.flat.procedure import Procedure
 from procmem_core.flat.prompt import (
     BASE_PROMPT,
@@ -22,6 +24,7 @@ from procmem_core.flat.rule import (
     THRESHOLD_TOLERANCE,
     ConfidenceRule,
     FlatRule,
+    StepRule,
     passes_threshold,
     snap,
 )
@@ -36,16 +39,20 @@ __all__ = [
     "GRID_DECIMALS",
     "PROCEDURES_HEADING",
     "THRESHOLD_TOLERANCE",
+    "BaselineRule",
     "ConfidenceRule",
     "FlatFate",
     "FlatPack",
     "FlatRule",
+    "PosteriorRule",
     "Procedure",
     "PromptFilter",
+    "StepRule",
     "build_system_prompt",
     "flat_fate",
     "pack_flat",
     "passes_threshold",
+    "prior_weighted_rate",
     "prompt_order",
     "shown_mask",
     "snap",

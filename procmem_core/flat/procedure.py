@@ -26,10 +26,25 @@ class Procedure:
         self.successes = check_int("successes", self.successes)
         self.failures = check_int("failures", self.failures)
 
-    def record_outcome(self, positive: bool, rule: FlatRule = DEFAULT_RULE) -> None:
-        """Record one session in which the procedure was applied (the seed's semantics)."""
+    def record_outcome(
+        self, positive: bool, rule: FlatRule = DEFAULT_RULE, baseline: float | None = None
+    ) -> None:
+        """Record one session in which the procedure was applied (the seed's semantics).
+
+        The counts are updated first, so a rule that reads them (``rule.needs_counts``)
+        sees this session; ``baseline`` is the no-procedure success rate a rule with
+        ``rule.needs_baseline`` compares against (``rule.baseline_estimate`` of the
+        withheld sessions). The same ``rule.update`` as the simulators call.
+        """
+        rule.check_evidence(self.successes, self.failures, baseline)
         if positive:
             self.successes += 1
         else:
             self.failures += 1
-        self.confidence = rule.update(self.confidence, bool(positive))
+        self.confidence = rule.update(
+            self.confidence,
+            bool(positive),
+            successes=self.successes,
+            failures=self.failures,
+            baseline=baseline,
+        )

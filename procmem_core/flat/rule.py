@@ -2,13 +2,22 @@
 
 A procedure carries a confidence. After a session in which it was applied, a rule moves
 the confidence by the session's outcome. ``FlatRule`` is the base every such rule
-implements (``initial``, ``update``, ``break_even``, ``drift``); ``ConfidenceRule`` is the
-seed's: ``+reward`` on a good session and ``-penalty`` on a bad one, clamped to
-``[floor, ceiling]``.
+implements: ``start`` (the confidence of a procedure never applied), ``update`` and
+``break_even_rate`` (the success rate at which the rule is indifferent). ``StepRule`` is
+the family that moves by a fixed step up or down, clamped to ``[floor, ceiling]``;
+``ConfidenceRule`` is the seed's (``+reward`` on a good session, ``-penalty`` on a bad
+one). The alternatives live in their own modules (``flat.baseline``,
+``flat.posterior``) and join ``FLAT_RULES`` by defining a ``name``.
+
+What a rule reads besides the outcome is declared, not guessed: ``needs_baseline`` (the
+no-procedure success rate, estimated from withheld sessions: ``baseline_estimate``) and
+``needs_counts`` (the procedure's own successes and failures in applied sessions, after
+the session being recorded). Callers that cannot supply them get a ``ParameterError``.
 
 Every rule is one function that takes a scalar or a numpy array alike, so the object API
-and the vectorized simulators call the same code ("One rule, two speeds"); the exact fate
-(``flat.fate``) walks the same ``update``.
+(``Procedure.record_outcome``) and the vectorized simulators call the same code ("One
+rule, two speeds"); the exact analyses (``flat.fate``, ``flat.chain``, ``flat.design``)
+walk the same ``update``.
 
 Exactness: ``0.6 + 5 * 0.08 - 3 * 0.15`` is 0.55 in arithmetic but 0.5499999999999999 in
 binary floats. Confidences are therefore snapped to a decimal grid of
@@ -19,6 +28,7 @@ landing exactly on the threshold is shown.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
@@ -49,18 +59,42 @@ def passes_threshold(confidence: ArrayLike, threshold: float) -> np.ndarray | bo
 
 
 FLAT_RULES: Registry[FlatRule] = Registry("rule", "procmem_core.flat")
-"""Every flat learning rule by name (``confidence``, the seed's, ...)."""
+"""Every flat learning rule by name (``confidence``, the seed's; ``baseline``; ``posterior``)."""
+
+
+DESIGN_THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
+"""Thresholds the exact design search tries for the rules whose confidence is a score
+(0.05 to 0.95 by 0.05)."""
+DESIGN_INITIALS = tuple(round(0.01 * i, 2) for i in range(1, 101))
+"""Initial confidences it tries (0.01 to 1 by 0.01; those below the threshold are
+never shown, so they are left out)."""
+
+
+@dataclass(frozen=True)
+class DesignSpace:
+    """One family member the design search evaluates: ``rule`` (its ``initial`` is
+    replaced by each of ``initials``), at each of ``thresholds``."""
+
+    rule: FlatRule
+    thresholds: tuple[float, ...]
+    initials: tuple[float, ...]
+
+
+def _is_array(*values: object) -> bool:
+    return any(isinstance(v, np.ndarray) for v in values)
 
 
 class FlatRule(ABC):
-    """What every flat learning rule provides: a start, an update, its drift and break-even.
+    """What every flat learning rule provides (see the module docstring).
 
-    ``update(confidence, positive)`` works on a float and a bool, or on arrays that
-    broadcast, and returns values on the ``snap`` grid. A subclass with a ``name`` joins
-    ``FLAT_RULES`` by itself.
+    ``update(confidence, positive, successes=, failures=, baseline=)`` works on floats
+    and bools, or on arrays that broadcast, and returns values on the ``snap`` grid. A
+    subclass with a ``name`` joins ``FLAT_RULES`` by itself.
     """
 
     name: ClassVar[str]
+    needs_baseline: ClassVar[bool] = False
+    needs_counts: ClassVar[bool] = False
     initial: float
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -68,38 +102,90 @@ class FlatRule(ABC):
         if "name" in cls.__dict__:
             FLAT_RULES.add(cls)
 
+    def start(self, baseline: ArrayLike | None = None) -> float | np.ndarray:
+        """The confidence of a procedure never applied (an array for an array baseline)."""
+        c = snap(self.initial)
+        return c if baseline is None or np.ndim(baseline) == 0 else np.full(np.shape(baseline), c)
+
     @abstractmethod
-    def update(self, confidence: Conf, positive: bool | np.ndarray) -> Conf:
+    def update(
+        self,
+        confidence: Conf,
+        positive: bool | np.ndarray,
+        *,
+        successes: ArrayLike | None = None,
+        failures: ArrayLike | None = None,
+        baseline: ArrayLike | None = None,
+    ) -> Conf:
         """The confidence after one applied session with outcome ``positive``."""
 
+    @abstractmethod
+    def break_even_rate(self, baseline: float | None = None) -> float:
+        """The success rate at which the rule is indifferent, on a task whose success rate
+        without the procedure is ``baseline`` (NaN when it depends on an unknown baseline)."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """A short label a report can print (``confidence +0.08/-0.15 from 0.6``)."""
+
     @property
-    @abstractmethod
     def break_even(self) -> float:
-        """The success rate at which the expected move is zero."""
+        """``break_even_rate()`` without a baseline: the seed rule's 15/23, NaN for the
+        rules whose break-even is the (task-dependent) baseline."""
+        return self.break_even_rate(None)
 
-    @abstractmethod
-    def drift(self, p: ArrayLike) -> np.ndarray | float:
-        """Expected move per applied session at success probability ``p`` (away from clamps)."""
+    @classmethod
+    def design_grid(cls, base: float) -> list[DesignSpace]:
+        """The members of this family the exact design search tries, for a task whose
+        success rate without the procedure is ``base`` (a family without a grid says so)."""
+        raise ParameterError("family", cls.name, "a rule family with a design grid")
+
+    def with_initial(self, initial: float) -> FlatRule:
+        """The same rule started at ``initial`` (for the rules where it is a parameter)."""
+        return dataclasses.replace(self, initial=initial)
+
+    def baseline_estimate(self, successes: ArrayLike, sessions: ArrayLike) -> np.ndarray | float:
+        """The no-procedure success rate from ``successes`` of ``sessions`` withheld
+        sessions (rules that need a baseline override this)."""
+        raise ParameterError(
+            "rule", self.name, "a rule that reads a baseline (needs_baseline) estimates one"
+        )
+
+    def check_evidence(self, successes: object, failures: object, baseline: object) -> None:
+        """A ``ParameterError`` naming what this rule reads and was not given."""
+        if self.needs_baseline and baseline is None:
+            raise ParameterError(
+                "baseline",
+                None,
+                f"the {self.name} rule needs the no-procedure success rate "
+                "(estimate it from withheld sessions: rule.baseline_estimate)",
+            )
+        if self.needs_counts and (successes is None or failures is None):
+            raise ParameterError(
+                "successes" if successes is None else "failures",
+                None,
+                f"the {self.name} rule needs the procedure's successes and failures",
+            )
 
 
-@dataclass(frozen=True)
-class ConfidenceRule(FlatRule):
-    """The seed's confidence update: ``c <- clamp(c + reward)`` or ``clamp(c - penalty)``.
+class StepRule(FlatRule):
+    """A rule that moves the confidence up by ``up`` on a good session and down by ``down``
+    on a bad one (``steps(baseline)``), clamped to ``[floor, ceiling]``.
 
-    Expected drift per applied session at success probability p is
-    ``p * reward - (1 - p) * penalty``; it is positive only above ``break_even``
-    (``penalty / (reward + penalty)``, 15/23 = 0.652 for the seed's numbers).
+    Expected move per applied session at success probability p (away from the clamps):
+    ``p * up - (1 - p) * down``; it is zero at ``down / (up + down)``.
     """
 
-    initial: float = 0.6
-    reward: float = 0.08
-    penalty: float = 0.15
-    floor: float = 0.0
-    ceiling: float = 1.0
-    name: ClassVar[str] = "confidence"
+    floor: float
+    ceiling: float
 
-    def __post_init__(self) -> None:
-        for name in ("initial", "reward", "penalty", "floor", "ceiling"):
+    @abstractmethod
+    def steps(self, baseline: ArrayLike | None = None) -> tuple:
+        """``(up, down)``: the move on a good and on a bad session (both >= 0)."""
+
+    def check_bounds(self) -> None:
+        """``0 <= floor < ceiling <= 1`` and ``floor <= initial <= ceiling``."""
+        for name in ("initial", "floor", "ceiling"):
             check_number(name, getattr(self, name))
         if not 0.0 <= self.floor < self.ceiling <= 1.0:
             raise ParameterError(
@@ -111,37 +197,82 @@ class ConfidenceRule(FlatRule):
                 self.initial,
                 f"expected floor <= initial <= ceiling ([{self.floor}, {self.ceiling}])",
             )
-        if self.reward < 0:
-            raise ParameterError("reward", self.reward, "expected reward >= 0")
-        if self.penalty < 0:
-            raise ParameterError("penalty", self.penalty, "expected penalty >= 0")
 
-    def update(self, confidence: Conf, positive: bool | np.ndarray) -> Conf:
-        """Apply one outcome to a confidence (a float and a bool, or arrays that broadcast).
-
-        Returns a float for scalar input and an array otherwise, snapped to the grid.
-        """
-        if isinstance(confidence, np.ndarray) or isinstance(positive, np.ndarray):
+    def update(
+        self,
+        confidence: Conf,
+        positive: bool | np.ndarray,
+        *,
+        successes: ArrayLike | None = None,
+        failures: ArrayLike | None = None,
+        baseline: ArrayLike | None = None,
+    ) -> Conf:
+        """``clamp(c + up)`` or ``clamp(c - down)``, snapped; a float for scalar input."""
+        self.check_evidence(successes, failures, baseline)
+        up, down = self.steps(baseline)
+        if _is_array(confidence, positive, up):
             # one fresh (broadcast) array, then in place: half the time of where + clip +
             # round with their copies
-            moved = np.asarray(np.add(np.where(positive, self.reward, -self.penalty), confidence))
+            moved = np.asarray(np.add(np.where(positive, up, -down), confidence))
             np.minimum(moved, self.ceiling, out=moved)
             np.maximum(moved, self.floor, out=moved)
             return np.round(moved, GRID_DECIMALS, out=moved)
-        step = self.reward if positive else -self.penalty
+        step = up if positive else -down
         return snap(min(self.ceiling, max(self.floor, float(confidence) + step)))
 
-    @property
-    def break_even(self) -> float:
-        """Success rate at which the expected drift is zero: penalty / (reward + penalty)."""
-        total = self.reward + self.penalty
-        return self.penalty / total if total > 0 else float("nan")
-
-    def drift(self, p: ArrayLike) -> np.ndarray | float:
-        """Expected change per applied session: ``p * reward - (1 - p) * penalty``."""
+    def drift(self, p: ArrayLike, baseline: float | None = None) -> np.ndarray | float:
+        """Expected change per applied session: ``p * up - (1 - p) * down``."""
+        up, down = self.steps(baseline)
         p = np.asarray(p, dtype=float)
-        out = p * self.reward - (1.0 - p) * self.penalty
+        out = p * up - (1.0 - p) * down
         return float(out) if out.ndim == 0 else out
+
+    def break_even_rate(self, baseline: float | None = None) -> float:
+        """The success rate at which the expected drift is zero: ``down / (up + down)``."""
+        up, down = self.steps(baseline)
+        total = up + down
+        return float(down / total) if total > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class ConfidenceRule(StepRule):
+    """The seed's confidence update: ``c <- clamp(c + reward)`` or ``clamp(c - penalty)``.
+
+    Expected drift per applied session at success probability p is
+    ``p * reward - (1 - p) * penalty``; it is positive only above ``break_even``
+    (``penalty / (reward + penalty)``, 15/23 = 0.652 for the seed's numbers), whatever
+    the agent achieves without the procedure.
+    """
+
+    initial: float = 0.6
+    reward: float = 0.08
+    penalty: float = 0.15
+    floor: float = 0.0
+    ceiling: float = 1.0
+    name: ClassVar[str] = "confidence"
+
+    def __post_init__(self) -> None:
+        self.check_bounds()
+        for name in ("reward", "penalty"):
+            value = check_number(name, getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise ParameterError(name, value, f"expected 0 <= {name} <= 1")
+
+    def steps(self, baseline: ArrayLike | None = None) -> tuple[float, float]:
+        return self.reward, self.penalty
+
+    def describe(self) -> str:
+        return f"confidence +{self.reward:g}/-{self.penalty:g} from {self.initial:g}"
+
+    @classmethod
+    def design_grid(cls, base: float) -> list[DesignSpace]:
+        """Reward 0.01-0.30 by 0.01 x penalty 0.01-0.40 by 0.01, every design threshold
+        and initial confidence (the walk does not depend on ``base``)."""
+        return [
+            DesignSpace(cls(1.0, r / 100, q / 100), DESIGN_THRESHOLDS, DESIGN_INITIALS)
+            for r in range(1, 31)
+            for q in range(1, 41)
+        ]
 
 
 DEFAULT_RULE = ConfidenceRule()

@@ -1,161 +1,216 @@
-"""The flat confidence rule: which reward/penalty/threshold to use, and one procedure's fate."""
+"""The flat confidence rule: which rule to use, what it tests, and how full a prompt.
+
+The section opens with the exact design at the report's targets, confirmed (or not) by
+the sweep's simulation of the designed rule in the world the design describes
+(``confidence_design``); it then explains the break-even and shows it on tasks at two
+baselines and under prompt crowding (``confidence_evidence``), and ranks the simulated
+rules by their worst world, each cell naming its world (``confidence_worst``). A sweep
+with no exact-regime world (the quickstart) opens with the worst-case ranking, which says
+so when only one rule was run.
+"""
 
 from __future__ import annotations
 
-import inspect
-
 import pandas as pd
 
-from procmem_core.flat import DEFAULT_RULE, build_system_prompt
 from reports.canvas import png_bytes
-from reports.configs import Labelled, at_reference, label_runs, same
+from reports.configs import at_reference, label_runs
 from reports.document import Figure, Section, Table
-from reports.evidence import NOISE_Z, fmt_metric, worst_case
 from reports.options import ReportOptions
-from reports.recommend import recommend_confidence
 from reports.sections import report_section
-from reports.sections.rule_figures import heatmap_figure, trajectory_figure
+from reports.sections.confidence_design import (
+    beyond_design,
+    design_evidence,
+    design_table,
+    exact_world,
+    frontier_table,
+    opening,
+)
+from reports.sections.confidence_evidence import (
+    break_even_text,
+    crowding_data,
+    crowding_text,
+    mixed_table,
+)
+from reports.sections.confidence_runs import ConfidenceRuns, confidence_runs, worlds_table
+from reports.sections.confidence_worst import rank_worst, worst_by_rule, worst_sentence, worst_table
+from reports.sections.rule_figures import (
+    frontier_figure,
+    heatmap_figure,
+    limit_figure,
+    trajectory_figure,
+)
 from reports.source import Sweep, find_param
 
-_PROMPT = inspect.signature(build_system_prompt).parameters
-SEED_RULE: dict[str, object] = {
-    "initial": DEFAULT_RULE.initial,
-    "reward": DEFAULT_RULE.reward,
-    "penalty": DEFAULT_RULE.penalty,
-    "floor": DEFAULT_RULE.floor,
-    "ceiling": DEFAULT_RULE.ceiling,
-    "threshold": _PROMPT["threshold"].default,
-    "limit": _PROMPT["limit"].default,
-}
-"""The notebook seed's rule: +0.08 / -0.15 from 0.6, threshold 0.55, at most 6 shown."""
-
-CONFIDENCE_METRICS = ("helpful_retained", "harmful_excluded")
-SHOWN_METRICS = (*CONFIDENCE_METRICS, "sessions_to_exclude_harmful", "session_success_rate")
+TITLE = "Confidence rule: which reward, penalty and threshold"
 
 
-def _rule_values(sweep: Sweep, row: pd.Series) -> dict[str, object]:
-    out = {}
-    for key, default in SEED_RULE.items():
-        col = find_param(sweep.param_names, key, "rule")
-        out[key] = row[col] if col else default
+def confidence_section(sweep: Sweep, options: ReportOptions) -> Section | None:
+    """Prescription, what the rule tests, crowding, worst cases, grids and trajectories."""
+    runs = confidence_runs(sweep)
+    if runs is None:
+        return None
+    worst = worst_by_rule(runs)
+    rec = rank_worst(worst, options.target_excluded)
+    ranking = worst_sentence(worst, rec, len(runs.worlds), options.target_excluded)
+    ev = design_evidence(sweep, runs, options)
+    blocks: list = []
+    if ev is not None:
+        blocks += _design_blocks(ev, exact_world(runs))
+    else:
+        blocks.append(_design_hint(sweep, runs, options))
+    blocks.append(break_even_text(sweep, runs))
+    mixed = mixed_table(sweep, runs)
+    if mixed is not None:
+        caption = (
+            "Tasks at several baselines: each rule beside the seed's (value ± SE; differences "
+            "± the SE of the difference)"
+        )
+        blocks += [mixed[0], Table(caption, mixed[1])]
+    blocks += _crowding_blocks(sweep, runs)
+    blocks += [
+        Table("Worlds (conditions) of this sweep", worlds_table(runs)),
+        Table(
+            "Each rule at its worst over the worlds it ran in (value ± SE, and the world it "
+            "came from); ranks only among rules run in every world",
+            worst_table(worst, rec),
+        ),
+    ]
+    if ev is not None:
+        blocks.append(ranking)
+    blocks += _grid_blocks(sweep)
+    blocks += _trajectory_blocks(sweep, runs, ev)
+    answer = opening(ev) + beyond_design(ev, runs) if ev is not None else ranking
+    return Section("confidence", TITLE, answer, blocks)
+
+
+def _design_blocks(ev, world_rows: pd.DataFrame) -> list:
+    t = ev.targets
+    seed = ev.designs["confidence"].reference
+    points = [(f, d.pick) for f, d in ev.designs.items()] + [("seed", seed)]
+    picks = pd.DataFrame([{"label": f, "kept": d.kept, "excluded": d.excluded} for f, d in points])
+    caption = (
+        f"Helpful kept against harmful excluded within {t.within} sessions (helpful "
+        f"{t.helpful_lift:+g}, harmful {t.harmful_lift:+g} at base {t.base:g}): exact frontier of "
+        f"each family ({sum(d.candidates for d in ev.designs.values()):,} rules), the designed "
+        f"and seed rules, and the sweep's simulated runs in world {ev.world}; targets dotted."
+    )
+    fig = frontier_figure(
+        frontier_table(ev), picks, world_rows, t.keep, t.exclude, "The rule design frontier"
+    )
+    return [
+        Table(
+            f"Designed rules at the targets ({t.describe()}), exact; simulated in world "
+            f"{ev.world} where the sweep ran the rule (± SE)",
+            design_table(ev),
+        ),
+        "A rule is designed by an exact search (python -m experiments.design rule): among those "
+        "meeting both targets, the one whose harmful procedure is shown the fewest sessions. "
+        "'Helpful lost after' is its mean run length without a horizon (Brook-Evans); a rule "
+        "whose break-even lies above the helpful success rate meets the targets only within "
+        "the horizon.",
+        Figure("rule_frontier", png_bytes(fig), caption),
+    ]
+
+
+def _design_hint(sweep: Sweep, runs: ConfidenceRuns, options: ReportOptions) -> str:
+    """Where the exact design lives when this sweep has no world it describes."""
+    r = runs.rows.iloc[0]
+
+    def get(key: str, group: str) -> object:
+        col = find_param(sweep.param_names, key, group)
+        return None if col is None else r.get(col)
+
+    up, down, base, n = (get("helpful_effect", "users"), get("harmful_effect", "users"),
+                         get("base_rate", "users"), get("sessions", "scenario"))  # fmt: skip
+    cmd = "python -m experiments.design rule"
+    if None not in (up, down, base, n):
+        cmd += (
+            f" --helpful-lift {up:g} --harmful-lift {-down:g} --base {base:g} --keep "
+            f"{options.target_kept:g} --exclude {options.target_excluded:g} --within {int(n)}"
+        )
+    return (
+        "This sweep has no single-procedure world without noise, so no exact design is "
+        f"confirmed here; the exact design for one procedure at these numbers: `{cmd}`, and "
+        "the confidence_sweep preset simulates it."
+    )
+
+
+def _crowding_blocks(sweep: Sweep, runs: ConfidenceRuns) -> list:
+    found = crowding_data(sweep, runs)
+    if found is None:
+        return []
+    world, rows = found
+    fig = limit_figure(rows, f"Session success against the prompt's limit (world {world})")
+    table = rows.pivot_table(
+        index="family_label", columns="limit", values="session_success_rate", aggfunc="first"
+    )
+    table.columns = [f"limit {int(c)}" for c in table.columns]
+    table.index.name = "rule"
+    return [
+        crowding_text(sweep, world, rows),
+        Figure(
+            "rule_limit_crowding",
+            png_bytes(fig),
+            f"Session success rate by the most procedures the prompt holds, per rule (95 % MC "
+            f"bars; world {world}); dotted: no procedure, dashed: the oracle that shows only "
+            "helpful procedures, as many as pay off under the interference.",
+        ),
+        Table("Session success rate by rule and limit", table.reset_index()),
+    ]
+
+
+def _grid_blocks(sweep: Sweep) -> list:
+    """Heatmaps over reward x penalty when the sweep swept that grid."""
+    lab = label_runs(sweep, ("confidence",), "rule", ("helpful_retained", "harmful_excluded"), "")
+    keys = {k: find_param(sweep.param_names, k, "rule") for k in ("reward", "penalty", "threshold")}
+    if (
+        lab is None
+        or keys["reward"] not in lab.config_cols
+        or keys["penalty"] not in lab.config_cols
+    ):
+        return []
+    ref = at_reference(lab)
+    t = ref.rename(columns={keys[k]: k for k in keys if keys[k]})
+    t = t.assign(helpful_lost=1.0 - t["helpful_retained"])
+    facet = "threshold" if keys["threshold"] in lab.config_cols else None
+    out = []
+    for value, title, name in (
+        ("harmful_excluded", "Share of harmful procedures excluded", "rule_harmful"),
+        ("helpful_lost", "Share of truly helpful procedures lost", "rule_helpful_lost"),
+    ):
+        fig = heatmap_figure(t, "reward", "penalty", value, facet, title, "share (0-1)")
+        where = f" at condition '{lab.reference_condition}'" if lab.condition_cols else ""
+        caption = (
+            f"{title} over the reward x penalty grid{where}; b-e is the break-even success "
+            "rate penalty/(reward+penalty)."
+        )
+        out.append(Figure(name, png_bytes(fig), caption))
     return out
 
 
-def _default_label(sweep: Sweep, lab: Labelled) -> str | None:
-    for _, r in lab.rows.iterrows():
-        values = _rule_values(sweep, r)
-        if all(same(values[k], v) for k, v in SEED_RULE.items()):
-            return str(r["config"])
-    return None
-
-
-def _sessions_filter(sweep: Sweep, lab: Labelled, target: int | None) -> tuple[Labelled, str]:
-    col = find_param(sweep.param_names, "sessions", "scenario")
-    if col is None:
-        return lab, "the scenario's sessions"
-    if target is None or col not in lab.condition_cols:
-        values = sorted({int(v) for v in lab.rows[col] if v is not None})
-        return lab, f"{'/'.join(map(str, values))} sessions"
-    rows = lab.rows[lab.rows[col] == target]
-    if rows.empty:
-        return lab, f"{target} sessions (not swept; all horizons used)"
-    conds = [c for c in lab.condition_cols if c != col]
-    return Labelled(
-        rows.reset_index(drop=True), lab.config_cols, conds, lab.reference_condition
-    ), f"{target} sessions"
-
-
-def confidence_section(
-    sweep: Sweep, target_excluded: float, target_sessions: int | None
-) -> Section | None:
-    """Recommended rule beside the seed's, fate heatmaps, break-even, success over time."""
-    lab = label_runs(sweep, ("confidence",), "rule", CONFIDENCE_METRICS, "seed rule")
-    if lab is None:
-        return None
-    lab, horizon = _sessions_filter(sweep, lab, target_sessions)
-    reps = find_param(sweep.param_names, "replications", "scenario")
-    rows_in = lab.rows.assign(replications=lab.rows[reps]) if reps else lab.rows
-    worst = worst_case(rows_in, "config", {m: False for m in CONFIDENCE_METRICS})
-    rec = recommend_confidence(worst, target_excluded, "config", _default_label(sweep, lab))
-    rows = []
-    same = rec.default is not None and rec.default["config"] == rec.pick["config"]
-    pairs = [("recommended = seed default" if same else "recommended", rec.pick)]
-    if rec.default is not None and not same:
-        pairs.append(("seed default", rec.default))
-    for role, r in pairs:
-        rows.append(
-            {
-                "role": role,
-                "rule": r["config"],
-                "break-even success rate": r.get("break_even"),
-                **{m.replace("_", " "): fmt_metric(r, m) for m in SHOWN_METRICS if m in r},
-                "conditions": int(r.get("conditions", 1)),
-                "replications per run": r.get("replications", ""),
-            }
-        )
-    blocks: list = [
-        Table(
-            f"Recommended rule beside the seed's (within {horizon}; value ± SE; worst case "
-            "over swept conditions)",
-            pd.DataFrame(rows),
-        ),
-        f"Feasible: at least {target_excluded:g} of harmful procedures excluded. Differences"
-        f" beyond {NOISE_Z:g} standard errors of the difference count as real.",
-        *(c.describe() for c in (() if same else rec.comparisons)),
-    ]
-    if rec.default is None:
-        blocks.append("The seed's rule (reward 0.08, penalty 0.15, threshold 0.55) was not swept.")
-    ref = at_reference(lab)
-    keys = {k: find_param(sweep.param_names, k, "rule") for k in ("reward", "penalty", "threshold")}
-    if keys["reward"] in lab.config_cols and keys["penalty"] in lab.config_cols:
-        t = ref.rename(columns={keys[k]: k for k in keys if keys[k]})
-        t = t.assign(helpful_lost=1.0 - t["helpful_retained"])
-        facet = "threshold" if keys["threshold"] in lab.config_cols else None
-        for value, title, name in (
-            ("harmful_excluded", "Share of harmful procedures excluded", "rule_harmful"),
-            ("helpful_lost", "Share of truly helpful procedures lost", "rule_helpful_lost"),
-        ):
-            fig = heatmap_figure(t, "reward", "penalty", value, facet, title, "share (0-1)")
-            blocks.append(
-                Figure(
-                    name,
-                    png_bytes(fig),
-                    f"{title} within {horizon}, over the reward x penalty grid"
-                    + (f" at condition '{lab.reference_condition}'" if lab.condition_cols else "")
-                    + "; b-e is the break-even success rate penalty/(reward+penalty).",
-                )
-            )
-    shown = {rec.label} | ({str(rec.default["config"])} if rec.default is not None else set())
-    picked = ref[ref["config"].isin(shown)]
-    traj = sweep.table("trajectory", list(picked["run_id"]))
-    if not traj.empty and {"session", "success_rate"} <= set(traj.columns):
-        traj = traj.assign(
-            config=traj["run_id"].map(dict(zip(picked["run_id"], picked["config"], strict=True)))
-        )
-        wide = traj.pivot_table(index="session", columns="config", values="success_rate")
-        if "success_rate_se" in traj:
-            se = traj.pivot_table(index="session", columns="config", values="success_rate_se")
-            wide = wide.join(se.add_suffix("_se"))
-        fig = trajectory_figure(
-            wide.reset_index(),
-            "session",
-            {str(c): str(c) for c in shown},
-            "Session success rate over time",
-            "session success rate (probability)",
-        )
-        blocks.append(
-            Figure(
-                "rule_success_over_time",
-                png_bytes(fig),
-                "Session success rate by session (bands: 95 % MC intervals), "
-                "recommended vs seed rule.",
-            )
-        )
-    return Section(
-        "confidence", "Confidence rule: which reward, penalty and threshold", rec.sentence, blocks
-    )
+def _trajectory_blocks(sweep: Sweep, runs: ConfidenceRuns, ev) -> list:
+    """Session success over time in one world: every rule run there (at most six)."""
+    world = ev.world if ev is not None else runs.rows["world"].iloc[0]
+    rows = runs.rows[runs.rows["world"] == world].head(6)
+    traj = sweep.table("trajectory", list(rows["run_id"]))
+    if traj.empty or not {"session", "success_rate"} <= set(traj.columns):
+        return []
+    names = dict(zip(rows["run_id"], rows["label"], strict=True))
+    traj = traj.assign(config=traj["run_id"].map(names))
+    wide = traj.pivot_table(index="session", columns="config", values="success_rate")
+    if "success_rate_se" in traj:
+        se = traj.pivot_table(index="session", columns="config", values="success_rate_se")
+        wide = wide.join(se.add_suffix("_se"))
+    fig = trajectory_figure(
+        wide.reset_index(), "session", {str(c): str(c) for c in names.values()},
+        "Session success rate over time", "session success rate (probability)",
+    )  # fmt: skip
+    return [Figure("rule_success_over_time", png_bytes(fig),
+                   f"Session success rate by session in world {world} (bands: 95 % MC "
+                   "intervals), each rule run there.")]  # fmt: skip
 
 
 @report_section("confidence", order=20)
 def _confidence_report(sweep: Sweep, options: ReportOptions) -> Section | None:
-    return confidence_section(sweep, options.target_excluded, options.target_sessions)
+    return confidence_section(sweep, options)

@@ -1,37 +1,73 @@
-"""The flat rule's fate section: one procedure, simulated and exact."""
+"""The flat rule's fate section: one procedure, simulated and exact.
+
+The headline states what the numbers show: how often a procedure that succeeds more
+often than the break-even rate is excluded anyway within the horizon, and why (how many
+failures in a row from the start take it below the threshold).
+"""
 
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 import pandas as pd
 
-from procmem_core.flat import DEFAULT_RULE, ConfidenceRule, build_system_prompt, flat_fate
+from procmem_core.flat import FlatRule, flat_fate, passes_threshold
 from reports.canvas import palette, png_bytes
 from reports.configs import label_runs
 from reports.document import Figure, Section, Table
 from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
-from reports.sections.confidence import _rule_values
+from reports.sections.confidence_runs import is_seed, rule_of
 from reports.sections.rule_figures import fate_figure
 from reports.source import Sweep, find_param
 
-_PROMPT = inspect.signature(build_system_prompt).parameters
-SEED_RULE: dict[str, object] = {
-    "initial": DEFAULT_RULE.initial,
-    "reward": DEFAULT_RULE.reward,
-    "penalty": DEFAULT_RULE.penalty,
-    "floor": DEFAULT_RULE.floor,
-    "ceiling": DEFAULT_RULE.ceiling,
-    "threshold": _PROMPT["threshold"].default,
-    "limit": _PROMPT["limit"].default,
-}
-"""The notebook seed's rule: +0.08 / -0.15 from 0.6, threshold 0.55, at most 6 shown."""
 
-CONFIDENCE_METRICS = ("helpful_retained", "harmful_excluded")
-SHOWN_METRICS = (*CONFIDENCE_METRICS, "sessions_to_exclude_harmful", "session_success_rate")
+def _baseline(rule: FlatRule) -> float | None:
+    """What the fate scenario tells a baseline-reading rule: its prior (nothing withheld)."""
+    return float(rule.baseline_estimate(0.0, 0.0)) if rule.needs_baseline else None
+
+
+def failures_to_exclusion(rule: FlatRule, threshold: float, limit: int = 100) -> list[float]:
+    """The confidences after 0, 1, ... failures in a row from the start, until one is
+    below the threshold (at most ``limit`` failures)."""
+    b = _baseline(rule)
+    path = [float(rule.start(b))]
+    for k in range(limit):
+        if not passes_threshold(path[-1], threshold):
+            break
+        path.append(float(rule.update(path[-1], False, successes=0, failures=k + 1, baseline=b)))
+    return path
+
+
+def headline(rows: pd.DataFrame, rule: FlatRule, threshold: float, horizon: str) -> str:
+    """What the fate numbers show, with the reason."""
+    be = float(rule.break_even_rate(_baseline(rule)))
+    above = rows[rows["p"] > be + 1e-9].sort_values("p")
+    r = above.iloc[0] if len(above) else rows.sort_values("p").iloc[-1]
+    p = float(r["p"])
+    exact = f"{r['p_excluded_exact']:.3f} exact, " if "p_excluded_exact" in r else ""
+    text = (
+        f"A procedure that succeeds {p:.0%} of the time is excluded within {horizon} sessions "
+        f"with probability {float(r.get('p_excluded_exact', r['p_excluded'])):.2f} "
+        f"({exact}simulated {fmt_metric(r, 'p_excluded')})"
+    )
+    if p > be:
+        path = failures_to_exclusion(rule, threshold)
+        k = len(path) - 1
+        if not passes_threshold(path[-1], threshold):
+            fails = "one failure in the first session" if k == 1 else f"{k} failures in a row"
+            text += (
+                f", although {p:g} is above the rule's break-even rate {be:.3f}: {fails} "
+                f"(probability {(1 - p) ** k:.2f}) takes {path[0]:.2f} to {path[-1]:.2f}, "
+                f"below the threshold {threshold:g}"
+            )
+    at = rows[np.isclose(rows["p"], round(be, 3), atol=5e-4)]
+    if len(at) and float(at.iloc[0]["p"]) != p:
+        text += (
+            f"; at the break-even rate itself ({float(at.iloc[0]['p']):g}) it is excluded with "
+            f"probability {fmt_metric(at.iloc[0], 'p_excluded')}"
+        )
+    return text + "."
 
 
 def fate_section(sweep: Sweep) -> Section | None:
@@ -46,28 +82,21 @@ def fate_section(sweep: Sweep) -> Section | None:
     colours = palette(rows["config"])
     exact = []
     for _, r in cfgs.iterrows():
-        v = _rule_values(sweep, r)
-        rule = ConfidenceRule(
-            float(v["initial"]),
-            float(v["reward"]),
-            float(v["penalty"]),
-            float(v["floor"]),
-            float(v["ceiling"]),
-        )
+        rule, threshold, _ = rule_of(sweep, r)  # the seed's rule leads the headline
         sessions = int(r[s_col]) if s_col else 20
         for p in np.linspace(0.0, 1.0, 51):
-            fate = flat_fate(float(p), sessions, rule, float(v["threshold"]))
+            fate = flat_fate(float(p), sessions, rule, threshold, _baseline(rule))
             exact.append({"config": r["config"], "p": p, "p_excluded": fate.p_excluded})
     exact_t = pd.DataFrame(exact)
     horizon = "/".join(str(int(x)) for x in sorted(set(rows[s_col]))) if s_col else "the"
     fig = fate_figure(rows, exact_t, colours, horizon)
-    be = float(rows["break_even"].iloc[0]) if "break_even" in rows else DEFAULT_RULE.break_even
-    lo, hi = rows.loc[rows["p"].idxmin()], rows.loc[rows["p"].idxmax()]
-    answer = (
-        f"A procedure is kept only if it succeeds more often than the break-even rate "
-        f"{be:.3f}: at p = {lo['p']:g} it is excluded within {horizon} sessions with probability "
-        f"{fmt_metric(lo, 'p_excluded')}, at p = {hi['p']:g} with {fmt_metric(hi, 'p_excluded')}."
-    )
+    built = {
+        c: rule_of(sweep, r) for c, r in zip(cfgs["config"], cfgs.to_dict("records"), strict=True)
+    }
+    lead = next((c for c, b in built.items() if is_seed(*b)), cfgs["config"].iloc[0])
+    first = rows[rows["config"] == lead]
+    rule, threshold, _ = built[lead]
+    answer = headline(first, rule, threshold, horizon)
     table = rows[
         ["config", "p", "p_excluded", "p_excluded_se"]
         + [

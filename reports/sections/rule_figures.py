@@ -111,3 +111,85 @@ def trajectory_figure(
     ax.grid(alpha=0.3)
     legend_outside(ax)
     return fig
+
+
+def frontier_figure(
+    frontier: pd.DataFrame,
+    picks: pd.DataFrame,
+    simulated: pd.DataFrame,
+    keep: float,
+    exclude: float,
+    title: str,
+) -> Figure:
+    """Helpful kept against harmful excluded: each family's exact frontier (lines), the
+    designed and seed rules (exact, open squares), simulated runs of the design's world
+    (dots with 95 % MC bars both ways) and the targets (dotted); the right panel zooms on
+    the targets' corner.
+
+    ``frontier``: ``family, kept, excluded``; ``picks``: ``label, kept, excluded``;
+    ``simulated``: ``label, helpful_retained(_se), harmful_excluded(_se)``.
+    """
+    fig, axes = new_figure(11.5, 5.0, ncols=2)
+    families = sorted(frontier["family"].unique())
+    colours = {f: f"C{i}" for i, f in enumerate(families)}
+    lo_x, lo_y = max(0.0, keep - 0.12), max(0.0, exclude - 0.12)
+    for ax, zoom in zip(axes, (False, True), strict=True):
+        for family, g in frontier.groupby("family", sort=True):
+            g = g.sort_values("kept")
+            ax.plot(g["kept"], g["excluded"], color=colours[family],
+                    label=f"{family} frontier (exact)")  # fmt: skip
+        for i, (_, r) in enumerate(picks.iterrows()):
+            ax.plot(r["kept"], r["excluded"], "s", mfc="none", ms=9, color="black")
+            if zoom == (r["kept"] >= lo_x and r["excluded"] >= lo_y):
+                ax.annotate(r["label"], (r["kept"], r["excluded"]), fontsize=7,
+                            xytext=(6, -12 - 9 * (i % 3)), textcoords="offset points")  # fmt: skip
+        for _, r in simulated.iterrows():
+            ax.errorbar(
+                r["helpful_retained"], r["harmful_excluded"],
+                xerr=1.96 * r["helpful_retained_se"], yerr=1.96 * r["harmful_excluded_se"],
+                fmt="o", ms=3, color=TARGET_COLOUR, capsize=2,
+            )  # fmt: skip
+        ax.axvline(keep, color=TARGET_COLOUR, linestyle=":", linewidth=1)
+        ax.axhline(exclude, color=TARGET_COLOUR, linestyle=":", linewidth=1)
+        ax.set_xlim((lo_x, 1.005) if zoom else (-0.02, 1.02))
+        ax.set_ylim((lo_y, 1.005) if zoom else (-0.02, 1.02))
+        ax.set_xlabel("share of helpful procedures still shown at the horizon")
+        ax.grid(alpha=0.3)
+        ax.set_title("near the targets" if zoom else title, fontsize=10)
+    axes[0].set_ylabel("share of harmful procedures excluded by the horizon")
+    axes[1].plot([], [], "s", mfc="none", color="black", label="designed and seed rules (exact)")
+    axes[1].plot([], [], "o", color=TARGET_COLOUR, label="simulated runs (95 % MC bars)")
+    axes[1].plot([], [], color=TARGET_COLOUR, linestyle=":", label="targets")
+    legend_outside(axes[1])
+    return fig
+
+
+def limit_figure(rows: pd.DataFrame, title: str) -> Figure:
+    """Session success rate against the prompt's limit, one line per rule (95 % MC bars),
+    with the no-procedure rate and the oracle's (only helpful procedures, as many as pay).
+
+    ``rows``: ``limit, family_label, session_success_rate(_se)``, optionally
+    ``success_rate_no_procedures`` and ``success_rate_oracle``.
+    """
+    fig, (ax,) = new_figure(8.8, 4.4)
+    limits = sorted(rows["limit"].unique())
+    pos = {v: float(v) for v in limits}  # numeric: lines between limits are interpolation
+    for label, g in rows.groupby("family_label", sort=True):
+        g = g.sort_values("limit")
+        x = g["limit"].map(pos)
+        ax.errorbar(x, g["session_success_rate"], yerr=1.96 * g["session_success_rate_se"],
+                    marker="o", ms=4, capsize=3, label=label)  # fmt: skip
+    if "success_rate_no_procedures" in rows:
+        ax.axhline(rows["success_rate_no_procedures"].mean(), color=TARGET_COLOUR,
+                   linestyle=":", label="no procedure")  # fmt: skip
+    if "success_rate_oracle" in rows:
+        oracle = rows.groupby("limit")["success_rate_oracle"].mean()
+        ax.plot([pos[v] for v in oracle.index], oracle.values, color="black", linestyle="--",
+                linewidth=1, label="oracle (helpful only, best number)")  # fmt: skip
+    ax.set_xticks([pos[v] for v in limits], [str(int(v)) for v in limits])
+    ax.set_xlabel("limit: most procedures in the prompt")
+    ax.set_ylabel("session success rate (probability)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    legend_outside(ax, "rule")
+    return fig

@@ -4,20 +4,26 @@ Each replication is one user with a base success rate and a library of ``procedu
 whose true effects are drawn by the ``UserPopulation``. In every session:
 
 1. the prompt holds the procedures the engine's ``shown_mask`` selects (threshold,
-   limit); with probability ``withhold_rate`` the highest-confidence one is withheld
-   (``pack.withhold_top``, the flat design's control arm); with probability
-   ``explore_rate`` one procedure that is not shown (below the threshold or past the
-   limit, chosen uniformly) is shown as well;
-2. the session succeeds with probability ``clip(base + sum of shown effects, 0, 1)``;
+   limit); with probability ``withhold_rate`` the session is withheld
+   (``pack.withhold_top``, the flat design's control arm): ``withhold="top"`` leaves out
+   the highest-confidence procedure, ``"all"`` the whole prompt (a no-procedure session);
+   with probability ``explore_rate`` one procedure that is not shown (below the threshold
+   or past the limit, chosen uniformly) is shown as well;
+2. the session succeeds with probability ``clip(base + crowded sum of shown effects, 0,
+   1)`` (``UserPopulation.crowded_effect``: interference between shown procedures);
 3. the ``Feedback`` channels turn the outcome into a signal (flipped, missing, delayed);
 4. when a signal arrives, every procedure shown in the session it reports on is updated
-   by the engine's ``ConfidenceRule.update`` (the seed's credit assignment).
+   by the engine's ``rule.update`` (the seed's credit assignment). A rule that compares
+   against no procedure (``needs_baseline``) reads the user's no-procedure success rate
+   as estimated from the signals of the sessions in which nothing was shown
+   (``rule.baseline_estimate``); one that reads counts gets each procedure's.
 
-Exact regime: one procedure, no heterogeneity, no noise, no exploration or withholding.
-Then each kind of procedure is ``flat_fate`` at ``p = clip(base + effect)`` and the
-metrics gain
-``helpful_retained_exact``, ``harmful_excluded_exact`` and
-``session_success_rate_exact``.
+Exact regime: one procedure, identical users (or finitely many base rates), no noise,
+no withholding, and no exploration unless the rule reads no baseline. Then each kind of
+procedure is ``flat_fate`` at ``p = clip(base + effect)`` (``reshow_fate`` at the explore
+rate; a baseline rule uses its prior, since no session is withheld before exclusion),
+and the metrics gain ``helpful_retained_exact``, ``harmful_excluded_exact``,
+``session_success_rate_exact`` and ``mean_shown_exact``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from procmem_core.errors import check_instance, check_int, check_probability
+from procmem_core.errors import check_choice, check_instance, check_int, check_probability
 from procmem_core.explore import withhold_top
 from procmem_core.flat import (
     DEFAULT_LIMIT,
@@ -40,6 +46,7 @@ from procmem_core.flat import (
     shown_mask,
     snap,
 )
+from procmem_core.flat.reshow import reshow_fate
 from simulators.feedback import ArrivalLine, Feedback
 from simulators.result import RatioTally, ScenarioResult
 from simulators.scenarios.base import Scenario
@@ -63,6 +70,45 @@ def _row_sum(x: np.ndarray) -> np.ndarray:
     if x.dtype == np.bool_:  # count in uint8: at most 255 procedures per row
         return np.einsum("ij->i", x.view(np.uint8)).astype(float)
     return np.einsum("ij->i", x)
+
+
+WITHHOLD = ("top", "all")
+
+
+class _Evidence:
+    """What the rule reads besides the outcome, kept only when it reads it: each user's
+    no-procedure sessions (signals of sessions with nothing shown) and each procedure's
+    successes and failures in the sessions it was updated for."""
+
+    def __init__(self, rule: FlatRule, n: int, k: int) -> None:
+        self.rule = rule
+        self.base = (np.zeros(n), np.zeros(n)) if rule.needs_baseline else None
+        self.counts = (np.zeros((n, k)), np.zeros((n, k))) if rule.needs_counts else None
+
+    def baseline(self) -> np.ndarray | None:
+        return None if self.base is None else self.rule.baseline_estimate(*self.base)
+
+    def start(self, n: int, k: int) -> np.ndarray:
+        b = self.baseline()
+        if b is None:
+            return np.full((n, k), snap(self.rule.initial))
+        return np.repeat(np.asarray(self.rule.start(b))[:, None], k, axis=1)
+
+    def record(self, shown, signal, observed, update) -> dict:
+        """Count the arrived signal; the keyword arguments of ``rule.update``."""
+        out = {}
+        if self.base is not None:
+            empty = _row_sum(shown) == 0
+            if observed is not None:
+                empty &= observed
+            self.base[0][:] += empty & signal
+            self.base[1][:] += empty
+            out["baseline"] = self.baseline()[:, None]
+        if self.counts is not None:
+            self.counts[0][:] += update & signal[:, None]
+            self.counts[1][:] += update & ~signal[:, None]
+            out["successes"], out["failures"] = self.counts
+        return out
 
 
 @dataclass(frozen=True)
@@ -98,6 +144,7 @@ class ConfidenceScenario(Scenario):
     limit: int = DEFAULT_LIMIT
     explore_rate: float = 0.0
     withhold_rate: float = 0.0
+    withhold: str = "top"
     replications: int = 2_000
     chunk_size: int = 8_192
 
@@ -111,16 +158,18 @@ class ConfidenceScenario(Scenario):
         check_int("limit", self.limit, minimum=1)
         check_probability("explore_rate", self.explore_rate)
         check_probability("withhold_rate", self.withhold_rate)
+        check_choice("withhold", self.withhold, WITHHOLD)
         self.check_replications()
 
     @property
     def exact_regime(self) -> bool:
-        """One procedure, identical users, noiseless feedback, no exploration."""
+        """One procedure, finitely many base rates, noiseless feedback, no withholding,
+        and no exploration for a rule that reads a baseline (module docstring)."""
         return (
             self.procedures == 1
-            and self.population.heterogeneity == 0
+            and bool(self.population.base_points)
             and self.feedback.noiseless
-            and self.explore_rate == 0
+            and (self.explore_rate == 0 or not self.rule.needs_baseline)
             and self.withhold_rate == 0
         )
 
@@ -142,7 +191,10 @@ class ConfidenceScenario(Scenario):
         top = np.argmax(np.where(shown, conf, -np.inf), axis=1)
         hit = withhold_top(rng.random(n), self.withhold_rate) & shown.any(axis=1)
         shown = shown.copy()
-        shown[np.arange(n)[hit], top[hit]] = False
+        if self.withhold == "all":
+            shown[hit] = False
+        else:
+            shown[np.arange(n)[hit], top[hit]] = False
         return shown
 
     def _shown(self, conf: np.ndarray) -> np.ndarray:
@@ -168,7 +220,8 @@ class ConfidenceScenario(Scenario):
         harmful = kind == HARMFUL
         per_kind = {KIND_NAMES[c]: _row_sum(kind == c) for c in (HELPFUL, NEUTRAL, HARMFUL)}
         kind_weight = helpful + (k + 1.0) * harmful
-        conf = np.full((n, k), snap(self.rule.initial))
+        evidence = _Evidence(self.rule, n, k)
+        conf = evidence.start(n, k)
         first_out = np.zeros((n, k), dtype=np.int64)  # 0 = not excluded yet
         line = ArrivalLine(self.feedback.delay)
         acc = {name: np.zeros(n) for name in _PER_USER}
@@ -178,19 +231,22 @@ class ConfidenceScenario(Scenario):
                 shown = self._withhold(rng, conf, shown)
             if self.explore_rate > 0:
                 shown = self._explore(rng, shown)
-            p = pop.success_probability(base, _row_sum(effects * shown))
+            n_shown = _row_sum(shown)
+            p = pop.success_probability(
+                base, pop.crowded_effect(_row_sum(effects * shown), n_shown)
+            )
             outcome = rng.random(n) < p
             sig = self.feedback.transmit(rng, outcome, base)
             due = line.push((shown, sig.label, sig.observed))
             if due is not None:
                 d_shown, d_signal, d_observed = due
                 update = d_shown if d_observed is None else d_shown & d_observed[:, None]
-                conf = np.where(update, self.rule.update(conf, d_signal[:, None]), conf)
+                extra = evidence.record(d_shown, d_signal, d_observed, update)
+                conf = np.where(update, self.rule.update(conf, d_signal[:, None], **extra), conf)
             active = np.asarray(passes_threshold(conf, self.threshold))
             newly_out = ~active
             newly_out &= first_out == 0
             first_out[newly_out] = t + 1
-            n_shown = _row_sum(shown)
             helpful_shown = _row_sum(shown & helpful)
             acc["successes"] += outcome
             acc["shown"] += n_shown
@@ -216,9 +272,11 @@ class ConfidenceScenario(Scenario):
         gone = harmful & (first_out > 0)
         acc["harmful_gone"] = _row_sum(gone)
         acc["harmful_gone_sessions"] = _row_sum(np.where(gone, first_out, 0))
-        n_helpful = np.minimum(acc["helpful"], self.limit)
         acc["rate_none"] = base
-        acc["rate_oracle"] = pop.success_probability(base, n_helpful * pop.helpful_effect)
+        acc["rate_oracle"] = self._oracle(base, acc["helpful"])
+        if evidence.base is not None:
+            acc["baseline_error"] = evidence.baseline() - base
+            acc["baseline_sessions"] = evidence.base[1]
         for i, code in enumerate((HELPFUL, NEUTRAL, HARMFUL)):
             sel = kind == code
             count = per_kind[KIND_NAMES[code]]
@@ -246,9 +304,14 @@ class ConfidenceScenario(Scenario):
         )
         result.add_mean("success_rate_no_procedures", acc["rate_none"])
         result.add_mean("success_rate_oracle", acc["rate_oracle"])
-        result.metrics["break_even"] = self.rule.break_even
+        if "baseline_error" in acc:  # a rule that estimates the no-procedure rate
+            result.add_mean("baseline_estimate_error", acc["baseline_error"])
+            result.add_mean("baseline_sessions", acc["baseline_sessions"])
+        if not np.isnan(self.rule.break_even):  # NaN: it is each task's baseline
+            result.metrics["break_even"] = self.rule.break_even
         if self.exact_regime:
             result.metrics.update(self._exact())
+            self._boundary_se(result, acc)
         table = {"session": np.arange(1, s + 1)}
         columns = {
             "success": "success_rate",
@@ -273,28 +336,66 @@ class ConfidenceScenario(Scenario):
         )
         return result
 
+    @staticmethod
+    def _boundary_se(result: ScenarioResult, acc: dict) -> None:
+        """A simulated share at 0 or 1 has a plug-in SE of 0; beside an exact value, report
+        the binomial SE at that value, ``sqrt(e (1 - e) / n)`` (n procedures of the kind:
+        one per user here, so independent), so the two can be compared."""
+        for name, count in (("helpful_retained", "helpful"), ("harmful_excluded", "harmful")):
+            exact = result.metrics.get(f"{name}_exact")
+            n = float(acc[count].sum())
+            if exact is not None and result.metrics[f"{name}_se"] == 0 and n > 0:
+                result.metrics[f"{name}_se"] = float(np.sqrt(exact * (1 - exact) / n))
+
+    def _oracle(self, base: np.ndarray, helpful: np.ndarray) -> np.ndarray:
+        """Expected success with only helpful procedures shown, as many as pay off (at
+        most ``limit``; with interference, the best number ``m`` of them)."""
+        pop = self.population
+        most = np.minimum(helpful, self.limit)
+        if pop.interference == 0:
+            return pop.success_probability(base, most * pop.helpful_effect)
+        best = pop.success_probability(base, 0.0)
+        for m in range(1, int(most.max(initial=0)) + 1):
+            rate = pop.success_probability(base, pop.crowded_effect(m * pop.helpful_effect, m))
+            best = np.where(m <= most, np.maximum(best, rate), best)
+        return best
+
     def _exact(self) -> dict[str, float]:
-        """Single procedure: mix ``flat_fate`` over the three kinds of effect."""
-        pop, rule, s = self.population, self.rule, self.sessions
-        base = pop.base_rate
+        """Single procedure: mix the exact fate over the base rates and the three kinds of
+        effect (``flat_fate``; ``reshow_fate`` when excluded ones are explored)."""
+        pop, rule = self.population, self.rule
+        baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
         kinds = [
             (pop.helpful_share, pop.helpful_effect),
             (1.0 - pop.helpful_share - pop.harmful_share, 0.0),
             (pop.harmful_share, -pop.harmful_effect),
         ]
-        success = 0.0
-        fates = []
-        for weight, effect in kinds:
-            p = float(pop.success_probability(base, effect))
-            fate = flat_fate(p, s, rule, self.threshold)
-            fates.append(fate)
-            # P(shown in session k) = 1 - P(excluded within k - 1 sessions)
-            excluded_before = np.concatenate(([0.0], fate.excluded_by_session[:-1]))
-            shown = 1.0 - excluded_before
-            success += weight * float(np.mean(shown * p + (1.0 - shown) * base))
-        out = {"session_success_rate_exact": success}
+        points = pop.base_points
+        success = shown_mean = kept = excluded = 0.0
+        for base in points:
+            for i, (weight, effect) in enumerate(kinds):
+                p = float(pop.success_probability(base, effect))
+                shown, in_prompt, gone = self._fate(p, baseline)
+                w = weight / len(points)
+                success += w * float(np.mean(shown * p + (1.0 - shown) * base))
+                shown_mean += w * float(np.mean(shown))
+                kept += in_prompt / len(points) if i == 0 else 0.0
+                excluded += gone / len(points) if i == 2 else 0.0
+        out = {"session_success_rate_exact": success, "mean_shown_exact": shown_mean}
         if pop.helpful_share > 0:
-            out["helpful_retained_exact"] = 1.0 - fates[0].p_excluded
+            out["helpful_retained_exact"] = kept
         if pop.harmful_share > 0:
-            out["harmful_excluded_exact"] = fates[2].p_excluded
+            out["harmful_excluded_exact"] = excluded
         return out
+
+    def _fate(self, p: float, baseline: float | None) -> tuple[np.ndarray, float, float]:
+        """``(P(shown in session t), P(at or above the threshold at the end), P(excluded
+        at some session))`` of one procedure; the first exclusion does not depend on
+        exploration, which only shows it again afterwards."""
+        fate = flat_fate(p, self.sessions, self.rule, self.threshold, baseline)
+        if self.explore_rate > 0:
+            r = reshow_fate(p, self.explore_rate, self.sessions, self.rule, self.threshold)
+            return r.shown_by_session, r.in_prompt_after, fate.p_excluded
+        # P(shown in session k) = 1 - P(excluded within k - 1 sessions)
+        shown = 1.0 - np.concatenate(([0.0], fate.excluded_by_session[:-1]))
+        return shown, 1.0 - fate.p_excluded, fate.p_excluded

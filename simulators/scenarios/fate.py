@@ -3,8 +3,11 @@
 A procedure with success probability ``p`` per applied session starts at the rule's
 ``initial`` confidence. In every session it is shown when the engine's prompt filter
 (``shown_mask``) lets it through; a shown procedure is applied and updated by the
-engine's ``ConfidenceRule.update``. Below the threshold it is never shown again, so the
-threshold is absorbing (docs/statistics.md, "The flat confidence rule").
+engine's ``rule.update``. Below the threshold it is never shown again, so the
+threshold is absorbing (docs/statistics.md, "The flat confidence rule"). A rule that
+compares against no procedure (``needs_baseline``) is told the no-procedure success rate
+its prior assumes (``rule.baseline_estimate(0, 0)``: no session is withheld here), and
+``flat_fate`` is walked at the same baseline; a rule that reads counts gets them.
 """
 
 from __future__ import annotations
@@ -59,13 +62,20 @@ class ProcedureFateScenario(Scenario):
         n_sessions, reps = self.sessions, self.replications
         excluded_by = np.zeros(n_sessions)
         applied_parts = []
+        rule = self.rule
+        baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
         for chunk in self.chunks(seed):
-            conf = np.full(chunk.size, snap(self.rule.initial))
+            conf = np.full(chunk.size, snap(rule.start(baseline)))
             applied = np.zeros(chunk.size)
+            extra = {} if baseline is None else {"baseline": baseline}
+            succ, fail = np.zeros(chunk.size), np.zeros(chunk.size)
             for k in range(n_sessions):
                 shown = shown_mask(conf[:, None], self.threshold, 1)[:, 0]
                 outcome = chunk.rng.random(chunk.size) < self.p
-                conf = np.where(shown, self.rule.update(conf, outcome), conf)
+                if rule.needs_counts:
+                    succ, fail = succ + (shown & outcome), fail + (shown & ~outcome)
+                    extra.update(successes=succ, failures=fail)
+                conf = np.where(shown, rule.update(conf, outcome, **extra), conf)
                 applied += shown
                 still = shown_mask(conf[:, None], self.threshold, 1)[:, 0]
                 excluded_by[k] += chunk.size - np.count_nonzero(still)
@@ -74,7 +84,7 @@ class ProcedureFateScenario(Scenario):
         result = self.new_result()
         result.add_rate("p_excluded", excluded_by[-1], reps)
         result.add_mean("expected_sessions_applied", np.concatenate(applied_parts))
-        exact = flat_fate(self.p, n_sessions, self.rule, self.threshold)
+        exact = flat_fate(self.p, n_sessions, rule, self.threshold, baseline)
         result.metrics["p_excluded_exact"] = exact.p_excluded
         result.metrics["expected_sessions_applied_exact"] = exact.expected_sessions_applied
         result.metrics["break_even"] = exact.break_even

@@ -1,4 +1,5 @@
-"""ProcedureFateScenario and ConfidenceScenario against flat_fate."""
+"""ProcedureFateScenario and ConfidenceScenario against flat_fate (and reshow_fate), for
+every rule; mixed baselines, a crowded prompt and withholding the whole prompt."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.flat import ConfidenceRule, shown_mask
+from procmem_core.flat import BaselineRule, ConfidenceRule, PosteriorRule, shown_mask
 from simulators.feedback import Feedback
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.fate import ProcedureFateScenario
@@ -153,3 +154,107 @@ def test_withholding_shows_fewer_procedures_and_leaves_the_exact_regime():
     b = ConfidenceScenario(replications=2000, sessions=30, withhold_rate=0.5).run(7).metrics
     assert b["mean_shown"] < a["mean_shown"] - 4 * a["mean_shown_se"]
     assert not ConfidenceScenario(procedures=1, withhold_rate=0.1).exact_regime
+
+
+# --- the alternative rules, mixed baselines, crowding, withholding the whole prompt ---
+
+DESIGN_POP = UserPopulation(helpful_share=0.5, harmful_share=0.5, helpful_effect=0.1,
+                            harmful_effect=0.1)  # fmt: skip
+MIXED_POP = UserPopulation(base_rate=0.7, base_rates=(0.5, 0.9), helpful_share=0.5,
+                           harmful_share=0.5, helpful_effect=0.1, harmful_effect=0.1)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rule", "threshold"),
+    [(BaselineRule(initial=0.7, step=0.2), 0.55), (PosteriorRule(prior_sessions=4.0), 0.1)],
+)
+def test_alternative_rules_fate_matches_flat_fate(rule, threshold):
+    m = ProcedureFateScenario(p=0.65, sessions=25, rule=rule, threshold=threshold,
+                              replications=30_000).run(1).metrics  # fmt: skip
+    within(m, "p_excluded")
+    within(m, "expected_sessions_applied")
+
+
+@pytest.mark.parametrize(
+    ("rule", "threshold", "pop"),
+    [
+        (BaselineRule(initial=0.8, step=0.1), 0.55, DESIGN_POP),
+        (PosteriorRule(prior_sessions=8.0), 0.2, DESIGN_POP),
+        (ConfidenceRule(), 0.55, MIXED_POP),
+    ],
+)
+def test_exact_regime_of_alternative_rules_and_base_mixtures(rule, threshold, pop):
+    sc = ConfidenceScenario(population=pop, rule=rule, threshold=threshold, procedures=1,
+                            sessions=40, replications=20_000)  # fmt: skip
+    assert sc.exact_regime
+    m = sc.run(3).metrics
+    for name in ("helpful_retained", "harmful_excluded", "session_success_rate", "mean_shown"):
+        within(m, name)
+
+
+def test_explored_single_procedure_matches_the_reshow_chain():
+    sc = ConfidenceScenario(procedures=1, explore_rate=0.2, sessions=80, replications=20_000)
+    assert sc.exact_regime
+    m = sc.run(5).metrics
+    for name in ("helpful_retained", "harmful_excluded", "session_success_rate", "mean_shown"):
+        within(m, name)
+    assert not ConfidenceScenario(procedures=1, explore_rate=0.2, rule=BaselineRule()).exact_regime
+
+
+def test_baseline_rule_beats_the_seed_on_mixed_baselines():
+    """Tasks at 0.5 and 0.9: the seed keeps a 0.8 harmful procedure and drops a 0.6 helpful
+    one; the baseline-relative rule, with its baseline estimated from withheld sessions,
+    keeps more helpful ones and excludes more harmful ones (differences beyond 4 SE)."""
+    kw = {"population": MIXED_POP, "procedures": 1, "sessions": 60, "withhold_rate": 0.2,
+          "replications": 20_000}  # fmt: skip
+    seed = ConfidenceScenario(**kw).run(8).metrics
+    rel = ConfidenceScenario(rule=BaselineRule(), **kw).run(8).metrics
+    for name in ("helpful_retained", "harmful_excluded"):
+        se = np.hypot(seed[f"{name}_se"], rel[f"{name}_se"])
+        assert rel[name] - seed[name] > 4 * se, (name, rel[name], seed[name], se)
+    # the estimated baseline is close to each user's own (error averaged over users)
+    assert abs(rel["baseline_estimate_error"]) < 0.05
+    assert rel["baseline_sessions"] >= 0.2 * 60 * 0.9
+    assert "baseline_estimate_error" not in seed  # only a rule that reads a baseline
+
+
+def test_crowded_prompt_lowers_every_effect():
+    pop = UserPopulation(interference=0.03)
+    assert pop.crowded_effect(np.array([0.3]), np.array([1.0]))[0] == 0.3
+    assert pop.crowded_effect(np.array([0.3]), np.array([3.0]))[0] == pytest.approx(0.3 - 0.18)
+    assert UserPopulation().crowded_effect(np.array([0.3]), np.array([6.0]))[0] == 0.3
+    kw = {"sessions": 30, "replications": 3000, "procedures": 8}
+    loose = ConfidenceScenario(population=UserPopulation(), **kw).run(2).metrics
+    tight = ConfidenceScenario(population=pop, **kw).run(2).metrics
+    assert tight["session_success_rate"] < loose["session_success_rate"] - 4 * (
+        loose["session_success_rate_se"] + tight["session_success_rate_se"]
+    )
+    # the oracle shows as many helpful procedures as pay off: with h = 0.15 and gamma 0.03,
+    # m h - gamma m (m - 1) peaks at m = 3 (0.27), so 8 helpful ones do no better than 3
+    allhelp = UserPopulation(helpful_share=1.0, harmful_share=0.0, interference=0.03)
+    m = ConfidenceScenario(population=allhelp, **kw).run(2).metrics
+    assert m["success_rate_oracle"] == pytest.approx(0.6 + 3 * 0.15 - 0.03 * 6)
+
+
+def test_withholding_all_empties_the_prompt():
+    sc = ConfidenceScenario(withhold_rate=1.0, withhold="all")
+    conf = np.array([[0.7, 0.9, 0.9, 0.2]])
+    out = sc._withhold(np.random.default_rng(0), conf, shown_mask(conf, 0.55, 6))
+    assert not out.any()
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda: ConfidenceScenario(withhold="some"), "withhold"),
+        (lambda: UserPopulation(interference=1.5), "interference"),
+        (lambda: UserPopulation(base_rates=(0.5, 0.9)), "base_rate"),
+        (lambda: UserPopulation(base_rate=0.7, base_rates=(0.5, 0.9), heterogeneity=0.1),
+         "base_rates"),
+        (lambda: UserPopulation(base_rate=0.7, base_rates=(0.5, 1.9)), "base_rates[1]"),
+    ],
+)  # fmt: skip
+def test_bad_new_parameters_name_the_field(call, field):
+    with pytest.raises(ParameterError) as info:
+        call()
+    assert info.value.field == field

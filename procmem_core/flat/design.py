@@ -1,0 +1,397 @@
+"""The exact design of a flat rule: which rule keeps helpful procedures and excludes
+harmful ones, within a horizon, at stated targets.
+
+A *helpful* procedure lifts a task whose success rate without it is ``base`` by
+``helpful_lift`` (it succeeds with ``p_h = base + helpful_lift`` when applied), a
+*harmful* one by ``harmful_lift < helpful_lift`` (``p_x``). A rule (a member of a family's
+``design_grid``: rule parameters x threshold x initial confidence) meets the targets when
+
+    P(helpful still shown after ``within`` sessions) >= keep   and
+    P(harmful excluded within ``within`` sessions) >= exclude,
+
+both exact. Among those the pick is, by default (``objective="exposure"``), the one whose
+harmful procedure is shown in the fewest sessions in expectation (``harmful_sessions``,
+the time it spends in the prompt), ties to the larger smallest margin; with
+``objective="margin"``, the one with the largest smallest margin over the two targets.
+When none meets both, the pick is the closest (the smallest larger miss) and the design
+says by how much each target is missed and, up to ``4 * within``, the shortest horizon
+at which some rule meets both.
+
+Step rules (their state is the confidence) are evaluated for every threshold and
+initial at once by a backward recursion on the confidence grid built from the rule's own
+``update`` (``chain.confidence_space``): ``V_k(x) = p V_{k-1}(up(x)) + (1 - p)
+V_{k-1}(down(x))`` for ``x`` at or above the threshold (``V = 0`` below), ``V_0 = 1``,
+so ``P(kept) = V_n(x0)`` and ``E[sessions shown] = sum_{k<n} V_k(x0)``, the same numbers
+as ``flat_fate`` from each start. Rules whose state is their counts go through
+``flat_fate``. The frontier is the Pareto set of (kept, excluded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from procmem_core.errors import (
+    ParameterError,
+    check_choice,
+    check_int,
+    check_number,
+    check_probability,
+)
+from procmem_core.flat.chain import confidence_space, run_lengths
+from procmem_core.flat.fate import flat_fate
+from procmem_core.flat.prompt import DEFAULT_THRESHOLD
+from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, THRESHOLD_TOLERANCE, FlatRule
+
+HORIZON_FACTOR = 4
+"""How far past ``within`` the design looks for the shortest feasible horizon."""
+
+
+@dataclass(frozen=True)
+class RuleTargets:
+    """What the rule must achieve (checked before any work: one ``ParameterError``)."""
+
+    helpful_lift: float = 0.10
+    harmful_lift: float = -0.10
+    base: float = 0.6
+    keep: float = 0.9
+    exclude: float = 0.9
+    within: int = 30
+
+    def __post_init__(self) -> None:
+        base = check_probability("base", self.base)
+        for name in ("helpful_lift", "harmful_lift"):
+            lift = check_number(name, getattr(self, name), minimum=-1.0, maximum=1.0)
+            if not 0.0 <= base + lift <= 1.0:
+                raise ParameterError(name, lift, f"base + {name} in [0, 1] (base={base:g})")
+        if not self.harmful_lift < self.helpful_lift:
+            raise ParameterError(
+                "harmful_lift", self.harmful_lift, f"below helpful_lift ({self.helpful_lift:g})"
+            )
+        check_probability("keep", self.keep, open_low=True, open_high=True)
+        check_probability("exclude", self.exclude, open_low=True, open_high=True)
+        check_int("within", self.within, minimum=1)
+
+    @property
+    def p_helpful(self) -> float:
+        return self.base + self.helpful_lift
+
+    @property
+    def p_harmful(self) -> float:
+        return self.base + self.harmful_lift
+
+    def describe(self) -> str:
+        return (
+            f"keep >= {self.keep:g} of helpful ({self.helpful_lift:+g}) and exclude >= "
+            f"{self.exclude:g} of harmful ({self.harmful_lift:+g}) procedures within "
+            f"{self.within} sessions at base {self.base:g}"
+        )
+
+
+@dataclass(frozen=True)
+class DesignedRule:
+    """One rule at the targets' horizon, exact: ``kept`` (helpful still shown),
+    ``excluded`` (harmful excluded), ``harmful_sessions`` (expected sessions the harmful
+    one is shown), and, for step rules, Brook-Evans mean run lengths (applied sessions
+    until exclusion, no horizon) of the helpful and the harmful one."""
+
+    rule: FlatRule
+    threshold: float
+    kept: float
+    excluded: float
+    harmful_sessions: float
+    helpful_run_length: float = float("nan")
+    harmful_run_length: float = float("nan")
+
+    def meets(self, targets: RuleTargets) -> bool:
+        return self.kept >= targets.keep - 1e-12 and self.excluded >= targets.exclude - 1e-12
+
+    def shortfall(self, targets: RuleTargets) -> tuple[float, float]:
+        """How far below ``keep`` and ``exclude`` it is (0 where it meets a target)."""
+        return max(0.0, targets.keep - self.kept), max(0.0, targets.exclude - self.excluded)
+
+    def describe(self) -> str:
+        return f"{self.rule.describe()}, threshold {self.threshold:g}"
+
+
+@dataclass(frozen=True)
+class RuleDesign:
+    """The answer: ``pick`` (meets the targets when ``feasible``, else the closest),
+    the ``frontier`` (best excluded for each kept, fewest harmful sessions among ties),
+    the ``reference`` (the seed's rule at the targets), ``shortest`` (the shortest
+    horizon at which some rule meets both, when the targets cannot be met within
+    ``within``; None when none does up to ``HORIZON_FACTOR * within``)."""
+
+    family: str
+    targets: RuleTargets
+    feasible: bool
+    pick: DesignedRule
+    frontier: tuple[DesignedRule, ...]
+    candidates: int
+    skipped: int
+    reference: DesignedRule
+    shortest: tuple[int, DesignedRule] | None = None
+
+
+def evaluate(rule: FlatRule, threshold: float, targets: RuleTargets) -> DesignedRule:
+    """One rule at the targets, by ``flat_fate`` (and ``run_lengths`` for step rules)."""
+    base = targets.base if rule.needs_baseline else None
+    fh = flat_fate(targets.p_helpful, targets.within, rule, threshold, base)
+    fx = flat_fate(targets.p_harmful, targets.within, rule, threshold, base)
+    runs = [float("nan"), float("nan")]
+    if not rule.needs_counts:
+        for i, p in enumerate((targets.p_helpful, targets.p_harmful)):
+            runs[i] = run_lengths(p, rule, threshold, baseline=base).at(rule.start(base))
+    return DesignedRule(
+        rule, threshold, 1.0 - fh.p_excluded, fx.p_excluded, fx.expected_sessions_applied, *runs
+    )
+
+
+@dataclass
+class _Table:
+    """Every candidate of a family: the member, threshold, initial and exact figures."""
+
+    space: np.ndarray
+    threshold: np.ndarray
+    initial: np.ndarray
+    kept: np.ndarray
+    excluded: np.ndarray
+    sessions: np.ndarray
+
+
+OBJECTIVES = ("exposure", "margin")
+"""How the pick is chosen among the rules meeting both targets: the fewest sessions a
+harmful procedure is shown (``exposure``), or the largest smaller margin over the two
+targets (``margin``, a point on the frontier)."""
+
+
+def design_rule(
+    targets: RuleTargets,
+    family: str = "confidence",
+    separating: bool = False,
+    objective: str = "exposure",
+) -> RuleDesign:
+    """Search the family's grid exactly (module docstring).
+
+    ``separating``: only rules whose break-even success rate lies strictly between the
+    harmful and the helpful one's, so that beyond the horizon too the helpful procedure
+    drifts up and the harmful one down (a horizon-only optimum may drift down for both
+    and lose helpful procedures soon after the horizon).
+    """
+    if not isinstance(targets, RuleTargets):
+        raise ParameterError("targets", targets, "a RuleTargets")
+    check_choice("objective", objective, OBJECTIVES)
+    grid = FLAT_RULES.get(family, "family").design_grid(targets.base)
+    counts = grid[0].rule.needs_counts
+    table, skipped = (_by_fate if counts else _by_grid)(grid, targets, targets.within)
+    if separating:
+        table = _separating(grid, table, targets)
+    ok = (table.kept >= targets.keep - 1e-12) & (table.excluded >= targets.exclude - 1e-12)
+    best = _pick(table, targets, ok, objective)
+    pick = _designed(grid, table, best, targets)
+    shortest = None
+    if not ok.any():
+        shortest = _shortest(grid, table, targets, counts)
+    return RuleDesign(
+        family=family,
+        targets=targets,
+        feasible=bool(ok.any()),
+        pick=pick,
+        frontier=tuple(_designed(grid, table, i, targets, runs=False) for i in _pareto(table)),
+        candidates=len(table.kept),
+        skipped=skipped,
+        reference=evaluate(DEFAULT_RULE, DEFAULT_THRESHOLD, targets),
+        shortest=shortest,
+    )
+
+
+def _separating(grid, table: _Table, targets: RuleTargets) -> _Table:
+    be = np.array(
+        [ds.rule.break_even_rate(targets.base if ds.rule.needs_baseline else None) for ds in grid]
+    )
+    ok = ((be > targets.p_harmful) & (be < targets.p_helpful))[table.space.astype(int)]
+    if not ok.any():
+        raise ParameterError(
+            "separating", True, "a family with a rule whose break-even lies between the "
+            f"harmful and helpful success rates ({targets.p_harmful:g}, {targets.p_helpful:g})",
+        )  # fmt: skip
+    return _Table(*(getattr(table, f)[ok] for f in _Table.__dataclass_fields__))
+
+
+def _pick(table: _Table, targets: RuleTargets, ok: np.ndarray, objective: str) -> int:
+    margin = np.minimum(table.kept - targets.keep, table.excluded - targets.exclude)
+    if ok.any():
+        idx = np.flatnonzero(ok)
+        m, n = -np.round(margin[idx], 12), np.round(table.sessions[idx], 9)
+        order = np.lexsort((m, n) if objective == "exposure" else (n, m))
+        return int(idx[order[0]])
+    miss_k = np.maximum(0.0, targets.keep - table.kept)
+    miss_x = np.maximum(0.0, targets.exclude - table.excluded)
+    worse = np.round(np.maximum(miss_k, miss_x), 12)
+    order = np.lexsort((table.sessions, np.round(miss_k + miss_x, 12), worse))
+    return int(order[0])
+
+
+def _designed(grid, table: _Table, i: int, targets: RuleTargets, runs: bool = True):
+    member = grid[int(table.space[i])].rule
+    rule = member if member.needs_counts else member.with_initial(float(table.initial[i]))
+    if runs:
+        return evaluate(rule, float(table.threshold[i]), targets)
+    return DesignedRule(
+        rule, float(table.threshold[i]), float(table.kept[i]), float(table.excluded[i]),
+        float(table.sessions[i]),
+    )  # fmt: skip
+
+
+def _pareto(table: _Table) -> np.ndarray:
+    """Candidates no other beats on both kept and excluded (fewest sessions among ties)."""
+    kept, excl = np.round(table.kept, 12), np.round(table.excluded, 12)
+    order = np.lexsort((table.sessions, -excl, -kept))
+    running = np.maximum.accumulate(excl[order])
+    better = np.concatenate(([True], excl[order][1:] > running[:-1]))
+    return order[better]
+
+
+def _by_fate(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
+    """Rules whose state is their counts: ``flat_fate`` per member and threshold."""
+    rows = []
+    for i, ds in enumerate(grid):
+        for t in ds.thresholds:
+            fh = flat_fate(targets.p_helpful, horizon, ds.rule, t, targets.base)
+            fx = flat_fate(targets.p_harmful, horizon, ds.rule, t, targets.base)
+            alive = np.concatenate(([1.0], 1.0 - fx.excluded_by_session[:-1]))
+            n = targets.within
+            rows.append(
+                (i, t, ds.rule.start(targets.base), 1 - fh.excluded_by_session[n - 1],
+                 fx.excluded_by_session[n - 1], alive[:n].sum(), fh, fx)
+            )  # fmt: skip
+    cols = list(zip(*rows, strict=True))
+    table = _Table(*(np.array(c, dtype=float) for c in cols[:6]))
+    table.curves = (cols[6], cols[7])  # for the shortest-horizon search
+    return table, 0
+
+
+def _by_grid(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
+    """Step rules: one confidence space per member, all thresholds and starts at once."""
+    batch = _Batch(grid, targets)
+    vh = batch.survival(targets.p_helpful, horizon)
+    vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
+    g = batch.cand_g
+    table = _Table(batch.cand_space, batch.cand_thr, batch.states[g], vh[g], 1.0 - vx[g], sx[g])
+    return table, batch.skipped
+
+
+class _Batch:
+    """Every (member, threshold) chain in one flat index; the sentinel (index ``size``)
+    is "excluded", where ``V = 0``. A member's space is built once, at its lowest
+    threshold; a higher threshold keeps the states at or above it (a suffix: states are
+    sorted), and a move below it goes to the sentinel."""
+
+    def __init__(self, grid, targets: RuleTargets, members=None) -> None:
+        self.skipped = 0
+        parts: list[list[np.ndarray]] = [[] for _ in range(6)]
+        size = 0
+        for i in range(len(grid)) if members is None else members:
+            ds = grid[i]
+            low = min(ds.thresholds)
+            starts = [x for x in ds.initials if x >= low - THRESHOLD_TOLERANCE]
+            b = targets.base if ds.rule.needs_baseline else None
+            try:
+                sp = confidence_space(ds.rule, low, starts, b)
+            except ParameterError:  # too fine a grid for a chain: left out, and counted
+                self.skipped += 1
+                continue
+            size = self._add(parts, i, ds, sp, size, np.asarray(starts, dtype=float))
+        states, up, down, self.cand_space, self.cand_thr, self.cand_g = (
+            np.concatenate(x) if x else np.zeros(0) for x in parts
+        )
+        self.states = states
+        self.size = size
+        self.up = np.where(up < 0, size, up).astype(np.int64)
+        self.down = np.where(down < 0, size, down).astype(np.int64)
+        self.cand_g = self.cand_g.astype(np.int64)
+
+    @staticmethod
+    def _add(parts, i, ds, sp, size, starts) -> int:
+        n = len(sp.states)
+        thr = np.asarray(ds.thresholds, dtype=float)
+        first = np.searchsorted(sp.states, thr - THRESHOLD_TOLERANCE)
+        counts = n - first
+        offsets = size + np.concatenate(([0], np.cumsum(counts)[:-1]))
+        block_first = np.repeat(first, counts)
+        block_offset = np.repeat(offsets, counts)
+        local = np.arange(int(counts.sum())) - (block_offset - size) + block_first
+        for moves, slot in ((sp.up, 1), (sp.down, 2)):
+            to = moves[local]
+            parts[slot].append(np.where(to >= block_first, to - block_first + block_offset, -1))
+        parts[0].append(sp.states[local])
+        at = np.searchsorted(sp.states, starts)
+        use = at[None, :] >= first[:, None]
+        where = at[None, :] - first[:, None] + offsets[:, None]
+        parts[3].append(np.full(int(use.sum()), i))
+        parts[4].append(np.broadcast_to(thr[:, None], use.shape)[use])
+        parts[5].append(where[use])
+        return size + int(counts.sum())
+
+    def walk(self, ps: tuple[float, ...], horizon: int):
+        """Yield ``(k, [V_k for each p])`` for k = 1..horizon (one value per state)."""
+        vs = [np.concatenate((np.ones(self.size), [0.0])) for _ in ps]
+        for k in range(1, horizon + 1):
+            for p, v in zip(ps, vs, strict=True):
+                v[:-1] = p * v[self.up] + (1.0 - p) * v[self.down]
+            yield k, [v[:-1] for v in vs]
+
+    def survival(self, p: float, horizon: int, sessions: bool = False):
+        """``V_horizon`` (thresholds x states), and ``sum_{k<horizon} V_k`` with
+        ``sessions``."""
+        total = np.ones(self.size) if sessions else None
+        v = np.ones(self.size)
+        for k, (v,) in self.walk((p,), horizon):
+            if sessions and k < horizon:
+                total += v
+        return (v, total) if sessions else v
+
+
+def _shortest(grid, table: _Table, targets: RuleTargets, counts: bool):
+    """The shortest horizon up to ``HORIZON_FACTOR * within`` at which some candidate
+    meets both targets (kept only falls with the horizon, so only the members with a
+    candidate keeping enough at ``within`` can meet both later)."""
+    longest = HORIZON_FACTOR * targets.within
+    if counts:
+        fh, fx = _by_fate(grid, _at(targets, longest), longest)[0].curves
+        kept = 1.0 - np.array([f.excluded_by_session for f in fh])
+        excl = np.array([f.excluded_by_session for f in fx])
+        good = (kept >= targets.keep - 1e-12) & (excl >= targets.exclude - 1e-12)
+        hits = np.flatnonzero(good[:, targets.within :].any(axis=0))
+        if hits.size == 0:
+            return None
+        n = targets.within + 1 + int(hits[0])
+        i = int(np.flatnonzero(good[:, n - 1])[0])
+        rule, t = grid[int(table.space[i])].rule, float(table.threshold[i])
+        return n, evaluate(rule, t, _at(targets, n))
+    hopeful = np.unique(table.space[table.kept >= targets.keep - 1e-12]).astype(int)
+    # (a separating search passes only separating members' candidates, so only they are here)
+    if hopeful.size == 0:
+        return None
+    batch = _Batch(grid, targets, members=hopeful)
+    g = batch.cand_g
+    for k, (vh, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
+        if k <= targets.within:
+            continue
+        kept, excl = vh[g], 1.0 - vx[g]
+        good = (kept >= targets.keep - 1e-12) & (excl >= targets.exclude - 1e-12)
+        if good.any():
+            margin = np.where(good, np.minimum(kept - targets.keep, excl - targets.exclude), -1)
+            i = int(np.argmax(margin))
+            member = grid[int(batch.cand_space[i])].rule
+            rule = member.with_initial(float(batch.states[g[i]]))
+            return k, evaluate(rule, float(batch.cand_thr[i]), _at(targets, k))
+    return None
+
+
+def _at(targets: RuleTargets, within: int) -> RuleTargets:
+    return RuleTargets(
+        targets.helpful_lift, targets.harmful_lift, targets.base, targets.keep,
+        targets.exclude, within,
+    )  # fmt: skip
