@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from procmem_core.ab import ESTIMATORS
+from procmem_core.ab import ESTIMATORS, FIXED_N
 from procmem_core.ab.estimators import (
     AugmentedIPW,
     DifferenceInMeans,
@@ -37,11 +37,17 @@ def big_run():
 
 
 def test_every_estimator_covers_at_its_nominal_level(big_run):
+    """3,000 replications: a fixed-n interval must cover within 4 SE of 0.95 (about
+    +-0.016); a confidence sequence, valid at every session, covers at least that at the
+    horizon (it is wider there)."""
     _, res = big_run
     m = res.metrics
-    for name in ESTIMATOR_NAMES:
+    for name, cls in ESTIMATORS.items():
         cov, se = m[f"{name}_coverage"], m[f"{name}_coverage_se"]
-        assert abs(cov - 0.95) <= 4 * se, (name, cov, se)
+        if cls.guarantee == FIXED_N:
+            assert abs(cov - 0.95) <= 4 * se, (name, cov, se)
+        else:
+            assert cov >= 0.95 - 4 * max(se, np.sqrt(0.05 * 0.95 / 3000)), (name, cov, se)
 
 
 def test_newcombe_interval_covers_even_with_a_small_control_arm():
