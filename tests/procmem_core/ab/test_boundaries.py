@@ -34,7 +34,7 @@ def test_normal_mixture_reproduces_confseq_unit_test_values():
 def test_normal_mixture_bound_is_where_the_supermartingale_crosses_1_over_alpha():
     mix = NormalMixture(v_opt=500, alpha_opt=0.05)
     for v in (1.0, 50.0, 500.0, 5e4):
-        root = optimize.brentq(lambda s: mix.log_supermartingale(s, v) - math.log(20), 0, 1e4)
+        root = optimize.brentq(lambda s, v=v: mix.log_supermartingale(s, v) - math.log(20), 0, 1e4)
         assert mix.bound(v, 0.05) == pytest.approx(root, rel=1e-9)
 
 
@@ -61,7 +61,9 @@ def test_two_point_bound_solves_its_own_supermartingale():
     for v in (10.0, 200.0, 3000.0):
         lam = math.sqrt(2 * math.log(40) / 200)
         root = optimize.brentq(
-            lambda s: math.log(math.cosh(lam * s)) - lam * lam * v / 2 - math.log(20), 0, 1e3
+            lambda s, v=v, lam=lam: math.log(math.cosh(lam * s)) - lam * lam * v / 2 - math.log(20),
+            0,
+            1e3,
         )
         assert mix.bound(v, 0.05) == pytest.approx(root, rel=1e-9)
 
