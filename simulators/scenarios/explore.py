@@ -75,10 +75,11 @@ def _default_population() -> UserPopulation:
 
 @dataclass(frozen=True)
 class ExploreScenario(Scenario):
-    """Withheld-vs-shown A/B of one procedure, analysed by four estimators.
+    """Withheld-vs-shown A/B of one procedure, analysed by every registered estimator.
 
-    Metrics, per estimator ``e`` in (dim, ipw, ipw_ht, aipw): ``e_estimate``, ``e_bias``,
-    ``e_rmse``, ``e_coverage`` (CI holds the pool's lift), ``e_power`` (CI excludes 0),
+    Metrics, per estimator ``e`` (``ESTIMATORS``: dim, ipw, ipw_ht, aipw, cuped and the
+    confidence sequences cs_*): ``e_estimate``, ``e_bias``, ``e_rmse``, ``e_coverage`` (CI
+    holds the pool's lift at the horizon), ``e_power`` (CI excludes 0 at the horizon),
     ``e_ci_width``, ``e_undefined_rate`` (no session in one arm: no estimate; left out of
     estimate, bias, RMSE, coverage and width, counted as not detected in power), each
     with ``_se``; unprefixed ``estimate, bias, rmse, coverage, power, ci_width,
@@ -89,8 +90,21 @@ class ExploreScenario(Scenario):
     with ``exploration_cost_exact`` (``epsilon * n * true_lift``), and
     ``confidence_final``, ``confidence_wrong_side_rate`` (confidence on the other side of
     the threshold from the sign of the lift), ``confidence_lift_correlation``.
-    Tables: ``ab_arms`` (per arm, pooled) and ``estimates`` (per replication and
-    estimator, first 20,000 replications).
+
+    Reading online (docs/ab.md), each with ``_se``: for every traced sequence,
+    ``e_monitor_miss_rate`` (the pool's lift left it at some session) and
+    ``e_sequential_power`` (0 left it at some session: stopping at the first exclusion);
+    ``dim_monitor_miss_rate`` (the same for Newcombe's fixed-n interval, recomputed after
+    every session from the first with both arms: what peeking costs); for every sequence
+    ``e_width_ratio`` (its width over its fixed-n counterpart's at the horizon, the
+    tuning at ``cs_tuning_sessions``, None = ``sessions``); ``srm_flag_rate`` and
+    ``srm_sequential_flag_rate`` (sample-ratio mismatch at p < 0.001: the exact test at
+    the horizon; the always-valid test ever, checked after every session);
+    ``cuped_width_reduction`` (``1 - se / se_unadjusted`` with the user's base rate as
+    the pre-session covariate). Tables (``explore_tables``): ``ab_arms`` (per arm,
+    pooled: a check of the simulation), ``ab_arms_by_replication`` (per deployment and
+    arm, the loop's layout), ``estimates`` (per replication and estimator, with p-values
+    and the monitoring flags) and ``cs_path`` (the first deployment, session by session).
     """
 
     name: ClassVar[str] = "explore"
