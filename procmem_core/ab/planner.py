@@ -38,7 +38,7 @@ from procmem_core.ab.boundaries import NormalMixture
 from procmem_core.ab.estimators import newcombe_bounds
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 
-EXACT_ARM = 200
+EXACT_ARM = 100
 """Largest expected smaller arm (sessions) at which ``method="auto"`` uses the exact power."""
 DEFAULT_RATES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
 METHODS = ("auto", "exact", "normal")
@@ -95,17 +95,24 @@ def exact_power(design: Design, sessions: int, explore_rate: float) -> float:
     eps = check_probability("explore_rate", explore_rate, open_low=True, open_high=True)
     p0, p1 = design.base, design.base + design.lift
     z = _z(design.alpha)
-    lo, hi = (int(v) for v in stats.binom.ppf([TAIL, 1 - TAIL], n, eps))
     total = 0.0
-    for n0 in range(max(lo, 1), min(hi, n - 1) + 1):
+    for n0 in _support(n, eps):
+        if n0 == 0 or n0 == n:
+            continue  # an empty arm: no interval, nothing detected
         n1 = n - n0
-        k1 = np.arange(n1 + 1, dtype=float)[:, None]
-        k0 = np.arange(n0 + 1, dtype=float)[None, :]
+        k1 = _support(n1, p1).astype(float)[:, None]
+        k0 = _support(n0, p0).astype(float)[None, :]
         low, high = newcombe_bounds(k1, np.float64(n1), k0, np.float64(n0), z)
         reject = (low > 0) | (high < 0)
         inner = stats.binom.pmf(k1[:, 0], n1, p1) @ reject @ stats.binom.pmf(k0[0], n0, p0)
         total += stats.binom.pmf(n0, n, eps) * inner
     return float(total)
+
+
+def _support(n: int, p: float) -> np.ndarray:
+    """The counts of Bin(n, p) outside tails of ``TAIL`` each (what the sums can see)."""
+    lo, hi = stats.binom.ppf([TAIL, 1 - TAIL], n, p)
+    return np.arange(int(max(lo - 1, 0)), int(min(hi + 1, n)) + 1)
 
 
 def sequential_critical(sessions: float, alpha: float, tuning: float | None = None) -> float:
@@ -225,7 +232,7 @@ def plan(
         r = plan_rate(design, eps, sequential, tuning, method)
         at_h = None
         if horizon is not None:
-            at_h = _power_at(design, horizon, eps, sequential, tuning, r.method)
+            at_h = _power_at(design, horizon, eps, sequential, tuning, method)
         rows.append(RatePlan(r.explore_rate, r.sessions, r.withheld, r.forgone, r.method, at_h))
     feasible = [r for r in rows if r.within(horizon)]
     pick = min(feasible, key=lambda r: (abs(r.forgone), r.explore_rate)) if feasible else None
@@ -238,6 +245,6 @@ def _power_at(
     if sequential:
         return sequential_power(design, n, eps, tuning)
     small = min(eps, 1 - eps) * n <= EXACT_ARM
-    if method == "exact binomial" and small:
+    if method == "exact" or (method == "auto" and small):
         return exact_power(design, n, eps)
     return normal_power(design, n, eps)
