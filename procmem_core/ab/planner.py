@@ -239,12 +239,19 @@ def plan(
     return ExplorePlan(design, tuple(rows), horizon, sequential, pick)
 
 
+def fixed_power(design: Design, sessions: int, explore_rate: float, method: str = "auto") -> float:
+    """Fixed-n power at ``sessions``: exact where ``method`` says or, with ``auto``, where
+    the smaller arm is expected to hold at most ``EXACT_ARM`` sessions; else normal."""
+    check_choice("method", method, METHODS)
+    small = min(explore_rate, 1 - explore_rate) * sessions <= EXACT_ARM
+    if method == "exact" or (method == "auto" and small):
+        return exact_power(design, sessions, explore_rate)
+    return normal_power(design, sessions, explore_rate)
+
+
 def _power_at(
     design: Design, n: int, eps: float, sequential: bool, tuning: int | None, method: str
 ) -> float:
     if sequential:
         return sequential_power(design, n, eps, tuning)
-    small = min(eps, 1 - eps) * n <= EXACT_ARM
-    if method == "exact" or (method == "auto" and small):
-        return exact_power(design, n, eps)
-    return normal_power(design, n, eps)
+    return fixed_power(design, n, eps, method)

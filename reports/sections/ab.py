@@ -86,6 +86,7 @@ def _rows(summary: pd.DataFrame, cell: str) -> list[dict]:
                 "sequence at the end (median)": _interval(s["cs_low"], s["cs_high"]),
                 "sequence width": s["cs_width"],
                 "sequence power": s["cs_power"],
+                "sequence power after Holm": s["cs_power_holm"],
                 "SRM flagged": s["srm_flagged"] if s["srm_tested"] else "not tested",
                 "Holm p (median)": s["holm_p"],
                 "procedures per deployment": int(s["family"]),
@@ -113,25 +114,32 @@ def _answer(table: pd.DataFrame, deployments: list[int]) -> str:
     n = len(table)
     holm = int((table["power after Holm"] > MOST).sum())
     bh = int((table["power after BH"] > MOST).sum())
-    seq = int((table["sequence power"] > MOST).sum())
+    seq = int((table["sequence power after Holm"] > MOST).sum())
     fams = sorted(set(table["procedures per deployment"]))
-    fam = " or ".join(str(f) for f in fams)
     lo, hi = table["power"].min(), table["power"].max()
     few, many = min(deployments), max(deployments)
     per = f"{few:,}" if few == many else f"{few:,} to {many:,}"
-    adjust = (
-        f"after Holm adjustment over the {fam} procedures one deployment compares "
-        "(family-wise error <= 0.05)"
-    )
+    verb = "finds" if holm == 1 else "find"
     if fams == [1]:
-        adjust = "(one procedure per deployment, so adjustment changes nothing)"
+        fixed = (
+            f"{holm} of {n} procedure comparisons {verb} an effect in most deployments with the "
+            "fixed-n interval read once at the end (each deployment compares one procedure, so "
+            "there is nothing to adjust for)"
+        )
+    else:
+        fixed = (
+            f"{holm} of {n} procedure comparisons {verb} an effect in most deployments after Holm "
+            f"adjustment over the {' or '.join(map(str, fams))} procedures each deployment "
+            "compares (family-wise error <= 0.05, fixed-n interval read once at the end), "
+            f"{bh} after Benjamini-Hochberg (false discovery rate <= 0.05)"
+        )
+    adjusted = "" if fams == [1] else ", Holm-adjusted"
     return (
-        f"Read per deployment (one replication is what one researcher would see), {holm} of "
-        f"{n} procedure comparisons find an effect in most deployments with the fixed-n "
-        f"interval read once at the end {adjust}, {bh} with Benjamini-Hochberg (false "
-        f"discovery rate <= 0.05) and {seq} with the always-valid confidence sequence (valid "
-        f"at any stopping time); the share of deployments finding an effect ranges from "
-        f"{lo:.3g} to {hi:.3g}, over {per} deployments per cell."
+        f"Read per deployment (one replication: what one researcher would see), {fixed}, and "
+        f"{seq} with the per-arm Beta-mixture confidence sequence{adjusted} (valid at any "
+        f"stopping time, in finite samples, and wider); per comparison, the share of "
+        f"deployments finding an effect with the fixed-n interval ranges from {lo:.3g} to "
+        f"{hi:.3g} ({per} deployments per cell)."
     )
 
 
