@@ -28,11 +28,12 @@ the smallest rate that fits the horizon).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from procmem_core.ab.boundaries import NormalMixture
 from procmem_core.ab.estimators import newcombe_bounds
@@ -42,7 +43,6 @@ EXACT_ARM = 100
 """Largest expected smaller arm (sessions) at which ``method="auto"`` uses the exact power."""
 DEFAULT_RATES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
 METHODS = ("auto", "exact", "normal")
-TAIL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -89,30 +89,50 @@ def normal_sessions(design: Design, explore_rate: float) -> float:
     return float(z * z * design.variance(explore_rate) / design.lift**2)
 
 
+@functools.lru_cache(maxsize=4096)
 def exact_power(design: Design, sessions: int, explore_rate: float) -> float:
-    """Exact probability that Newcombe's interval excludes 0 (module docstring)."""
+    """Exact probability that Newcombe's interval excludes 0 (module docstring); cached,
+    as the sample-size search and the horizon ask for the same values again."""
     n = check_int("sessions", sessions, minimum=1)
     eps = check_probability("explore_rate", explore_rate, open_low=True, open_high=True)
     p0, p1 = design.base, design.base + design.lift
     z = _z(design.alpha)
+    n0s = _support(n, eps)
+    weights = _pmf(n0s, n, eps)
     total = 0.0
-    for n0 in _support(n, eps):
+    for n0, w in zip(n0s, weights, strict=True):
         if n0 == 0 or n0 == n:
             continue  # an empty arm: no interval, nothing detected
         n1 = n - n0
-        k1 = _support(n1, p1).astype(float)[:, None]
-        k0 = _support(n0, p0).astype(float)[None, :]
-        low, high = newcombe_bounds(k1, np.float64(n1), k0, np.float64(n0), z)
+        k1 = _support(n1, p1)
+        k0 = _support(n0, p0)
+        low, high = newcombe_bounds(
+            k1.astype(float)[:, None], np.float64(n1), k0.astype(float)[None, :], np.float64(n0), z
+        )
         reject = (low > 0) | (high < 0)
-        inner = stats.binom.pmf(k1[:, 0], n1, p1) @ reject @ stats.binom.pmf(k0[0], n0, p0)
-        total += stats.binom.pmf(n0, n, eps) * inner
-    return float(total)
+        total += w * float(_pmf(k1, n1, p1) @ reject @ _pmf(k0, n0, p0))
+    return total
 
 
 def _support(n: int, p: float) -> np.ndarray:
-    """The counts of Bin(n, p) outside tails of ``TAIL`` each (what the sums can see)."""
-    lo, hi = stats.binom.ppf([TAIL, 1 - TAIL], n, p)
-    return np.arange(int(max(lo - 1, 0)), int(min(hi + 1, n)) + 1)
+    """The counts of Bin(n, p) within ``max(8 sd, 12)`` of the mean: outside, the
+    binomial's mass is below 1e-12 (Chernoff), which no power figure can see."""
+    half = max(8.0 * math.sqrt(n * p * (1 - p)), 12.0)
+    lo, hi = max(0, math.floor(n * p - half)), min(n, math.ceil(n * p + half))
+    return np.arange(lo, hi + 1)
+
+
+def _pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
+    """Binomial probabilities by log-gamma (no per-call overhead of ``scipy.stats``)."""
+    k = k.astype(float)
+    log = (
+        special.gammaln(n + 1.0)
+        - special.gammaln(k + 1.0)
+        - special.gammaln(n - k + 1.0)
+        + special.xlogy(k, p)
+        + special.xlog1py(n - k, -p)
+    )
+    return np.exp(log)
 
 
 def sequential_critical(sessions: float, alpha: float, tuning: float | None = None) -> float:
@@ -163,6 +183,7 @@ class RatePlan:
         return horizon is None or self.sessions <= horizon
 
 
+@functools.lru_cache(maxsize=1024)
 def plan_rate(
     design: Design,
     explore_rate: float,
