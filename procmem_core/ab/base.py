@@ -92,7 +92,7 @@ def _as_2d(field: str, value: ArrayLike, dtype: type) -> np.ndarray:
         if not np.isin(a, (0, 1)).all():
             raise ParameterError(field, "non-0/1 values", "True/False (or 0/1) per session")
         a = a.astype(bool)
-    return a.astype(float) if dtype is float else a
+    return a.astype(float, copy=False) if dtype is float else a
 
 
 def check_propensity(propensity: ArrayLike, shape: tuple[int, int]) -> np.ndarray | float:

@@ -76,13 +76,13 @@ class ConfidencePath:
         return self.excludes(value).any(axis=1)
 
     def final(self) -> Estimate:
-        """The sequence at the last session."""
+        """The sequence at the last session (copies: a view would keep the whole path)."""
         return Estimate(
-            tau=self.centre[:, -1],
-            se=self.se[:, -1],
-            low=self.low[:, -1],
-            high=self.high[:, -1],
-            p=self.p[:, -1],
+            tau=self.centre[:, -1].copy(),
+            se=self.se[:, -1].copy(),
+            low=self.low[:, -1].copy(),
+            high=self.high[:, -1].copy(),
+            p=self.p[:, -1].copy(),
         )
 
 

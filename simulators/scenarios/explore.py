@@ -233,7 +233,7 @@ class ExploreScenario(Scenario):
         return {
             "peeked_miss": miss.any(axis=1),
             "srm_p": srm_p_value((~shown).sum(axis=1), self.sessions, self.explore_rate),
-            "srm_sequential_p": seq[:, -1],
+            "srm_sequential_p": seq[:, -1].copy(),
             "cuped_reduction": adj.width_reduction,
             **{f"{arm}_rated": (sel & arrived).sum(axis=1).astype(float)
                for arm, sel in (("shown", shown), ("withheld", ~shown))},
