@@ -47,20 +47,30 @@ def _explore_rate(run: pd.Series) -> float | None:
 
 
 def _cells(sweep: Sweep, runs: pd.DataFrame) -> dict[str, str]:
-    """``run_id -> "run: k=v, ..."`` over the params that vary among its scenario's runs."""
+    """``run_id -> "run: k=v, ..."`` over the params that vary among its scenario's runs,
+    in the order of those params' values."""
     out = {}
-    for _, g in runs.groupby("scenario", sort=False):
+    for _, g in runs.groupby("scenario", sort=True):
         varying = [
             p
             for p in sweep.param_names
             if p.split(".")[-1] not in BOOKKEEPING + ANALYSIS
             and g[p].map(repr).nunique(dropna=False) > 1
         ]
-        for _, r in g.iterrows():
+        for _, r in (
+            g.sort_values(varying, kind="mergesort").iterrows() if varying else g.iterrows()
+        ):
             parts = [f"{p.split('.')[-1]}={show(r[p])}" for p in varying]
             name = r.get("run_name") or r["run_id"][:8]
             out[r["run_id"]] = f"{name}: " + (", ".join(parts) if parts else "as configured")
     return out
+
+
+def _share(rate: float, n: int) -> str:
+    """A simulated share with its Monte Carlo SE ``sqrt(r (1 - r) / n)``."""
+    if np.isnan(rate) or n <= 0:
+        return "n/a"
+    return f"{rate:.3g} ± {np.sqrt(rate * (1 - rate) / n):.2g}"
 
 
 def _interval(low: float, high: float) -> str:
@@ -80,14 +90,16 @@ def _rows(summary: pd.DataFrame, cell: str) -> list[dict]:
                 "estimate (median)": s["estimate"],
                 "fixed-n 95 % interval (median)": _interval(s["low"], s["high"]),
                 "width": s["width"],
-                "power": s["power"],
-                "power after Holm": s["power_holm"],
-                "power after BH": s["power_bh"],
+                "power": _share(s["power"], s["deployments"]),
+                "power after Holm": _share(s["power_holm"], s["deployments"]),
+                "power after BH": _share(s["power_bh"], s["deployments"]),
                 "sequence at the end (median)": _interval(s["cs_low"], s["cs_high"]),
                 "sequence width": s["cs_width"],
-                "sequence power": s["cs_power"],
-                "sequence power after Holm": s["cs_power_holm"],
-                "SRM flagged": s["srm_flagged"] if s["srm_tested"] else "not tested",
+                "sequence power": _share(s["cs_power"], s["deployments"]),
+                "sequence power after Holm": _share(s["cs_power_holm"], s["deployments"]),
+                "SRM flagged": _share(s["srm_flagged"], s["deployments"])
+                if s["srm_tested"]
+                else "not tested",
                 "Holm p (median)": s["holm_p"],
                 "procedures per deployment": int(s["family"]),
             }
@@ -104,19 +116,29 @@ def _check_rows(summary: pd.DataFrame, cell: str) -> list[dict]:
             "mean true lift": s["truth"],
             "mean estimate - true lift": s["bias"],
             "SE": s["bias_se"],
-            "z": s["bias"] / s["bias_se"] if s["bias_se"] and s["bias_se"] > 0 else np.nan,
+            "z": s["bias"] / s["bias_se"] if s["bias_se"] > 0 else np.nan,
         }
         for _, s in summary.iterrows()
     ]
 
 
+def rate(cell: str) -> float:
+    """The share in a ``"0.358 ± 0.011"`` cell (NaN for "n/a" or "not tested")."""
+    head = str(cell).split(" ")[0]
+    try:
+        return float(head)
+    except ValueError:
+        return float("nan")
+
+
 def _answer(table: pd.DataFrame, deployments: list[int]) -> str:
     n = len(table)
-    holm = int((table["power after Holm"] > MOST).sum())
-    bh = int((table["power after BH"] > MOST).sum())
-    seq = int((table["sequence power after Holm"] > MOST).sum())
+    holm = int((table["power after Holm"].map(rate) > MOST).sum())
+    bh = int((table["power after BH"].map(rate) > MOST).sum())
+    seq = int((table["sequence power after Holm"].map(rate) > MOST).sum())
     fams = sorted(set(table["procedures per deployment"]))
-    lo, hi = table["power"].min(), table["power"].max()
+    power = table["power"].map(rate)
+    lo, hi = power.min(), power.max()
     few, many = min(deployments), max(deployments)
     per = f"{few:,}" if few == many else f"{few:,} to {many:,}"
     verb = "finds" if holm == 1 else "find"
@@ -151,14 +173,15 @@ def ab_section(sweep: Sweep) -> Section | None:
         return None
     cells = _cells(sweep, runs)
     rows, checks, counts = [], [], []
-    for _, r in runs.iterrows():
+    order = {run_id: i for i, run_id in enumerate(cells)}
+    for _, r in runs.sort_values("run_id", key=lambda c: c.map(order)).iterrows():
         summary = summarise(deployments(_arms(sweep, r["run_id"]), _explore_rate(r)))
         summary = summary[summary["compared"] > 0]
         counts += list(summary["deployments"])
         rows += _rows(summary, cells[r["run_id"]])
         checks += _check_rows(summary, cells[r["run_id"]])
     table = pd.DataFrame(rows)
-    flagged = table[pd.to_numeric(table["SRM flagged"], errors="coerce") > 0.01]
+    flagged = table[table["SRM flagged"].map(rate) > 0.01]
     blocks: list = [
         Table(
             "Per deployment: each row is one swept cell and procedure; medians and shares are "
@@ -166,8 +189,9 @@ def ab_section(sweep: Sweep) -> Section | None:
             "95 % interval (valid with small arms). Sequence: a Beta-mixture confidence "
             "sequence per arm, differenced, read at the last session (valid at any stopping "
             "time, finite-sample; wider). Power: the share of deployments whose interval "
-            "excludes 0; a deployment flagged for sample-ratio mismatch (withheld count "
-            "against Binomial(sessions, explore rate), p < 0.001) counts as not finding one.",
+            "excludes 0 (± its Monte Carlo SE); a deployment flagged for sample-ratio mismatch "
+            "(withheld count against Binomial(sessions, explore rate), p < 0.001) counts as "
+            "not finding one.",
             table,
         ),
         f"Adjustment is within a deployment: the procedures one replication compares form "

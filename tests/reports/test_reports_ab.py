@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reports.sections.ab import ab_section
+from reports.sections.ab import ab_section, rate
 from reports.sections.ab_deployments import deployments, summarise
 from simulators.result import ScenarioResult
 from simulators.scenarios.explore import ExploreScenario
@@ -48,14 +48,16 @@ def test_explore_row_is_the_scenarios_own_per_deployment_read(runs, section):
     # the report recomputes Newcombe from the logged counts; the scenario computed it from
     # the sessions: the same intervals, so the same power and medians
     excludes = (dim["ci_low"] > 0) | (dim["ci_high"] < 0)
-    assert row["power"] == pytest.approx(excludes.mean())
+    assert rate(row["power"]) == pytest.approx(excludes.mean(), abs=1e-3)  # 3 digits
+    se = np.sqrt(excludes.mean() * (1 - excludes.mean()) / 400)
+    assert row["power"].endswith(f"± {se:.2g}")
     assert row["power after Holm"] == row["power"]  # one procedure per deployment
     lo, hi = (float(x) for x in re.findall(r"-?\d\.\d+", row["fixed-n 95 % interval (median)"]))
     assert lo == pytest.approx(dim["ci_low"].median(), abs=5e-4)
     assert hi == pytest.approx(dim["ci_high"].median(), abs=5e-4)
     assert row["width"] == pytest.approx((dim["ci_high"] - dim["ci_low"]).median())
     assert row["deployments"] == "400 of 400"
-    assert row["SRM flagged"] == explore.metrics["srm_flag_rate"]  # every session rated
+    assert rate(row["SRM flagged"]) == pytest.approx(explore.metrics["srm_flag_rate"], abs=5e-4)
     assert row["true lift"] == pytest.approx(explore.metrics["true_lift_pool"])
 
 
@@ -81,12 +83,12 @@ def test_loop_rows_adjust_within_each_deployment(runs):
 
 def test_opening_sentence_counts_what_the_table_shows(section):
     table = _table(section, "Per deployment")
-    n_holm = int((table["power after Holm"] > 0.5).sum())
-    n_seq = int((table["sequence power after Holm"] > 0.5).sum())
+    n_holm = int((table["power after Holm"].map(rate) > 0.5).sum())
+    n_seq = int((table["sequence power after Holm"].map(rate) > 0.5).sum())
     assert f"{n_holm} of {len(table)} procedure comparisons" in section.answer
     assert f"and {n_seq} with the per-arm Beta-mixture confidence sequence" in section.answer
     assert "after Holm adjustment" in section.answer and "family-wise error" in section.answer
-    lo, hi = table["power"].min(), table["power"].max()
+    lo, hi = table["power"].map(rate).min(), table["power"].map(rate).max()
     assert f"ranges from {lo:.3g} to {hi:.3g}" in section.answer
     check = _table(section, "Check of the estimator")
     assert "pooled over deployments" in next(
@@ -109,7 +111,7 @@ def test_a_planted_sample_ratio_mismatch_is_flagged_and_never_an_effect(sweep_of
     result = ScenarioResult("explore", tables={"ab_arms_by_replication": pd.DataFrame(rows)})
     sec = ab_section(sweep_of([({"explore.explore_rate": 0.1}, result)]))
     row = _table(sec, "Per deployment").iloc[0]
-    assert row["SRM flagged"] > 0.99
-    assert row["power"] < 0.01  # a lift of 0.2 would be found everywhere, were it trusted
+    assert rate(row["SRM flagged"]) > 0.99
+    assert rate(row["power"]) < 0.01  # a lift of 0.2 would be found everywhere, were it trusted
     assert any("Sample-ratio mismatch was flagged" in b for b in sec.blocks if isinstance(b, str))
     assert sec.answer.startswith("Read per deployment") and "0 of 1" in sec.answer
