@@ -61,7 +61,7 @@ def power_cost(t: pd.DataFrame, target: float) -> MplFigure:
             _proportion(ax, g["explore_rate"], g["power"], g["replications"], c,
                         f"{readable(n)} sessions", marker="o")  # fmt: skip
             if "power_formula" in g:
-                ax.plot(g["explore_rate"], g["power_formula"], ":", color=c)
+                ax.plot(g["explore_rate"], g["power_formula"], ":", marker="+", ms=8, color=c)
             err = Z95 * g["exploration_cost_se"].fillna(0)
             cost.errorbar(g["explore_rate"], g["exploration_cost"], yerr=err, color=c,
                           marker="o", ms=4, capsize=3, label=f"{readable(n)} sessions")  # fmt: skip
@@ -71,12 +71,13 @@ def power_cost(t: pd.DataFrame, target: float) -> MplFigure:
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
         cost.yaxis.set_major_formatter(THOUSANDS)
-        cost.set_ylim(bottom=0)
+        top = t.loc[t["lift_condition"] == cond, "exploration_cost"].max()
+        cost.set_ylim(0, max(top, 0) * 1.15 + 1e-9)
         cost.grid(alpha=0.3)
         cost.set_xlabel("explore rate (share withheld)")
     axes[0, 0].set_ylabel("power (share of deployments\nwhose 95 % CI excludes 0)")
     axes[1, 0].set_ylabel("successes forgone\n(withheld x pool lift)")
-    axes[0, -1].plot([], [], ":", color="black", label="normal approx.")
+    axes[0, -1].plot([], [], ":", marker="+", color="black", label="normal approx.")
     axes[0, -1].plot([], [], "--", color=TARGET_COLOUR, label=f"target {target:g}")
     legend_outside(axes[0, -1], "sessions")
     return fig
