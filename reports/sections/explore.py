@@ -21,6 +21,7 @@ from reports.sections.explore_choice import (
     choice_table,
     choose,
     estimators_in,
+    online_sentence,
     planner_agreement,
     planner_table,
 )
@@ -112,10 +113,12 @@ def _span(values: pd.Series) -> str:
 def _choice_blocks(rows: pd.DataFrame, estimators: list[str], options: ReportOptions) -> tuple:
     target = options.target_power
     horizons = [options.target_sessions] if options.target_sessions else None
-    choices = choose(candidates(rows, estimators), target, horizons)
+    cands = candidates(rows, estimators)
+    choices = choose(cands, target, horizons)
     if not choices:
         return None, []
     answer = _single_value(rows, estimators, target) or choice_sentence(choices, target)
+    online = choose(cands[cands["guarantee"] != "fixed-n"], target, horizons)
     stated = f"horizon {readable(options.target_sessions)}" if horizons else "each swept horizon"
     blocks: list = [
         Table(
@@ -128,6 +131,7 @@ def _choice_blocks(rows: pd.DataFrame, estimators: list[str], options: ReportOpt
             "are read once at the horizon; always-valid ones may be read at any time.",
             choice_table(choices, estimators),
         ),
+        online_sentence(online, target),
         f"The seeds' default explore rate is {SEED_EXPLORE_RATE:g}: no session is withheld, "
         "so there is no control arm and the lift cannot be estimated at all (power 0).",
         f"Each point rests on {_span(rows['replications'])} replications (deployments); ± "

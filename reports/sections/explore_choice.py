@@ -212,3 +212,27 @@ def planner_agreement(rows: pd.DataFrame, base: float, alpha: float) -> tuple[in
         zs.append(abs(float(r["dim_power"]) - want) / se if se > 0 else math.nan)
     finite = [z for z in zs if not math.isnan(z)]
     return sum(z <= 4 for z in finite), len(finite), max(finite) if finite else math.nan
+
+
+def online_sentence(online: list[Choice], target: float) -> str:
+    """The cheapest always-valid read per lift at the longest horizon (``online``: the
+    choices among the confidence sequences only)."""
+    if not online:
+        return "No confidence sequence was logged, so there is no always-valid read."
+    horizon = max(c.horizon for c in online)
+    parts = []
+    for c in sorted((c for c in online if c.horizon == horizon), key=lambda c: -c.true_lift):
+        r = c.row
+        if c.feasible:
+            parts.append(
+                f"{r['estimator']} at explore rate {readable(r['explore_rate'])} for true lift "
+                f"{readable(c.true_lift)} ({with_se(r['cost'], r['cost_se'])} successes forgone)"
+            )
+        else:
+            parts.append(f"none of the swept rates for true lift {readable(c.true_lift)}")
+    return (
+        "To read while sessions accrue (stopping at any time), the cheapest confidence "
+        f"sequence whose power read at the horizon of {readable(horizon)} sessions reaches "
+        f"{target:g} is " + "; ".join(parts) + " (stopping at the first exclusion of 0 only "
+        "adds power)."
+    )

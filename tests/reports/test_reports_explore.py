@@ -78,6 +78,16 @@ def test_the_pick_is_the_cheapest_covering_read_reaching_the_power(sweep, sectio
     longest = readable(max(HORIZONS))
     assert sec.answer.startswith(f"With {longest} sessions, power 0.8")
     assert sec.answer.count("for true lift") == len(EFFECTS)
+    online = next(b for b in sec.blocks if isinstance(b, str) and b.startswith("To read while"))
+    top = rows[rows["sessions"] == max(HORIZONS)]
+    named = 0
+    for _, r in top.iterrows():  # every sequence named there reaches the power, covering
+        eps, lift = readable(r["explore_rate"]), readable(r["true_lift"])
+        where = f"at explore rate {eps} for true lift {lift}"
+        for e in (e for e in estimators if e.startswith("cs_") and f"{e} {where}" in online):
+            named += 1
+            assert r[f"{e}_power"] >= 0.8 and _valid(r, e)
+    assert named + online.count("none of the swept rates") == len(EFFECTS)
 
 
 def test_the_planner_answer_is_the_engines(sweep, section):
