@@ -237,6 +237,13 @@ _ONLINE_CAPTION = (
 )
 
 
+def _rate(r: pd.Series, metric: str) -> str:
+    """A simulated share ± SE, or "0 of N" where none occurred (its SE formula gives 0)."""
+    if float(r[metric]) == 0:
+        return f"0 of {readable(r['replications'])}"
+    return fmt_metric(r, metric)
+
+
 def _online_table(top: pd.DataFrame) -> pd.DataFrame:
     out = []
     for _, r in top.sort_values(["true_lift", "explore_rate"]).iterrows():
@@ -245,14 +252,14 @@ def _online_table(top: pd.DataFrame) -> pd.DataFrame:
                 "run": r["run_name"],
                 "true lift": readable(r["true_lift"]),
                 "explore rate": readable(r["explore_rate"]),
-                "fixed-n read every session: miss": fmt_metric(r, "dim_monitor_miss_rate"),
-                "cs_aipw: miss": fmt_metric(r, "cs_aipw_monitor_miss_rate"),
-                "cs_eb_aipw: miss": fmt_metric(r, "cs_eb_aipw_monitor_miss_rate"),
+                "fixed-n read every session: miss": _rate(r, "dim_monitor_miss_rate"),
+                "cs_aipw: miss": _rate(r, "cs_aipw_monitor_miss_rate"),
+                "cs_eb_aipw: miss": _rate(r, "cs_eb_aipw_monitor_miss_rate"),
                 "cs_aipw width / aipw": fmt_metric(r, "cs_aipw_width_ratio"),
                 "cs_aipw_linear width / aipw": fmt_metric(r, "cs_aipw_linear_width_ratio"),
-                "cs_aipw: 0 excluded at some session": fmt_metric(r, "cs_aipw_sequential_power"),
-                "SRM flagged (fixed / sequential)": f"{fmt_metric(r, 'srm_flag_rate')} / "
-                f"{fmt_metric(r, 'srm_sequential_flag_rate')}",
+                "cs_aipw: 0 excluded at some session": _rate(r, "cs_aipw_sequential_power"),
+                "SRM flagged (fixed / sequential)": f"{_rate(r, 'srm_flag_rate')} / "
+                f"{_rate(r, 'srm_sequential_flag_rate')}",
                 "CUPED width reduction": fmt_metric(r, "cuped_width_reduction"),
             }
         )

@@ -229,7 +229,13 @@ def online_sentence(online: list[Choice], target: float) -> str:
                 f"{readable(c.true_lift)} ({with_se(r['cost'], r['cost_se'])} successes forgone)"
             )
         else:
-            parts.append(f"none of the swept rates for true lift {readable(c.true_lift)}")
+            parts.append(f"none at any swept rate for true lift {readable(c.true_lift)}")
+    if not any(c.feasible for c in online if c.horizon == horizon):
+        return (
+            f"To read while sessions accrue (stopping at any time), no confidence sequence "
+            f"reaches power {target:g} read at the horizon of {readable(horizon)} sessions, at "
+            "any swept rate and lift."
+        )
     return (
         "To read while sessions accrue (stopping at any time), the cheapest confidence "
         f"sequence whose power read at the horizon of {readable(horizon)} sessions reaches "

@@ -87,7 +87,9 @@ def test_the_pick_is_the_cheapest_covering_read_reaching_the_power(sweep, sectio
         for e in (e for e in estimators if e.startswith("cs_") and f"{e} {where}" in online):
             named += 1
             assert r[f"{e}_power"] >= 0.8 and _valid(r, e)
-    assert named + online.count("none of the swept rates") == len(EFFECTS)
+    assert named + online.count("none at any swept rate") == len(EFFECTS) or (
+        named == 0 and "no confidence sequence reaches" in online
+    )
 
 
 def test_the_planner_answer_is_the_engines(sweep, section):
@@ -141,7 +143,7 @@ def test_online_table_and_sequence_figure(sweep, section):
             )
             or True
         )
-        miss = float(t["cs_aipw: miss"].split(" ")[0])
+        miss = float(t["cs_aipw: miss"].split(" ")[0])  # "0.02 ± 0.004" or "0 of 300"
         assert miss == pytest.approx(r["cs_aipw_monitor_miss_rate"], rel=1e-2, abs=1e-3)
     names = [b.name for b in sec.figures]
     assert names == ["explore_power_cost", "explore_power_by_estimator", "explore_coverage",
