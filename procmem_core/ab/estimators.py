@@ -1,7 +1,8 @@
-"""The four lift estimators of withheld-vs-shown sessions (docs/statistics.md), each one
-class on ``LiftEstimator`` (``ab.base``): difference in means, Hajek IPW, Horvitz-Thompson
-IPW and AIPW. Style after Open Bandit Pipeline's ``obp.ope.estimators``: one class per
-formula, the formula and its source in the docstring.
+"""The fixed-n lift estimators of withheld-vs-shown sessions (docs/statistics.md), each one
+class on ``LiftEstimator`` (``ab.base``): difference in means (with Newcombe's interval,
+its p-value and its peeked path), Hajek IPW, Horvitz-Thompson IPW and AIPW. Style after
+Open Bandit Pipeline's ``obp.ope.estimators``: one class per formula, the formula and its
+source in the docstring.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from scipy import stats
 
 from procmem_core.ab.base import Estimate, LiftEstimator, normal_z, wald_estimate
 from procmem_core.proportions import wilson_interval
@@ -33,28 +35,74 @@ class DifferenceInMeans(LiftEstimator):
 
     name: ClassVar[str] = "dim"
 
-    def estimate(
+    def compute(
         self,
         y: np.ndarray,
         shown: np.ndarray,
         x: np.ndarray,
         mask: np.ndarray,
-        propensity: float,
-        level: float = 0.95,
+        propensity: np.ndarray | float,
+        level: float,
     ) -> Estimate:
-        a1 = shown & mask
-        a0 = ~shown & mask
-        s1, n1 = _arm_sums(y, a1)
-        s0, n0 = _arm_sums(y, a0)
-        p1, p0 = _safe_div(s1, n1), _safe_div(s0, n0)
-        tau = p1 - p0
-        se = np.sqrt(_safe_div(p1 * (1 - p1), n1) + _safe_div(p0 * (1 - p0), n0))
-        z = normal_z(level)
-        l1, u1 = wilson_interval(s1, n1, z)
-        l0, u0 = wilson_interval(s0, n0, z)
-        low = tau - np.sqrt((p1 - l1) ** 2 + (u0 - p0) ** 2)
-        high = tau + np.sqrt((u1 - p1) ** 2 + (p0 - l0) ** 2)
-        return Estimate(tau=tau, se=se, low=low, high=high)
+        s1, n1 = _arm_sums(y, shown & mask)
+        s0, n0 = _arm_sums(y, ~shown & mask)
+        return newcombe_estimate(s1, n1, s0, n0, level)
+
+
+def newcombe_bounds(
+    s1: np.ndarray, n1: np.ndarray, s0: np.ndarray, n0: np.ndarray, z: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Newcombe's hybrid score interval for ``p1 - p0`` (Newcombe 1998, method 10):
+    ``tau - sqrt((p1 - l1)^2 + (u0 - p0)^2)``, ``tau + sqrt((u1 - p1)^2 + (p0 - l0)^2)``
+    with ``(l_a, u_a)`` the Wilson intervals of the two arms at ``z``."""
+    p1, p0 = _safe_div(s1, n1), _safe_div(s0, n0)
+    tau = p1 - p0
+    l1, u1 = wilson_interval(s1, n1, z)
+    l0, u0 = wilson_interval(s0, n0, z)
+    low = tau - np.sqrt((p1 - l1) ** 2 + (u0 - p0) ** 2)
+    high = tau + np.sqrt((u1 - p1) ** 2 + (p0 - l0) ** 2)
+    return low, high
+
+
+def newcombe_p(
+    s1: np.ndarray, n1: np.ndarray, s0: np.ndarray, n0: np.ndarray, iterations: int = 60
+) -> np.ndarray:
+    """The p-value of "no lift" that goes with Newcombe's interval: ``2 Phi(-z*)`` where
+    ``z*`` puts the interval's near end on 0 (the Wilson intervals widen with ``z``, so
+    bisection finds it); 1 when the arms' rates are equal, NaN when an arm is empty."""
+    s1, n1, s0, n0 = (np.asarray(a, dtype=float) for a in (s1, n1, s0, n0))
+    tau = _safe_div(s1, n1) - _safe_div(s0, n0)
+    lo, hi = np.zeros_like(tau), np.full_like(tau, 40.0)
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        low, high = newcombe_bounds(s1, n1, s0, n0, mid)
+        still_excludes = np.where(tau > 0, low > 0, high < 0)
+        lo, hi = np.where(still_excludes, mid, lo), np.where(still_excludes, hi, mid)
+    p = 2.0 * stats.norm.sf((lo + hi) / 2)
+    return np.where(np.isfinite(tau), np.where(tau == 0, 1.0, p), np.nan)
+
+
+def newcombe_estimate(
+    s1: np.ndarray, n1: np.ndarray, s0: np.ndarray, n0: np.ndarray, level: float
+) -> Estimate:
+    """Difference in means of two arms' counts with Newcombe's interval and its p-value."""
+    p1, p0 = _safe_div(s1, n1), _safe_div(s0, n0)
+    se = np.sqrt(_safe_div(p1 * (1 - p1), n1) + _safe_div(p0 * (1 - p0), n0))
+    low, high = newcombe_bounds(s1, n1, s0, n0, normal_z(level))
+    return Estimate(tau=p1 - p0, se=se, low=low, high=high, p=newcombe_p(s1, n1, s0, n0))
+
+
+def newcombe_path(
+    y: np.ndarray, shown: np.ndarray, mask: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Newcombe's fixed-n interval recomputed after every session (what peeking reads):
+    ``(low, high)`` of shape ``(R, n)``, ``(-inf, inf)`` until both arms have a session."""
+    a1, a0 = shown & mask, ~shown & mask
+    n1, n0 = np.cumsum(a1, axis=1), np.cumsum(a0, axis=1)
+    s1, s0 = np.cumsum(y * a1, axis=1), np.cumsum(y * a0, axis=1)
+    low, high = newcombe_bounds(s1, n1, s0, n0, normal_z(level))
+    both = (n1 > 0) & (n0 > 0)
+    return np.where(both, low, -np.inf), np.where(both, high, np.inf)
 
 
 @dataclass(frozen=True)
@@ -69,14 +117,14 @@ class HajekIPW(LiftEstimator):
 
     name: ClassVar[str] = "ipw"
 
-    def estimate(
+    def compute(
         self,
         y: np.ndarray,
         shown: np.ndarray,
         x: np.ndarray,
         mask: np.ndarray,
-        propensity: float,
-        level: float = 0.95,
+        propensity: np.ndarray | float,
+        level: float,
     ) -> Estimate:
         w1 = (shown & mask) / propensity
         w0 = (~shown & mask) / (1.0 - propensity)
@@ -101,14 +149,14 @@ class HorvitzThompsonIPW(LiftEstimator):
 
     name: ClassVar[str] = "ipw_ht"
 
-    def estimate(
+    def compute(
         self,
         y: np.ndarray,
         shown: np.ndarray,
         x: np.ndarray,
         mask: np.ndarray,
-        propensity: float,
-        level: float = 0.95,
+        propensity: np.ndarray | float,
+        level: float,
     ) -> Estimate:
         psi = ((shown & mask) / propensity - (~shown & mask) / (1.0 - propensity)) * y
         return _mean_estimate(psi, mask, level)
@@ -154,14 +202,14 @@ class AugmentedIPW(LiftEstimator):
 
     name: ClassVar[str] = "aipw"
 
-    def estimate(
+    def compute(
         self,
         y: np.ndarray,
         shown: np.ndarray,
         x: np.ndarray,
         mask: np.ndarray,
-        propensity: float,
-        level: float = 0.95,
+        propensity: np.ndarray | float,
+        level: float,
     ) -> Estimate:
         a1 = shown & mask
         a0 = ~shown & mask

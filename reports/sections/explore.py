@@ -1,30 +1,39 @@
-"""Explore rate: how much to withhold, what it costs, and the withheld-vs-shown A/B tables."""
+"""Explore rate: how much to withhold, with which estimator, what it costs, and how to read
+the experiment while it runs. The choice itself is ``explore_choice``; the figures are
+``explore_figures``; numbers are formatted by ``explore_format``."""
 
 from __future__ import annotations
 
 import pandas as pd
-from matplotlib.figure import Figure as MplFigure
 
-from reports.canvas import (
-    TARGET_COLOUR,
-    legend_outside,
-    new_figure,
-    palette,
-    png_bytes,
-    simulated_points,
-)
+from procmem_core.ab import ESTIMATORS
+from procmem_core.ab.planner import EXACT_ARM
+from reports.canvas import png_bytes
 from reports.configs import Labelled, label_runs, show
 from reports.document import Figure, Section, Table
-from reports.evidence import fmt, fmt_metric
+from reports.evidence import fmt_metric
 from reports.options import ReportOptions
-from reports.recommend import recommend_explore
+from reports.sections import explore_figures as figs
 from reports.sections import report_section
+from reports.sections.explore_choice import (
+    candidates,
+    choice_sentence,
+    choice_table,
+    choose,
+    estimators_in,
+    online_sentence,
+    planner_agreement,
+    planner_table,
+)
+from reports.sections.explore_format import readable, with_se
 from reports.source import Sweep, find_param
 
 SEED_EXPLORE_RATE = 0.0
 """Loom's procedure_explore_rate default: nothing withheld, so no control arm at all."""
-NOMINAL_COVERAGE = 0.95
-Z95 = 1.959963984540054
+ANALYSIS_KNOBS = ("estimator", "confidence_level", "target_power", "cs_tuning_sessions")
+"""Explore settings that choose how a run is read, not the world: never a lift condition."""
+SHOWN_IN_FIGURES = ("dim", "ipw", "aipw", "cuped", "cs_aipw", "cs_aipw_linear")
+ONLINE = ("dim", "cs_aipw", "cs_aipw_linear", "cs_ipw", "cs_eb_aipw", "cs_eb_ipw")
 
 
 def _effective(sweep: Sweep, rows: pd.DataFrame) -> dict[str, pd.Series]:
@@ -37,8 +46,7 @@ def _effective(sweep: Sweep, rows: pd.DataFrame) -> dict[str, pd.Series]:
             continue
         own = rows[name]
         fallback = rows.get(f"params.scenario.{parts[2]}")
-        value = own if fallback is None else own.where(own.notna(), fallback)
-        out[parts[2]] = value
+        out[parts[2]] = own if fallback is None else own.where(own.notna(), fallback)
     return out
 
 
@@ -49,224 +57,264 @@ def _explore_runs(sweep: Sweep) -> Labelled | None:
         return None
     settings = _effective(sweep, lab.rows)
     rate = settings.get("explore_rate")
-    if rate is None:
-        col = find_param(sweep.param_names, "explore_rate", "explore")
-        rate = lab.rows[col] if col else None
     if rate is None or rate.isna().any():
         return None
     rows = lab.rows.assign(explore_rate=rate.astype(float), sessions=lab.rows[sessions].astype(int))
-    # one recommendation per true lift and estimator settings
-    varying = {k: v for k, v in settings.items() if k != "explore_rate" and v.nunique() > 1}
+    reps = find_param(sweep.param_names, "replications", "scenario")
+    rows["replications"] = rows[reps].astype(int) if reps else 1
     world = [
         c for c in lab.condition_cols
         if c != sessions and c.split(".")[-1] not in settings and ".explore." not in c
     ]  # fmt: skip
-    parts = [
-        [f"{k}={show(v.iloc[i])}" for k, v in varying.items()]
-        + [f"{c.split('.')[-1]}={show(rows.at[i, c])}" for c in world]
-        for i in range(len(rows))
-    ]
     lift = rows.get("true_lift")
-    rows["lift_condition"] = [
-        (f"true lift {lift.iloc[i]:.3g}" if lift is not None else "as configured")
-        + (f" ({', '.join(p)})" if p else "")
-        for i, p in enumerate(parts)
-    ]
+    labels = []
+    for i in range(len(rows)):
+        head = f"true lift {lift.iloc[i]:.3g}" if lift is not None else "as configured"
+        extra = ", ".join(f"{c.split('.')[-1]}={show(rows.at[i, c])}" for c in world)
+        labels.append(head + (f" ({extra})" if extra else ""))
+    rows["lift_condition"] = labels
     return Labelled(rows, lab.config_cols, world, lab.reference_condition)
 
 
-def _power_figure(t: pd.DataFrame, target: float, colours: dict) -> MplFigure:
-    fig, (ax, ax_w) = new_figure(11.0, 4.2, ncols=2)
-    cost_ax = ax.twinx()
-    for n, g in t.groupby("sessions", sort=True):
-        g = g.sort_values("explore_rate")
-        c = colours[str(n)]
-        rate = g["explore_rate"]
-        simulated_points(
-            ax, rate, g["power"], g["power_se"], c, f"power, {n} sessions", joined=True
+def _single_value(rows: pd.DataFrame, estimators: list[str], target: float) -> str | None:
+    """The answer when the sweep ran one explore rate and one number of sessions."""
+    if rows["explore_rate"].nunique() > 1 or rows["sessions"].nunique() > 1:
+        return None
+    r = rows.iloc[0]
+    ranked = sorted(estimators, key=lambda e: -float(r[f"{e}_power"]))[:3]
+    powers = ", ".join(f"{e} {with_se(r[f'{e}_power'], r[f'{e}_power_se'])}" for e in ranked)
+    reached = any(float(r[f"{e}_power"]) >= target for e in estimators)
+    return (
+        f"Only one explore rate ({readable(r['explore_rate'])}) and one horizon "
+        f"({readable(r['sessions'])} sessions) were run, so this sweep cannot say which rate "
+        f"to use (the explore_tradeoff preset asks that); at that setting and true lift "
+        f"{readable(r['true_lift'])} ({r['run_name']}), the highest simulated powers per "
+        "deployment are "
+        f"{powers} ({'some reach' if reached else 'none reaches'} the target {target:g})."
+    )
+
+
+def _coincide(rows: pd.DataFrame, a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` have the same mean estimate in every run where neither is
+    ever undefined (there they agree replication by replication or not at all)."""
+    cols = [f"{e}_{m}" for e in (a, b) for m in ("estimate", "undefined_rate")]
+    if any(c not in rows for c in cols):
+        return False
+    both = rows[(rows[f"{a}_undefined_rate"] == 0) & (rows[f"{b}_undefined_rate"] == 0)]
+    diff = (both[f"{a}_estimate"] - both[f"{b}_estimate"]).abs()
+    return not both.empty and bool((diff < 1e-9).all())
+
+
+def _span(values: pd.Series) -> str:
+    lo, hi = values.min(), values.max()
+    return readable(lo) if lo == hi else f"{readable(lo)} to {readable(hi)}"
+
+
+def _choice_blocks(rows: pd.DataFrame, estimators: list[str], options: ReportOptions) -> tuple:
+    target = options.target_power
+    horizons = [options.target_sessions] if options.target_sessions else None
+    cands = candidates(rows, estimators)
+    choices = choose(cands, target, horizons)
+    if not choices:
+        return None, []
+    answer = _single_value(rows, estimators, target) or choice_sentence(choices, target)
+    online = choose(cands[cands["guarantee"] != "fixed-n"], target, horizons)
+    stated = f"horizon {readable(options.target_sessions)}" if horizons else "each swept horizon"
+    blocks: list = [
+        Table(
+            f"Cheapest read reaching power {target:g} per true lift and {stated}: among every "
+            "swept explore rate and estimator whose simulated power per deployment at that "
+            "horizon reaches the target and whose interval covers there (coverage at least "
+            "0.95 - 4 SE), the one forgoing the fewest successes (sessions x explore rate x "
+            "lift); per estimator, its smallest qualifying explore rate. Where nothing "
+            "qualifies the row shows the most powerful interval that covers. Fixed-n intervals "
+            "are read once at the horizon; always-valid ones may be read at any time.",
+            choice_table(choices, estimators),
+        ),
+        online_sentence(online, target),
+        f"The seeds' default explore rate is {SEED_EXPLORE_RATE:g}: no session is withheld, "
+        "so there is no control arm and the lift cannot be estimated at all (power 0).",
+        f"Each point rests on {_span(rows['replications'])} replications (deployments); ± "
+        "are Monte Carlo standard errors, figure bars 95 % Wilson intervals.",
+    ]
+    return answer, blocks
+
+
+def _planner_blocks(sweep: Sweep, rows: pd.DataFrame, options: ReportOptions) -> list:
+    base_col = find_param(sweep.param_names, "base_rate", "users")
+    if base_col is None or rows[base_col].nunique() != 1 or "dim_power" not in rows:
+        return []
+    base = float(rows[base_col].iloc[0])
+    level = rows.get("params.explore.confidence_level")
+    alpha = 1 - float(level.iloc[0]) if level is not None and level.notna().all() else 0.05
+    rates = sorted(rows["explore_rate"].unique())
+    table = planner_table(rows, base, alpha, options.target_power, rates)
+    within, cells, worst = planner_agreement(rows, base, alpha)
+    return [
+        Table(
+            f"The planner's answer (python -m experiments.design explore --base {base:g} "
+            f"--lift <lift> --horizon <sessions>) over the swept rates: its pick, the sessions "
+            "it needs, its power at the horizon for the difference in means, and the simulated "
+            "dim power at that cell.",
+            table,
+        ),
+        f"The planner's power for the difference in means (exact where the withheld arm is "
+        f"expected to hold at most {EXACT_ARM} sessions, normal elsewhere) agrees with the "
+        f"simulated "
+        f"dim power within 4 SE at {within} of {cells} swept cells (largest |z| = {worst:.2f}). "
+        f"It assumes every session succeeds with probability {base:g} or "
+        f"{base:g} + lift; the simulated users differ in base rate and in the procedure's "
+        "effect on them, which it ignores.",
+    ]
+
+
+def _estimator_figures(rows: pd.DataFrame, estimators: list[str]) -> list:
+    shown = [e for e in SHOWN_IN_FIGURES if e in estimators]
+    fixed = [e for e in estimators if ESTIMATORS[e].guarantee == "fixed-n"]
+    note = ""
+    if _coincide(rows, "dim", "ipw"):
+        note = (
+            " dim and ipw give the same point estimate wherever both are defined (a constant "
+            "propensity: Hajek's weights cancel), so their curves differ only through their "
+            "intervals (Newcombe's vs a sandwich Wald) and nearly coincide."
         )
-        if "power_formula" in g:
-            ax.plot(
-                rate,
-                g["power_formula"],
-                linestyle=":",
-                marker="+",
-                color=c,
-                label=f"power, normal approx., {n} sessions",
+    top = readable(rows["sessions"].max())
+    return [
+        Figure(
+            "explore_power_by_estimator",
+            png_bytes(figs.by_estimator(rows, "power", shown, "power (share of deployments)")),
+            f"Power of each estimator against the explore rate at {top} sessions, one panel "
+            f"per true lift.{note}",
+        ),
+        Figure(
+            "explore_coverage",
+            png_bytes(
+                figs.by_estimator(
+                    rows, "coverage", fixed, "coverage of the pool's lift", figs.NOMINAL
+                )
+            ),
+            f"Coverage of each fixed-n estimator's 95 % interval at {top} sessions; dashed: "
+            f"the nominal 0.95.{note}",
+        ),
+    ]
+
+
+def _online_blocks(sweep: Sweep, rows: pd.DataFrame) -> list:
+    """The confidence sequence over sessions beside the fixed-n interval, and the table of
+    reading online at the longest horizon."""
+    if "cs_aipw_monitor_miss_rate" not in rows:
+        return []
+    top = rows[rows["sessions"] == rows["sessions"].max()].copy()
+    top["_gap"] = (top["explore_rate"] - 0.1).abs()
+    mid = sorted(top["true_lift"].unique())[len(top["true_lift"].unique()) // 2]
+    run = top[top["true_lift"] == mid].sort_values("_gap").iloc[0]
+    path = sweep.tables.get(run["run_id"], {})
+    path = path.get("cs_path") if "cs_path" in path else None
+    blocks: list = []
+    if path is not None and not path.empty:
+        blocks.append(
+            Figure(
+                "explore_cs_path",
+                png_bytes(figs.sequence_path(path, run, list(ONLINE))),
+                f"Left: the first deployment of {run['run_name']} (true lift "
+                f"{readable(run['true_lift'])}, explore rate {readable(run['explore_rate'])}, "
+                f"{readable(run['sessions'])} sessions): the confidence sequences and the "
+                "fixed-n interval recomputed after every session (clipped to [-1, 1]). Right: "
+                "how often the true lift ever left each when read after every session.",
             )
-        cost_ax.plot(
-            rate,
-            g["exploration_cost"],
-            linestyle="--",
-            marker="x",
-            color=c,
-            label=f"cost, {n} sessions",
         )
-        if "ci_width" in g:
-            simulated_points(
-                ax_w, rate, g["ci_width"], g["ci_width_se"], c, f"{n} sessions", joined=True
-            )
-    ax.axhline(target, color=TARGET_COLOUR, linestyle=":", label=f"target power {target:g}")
-    ax.set_xlabel("explore rate (share of sessions withheld)")
-    ax.set_ylabel("power: CI excludes 0 (probability)")
-    ax.set_ylim(-0.02, 1.02)
-    cost_ax.set_ylabel("exploration cost (successes forgone, dashed)")
-    cost_ax.set_ylim(bottom=0)
-    ax.set_title("Power: simulated (solid), normal approx. (dotted); cost (dashed)", fontsize=10)
-    ax.grid(alpha=0.3)
-    handles = ax.get_legend_handles_labels()[0] + cost_ax.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.8)
-    ax_w.set_xlabel("explore rate (share of sessions withheld)")
-    ax_w.set_ylabel("95 % CI width of the lift (probability)")
-    ax_w.set_ylim(bottom=0)
-    ax_w.set_title("Width of the lift's confidence interval")
-    ax_w.grid(alpha=0.3)
-    legend_outside(ax_w, "sessions")
-    return fig
+    blocks.append(Table(_ONLINE_CAPTION, _online_table(top)))
+    return blocks
 
 
-def _coverage_figure(t: pd.DataFrame, estimators: list[str]) -> MplFigure:
-    fig, (ax,) = new_figure(8.5, 4.0)
-    colours = palette(estimators)
-    for e in estimators:
-        g = t.sort_values("explore_rate")
-        simulated_points(
-            ax,
-            g["explore_rate"],
-            g[f"{e}_coverage"],
-            g[f"{e}_coverage_se"],
-            colours[e],
-            e,
-            joined=True,
+_ONLINE_CAPTION = (
+    "Reading while sessions accrue, at the longest horizon: the share of deployments in "
+    "which the true lift ever left the interval read after every session (fixed-n vs "
+    "sequences; at most 0.05 is the promise), the sequence's width over its fixed-n "
+    "counterpart's at the horizon (tuned there), the share where the sequence excluded 0 at "
+    "some session (stopping then is valid), sample-ratio flags (p < 0.001) and CUPED's "
+    "width reduction with the user's base rate as covariate."
+)
+
+
+def _rate(r: pd.Series, metric: str) -> str:
+    """A simulated share ± SE, or "0 of N" where none occurred (its SE formula gives 0)."""
+    if float(r[metric]) == 0:
+        return f"0 of {readable(r['replications'])}"
+    return fmt_metric(r, metric)
+
+
+def _online_table(top: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for _, r in top.sort_values(["true_lift", "explore_rate"]).iterrows():
+        out.append(
+            {
+                "run": r["run_name"],
+                "true lift": readable(r["true_lift"]),
+                "explore rate": readable(r["explore_rate"]),
+                "fixed-n read every session: miss": _rate(r, "dim_monitor_miss_rate"),
+                "cs_aipw: miss": _rate(r, "cs_aipw_monitor_miss_rate"),
+                "cs_eb_aipw: miss": _rate(r, "cs_eb_aipw_monitor_miss_rate"),
+                "cs_aipw width / aipw": fmt_metric(r, "cs_aipw_width_ratio"),
+                "cs_aipw_linear width / aipw": fmt_metric(r, "cs_aipw_linear_width_ratio"),
+                "cs_aipw: 0 excluded at some session": _rate(r, "cs_aipw_sequential_power"),
+                "SRM flagged (fixed / sequential)": f"{_rate(r, 'srm_flag_rate')} / "
+                f"{_rate(r, 'srm_sequential_flag_rate')}",
+                "CUPED width reduction": fmt_metric(r, "cuped_width_reduction"),
+            }
         )
-    ax.axhline(NOMINAL_COVERAGE, color=TARGET_COLOUR, linestyle=":", label="nominal 0.95")
-    ax.set_xlabel("explore rate (share of sessions withheld)")
-    ax.set_ylabel("CI coverage of the true lift (probability)")
-    ax.set_title("Coverage of each estimator's 95 % interval")
-    ax.grid(alpha=0.3)
-    legend_outside(ax, "estimator")
-    return fig
+    return pd.DataFrame(out)
 
 
-def _confidence_figure(t: pd.DataFrame, colours: dict) -> MplFigure:
-    fig, (ax,) = new_figure(8.5, 4.0)
-    for n, g in t.groupby("sessions", sort=True):
-        g = g.sort_values("explore_rate")
-        simulated_points(
-            ax,
-            g["explore_rate"],
-            g["confidence_wrong_side_rate"],
-            g["confidence_wrong_side_rate_se"],
-            colours[str(n)],
-            f"{n} sessions",
-            joined=True,
-        )
-    ax.set_xlabel("explore rate (share of sessions withheld)")
-    ax.set_ylabel("confidence on the wrong side (probability)")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title("How often the confidence score contradicts the true effect's sign")
-    ax.grid(alpha=0.3)
-    legend_outside(ax, "sessions")
-    return fig
-
-
-def explore_section(sweep: Sweep, target_power: float) -> Section | None:
-    """Smallest explore rate reaching the target power, per true lift, with the evidence."""
+def explore_section(sweep: Sweep, options: ReportOptions) -> Section | None:
+    """Which explore rate and estimator, per true lift and horizon, with the evidence."""
     lab = _explore_runs(sweep)
     if lab is None:
         return None
     rows = lab.rows
-    reps = find_param(sweep.param_names, "replications", "scenario")
-    if reps:
-        rows = rows.assign(replications=rows[reps])
-    recs = {}
-    for cond, g in rows.groupby("lift_condition", sort=True):
-        recs[cond] = recommend_explore(g.reset_index(drop=True), target_power)
-    lifts = rows.groupby("lift_condition")["true_lift"].first() if "true_lift" in rows else None
-    positive = [c for c in recs if lifts is None or lifts[c] > 0]
-    head = (
-        min(positive, key=lambda c: lifts[c])
-        if positive and lifts is not None
-        else next(iter(recs))
-    )
-    answer = recs[head].sentence
-    if len(recs) > 1:
-        answer = f"For the hardest swept case ({head}): " + answer[0].lower() + answer[1:]
-    table = pd.DataFrame(
-        [
-            {
-                "condition": cond,
-                "reaches target": r.feasible,
-                "explore rate": r.pick["explore_rate"],
-                "sessions": int(r.pick["sessions"]),
-                "power": fmt(r.pick["power"], r.pick.get("power_se")),
-                "power, normal approx.": r.pick.get("power_formula", float("nan")),
-                "sessions for target power, normal approx.": r.pick.get(
-                    "sessions_for_target_power", float("nan")
-                ),
-                "cost (successes forgone)": fmt(
-                    r.pick["exploration_cost"], r.pick.get("exploration_cost_se")
-                ),
-                "replications": r.pick.get("replications", ""),
-            }
-            for cond, r in recs.items()
-        ]
-    )
-    blocks: list = [
-        Table(f"Smallest explore rate reaching power {target_power:g} per true lift", table),
-        f"The seeds' default explore rate is {SEED_EXPLORE_RATE:g}: no session is withheld, so "
-        "there is no control arm and the lift cannot be estimated at all (power 0).",
-    ]
-    if reps:
-        blocks.append(
-            f"Each point rests on {show(rows[reps].iloc[0])} replications; bars and "
-            "± are Monte Carlo standard errors (figures: 95 % intervals)."
-        )
-    t = rows[rows["lift_condition"] == head]
-    colours = palette(t["sessions"].astype(str))
+    estimators = estimators_in(sweep.metric_names)
+    answer, blocks = _choice_blocks(rows, estimators, options)
+    if answer is None:
+        return None
     blocks.append(
         Figure(
             "explore_power_cost",
-            png_bytes(_power_figure(t, target_power, colours)),
-            f"Power, cost and CI width against the explore rate ({head}).",
+            png_bytes(figs.power_cost(rows, options.target_power)),
+            "Top: power of each run's configured estimator against the explore rate, one line "
+            "per number of sessions (dotted: the normal approximation); bottom: successes "
+            "forgone. One panel per true lift.",
         )
     )
-    estimators = sorted(
-        m[: -len("_coverage")]
-        for m in sweep.metric_names
-        if m.endswith("_coverage") and m != "coverage" and f"{m}_se" in sweep.metric_names
-    )
-    if estimators:
-        biggest = t[t["sessions"] == t["sessions"].max()]
-        blocks.append(
-            Figure(
-                "explore_coverage",
-                png_bytes(_coverage_figure(biggest, estimators)),
-                f"Coverage of each estimator at {int(t['sessions'].max())} sessions "
-                f"({head}); the dotted line is the nominal level.",
-            )
-        )
-    if "confidence_wrong_side_rate" in t:
-        blocks.append(
-            Figure(
-                "explore_confidence_gap",
-                png_bytes(_confidence_figure(t, colours)),
-                "The flat confidence score is updated only when the procedure is "
-                "shown, with no control: how often it sits on the wrong side of "
-                "the threshold for the procedure's true effect.",
-            )
-        )
-    if "confidence_lift_correlation" in t:
-        r = t.sort_values(["sessions", "explore_rate"]).iloc[-1]
-        blocks.append(
-            f"Across replications, the final confidence score correlates with the true lift "
-            f"at r = {fmt_metric(r, 'confidence_lift_correlation')} ({int(r['sessions'])} "
-            f"sessions, explore rate {r['explore_rate']:g}): the score is not an estimate "
-            "of the effect; the withheld-vs-shown comparison is."
-        )
+    blocks += _planner_blocks(sweep, rows, options)
+    blocks += _estimator_figures(rows, estimators)
+    blocks += _online_blocks(sweep, rows)
+    blocks += _confidence_blocks(rows)
     return Section("explore", "Explore rate: how much to withhold", answer, blocks)
+
+
+def _confidence_blocks(rows: pd.DataFrame) -> list:
+    if "confidence_wrong_side_rate" not in rows:
+        return []
+    blocks: list = [
+        Figure(
+            "explore_confidence_gap",
+            png_bytes(figs.confidence_gap(rows)),
+            "The flat confidence score is updated only when the procedure is shown, with no "
+            "control: how often it sits on the wrong side of the threshold for the sign of the "
+            "procedure's true effect, per true lift.",
+        )
+    ]
+    if "confidence_lift_correlation" in rows:
+        r = rows.sort_values(["sessions", "explore_rate"]).iloc[-1]
+        blocks.append(
+            f"Across replications, the final confidence score correlates with the pool's true "
+            f"lift at r = {fmt_metric(r, 'confidence_lift_correlation')} "
+            f"({readable(r['sessions'])} sessions, explore rate {readable(r['explore_rate'])}): "
+            "the score is not an estimate of the effect; the withheld-vs-shown comparison is."
+        )
+    return blocks
 
 
 @report_section("explore", order=40)
 def _explore_report(sweep: Sweep, options: ReportOptions) -> Section | None:
-    return explore_section(sweep, options.target_power)
+    return explore_section(sweep, options)

@@ -25,10 +25,17 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
-from procmem_core.ab import ESTIMATORS, all_estimators
+from procmem_core.ab import (
+    ESTIMATORS,
+    all_estimators,
+    newcombe_path,
+    regression_adjustment,
+    sequential_srm_p_value,
+    srm_flagged,
+    srm_p_value,
+)
 from procmem_core.errors import (
     ParameterError,
     check_choice,
@@ -39,12 +46,20 @@ from procmem_core.errors import (
 from procmem_core.explore import withhold_top
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold, snap
 from simulators.feedback import Feedback
-from simulators.result import ScenarioResult, rate_and_se, ratio_and_se
+from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario
+from simulators.scenarios.explore_tables import (
+    arms_table,
+    deployment_arms,
+    estimates_table,
+    path_table,
+)
 from simulators.users import UserPopulation
 
-TABLE_REPLICATIONS = 20_000
+TRACED = ("cs_aipw", "cs_eb_aipw")
+"""The sequences traced over the sessions of the first deployment (table ``cs_path``)."""
 CHUNK_SESSIONS = 4_000_000
+ANALYSIS_SESSIONS = 500_000
 
 
 def _default_population() -> UserPopulation:
@@ -60,10 +75,11 @@ def _default_population() -> UserPopulation:
 
 @dataclass(frozen=True)
 class ExploreScenario(Scenario):
-    """Withheld-vs-shown A/B of one procedure, analysed by four estimators.
+    """Withheld-vs-shown A/B of one procedure, analysed by every registered estimator.
 
-    Metrics, per estimator ``e`` in (dim, ipw, ipw_ht, aipw): ``e_estimate``, ``e_bias``,
-    ``e_rmse``, ``e_coverage`` (CI holds the pool's lift), ``e_power`` (CI excludes 0),
+    Metrics, per estimator ``e`` (``ESTIMATORS``: dim, ipw, ipw_ht, aipw, cuped and the
+    confidence sequences cs_*): ``e_estimate``, ``e_bias``, ``e_rmse``, ``e_coverage`` (CI
+    holds the pool's lift at the horizon), ``e_power`` (CI excludes 0 at the horizon),
     ``e_ci_width``, ``e_undefined_rate`` (no session in one arm: no estimate; left out of
     estimate, bias, RMSE, coverage and width, counted as not detected in power), each
     with ``_se``; unprefixed ``estimate, bias, rmse, coverage, power, ci_width,
@@ -74,8 +90,21 @@ class ExploreScenario(Scenario):
     with ``exploration_cost_exact`` (``epsilon * n * true_lift``), and
     ``confidence_final``, ``confidence_wrong_side_rate`` (confidence on the other side of
     the threshold from the sign of the lift), ``confidence_lift_correlation``.
-    Tables: ``ab_arms`` (per arm, pooled) and ``estimates`` (per replication and
-    estimator, first 20,000 replications).
+
+    Reading online (docs/ab.md), each with ``_se``: for every traced sequence,
+    ``e_monitor_miss_rate`` (the pool's lift left it at some session) and
+    ``e_sequential_power`` (0 left it at some session: stopping at the first exclusion);
+    ``dim_monitor_miss_rate`` (the same for Newcombe's fixed-n interval, recomputed after
+    every session from the first with both arms: what peeking costs); for every sequence
+    ``e_width_ratio`` (its width over its fixed-n counterpart's at the horizon, the
+    tuning at ``cs_tuning_sessions``, None = ``sessions``); ``srm_flag_rate`` and
+    ``srm_sequential_flag_rate`` (sample-ratio mismatch at p < 0.001: the exact test at
+    the horizon; the always-valid test ever, checked after every session);
+    ``cuped_width_reduction`` (``1 - se / se_unadjusted`` with the user's base rate as
+    the pre-session covariate). Tables (``explore_tables``): ``ab_arms`` (per arm,
+    pooled: a check of the simulation), ``ab_arms_by_replication`` (per deployment and
+    arm, the loop's layout), ``estimates`` (per replication and estimator, with p-values
+    and the monitoring flags) and ``cs_path`` (the first deployment, session by session).
     """
 
     name: ClassVar[str] = "explore"
@@ -88,6 +117,7 @@ class ExploreScenario(Scenario):
         "estimator": "explore.estimator",
         "confidence_level": "explore.confidence_level",
         "target_power": "explore.target_power",
+        "cs_tuning_sessions": "explore.cs_tuning_sessions",
     }
 
     population: UserPopulation = field(default_factory=_default_population)
@@ -98,6 +128,7 @@ class ExploreScenario(Scenario):
     confidence_level: float = 0.95
     target_power: float = 0.8
     estimator: str = "dim"
+    cs_tuning_sessions: int | None = None
     rule: FlatRule = DEFAULT_RULE
     threshold: float = DEFAULT_THRESHOLD
     replications: int = 200
@@ -112,6 +143,8 @@ class ExploreScenario(Scenario):
         check_probability("confidence_level", self.confidence_level, open_low=True, open_high=True)
         check_probability("target_power", self.target_power, open_low=True, open_high=True)
         check_choice("estimator", self.estimator, ESTIMATORS.names())
+        if self.cs_tuning_sessions is not None:
+            check_int("cs_tuning_sessions", self.cs_tuning_sessions, minimum=1)
         check_instance("rule", self.rule, FlatRule)
         check_probability("threshold", self.threshold)
         self.check_replications()
@@ -128,7 +161,9 @@ class ExploreScenario(Scenario):
             return self.chunk_size
         return max(1, min(1024, CHUNK_SESSIONS // self.sessions))
 
-    def _chunk(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    def _chunk(
+        self, rng: np.random.Generator, n: int, trace: dict | None = None
+    ) -> dict[str, np.ndarray]:
         pop, s, fb = self.population, self.sessions, self.feedback
         base = pop.sample_base(rng, (n, self.users))
         effect = pop.sample_effects(rng, (n, self.users))
@@ -143,10 +178,7 @@ class ExploreScenario(Scenario):
         arrived = fb.arrived_by(sig, s)
         y = signal.astype(float)
         out: dict[str, np.ndarray] = {"pool_lift": pool_lift}
-        for est in all_estimators():
-            r = est.estimate(y, shown, b, arrived, 1.0 - self.explore_rate, self.confidence_level)
-            out[f"{est.name}_tau"], out[f"{est.name}_se"] = r.tau, r.se
-            out[f"{est.name}_low"], out[f"{est.name}_high"] = r.low, r.high
+        out |= self._analyse(y, shown, b, arrived, pool_lift, trace)
         out["withheld"] = (~shown).sum(axis=1).astype(float)
         for arm, sel in (("shown", shown), ("withheld", ~shown)):
             out[f"{arm}_sessions"] = sel.sum(axis=1).astype(float)
@@ -158,8 +190,62 @@ class ExploreScenario(Scenario):
         out["confidence"] = conf
         return out
 
+    def _analyse(self, y, shown, b, arrived, truth, trace) -> dict[str, np.ndarray]:
+        """``_estimates`` and ``_online`` in blocks of about ``ANALYSIS_SESSIONS`` sessions
+        (each row is analysed on its own, so blocks change no number, only the memory)."""
+        blocks = max(1, -(-y.size // ANALYSIS_SESSIONS))
+        parts = []
+        for i, rows in enumerate(np.array_split(np.arange(y.shape[0]), blocks)):
+            t = trace if i == 0 else None
+            part = self._estimates(y[rows], shown[rows], b[rows], arrived[rows], truth[rows], t)
+            part |= self._online(y[rows], shown[rows], b[rows], arrived[rows], truth[rows], t)
+            parts.append(part)
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def _estimates(self, y, shown, b, arrived, truth, trace) -> dict[str, np.ndarray]:
+        """Every estimator at the horizon; for a traced confidence sequence, also whether
+        the pool's lift (``_miss``) or 0 (``_detect``) ever left it."""
+        e, level, out = 1.0 - self.explore_rate, self.confidence_level, {}
+        for est in all_estimators(tuning_sessions=self.cs_tuning_sessions):
+            path = est.monitor(y, shown, b, arrived, e, level)
+            r = path.final() if path is not None else est.estimate(y, shown, b, arrived, e, level)
+            out[f"{est.name}_tau"], out[f"{est.name}_se"] = r.tau, r.se
+            out[f"{est.name}_low"], out[f"{est.name}_high"] = r.low, r.high
+            out[f"{est.name}_p"] = r.p
+            if path is not None:
+                out[f"{est.name}_miss"] = path.ever_excludes(truth)
+                out[f"{est.name}_detect"] = path.ever_excludes(0.0)
+                if trace is not None and est.name in TRACED:
+                    trace[est.name] = (path.low[0], path.high[0], path.centre[0])
+        return out
+
+    def _online(self, y, shown, b, arrived, truth, trace) -> dict[str, np.ndarray]:
+        """The peeked fixed-n interval, the sample-ratio checks and CUPED's width."""
+        level = self.confidence_level
+        low, high = newcombe_path(y, shown, arrived, level)
+        miss = (low > truth[:, None]) | (high < truth[:, None])
+        tuning = self.cs_tuning_sessions or self.sessions
+        seq = sequential_srm_p_value(~shown, self.explore_rate, tuning)
+        adj = regression_adjustment(y, shown, b, arrived, 1.0 - self.explore_rate, level)
+        if trace is not None:
+            trace["dim"] = (low[0], high[0], None)
+            trace["truth"] = truth[0]
+        return {
+            "peeked_miss": miss.any(axis=1),
+            "srm_p": srm_p_value((~shown).sum(axis=1), self.sessions, self.explore_rate),
+            "srm_sequential_p": seq[:, -1].copy(),
+            "cuped_reduction": adj.width_reduction,
+            **{f"{arm}_rated": (sel & arrived).sum(axis=1).astype(float)
+               for arm, sel in (("shown", shown), ("withheld", ~shown))},
+            **{f"{arm}_signal": (y * (sel & arrived)).sum(axis=1)
+               for arm, sel in (("shown", shown), ("withheld", ~shown))},
+        }  # fmt: skip
+
     def run(self, seed: int) -> ScenarioResult:
-        parts = [self._chunk(c.rng, c.size) for c in self.chunks(seed)]
+        trace: dict = {}
+        parts = [
+            self._chunk(c.rng, c.size, trace if c.index == 0 else None) for c in self.chunks(seed)
+        ]
         d = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         reps = self.replications
         result = self.new_result()
@@ -181,9 +267,35 @@ class ExploreScenario(Scenario):
         wrong = passes_threshold(conf, self.threshold) != (truth > 0)
         result.add_rate("confidence_wrong_side_rate", np.count_nonzero(wrong), reps)
         result.metrics.update(_correlation("confidence_lift_correlation", conf, truth))
-        result.tables["ab_arms"] = self._arms_table(d)
-        result.tables["estimates"] = self._estimates_table(d)
+        self._online_metrics(result, d, truth)
+        result.tables["ab_arms"] = arms_table(d, pop)
+        result.tables["ab_arms_by_replication"] = deployment_arms(d, reps)
+        result.tables["estimates"] = estimates_table(d, reps)
+        result.tables["cs_path"] = path_table(trace)
         return result
+
+    def _online_metrics(self, result: ScenarioResult, d: dict, truth: np.ndarray) -> None:
+        """Monitoring, sample-ratio and CUPED metrics (class docstring)."""
+        reps = self.replications
+        for name, cls in ESTIMATORS.items():
+            if f"{name}_miss" in d:
+                result.add_rate(
+                    f"{name}_monitor_miss_rate", np.count_nonzero(d[f"{name}_miss"]), reps
+                )
+                result.add_rate(
+                    f"{name}_sequential_power", np.count_nonzero(d[f"{name}_detect"]), reps
+                )
+            if cls.fixed_counterpart is not None:
+                width = d[f"{name}_high"] - d[f"{name}_low"]
+                base = d[f"{cls.fixed_counterpart}_high"] - d[f"{cls.fixed_counterpart}_low"]
+                ok = np.isfinite(width) & np.isfinite(base) & (base > 0)
+                result.add_mean(f"{name}_width_ratio", width[ok] / base[ok])
+        result.add_rate("dim_monitor_miss_rate", np.count_nonzero(d["peeked_miss"]), reps)
+        result.add_rate("srm_flag_rate", np.count_nonzero(srm_flagged(d["srm_p"])), reps)
+        seq = np.count_nonzero(srm_flagged(d["srm_sequential_p"]))
+        result.add_rate("srm_sequential_flag_rate", seq, reps)
+        reduction = d["cuped_reduction"]
+        result.add_mean("cuped_width_reduction", reduction[np.isfinite(reduction)])
 
     @staticmethod
     def _estimator_metrics(result: ScenarioResult, name: str, d: dict, truth: np.ndarray) -> None:
@@ -223,44 +335,6 @@ class ExploreScenario(Scenario):
         n = (za + zb) ** 2 * v / lift**2
         power = stats.norm.cdf(abs(lift) / np.sqrt(v / self.sessions) - za)
         return {"sessions_for_target_power": float(n), "power_formula": float(power)}
-
-    def _arms_table(self, d: dict) -> pd.DataFrame:
-        rows = []
-        base = self.population.base_rate
-        for arm, true_rate in (("shown", base + self.population.mean_lift), ("withheld", base)):
-            n, k = d[f"{arm}_sessions"].sum(), d[f"{arm}_successes"].sum()
-            r, _ = rate_and_se(k, n)
-            _, se = ratio_and_se(d[f"{arm}_successes"], d[f"{arm}_sessions"])
-            rows.append(
-                {
-                    "arm": arm,
-                    "sessions": int(n),
-                    "successes": int(k),
-                    "rate": r,
-                    "rate_se": se,
-                    "true_rate": true_rate,
-                }
-            )
-        return pd.DataFrame(rows)
-
-    def _estimates_table(self, d: dict) -> pd.DataFrame:
-        keep = min(self.replications, TABLE_REPLICATIONS)
-        frames = []
-        for name in ESTIMATORS.names():
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "replication": np.arange(keep),
-                        "estimator": name,
-                        "estimate": d[f"{name}_tau"][:keep],
-                        "se": d[f"{name}_se"][:keep],
-                        "ci_low": d[f"{name}_low"][:keep],
-                        "ci_high": d[f"{name}_high"][:keep],
-                        "true_lift": d["pool_lift"][:keep],
-                    }
-                )
-            )
-        return pd.concat(frames, ignore_index=True)
 
 
 def _correlation(name: str, a: np.ndarray, b: np.ndarray) -> dict[str, float]:
