@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -108,3 +108,61 @@ def git_commit(root: Path = ROOT) -> tuple[str, bool]:
     if head.returncode != 0:
         return "unknown", False
     return head.stdout.strip(), bool(status.returncode == 0 and status.stdout.strip())
+
+
+ACRONYMS = {"sprt": "SPRT", "ipw": "IPW", "aipw": "AIPW", "dim": "DiM", "ht": "HT", "llr": "LLR"}
+"""Values written as their acronym in run names."""
+EMPTY = ("None", "null", "")
+
+
+def _word(value: str) -> str:
+    return ACRONYMS.get(value.lower(), value)
+
+
+def run_name(label: str, params: Mapping[str, str], vary: Sequence[str]) -> str:
+    """What a run is, in words: ``gate: SPRT, ledger size 20``.
+
+    ``label`` is the scenario (or task); ``params`` the job's flattened identity; ``vary``
+    the param keys that tell the jobs of a sweep apart (``varying_keys``). A group's
+    ``name`` is written as its value, any other key as its last part and the value;
+    keys the job does not have, or has unset, are left out.
+    """
+    parts = []
+    for key in vary:
+        value = params.get(key)
+        if value is None or value in EMPTY:
+            continue
+        leaf = key.rsplit(".", 1)[-1]
+        parts.append(_word(value) if leaf == "name" else f"{leaf.replace('_', ' ')} {_word(value)}")
+    return f"{label}: {', '.join(parts)}" if parts else label
+
+
+def varying_keys(jobs: Sequence[tuple[str, Mapping[str, str]]]) -> list[str]:
+    """The param keys that take two or more values among the jobs of one label (scenario),
+    over ``(label, flattened params)`` pairs; groups' ``name`` keys first."""
+    values: dict[tuple[str, str], set[str]] = {}
+    for label, params in jobs:
+        for key, value in params.items():
+            values.setdefault((label, key), set()).add(value)
+    keys = {key for (_, key), seen in values.items() if len(seen) > 1}
+    return sorted(keys, key=lambda k: (not k.endswith(".name"), k))
+
+
+VERSIONED = ("procmem", "numpy", "scipy", "pandas", "mlflow", "hydra-core", "omegaconf")
+"""The packages whose versions a run records (tag ``procmem.versions``)."""
+
+
+@cache
+def package_versions() -> str:
+    """``name version`` of the packages that can change a run's numbers or its records,
+    and Python's, comma-separated."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = [f"python {platform.python_version()}"]
+    for name in VERSIONED:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} not installed")
+    return ", ".join(found)

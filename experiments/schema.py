@@ -38,10 +38,17 @@ from simulators import CHANNELS, SCENARIOS, UserPopulation
 @dataclass
 class TrackingConf:
     """Where runs go (the MLflow experiment, one per preset) and whether each job draws
-    its standard figures (the tables are always logged, and reports draw from them)."""
+    its standard figures (the tables are always logged, and reports draw from them).
+
+    ``uri`` (else ``$MLFLOW_TRACKING_URI``, else the repo's ``mlflow.db``), ``parent`` and
+    ``vary`` are set for every job of a sweep by its main process
+    (``experiments.callbacks``), so a worker never reads them from its own environment."""
 
     experiment: str = "${hydra:runtime.choices.experiment}"
     figures: bool = True
+    uri: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
+    parent: Optional[str] = None  # noqa: UP045
+    vary: Optional[list[str]] = None  # noqa: UP045
 
 
 @dataclass

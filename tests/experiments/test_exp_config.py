@@ -155,7 +155,7 @@ def test_a_task_checks_its_own_keys_before_any_run():
 
 def test_launcher_options_compose(monkeypatch):
     local = compose_config("quickstart").hydra.launcher
-    assert local._target_.endswith("JoblibLauncher") and local.n_jobs == 2
+    assert local._target_.endswith("ProcessLauncher") and local.n_jobs == 2
     pytest.importorskip(
         "hydra_plugins.hydra_ray_launcher", reason="the `ray` extra is not installed"
     )

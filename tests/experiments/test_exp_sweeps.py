@@ -168,10 +168,10 @@ def test_resume_runs_only_what_is_not_finished(store, sweeps):
 def test_parallel_jobs_lose_nothing_and_match_a_sequential_job(
     store, sweeps, tmp_path, tracking_store
 ):
-    """The joblib sweep's finished children have every param, metric and artifact, and
+    """The local (process) sweep's finished children have every param, metric and artifact, and
     the very numbers a job run in this process (as the basic launcher runs it) gives."""
     parent, children = parent_and_children(store, "exp_sweep", store / "par")
-    assert parent.data.tags["procmem.launcher"].endswith("JoblibLauncher")
+    assert parent.data.tags["procmem.launcher"].endswith("ProcessLauncher")
     client = client_for(store)
     for child in (c for c in children if c.info.status == "FINISHED"):
         case = next(o for o in child.data.tags["procmem.overrides"].split() if "case=" in o)

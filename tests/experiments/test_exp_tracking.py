@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from experiments import stores as tr_stores
 from experiments import tracking as tr
 from experiments.figures import scenario_figures
 from experiments.identity import PARAM_VALUE_LIMIT, config_hash, flatten, job_seed
@@ -51,11 +54,12 @@ def test_flatten_nests_with_dots_lists_as_json_and_cuts_long_values():
 
 def test_tracking_uri_is_the_environment_or_the_repo_store(monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    assert tr.tracking_uri() == f"sqlite:///{tr.DEFAULT_DB}"
-    assert tr.DEFAULT_DB.is_absolute()
+    assert tr_stores.tracking_uri() == f"sqlite:///{tr_stores.DEFAULT_DB}"
+    assert tr_stores.DEFAULT_DB.is_absolute()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow:5000")
-    assert tr.tracking_uri() == "http://mlflow:5000"
-    assert tr.sqlite_path("http://mlflow:5000") is None
+    assert tr_stores.tracking_uri() == "http://mlflow:5000"
+    assert tr_stores.tracking_uri("sqlite:////w/m.db") == "sqlite:////w/m.db"  # the config's
+    assert tr_stores.sqlite_path("http://mlflow:5000") is None
 
 
 def test_log_uses_as_few_batches_as_mlflow_allows(tmp_path, monkeypatch):
@@ -135,26 +139,50 @@ def test_each_scenario_gets_its_standard_figures(tmp_path, name, kwargs, figures
     assert all(p.stat().st_size > 5000 for p in written)
 
 
-def test_summary_shows_varying_overrides_key_metrics_and_failures(capsys):
+def test_summary_is_aligned_names_failures_and_prints_pasteable_commands(capsys, monkeypatch):
     jobs = pd.DataFrame(
         [
-            {"job": 0, "overrides": "experiment=q case=a", "scenario": "fate",
-             "config_hash": "h0", "status": "finished", "run_id": "r0"},
-            {"job": 1, "overrides": "experiment=q case=b", "scenario": "gate",
-             "config_hash": "h1", "status": "failed", "run_id": "r1"},
-            {"job": 2, "overrides": "experiment=q case=c", "scenario": "",
-             "config_hash": "h2", "status": "missing", "run_id": None},
+            {"job": 0, "name": "fate: p 0.7", "overrides": "experiment=q case=a",
+             "scenario": "fate", "config_hash": "h0", "status": "finished", "run_id": "r0",
+             "reason": ""},
+            {"job": 1, "name": "gate: SPRT", "overrides": "experiment=q case=b",
+             "scenario": "gate", "config_hash": "h1", "status": "failed", "run_id": "r1",
+             "reason": "its process was killed by SIGKILL (signal 9) before it reported"},
+            {"job": 2, "name": "gate: margin", "overrides": "experiment=q case=c",
+             "scenario": "gate", "config_hash": "h2", "status": "missing", "run_id": None,
+             "reason": "no run: the job never reported"},
         ]
     )  # fmt: skip
     metrics = {"r0": {"p_excluded": 0.25, "p_excluded_se": 0.01, "break_even": 0.652}}
     table = summary_table(jobs, metrics)
     assert list(table["overrides"]) == ["case=a", "case=b", "case=c"]
+    assert list(table["run"]) == ["fate: p 0.7", "gate: SPRT", "gate: margin"]
     assert table["key metrics (±SE)"][0] == "p_excluded=0.25±0.01"
-    print_summary(jobs, metrics, "q", "sqlite:///x.db")
+
+    class Store:
+        experiment, experiment_id, uri = "q", "1", "sqlite:///x.db"
+
+    monkeypatch.chdir(Path(sys.executable).parents[2])  # the venv's parent: a relative path
+    print_summary(jobs, metrics, Store(), "p123", 75.0)
     out = capsys.readouterr().out
-    assert "FAILED jobs (2):" in out and "#2 experiment=q case=c: no run" in out
-    assert "python -m reports q" in out and "reports/out/q/index.html" in out
-    assert "mlflow ui --backend-store-uri sqlite:///x.db" in out
+    lines = out.splitlines()
+    assert "== q: 3 jobs in 1:15 (failed 1, finished 1, missing 1)" in lines
+    header = next(i for i, line in enumerate(lines) if line.strip().startswith("job"))
+    rows = lines[header : header + 4]
+    assert len({line.index("status") if i == 0 else None for i, line in enumerate(rows)}) == 2
+    assert {row[rows[0].index("status") :].split()[0] for row in rows[1:]} == {
+        "finished", "failed", "missing"
+    }  # fmt: skip
+    assert "FAILED jobs (2):" in out
+    assert "#1 experiment=q case=b: run r1: its process was killed by SIGKILL" in out
+    assert "#2 experiment=q case=c: no run: no run: the job never reported" in out
+    python = Path(sys.executable).relative_to(Path(sys.executable).parents[2])
+    assert f"report:  {python} -m reports q --run p123" in out
+    assert "-> reports/out/q/p123/index.html" in out
+    assert f"browse:  {python.with_name('mlflow')} ui --backend-store-uri sqlite:///x.db" in out
+    assert tr_stores.browse_hint("http://127.0.0.1:5000", "3", "p1") == (
+        "open http://127.0.0.1:5000/#/experiments/3/runs/p1"
+    )
 
 
 def test_figures_can_be_switched_off_without_changing_the_job(tmp_path, tracking_store):
