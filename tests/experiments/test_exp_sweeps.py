@@ -3,18 +3,16 @@
 One small joblib sweep (three jobs, two at a time, one of which cannot write its
 artifacts) is run once for the module, then resumed sequentially in reverse order; its
 children must follow the MLflow contract and match a job run in this process number for
-number; an invalid sweep must create no run. Slow: an interrupted sweep resumed, and the
-Ray launcher.
+number; an invalid sweep must create no run. Slow: the Ray launcher. Stopped and killed
+sweeps: test_exp_stops.py.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -209,66 +207,6 @@ def test_invalid_sweep_stops_before_any_run(tmp_path):
     assert "gate.alpha=1.5 is not allowed: expected a number in (0, 1)" in proc.stderr
     assert re.search(r"\(sweep job: .*gate\.alpha=1\.5\)", proc.stderr)
     assert not (tmp_path / "mlflow.db").exists()
-
-
-@pytest.mark.slow
-def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
-    args = [
-        "-m",
-        "experiment=quickstart",
-        "case=fate_seed",
-        "scenario.p=0.6,0.7,0.8,0.9",
-        "scenario.replications=1000000",
-        "scenario.sessions=100",  # about 2 s of work a job: room to interrupt mid-sweep
-        "hydra/launcher=basic",
-    ]
-    first = tmp_path / "first"
-    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "experiments.run", *args, f"hydra.sweep.dir={first}"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        done = [r for r in runs_of_safe(tmp_path) if r.info.status == "FINISHED"]
-        if any(r.data.tags.get("procmem.role") == "child" for r in done):
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "the sweep ended before it could be interrupted"
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
-    assert proc.returncode != 0
-    before = [
-        r for r in runs_of(tmp_path, "quickstart") if r.data.tags.get("procmem.role") == "child"
-    ]
-    finished_before = sum(r.info.status == "FINISHED" for r in before)
-    assert 1 <= finished_before < 4
-    resumed = run_cli([*args, "resume=true", f"hydra.sweep.dir={tmp_path / 'second'}"], tmp_path)
-    assert resumed.returncode == 0, resumed.stderr
-    runs = runs_of(tmp_path, "quickstart")
-    old = next(r for r in runs if r.data.tags.get("procmem.sweep_dir") == str(first))
-    assert old.info.status == "KILLED"
-    new = next(r for r in runs if r.data.tags.get("procmem.sweep_dir") == str(tmp_path / "second"))
-    assert new.data.metrics["jobs_skipped"] == finished_before
-    hashes = [
-        r.data.tags["procmem.config_hash"]
-        for r in runs
-        if r.info.status == "FINISHED" and r.data.tags.get("procmem.role") == "child"
-    ]
-    assert len(hashes) == len(set(hashes)) == 4
-
-
-def runs_of_safe(store: Path) -> list:
-    """``runs_of`` while another process may still be creating the database."""
-    if not (store / "mlflow.db").exists():
-        return []
-    try:
-        return runs_of(store, "quickstart")
-    except Exception:  # tables not created yet
-        return []
 
 
 @pytest.mark.slow
