@@ -122,8 +122,8 @@ class SweepTracking(Callback):
         configured = OmegaConf.select(config, "tracking.uri")
         tracker = tr.Tracker(str(config.tracking.experiment), configured)
         jobs = planned_jobs(config, label)  # every value checked before the store is touched
-        check_writable(Path(str(config.hydra.sweep.dir)))
         check_uri(tracker.uri, uri_source(configured))
+        check_writable(Path(str(config.hydra.sweep.dir)))
         tracker.experiment_id  # noqa: B018 (creates the database and the experiment now)
         reaped = tracker.reap_orphans()
         mark_skipped(jobs, tracker.finished_hashes() if config.resume else {})

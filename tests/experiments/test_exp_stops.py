@@ -188,24 +188,63 @@ def test_an_interrupted_sweep_resumes_without_duplicates(tmp_path):
     assert len(hashes) == len(set(hashes)) == 4
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "uri", "message"),
     [
-        (["rule.reward=range(0.2,0.1,0.02)"], "expand to none"),
-        (["hydra.launcher.n_jobs=0"], "hydra.launcher.n_jobs=0 is not allowed"),
-        (["hydra.sweep.dir=/proc/procmem-cannot-write"], "hydra.sweep.dir='/proc/procmem"),
+        (["scenario.p=range(0.9,0.1,0.1)"], None, "expand to none"),
+        (["hydra.launcher.n_jobs=0"], None, "hydra.launcher.n_jobs=0 is not allowed"),
+        (["hydra.sweep.dir=/proc/procmem-cannot-write"], None, "hydra.sweep.dir='/proc/procmem"),
+        ([], "http://127.0.0.1:{port}", "the tracking server http://127.0.0.1:"),
+        ([], "htp://127.0.0.1:5000", "MLFLOW_TRACKING_URI='htp://127.0.0.1:5000' is not allowed"),
+        ([], "sqlite:/relative.db", "a malformed tracking URI"),
+        ([], "sqlite:///{tmp}/notes.txt", "notes.txt is not a SQLite database"),
     ],
 )
-def test_a_sweep_that_cannot_run_stops_before_any_run_in_one_line(tmp_path, args, message):
-    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    defaults = [f"hydra.sweep.dir={tmp_path / 's'}"] * (not args[0].startswith("hydra.sweep"))
+def test_a_sweep_that_cannot_run_stops_before_any_run_in_one_line(tmp_path, args, uri, message):
+    (tmp_path / "notes.txt").write_text("not a database")
+    store = (uri or f"sqlite:///{tmp_path / 'mlflow.db'}").format(port=free_port(), tmp=tmp_path)
+    env = dict(os.environ, MLFLOW_TRACKING_URI=store)
+    defaults = [f"hydra.sweep.dir={tmp_path / 's'}"] * (not any("sweep.dir" in a for a in args))
+    start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.run", "-m", "experiment=confidence_sweep",
-         *defaults, *args],
+        [sys.executable, "-m", "experiments.run", "-m", *FATE, *defaults, *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT_SECONDS,
     )  # fmt: skip
+    assert time.monotonic() - start < 60  # seconds, not MLflow's minutes of retries
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and message in errors[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["case=gate_sprt", "gate.alpha=1.5"],
+         "Error: gate.alpha=1.5 is not allowed: expected a number in (0, 1)"),
+        (["gate=sprtt"], "Error: gate='sprtt' is not an option: one of cost, margin, sprt"),
+        (["-m", "case=gate_sprt,gate_sprtt"], "Error: case='gate_sprtt' is not an option: one of"),
+    ],
+)  # fmt: skip
+def test_a_bad_value_in_a_single_run_is_one_line_as_in_a_sweep(tmp_path, args, message):
+    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.run", "experiment=quickstart", *args,
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT_SECONDS,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [message] or (
+        proc.stderr.strip().startswith(message) and "\n" not in proc.stderr.strip()
+    ), proc.stderr
+    assert "_schema" not in proc.stderr
     assert not (tmp_path / "mlflow.db").exists()

@@ -3,8 +3,8 @@
 One small joblib sweep (three jobs, two at a time, one of which cannot write its
 artifacts) is run once for the module, then resumed sequentially in reverse order; its
 children must follow the MLflow contract and match a job run in this process number for
-number; an invalid sweep must create no run. Slow: the Ray launcher. Stopped and killed
-sweeps: test_exp_stops.py.
+number; an invalid sweep must create no run. Stopped and killed sweeps:
+test_exp_stops.py; Ray and tracking servers: test_exp_services.py.
 """
 
 from __future__ import annotations
@@ -207,30 +207,3 @@ def test_invalid_sweep_stops_before_any_run(tmp_path):
     assert "gate.alpha=1.5 is not allowed: expected a number in (0, 1)" in proc.stderr
     assert re.search(r"\(sweep job: .*gate\.alpha=1\.5\)", proc.stderr)
     assert not (tmp_path / "mlflow.db").exists()
-
-
-@pytest.mark.slow
-def test_ray_launcher_runs_a_two_job_sweep(store, sweeps):
-    pytest.importorskip(
-        "hydra_plugins.hydra_ray_launcher",
-        reason="the `ray` extra (hydra-ray-launcher) is not installed: pip install -e '.[ray]'",
-    )
-    sweep = store / "ray"
-    proc = run_cli(
-        ["-m", *SMALL, "case=fate_seed,gate_sprt", "hydra/launcher=ray",
-         "tracking.experiment=exp_ray",
-         f"hydra.sweep.dir={sweep}"],
-        store,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    parent, children = parent_and_children(store, "exp_ray", sweep)
-    assert parent.info.status == "FINISHED"
-    assert parent.data.tags["procmem.launcher"].endswith("RayLauncher")
-    seq = {
-        r.data.tags["procmem.config_hash"]: r
-        for r in runs_of(store, "exp_sweep")
-        if r.info.status == "FINISHED" and r.data.tags.get("procmem.role") == "child"
-    }
-    assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED"]
-    for child in children:
-        assert child.data.metrics == seq[child.data.tags["procmem.config_hash"]].data.metrics
