@@ -2,7 +2,7 @@
 
 A job's identity is the part of the resolved config it reads (the task, the seed, its
 scenario and the groups that feed it), never the keys that say *how* it is run
-(``resume``, ``progress``, ``tracking``) nor the ``hydra`` node. The
+(``resume``, ``progress``, ``tracking``, ``budget``) nor the ``hydra`` node. The
 config hash is the first 16 hex digits of SHA-256 over that config as canonical JSON, so
 it is the same whatever the launcher, the job order, the output folder or the machine.
 
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-RUN_CONTROL_KEYS = ("resume", "progress", "tracking")
+RUN_CONTROL_KEYS = ("resume", "progress", "tracking", "budget")
 """Top-level keys that change how a job runs, not what it computes (left out of the hash)."""
 
 PARAM_VALUE_LIMIT = 6000

@@ -52,6 +52,17 @@ class TrackingConf:
 
 
 @dataclass
+class BudgetConf:
+    """The most one job may ask for, checked from the scenario's own estimate before it
+    starts (``Scenario.check_budget``): ``memory_gb`` if set, else ``memory_fraction`` of
+    this machine's memory; ``hours`` of estimated run time (null: no limit)."""
+
+    memory_fraction: float = 0.5
+    memory_gb: Optional[float] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
+    hours: Optional[float] = 24.0  # noqa: UP045
+
+
+@dataclass
 class ProcmemConf:
     """The top of the config. Groups are ``Any`` here: each option brings its own schema."""
 
@@ -69,6 +80,7 @@ class ProcmemConf:
     llm: Any = None  # group ``llm`` (procmem_core.learn.LLMConfig), chosen by llm_replay
     replay: Any = None  # the llm_replay task's settings (experiments/tasks/llm_replay.py)
     tracking: TrackingConf = field(default_factory=TrackingConf)
+    budget: BudgetConf = field(default_factory=BudgetConf)
 
 
 def omegaconf_type(hint: Any) -> Any | None:

@@ -40,7 +40,7 @@ from procmem_core.explore import withhold_top
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold, snap
 from simulators.feedback import Feedback
 from simulators.result import ScenarioResult, rate_and_se, ratio_and_se
-from simulators.scenarios.base import Scenario
+from simulators.scenarios.base import Scenario, Work
 from simulators.users import UserPopulation
 
 TABLE_REPLICATIONS = 20_000
@@ -102,6 +102,7 @@ class ExploreScenario(Scenario):
     threshold: float = DEFAULT_THRESHOLD
     replications: int = 200
     chunk_size: int | None = None
+    units_per_second: ClassVar[float] = 1e6  # sessions
 
     def __post_init__(self) -> None:
         check_instance("population", self.population, UserPopulation)
@@ -157,6 +158,11 @@ class ExploreScenario(Scenario):
             conf = np.where(update[:, t], self.rule.update(conf, signal[:, t]), conf)
         out["confidence"] = conf
         return out
+
+    def work(self) -> Work:
+        """Sessions; ~24 estimates kept per replication, ~64 B per session of a chunk."""
+        units = self.replications * self.sessions
+        return self.estimate(units, 400, 64 * self.sessions, ("replications", "sessions", "users"))
 
     def run(self, seed: int) -> ScenarioResult:
         parts = [self._chunk(c.rng, c.size) for c in self.chunks(seed)]

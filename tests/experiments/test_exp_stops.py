@@ -201,6 +201,7 @@ def free_port() -> int:
     [
         (["scenario.p=range(0.9,0.1,0.1)"], None, "expand to none"),
         (["hydra.launcher.n_jobs=0"], None, "hydra.launcher.n_jobs=0 is not allowed"),
+        (["scenario.replications=1000000000000"], None, "of memory and 23.1 days (estimated"),
         (["hydra.sweep.dir=/proc/procmem-cannot-write"], None, "hydra.sweep.dir='/proc/procmem"),
         ([], "http://127.0.0.1:{port}", "the tracking server http://127.0.0.1:"),
         ([], "htp://127.0.0.1:5000", "MLFLOW_TRACKING_URI='htp://127.0.0.1:5000' is not allowed"),
