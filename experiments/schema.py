@@ -45,7 +45,7 @@ class TrackingConf:
     (``experiments.callbacks``), so a worker never reads them from its own environment."""
 
     experiment: str = "${hydra:runtime.choices.experiment}"
-    figures: bool = True
+    figures: bool = False  # python -m experiments.figures draws them from the tables
     uri: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
     parent: Optional[str] = None  # noqa: UP045
     vary: Optional[list[str]] = None  # noqa: UP045

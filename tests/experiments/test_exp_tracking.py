@@ -185,17 +185,16 @@ def test_summary_is_aligned_names_failures_and_prints_pasteable_commands(capsys,
     )
 
 
-def test_figures_can_be_switched_off_without_changing_the_job(tmp_path, tracking_store):
+def test_jobs_draw_figures_only_when_asked_and_the_numbers_do_not_change(tmp_path, tracking_store):
     from experiments.job import JobContext, run_job
     from experiments.run import compose_job
 
-    on = run_job(compose_job("quickstart", ["case=fate_seed", "scenario.replications=300"]),
-                 JobContext(out_dir=tmp_path / "on"))  # fmt: skip
-    off_cfg = compose_job(
-        "quickstart", ["case=fate_seed", "scenario.replications=300", "tracking.figures=false"]
-    )
-    off = run_job(off_cfg, JobContext(out_dir=tmp_path / "off"))
+    base = ["case=fate_seed", "scenario.replications=300"]
+    off = run_job(compose_job("quickstart", base), JobContext(out_dir=tmp_path / "off"))
+    on_cfg = compose_job("quickstart", [*base, "tracking.figures=true"])
+    on = run_job(on_cfg, JobContext(out_dir=tmp_path / "on"))
     assert off.config_hash == on.config_hash and off.metrics == on.metrics
     assert (tmp_path / "on" / "artifacts" / "figures" / "fate_exclusion.png").exists()
     assert not (tmp_path / "off" / "artifacts" / "figures").exists()
     assert (tmp_path / "off" / "artifacts" / "tables" / "fates.parquet").exists()
+    assert off.figure_seconds < 0.01 < on.figure_seconds
