@@ -123,14 +123,16 @@ def run_name(label: str, params: Mapping[str, str], vary: Sequence[str]) -> str:
     """What a run is, in words: ``gate: SPRT, ledger size 20``.
 
     ``label`` is the scenario (or task); ``params`` the job's flattened identity; ``vary``
-    the param keys that tell the jobs of a sweep apart (``varying_keys``). A group's
-    ``name`` is written as its value, any other key as its last part and the value;
-    keys the job does not have, or has unset, are left out.
+    the param keys that tell the jobs of a sweep apart (``varying_keys``: ``label:key``
+    for the jobs of one label, a bare ``key`` for any). A group's ``name`` is written as
+    its value, any other key as its last part and the value; keys the job does not have,
+    or has unset, are left out.
     """
     parts = []
-    for key in vary:
+    for entry in vary:
+        owner, _, key = entry.rpartition(":")
         value = params.get(key)
-        if value is None or value in EMPTY:
+        if (owner and owner != label) or value is None or value in EMPTY:
             continue
         leaf = key.rsplit(".", 1)[-1]
         parts.append(_word(value) if leaf == "name" else f"{leaf.replace('_', ' ')} {_word(value)}")
@@ -138,14 +140,24 @@ def run_name(label: str, params: Mapping[str, str], vary: Sequence[str]) -> str:
 
 
 def varying_keys(jobs: Sequence[tuple[str, Mapping[str, str]]]) -> list[str]:
-    """The param keys that take two or more values among the jobs of one label (scenario),
-    over ``(label, flattened params)`` pairs; groups' ``name`` keys first."""
-    values: dict[tuple[str, str], set[str]] = {}
+    """``label:key`` for each param key that tells apart the jobs of one label (scenario),
+    over ``(label, flattened params)`` pairs: it takes two or more values, or some jobs
+    have it and others do not (a feedback channel switched on), unless a group ``name``
+    that varies explains that (an SPRT's alpha beside a margin gate). Names first."""
+    by_label: dict[str, list[Mapping[str, str]]] = {}
     for label, params in jobs:
-        for key, value in params.items():
-            values.setdefault((label, key), set()).add(value)
-    keys = {key for (_, key), seen in values.items() if len(seen) > 1}
-    return sorted(keys, key=lambda k: (not k.endswith(".name"), k))
+        by_label.setdefault(label, []).append(params)
+    out = []
+    for label, group in by_label.items():
+        keys = sorted({k for params in group for k in params})
+        seen = {k: [params.get(k) for params in group] for k in keys}
+        named = {k.rsplit(".", 1)[0] for k in keys if k.endswith(".name") and len(set(seen[k])) > 1}
+        for key in keys:
+            values = seen[key]
+            partial = None in values and key.split(".", 1)[0] not in named
+            if len(set(v for v in values if v is not None)) > 1 or (partial and len(group) > 1):
+                out.append(f"{label}:{key}")
+    return sorted(out, key=lambda e: (not e.endswith(".name"), e))
 
 
 VERSIONED = ("procmem", "numpy", "scipy", "pandas", "mlflow", "hydra-core", "omegaconf")

@@ -90,10 +90,16 @@ def define_terms(sections: list[Section]) -> list[Section]:
 
 
 def _runs_for(sweep: Sweep, section: Section) -> pd.DataFrame:
-    """The runs behind a section: those of the scenario its key names, else all."""
+    """The runs behind a section: those of the scenario its key names (``gates``: gate),
+    else those with a table its key names (``ab``: ``ab_arms``), else all."""
     runs = sweep.runs[sweep.runs["status"] == "FINISHED"]
     key = section.key.rstrip("s")
     mine = runs[runs["scenario"].map(lambda s: key.startswith(s) or s.startswith(key))]
+    if mine.empty:
+        has = [
+            any(t.startswith(section.key) for t in sweep.tables.get(r, {})) for r in runs["run_id"]
+        ]
+        mine = runs[has]
     return mine if len(mine) else runs
 
 

@@ -198,3 +198,26 @@ def test_jobs_draw_figures_only_when_asked_and_the_numbers_do_not_change(tmp_pat
     assert not (tmp_path / "off" / "artifacts" / "figures").exists()
     assert (tmp_path / "off" / "artifacts" / "tables" / "fates.parquet").exists()
     assert off.figure_seconds < 0.01 < on.figure_seconds
+
+
+def test_run_names_say_what_tells_a_job_apart_from_the_others_of_its_scenario():
+    from experiments.identity import run_name, varying_keys
+
+    jobs = [
+        ("gate", {"gate.name": "sprt", "gate.alpha": "0.05", "scenario.ledger_size": "None"}),
+        ("gate", {"gate.name": "margin", "gate.margin": "0.1", "scenario.ledger_size": "None"}),
+        ("gate", {"gate.name": "sprt", "gate.alpha": "0.05", "scenario.ledger_size": "20"}),
+        ("confidence", {"rule.reward": "0.08"}),
+        ("confidence", {"rule.reward": "0.08", "feedback.flips.false_negative": "0.1"}),
+        ("loop", {"gate.name": "sprt", "explore.estimator": "dim"}),
+    ]
+    vary = varying_keys(jobs)
+    assert vary == [
+        "gate:gate.name", "confidence:feedback.flips.false_negative", "gate:scenario.ledger_size"
+    ]  # fmt: skip
+    names = [run_name(label, params, vary) for label, params in jobs]
+    assert names == [
+        "gate: SPRT", "gate: margin", "gate: SPRT, ledger size 20",
+        "confidence", "confidence: false negative 0.1", "loop",
+    ]  # fmt: skip
+    assert run_name("fate", {"scenario.p": "0.652"}, ["scenario.p"]) == "fate: p 0.652"
