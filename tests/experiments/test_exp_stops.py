@@ -154,17 +154,19 @@ def test_a_killed_main_leaves_no_worker_and_the_next_run_fails_its_orphans(tmp_p
     for child in children_of(tmp_path, parent).values():
         assert child.info.status == "KILLED"
         assert child.data.tags["procmem.end_reason"] == "the sweep's main process died"
-    again = launch(tmp_path, [*FATE, "scenario.p=0.9"], hold=[], name="t")
-    _, err = again.communicate(timeout=WAIT_SECONDS)
-    assert again.returncode == 0, err[-2000:]
-    assert "marked 1 orphaned run(s) FAILED" in err
+    again = subprocess.run(  # a single run of the preset is enough to fail the orphans
+        [sys.executable, "-m", "experiments.run", *FATE, f"hydra.run.dir={tmp_path / 't'}"],
+        cwd=ROOT, env=dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}"),
+        capture_output=True, text=True, timeout=WAIT_SECONDS,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-2000:]
     parent = parent_of(tmp_path, "s")
     assert parent.info.status == "FAILED"
     assert parent.data.tags["procmem.end_reason"].startswith("orphaned: its process (")
 
 
 def test_an_interrupted_sweep_resumes_without_duplicates(tmp_path):
-    args = [*FATE, "scenario.p=0.6,0.7,0.8,0.9", "hydra/launcher=basic"]
+    args = [*FATE, "scenario.p=0.6,0.7,0.8", "hydra/launcher=basic"]
     proc = launch(tmp_path, args, hold=[1], name="first")
     reached(tmp_path, "first", 1)  # job 0 has finished, job 1 is in flight
     proc.send_signal(signal.SIGINT)
@@ -179,13 +181,13 @@ def test_an_interrupted_sweep_resumes_without_duplicates(tmp_path):
     _, err = resumed.communicate(timeout=WAIT_SECONDS)
     assert resumed.returncode == 0, err[-2000:]
     new = parent_of(tmp_path, "second")
-    assert new.data.metrics["jobs_skipped"] == 1 and new.data.metrics["jobs_finished"] == 3
+    assert new.data.metrics["jobs_skipped"] == 1 and new.data.metrics["jobs_finished"] == 2
     hashes = [
         r.data.tags["procmem.config_hash"]
         for r in runs(tmp_path)
         if r.info.status == "FINISHED" and r.data.tags.get("procmem.role") == "child"
     ]
-    assert len(hashes) == len(set(hashes)) == 4
+    assert len(hashes) == len(set(hashes)) == 3
 
 
 def free_port() -> int:
