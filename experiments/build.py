@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 import pkgutil
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -24,10 +25,17 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from procmem_core.errors import ParameterError, check_choice, check_int
+from procmem_core.errors import (
+    ParameterError,
+    check_choice,
+    check_int,
+    check_number,
+    check_probability,
+)
 from procmem_core.flat import FLAT_RULES, PromptFilter
 from procmem_core.gates import make_gate
 from simulators import CHANNELS, SCENARIOS, Feedback, UserPopulation
+from simulators.scenarios.base import Budget
 
 SCENARIO_TASK = "scenario"
 PROGRESS_MODES = ("auto", "on", "off")
@@ -169,18 +177,43 @@ def task_module(task: str) -> ModuleType:
     return module
 
 
+def machine_memory() -> float:
+    """Bytes of memory of this machine (Linux/Unix ``sysconf``)."""
+    return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def budget_of(cfg: DictConfig | Mapping[str, Any]) -> Budget:
+    """The job's ``Budget`` from ``budget.*`` (defaults: half the machine, 24 hours)."""
+    node = node_of(cfg, "budget") or {}
+    fraction, gb, hours = (node.get(k) for k in ("memory_fraction", "memory_gb", "hours"))
+    fraction = 0.5 if fraction is None else fraction
+    check_probability("budget.memory_fraction", fraction, open_low=True)
+    if gb is not None:
+        memory = check_number("budget.memory_gb", gb, minimum=0, open_low=True) * 1e9
+        source = f" (budget.memory_gb={gb:g}"
+    else:
+        memory = fraction * machine_memory()
+        source = f" (budget.memory_fraction={fraction:g} of this machine's memory"
+    if hours is not None:
+        hours = check_number("budget.hours", hours, minimum=0, open_low=True)
+    source += "; budget.hours=" + ("null" if hours is None else f"{hours:g}") + ")"
+    return Budget(memory, None if hours is None else hours * 3600.0, source)
+
+
 def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
     """Check every value of a job's config; return the scenario (None for other tasks).
 
     A task module may define ``validate_config(cfg)`` (raising ``ParameterError``) to have
     its own keys checked here too, before any run exists. Raises ``ParameterError``
     naming the key, the value and what is allowed. Every group that is set is checked,
-    whether this job reads it or not: a bad value is a mistake wherever it is.
+    whether this job reads it or not: a bad value is a mistake wherever it is. A
+    scenario's own estimate of its memory and time must fit ``budget.*`` (``budget_of``).
     """
     task = cfg.get("task")
     check_choice("task", task, sorted(tasks()))
     check_choice("progress", cfg.get("progress"), PROGRESS_MODES)
     check_int("seed", cfg.get("seed"), minimum=0)
+    budget = budget_of(cfg)
     for group in GROUP_BUILDERS:  # every group set, read by this job or not
         build_group(cfg, group)
     if task != SCENARIO_TASK:
@@ -188,4 +221,9 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
         if check is not None:  # the task's own keys (e.g. llm_replay's llm and replay)
             check(cfg)
         return None
-    return build_scenario(cfg)
+    scenario = build_scenario(cfg)
+    try:
+        scenario.check_budget(budget)
+    except ParameterError as exc:
+        raise ParameterError(f"scenario.{exc.field}", exc.value, exc.allowed) from None
+    return scenario

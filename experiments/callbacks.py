@@ -2,28 +2,34 @@
 
 ``on_multirun_start`` (in the launching process, before any job):
 
-1. expands the sweep exactly as Hydra's basic sweeper will (``hydra.sweeper.params`` plus
-   the command-line overrides) and composes every job's config;
-2. validates every job (``experiments.build.validate``): one bad value stops the command
-   with the key, the value and what is allowed, and no MLflow run is created;
-3. creates the database and the experiment, so parallel jobs never race to create them;
-4. with ``resume=true``, counts the jobs whose config hash already has a FINISHED run;
-5. opens the parent run (tag ``procmem.role=parent``, ``procmem.sweep_dir``), which the
-   jobs find by that tag, and marks older RUNNING parents of the same sweep dir KILLED.
+1. plans the sweep exactly as Hydra's basic sweeper will and checks it
+   (``experiments.plan``): every job's values, a sweep that expands to no job, the
+   launcher's ``n_jobs``, a sweep folder that cannot be written, and the tracking URI (a
+   malformed URI, a server or database that does not answer within seconds). One bad
+   thing stops the command with one line, and no MLflow run is created;
+2. creates the database and the experiment, so parallel jobs never race to create them,
+   and fails the orphans of earlier runs (``Tracker.reap_orphans``: RUNNING runs whose
+   process was killed);
+3. with ``resume=true``, finds the jobs whose config hash already has a FINISHED run;
+4. opens the parent run (tag ``procmem.role=parent``; its description is the preset's
+   question) and logs the planned ``tables/jobs.parquet``;
+5. appends ``++tracking.uri``, ``++tracking.parent`` and ``++tracking.vary`` to every
+   job's overrides: a job never guesses the store or its parent from the environment of
+   the machine it lands on, and names its run from the keys that vary;
+6. starts the progress thread (``experiments.progress.SweepProgress``), which also
+   keeps the parent's heartbeat.
 
 ``on_multirun_end`` reads the children back (a child still RUNNING, whose process died,
-is marked FAILED), records finished / failed / skipped / missing counts,
-``tables/jobs.parquet`` and ``sweep.yaml`` (the swept params and overrides) on the
-parent, marks it FAILED when any job failed or never reported, prints the summary table
-and the report to come, and sets ``SWEEP_STATUS`` (the exit status ``experiments.run``
-returns). If the process dies before that (Ctrl-C), an ``atexit`` hook marks the parent
-KILLED.
+is marked FAILED with the reason the launcher recorded), records the counts,
+``tables/jobs.parquet`` (also as an MLflow table) and ``sweep.yaml``, marks the parent
+FAILED when a job failed or never reported, prints the summary and sets
+``SWEEP_STATUS``. A sweep stopped before that (SIGTERM, SIGINT, an error) is closed by
+``abandon``: its RUNNING children and the parent are marked KILLED with the reason.
 """
 
 from __future__ import annotations
 
 import atexit
-import copy
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,104 +37,65 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, read_write
 
 from experiments import tracking as tr
-from experiments.build import validate
-from experiments.identity import config_hash, git_commit
+from experiments.identity import git_commit, package_versions, varying_keys
 from experiments.job import label
+from experiments.plan import (
+    PlannedJob,
+    check_launcher,
+    check_writable,
+    mark_skipped,
+    planned_jobs,
+    preset_question,
+    sweep_params,
+)
+from experiments.progress import SweepProgress
+from experiments.stores import check_uri, uri_source
 from experiments.summary import print_summary
-from procmem_core.errors import ParameterError
-
-BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
 SWEEP_STATUS = {"exit": 0}
 """Exit status of the last sweep in this process (1 when a job failed or went missing)."""
 
+ACTIVE: list[SweepTracking] = []
+"""The sweeps this process has open (``experiments.run.cli`` closes them on a stop)."""
 
-@dataclass
-class PlannedJob:
-    """One job of the sweep as planned before launch."""
-
-    num: int
-    overrides: list[str]
-    config_hash: str
-    label: str  # the scenario or task name
-    skipped_by: str | None = None  # the finished run that makes resume skip it
+ADDED_PREFIX = "++tracking."
+"""Overrides the callback adds to every job (left out of what the runs show as theirs)."""
 
 
 @dataclass
 class SweepState:
     tracker: tr.Tracker
     parent_id: str
-    jobs: list[PlannedJob] = field(default_factory=list)
+    jobs: list[PlannedJob]
+    overrides: list[str]  # the command's own overrides
+    progress: SweepProgress | None = None
     started: float = field(default_factory=time.perf_counter)
     closed: bool = False
 
 
-def sweep_params(config: DictConfig) -> dict[str, str]:
-    """The preset's ``hydra.sweeper.params`` as ``{key: sweep expression}``."""
-    params = OmegaConf.select(config, "hydra.sweeper.params")
-    return {} if params is None else dict(OmegaConf.to_container(params, resolve=False))
+def quoted(value: str) -> str:
+    """``value`` as a quoted Hydra override value."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def sweep_overrides(config: DictConfig) -> list[list[str]]:
-    """Every job's overrides, in the order the basic sweeper launches them."""
-    target = OmegaConf.select(config, "hydra.sweeper._target_")
-    if target != BASIC_SWEEPER:
-        raise ParameterError(
-            "hydra.sweeper._target_", target, f"the basic sweeper ({BASIC_SWEEPER})"
-        )
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
-    arguments = [f"{k}={v}" for k, v in sweep_params(config).items()]
-    arguments += list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
-    loader = GlobalHydra.instance().config_loader()
-    parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-    return BasicSweeper.split_arguments(parsed, None)[0]
+def job_overrides(uri: str, parent_id: str, vary: list[str]) -> list[str]:
+    """What the launching process tells every job explicitly."""
+    keys = ",".join(quoted(k) for k in vary)
+    return [
+        f"{ADDED_PREFIX}uri={quoted(uri)}",
+        f"{ADDED_PREFIX}parent={quoted(parent_id)}",
+        f"{ADDED_PREFIX}vary=[{keys}]",
+    ]
 
 
-def plan_jobs(config: DictConfig) -> list[tuple[list[str], DictConfig]]:
-    """Compose and validate every job's config; raise on the first invalid one.
-
-    Hydra composes a job from the defaults list (group choices such as ``gate=margin``)
-    and then applies the value overrides (``gate.alpha=0.1``) to the result. Composing is
-    slow (about 0.1-0.3 s), so each distinct set of group choices is composed once and
-    the value overrides are applied to a copy of its job part (without ``hydra``) with
-    Hydra's own function: the same job config Hydra will build, in milliseconds.
-    """
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-
-    loader = GlobalHydra.instance().config_loader()
-    parser = OverridesParser.create(config_loader=loader)
-    composed: dict[tuple[str, ...], DictConfig] = {}
-    is_group: dict[str, bool] = {}
-    planned = []
-    for overrides in sweep_overrides(config):
-        parsed = parser.parse_overrides(list(overrides))
-        for o in parsed:
-            if o.key_or_group not in is_group:  # the look-up is slow: once per key
-                is_group[o.key_or_group] = bool(loader.get_group_options(o.key_or_group))
-        groups = [o for o in parsed if is_group[o.key_or_group] or o.key_or_group[:5] == "hydra"]
-        values = [o for o in parsed if o not in groups]
-        choice = tuple(o.input_line for o in groups)
-        if choice not in composed:
-            full = loader.load_sweep_config(master_config=config, sweep_overrides=list(choice))
-            composed[choice] = OmegaConf.masked_copy(full, [k for k in full if k != "hydra"])
-            OmegaConf.set_struct(composed[choice], True)
-        job_cfg = copy.deepcopy(composed[choice])
-        try:
-            ConfigLoaderImpl._apply_overrides_to_config(values, job_cfg)
-            validate(job_cfg)
-        except ParameterError as exc:
-            where = f"{exc.allowed} (sweep job: {' '.join(overrides) or 'no overrides'})"
-            raise ParameterError(exc.field, exc.value, where) from None
-        planned.append((list(overrides), job_cfg))
-    return planned
+def own_overrides(overrides: list[str]) -> list[str]:
+    """The overrides without the ones the callback added."""
+    return [o for o in overrides if not o.startswith(ADDED_PREFIX)]
 
 
 class SweepTracking(Callback):
@@ -136,6 +103,9 @@ class SweepTracking(Callback):
 
     def __init__(self) -> None:
         self.state: SweepState | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"state": None}  # a job process never needs the parent's state
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and launches anyway: a sweep
@@ -148,48 +118,69 @@ class SweepTracking(Callback):
 
     def _open(self, config: DictConfig) -> None:
         HydraConfig.instance().set_config(config)  # for ${hydra:...} before any job runs
-        planned = plan_jobs(config)
-        experiment = str(config.tracking.experiment)
-        tracker = tr.Tracker(experiment)
+        check_launcher(config)
+        configured = OmegaConf.select(config, "tracking.uri")
+        tracker = tr.Tracker(str(config.tracking.experiment), configured)
+        jobs = planned_jobs(config, label)  # every value checked before the store is touched
+        check_uri(tracker.uri, uri_source(configured))
+        check_writable(Path(str(config.hydra.sweep.dir)))
         tracker.experiment_id  # noqa: B018 (creates the database and the experiment now)
-        finished = tracker.finished_hashes() if config.resume else {}
-        sweep_dir = str(config.hydra.sweep.dir)
-        for stale in tracker.running_parents(sweep_dir):
-            tracker.finish(stale.info.run_id, "KILLED")
-        commit, dirty = git_commit()
-        overrides = list(config.hydra.overrides.task)
-        parent_id = tracker.start_run(
-            f"{experiment} sweep",
-            {
-                tr.TAG_ROLE: "parent",
-                tr.TAG_SWEEP_DIR: sweep_dir,
-                tr.TAG_PRESET: experiment,
-                tr.TAG_OVERRIDES: " ".join(overrides),
-                tr.TAG_COMMIT: commit,
-                "procmem.git_dirty": str(dirty).lower(),
-                "procmem.launcher": str(OmegaConf.select(config, "hydra.launcher._target_")),
-            },
+        reaped = tracker.reap_orphans()
+        mark_skipped(jobs, tracker.finished_hashes() if config.resume else {})
+        overrides = own_overrides(list(config.hydra.overrides.task))
+        parent_id = self._start_parent(config, tracker, jobs, overrides)
+        vary = varying_keys([(job.label, job.params) for job in jobs])
+        with read_write(config.hydra):
+            config.hydra.overrides.task.extend(job_overrides(tracker.uri, parent_id, vary))
+        progress = SweepProgress(
+            tracker.uri, tracker.experiment, parent_id, jobs, str(config.progress)
         )
-        state = SweepState(tracker, parent_id)
-        for num, (job_overrides, job_cfg) in enumerate(planned):
-            digest = config_hash(job_cfg)
-            state.jobs.append(
-                PlannedJob(num, job_overrides, digest, label(job_cfg), finished.get(digest))
-            )
-        skipped = sum(job.skipped_by is not None for job in state.jobs)
-        tracker.log(
-            parent_id,
-            params={f"sweep.{k}": str(v) for k, v in sweep_params(config).items()},
-            metrics={"jobs_total": len(state.jobs), "jobs_skipped": skipped},
-            tags={"procmem.resume": str(bool(config.resume)).lower()},
-        )
-        self.state = state
-        atexit.register(self._abandon)
+        self.state = SweepState(tracker, parent_id, jobs, overrides, progress)
+        log_jobs(tracker, parent_id, jobs_frame(jobs), Path(str(config.hydra.sweep.dir)))
+        ACTIVE.append(self)
+        atexit.register(self.abandon)
+        skipped = sum(job.skipped_by is not None for job in jobs)
         print(
-            f"sweep: {len(state.jobs)} jobs ({skipped} already finished, skipped) -> "
-            f"experiment {experiment!r}, parent run {parent_id}",
+            f"sweep: {len(jobs)} jobs ({skipped} already finished, skipped) -> experiment "
+            f"{tracker.experiment!r}, parent run {parent_id}"
+            + (f"; marked {len(reaped)} orphaned run(s) FAILED" if reaped else ""),
             file=sys.stderr,
         )
+        progress.start()
+
+    @staticmethod
+    def _start_parent(
+        config: DictConfig, tracker: tr.Tracker, jobs: list[PlannedJob], overrides: list[str]
+    ) -> str:
+        commit, dirty = git_commit()
+        preset = str(OmegaConf.select(config, "hydra.runtime.choices.experiment") or "")
+        swept = sweep_params(config)
+        question = preset_question(preset)
+        keys = ", ".join(swept) or "no swept keys"
+        parent_id = tracker.start_run(
+            f"{tracker.experiment}: {len(jobs)} jobs over {keys}",
+            {
+                tr.TAG_ROLE: "parent",
+                tr.TAG_SWEEP_DIR: str(config.hydra.sweep.dir),
+                tr.TAG_PRESET: tracker.experiment,
+                tr.TAG_OVERRIDES: " ".join(overrides),
+                tr.TAG_COMMIT: commit,
+                tr.TAG_NOTE: question or f"sweep of preset {preset}",
+                "procmem.git_dirty": str(dirty).lower(),
+                "procmem.launcher": str(OmegaConf.select(config, "hydra.launcher._target_")),
+                "procmem.command": "python -m experiments.run -m " + " ".join(overrides),
+                "procmem.versions": package_versions(),
+                "procmem.resume": str(bool(config.resume)).lower(),
+                tr.TAG_HEARTBEAT: f"{time.time():.0f}",
+            },
+        )
+        skipped = sum(job.skipped_by is not None for job in jobs)
+        tracker.log(
+            parent_id,
+            params={f"sweep.{k}": str(v) for k, v in swept.items()},
+            metrics={"jobs_total": len(jobs), "jobs_skipped": skipped},
+        )
+        return parent_id
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.state is None:
@@ -198,69 +189,109 @@ class SweepTracking(Callback):
         self._close(config, self.state)
 
     def _close(self, config: DictConfig, state: SweepState) -> None:
+        from experiments.launcher import LOST
+
+        if state.progress is not None:
+            state.progress.stop()
         tracker = state.tracker
         children: dict[str, list] = {}
         metrics: dict[str, dict[str, float]] = {}
         for run in tracker.children(state.parent_id):
-            if run.info.status == "RUNNING":  # its process died without ending it
-                tracker.finish(run.info.run_id, "FAILED")
-            children.setdefault(run.data.tags.get(tr.TAG_HASH), []).append(run)
-            metrics[run.info.run_id] = dict(run.data.metrics)
-        rows = []
-        for job in state.jobs:
-            runs = children.get(job.config_hash, [])
-            status, run_id = self._status(job, runs)
-            rows.append(
-                {
-                    "job": job.num,
-                    "overrides": " ".join(job.overrides),
-                    "scenario": job.label,
-                    "config_hash": job.config_hash,
-                    "status": status,
-                    "run_id": run_id,
-                }
+            num = int(run.data.tags.get("procmem.job_num", -1))
+            status, why = run.info.status, run.data.tags.get(tr.TAG_END_REASON, "")
+            if status == "RUNNING":  # its process died without ending it
+                status, why = "FAILED", LOST.get(num, "its process ended without closing the run")
+                tracker.finish(run.info.run_id, status, why)
+            children.setdefault(run.data.tags.get(tr.TAG_HASH), []).append(
+                (run.info.run_id, status, why)
             )
-        jobs = pd.DataFrame(rows)
+            metrics[run.info.run_id] = dict(run.data.metrics)
+        for job in state.jobs:
+            job.status, job.run_id, job.reason = job_status(
+                job, children.get(job.config_hash, []), LOST
+            )
+        jobs = jobs_frame(state.jobs)
         counts = jobs["status"].value_counts()
         bad = jobs[jobs["status"].isin(["failed", "missing"])]
-        folder = self._jobs_folder(config)
-        jobs.to_parquet(folder / "tables" / "jobs.parquet", index=False)
-        sweep = {"params": sweep_params(config), "overrides": list(config.hydra.overrides.task)}
+        folder = log_jobs(tracker, state.parent_id, jobs, Path(str(config.hydra.sweep.dir)))
+        sweep = {"params": sweep_params(config), "overrides": state.overrides}
         (folder / "sweep.yaml").write_text(OmegaConf.to_yaml(sweep), encoding="utf-8")
+        elapsed = time.perf_counter() - state.started
         tracker.log(
             state.parent_id,
             metrics={
                 f"jobs_{s}": float(counts.get(s, 0))
                 for s in ("finished", "failed", "missing", "skipped")
             }
-            | {"sweep_seconds": time.perf_counter() - state.started},
+            | {"sweep_seconds": elapsed},
         )
         tracker.log_artifacts(state.parent_id, folder)
-        tracker.finish(state.parent_id, "FAILED" if len(bad) else "FINISHED")
+        why = f"{len(bad)} of {len(jobs)} jobs failed or never reported" if len(bad) else None
+        tracker.finish(state.parent_id, "FAILED" if len(bad) else "FINISHED", why)
         state.closed = True
         SWEEP_STATUS["exit"] = 1 if len(bad) else 0
-        print_summary(jobs, metrics, str(config.tracking.experiment), tracker.uri)
+        print_summary(jobs, metrics, tracker, state.parent_id, elapsed)
 
-    @staticmethod
-    def _status(job: PlannedJob, runs: list) -> tuple[str, str | None]:
-        if any(r.info.status == "FINISHED" for r in runs):
-            run = next(r for r in runs if r.info.status == "FINISHED")
-            return "finished", run.info.run_id
-        if runs:
-            return "failed", runs[0].info.run_id
-        if job.skipped_by is not None:
-            return "skipped", job.skipped_by
-        return "missing", None
-
-    @staticmethod
-    def _jobs_folder(config: DictConfig) -> Path:
-        folder = Path(str(config.hydra.sweep.dir)) / "parent_artifacts"
-        (folder / "tables").mkdir(parents=True, exist_ok=True)
-        return folder
-
-    def _abandon(self) -> None:
-        """At exit: a parent left open by an interrupted sweep is marked KILLED."""
+    def abandon(self, reason: str = "the sweep's main process exited before the end") -> None:
+        """Close a sweep that did not end: RUNNING children and the parent KILLED."""
         state = self.state
-        if state is not None and not state.closed:
-            state.closed = True
-            state.tracker.finish(state.parent_id, "KILLED")
+        if state is None or state.closed:
+            return
+        state.closed = True
+        if state.progress is not None:
+            state.progress.stop(final=False)
+        tracker = state.tracker
+        try:
+            for run in tracker.children(state.parent_id):
+                if run.info.status == "RUNNING":
+                    tracker.finish(run.info.run_id, "KILLED", reason)
+            tracker.finish(state.parent_id, "KILLED", reason)
+        except Exception as exc:  # the store may be what failed
+            print(f"could not mark the sweep KILLED ({exc})", file=sys.stderr)
+
+
+def job_status(
+    job: PlannedJob, runs: list[tuple[str, str, str]], lost: dict[int, str]
+) -> tuple[str, str | None, str]:
+    """``(status, run id, reason)`` of a planned job from its ``(run id, status, reason)``
+    runs in this sweep (and the launcher's record of lost processes)."""
+    done = next((r for r in runs if r[1] == "FINISHED"), None)
+    if done is not None:
+        return "finished", done[0], ""
+    if runs:
+        run_id, _, reason = runs[0]
+        return "failed", run_id, reason or lost.get(job.num) or "the job raised (traceback.txt)"
+    if job.skipped_by is not None:
+        return "skipped", job.skipped_by, ""
+    if job.num in lost:
+        return "failed", None, lost[job.num]
+    return "missing", None, "no run: the job never reported"
+
+
+def jobs_frame(jobs: list[PlannedJob]) -> pd.DataFrame:
+    """One row per job: number, run name, overrides, scenario, hash, status, run, reason."""
+    return pd.DataFrame(
+        [
+            {
+                "job": job.num,
+                "name": job.name,
+                "overrides": " ".join(job.overrides),
+                "scenario": job.label,
+                "config_hash": job.config_hash,
+                "status": job.status,
+                "run_id": job.run_id,
+                "reason": job.reason,
+            }
+            for job in jobs
+        ]
+    )
+
+
+def log_jobs(tracker: tr.Tracker, parent_id: str, jobs: pd.DataFrame, sweep_dir: Path) -> Path:
+    """``tables/jobs.parquet`` (and the MLflow table ``tables/jobs.json``) on the parent."""
+    folder = sweep_dir / "parent_artifacts"
+    (folder / "tables").mkdir(parents=True, exist_ok=True)
+    jobs.to_parquet(folder / "tables" / "jobs.parquet", index=False)
+    tracker.log_artifacts(parent_id, folder)
+    tracker.log_table(parent_id, jobs.astype({"run_id": "string"}), "jobs")
+    return folder

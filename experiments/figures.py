@@ -13,7 +13,10 @@ figure whose table and columns it has, so a scenario's figures follow from its t
 - ``gate_decisions``: distribution of runs used, by verdict;
 - ``ab_arms`` with ``arm`` and ``rate``: success rate of each arm, SE and true rate.
 
-Figures are written as ``<folder>/<name>.png`` and logged as ``figures/*.png``.
+Figures are written as ``<folder>/<name>.png`` and logged as ``figures/*.png``: by a job
+with ``tracking.figures=true``, or afterwards, for every finished run of a sweep, by
+``python -m experiments.figures <experiment> [--run <id>]`` from the logged tables (the
+same figures, drawn where they are looked at, not in every job).
 """
 
 from __future__ import annotations
@@ -172,3 +175,60 @@ def scenario_figures(result: ScenarioResult, folder: Path) -> list[Path]:
             plt.close(fig)
         written.append(folder / f"{name}.png")
     return written
+
+
+def draw_logged(experiment: str, run_id: str | None = None, uri: str | None = None) -> dict:
+    """Draw the standard figures of finished runs from their logged tables and log them to
+    each run as ``figures/*.png`` (for the MLflow UI; jobs skip drawing by default, since
+    the figures took about a third of a small job's time and the report draws its own).
+
+    ``run_id``: a sweep's parent (its finished children) or one run; default the latest
+    sweep of ``experiment``. Returns ``{run id: [figure names]}``.
+    """
+    import tempfile
+
+    from experiments.tracking import TAG_PARENT, TAG_ROLE, TAG_SCENARIO, Tracker
+
+    tracker = Tracker(experiment, uri)
+    if run_id is None:
+        parents = tracker.search(
+            f"tags.`{TAG_ROLE}` = 'parent'", order_by=["attributes.start_time DESC"]
+        )
+        if not parents:
+            raise SystemExit(f"experiment {experiment!r} has no sweep; give --run")
+        run_id = parents[0].info.run_id
+    runs = tracker.search(f"tags.`{TAG_PARENT}` = '{run_id}'") or [tracker.client.get_run(run_id)]
+    drawn: dict[str, list[str]] = {}
+    for run in (r for r in runs if r.info.status == "FINISHED"):
+        with tempfile.TemporaryDirectory(prefix="procmem-figures-") as tmp:
+            result = ScenarioResult(run.data.tags.get(TAG_SCENARIO, "run"))
+            for item in tracker.client.list_artifacts(run.info.run_id, "tables"):
+                if item.path.endswith(".parquet"):
+                    path = tracker.client.download_artifacts(run.info.run_id, item.path, tmp)
+                    result.tables[Path(item.path).stem] = pd.read_parquet(path)
+            written = scenario_figures(result, Path(tmp) / "figures")
+            if written:
+                tracker.client.log_artifacts(run.info.run_id, str(Path(tmp) / "figures"), "figures")
+            drawn[run.info.run_id] = [p.stem for p in written]
+    return drawn
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m experiments.figures <experiment> [--run <id>]``."""
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.figures",
+        description="Draw each run's standard figures from its logged tables, into MLflow.",
+    )
+    p.add_argument("experiment")
+    p.add_argument("--run", default=None, help="a sweep's parent run or one run")
+    args = p.parse_args(argv)
+    drawn = draw_logged(args.experiment, args.run)
+    for run_id, names in drawn.items():
+        print(f"{run_id}: {', '.join(names) or 'no figure for its tables'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 A job's identity is the part of the resolved config it reads (the task, the seed, its
 scenario and the groups that feed it), never the keys that say *how* it is run
-(``resume``, ``progress``, ``tracking``) nor the ``hydra`` node. The
+(``resume``, ``progress``, ``tracking``, ``budget``) nor the ``hydra`` node. The
 config hash is the first 16 hex digits of SHA-256 over that config as canonical JSON, so
 it is the same whatever the launcher, the job order, the output folder or the machine.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-RUN_CONTROL_KEYS = ("resume", "progress", "tracking")
+RUN_CONTROL_KEYS = ("resume", "progress", "tracking", "budget")
 """Top-level keys that change how a job runs, not what it computes (left out of the hash)."""
 
 PARAM_VALUE_LIMIT = 6000
@@ -108,3 +108,73 @@ def git_commit(root: Path = ROOT) -> tuple[str, bool]:
     if head.returncode != 0:
         return "unknown", False
     return head.stdout.strip(), bool(status.returncode == 0 and status.stdout.strip())
+
+
+ACRONYMS = {"sprt": "SPRT", "ipw": "IPW", "aipw": "AIPW", "dim": "DiM", "ht": "HT", "llr": "LLR"}
+"""Values written as their acronym in run names."""
+EMPTY = ("None", "null", "")
+
+
+def _word(value: str) -> str:
+    return ACRONYMS.get(value.lower(), value)
+
+
+def run_name(label: str, params: Mapping[str, str], vary: Sequence[str]) -> str:
+    """What a run is, in words: ``gate: SPRT, ledger size 20``.
+
+    ``label`` is the scenario (or task); ``params`` the job's flattened identity; ``vary``
+    the param keys that tell the jobs of a sweep apart (``varying_keys``: ``label:key``
+    for the jobs of one label, a bare ``key`` for any). A group's ``name`` is written as
+    its value, any other key as its last part and the value; keys the job does not have,
+    or has unset, are left out.
+    """
+    parts = []
+    for entry in vary:
+        owner, _, key = entry.rpartition(":")
+        value = params.get(key)
+        if (owner and owner != label) or value is None or value in EMPTY:
+            continue
+        leaf = key.rsplit(".", 1)[-1]
+        parts.append(_word(value) if leaf == "name" else f"{leaf.replace('_', ' ')} {_word(value)}")
+    return f"{label}: {', '.join(parts)}" if parts else label
+
+
+def varying_keys(jobs: Sequence[tuple[str, Mapping[str, str]]]) -> list[str]:
+    """``label:key`` for each param key that tells apart the jobs of one label (scenario),
+    over ``(label, flattened params)`` pairs: it takes two or more values, or some jobs
+    have it and others do not (a feedback channel switched on), unless a group ``name``
+    that varies explains that (an SPRT's alpha beside a margin gate). Names first."""
+    by_label: dict[str, list[Mapping[str, str]]] = {}
+    for label, params in jobs:
+        by_label.setdefault(label, []).append(params)
+    out = []
+    for label, group in by_label.items():
+        keys = sorted({k for params in group for k in params})
+        seen = {k: [params.get(k) for params in group] for k in keys}
+        named = {k.rsplit(".", 1)[0] for k in keys if k.endswith(".name") and len(set(seen[k])) > 1}
+        for key in keys:
+            values = seen[key]
+            partial = None in values and key.split(".", 1)[0] not in named
+            if len(set(v for v in values if v is not None)) > 1 or (partial and len(group) > 1):
+                out.append(f"{label}:{key}")
+    return sorted(out, key=lambda e: (not e.endswith(".name"), e))
+
+
+VERSIONED = ("procmem", "numpy", "scipy", "pandas", "mlflow", "hydra-core", "omegaconf")
+"""The packages whose versions a run records (tag ``procmem.versions``)."""
+
+
+@cache
+def package_versions() -> str:
+    """``name version`` of the packages that can change a run's numbers or its records,
+    and Python's, comma-separated."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = [f"python {platform.python_version()}"]
+    for name in VERSIONED:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} not installed")
+    return ", ".join(found)

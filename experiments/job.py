@@ -4,20 +4,26 @@ A job's life (each step before the next):
 
 1. validate every config value (``experiments.build.validate``) - no run exists yet;
 2. derive the config hash and the job's seed (``experiments.identity``);
-3. with ``resume=true``, stop if a FINISHED run with the same hash is in the experiment;
-4. open the MLflow run (a child of the sweep's parent run in ``-m`` mode) with its tags;
+3. a single run checks the tracking URI (a sweep's main process did) and fails the
+   orphans of killed runs; with ``resume=true``, stop if a FINISHED run with the same
+   hash is in the experiment;
+4. open the MLflow run (a child of the sweep's parent run ``tracking.parent`` in ``-m``
+   mode) with its tags and a name that says what it is (``gate: SPRT, ledger size 20``);
 5. run: a scenario (``scenario.run(job_seed)``) or a task (``experiments.<task>.run_task``);
 6. write ``config.yaml``, ``tables/<name>.parquet`` and ``figures/*.png`` into
    ``<job dir>/artifacts`` beside whatever the task wrote there, log params and metrics
-   in one batch and the folder in one upload, and mark the run FINISHED.
+   in one batch (curves such as the OC curve also as stepped metrics) and the folder in
+   one upload, and mark the run FINISHED.
 
-Five MLflow calls per job (create, batch, upload, terminate, plus the parent look-up in
-a sweep): SQLite commits each one, so fewer calls is what keeps tracking cheap.
+Four MLflow calls per job (create, batch, upload, terminate): SQLite commits each one,
+so fewer calls is what keeps tracking cheap.
 
 A job that raises is marked FAILED with its params, ``traceback.txt`` and whatever it had
 written to ``artifacts/`` before it failed.
 In a sweep the job then returns normally so the other jobs go on (the sweep callback
-fails the parent and the command); a single run re-raises. Ctrl-C marks the run KILLED.
+fails the parent and the command); a single run re-raises. SIGTERM, SIGINT and the death
+of the sweep's main process (``experiments.stopping``) mark the run KILLED with the
+reason (tag ``procmem.end_reason``).
 """
 
 from __future__ import annotations
@@ -42,8 +48,12 @@ from experiments.identity import (
     identity_container,
     job_container,
     job_seed,
+    run_name,
 )
 from experiments.progress import chunk_progress
+from experiments.stopping import Stopped
+from experiments.stores import check_uri, uri_source
+from experiments.summary import print_single
 from simulators.result import ScenarioResult
 
 log = logging.getLogger(__name__)
@@ -81,18 +91,36 @@ def label(cfg: DictConfig) -> str:
     return str(cfg.task)
 
 
-def parent_run(tracker: tr.Tracker, sweep_dir: str) -> str:
-    """The sweep's parent run (opened by ``experiments.callbacks.SweepTracking``)."""
-    parents = tracker.running_parents(sweep_dir)
-    if not parents:
+def parent_run(cfg: DictConfig) -> str:
+    """The sweep's parent run, which the sweep's main process passes to every job as
+    ``tracking.parent`` (``experiments.callbacks.SweepTracking``)."""
+    parent = OmegaConf.select(cfg, "tracking.parent")
+    if not parent:
         raise RuntimeError(
-            f"no RUNNING parent run for sweep dir {sweep_dir!r} in experiment "
-            f"{tracker.experiment!r}: is hydra.callbacks.tracking set?"
+            "tracking.parent is not set: a sweep's jobs get it from the sweep callback "
+            "(hydra.callbacks.tracking: experiments.callbacks.SweepTracking)"
         )
-    return parents[0].info.run_id
+    return str(parent)
+
+
+SHOWN_OVERRIDES = ("experiment=", "tracking.", "++tracking.", "hydra", "progress=", "resume=")
+
+
+def job_name(cfg: DictConfig, ctx: JobContext, params: dict[str, str]) -> str:
+    """The run's name: what tells it apart from the other jobs of its sweep (the keys the
+    sweep callback passes as ``tracking.vary``), or, for a single run, the values given
+    on the command line."""
+    vary = OmegaConf.select(cfg, "tracking.vary")
+    if vary is None:
+        keys = [o.split("=", 1)[0].lstrip("+~") for o in ctx.overrides if "=" in o]
+        vary = [k for k in keys if not k.startswith(SHOWN_OVERRIDES)]
+    return run_name(label(cfg), params, list(vary))
 
 
 def run_tags(cfg: DictConfig, ctx: JobContext, digest: str, seed: int) -> dict[str, str]:
+    from experiments.callbacks import own_overrides
+    from experiments.identity import package_versions
+
     commit, dirty = git_commit()
     return {
         tr.TAG_ROLE: "child" if ctx.multirun else "single",
@@ -102,19 +130,40 @@ def run_tags(cfg: DictConfig, ctx: JobContext, digest: str, seed: int) -> dict[s
         tr.TAG_SEED: str(cfg.seed),
         tr.TAG_JOB_SEED: str(seed),
         tr.TAG_PRESET: str(cfg.tracking.experiment),
-        tr.TAG_OVERRIDES: " ".join(ctx.overrides),
+        tr.TAG_OVERRIDES: " ".join(own_overrides(ctx.overrides)),
         "procmem.job_num": str(ctx.job_num),
         tr.TAG_COMMIT: commit,
         "procmem.git_dirty": str(dirty).lower(),
+        "procmem.versions": package_versions(),
     }
 
 
-def execute(cfg: DictConfig, scenario: Any, seed: int, out_dir: Path) -> ScenarioResult:
-    """Run the scenario (with a progress bar over chunks) or the task's ``run_task``."""
+def execute(cfg: DictConfig, scenario: Any, seed: int, ctx: JobContext) -> ScenarioResult:
+    """Run the scenario (with a progress bar over chunks, for a single run: a sweep shows
+    its own progress) or the task's ``run_task``."""
     if scenario is not None:
-        with chunk_progress(str(cfg.progress), label(cfg)):
+        with chunk_progress("off" if ctx.multirun else str(cfg.progress), label(cfg)):
             return scenario.run(seed)
-    return task_module(str(cfg.task)).run_task(cfg, out_dir)
+    return task_module(str(cfg.task)).run_task(cfg, ctx.out_dir)
+
+
+STEPPED = {"operating_points": ("true_drop", 1000, ("revert_rate", "revert_rate_exact"))}
+"""Result tables logged as stepped metrics too: table -> (x column, steps per unit of x,
+y columns). The OC curve is ``oc.revert_rate`` at step ``1000 * true_drop``, so the
+MLflow UI draws it against the drop (in thousandths)."""
+
+
+def stepped_metrics(result: ScenarioResult) -> list[tuple[str, float, int]]:
+    """``(name, value, step)`` for every curve ``STEPPED`` names that the result has."""
+    out = []
+    for table, (x, scale, columns) in STEPPED.items():
+        t = result.tables.get(table)
+        if t is None or x not in t:
+            continue
+        for column in (c for c in columns if c in t):
+            for xv, yv in zip(t[x], t[column], strict=True):
+                out.append((f"oc.{column}", float(yv), round(float(xv) * scale)))
+    return out
 
 
 def write_artifacts(cfg: DictConfig, result: ScenarioResult, folder: Path) -> None:
@@ -135,8 +184,12 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
     scenario = validate(cfg)
     digest = config_hash(cfg)
     seed = job_seed(int(cfg.seed), digest)
-    tracker = tr.Tracker(str(cfg.tracking.experiment))
+    configured = OmegaConf.select(cfg, "tracking.uri")
+    tracker = tr.Tracker(str(cfg.tracking.experiment), configured)
     outcome = JobOutcome("finished", digest)
+    if not ctx.multirun:  # a sweep's main process checked the store and reaped orphans
+        check_uri(tracker.uri, uri_source(configured))
+        tracker.reap_orphans()
     if cfg.resume:
         done = tracker.finished_run(digest)
         if done is not None:
@@ -147,14 +200,14 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
             return outcome
     tags = run_tags(cfg, ctx, digest, seed)
     if ctx.multirun:
-        tags[tr.TAG_PARENT] = parent_run(tracker, str(ctx.sweep_dir))
-    name = f"{label(cfg)}-{ctx.job_num}" if ctx.multirun else label(cfg)
+        tags[tr.TAG_PARENT] = parent_run(cfg)
+    params = flatten(identity_container(cfg) | {"resume": cfg.resume})
+    name = job_name(cfg, ctx, params)
     run_id = tracker.start_run(name, tags)
     outcome.run_id = run_id
-    params = flatten(identity_container(cfg) | {"resume": cfg.resume})
     folder = ctx.out_dir / "artifacts"
     try:
-        result = execute(cfg, scenario, seed, ctx.out_dir)
+        result = execute(cfg, scenario, seed, ctx)
         t0 = time.perf_counter()
         write_artifacts(cfg, result, folder)
         t1 = time.perf_counter()
@@ -163,7 +216,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         outcome.figure_seconds = time.perf_counter() - t1
         outcome.artifact_seconds = t1 - t0
         outcome.metrics = dict(result.metrics)
-        tracker.log(run_id, params=params, metrics=result.metrics)
+        tracker.log(run_id, params=params, metrics=result.metrics, steps=stepped_metrics(result))
         tracker.log_artifacts(run_id, folder)
         tracker.finish(run_id, "FINISHED")
     except Exception:
@@ -174,14 +227,19 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         tracker.log(run_id, params=params)
         tracker.log_artifacts(run_id, failure)
         tracker.log_artifacts(run_id, folder)  # what the job wrote before it failed
-        tracker.finish(run_id, "FAILED")
+        error = traceback.format_exception_only(*sys.exc_info()[:2])[-1].strip()
+        tracker.finish(run_id, "FAILED", f"the job raised {error[:500]} (traceback.txt)")
         log.error("job %s (%s) FAILED; traceback logged to run %s", ctx.job_num, name, run_id)
         if not ctx.multirun:
             raise
-    except BaseException:
-        tracker.finish(run_id, "KILLED")
+    except BaseException as exc:
+        outcome.status = "killed"
+        reason = exc.reason if isinstance(exc, Stopped) else f"interrupted ({type(exc).__name__})"
+        tracker.finish(run_id, "KILLED", reason)
         raise
     finally:
         outcome.tracking_seconds = tracker.seconds
         outcome.total_seconds = time.perf_counter() - start
+    if not ctx.multirun:
+        print_single(run_id, name, outcome, tracker)
     return outcome

@@ -3,7 +3,9 @@
 Add ``-m`` to run the preset's sweep (``hydra.sweeper.params``). Every value is checked
 before anything runs; each job is logged to MLflow (``experiments.tracking``); a sweep is
 one parent run opened and closed by ``experiments.callbacks.SweepTracking``. The command
-exits non-zero when a job failed. docs/experiments.md has the details.
+exits 1 when a job failed or a value is refused (one line on stderr, no traceback), and
+``128 + signal`` when stopped by SIGTERM (143) or SIGINT (130), after marking the runs
+in flight KILLED. docs/experiments.md has the details.
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 import experiments.schema  # noqa: F401 (registers the structured configs)
-from experiments.callbacks import SWEEP_STATUS
+from experiments.callbacks import ACTIVE, SWEEP_STATUS
 from experiments.job import JobContext, run_job
+from experiments.stopping import Stopped, install_handlers
+from procmem_core.errors import ProcmemError
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 def context(hydra_cfg: DictConfig) -> JobContext:
@@ -32,9 +38,6 @@ def context(hydra_cfg: DictConfig) -> JobContext:
         job_num=int(OmegaConf.select(hydra_cfg, "job.num", default=0) or 0),
         overrides=list(hydra_cfg.overrides.task),
     )
-
-
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 def compose_job(experiment: str, overrides: Sequence[str] = ()) -> DictConfig:
@@ -54,15 +57,57 @@ def compose_job(experiment: str, overrides: Sequence[str] = ()) -> DictConfig:
     return cfg
 
 
+def group_options(group: str) -> list[str] | None:
+    """The options of a config group a user can choose (its YAML files); None when
+    ``group`` is not a folder of ``conf/`` (Hydra's own groups, or a key)."""
+    folder = CONF_DIR / group
+    if group.startswith("hydra") or not folder.is_dir():
+        return None
+    return sorted(p.stem for p in folder.glob("*.yaml"))
+
+
+def check_choices(arguments: Sequence[str]) -> str | None:
+    """The one-line error for a group option that does not exist (``gate=sprtt``), naming
+    the options a user can choose (Hydra's own message also lists internal schemas)."""
+    for argument in arguments:
+        key, sep, value = argument.lstrip("+").partition("=")
+        options = group_options(key) if sep and not key.startswith("~") else None
+        if options is None or any(c in value for c in "()[]{}*$"):
+            continue
+        for choice in value.split(","):
+            if choice not in (*options, "null"):
+                return f"{key}={choice!r} is not an option: one of {', '.join(options)}"
+    return None
+
+
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> str:
     """Run one job; returns its status (finished, failed or skipped)."""
-    return run_job(cfg, context(HydraConfig.get())).status
+    ctx = context(HydraConfig.get())
+    try:
+        return run_job(cfg, ctx).status
+    except ProcmemError as exc:  # a refused value or store: one line, as in a sweep
+        if ctx.multirun:
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def cli() -> None:
-    """``main()``, then exit non-zero if a sweep had failed or missing jobs."""
-    main()
+    """``main()``, then exit non-zero if a sweep had failed or missing jobs, or with
+    ``128 + signal`` when stopped (the open sweep's runs marked KILLED first)."""
+    problem = check_choices(sys.argv[1:])
+    if problem is not None:
+        print(f"Error: {problem}", file=sys.stderr)
+        sys.exit(1)
+    install_handlers()
+    try:
+        main()
+    except Stopped as stop:
+        for sweep in ACTIVE:
+            sweep.abandon(f"the sweep was {stop.reason}")
+        print(f"experiments.run: {stop.reason}; runs in flight marked KILLED", file=sys.stderr)
+        sys.exit(stop.exit_code)
     sys.exit(SWEEP_STATUS["exit"])
 
 

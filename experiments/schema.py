@@ -38,10 +38,28 @@ from simulators import CHANNELS, SCENARIOS, UserPopulation
 @dataclass
 class TrackingConf:
     """Where runs go (the MLflow experiment, one per preset) and whether each job draws
-    its standard figures (the tables are always logged, and reports draw from them)."""
+    its standard figures (the tables are always logged, and reports draw from them).
+
+    ``uri`` (else ``$MLFLOW_TRACKING_URI``, else the repo's ``mlflow.db``), ``parent`` and
+    ``vary`` are set for every job of a sweep by its main process
+    (``experiments.callbacks``), so a worker never reads them from its own environment."""
 
     experiment: str = "${hydra:runtime.choices.experiment}"
-    figures: bool = True
+    figures: bool = False  # python -m experiments.figures draws them from the tables
+    uri: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
+    parent: Optional[str] = None  # noqa: UP045
+    vary: Optional[list[str]] = None  # noqa: UP045
+
+
+@dataclass
+class BudgetConf:
+    """The most one job may ask for, checked from the scenario's own estimate before it
+    starts (``Scenario.check_budget``): ``memory_gb`` if set, else ``memory_fraction`` of
+    this machine's memory; ``hours`` of estimated run time (null: no limit)."""
+
+    memory_fraction: float = 0.5
+    memory_gb: Optional[float] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
+    hours: Optional[float] = 24.0  # noqa: UP045
 
 
 @dataclass
@@ -62,6 +80,7 @@ class ProcmemConf:
     llm: Any = None  # group ``llm`` (procmem_core.learn.LLMConfig), chosen by llm_replay
     replay: Any = None  # the llm_replay task's settings (experiments/tasks/llm_replay.py)
     tracking: TrackingConf = field(default_factory=TrackingConf)
+    budget: BudgetConf = field(default_factory=BudgetConf)
 
 
 def omegaconf_type(hint: Any) -> Any | None:

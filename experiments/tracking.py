@@ -2,14 +2,21 @@
 
 The contract (docs/architecture.md, "MLflow contract"; reports rely on it):
 
-- tracking URI: ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<absolute repo root>/mlflow.db``;
-  for a SQLite store the artifacts go beside the database, in ``mlartifacts/<experiment>``;
+- tracking URI: ``tracking.uri``, else ``$MLFLOW_TRACKING_URI``, else
+  ``sqlite:///<absolute repo root>/mlflow.db`` (``experiments.stores``); for a SQLite
+  store the artifacts go beside the database, in ``mlartifacts/<experiment>``;
 - a sweep is one parent run (tag ``procmem.role=parent``); each job is a child run with
   the ``mlflow.parentRunId`` tag; a single run without ``-m`` is a plain run;
 - child params: the flattened resolved config; tags ``procmem.config_hash``,
   ``procmem.scenario``, ``procmem.seed``, ``mlflow.source.git.commit``,
   ``procmem.overrides``; metrics: ``ScenarioResult.metrics``; artifacts ``config.yaml``,
   ``tables/<name>.parquet``, ``figures/*.png``.
+
+The experiment is tagged ``mlflow.experimentKind`` so that MLflow 3 opens it as runs, not
+as a GenAI traces page. Every run carries the process that owns it (``procmem.process``);
+``Tracker.reap_orphans`` fails the RUNNING runs whose process is gone, with the reason.
+MLflow's "View run" lines are kept off stdout (``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT``),
+so a job's stdout is its own.
 
 Every call goes through :meth:`Tracker.call`, which retries while SQLite says "database is
 locked" (parallel jobs share one file) and adds the time spent to ``Tracker.seconds``, so
@@ -26,7 +33,13 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from experiments.identity import ROOT
+from experiments.stopping import is_dead, this_process
+from experiments.stores import DEFAULT_DB, sqlite_path, tracking_uri  # noqa: F401
+
+# MLflow prints "View run ... at: <url>" on stdout when a run on a server ends; stdout is
+# the job's own (the seed demo prints exactly the seed's text), so that stays off.
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
@@ -34,7 +47,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-DEFAULT_DB = ROOT / "mlflow.db"
 LOCK_MARKERS = ("database is locked", "database table is locked")
 RETRY_SECONDS = 120.0
 BATCH_PARAMS_TAGS = 100  # MLflow: at most 100 params and 100 tags per log_batch call
@@ -51,17 +63,15 @@ TAG_PRESET = "procmem.preset"
 TAG_COMMIT = "mlflow.source.git.commit"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
+TAG_PROCESS = "procmem.process"
+TAG_END_REASON = "procmem.end_reason"
+TAG_HEARTBEAT = "procmem.heartbeat"
+TAG_NOTE = "mlflow.note.content"
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+"""MLflow 3 opens an experiment without this tag as a GenAI traces page; these are runs."""
 
-
-def tracking_uri() -> str:
-    """``$MLFLOW_TRACKING_URI`` if set, else the SQLite store at the repo root."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{DEFAULT_DB}"
-
-
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI (None for any other store)."""
-    prefix = "sqlite:///"
-    return Path(uri[len(prefix) :]) if uri.startswith(prefix) else None
+STALE_HEARTBEAT_SECONDS = 600.0
+"""A RUNNING parent of another machine whose heartbeat is older than this is an orphan."""
 
 
 def is_lock_error(exc: BaseException) -> bool:
@@ -99,7 +109,7 @@ class Tracker:
 
     def __init__(self, experiment: str, uri: str | None = None) -> None:
         self.experiment = experiment
-        self.uri = uri or tracking_uri()
+        self.uri = tracking_uri(uri)
         self.seconds = 0.0
         self.calls = 0
         self._client: MlflowClient | None = None
@@ -144,11 +154,16 @@ class Tracker:
     def _get_or_create(self) -> str:
         found = self.client.get_experiment_by_name(self.experiment)
         if found is not None:
+            if any(found.tags.get(k) != v for k, v in EXPERIMENT_KIND.items()):
+                for key, value in EXPERIMENT_KIND.items():
+                    self.client.set_experiment_tag(found.experiment_id, key, value)
             return found.experiment_id
         path = sqlite_path(self.uri)
         location = (path.parent / "mlartifacts" / self.experiment).as_uri() if path else None
         try:
-            return self.client.create_experiment(self.experiment, artifact_location=location)
+            return self.client.create_experiment(
+                self.experiment, artifact_location=location, tags=EXPERIMENT_KIND
+            )
         except Exception:
             # another process created it between our lookup and our create
             found = self.client.get_experiment_by_name(self.experiment)
@@ -157,8 +172,9 @@ class Tracker:
             return found.experiment_id
 
     def start_run(self, name: str, tags: Mapping[str, str]) -> str:
-        """Create a run (RUNNING) with ``tags`` and return its id."""
-        run = self.call(self.client.create_run, self.experiment_id, tags=dict(tags), run_name=name)
+        """Create a run (RUNNING) with ``tags`` and this process as its owner; its id."""
+        tags = {TAG_PROCESS: this_process(), **tags}
+        run = self.call(self.client.create_run, self.experiment_id, tags=tags, run_name=name[:250])
         return run.info.run_id
 
     def log(
@@ -167,14 +183,17 @@ class Tracker:
         params: Mapping[str, str] = (),
         metrics: Mapping[str, float] = (),
         tags: Mapping[str, str] = (),
+        steps: Iterable[tuple[str, float, int]] = (),
     ) -> None:
-        """Log params, metrics and tags with as few ``log_batch`` calls as MLflow allows."""
+        """Log params, metrics (``steps``: ``(name, value, step)`` of stepped metrics) and
+        tags with as few ``log_batch`` calls as MLflow allows."""
         from mlflow.entities import Metric, Param, RunTag
 
         now = int(time.time() * 1000)
         p = [Param(k, str(v)) for k, v in dict(params).items()]
         t = [RunTag(k, str(v)) for k, v in dict(tags).items()]
         m = [Metric(k, float(v), now, 0) for k, v in dict(metrics).items()]
+        m += [Metric(k, float(v), now, int(step)) for k, v, step in steps]
         while p or t or m:
             bp, p = p[:BATCH_PARAMS_TAGS], p[BATCH_PARAMS_TAGS:]
             bt, t = t[:BATCH_PARAMS_TAGS], t[BATCH_PARAMS_TAGS:]
@@ -187,9 +206,50 @@ class Tracker:
         if folder.is_dir() and any(folder.iterdir()):
             self.call(self.client.log_artifacts, run_id, str(folder))
 
-    def finish(self, run_id: str, status: str = "FINISHED") -> None:
-        """End a run: FINISHED, FAILED or KILLED."""
+    def finish(self, run_id: str, status: str = "FINISHED", reason: str | None = None) -> None:
+        """End a run: FINISHED, FAILED or KILLED, with the ``reason`` (tag
+        ``procmem.end_reason``) when it did not finish."""
+        if reason:
+            self.log(run_id, tags={TAG_END_REASON: reason})
         self.call(self.client.set_terminated, run_id, status)
+
+    def log_table(self, run_id: str, frame: Any, name: str) -> None:
+        """``frame`` as an MLflow table (``tables/<name>.json``), shown by the MLflow UI."""
+        self.call(self.client.log_table, run_id, frame, f"tables/{name}.json")
+
+    def reap_orphans(self) -> list[str]:
+        """Fail every RUNNING run of the experiment whose process is gone, and the RUNNING
+        children of such a parent; returns their ids.
+
+        A run's owner (tag ``procmem.process``) on this machine is checked directly; a
+        parent of another machine is an orphan when its heartbeat is older than
+        ``STALE_HEARTBEAT_SECONDS``.
+        """
+        running = self.search("attributes.status = 'RUNNING'")
+        reaped: list[str] = []
+        now = time.time()
+        for run in running:
+            tags = run.data.tags
+            owner = tags.get(TAG_PROCESS, "")
+            beat = float(tags.get(TAG_HEARTBEAT, "nan"))
+            if is_dead(owner):
+                why = f"orphaned: its process ({owner}) ended without closing the run"
+            elif tags.get(TAG_ROLE) == "parent" and now - beat > STALE_HEARTBEAT_SECONDS:
+                why = f"orphaned: no heartbeat from its process ({owner}) for {now - beat:.0f} s"
+            else:
+                continue
+            self.finish(run.info.run_id, "FAILED", why)
+            reaped.append(run.info.run_id)
+        for run in running:
+            parent = run.data.tags.get(TAG_PARENT)
+            if parent in reaped and run.info.run_id not in reaped:
+                self.finish(
+                    run.info.run_id,
+                    "FAILED",
+                    f"orphaned: its sweep's parent run {parent} was orphaned",
+                )
+                reaped.append(run.info.run_id)
+        return reaped
 
     def search(self, filter_string: str, order_by: Iterable[str] = ()) -> list[Run]:
         """Every run of the experiment matching ``filter_string`` (all pages)."""
@@ -218,15 +278,6 @@ class Tracker:
         """The id of a FINISHED job run with config hash ``digest``, if there is one."""
         runs = self.search(f"attributes.status = 'FINISHED' and tags.`{TAG_HASH}` = '{digest}'")
         return runs[0].info.run_id if runs else None
-
-    def running_parents(self, sweep_dir: str) -> list[Run]:
-        """RUNNING parent runs of ``sweep_dir``, newest first."""
-        quoted = sweep_dir.replace("'", "\\'")
-        return self.search(
-            f"attributes.status = 'RUNNING' and tags.`{TAG_ROLE}` = 'parent' "
-            f"and tags.`{TAG_SWEEP_DIR}` = '{quoted}'",
-            order_by=["attributes.start_time DESC"],
-        )
 
     def children(self, parent_id: str) -> list[Run]:
         """Every child run of the parent ``parent_id``."""

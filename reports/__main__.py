@@ -1,22 +1,35 @@
 """``python -m reports <experiment> [--run <parent id>] [--out <folder>]``.
 
-Reads the latest sweep of the MLflow experiment (or the given parent run) from
-``$MLFLOW_TRACKING_URI`` (else the project's ``mlflow.db``), writes ``index.html``,
-``report.md``, ``summary.csv`` and the figures to ``reports/out/<experiment>/`` (or
-``--out``), logs them to the parent run under ``report/`` and prints the path of
-``index.html``. Exit status 2 with a one-line reason when there is nothing to report.
+Reads the latest sweep of the MLflow experiment (or the given run) from
+``$MLFLOW_TRACKING_URI`` (else the project's ``mlflow.db``), says on stderr which run it
+reports and why, writes ``index.html``, ``report.md``, ``summary.csv`` and the figures to
+``reports/out/<experiment>/<run id>/`` (``reports/out/<experiment>/latest`` points at the
+newest; or ``--out``), logs them to the parent run under ``report/`` and prints the path
+of ``index.html``. Exit status 2 with a one-line reason when there is nothing to report
+(no sweep, no finished job) or an option is refused (naming the option).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
+from procmem_core.errors import ParameterError
 from reports.build import make_report
 from reports.errors import ReportError
 from reports.options import ReportOptions
 from reports.recommend import GateTargets
+
+OPTION_OF = {
+    "false_revert": "--max-false-revert",
+    "missed_regression": "--max-missed-regression",
+    "target_power": "--target-power",
+    "target_excluded": "--target-excluded",
+    "target_sessions": "--target-sessions",
+}
+"""The command-line option behind each field of the report's targets."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -52,18 +65,31 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def options_of(args: argparse.Namespace) -> ReportOptions:
+    """The targets from the command line; a refused value names its option."""
     try:
-        options = ReportOptions(
+        return ReportOptions(
             GateTargets(args.max_false_revert, args.max_missed_regression),
             args.target_power,
             args.target_excluded,
             args.target_sessions,
             args.target_kept,
         )
+    except ParameterError as exc:
+        option = OPTION_OF.get(exc.field, exc.field)
+        raise ReportError(
+            f"{option} {exc.value} is not allowed: {exc.allowed} ({exc.field}={exc.value!r})"
+        ) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    command = "python -m reports " + " ".join(shlex.quote(a) for a in argv)
+    try:
+        options = options_of(args)
         report, written = make_report(
-            args.experiment, args.run, args.out, options, log=not args.no_log
+            args.experiment, args.run, args.out, options, log=not args.no_log, command=command
         )
     except ReportError as exc:
         print(f"python -m reports: {exc}", file=sys.stderr)
@@ -71,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"python -m reports: invalid option: {exc}", file=sys.stderr)
         return 2
+    print(f"reporting {report.chosen}: run {report.parent_id}", file=sys.stderr)
     for s in report.sections:
         print(f"[{s.title}] {s.answer}", file=sys.stderr)
     print(written["index.html"])

@@ -2,7 +2,9 @@
 
 ``index.html`` is one self-contained file (figures embedded as base64 PNG, tables as
 HTML); ``report.md`` links the PNG files written beside it; ``summary.csv`` holds one row
-per child run.
+per child run. Under the heading, every report carries its provenance (which run, when,
+the exact commands, commit, package versions, replications and seeds:
+``reports.provenance``).
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ class Report:
     heading: str
     sections: list[Section]
     summary: pd.DataFrame
+    provenance: list[Table | str] = field(default_factory=list)
+    chosen: str = ""  # which run was reported and why
 
 
 def _cell(value: object) -> str:
@@ -112,10 +116,26 @@ figcaption{font-size:.9em;color:#555}
 table{border-collapse:collapse;font-size:.85em;margin:.6em 0;display:block;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right}th{background:#f2f2f2}
 caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
+div.provenance{font-size:.85em;color:#444;border:1px solid #e4e4e4;padding:.2em .8em}
 nav ul{columns:2}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;white-space:pre-wrap;
 font-size:.85em}
 """
+
+
+def _block_html(b: Figure | Table | Preformatted | str) -> str:
+    if isinstance(b, Figure):
+        data = base64.b64encode(b.png).decode("ascii")
+        return (
+            f"<figure><img alt='{html.escape(b.caption)}' "
+            f"src='data:image/png;base64,{data}'>"
+            f"<figcaption>{html.escape(b.caption)}</figcaption></figure>"
+        )
+    if isinstance(b, Table):
+        return f"<p><strong>{html.escape(b.caption)}</strong></p>{table_html(b.frame)}"
+    if isinstance(b, Preformatted):
+        return f"<p><strong>{html.escape(b.caption)}</strong></p><pre>{html.escape(b.text)}</pre>"
+    return f"<p>{html.escape(b)}</p>"
 
 
 def render_html(report: Report) -> str:
@@ -124,6 +144,9 @@ def render_html(report: Report) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(report.heading)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{html.escape(report.heading)}</h1>",
+        "<div class='provenance'>",
+        *(_block_html(b) for b in report.provenance),
+        "</div>",
         "<nav><ul>",
         *(f"<li><a href='#{s.key}'>{html.escape(s.title)}</a></li>" for s in report.sections),
         "</ul></nav>",
@@ -131,22 +154,7 @@ def render_html(report: Report) -> str:
     for s in report.sections:
         parts.append(f"<section id='{s.key}'><h2>{html.escape(s.title)}</h2>")
         parts.append(f"<p class='answer'>{html.escape(s.answer)}</p>")
-        for b in s.blocks:
-            if isinstance(b, Figure):
-                data = base64.b64encode(b.png).decode("ascii")
-                parts.append(
-                    f"<figure><img alt='{html.escape(b.caption)}' "
-                    f"src='data:image/png;base64,{data}'>"
-                    f"<figcaption>{html.escape(b.caption)}</figcaption></figure>"
-                )
-            elif isinstance(b, Table):
-                parts.append(f"<p><strong>{html.escape(b.caption)}</strong></p>")
-                parts.append(table_html(b.frame))
-            elif isinstance(b, Preformatted):
-                parts.append(f"<p><strong>{html.escape(b.caption)}</strong></p>")
-                parts.append(f"<pre>{html.escape(b.text)}</pre>")
-            else:
-                parts.append(f"<p>{html.escape(b)}</p>")
+        parts += [_block_html(b) for b in s.blocks]
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -155,6 +163,12 @@ def render_html(report: Report) -> str:
 def render_markdown(report: Report) -> str:
     """The report as Markdown, figures linked as ``<name>.png`` beside it."""
     lines = [f"# {report.heading}", ""]
+    for b in report.provenance:
+        if isinstance(b, Table):
+            lines += ["", f"**{b.caption}**", "", table_markdown(b.frame), ""]
+        else:
+            lines.append(f"- {b}")
+    lines += [""] * bool(report.provenance)
     for s in report.sections:
         lines += [f"## {s.title}", "", s.answer, ""]
         for b in s.blocks:

@@ -26,6 +26,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 SCENARIO_TAG = "procmem.scenario"
 PARENT_TAG = "mlflow.parentRunId"
+ROLE_TAG = "procmem.role"
 
 
 def tracking_uri() -> str:
@@ -69,6 +70,10 @@ class Sweep:
     param_names: tuple[str, ...]
     metric_names: tuple[str, ...]
     tables: dict[str, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
+    chosen: str = ""  # which run was reported and why (the latest sweep, or --run)
+    parent_tags: dict[str, str] = field(default_factory=dict)
+    parent_start: int | None = None  # ms since the epoch
+    earlier: int = 0  # jobs finished by an earlier sweep this one resumed
 
     def scenario_runs(self, *scenarios: str) -> pd.DataFrame:
         """Children whose ``procmem.scenario`` tag is one of ``scenarios``."""
@@ -147,10 +152,12 @@ def _search_all(client, experiment_id: str, filter_string: str, order_by=None) -
 
 
 def find_parent(experiment: str, run_id: str | None = None, uri: str | None = None):
-    """The parent run to report on: ``run_id`` if given, else the latest top-level run.
+    """``(client, experiment, run, why)``: the run to report on and why it was chosen.
 
-    Raises ``NoSweepError`` for an unknown experiment, an experiment with no runs, or a
-    run id that does not exist in that experiment.
+    ``run_id`` if given; else the latest sweep (a parent run, ``procmem.role=parent``): a
+    single run never stands in for a sweep while the experiment has one; without any
+    sweep, the latest single run, said so. Raises ``NoSweepError`` for an unknown
+    experiment, an experiment with no runs, or a run id not in that experiment.
     """
     from mlflow.exceptions import MlflowException
 
@@ -173,7 +180,7 @@ def find_parent(experiment: str, run_id: str | None = None, uri: str | None = No
             raise NoSweepError(
                 f"run={run_id!r} belongs to another experiment, not to {experiment!r}"
             )
-        return client, exp, run
+        return client, exp, run, f"run {run_id} (--run)"
     tops = [
         r
         for r in _search_all(client, exp.experiment_id, "", ["attributes.start_time DESC"])
@@ -184,7 +191,14 @@ def find_parent(experiment: str, run_id: str | None = None, uri: str | None = No
             f"experiment={experiment!r} has no runs; run a sweep first, e.g. "
             f"`python -m experiments.run -m experiment={experiment}`"
         )
-    return client, exp, tops[0]
+    sweeps = [r for r in tops if r.data.tags.get(ROLE_TAG) == "parent"]
+    if sweeps:
+        why = f"the latest of {len(sweeps)} sweep(s) of {experiment!r}"
+        if len(sweeps) > 1:
+            why += f" (others: --run {sweeps[1].info.run_id}, ...)"
+        return client, exp, sweeps[0], why
+    why = f"the latest single run of {experiment!r} ({experiment!r} has no sweep)"
+    return client, exp, tops[0], why
 
 
 class RunTables(Mapping[str, pd.DataFrame]):
@@ -231,15 +245,31 @@ def load_sweep(experiment: str, run_id: str | None = None, uri: str | None = Non
     """Read a sweep: the parent run, its children's params and metrics, and their tables
     (listed now, downloaded to a temporary folder when first used).
 
-    A plain run (no children) is read as a sweep of one, itself.
+    A plain run (no children) is read as a sweep of one, itself. A sweep that resumed
+    another (``resume=true``) includes the jobs an earlier sweep finished: the parent's
+    ``tables/jobs.parquet`` names the run of every job, however many sweeps ran them.
+    Raises ``NoSweepError`` when no job of the sweep finished.
     """
-    client, exp, parent = find_parent(experiment, run_id, uri)
+    client, exp, parent, why = find_parent(experiment, run_id, uri)
     pid = parent.info.run_id
     children = _search_all(client, exp.experiment_id, f"tags.`{PARENT_TAG}` = '{pid}'")
+    earlier = _earlier_runs(client, pid, {c.info.run_id for c in children})
+    children += earlier
     if not children:
         children = [parent]
+    if not any(c.info.status == "FINISHED" for c in children):
+        counts = pd.Series([c.info.status for c in children]).value_counts().to_dict()
+        shown = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        raise NoSweepError(
+            f"{why}, run {pid} ({parent.info.run_name}), has no finished job ({shown}): "
+            "nothing to report; pick another with --run"
+        )
     runs, params, metrics = _children_frame(children)
-    sweep = Sweep(experiment, pid, parent.info.run_name or pid, runs, params, metrics)
+    sweep = Sweep(
+        experiment, pid, parent.info.run_name or pid, runs, params, metrics,
+        chosen=why, parent_tags=dict(parent.data.tags), parent_start=parent.info.start_time,
+        earlier=len(earlier),
+    )  # fmt: skip
     root = Path(tempfile.mkdtemp(prefix="procmem-report-"))
     weakref.finalize(sweep, shutil.rmtree, root, True)
     for child in runs["run_id"]:
@@ -250,6 +280,19 @@ def load_sweep(experiment: str, run_id: str | None = None, uri: str | None = Non
         )
         sweep.tables[child] = RunTables(client, child, names, root)
     return sweep
+
+
+def _earlier_runs(client, parent_id: str, have: set[str]) -> list:
+    """Runs the parent's ``tables/jobs.parquet`` names that are not its children: the
+    finished runs of earlier sweeps that this one skipped (``resume=true``)."""
+    names = {a.path for a in client.list_artifacts(parent_id, "tables")}
+    if "tables/jobs.parquet" not in names:
+        return []
+    with tempfile.TemporaryDirectory(prefix="procmem-jobs-") as tmp:
+        path = client.download_artifacts(parent_id, "tables/jobs.parquet", tmp)
+        jobs = pd.read_parquet(path)
+    wanted = [r for r in jobs.get("run_id", pd.Series(dtype=object)).dropna() if r not in have]
+    return [client.get_run(r) for r in dict.fromkeys(wanted)]
 
 
 def log_report(parent_id: str, folder: Path, uri: str | None = None) -> None:

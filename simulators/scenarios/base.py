@@ -6,15 +6,22 @@ Every scenario is a frozen dataclass of parameters on ``Scenario``: it names its
 numbers chunk by chunk from ``chunks(seed)`` (chunk ``i`` from the ``i``-th spawned child
 of the seed, so the numbers do not depend on the order chunks are run), and returns a
 ``ScenarioResult`` from ``run(seed)``. A new scenario is one new module in this package.
+
+The budget verb: ``work()`` estimates, from the parameters alone, the memory and the time
+``run`` needs (each scenario counts its own units of work and the bytes it keeps per
+replication and per chunk; ``units_per_second`` is its measured throughput, set low so
+the time is not underestimated), and ``check_budget`` refuses a run past a ``Budget``
+with the estimate and the limit in the message, before anything is allocated.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from procmem_core.errors import check_int
+from procmem_core.errors import ParameterError, check_int
 from procmem_core.registry import Registry
 from simulators.replication import Chunk, chunks
 from simulators.result import ScenarioResult
@@ -23,12 +30,50 @@ SCENARIOS: Registry[Scenario] = Registry("scenario", "simulators.scenarios")
 """Every scenario class by name (``fate``, ``confidence``, ``gate``, ``explore``, ``loop``)."""
 
 
+@dataclass(frozen=True)
+class Work:
+    """What a run needs, estimated from its parameters: bytes held at once, seconds, and
+    the parameters the estimate grows with."""
+
+    memory_bytes: float
+    seconds: float
+    drivers: tuple[str, ...] = ("replications",)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The most one run may ask for: ``memory_bytes``, and ``seconds`` unless None;
+    ``source`` says where the limits come from (for the message)."""
+
+    memory_bytes: float
+    seconds: float | None = None
+    source: str = ""
+
+
+def size_text(n: float) -> str:
+    """Bytes for reading: ``12.3 GB``."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n / 1e3:,.1f} kB"
+
+
+def time_text(seconds: float) -> str:
+    """Seconds for reading: ``3.2 hours``, ``41 years``."""
+    for unit, scale in (("years", 3.156e7), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= scale:
+            return f"{seconds / scale:,.1f} {unit}"
+    return f"{seconds:.1f} s"
+
+
 class Scenario(ABC):
     """A simulated world with known truth (see the module docstring)."""
 
     name: ClassVar[str]
     replications: int
     min_replications: ClassVar[int] = 2
+    units_per_second: ClassVar[float] = 1e6
+    """Throughput of ``run`` in the scenario's own units of work (``work``)."""
     inputs: ClassVar[dict[str, str]] = {}
     """Fields fed by a config group rather than the ``scenario`` node: field -> the group
     (``"users"``) or group key (``"rule.threshold"``) that sets it. A key in an optional
@@ -54,6 +99,41 @@ class Scenario(ABC):
     def chunks(self, seed: int) -> Iterator[Chunk]:
         """The replications in chunks, chunk ``i`` seeded by the ``i``-th child of ``seed``."""
         return chunks(seed, self.replications, self.replications_per_chunk)
+
+    def estimate(
+        self,
+        units: float,
+        kept_per_replication: float,
+        per_chunk_replication: float,
+        drivers: Sequence[str] = ("replications",),
+    ) -> Work:
+        """``Work`` from the units of work, the bytes kept per replication until the end,
+        and the bytes of working arrays per replication of a chunk."""
+        chunk = min(self.replications, self.replications_per_chunk)
+        memory = self.replications * kept_per_replication + chunk * per_chunk_replication
+        return Work(float(memory), float(units) / self.units_per_second, tuple(drivers))
+
+    def work(self) -> Work:
+        """Memory and time ``run`` needs, from the parameters (each scenario overrides)."""
+        raise NotImplementedError(f"{type(self).__name__} does not estimate its work")
+
+    def check_budget(self, budget: Budget) -> Work:
+        """The estimate, or ``ParameterError`` with it when it is past the budget."""
+        work = self.work()
+        over_time = budget.seconds is not None and work.seconds > budget.seconds
+        if work.memory_bytes <= budget.memory_bytes and not over_time:
+            return work
+        sizes = ", ".join(f"{k}={getattr(self, k)!r}" for k in work.drivers)
+        limit = size_text(budget.memory_bytes) + (
+            f" and {time_text(budget.seconds)}" if budget.seconds is not None else ""
+        )
+        raise ParameterError(
+            "replications",
+            self.replications,
+            f"a run within the budget: with {sizes} it needs about "
+            f"{size_text(work.memory_bytes)} of memory and {time_text(work.seconds)} "
+            f"(estimated before it starts), past the budget of {limit}{budget.source}",
+        )
 
     def new_result(self) -> ScenarioResult:
         return ScenarioResult(self.name)

@@ -49,7 +49,7 @@ from procmem_core.flat import (
 from procmem_core.flat.reshow import reshow_fate
 from simulators.feedback import ArrivalLine, Feedback
 from simulators.result import RatioTally, ScenarioResult
-from simulators.scenarios.base import Scenario
+from simulators.scenarios.base import Scenario, Work
 from simulators.users import HARMFUL, HELPFUL, KIND_NAMES, NEUTRAL, UserPopulation, effect_kind
 
 _PER_USER = (
@@ -147,6 +147,7 @@ class ConfidenceScenario(Scenario):
     withhold: str = "top"
     replications: int = 2_000
     chunk_size: int = 8_192
+    units_per_second: ClassVar[float] = 5e6  # procedure-sessions
 
     def __post_init__(self) -> None:
         check_instance("population", self.population, UserPopulation)
@@ -283,6 +284,13 @@ class ConfidenceScenario(Scenario):
             traj["kept"].add(i, _row_sum(sel & active), count)
             traj["final_confidence"].add(i, _row_sum(np.where(sel, conf, 0.0)), count)
         return acc
+
+    def work(self) -> Work:
+        """Procedure-sessions; ~12 sums kept per replication, ~10 arrays per procedure."""
+        units = self.replications * self.procedures * self.sessions
+        return self.estimate(
+            units, 200, 80 * self.procedures, ("replications", "procedures", "sessions")
+        )
 
     def run(self, seed: int) -> ScenarioResult:
         s = self.sessions

@@ -47,7 +47,7 @@ from procmem_core.explore import withhold_top
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold, snap
 from simulators.feedback import Feedback
 from simulators.result import ScenarioResult
-from simulators.scenarios.base import Scenario
+from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.explore_tables import (
     arms_table,
     deployment_arms,
@@ -133,6 +133,7 @@ class ExploreScenario(Scenario):
     threshold: float = DEFAULT_THRESHOLD
     replications: int = 200
     chunk_size: int | None = None
+    units_per_second: ClassVar[float] = 1e6  # sessions
 
     def __post_init__(self) -> None:
         check_instance("population", self.population, UserPopulation)
@@ -240,6 +241,11 @@ class ExploreScenario(Scenario):
             **{f"{arm}_signal": (y * (sel & arrived)).sum(axis=1)
                for arm, sel in (("shown", shown), ("withheld", ~shown))},
         }  # fmt: skip
+
+    def work(self) -> Work:
+        """Sessions; ~24 estimates kept per replication, ~64 B per session of a chunk."""
+        units = self.replications * self.sessions
+        return self.estimate(units, 400, 64 * self.sessions, ("replications", "sessions", "users"))
 
     def run(self, seed: int) -> ScenarioResult:
         trace: dict = {}

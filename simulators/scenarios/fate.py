@@ -22,7 +22,7 @@ from procmem_core.errors import check_instance, check_int, check_probability
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, flat_fate, shown_mask, snap
 from simulators.replication import DEFAULT_CHUNK
 from simulators.result import ScenarioResult, rate_and_se
-from simulators.scenarios.base import Scenario
+from simulators.scenarios.base import Scenario, Work
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class ProcedureFateScenario(Scenario):
     replications: int = 20_000
     chunk_size: int = DEFAULT_CHUNK
     min_replications: ClassVar[int] = 1
+    units_per_second: ClassVar[float] = 1e7  # procedure-sessions
 
     def __post_init__(self) -> None:
         check_probability("p", self.p)
@@ -57,6 +58,12 @@ class ProcedureFateScenario(Scenario):
     @property
     def exact_regime(self) -> bool:
         return True
+
+    def work(self) -> Work:
+        """Procedure-sessions; 24 B kept per replication, ~8 arrays of 8 B per chunk row."""
+        return self.estimate(
+            self.replications * self.sessions, 24, 64, ("replications", "sessions")
+        )
 
     def run(self, seed: int) -> ScenarioResult:
         n_sessions, reps = self.sessions, self.replications

@@ -46,7 +46,7 @@ from procmem_core.gates import (
 from simulators.feedback import Feedback
 from simulators.replication import check_positive
 from simulators.result import ScenarioResult, mean_and_se, rate_and_se
-from simulators.scenarios.base import Scenario
+from simulators.scenarios.base import Scenario, Work
 from simulators.users import UserPopulation
 
 SEED_MIN_DROP = SPRTGate().min_drop
@@ -106,6 +106,7 @@ class GateScenario(Scenario):
     replications: int = 20_000
     chunk_size: int = 8_192
     table_rows: int = 20_000
+    units_per_second: ClassVar[float] = 5e6  # revision runs
 
     def __post_init__(self) -> None:
         check_instance("gate", self.gate, Gate)
@@ -229,6 +230,14 @@ class GateScenario(Scenario):
         return {d: {k: np.concatenate(v) for k, v in acc.items()} for d, acc in out.items()}
 
     # --- results -----------------------------------------------------------------------
+
+    def work(self) -> Work:
+        """Revision runs per drop; 9 arrays kept per replication and drop, ~20 B a run."""
+        drops, runs = len(self.drop_grid), self.gate.max_runs + (self.ledger_size or 0)
+        kept = 130 * drops + 60 * drops * min(1.0, self.table_rows / self.replications)
+        return self.estimate(
+            self.replications * drops * runs, kept, 20 * runs, ("replications", "drops")
+        )
 
     def run(self, seed: int) -> ScenarioResult:
         sims = self._simulate(seed)

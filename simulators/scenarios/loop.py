@@ -25,7 +25,7 @@ from procmem_core.gates import CostGate, Gate, SPRTGate
 from procmem_core.graph.evolve import check_streak_scope
 from simulators.feedback import Feedback
 from simulators.result import ScenarioResult
-from simulators.scenarios.base import Scenario
+from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.gate import check_veto
 from simulators.scenarios.loop_tables import (
     arms_table,
@@ -97,6 +97,7 @@ class LoopScenario(Scenario):
     replications: int = 2
     chunk_size: ClassVar[int] = 1
     min_replications: ClassVar[int] = 1
+    units_per_second: ClassVar[float] = 200.0  # sessions of the object engine
 
     def __post_init__(self) -> None:
         check_int("tasks", self.tasks, minimum=1, maximum=len(TASKS))
@@ -143,6 +144,11 @@ class LoopScenario(Scenario):
                 world.session(t)
             worlds.append(world)
         return worlds
+
+    def work(self) -> Work:
+        """Sessions of the whole engine; each world keeps its store, ~2 kB a session."""
+        units = self.replications * self.sessions
+        return self.estimate(units, 2000 * self.sessions, 0, ("replications", "sessions"))
 
     def run(self, seed: int) -> ScenarioResult:
         worlds = self.simulate(seed)

@@ -115,6 +115,10 @@ INVALID = [
     (["task=nope"], ParameterError, "task='nope' is not allowed: one of ('llm_replay', 'scenario'"),
     (["seed=-1"], ParameterError, "seed=-1"),
     (["progress=sometimes"], ParameterError, "progress='sometimes'"),
+    (["scenario.replications=1000000000000"], ParameterError,
+     "scenario.replications=1000000000000 is not allowed: a run within the budget"),
+    (["budget.memory_fraction=2"], ParameterError, "budget.memory_fraction=2"),
+    (["budget.hours=0"], ParameterError, "budget.hours=0"),
     (["gate.alpha=abc"], HydraException, "full_key: gate.alpha"),
     (["rule.limit=1.5"], HydraException, "could not be converted to Integer"),
     (["scenario.bogus=1"], HydraException, "Key 'bogus' not in 'GateScenarioConf'"),
@@ -158,7 +162,7 @@ def test_a_task_checks_its_own_keys_before_any_run():
 
 def test_launcher_options_compose(monkeypatch):
     local = compose_config("quickstart").hydra.launcher
-    assert local._target_.endswith("JoblibLauncher") and local.n_jobs == 2
+    assert local._target_.endswith("ProcessLauncher") and local.n_jobs == 2
     pytest.importorskip(
         "hydra_plugins.hydra_ray_launcher", reason="the `ray` extra is not installed"
     )

@@ -3,18 +3,16 @@
 One small joblib sweep (three jobs, two at a time, one of which cannot write its
 artifacts) is run once for the module, then resumed sequentially in reverse order; its
 children must follow the MLflow contract and match a job run in this process number for
-number; an invalid sweep must create no run. Slow: an interrupted sweep resumed, and the
-Ray launcher.
+number; an invalid sweep must create no run. Stopped and killed sweeps:
+test_exp_stops.py; Ray and tracking servers: test_exp_services.py.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +21,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
+from experiments.figures import draw_logged
 from experiments.identity import flatten, identity_container
 from experiments.job import JobContext, run_job
 from experiments.run import compose_job as compose_config
@@ -145,7 +144,7 @@ def test_child_runs_follow_the_mlflow_contract(store, sweeps):
     fates = pd.read_parquet(local / "tables" / "fates.parquet")
     assert len(fates) == 20 and {"session", "excluded_rate", "excluded_exact"} <= set(fates)
     assert fates["excluded_rate"].iloc[-1] == pytest.approx(p)
-    assert (local / "figures" / "fate_exclusion.png").stat().st_size > 5000
+    assert not (local / "figures").exists()  # jobs draw no figures unless asked
 
 
 def test_resume_runs_only_what_is_not_finished(store, sweeps):
@@ -168,10 +167,10 @@ def test_resume_runs_only_what_is_not_finished(store, sweeps):
 def test_parallel_jobs_lose_nothing_and_match_a_sequential_job(
     store, sweeps, tmp_path, tracking_store
 ):
-    """The joblib sweep's finished children have every param, metric and artifact, and
+    """The local (process) sweep's finished children have every param, metric and artifact, and
     the very numbers a job run in this process (as the basic launcher runs it) gives."""
     parent, children = parent_and_children(store, "exp_sweep", store / "par")
-    assert parent.data.tags["procmem.launcher"].endswith("JoblibLauncher")
+    assert parent.data.tags["procmem.launcher"].endswith("ProcessLauncher")
     client = client_for(store)
     for child in (c for c in children if c.info.status == "FINISHED"):
         case = next(o for o in child.data.tags["procmem.overrides"].split() if "case=" in o)
@@ -184,7 +183,13 @@ def test_parallel_jobs_lose_nothing_and_match_a_sequential_job(
         assert child.data.params == logged
         tables = {a.path for a in client.list_artifacts(child.info.run_id, "tables")}
         assert tables == {f"tables/{name}.parquet" for name in own_tables(tmp_path / case)}
+    # the standard figures, drawn afterwards from the logged tables, into each run
+    drawn = draw_logged("exp_sweep", parent.info.run_id, f"sqlite:///{store / 'mlflow.db'}")
+    finished = [c for c in children if c.info.status == "FINISHED"]
+    assert set(drawn) == {c.info.run_id for c in finished}
+    for child in finished:
         figures = client.list_artifacts(child.info.run_id, "figures")
+        assert {Path(f.path).stem for f in figures} == set(drawn[child.info.run_id])
         assert figures and all(f.file_size > 5000 for f in figures)
 
 
@@ -209,90 +214,3 @@ def test_invalid_sweep_stops_before_any_run(tmp_path):
     assert "gate.alpha=1.5 is not allowed: expected a number in (0, 1)" in proc.stderr
     assert re.search(r"\(sweep job: .*gate\.alpha=1\.5\)", proc.stderr)
     assert not (tmp_path / "mlflow.db").exists()
-
-
-@pytest.mark.slow
-def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
-    args = [
-        "-m",
-        "experiment=quickstart",
-        "case=fate_seed",
-        "scenario.p=0.6,0.7,0.8,0.9",
-        "scenario.replications=1000000",
-        "scenario.sessions=100",  # about 2 s of work a job: room to interrupt mid-sweep
-        "hydra/launcher=basic",
-    ]
-    first = tmp_path / "first"
-    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "experiments.run", *args, f"hydra.sweep.dir={first}"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        done = [r for r in runs_of_safe(tmp_path) if r.info.status == "FINISHED"]
-        if any(r.data.tags.get("procmem.role") == "child" for r in done):
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "the sweep ended before it could be interrupted"
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
-    assert proc.returncode != 0
-    before = [
-        r for r in runs_of(tmp_path, "quickstart") if r.data.tags.get("procmem.role") == "child"
-    ]
-    finished_before = sum(r.info.status == "FINISHED" for r in before)
-    assert 1 <= finished_before < 4
-    resumed = run_cli([*args, "resume=true", f"hydra.sweep.dir={tmp_path / 'second'}"], tmp_path)
-    assert resumed.returncode == 0, resumed.stderr
-    runs = runs_of(tmp_path, "quickstart")
-    old = next(r for r in runs if r.data.tags.get("procmem.sweep_dir") == str(first))
-    assert old.info.status == "KILLED"
-    new = next(r for r in runs if r.data.tags.get("procmem.sweep_dir") == str(tmp_path / "second"))
-    assert new.data.metrics["jobs_skipped"] == finished_before
-    hashes = [
-        r.data.tags["procmem.config_hash"]
-        for r in runs
-        if r.info.status == "FINISHED" and r.data.tags.get("procmem.role") == "child"
-    ]
-    assert len(hashes) == len(set(hashes)) == 4
-
-
-def runs_of_safe(store: Path) -> list:
-    """``runs_of`` while another process may still be creating the database."""
-    if not (store / "mlflow.db").exists():
-        return []
-    try:
-        return runs_of(store, "quickstart")
-    except Exception:  # tables not created yet
-        return []
-
-
-@pytest.mark.slow
-def test_ray_launcher_runs_a_two_job_sweep(store, sweeps):
-    pytest.importorskip(
-        "hydra_plugins.hydra_ray_launcher",
-        reason="the `ray` extra (hydra-ray-launcher) is not installed: pip install -e '.[ray]'",
-    )
-    sweep = store / "ray"
-    proc = run_cli(
-        ["-m", *SMALL, "case=fate_seed,gate_sprt", "hydra/launcher=ray",
-         "tracking.experiment=exp_ray",
-         f"hydra.sweep.dir={sweep}"],
-        store,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    parent, children = parent_and_children(store, "exp_ray", sweep)
-    assert parent.info.status == "FINISHED"
-    assert parent.data.tags["procmem.launcher"].endswith("RayLauncher")
-    seq = {
-        r.data.tags["procmem.config_hash"]: r
-        for r in runs_of(store, "exp_sweep")
-        if r.info.status == "FINISHED" and r.data.tags.get("procmem.role") == "child"
-    }
-    assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED"]
-    for child in children:
-        assert child.data.metrics == seq[child.data.tags["procmem.config_hash"]].data.metrics

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from experiments import stores as tr_stores
 from experiments import tracking as tr
 from experiments.figures import scenario_figures
 from experiments.identity import PARAM_VALUE_LIMIT, config_hash, flatten, job_seed
@@ -51,11 +54,12 @@ def test_flatten_nests_with_dots_lists_as_json_and_cuts_long_values():
 
 def test_tracking_uri_is_the_environment_or_the_repo_store(monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    assert tr.tracking_uri() == f"sqlite:///{tr.DEFAULT_DB}"
-    assert tr.DEFAULT_DB.is_absolute()
+    assert tr_stores.tracking_uri() == f"sqlite:///{tr_stores.DEFAULT_DB}"
+    assert tr_stores.DEFAULT_DB.is_absolute()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow:5000")
-    assert tr.tracking_uri() == "http://mlflow:5000"
-    assert tr.sqlite_path("http://mlflow:5000") is None
+    assert tr_stores.tracking_uri() == "http://mlflow:5000"
+    assert tr_stores.tracking_uri("sqlite:////w/m.db") == "sqlite:////w/m.db"  # the config's
+    assert tr_stores.sqlite_path("http://mlflow:5000") is None
 
 
 def test_log_uses_as_few_batches_as_mlflow_allows(tmp_path, monkeypatch):
@@ -135,39 +139,85 @@ def test_each_scenario_gets_its_standard_figures(tmp_path, name, kwargs, figures
     assert all(p.stat().st_size > 5000 for p in written)
 
 
-def test_summary_shows_varying_overrides_key_metrics_and_failures(capsys):
+def test_summary_is_aligned_names_failures_and_prints_pasteable_commands(capsys, monkeypatch):
     jobs = pd.DataFrame(
         [
-            {"job": 0, "overrides": "experiment=q case=a", "scenario": "fate",
-             "config_hash": "h0", "status": "finished", "run_id": "r0"},
-            {"job": 1, "overrides": "experiment=q case=b", "scenario": "gate",
-             "config_hash": "h1", "status": "failed", "run_id": "r1"},
-            {"job": 2, "overrides": "experiment=q case=c", "scenario": "",
-             "config_hash": "h2", "status": "missing", "run_id": None},
+            {"job": 0, "name": "fate: p 0.7", "overrides": "experiment=q case=a",
+             "scenario": "fate", "config_hash": "h0", "status": "finished", "run_id": "r0",
+             "reason": ""},
+            {"job": 1, "name": "gate: SPRT", "overrides": "experiment=q case=b",
+             "scenario": "gate", "config_hash": "h1", "status": "failed", "run_id": "r1",
+             "reason": "its process was killed by SIGKILL (signal 9) before it reported"},
+            {"job": 2, "name": "gate: margin", "overrides": "experiment=q case=c",
+             "scenario": "gate", "config_hash": "h2", "status": "missing", "run_id": None,
+             "reason": "no run: the job never reported"},
         ]
     )  # fmt: skip
     metrics = {"r0": {"p_excluded": 0.25, "p_excluded_se": 0.01, "break_even": 0.652}}
     table = summary_table(jobs, metrics)
     assert list(table["overrides"]) == ["case=a", "case=b", "case=c"]
+    assert list(table["run"]) == ["fate: p 0.7", "gate: SPRT", "gate: margin"]
     assert table["key metrics (±SE)"][0] == "p_excluded=0.25±0.01"
-    print_summary(jobs, metrics, "q", "sqlite:///x.db")
+
+    class Store:
+        experiment, experiment_id, uri = "q", "1", "sqlite:///x.db"
+
+    monkeypatch.chdir(Path(sys.executable).parents[2])  # the venv's parent: a relative path
+    print_summary(jobs, metrics, Store(), "p123", 75.0)
     out = capsys.readouterr().out
-    assert "FAILED jobs (2):" in out and "#2 experiment=q case=c: no run" in out
-    assert "python -m reports q" in out and "reports/out/q/index.html" in out
-    assert "mlflow ui --backend-store-uri sqlite:///x.db" in out
+    lines = out.splitlines()
+    assert "== q: 3 jobs in 1:15 (failed 1, finished 1, missing 1)" in lines
+    header = next(i for i, line in enumerate(lines) if line.strip().startswith("job"))
+    rows = lines[header : header + 4]
+    assert len({line.index("status") if i == 0 else None for i, line in enumerate(rows)}) == 2
+    assert {row[rows[0].index("status") :].split()[0] for row in rows[1:]} == {
+        "finished", "failed", "missing"
+    }  # fmt: skip
+    assert "FAILED jobs (2):" in out
+    assert "#1 experiment=q case=b: run r1: its process was killed by SIGKILL" in out
+    assert "#2 experiment=q case=c: no run: no run: the job never reported" in out
+    python = Path(sys.executable).relative_to(Path(sys.executable).parents[2])
+    assert f"report:  {python} -m reports q --run p123" in out
+    assert "-> reports/out/q/p123/index.html" in out
+    assert f"browse:  {python.with_name('mlflow')} ui --backend-store-uri sqlite:///x.db" in out
+    assert tr_stores.browse_hint("http://127.0.0.1:5000", "3", "p1") == (
+        "open http://127.0.0.1:5000/#/experiments/3/runs/p1"
+    )
 
 
-def test_figures_can_be_switched_off_without_changing_the_job(tmp_path, tracking_store):
+def test_jobs_draw_figures_only_when_asked_and_the_numbers_do_not_change(tmp_path, tracking_store):
     from experiments.job import JobContext, run_job
     from experiments.run import compose_job
 
-    on = run_job(compose_job("quickstart", ["case=fate_seed", "scenario.replications=300"]),
-                 JobContext(out_dir=tmp_path / "on"))  # fmt: skip
-    off_cfg = compose_job(
-        "quickstart", ["case=fate_seed", "scenario.replications=300", "tracking.figures=false"]
-    )
-    off = run_job(off_cfg, JobContext(out_dir=tmp_path / "off"))
+    base = ["case=fate_seed", "scenario.replications=300"]
+    off = run_job(compose_job("quickstart", base), JobContext(out_dir=tmp_path / "off"))
+    on_cfg = compose_job("quickstart", [*base, "tracking.figures=true"])
+    on = run_job(on_cfg, JobContext(out_dir=tmp_path / "on"))
     assert off.config_hash == on.config_hash and off.metrics == on.metrics
     assert (tmp_path / "on" / "artifacts" / "figures" / "fate_exclusion.png").exists()
     assert not (tmp_path / "off" / "artifacts" / "figures").exists()
     assert (tmp_path / "off" / "artifacts" / "tables" / "fates.parquet").exists()
+    assert off.figure_seconds < 0.01 < on.figure_seconds
+
+
+def test_run_names_say_what_tells_a_job_apart_from_the_others_of_its_scenario():
+    from experiments.identity import run_name, varying_keys
+
+    jobs = [
+        ("gate", {"gate.name": "sprt", "gate.alpha": "0.05", "scenario.ledger_size": "None"}),
+        ("gate", {"gate.name": "margin", "gate.margin": "0.1", "scenario.ledger_size": "None"}),
+        ("gate", {"gate.name": "sprt", "gate.alpha": "0.05", "scenario.ledger_size": "20"}),
+        ("confidence", {"rule.reward": "0.08"}),
+        ("confidence", {"rule.reward": "0.08", "feedback.flips.false_negative": "0.1"}),
+        ("loop", {"gate.name": "sprt", "explore.estimator": "dim"}),
+    ]
+    vary = varying_keys(jobs)
+    assert vary == [
+        "gate:gate.name", "confidence:feedback.flips.false_negative", "gate:scenario.ledger_size"
+    ]  # fmt: skip
+    names = [run_name(label, params, vary) for label, params in jobs]
+    assert names == [
+        "gate: SPRT", "gate: margin", "gate: SPRT, ledger size 20",
+        "confidence", "confidence: false negative 0.1", "loop",
+    ]  # fmt: skip
+    assert run_name("fate", {"scenario.p": "0.652"}, ["scenario.p"]) == "fate: p 0.652"

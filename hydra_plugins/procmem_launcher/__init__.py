@@ -1,0 +1,1 @@
+"""procmem's local launcher for Hydra (``hydra/launcher=local``): one process per job."""
