@@ -243,9 +243,11 @@ class ExploreScenario(Scenario):
         }  # fmt: skip
 
     def work(self) -> Work:
-        """Sessions; ~24 estimates kept per replication, ~64 B per session of a chunk."""
+        """Sessions; ~24 estimates kept per replication, ~290 B per session of a chunk (the
+        traced confidence sequences and the peeked interval hold a value per session)."""
         units = self.replications * self.sessions
-        return self.estimate(units, 400, 64 * self.sessions, ("replications", "sessions", "users"))
+        drivers = ("replications", "sessions", "users")
+        return self.estimate(units, 400, 290 * self.sessions, drivers)
 
     def run(self, seed: int) -> ScenarioResult:
         trace: dict = {}

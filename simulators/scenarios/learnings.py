@@ -39,7 +39,7 @@ import pandas as pd
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.learnings import COMBINE, ReviewPolicy, expected_distinct_ids, reach_probability
 from simulators.result import ScenarioResult
-from simulators.scenarios.base import Scenario
+from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.learnings_world import KINDS, LearningsWorld
 
 MIN_VARIANCE_UNITS = 10.0
@@ -83,6 +83,7 @@ class LearningsScenario(Scenario):
     replications: int = 100
     chunk_size: ClassVar[int] = 1
     min_replications: ClassVar[int] = 2
+    units_per_second: ClassVar[float] = 500.0  # sessions (set low: the estimate is a bound)
 
     def __post_init__(self) -> None:
         check_int("agents", self.agents, minimum=1, maximum=50)
@@ -135,6 +136,14 @@ class LearningsScenario(Scenario):
                 world.session(t)
             worlds.append(world)
         return worlds
+
+    def work(self) -> Work:
+        """Sessions of the queue; a world (its queue and users) holds about 1 MB, and each
+        replication keeps about 300 B per session until the end."""
+        units = self.replications * self.sessions
+        return self.estimate(
+            units, 2_000, 1_000_000 + 500 * self.sessions, ("replications", "sessions")
+        )
 
     def run(self, seed: int) -> ScenarioResult:
         worlds = self.simulate(seed)

@@ -48,7 +48,7 @@ from procmem_core.memory import MemoryStore
 from procmem_core.reflections import MATCH_ON, DistillSettings, SessionOutcome, read_reflection
 from simulators.llm_server import DEFAULT_MODEL, OfflineServer
 from simulators.result import ScenarioResult
-from simulators.scenarios.base import Scenario
+from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.loop_world import TASKS
 
 PROCEDURES = ("helpful", "harmful")
@@ -87,6 +87,7 @@ class ReflectionsScenario(Scenario):
     replications: int = 100
     chunk_size: ClassVar[int] = 1
     min_replications: ClassVar[int] = 2
+    units_per_second: ClassVar[float] = 50.0  # sessions (set low: the estimate is a bound)
 
     def __post_init__(self) -> None:
         check_int("tasks", self.tasks, minimum=1, maximum=len(TASKS))
@@ -148,6 +149,13 @@ class ReflectionsScenario(Scenario):
             "opposite_pair_rate": harmful_given_flag * helpful_given_ok,
             "lesson_helpful_rate": harmful_given_flag * helpful_given_ok,
         }
+
+    def work(self) -> Work:
+        """Sessions; the offline model server and a world hold about 30 MB."""
+        units = self.replications * self.sessions
+        return self.estimate(
+            units, 2_000, 30_000_000 + 500 * self.sessions, ("replications", "sessions")
+        )
 
     def run(self, seed: int) -> ScenarioResult:
         # the model client is loaded here, not at import: a job that does not run this

@@ -19,6 +19,8 @@ SIZES = {
     "gate": {"replications": 40_000},
     "explore": {"replications": 400, "sessions": 1000},
     "loop": {"replications": 1, "sessions": 150},
+    "learnings": {"replications": 8, "sessions": 400},
+    "reflections": {"replications": 2, "sessions": 40},
 }
 
 
