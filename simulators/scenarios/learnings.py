@@ -141,9 +141,9 @@ class LearningsScenario(Scenario):
         """Sessions of the queue; a world (its queue and users) holds about 1 MB, and each
         replication keeps about 300 B per session until the end."""
         units = self.replications * self.sessions
-        return self.estimate(
-            units, 2_000, 1_000_000 + 500 * self.sessions, ("replications", "sessions")
-        )
+        world = 1_000_000 + 500 * self.sessions
+        kept = 300 * self.sessions  # each replication's session log and tables
+        return self.estimate(units, kept, world, ("replications", "sessions"))
 
     def run(self, seed: int) -> ScenarioResult:
         worlds = self.simulate(seed)
