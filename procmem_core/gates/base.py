@@ -504,6 +504,18 @@ class LatticeGate(Gate):
             runs += w * n
         return make_point(arr, p0, revert, accept, runs, "exact", prior_runs)
 
+    def null_masses(self, prior_runs: int) -> mixture.NullMasses:
+        """The null recursion at 1/2 with a ledger of ``prior_runs`` runs
+        (``mixture.null_masses``), computed once per gate and ledger size."""
+        prior_runs = check_int("prior_runs", prior_runs, minimum=0)
+        cache = self.__dict__.setdefault("_null_masses", {})
+        if prior_runs not in cache:
+            k = np.arange(prior_runs + 1)
+            hats = np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
+            tables = lattice.verdict_table(self.rule, hats, self.max_runs)
+            cache[prior_runs] = mixture.null_masses(tables, prior_runs)
+        return cache[prior_runs]
+
     def operating_curve(
         self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None
     ) -> OperatingCurve:
@@ -516,6 +528,8 @@ class LatticeGate(Gate):
         if prior_runs is None:
             tables = lattice.verdict_table(self.rule, p0s, self.max_runs)
             res = mixture.diagonal_pass(tables, p)
+        elif drop == 0.0:
+            res = mixture.null_curve(self.null_masses(prior_runs), p0s)
         else:
             prior_runs = check_int("prior_runs", prior_runs, minimum=0)
             hats = np.asarray(self.estimate_p0(np.arange(prior_runs + 1), prior_runs), float)

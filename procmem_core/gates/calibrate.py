@@ -32,6 +32,7 @@ from procmem_core.gates.worst import WorstCase
 
 ROUNDS = 10
 RAISE_STEPS = 40
+LEVEL_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,6 @@ def _raise_revert(
             lo = mid
         else:
             hi, best = mid, trial
-        if hi - lo < 1e-6:
+        if hi - lo < LEVEL_TOLERANCE:
             break
     return hi, best

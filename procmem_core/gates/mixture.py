@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
 
@@ -84,3 +84,76 @@ def _run(mass: np.ndarray, tables: np.ndarray, p: np.ndarray, t: int) -> Lattice
     residual = mass.transpose(1, 0, 2)
     runs += t * residual.sum(axis=(1, 2))
     return LatticePass(revert, accept, runs, residual)
+
+
+@dataclass(frozen=True)
+class NullMasses:
+    """The recursion at ``p0 = p = 1/2`` of a ledger mixture, for the null ``p = p0``.
+
+    Under no change every outcome (ledger and revision runs) succeeds with probability
+    p0, so a path's probability is ``p0^S (1 - p0)^(N - S)`` with ``S`` its total
+    successes (ledger's ``u`` plus the revision's ``s``) and ``N = n0 + n``: its mass at
+    any p0 is its mass at 1/2 times ``(2 p0)^S (2 (1 - p0))^(N - S)``. ``revert[n][S]``
+    and ``accept[n][S]`` are the masses decided at run ``n``; ``residual[u, s]`` what is
+    left undecided at the last run (table ``u``, ``s`` successes).
+    """
+
+    prior_runs: int
+    revert: list[np.ndarray]
+    accept: list[np.ndarray]
+    residual: np.ndarray
+
+
+def null_masses(tables: np.ndarray, prior_runs: int) -> NullMasses:
+    """``NullMasses`` of tables ``(prior_runs + 1, T+1, T+1)`` (one per ledger count)."""
+    t = tables.shape[1] - 1
+    u = np.arange(prior_runs + 1)
+    mass = np.zeros((prior_runs + 1, t + 1))
+    mass[:, 0] = stats.binom.pmf(u, prior_runs, 0.5)
+    revert, accept = [np.zeros(prior_runs + 1)], [np.zeros(prior_runs + 1)]
+    for n in range(1, t + 1):
+        nxt = 0.5 * mass[:, : n + 1]
+        nxt[:, 1:] += 0.5 * mass[:, :n]
+        row = tables[:, n, : n + 1]
+        total = (u[:, None] + np.arange(n + 1)[None, :]).ravel()
+        size = prior_runs + n + 1
+        rev = np.where(row == REVERT_CODE, nxt, 0.0)
+        acc = np.where(row == ACCEPT_CODE, nxt, 0.0)
+        revert.append(np.bincount(total, weights=rev.ravel(), minlength=size))
+        accept.append(np.bincount(total, weights=acc.ravel(), minlength=size))
+        nxt[(row == REVERT_CODE) | (row == ACCEPT_CODE)] = 0.0
+        mass[:, : n + 1] = nxt
+    return NullMasses(prior_runs, revert, accept, mass)
+
+
+def powers(p: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """``((2p)^j, (2(1-p))^j)`` for ``j = 0..top``, each ``(G, top + 1)`` (``0^0 = 1``)."""
+    q = np.asarray(p, dtype=float)[:, None]
+    j = np.arange(top + 1)[None, :]
+    return (
+        np.exp(special.xlogy(j, 2.0 * q)),
+        np.exp(special.xlogy(j, 2.0 * (1.0 - q))),
+    )
+
+
+def reweight(up: np.ndarray, down: np.ndarray, total: int) -> np.ndarray:
+    """``(2p)^S (2(1-p))^(total - S)`` for ``S = 0..total`` from ``powers``."""
+    return up[:, : total + 1] * down[:, total::-1]
+
+
+def null_curve(masses: NullMasses, p0: np.ndarray, residual: bool = False) -> LatticePass:
+    """The null operating characteristic (``p = p0``) at every ``p0`` from ``NullMasses``;
+    ``residual`` also returns the undecided mass per cap cell ``(G, U, T+1)``."""
+    n0, t = masses.prior_runs, len(masses.revert) - 1
+    p0 = np.asarray(p0, dtype=float)
+    up, down = powers(p0, n0 + t)
+    revert, accept, runs = np.zeros(p0.size), np.zeros(p0.size), np.zeros(p0.size)
+    for n in range(1, t + 1):
+        w = reweight(up, down, n0 + n)
+        r, a = w @ masses.revert[n], w @ masses.accept[n]
+        revert, accept, runs = revert + r, accept + a, runs + n * (r + a)
+    w = reweight(up, down, n0 + t)
+    u = np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]
+    cells = masses.residual[None, :, :] * w[:, u]
+    runs += t * cells.sum(axis=(1, 2))
+    return LatticePass(revert, accept, runs, cells if residual else np.zeros((p0.size, 0, 0)))

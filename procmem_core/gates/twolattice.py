@@ -23,9 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
+from procmem_core.gates.mixture import powers, reweight
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 MAX_OBSERVATIONS = 1000
@@ -149,13 +150,6 @@ class TwoSamplePass:
     residual: np.ndarray | None = None
 
 
-def _factors(k: int, p: np.ndarray) -> np.ndarray:
-    """``(2p)^a (2(1-p))^(k-a)`` for ``a = 0..k``: ``(G, k+1)``."""
-    a = np.arange(k + 1)[None, :]
-    q = p[:, None]
-    return np.exp(special.xlogy(a, 2.0 * q) + special.xlogy(k - a, 2.0 * (1.0 - q)))
-
-
 def evaluate(
     lat: TwoSampleLattice,
     masses: HalfMasses,
@@ -170,16 +164,18 @@ def evaluate(
     if not residual and np.array_equal(p0, p):
         return _evaluate_null(lat, masses, p)
     g, k_max = p0.size, lat.max_runs
+    up, down = powers(p, k_max)
+    up0, down0 = powers(p0, lat.prior_runs(k_max))
     revert, accept = np.zeros(g), np.zeros(g)
     stop = np.zeros((g, k_max + 1))
     for k in range(1, k_max + 1):
-        x, y = _factors(k, p), _factors(lat.prior_runs(k), p0)
+        x, y = reweight(up, down, k), reweight(up0, down0, lat.prior_runs(k))
         r = ((x @ masses.revert[k]) * y).sum(axis=1)
         a = ((x @ masses.accept[k]) * y).sum(axis=1)
         revert += r
         accept += a
         stop[:, k] = r + a
-    x, y = _factors(k_max, p), _factors(lat.prior_runs(k_max), p0)
+    x, y = reweight(up, down, k_max), reweight(up0, down0, lat.prior_runs(k_max))
     left = ((x @ masses.residual) * y).sum(axis=1)
     runs = stop @ np.arange(k_max + 1) + k_max * left
     cells = x[:, :, None] * masses.residual[None, :, :] * y[:, None, :] if residual else None
@@ -190,15 +186,16 @@ def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> 
     """``evaluate`` at ``p0 = p``: a path's weight depends on its total successes only."""
     rev_s, acc_s, left_s = masses.by_successes()
     k_max = lat.max_runs
+    up, down = powers(p, k_max + lat.prior_runs(k_max))
     revert, accept = np.zeros(p.size), np.zeros(p.size)
     stop = np.zeros((p.size, k_max + 1))
     for k in range(1, k_max + 1):
-        w = _factors(k + lat.prior_runs(k), p)
+        w = reweight(up, down, k + lat.prior_runs(k))
         r, a = w @ rev_s[k], w @ acc_s[k]
         revert += r
         accept += a
         stop[:, k] = r + a
-    left = _factors(k_max + lat.prior_runs(k_max), p) @ left_s
+    left = reweight(up, down, k_max + lat.prior_runs(k_max)) @ left_s
     runs = stop @ np.arange(k_max + 1) + k_max * left
     return TwoSamplePass(revert, accept, runs, stop)
 
