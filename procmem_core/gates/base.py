@@ -103,6 +103,8 @@ class OperatingCurve:
     prior_runs: int | None
     observations: int
     p0_dependent: bool
+    stop: np.ndarray | None = None
+    """``stop[i, k]`` = P(decision at run k) at ``p0[i]``, where the gate computes it."""
 
 
 def check_p_values(p: float | np.ndarray) -> np.ndarray:
@@ -504,16 +506,16 @@ class LatticeGate(Gate):
             runs += w * n
         return make_point(arr, p0, revert, accept, runs, "exact", prior_runs)
 
-    def null_masses(self, prior_runs: int) -> mixture.NullMasses:
-        """The null recursion at 1/2 with a ledger of ``prior_runs`` runs
-        (``mixture.null_masses``), computed once per gate and ledger size."""
+    def ledger_masses(self, prior_runs: int) -> mixture.LedgerMasses:
+        """The recursion at 1/2 with a ledger of ``prior_runs`` runs
+        (``mixture.ledger_masses``), computed once per gate and ledger size."""
         prior_runs = check_int("prior_runs", prior_runs, minimum=0)
-        cache = self.__dict__.setdefault("_null_masses", {})
+        cache = self.__dict__.setdefault("_ledger_masses", {})
         if prior_runs not in cache:
             k = np.arange(prior_runs + 1)
             hats = np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
             tables = lattice.verdict_table(self.rule, hats, self.max_runs)
-            cache[prior_runs] = mixture.null_masses(tables, prior_runs)
+            cache[prior_runs] = mixture.ledger_masses(tables, prior_runs)
         return cache[prior_runs]
 
     def operating_curve(
@@ -528,13 +530,8 @@ class LatticeGate(Gate):
         if prior_runs is None:
             tables = lattice.verdict_table(self.rule, p0s, self.max_runs)
             res = mixture.diagonal_pass(tables, p)
-        elif drop == 0.0:
-            res = mixture.null_curve(self.null_masses(prior_runs), p0s)
         else:
-            prior_runs = check_int("prior_runs", prior_runs, minimum=0)
-            hats = np.asarray(self.estimate_p0(np.arange(prior_runs + 1), prior_runs), float)
-            tables = lattice.verdict_table(self.rule, hats, self.max_runs)
-            res = mixture.mixture_pass(tables, p, mixture.ledger_weights(p0s, prior_runs))
+            res = mixture.ledger_curve(self.ledger_masses(prior_runs), p0s, p)
         return OperatingCurve(
             p0s,
             drop,

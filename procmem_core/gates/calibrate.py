@@ -28,22 +28,32 @@ from dataclasses import dataclass
 import numpy as np
 
 from procmem_core.gates.base import GateError
+from procmem_core.gates.mixture import powers, reweight
 from procmem_core.gates.worst import WorstCase
 
 ROUNDS = 10
+GRID_ADDS = 24
 RAISE_STEPS = 40
 LEVEL_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
 class NullPass:
-    """At each grid p0 (no change): ``interim[g]`` = P(revert before the cap);
-    ``residual[g, c]`` = P(reaching the cap undecided in cell ``c``); ``stat[c]`` = the
-    cell's statistic (NaN: a cell where the statistic is undefined, never reverted)."""
+    """At each grid p0 (no change): ``interim[g]`` = P(revert before the cap). The cap's
+    cells ``c``: ``stat[c]`` (NaN: undefined there, never reverted), ``mass[c]`` (the
+    probability of reaching the cap undecided in cell c at p0 = 1/2) and ``successes[c]``
+    (its total successes ``S`` of ``observations`` outcomes), so its mass at p0 is
+    ``mass (2 p0)^S (2 (1 - p0))^(observations - S)`` (all outcomes share p0 under the null)."""
 
+    p0: np.ndarray
     interim: np.ndarray
     stat: np.ndarray
-    residual: np.ndarray
+    mass: np.ndarray
+    successes: np.ndarray
+    observations: int
+
+
+CHUNK = 64
 
 
 def final_level(null: NullPass, target: float) -> float:
@@ -52,7 +62,13 @@ def final_level(null: NullPass, target: float) -> float:
     stat = np.where(np.isfinite(null.stat), null.stat, -np.inf)
     order = np.argsort(-stat, kind="stable")
     s = stat[order]
-    worst = (null.interim[:, None] + np.cumsum(null.residual[:, order], axis=1)).max(axis=0)
+    mass, succ = null.mass[order], null.successes[order]
+    worst = np.full(s.size, -np.inf)
+    for lo in range(0, null.p0.size, CHUNK):
+        up, down = powers(null.p0[lo : lo + CHUNK], null.observations)
+        cells = reweight(up, down, null.observations)[:, succ] * mass
+        part = null.interim[lo : lo + CHUNK, None] + np.cumsum(cells, axis=1)
+        worst = np.maximum(worst, part.max(axis=0))
     ends = np.r_[s[:-1] > s[1:], True]
     ok = np.flatnonzero((worst <= target) & ends & np.isfinite(s))
     if ok.size == 0:
@@ -68,12 +84,12 @@ class Calibration:
 
     revert_level: float
     final_level: float
-    worst: WorstCase
+    worst: WorstCase | None
 
 
 def calibrate(
     null_pass: Callable[[float, np.ndarray], NullPass],
-    certify: Callable[[float, float], WorstCase],
+    certify: Callable[[float, float], WorstCase] | None,
     alpha: float,
     grid: np.ndarray,
     revert_level: float,
@@ -81,7 +97,8 @@ def calibrate(
     """Boundaries with certified worst-case false revert <= alpha (module docstring).
 
     ``null_pass(revert_level, grid)``: the recursion with the cap undecided;
-    ``certify(revert_level, final_level)``: the worst case of the gate so built.
+    ``certify(revert_level, final_level)``: the worst case of the gate so built (None:
+    stop after step 1, calibrated on the grid only: what a design search uses).
     """
     target = alpha
     for _ in range(ROUNDS):
@@ -89,11 +106,13 @@ def calibrate(
         if null.interim.max() > target:
             revert_level, null = _raise_revert(null_pass, grid, revert_level, target)
         final = final_level(null, target)
+        if certify is None:
+            return Calibration(revert_level, final, None)
         worst = certify(revert_level, final)
         if worst.bound is not None and worst.bound <= alpha:
             return Calibration(revert_level, final, worst)
-        near = worst.p0[worst.value > 0.5 * target]
-        grid = np.union1d(grid, near)
+        top = np.argsort(worst.value)[-GRID_ADDS:]
+        grid = np.union1d(grid, worst.p0[np.union1d(top, np.flatnonzero(worst.value > target))])
         if worst.worst <= target:  # no grid point over target: the bound's slack is the excess
             target -= (worst.bound or worst.worst) - alpha + 1e-4 * alpha
     raise GateError(f"could not calibrate the boundaries to alpha={alpha:g} in {ROUNDS} rounds")

@@ -33,6 +33,7 @@ from procmem_core.gates.worst import P0Range, worst_case
 
 ESTIMATES = ("plugin", "ml")
 CALIBRATION_POINTS = 41
+CERTIFY_POINTS = 3000
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,18 @@ class CalibratedSPRTGate(LatticeGate):
         return f"{why}; {head}"
 
 
-@lru_cache(maxsize=256)
-def _calibrated(key: tuple) -> Calibration:
+def grid_calibrated(**params: object) -> CalibratedSPRTGate:
+    """The gate with its boundaries calibrated on the coarse grid only, not certified
+    between grid points: fast, for design searches (``gates.design``), which certify the
+    gate they answer with."""
+    probe = CalibratedSPRTGate(**{**params, "final_level": 0.0})
+    key = tuple({**probe.params(), "final_level": None}.items())
+    cal = _calibrated(key, certified=False)
+    return CalibratedSPRTGate(**{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level})
+
+
+@lru_cache(maxsize=512)
+def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     """Calibrated boundaries of the gate with these parameters (cached: deterministic)."""
     params = dict(key)
     rng = P0Range(params["p0_low"], params["p0_high"])
@@ -146,17 +157,23 @@ def _calibrated(key: tuple) -> Calibration:
     n0, t = probe.ledger, probe.max_runs
     hats = np.asarray(probe.estimate_p0(np.arange(n0 + 1), n0), dtype=float)
     stat = probe.statistic(np.arange(t + 1)[None, :], t, hats[:, None])
+    total = (np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]).ravel()
 
     def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
         gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
         tables = lattice.verdict_table(lambda s, n, p0: gate.verdicts(s, n, p0, None), hats, t)
-        res = mixture.null_curve(mixture.null_masses(tables, n0), grid, residual=True)
-        return NullPass(res.revert, stat.ravel(), res.residual.reshape(grid.size, -1))
+        masses = mixture.ledger_masses(tables, n0)
+        res = mixture.ledger_curve(masses, grid, grid)
+        return NullPass(grid, res.revert, stat.ravel(), masses.residual.ravel(), total, n0 + t)
 
     def certify(revert_level: float, final: float):
         gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": final})
-        return worst_case(gate, 0.0, n0, rng, target=gate.alpha)
+        return worst_case(gate, 0.0, n0, rng, target=gate.alpha, max_points=CERTIFY_POINTS)
 
     return calibrate(
-        null_pass, certify, probe.alpha, rng.grid(CALIBRATION_POINTS), probe.revert_level
+        null_pass,
+        certify if certified else None,
+        probe.alpha,
+        rng.grid(CALIBRATION_POINTS),
+        probe.revert_level,
     )

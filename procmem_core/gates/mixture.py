@@ -87,43 +87,47 @@ def _run(mass: np.ndarray, tables: np.ndarray, p: np.ndarray, t: int) -> Lattice
 
 
 @dataclass(frozen=True)
-class NullMasses:
-    """The recursion at ``p0 = p = 1/2`` of a ledger mixture, for the null ``p = p0``.
+class LedgerMasses:
+    """The recursion of a ledger mixture run once, at ``p0 = p = 1/2``.
 
-    Under no change every outcome (ledger and revision runs) succeeds with probability
-    p0, so a path's probability is ``p0^S (1 - p0)^(N - S)`` with ``S`` its total
-    successes (ledger's ``u`` plus the revision's ``s``) and ``N = n0 + n``: its mass at
-    any p0 is its mass at 1/2 times ``(2 p0)^S (2 (1 - p0))^(N - S)``. ``revert[n][S]``
-    and ``accept[n][S]`` are the masses decided at run ``n``; ``residual[u, s]`` what is
-    left undecided at the last run (table ``u``, ``s`` successes).
+    A path through table ``u`` (the ledger's successes) to ``s`` successes in ``n``
+    revision runs has probability ``C(n0, u) p0^u (1-p0)^(n0-u) x (paths) p^s (1-p)^(n-s)``,
+    so its mass at any ``(p0, p)`` is its mass at 1/2 times
+    ``(2 p0)^u (2 (1-p0))^(n0-u) (2p)^s (2 (1-p))^(n-s)``; under no change (``p = p0``)
+    that depends on the total ``S = u + s`` only. ``revert[n]``/``accept[n]``: the cells
+    ``(u, s, mass)`` decided at run ``n`` (few: they lie on the boundaries);
+    ``residual[u, s]`` what is left undecided at the last run.
     """
 
     prior_runs: int
-    revert: list[np.ndarray]
-    accept: list[np.ndarray]
+    revert: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    accept: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
     residual: np.ndarray
 
 
-def null_masses(tables: np.ndarray, prior_runs: int) -> NullMasses:
-    """``NullMasses`` of tables ``(prior_runs + 1, T+1, T+1)`` (one per ledger count)."""
+def sparse_cells(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(row, column, value)`` of the nonzero cells of ``m``."""
+    i, j = np.nonzero(m)
+    return i, j, m[i, j]
+
+
+def ledger_masses(tables: np.ndarray, prior_runs: int) -> LedgerMasses:
+    """``LedgerMasses`` of tables ``(prior_runs + 1, T+1, T+1)`` (one per ledger count)."""
     t = tables.shape[1] - 1
     u = np.arange(prior_runs + 1)
     mass = np.zeros((prior_runs + 1, t + 1))
     mass[:, 0] = stats.binom.pmf(u, prior_runs, 0.5)
-    revert, accept = [np.zeros(prior_runs + 1)], [np.zeros(prior_runs + 1)]
+    empty = sparse_cells(np.zeros((1, 1)))
+    revert, accept = [empty], [empty]
     for n in range(1, t + 1):
         nxt = 0.5 * mass[:, : n + 1]
         nxt[:, 1:] += 0.5 * mass[:, :n]
         row = tables[:, n, : n + 1]
-        total = (u[:, None] + np.arange(n + 1)[None, :]).ravel()
-        size = prior_runs + n + 1
-        rev = np.where(row == REVERT_CODE, nxt, 0.0)
-        acc = np.where(row == ACCEPT_CODE, nxt, 0.0)
-        revert.append(np.bincount(total, weights=rev.ravel(), minlength=size))
-        accept.append(np.bincount(total, weights=acc.ravel(), minlength=size))
+        revert.append(sparse_cells(np.where(row == REVERT_CODE, nxt, 0.0)))
+        accept.append(sparse_cells(np.where(row == ACCEPT_CODE, nxt, 0.0)))
         nxt[(row == REVERT_CODE) | (row == ACCEPT_CODE)] = 0.0
         mass[:, : n + 1] = nxt
-    return NullMasses(prior_runs, revert, accept, mass)
+    return LedgerMasses(prior_runs, revert, accept, mass)
 
 
 def powers(p: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
@@ -141,19 +145,29 @@ def reweight(up: np.ndarray, down: np.ndarray, total: int) -> np.ndarray:
     return up[:, : total + 1] * down[:, total::-1]
 
 
-def null_curve(masses: NullMasses, p0: np.ndarray, residual: bool = False) -> LatticePass:
-    """The null operating characteristic (``p = p0``) at every ``p0`` from ``NullMasses``;
-    ``residual`` also returns the undecided mass per cap cell ``(G, U, T+1)``."""
+def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> LatticePass:
+    """P(revert), P(accept) and E[runs] at each ``(p0[g], p[g])`` from ``LedgerMasses``
+    (``residual`` of the result is empty: the cap cells' masses are in ``masses``)."""
     n0, t = masses.prior_runs, len(masses.revert) - 1
-    p0 = np.asarray(p0, dtype=float)
+    p0, p = np.asarray(p0, dtype=float).ravel(), np.asarray(p, dtype=float).ravel()
+    null = np.array_equal(p0, p)
     up, down = powers(p0, n0 + t)
+    up1, down1 = (up, down) if null else powers(p, t)
+    prior = reweight(up, down, n0)
     revert, accept, runs = np.zeros(p0.size), np.zeros(p0.size), np.zeros(p0.size)
     for n in range(1, t + 1):
-        w = reweight(up, down, n0 + n)
-        r, a = w @ masses.revert[n], w @ masses.accept[n]
+        if null:
+            w = reweight(up, down, n0 + n)
+            r, a = (w[:, u + s] @ m for u, s, m in (masses.revert[n], masses.accept[n]))
+        else:
+            x = reweight(up1, down1, n)
+            r, a = ((prior[:, u] * x[:, s]) @ m for u, s, m in (masses.revert[n],
+                                                                 masses.accept[n]))  # fmt: skip
         revert, accept, runs = revert + r, accept + a, runs + n * (r + a)
-    w = reweight(up, down, n0 + t)
-    u = np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]
-    cells = masses.residual[None, :, :] * w[:, u]
-    runs += t * cells.sum(axis=(1, 2))
-    return LatticePass(revert, accept, runs, cells if residual else np.zeros((p0.size, 0, 0)))
+    u, s, m = sparse_cells(masses.residual)
+    if null:
+        left = reweight(up, down, n0 + t)[:, u + s] @ m
+    else:
+        left = (prior[:, u] * reweight(up1, down1, t)[:, s]) @ m
+    runs += t * left
+    return LatticePass(revert, accept, runs, np.zeros((p0.size, 0, 0)))

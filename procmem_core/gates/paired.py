@@ -23,6 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import special
 
 from procmem_core.errors import check_int, check_probability
 from procmem_core.gates import arms
@@ -83,8 +84,11 @@ class PairedGate(Gate):
 
     def rule(self, k: ArrayLike, worse: ArrayLike, better: ArrayLike, p0: ArrayLike) -> np.ndarray:
         """Verdict codes after ``k`` pairs: the one rule every path calls."""
+        return self.rule_at(k, worse, better, self.statistic_of(worse, better, p0))
+
+    def rule_at(self, k: ArrayLike, worse: ArrayLike, better: ArrayLike, value) -> np.ndarray:
+        """``rule`` with the statistic already computed (it does not depend on ``k``)."""
         k = np.asarray(k)
-        value = self.statistic_of(worse, better, p0)
         revert, accept = self.crossed_at(value)
         live = k >= self.min_runs
         codes = np.where(live & revert, REVERT_CODE, np.where(live & accept, ACCEPT_CODE, 0))
@@ -183,32 +187,46 @@ class PairedGate(Gate):
     def observations(self, prior_runs: int | None) -> int:
         return 2 * int(self.max_runs)
 
-    def pair_pass(self, p0: np.ndarray, p: np.ndarray, design: np.ndarray):
-        """``(revert, accept, E[pairs])`` at each ``(p0[g], p[g])`` with the alternative
-        set at ``design[g]`` (the recursion of the module docstring)."""
-        p0, p = np.asarray(p0, float), np.asarray(p, float)
-        pw, pb = (p0 * (1 - p))[:, None, None], ((1 - p0) * p)[:, None, None]
-        pc = 1.0 - pw - pb
-        design = np.asarray(design, float)[:, None, None]
+    def pair_masses(self, design: float) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The recursion at ``pw = pb = pc = 1/3``: the mass each cell ``(W, B)`` decides
+        at pair ``k`` (revert, accept), for the alternative set at ``design`` (cached)."""
+        cache = self.__dict__.setdefault("_pair_masses", {})
+        if design in cache:
+            return cache[design]
         cap = self.max_runs if self.max_discordant is None else min(self.max_runs,
                                                                    self.max_discordant)  # fmt: skip
-        mass = np.zeros((p0.size, cap + 1, cap + 1))
-        mass[:, 0, 0] = 1.0
-        revert, accept, runs = (np.zeros(p0.size) for _ in range(3))
         cells = np.arange(cap + 1)
-        w, b = cells[None, :, None], cells[None, None, :]
+        w, b = cells[:, None], cells[None, :]
+        value = self.statistic_of(w, b, design)
+        mass = np.zeros((cap + 1, cap + 1))
+        mass[0, 0] = 1.0
+        revert, accept = [_sparse(np.zeros_like(mass))], [_sparse(np.zeros_like(mass))]
         for k in range(1, self.max_runs + 1):
-            nxt = mass * pc
-            nxt[:, 1:, :] += mass[:, :-1, :] * pw
-            nxt[:, :, 1:] += mass[:, :, :-1] * pb
-            codes = np.broadcast_to(self.rule(k, w, b, design), nxt.shape)
-            r = np.where(codes == REVERT_CODE, nxt, 0.0).sum(axis=(1, 2))
-            a = np.where(codes == ACCEPT_CODE, nxt, 0.0).sum(axis=(1, 2))
-            revert, accept, runs = revert + r, accept + a, runs + k * (r + a)
+            nxt = mass / 3.0
+            nxt[1:, :] += mass[:-1, :] / 3.0
+            nxt[:, 1:] += mass[:, :-1] / 3.0
+            codes = self.rule_at(k, w, b, value)
+            revert.append(_sparse(np.where(codes == REVERT_CODE, nxt, 0.0)))
+            accept.append(_sparse(np.where(codes == ACCEPT_CODE, nxt, 0.0)))
             nxt[codes != CONTINUE_CODE] = 0.0
             mass = nxt
-        runs += self.max_runs * mass.sum(axis=(1, 2))
-        return revert, accept, runs
+        cache[design] = (revert, accept)
+        return cache[design]
+
+    def pair_pass(self, p0: np.ndarray, p: np.ndarray, design: np.ndarray):
+        """``(revert, accept, E[pairs], stop)`` at each ``(p0[g], p[g])`` with the
+        alternative set at ``design[g]``; ``stop[g, k]`` = P(decision at pair k). A cell's
+        mass at ``(pw, pb, pc)`` is its mass at 1/3 times
+        ``(3 pc)^k (pw / pc)^W (pb / pc)^B`` (``pair_masses``, one recursion per design)."""
+        p0, p, design = (np.asarray(x, dtype=float).ravel() for x in (p0, p, design))
+        rev = np.zeros((p0.size, self.max_runs + 1))
+        acc = np.zeros((p0.size, self.max_runs + 1))
+        for value in np.unique(design):
+            rows = np.flatnonzero(design == value)
+            masses = self.pair_masses(float(value))
+            rev[rows], acc[rows] = (_weighted(m, p0[rows], p[rows]) for m in masses)
+        stop = rev + acc
+        return rev.sum(axis=1), acc.sum(axis=1), stop @ np.arange(self.max_runs + 1), stop
 
     def operating_point(
         self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
@@ -219,7 +237,7 @@ class PairedGate(Gate):
         p0 = check_probability("p0", p0)
         flat = arr.ravel()
         design = np.full(flat.size, p0 if prior_runs is None else self.design_p0)
-        rev, acc, runs = self.pair_pass(np.full(flat.size, p0), flat, design)
+        rev, acc, runs, _ = self.pair_pass(np.full(flat.size, p0), flat, design)
         point = make_point(arr, p0, rev, acc, runs, "exact", prior_runs)
         return OperatingPoint(**{**point.__dict__, "expected_prior_runs": point.expected_runs})
 
@@ -229,8 +247,54 @@ class PairedGate(Gate):
         p0s = check_p_values(p0).ravel()
         drop = check_probability("drop", drop)
         design = p0s if prior_runs is None else np.full(p0s.size, self.design_p0)
-        rev, acc, runs = self.pair_pass(p0s, np.maximum(p0s - drop, 0.0), design)
+        rev, acc, runs, stop = self.pair_pass(p0s, np.maximum(p0s - drop, 0.0), design)
         return OperatingCurve(
             p0s, drop, rev, acc, runs, runs.copy(), prior_runs, self.observations(prior_runs),
-            prior_runs is None,
+            prior_runs is None, stop,
         )  # fmt: skip
+
+
+def _sparse(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(W, B, mass)`` of a step's decided cells (few: they lie on the boundaries)."""
+    w, b = np.nonzero(m)
+    return w, b, m[w, b]
+
+
+def _weighted(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``out[g, k] = sum_{W,B} masses[k][W, B] (3 pc)^k (pw/pc)^W (pb/pc)^B`` in logs
+    (row-scaled, so no power overflows); under no change (``pw = pb``) by ``W + B``."""
+    pw, pb = p0 * (1.0 - p), (1.0 - p0) * p
+    pc = 1.0 - pw - pb
+    if np.array_equal(p0, p):
+        return _weighted_null(masses, pw, pc)
+    cells = np.arange(self_size(masses))[None, :]
+    with np.errstate(divide="ignore"):
+        lw = special.xlogy(cells, pw[:, None]) - special.xlogy(cells, pc[:, None])
+        lb = special.xlogy(cells, pb[:, None]) - special.xlogy(cells, pc[:, None])
+        lc = np.log(3.0 * pc)
+    sw, sb = lw.max(axis=1, keepdims=True), lb.max(axis=1, keepdims=True)
+    x, y = np.exp(lw - sw), np.exp(lb - sb)
+    out = np.zeros((p0.size, len(masses)))
+    for k in range(1, len(masses)):
+        w, b, mass = masses[k]
+        total = (x[:, w] * y[:, b]) @ mass
+        with np.errstate(divide="ignore"):
+            out[:, k] = np.exp(np.log(total) + k * lc + sw[:, 0] + sb[:, 0])
+    return out
+
+
+def self_size(masses: list[tuple]) -> int:
+    """The largest count a cell index reaches, plus one."""
+    return 1 + max((int(max(w.max(), b.max())) for w, b, _ in masses if w.size), default=0)
+
+
+def _weighted_null(masses: list[tuple], pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
+    """``_weighted`` at ``pw = pb``: a cell's weight depends on ``m = W + B`` only."""
+    out = np.zeros((pw.size, len(masses)))
+    for k in range(1, len(masses)):
+        w, b, mass = masses[k]
+        by_m = np.bincount(w + b, weights=mass, minlength=1)
+        j = np.arange(by_m.size)[None, :]
+        log_w = special.xlogy(j, 3.0 * pw[:, None]) + special.xlogy(k - j, 3.0 * pc[:, None])
+        out[:, k] = np.exp(log_w) @ by_m
+    return out

@@ -328,15 +328,26 @@ class TwoSampleGate(Gate):
         prior = res.runs if self.design == "concurrent" else np.zeros_like(res.runs)
         return OperatingCurve(
             p0s, drop, res.revert, res.accept, res.runs, prior, prior_runs,
-            self.observations(prior_runs), False,
+            self.observations(prior_runs), False, res.stop,
         )  # fmt: skip
 
 
 CALIBRATION_POINTS = 41
+CERTIFY_POINTS = 3000
 
 
-@lru_cache(maxsize=256)
-def _calibrated(key: tuple) -> Calibration:
+def grid_calibrated(**params: object) -> TwoSampleGate:
+    """The gate with its boundaries calibrated on the coarse grid only, not certified
+    between grid points: fast, for design searches (``gates.design``), which certify the
+    gate they answer with."""
+    probe = TwoSampleGate(**{**params, "final_level": 0.0})
+    key = tuple({**probe.params(), "final_level": None}.items())
+    cal = _calibrated(key, certified=False)
+    return TwoSampleGate(**{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level})
+
+
+@lru_cache(maxsize=512)
+def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     """Calibrated boundaries of the gate with these parameters (cached: deterministic)."""
     params = dict(key)
     rng = P0Range(params["p0_low"], params["p0_high"])
@@ -347,15 +358,21 @@ def _calibrated(key: tuple) -> Calibration:
         gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
         tables = lat.tables(lambda k, a, b, n: gate.verdicts(k, a, b, n, None))
         masses = twolattice.half_masses(lat, tables)
-        res = twolattice.evaluate(lat, masses, grid, grid, residual=True)
+        res = twolattice.evaluate(lat, masses, grid, grid)
         a, b, n = lat.cells(lat.max_runs)
         lam = drop_statistics(lat.max_runs, a, b, n, gate.min_drop)[0]
-        return NullPass(res.revert, lam.ravel(), res.residual.reshape(grid.size, -1))
+        total = np.broadcast_to(a + b, lam.shape).ravel()
+        obs = lat.max_runs + lat.prior_runs(lat.max_runs)
+        return NullPass(grid, res.revert, lam.ravel(), masses.residual.ravel(), total, obs)
 
     def certify(revert_level: float, final: float):
         gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": final})
-        return worst_case(gate, 0.0, gate.ledger, rng, target=gate.alpha)
+        return worst_case(gate, 0.0, gate.ledger, rng, target=gate.alpha, max_points=CERTIFY_POINTS)
 
     return calibrate(
-        null_pass, certify, probe.alpha, rng.grid(CALIBRATION_POINTS), probe.revert_level
+        null_pass,
+        certify if certified else None,
+        probe.alpha,
+        rng.grid(CALIBRATION_POINTS),
+        probe.revert_level,
     )

@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
-from procmem_core.gates.mixture import powers, reweight
+from procmem_core.gates.mixture import powers, reweight, sparse_cells
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 MAX_OBSERVATIONS = 1000
@@ -89,35 +89,15 @@ class HalfMasses:
     parameter pair (``evaluate``), with a matrix product per step.
     """
 
-    revert: list[np.ndarray]
-    accept: list[np.ndarray]
+    revert: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    accept: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
     residual: np.ndarray
-
-    def by_successes(self) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
-        """The masses summed over cells with the same total successes ``a + B`` (all a
-        null evaluation ``p0 = p`` needs), computed once."""
-        if "_sums" not in self.__dict__:
-            object.__setattr__(
-                self,
-                "_sums",
-                (
-                    [_antidiagonal(m) for m in self.revert],
-                    [_antidiagonal(m) for m in self.accept],
-                    _antidiagonal(self.residual),
-                ),
-            )
-        return self.__dict__["_sums"]
-
-
-def _antidiagonal(m: np.ndarray) -> np.ndarray:
-    a = np.arange(m.shape[0])[:, None] + np.arange(m.shape[1])[None, :]
-    return np.bincount(a.ravel(), weights=m.ravel(), minlength=sum(m.shape) - 1)
 
 
 def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
     """The recursion of the module docstring at ``p0 = p = 1/2``."""
     mass = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)[None, :]
-    revert, accept = [np.zeros((1, lat.ledger + 1))], [np.zeros((1, lat.ledger + 1))]
+    revert, accept = [sparse_cells(np.zeros((1, 1)))], [sparse_cells(np.zeros((1, 1)))]
     for k in range(1, lat.max_runs + 1):
         nxt = np.zeros((k + 1, mass.shape[1]))
         nxt[:k] = 0.5 * mass
@@ -128,10 +108,8 @@ def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
             both[:, 1:] += 0.5 * nxt
             nxt = both
         table = tables[k]
-        rev = np.where(table == REVERT_CODE, nxt, 0.0)
-        acc = np.where(table == ACCEPT_CODE, nxt, 0.0)
-        revert.append(rev)
-        accept.append(acc)
+        revert.append(sparse_cells(np.where(table == REVERT_CODE, nxt, 0.0)))
+        accept.append(sparse_cells(np.where(table == ACCEPT_CODE, nxt, 0.0)))
         nxt[table != CONTINUE_CODE] = 0.0
         mass = nxt
     return HalfMasses(revert, accept, mass)
@@ -140,14 +118,12 @@ def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
 @dataclass(frozen=True)
 class TwoSamplePass:
     """Per parameter pair ``g``: P(revert), P(accept), E[stopping run] (undecided mass
-    counted at the cap), ``stop[g, k]`` = P(decided at run k), and (on request)
-    ``residual[g, a, B]``, the mass still undecided after the cap's cells."""
+    counted at the cap) and ``stop[g, k]`` = P(decided at run k)."""
 
     revert: np.ndarray
     accept: np.ndarray
     runs: np.ndarray
     stop: np.ndarray
-    residual: np.ndarray | None = None
 
 
 def evaluate(
@@ -155,13 +131,12 @@ def evaluate(
     masses: HalfMasses,
     p0: np.ndarray,
     p: np.ndarray,
-    residual: bool = False,
 ) -> TwoSamplePass:
     """The operating characteristic at prior rates ``p0`` and revision rates ``p``
     (arrays of one shape ``(G,)``) from the masses at 1/2 (``HalfMasses``)."""
     p0 = np.asarray(p0, dtype=float).ravel()
     p = np.asarray(p, dtype=float).ravel()
-    if not residual and np.array_equal(p0, p):
+    if np.array_equal(p0, p):
         return _evaluate_null(lat, masses, p)
     g, k_max = p0.size, lat.max_runs
     up, down = powers(p, k_max)
@@ -170,32 +145,31 @@ def evaluate(
     stop = np.zeros((g, k_max + 1))
     for k in range(1, k_max + 1):
         x, y = reweight(up, down, k), reweight(up0, down0, lat.prior_runs(k))
-        r = ((x @ masses.revert[k]) * y).sum(axis=1)
-        a = ((x @ masses.accept[k]) * y).sum(axis=1)
+        r, a = ((x[:, i] * y[:, j]) @ m for i, j, m in (masses.revert[k], masses.accept[k]))
         revert += r
         accept += a
         stop[:, k] = r + a
     x, y = reweight(up, down, k_max), reweight(up0, down0, lat.prior_runs(k_max))
-    left = ((x @ masses.residual) * y).sum(axis=1)
+    i, j, m = sparse_cells(masses.residual)
+    left = (x[:, i] * y[:, j]) @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
-    cells = x[:, :, None] * masses.residual[None, :, :] * y[:, None, :] if residual else None
-    return TwoSamplePass(revert, accept, runs, stop, cells)
+    return TwoSamplePass(revert, accept, runs, stop)
 
 
 def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> TwoSamplePass:
     """``evaluate`` at ``p0 = p``: a path's weight depends on its total successes only."""
-    rev_s, acc_s, left_s = masses.by_successes()
     k_max = lat.max_runs
     up, down = powers(p, k_max + lat.prior_runs(k_max))
     revert, accept = np.zeros(p.size), np.zeros(p.size)
     stop = np.zeros((p.size, k_max + 1))
     for k in range(1, k_max + 1):
         w = reweight(up, down, k + lat.prior_runs(k))
-        r, a = w @ rev_s[k], w @ acc_s[k]
+        r, a = (w[:, i + j] @ m for i, j, m in (masses.revert[k], masses.accept[k]))
         revert += r
         accept += a
         stop[:, k] = r + a
-    left = reweight(up, down, k_max + lat.prior_runs(k_max)) @ left_s
+    i, j, m = sparse_cells(masses.residual)
+    left = reweight(up, down, k_max + lat.prior_runs(k_max))[:, i + j] @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
     return TwoSamplePass(revert, accept, runs, stop)
 

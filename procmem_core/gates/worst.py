@@ -35,6 +35,7 @@ GRID_POINTS = 61
 MIN_STEP = 1e-6
 """Smallest grid interval (in arcsin(sqrt(p0))) the refinement splits down to."""
 MAX_ROUNDS = 24
+MAX_POINTS = 20_000
 
 
 @dataclass(frozen=True)
@@ -112,13 +113,15 @@ def worst_case(
     points: int = GRID_POINTS,
     target: float | None = None,
     tol: float = 1e-3,
+    max_points: int = MAX_POINTS,
 ) -> WorstCase:
     """Worst P(revert) over p0 in the range: the largest at ``drop = 0`` (false revert),
     the smallest at ``drop > 0`` (power), exact on a grid and bounded in between.
 
     Intervals whose bound is beyond ``target`` (default: the grid's worst value ``±
     tol``) are split at their midpoint in ``arcsin(sqrt(p0))`` and the gate evaluated
-    there, until none is or the intervals reach ``MIN_STEP``.
+    there, until none is, the intervals reach ``MIN_STEP`` or the grid holds
+    ``max_points`` (the bound then stays above the target: still a valid bound).
     """
     rng = p0_range or P0Range()
     drop = check_probability("drop", drop)
@@ -137,7 +140,7 @@ def worst_case(
         phi = np.arcsin(np.sqrt(grid))
         open_ = (bounds > goal) if upper else (bounds < goal)
         open_ &= np.diff(phi) > MIN_STEP
-        if not open_.any():
+        if not open_.any() or grid.size + open_.sum() > max_points:
             break
         new = np.sin((phi[:-1][open_] + phi[1:][open_]) / 2.0) ** 2
         more = gate.operating_curve(new, drop, prior_runs)
@@ -151,6 +154,8 @@ def _merge(a: OperatingCurve, b: OperatingCurve) -> OperatingCurve:
     fields = {}
     for name in ("p0", "p_revert", "p_accept", "expected_runs", "expected_prior_runs"):
         fields[name] = np.concatenate([getattr(a, name), getattr(b, name)])[order]
+    if a.stop is not None and b.stop is not None:
+        fields["stop"] = np.concatenate([a.stop, b.stop])[order]
     return OperatingCurve(
         drop=a.drop,
         prior_runs=a.prior_runs,
