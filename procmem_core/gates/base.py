@@ -269,6 +269,11 @@ class Gate(ABC):
         SPRT: Wald's), to report beside the exact one; None otherwise."""
         return None
 
+    def certificate(self) -> Any:
+        """The ``worst.WorstCase`` that certifies a calibrated gate's boundaries (None for
+        a gate whose boundaries are not calibrated to a worst case)."""
+        return None
+
     def decide_evidence(
         self,
         outcomes: np.ndarray,

@@ -29,7 +29,7 @@ from procmem_core.gates import lattice, llr, mixture
 from procmem_core.gates.base import LatticeGate
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate
 from procmem_core.gates.verdicts import RevisionStats
-from procmem_core.gates.worst import P0Range, worst_case
+from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 ESTIMATES = ("plugin", "ml")
 CALIBRATION_POINTS = 41
@@ -79,9 +79,15 @@ class CalibratedSPRTGate(LatticeGate):
             cal = _calibrated(tuple(self.params().items()))
             object.__setattr__(self, "revert_level", cal.revert_level)
             object.__setattr__(self, "final_level", cal.final_level)
+            object.__setattr__(self, "_certificate", cal.worst)
 
     def describe(self) -> str:
         return f"calibrated SPRT, ledger {self.ledger}"
+
+    def certificate(self) -> WorstCase | None:
+        """The worst case that certified the calibrated boundaries (None when they were
+        given): false revert over ``[p0_low, p0_high]`` with a ledger of ``ledger`` runs."""
+        return self.__dict__.get("_certificate")
 
     @property
     def design_drop(self) -> float:

@@ -108,6 +108,26 @@ class Family:
     least: float | None
     prior_runs: int | None
     fixed_ledger: bool
+    scan: Callable[[DesignQuestion], int | None] | None = None
+    """Every cap at once, where the family allows it: the smallest cap whose most
+    powerful member meets both targets on the grid (None: none up to ``max_runs``)."""
+
+
+def _paired_scan(build: Callable[[int, float | None, bool], Gate], most: float) -> Callable:
+    """A paired gate that accepts only at its cap reverts with cap K exactly when the
+    uncapped test reverts by pair K: one recursion gives every cap's error rates."""
+
+    def scan(q: DesignQuestion) -> int | None:
+        gate = build(q.max_runs, most, True)
+        grid = q.p0_range.grid(SEARCH_POINTS)
+        design = np.full(grid.size, gate.design_p0)
+        null = np.cumsum(gate.reverts_by_pair(grid, grid, design), axis=1).max(axis=0)
+        alt = np.cumsum(gate.reverts_by_pair(grid, grid - q.min_drop, design), axis=1)
+        ok = (null <= q.alpha) & (alt.min(axis=0) >= 1.0 - q.beta)
+        ok[: q.min_runs] = False
+        return int(np.flatnonzero(ok)[0]) if ok.any() else None
+
+    return scan
 
 
 def _calibrated(cls: type, fast_build: Callable, **fixed: object) -> Callable:
@@ -126,6 +146,13 @@ def families(q: DesignQuestion) -> list[Family]:
     wald_b = math.log(q.beta / (1.0 - q.alpha))
     n0 = max(q.ledger, 1)
     fixed = dict(**common, **span, ledger=n0)
+
+    def discordant(k: int, x: float | None, _: bool) -> Gate:
+        return DiscordantSPRTGate(**{**common, "beta": x or q.beta}, max_runs=k, design_p0=mid)
+
+    def eprocess(k: int, x: float | None, _: bool) -> Gate:
+        return MixtureEGate(alpha=q.alpha, min_drop=q.min_drop, max_runs=k, accept_below=x or 0.0)
+
     return [
         Family("sprt", "fixed",
                lambda k, _, __: SPRTGate(**common, max_runs=k, at_cap="accept"),
@@ -140,14 +167,10 @@ def families(q: DesignQuestion) -> list[Family]:
                _calibrated(TwoSampleGate, two_sample.grid_calibrated, **common, **span,
                            ledger=q.ledger, design="concurrent"),
                -60.0, wald_b, q.ledger, False),
-        Family("discordant_sprt", "concurrent",
-               lambda k, x, _: DiscordantSPRTGate(**{**common, "beta": x or q.beta},
-                                                  max_runs=k, design_p0=mid),
-               1e-9, q.beta, 0, False),
-        Family("eprocess", "concurrent",
-               lambda k, x, _: MixtureEGate(alpha=q.alpha, min_drop=q.min_drop, max_runs=k,
-                                            accept_below=x or 0.0),
-               0.0, 0.2, 0, False),
+        Family("discordant_sprt", "concurrent", discordant, 1e-9, q.beta, 0, False,
+               _paired_scan(discordant, 1e-9)),
+        Family("eprocess", "concurrent", eprocess, 0.0, 0.2, 0, False,
+               _paired_scan(eprocess, 0.0)),
     ]  # fmt: skip
 
 
@@ -197,7 +220,9 @@ def evaluate(family: Family, gate: Gate, q: DesignQuestion, certify: bool = Fals
     """The gate's worst false revert and power over the range (grid, or bounds)."""
     rng = q.p0_range
     if certify:
-        fr = worst_case(gate, 0.0, family.prior_runs, rng, target=q.alpha)
+        known = gate.certificate()
+        same = known is not None and (gate.p0_low, gate.p0_high) == (rng.low, rng.high)
+        fr = known if same else worst_case(gate, 0.0, family.prior_runs, rng, target=q.alpha)
         pw = worst_case(gate, q.min_drop, family.prior_runs, rng, target=1 - q.beta)
         return Fit(gate, fr.bound, pw.bound, fr.curve, pw.curve)
     grid = rng.grid(SEARCH_POINTS)
@@ -236,7 +261,10 @@ def _runs(gate: Gate, fit: Fit, share: float) -> tuple[tuple[float, float], tupl
 
 def _smallest_cap(family: Family, q: DesignQuestion) -> int:
     """The smallest cap whose most powerful member meets both targets on the grid
-    (bisection: the caller has checked that ``q.max_runs`` does)."""
+    (bisection, or the family's scan: the caller has checked that ``q.max_runs`` does)."""
+    if family.scan is not None:
+        found = family.scan(q)
+        return q.max_runs if found is None else found
     lo, hi = q.min_runs - 1, q.max_runs
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -263,7 +291,7 @@ def _loosest_accept(family: Family, q: DesignQuestion, cap: int) -> float | None
     return lo
 
 
-KNOB_STEPS = 7
+KNOB_STEPS = 5
 CERTIFY_STEPS = 6
 
 

@@ -213,6 +213,15 @@ class PairedGate(Gate):
         cache[design] = (revert, accept)
         return cache[design]
 
+    def reverts_by_pair(self, p0: ArrayLike, p: ArrayLike, design: ArrayLike) -> np.ndarray:
+        """``out[g, k]`` = P(revert at pair k) at ``(p0[g], p[g])``."""
+        p0, p, design = (np.asarray(x, dtype=float).ravel() for x in (p0, p, design))
+        out = np.zeros((p0.size, self.max_runs + 1))
+        for value in np.unique(design):
+            rows = np.flatnonzero(design == value)
+            out[rows] = _weighted(self.pair_masses(float(value))[0], p0[rows], p[rows])
+        return out
+
     def pair_pass(self, p0: np.ndarray, p: np.ndarray, design: np.ndarray):
         """``(revert, accept, E[pairs], stop)`` at each ``(p0[g], p[g])`` with the
         alternative set at ``design[g]``; ``stop[g, k]`` = P(decision at pair k). A cell's

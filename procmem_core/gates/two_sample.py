@@ -54,7 +54,7 @@ from procmem_core.gates.verdicts import (
     GateDecision,
     RevisionStats,
 )
-from procmem_core.gates.worst import P0Range, worst_case
+from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 REF_VARIANCE = 0.25
 """``pbar (1 - pbar)`` at its largest: the accept statistic's variance."""
@@ -119,6 +119,7 @@ class TwoSampleGate(Gate):
             cal = _calibrated(self._key())
             object.__setattr__(self, "revert_level", cal.revert_level)
             object.__setattr__(self, "final_level", cal.final_level)
+            object.__setattr__(self, "_certificate", cal.worst)
 
     def _key(self) -> tuple:
         return tuple(self.params().items())
@@ -130,6 +131,11 @@ class TwoSampleGate(Gate):
     @property
     def lattice(self) -> twolattice.TwoSampleLattice:
         return twolattice.TwoSampleLattice(self.ledger, self.design == "concurrent", self.max_runs)
+
+    def certificate(self) -> WorstCase | None:
+        """The worst case that certified the calibrated boundaries (None when they were
+        given): false revert over ``[p0_low, p0_high]`` with a ledger of ``ledger`` runs."""
+        return self.__dict__.get("_certificate")
 
     @property
     def design_drop(self) -> float:
