@@ -108,4 +108,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(design))
     return 0
-

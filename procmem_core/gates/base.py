@@ -167,6 +167,9 @@ class Gate(ABC):
     """True when ``operating_point`` is exact (a lattice recursion)."""
     veto_only: ClassVar[bool] = False
     """True for a gate that can revert but never accepts (the cost gate)."""
+    compares_arms: ClassVar[bool] = False
+    """True for a gate that compares the prior's runs (ledger, concurrent) with the
+    revision's itself instead of taking a p0 (``decide_evidence`` is its batch verb)."""
     designs: ClassVar[tuple[str, ...]] = DESIGNS
     """The designs (``DESIGNS``) the gate can decide in. A one-sample gate decides in both
     and, in the concurrent design, ignores the prior's concurrent runs (its p0 comes from

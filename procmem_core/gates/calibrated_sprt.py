@@ -151,7 +151,9 @@ def grid_calibrated(**params: object) -> CalibratedSPRTGate:
     probe = CalibratedSPRTGate(**{**params, "final_level": 0.0})
     key = tuple({**probe.params(), "final_level": None}.items())
     cal = _calibrated(key, certified=False)
-    return CalibratedSPRTGate(**{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level})
+    return CalibratedSPRTGate(
+        **{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level}
+    )
 
 
 @lru_cache(maxsize=512)

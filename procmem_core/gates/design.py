@@ -29,14 +29,14 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.gates.base import Gate, OperatingCurve
 from procmem_core.gates import calibrated_sprt, two_sample
+from procmem_core.gates.base import Gate, OperatingCurve
 from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
 from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.eprocess import MixtureEGate
 from procmem_core.gates.sprt import SPRTGate
-from procmem_core.gates.twolattice import expected_arm_runs
 from procmem_core.gates.two_sample import TwoSampleGate
+from procmem_core.gates.twolattice import expected_arm_runs
 from procmem_core.gates.worst import P0Range, worst_case
 
 SEARCH_POINTS = 13

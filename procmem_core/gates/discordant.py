@@ -91,7 +91,10 @@ class DiscordantSPRTGate(PairedGate):
     def explain(self, reason_code: str, k: int, w: int, b: int, p0: float, value: float) -> str:
         ln_a, ln_b = sprt_boundaries(self.alpha, self.beta)
         theta = float(discordant_theta(p0, self.min_drop))
-        head = f"LLR={value:.4f} after {k} pairs ({w} worse, {b} better; theta1={theta:.4f} at p0={p0:.4g})"
+        head = (
+            f"LLR={value:.4f} after {k} pairs ({w} worse, {b} better; "
+            f"theta1={theta:.4f} at p0={p0:.4g})"
+        )
         why = {
             "too_few_runs": f"fewer than min_runs={self.min_runs} pairs",
             "revert_boundary": f"LLR >= ln A={ln_a:.4f}: the revision fails more often",
@@ -100,4 +103,3 @@ class DiscordantSPRTGate(PairedGate):
             "undecided": f"ln B={ln_b:.4f} < LLR < ln A={ln_a:.4f}",
         }[reason_code]
         return f"{why}; {head}"
-

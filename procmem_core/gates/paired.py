@@ -53,6 +53,8 @@ class PairedGate(Gate):
     ``at_cap_code``; p0 (given, else ``design_p0``) reaches only ``statistic_of``."""
 
     designs: ClassVar[tuple[str, ...]] = ("concurrent",)
+    exact: ClassVar[bool] = True
+    compares_arms: ClassVar[bool] = True
     max_runs: int
     min_runs: int
     max_discordant: int | None

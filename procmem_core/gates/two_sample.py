@@ -95,6 +95,8 @@ class TwoSampleGate(Gate):
     final_level: float | None = None
     name: ClassVar[str] = "two_sample"
     label: ClassVar[str] = "exact two-sample test"
+    exact: ClassVar[bool] = True
+    compares_arms: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
@@ -349,7 +351,9 @@ def grid_calibrated(**params: object) -> TwoSampleGate:
     probe = TwoSampleGate(**{**params, "final_level": 0.0})
     key = tuple({**probe.params(), "final_level": None}.items())
     cal = _calibrated(key, certified=False)
-    return TwoSampleGate(**{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level})
+    return TwoSampleGate(
+        **{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level}
+    )
 
 
 @lru_cache(maxsize=512)

@@ -7,7 +7,7 @@ revision run) or ``n(k) = n0`` in the fixed design. A gate is a ``rule(k, a, B, 
 verdict codes on these cells. With ``B_0 ~ Binomial(n0, p0)`` and each step adding a
 revision run (success ``p``) and, concurrently, a prior run (success ``p0``),
 
-    m_k(a, B) = sum over the step's outcomes of m_{k-1}(a - x, B - y) p^x (1-p)^(1-x) p0^y (1-p0)^(1-y),
+    m_k(a, B) = sum_{x, y in {0, 1}} m_{k-1}(a - x, B - y) p^x (1-p)^(1-x) p0^y (1-p0)^(1-y),
 
 decided cells absorbed. The recursion runs once, at ``p0 = p = 1/2`` (``half_masses``):
 a path's probability depends on the parameters only through its cell, so every
