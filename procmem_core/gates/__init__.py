@@ -58,6 +58,7 @@ from procmem_core.gates.verdicts import (
     RevisionStats,
     verdict_names,
 )
+from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 __all__ = [
     "ACCEPT",

@@ -54,6 +54,9 @@ class NullPass:
 
 
 CHUNK = 64
+TIE = 1e-9
+"""Cap statistics closer than this (relative) count as equal: a boundary is placed only in
+a real gap, so rounding in the last bits cannot move a cell across it."""
 
 
 def final_level(null: NullPass, target: float) -> float:
@@ -69,12 +72,13 @@ def final_level(null: NullPass, target: float) -> float:
         cells = reweight(up, down, null.observations)[:, succ] * mass
         part = null.interim[lo : lo + CHUNK, None] + np.cumsum(cells, axis=1)
         worst = np.maximum(worst, part.max(axis=0))
-    ends = np.r_[s[:-1] > s[1:], True]
+    ends = np.r_[s[:-1] - s[1:] > TIE * np.maximum(1.0, np.abs(s[1:])), True]
     ok = np.flatnonzero((worst <= target) & ends & np.isfinite(s))
     if ok.size == 0:
         return float("inf")
     j = int(ok[-1])
     below = s[j + 1] if j + 1 < s.size and np.isfinite(s[j + 1]) else s[j] - 1.0
+    # ``ends`` puts ``j`` at the end of its tie group, so ``below`` is in the next group
     return float((s[j] + below) / 2.0)
 
 
