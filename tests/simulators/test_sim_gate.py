@@ -251,10 +251,15 @@ def test_one_sample_gates_keep_their_fixed_design_numbers():
         ({"gate": DiscordantSPRTGate()}, "design"),
         ({"gate": TwoSampleGate(max_runs=20, design="fixed")}, "ledger_size"),
         (
-            {"gate": DiscordantSPRTGate(), "ledger_size": 5, "cost_gate": CostGate(),
-             "design": "concurrent", "concurrent_share": 0.5},
+            {
+                "gate": DiscordantSPRTGate(),
+                "ledger_size": 5,
+                "cost_gate": CostGate(),
+                "design": "concurrent",
+                "concurrent_share": 0.5,
+            },
             "cost_gate",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_invalid_designs(kwargs, fragment):
