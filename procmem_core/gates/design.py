@@ -32,6 +32,7 @@ from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.gates import calibrated_sprt, two_sample
 from procmem_core.gates.base import Gate, OperatingCurve
 from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
+from procmem_core.gates.cap_scan import cap_scan
 from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.eprocess import MixtureEGate
 from procmem_core.gates.sprt import SPRTGate
@@ -130,6 +131,18 @@ def _paired_scan(build: Callable[[int, float | None, bool], Gate], most: float) 
     return scan
 
 
+def _two_sample_scan(most: float, **fixed: object) -> Callable:
+    """Every cap of the two-sample family in one recursion (``cap_scan``)."""
+
+    def scan(q: DesignQuestion) -> int | None:
+        gate = TwoSampleGate(**fixed, max_runs=q.max_runs, accept_level=most, final_level=0.0)
+        res = cap_scan(gate, q.p0_range.grid(SEARCH_POINTS), q.min_drop, q.alpha)
+        ok = (res.false_revert <= q.alpha) & (res.power >= 1.0 - q.beta) & (res.early <= q.alpha)
+        return int(np.flatnonzero(ok)[0]) if ok.any() else None
+
+    return scan
+
+
 def _calibrated(cls: type, fast_build: Callable, **fixed: object) -> Callable:
     def build(k: int, knob: float | None, fast: bool) -> Gate:
         params = {**fixed, "max_runs": k, "accept_level": knob}
@@ -146,6 +159,7 @@ def families(q: DesignQuestion) -> list[Family]:
     wald_b = math.log(q.beta / (1.0 - q.alpha))
     n0 = max(q.ledger, 1)
     fixed = dict(**common, **span, ledger=n0)
+    concurrent = dict(**common, **span, ledger=q.ledger, design="concurrent")
 
     def discordant(k: int, x: float | None, _: bool) -> Gate:
         return DiscordantSPRTGate(**{**common, "beta": x or q.beta}, max_runs=k, design_p0=mid)
@@ -162,11 +176,10 @@ def families(q: DesignQuestion) -> list[Family]:
                -60.0, wald_b, n0, True),
         Family("two_sample", "fixed",
                _calibrated(TwoSampleGate, two_sample.grid_calibrated, **fixed, design="fixed"),
-               -60.0, wald_b, n0, True),
+               -60.0, wald_b, n0, True, _two_sample_scan(-60.0, **fixed, design="fixed")),
         Family("two_sample", "concurrent",
-               _calibrated(TwoSampleGate, two_sample.grid_calibrated, **common, **span,
-                           ledger=q.ledger, design="concurrent"),
-               -60.0, wald_b, q.ledger, False),
+               _calibrated(TwoSampleGate, two_sample.grid_calibrated, **concurrent),
+               -60.0, wald_b, q.ledger, False, _two_sample_scan(-60.0, **concurrent)),
         Family("discordant_sprt", "concurrent", discordant, 1e-9, q.beta, 0, False,
                _paired_scan(discordant, 1e-9)),
         Family("eprocess", "concurrent", eprocess, 0.0, 0.2, 0, False,
@@ -261,10 +274,7 @@ def _runs(gate: Gate, fit: Fit, share: float) -> tuple[tuple[float, float], tupl
 
 def _smallest_cap(family: Family, q: DesignQuestion) -> int:
     """The smallest cap whose most powerful member meets both targets on the grid
-    (bisection, or the family's scan: the caller has checked that ``q.max_runs`` does)."""
-    if family.scan is not None:
-        found = family.scan(q)
-        return q.max_runs if found is None else found
+    (bisection: the caller has checked that ``q.max_runs`` does)."""
     lo, hi = q.min_runs - 1, q.max_runs
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -298,14 +308,18 @@ CERTIFY_STEPS = 6
 def answer(family: Family, q: DesignQuestion) -> FamilyAnswer:
     """One family's answer to the question (module docstring)."""
     share = q.concurrent if q.concurrent > 0 or family.fixed_ledger else 0.5
-    biggest = evaluate(family, family.build(q.max_runs, family.most, True), q)
-    if not meets(biggest, q):
+    if family.scan is not None:
+        found = family.scan(q)
+    else:
+        biggest = evaluate(family, family.build(q.max_runs, family.most, True), q)
+        found = q.max_runs if meets(biggest, q) else None
+    if found is None:
         fit = evaluate(family, family.build(q.max_runs, family.most, False), q, certify=True)
         null, alt = _runs(fit.gate, fit, share)
         return FamilyAnswer(family.name, family.design, False, q.max_runs, fit.gate.config(),
                             fit.false_revert, fit.power, null, alt,
                             infeasible_note(family, q, fit))  # fmt: skip
-    cap = _smallest_cap(family, q)
+    cap = found if family.scan is not None else _smallest_cap(family, q)
     knob = _loosest_accept(family, q, cap)
     for _ in range(CERTIFY_STEPS):
         fit = evaluate(family, family.build(cap, knob, False), q, certify=True)
