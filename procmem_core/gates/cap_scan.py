@@ -36,9 +36,12 @@ class CapScan:
     early: np.ndarray
 
 
-def cap_scan(gate: TwoSampleGate, grid: np.ndarray, drop: float, alpha: float) -> CapScan:
+def cap_scan(
+    gate: TwoSampleGate, grid: np.ndarray, drop: float, alpha: float, beta: float | None = None
+) -> CapScan:
     """Scan every cap ``min_runs..gate.max_runs`` of ``gate`` (its early boundaries fixed)
-    on the p0 ``grid``: no change at ``(p0, p0)``, the drop at ``(p0, p0 - drop)``."""
+    on the p0 ``grid``: no change at ``(p0, p0)``, the drop at ``(p0, p0 - drop)``. With
+    ``beta``, stop at the first cap that meets both targets (later caps stay NaN)."""
     lat = gate.lattice
     k_max = lat.max_runs
     tables = lat.tables(lambda k, a, b, n: gate.verdicts(k, a, b, n, None))
@@ -72,6 +75,9 @@ def cap_scan(gate: TwoSampleGate, grid: np.ndarray, drop: float, alpha: float) -
             fr = early_null + w_null @ nxt.ravel()[hit]
             pw = early_alt + (x * y) @ nxt.ravel()[hit]
             out[:, k] = (c, fr.max(), pw.min(), early_null.max())
+            met = fr.max() <= alpha and early_null.max() <= alpha
+            if beta is not None and met and pw.min() >= 1.0 - beta:
+                break
         revert = np.where(tables[k] == REVERT_CODE, nxt, 0.0)
         i, j = np.nonzero(revert)
         early_null += reweight(up0, down0, k + n)[:, i + j] @ revert[i, j]

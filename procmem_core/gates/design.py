@@ -136,7 +136,7 @@ def _two_sample_scan(most: float, **fixed: object) -> Callable:
 
     def scan(q: DesignQuestion) -> int | None:
         gate = TwoSampleGate(**fixed, max_runs=q.max_runs, accept_level=most, final_level=0.0)
-        res = cap_scan(gate, q.p0_range.grid(SEARCH_POINTS), q.min_drop, q.alpha)
+        res = cap_scan(gate, q.p0_range.grid(SEARCH_POINTS), q.min_drop, q.alpha, q.beta)
         ok = (res.false_revert <= q.alpha) & (res.power >= 1.0 - q.beta) & (res.early <= q.alpha)
         return int(np.flatnonzero(ok)[0]) if ok.any() else None
 
@@ -301,7 +301,7 @@ def _loosest_accept(family: Family, q: DesignQuestion, cap: int) -> float | None
     return lo
 
 
-KNOB_STEPS = 5
+KNOB_STEPS = 4
 CERTIFY_STEPS = 6
 
 

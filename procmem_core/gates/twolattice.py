@@ -93,6 +93,25 @@ class HalfMasses:
     accept: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
     residual: np.ndarray
 
+    def null_terms(self, lat: TwoSampleLattice) -> dict[str, np.ndarray]:
+        """Every decided cell grouped by (step k, total successes S): its step, ``S``, the
+        outcomes ``N`` seen by then and the reverted and accepted masses (computed once):
+        under no change that is all a cell's weight depends on."""
+        if "_null" not in self.__dict__:
+            parts = []
+            for k in range(1, len(self.revert)):
+                n = k + lat.prior_runs(k)
+                (i, j, r), (u, v, a) = self.revert[k], self.accept[k]
+                total = np.r_[i + j, u + v]
+                keys, where = np.unique(total, return_inverse=True)
+                rev = np.bincount(where, weights=np.r_[r, 0 * a], minlength=keys.size)
+                acc = np.bincount(where, weights=np.r_[0 * r, a], minlength=keys.size)
+                parts.append((np.full(keys.size, k), keys, np.full(keys.size, n), rev, acc))
+            cols = [np.concatenate([p[c] for p in parts]) for c in range(5)] if parts else []
+            names = ("k", "S", "N", "revert", "accept")
+            self.__dict__["_null"] = dict(zip(names, cols, strict=True))
+        return self.__dict__["_null"]
+
 
 def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
     """The recursion of the module docstring at ``p0 = p = 1/2``."""
@@ -160,14 +179,13 @@ def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> 
     """``evaluate`` at ``p0 = p``: a path's weight depends on its total successes only."""
     k_max = lat.max_runs
     up, down = powers(p, k_max + lat.prior_runs(k_max))
-    revert, accept = np.zeros(p.size), np.zeros(p.size)
+    t = masses.null_terms(lat)
+    w = up[:, t["S"]] * down[:, t["N"] - t["S"]]
+    revert, accept = w @ t["revert"], w @ t["accept"]
     stop = np.zeros((p.size, k_max + 1))
     for k in range(1, k_max + 1):
-        w = reweight(up, down, k + lat.prior_runs(k))
-        r, a = (w[:, i + j] @ m for i, j, m in (masses.revert[k], masses.accept[k]))
-        revert += r
-        accept += a
-        stop[:, k] = r + a
+        sel = slice(*np.searchsorted(t["k"], [k, k + 1]))
+        stop[:, k] = w[:, sel] @ (t["revert"][sel] + t["accept"][sel])
     i, j, m = sparse_cells(masses.residual)
     left = reweight(up, down, k_max + lat.prior_runs(k_max))[:, i + j] @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
