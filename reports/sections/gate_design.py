@@ -14,8 +14,8 @@ parameters, the question, the exact worst cases and the simulation check.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,7 @@ from reports.source import Sweep, find_param
 from simulators.scenarios.gate import GateScenario
 
 SEED_LEDGER = 20
-DESIGN_MAX_RUNS = 300
+DESIGN_MAX_RUNS = 200
 CHECK_REPLICATIONS = 20_000
 CHECK_SEED = 13
 P0_RANGE = (0.3, 0.95)
@@ -167,11 +167,8 @@ class Prescription:
 
 
 def _plain(value: object) -> object:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and math.isinf(value):
-        return str(value)
-    return str(value)
+    """JSON for numpy scalars (everything else a report writes is plain already)."""
+    return value.item() if isinstance(value, np.generic) else str(value)
 
 
 def simulation_check(a: FamilyAnswer, q: DesignQuestion) -> pd.DataFrame:
@@ -204,10 +201,16 @@ def simulation_check(a: FamilyAnswer, q: DesignQuestion) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@lru_cache(maxsize=16)
+def _design(q: DesignQuestion) -> GateDesign:
+    """``design_gate`` once per question in a process (reports are built more than once)."""
+    return design_gate(q)
+
+
 def prescribe(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> Prescription:
     """Ask the design question of the sweep and check the answer by simulation."""
     q = question_of(sweep, gates, targets)
-    design = design_gate(q)
+    design = _design(q)
     usable = design.feasible
     chosen = usable[0] if usable else None
     check = simulation_check(chosen, q) if chosen is not None else pd.DataFrame()

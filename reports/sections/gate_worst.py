@@ -16,8 +16,8 @@ import pandas as pd
 from procmem_core.gates import Gate
 from reports.evidence import fmt
 from reports.recommend import GATE_METRICS
-from reports.sections.gate_tables import GateRuns
-from reports.source import Sweep, find_param
+from reports.sections.gate_tables import GateRuns, ledger_of
+from reports.source import Sweep
 
 P0_GRID = np.linspace(0.05, 0.95, 91)
 
@@ -58,12 +58,6 @@ def worst_table(worst: pd.DataFrame, several: bool) -> pd.DataFrame:
     return out
 
 
-def _ledger_of(sweep: Sweep, row: pd.Series) -> int | None:
-    col = find_param(sweep.param_names, "ledger_size", "scenario")
-    value = row[col] if col else None
-    return None if value is None or value != value else int(value)
-
-
 def null_curves(
     sweep: Sweep, gates: GateRuns, configs: tuple[str, ...], extra: dict[str, tuple[Gate, int]]
 ) -> pd.DataFrame:
@@ -77,8 +71,8 @@ def null_curves(
             gate = gates.gates.get(r["run_id"])
             if gate is None or not gate.exact:
                 continue
-            ledger = _ledger_of(sweep, r)
-            curve = gate.operating_curve(P0_GRID, 0.0, _prior_runs(gate, ledger))
+            ledger = ledger_of(sweep, r)
+            curve = gate.operating_curve(P0_GRID, 0.0, ledger)
             if best is None or curve.p_revert.max() > best[0].p_revert.max():
                 best = (curve, r["condition"], ledger)
         if best is not None:
@@ -86,12 +80,6 @@ def null_curves(
     for label, (gate, ledger) in extra.items():
         frames.append(_frame(label, gate.operating_curve(P0_GRID, 0.0, ledger), "", ledger))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def _prior_runs(gate: Gate, ledger: int | None) -> int | None:
-    """The exact OC's ledger argument: None is "p0 known" for a one-sample gate and "no
-    ledger" for a gate that compares the arms; the run's own ledger otherwise."""
-    return ledger
 
 
 def _frame(config: str, curve, condition: str, ledger: int | None) -> pd.DataFrame:
