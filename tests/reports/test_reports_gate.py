@@ -34,7 +34,7 @@ RUNS = [
         "r3",
         TwoSampleGate(beta=0.4),
         dict(ledger_size=20, design="concurrent", concurrent_share=0.5),
-    ),  # fmt: skip
+    ),
 ]
 
 
@@ -139,7 +139,7 @@ def test_wald_wolfowitz_bounds_use_the_achieved_error_rates(sweep):
     """issue 11: at drop 0 the nominal bound (24.76) sits above the SPRT's own 23.96 runs;
     at the achieved rates (0.0906, 0.196) it is 22.1 and 23.9."""
     gates = gate_runs(sweep)
-    exact, bounds = exact_curves(sweep, gates, 0.25)
+    _, bounds = exact_curves(sweep, gates, 0.25)
     b = bounds.sort_values("drop")["bound"].to_numpy()
     op = SPRTGate().operating_point(np.array([0.8, 0.65]), 0.8)
     ref = wald_wolfowitz_bound(0.8, 0.65, op.p_revert[0], 1 - op.p_revert[1])
