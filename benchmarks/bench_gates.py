@@ -1,12 +1,17 @@
-"""Throughput of the vectorized SPRT gate against drawing the outcomes and looping ``decide``.
+"""The revision gates' exact operating characteristics, and the time of one design question.
 
-    .venv/bin/python benchmarks/bench_gates.py [--reps 1000000] [--runs 50]
+    .venv/bin/python benchmarks/bench_gates.py [--throughput]
 
-Prints runs/s (outcome cells per second) for: drawing ``rng.random(size) < p``;
-``SPRTGate.decide_batch`` with one p0, with a few dozen p0 values (per-row plug-in
-estimates: table look-up path) and with a distinct p0 per row (rule evaluated per cell);
-``decide`` called run by run in a Python loop. Work is done in blocks of rows, as the
-simulators do, so memory stays bounded. The last line is one JSON object.
+For each gate at alpha 0.05, drop 0.15, max 50 runs (pairs for the paired gates) and
+p0 in {0.5, 0.7, 0.8, 0.9}: the exact worst-case false revert over p0 in [0.05, 0.95] (a
+bound between grid points; the grid maximum for p0 known), the false-revert rate, the power
+and the expected runs when nothing changed and at the drop (all exact). Goals: every new
+gate's worst case at most 0.05; the concurrent design at 50 pairs with power at least
+STEP's (Snyder et al. 2025: about 0.38 at p0 0.5 to 0.56 at 0.9, read here as a line
+between the two) and expected pairs when nothing changed at most 0.6 of STEP's 49. Then
+the wall time of one design question (``design_gate``, ledger 20, concurrent share 0.5).
+``--throughput`` adds the vectorized SPRT's runs/s against drawing the outcomes and looping
+``decide``. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -17,77 +22,122 @@ import time
 
 import numpy as np
 
-from procmem_core.gates import RevisionStats, SPRTGate
+from procmem_core.gates import (
+    CalibratedSPRTGate,
+    DesignQuestion,
+    DiscordantSPRTGate,
+    MixtureEGate,
+    RevisionStats,
+    SPRTGate,
+    TwoSampleGate,
+    design_gate,
+    worst_case,
+)
 
-BLOCK_ROWS = 100_000
+P0S = np.array([0.5, 0.7, 0.8, 0.9])
+DROP = 0.15
+STEP_POWER = np.interp(P0S, [0.5, 0.9], [0.38, 0.56])
+STEP_PAIRS_NULL = 49.0
+NEW = {"calibrated_sprt", "two_sample", "discordant_sprt", "eprocess"}
+GATES = [
+    ("seed SPRT, p0 known", SPRTGate(), None),
+    ("seed SPRT, 20-run ledger", SPRTGate(), 20),
+    ("calibrated SPRT, ledger 20", CalibratedSPRTGate(), 20),
+    ("two-sample, fixed ledger 20", TwoSampleGate(design="fixed"), 20),
+    ("two-sample, concurrent, ledger 20", TwoSampleGate(beta=0.4), 20),
+    ("two-sample, concurrent, no ledger", TwoSampleGate(beta=0.4, ledger=0), 0),
+    ("discordant SPRT (concurrent)", DiscordantSPRTGate(), 0),
+    ("anytime-valid mixture (concurrent)", MixtureEGate(accept_below=0.2), 0),
+]
 
 
-def timed(fn) -> float:
+def characteristics() -> list[dict]:
+    out = []
+    for label, gate, ledger in GATES:
+        worst = worst_case(gate, 0.0, ledger, target=0.05 if gate.name in NEW else None)
+        null = gate.operating_curve(P0S, 0.0, ledger)
+        alt = gate.operating_curve(P0S, DROP, ledger)
+        row = {
+            "gate": label,
+            "config": gate.config(),
+            "worst_false_revert": worst.worst,
+            "worst_false_revert_bound": worst.bound,
+            "worst_at_p0": worst.at,
+            "false_revert": null.p_revert.tolist(),
+            "power": alt.p_revert.tolist(),
+            "runs_null": null.expected_runs.tolist(),
+            "runs_alt": alt.expected_runs.tolist(),
+            "concurrent_prior_runs_null": null.expected_prior_runs.tolist(),
+        }
+        if gate.name in NEW:
+            row["goal_worst_case"] = bool((worst.bound or worst.worst) <= 0.05)
+        if "concurrent" in gate.designs and "fixed" not in gate.designs and gate.name != "eprocess":
+            row["goal_power_vs_step"] = bool(np.all(alt.p_revert >= STEP_POWER))
+            row["goal_pairs_null"] = bool(np.all(null.expected_runs <= 0.6 * STEP_PAIRS_NULL))
+        out.append(row)
+    return out
+
+
+def design_time() -> tuple[float, str]:
     start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+    answer = design_gate(DesignQuestion(ledger=20, concurrent=0.5, max_runs=150))
+    seconds = time.perf_counter() - start
+    best = answer.feasible[0] if answer.feasible else None
+    return seconds, "infeasible" if best is None else f"{best.family} at {best.max_runs}"
+
+
+def throughput(reps: int = 200_000, runs: int = 50) -> dict:
+    gate = SPRTGate(max_runs=runs)
+    rng = np.random.default_rng(np.random.SeedSequence(7))
+    start = time.perf_counter()
+    outcomes = rng.random((reps, runs)) < 0.7
+    draw = time.perf_counter() - start
+    start = time.perf_counter()
+    gate.decide_batch(outcomes, 0.8)
+    batch = time.perf_counter() - start
+    start, calls = time.perf_counter(), 0
+    for row in outcomes[:1000]:
+        for n in range(1, runs + 1):
+            calls += 1
+            rev = RevisionStats(n, int(row[:n].sum()))
+            if gate.decide(RevisionStats(40, 32), rev, p0=0.8).verdict != "continue":
+                break
+    loop = time.perf_counter() - start
+    cells = reps * runs
+    return {"draw_runs_per_s": cells / draw, "batch_runs_per_s": cells / batch,
+            "loop_decide_calls_per_s": calls / loop}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=1_000_000)
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--loop-reps", type=int, default=2_000)
+    parser.add_argument("--throughput", action="store_true")
     args = parser.parse_args()
-    gate = SPRTGate(max_runs=args.runs)
-    rng = np.random.default_rng(np.random.SeedSequence(7))
-    blocks = [min(BLOCK_ROWS, args.reps - lo) for lo in range(0, args.reps, BLOCK_ROWS)]
-    cells = args.reps * args.runs
-
-    draw = decide_one = decide_few = decide_many = 0.0
-    for rows in blocks:
-        outcomes = None
-
-        def draw_block(rows=rows) -> None:
-            nonlocal outcomes
-            outcomes = rng.random((rows, args.runs)) < 0.7
-
-        draw += timed(draw_block)
-        few = gate.estimate_p0(rng.binomial(40, 0.8, size=rows), 40)
-        many = rng.uniform(0.5, 0.95, size=rows)
-        decide_one += timed(lambda o=outcomes: gate.decide_batch(o, 0.8))
-        decide_few += timed(lambda o=outcomes, q=few: gate.decide_batch(o, q))
-        decide_many += timed(lambda o=outcomes, q=many: gate.decide_batch(o, q))
-
-    loop_outcomes = rng.random((args.loop_reps, args.runs)) < 0.7
-    prior = RevisionStats(40, 32)
-
-    def loop() -> int:
-        calls = 0
-        for row in loop_outcomes:
-            s = 0
-            for n, ok in enumerate(row, start=1):
-                s += int(ok)
-                calls += 1
-                if gate.decide(prior, RevisionStats(n, s), p0=0.8).verdict != "continue":
-                    break
-        return calls
-
-    start = time.perf_counter()
-    calls = loop()
-    loop_time = time.perf_counter() - start
-
-    result = {
-        "reps": args.reps,
-        "runs": args.runs,
-        "draw_runs_per_s": cells / draw,
-        "batch_one_p0_runs_per_s": cells / decide_one,
-        "batch_few_p0_runs_per_s": cells / decide_few,
-        "batch_many_p0_runs_per_s": cells / decide_many,
-        "loop_decide_calls_per_s": calls / loop_time,
-        "batch_one_p0_over_draw_time": decide_one / draw,
-        "batch_few_p0_over_draw_time": decide_few / draw,
-        "batch_many_p0_over_draw_time": decide_many / draw,
-        "batch_one_p0_speedup_over_loop": (cells / decide_one) / (calls / loop_time),
-    }
-    for key, value in result.items():
-        print(f"{key:34s} {value:,.3f}" if isinstance(value, float) else f"{key:34s} {value}")
-    print(json.dumps(result))
+    rows = characteristics()
+    print(f"p0 = {P0S.tolist()}, drop {DROP}, alpha 0.05, max 50 runs (pairs)")
+    print(f"{'gate':<36}{'worst FR':>10}{'(bound)':>9}  {'FR':<27}{'power':<27}{'E[runs] null':<25}"
+          f"{'E[runs] drop'}")  # fmt: skip
+    for r in rows:
+        bound = (
+            "" if r["worst_false_revert_bound"] is None else f"{r['worst_false_revert_bound']:.4f}"
+        )
+        print(
+            f"{r['gate']:<36}{r['worst_false_revert']:>10.4f}{bound:>9}  "
+            + " ".join(f"{x:.3f}" for x in r["false_revert"]).ljust(27)
+            + " ".join(f"{x:.3f}" for x in r["power"]).ljust(27)
+            + " ".join(f"{x:5.1f}" for x in r["runs_null"]).ljust(25)
+            + " ".join(f"{x:5.1f}" for x in r["runs_alt"])
+        )
+    seconds, best = design_time()
+    print(
+        f"one design question (ledger 20, concurrent 0.5, max_runs 150): {seconds:.2f} s -> {best}"
+    )
+    result = {"gates": rows, "design_question_seconds": seconds, "design_answer": best,
+              "step_power_reference": STEP_POWER.tolist()}  # fmt: skip
+    if args.throughput:
+        result["throughput"] = throughput()
+        for k, v in result["throughput"].items():
+            print(f"{k:34s} {v:,.0f}")
+    print(json.dumps(result, default=float))
 
 
 if __name__ == "__main__":

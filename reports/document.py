@@ -57,6 +57,9 @@ class Section:
     title: str
     answer: str
     blocks: list[Figure | Table | Preformatted | str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    """Extra files the section writes beside ``index.html`` (name -> text), e.g. the gate
+    section's ``recommendations.json``."""
 
     @property
     def figures(self) -> list[Figure]:
@@ -187,8 +190,10 @@ def render_markdown(report: Report) -> str:
 
 
 def write_report(report: Report, out: Path) -> dict[str, Path]:
-    """Write ``index.html``, ``report.md``, ``summary.csv`` and every figure's PNG to ``out``."""
+    """Write ``index.html``, ``report.md``, ``summary.csv``, every figure's PNG and every
+    section's ``files`` to ``out``."""
     names = [f.name for s in report.sections for f in s.figures]
+    names += [n for s in report.sections for n in s.files]
     if len(names) != len(set(names)):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise ParameterError("figure names", dup, "unique names across the report")
@@ -204,4 +209,8 @@ def write_report(report: Report, out: Path) -> dict[str, Path]:
         written[name] = out / name
     report.summary.to_csv(out / "summary.csv", index=False)
     written["summary.csv"] = out / "summary.csv"
+    for s in report.sections:
+        for name, text in s.files.items():
+            (out / name).write_text(text, encoding="utf-8")
+            written[name] = out / name
     return written

@@ -3,20 +3,35 @@
 One base (``Gate``; ``LatticeGate`` for gates on the (runs, successes) lattice), the
 verdicts and reasons every gate answers in, the lattice machinery, the seed's SPRT,
 margin and cost gates, how a gate and a veto decide together, and the registry
-(``GATES``, ``make_gate``). docs/gates.md.
+(``GATES``, ``make_gate``). Gates that hold their error rates when p0 is unknown: the
+calibrated SPRT, the exact two-sample test (fixed or concurrent design), the
+discordant-pairs SPRT and the anytime-valid mixture gate; their worst case over the
+nuisance (``worst_case``) and the design question (``design_gate``). docs/gates.md.
 """
 
 from procmem_core.gates.base import (
+    DESIGNS,
     GATES,
     Gate,
     GateError,
     LatticeGate,
+    OperatingCurve,
     OperatingPoint,
     bernoulli_kl,
     wald_wolfowitz_bound,
 )
+from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
 from procmem_core.gates.combine import combine_gate_verdicts, decide_together
 from procmem_core.gates.cost import CostGate
+from procmem_core.gates.design import (
+    DesignQuestion,
+    FamilyAnswer,
+    GateDesign,
+    design_gate,
+    ledger_power_bound,
+)
+from procmem_core.gates.discordant import DiscordantSPRTGate
+from procmem_core.gates.eprocess import MixtureEGate
 from procmem_core.gates.margin import MarginGate
 from procmem_core.gates.operating import (
     margin_operating_point,
@@ -27,6 +42,7 @@ from procmem_core.gates.operating import (
 from procmem_core.gates.records import DECISION_COLUMNS, GateRecord
 from procmem_core.gates.registry import make_gate
 from procmem_core.gates.sprt import SPRTGate
+from procmem_core.gates.two_sample import TwoSampleGate
 from procmem_core.gates.verdicts import (
     ACCEPT,
     ACCEPT_CODE,
@@ -42,6 +58,7 @@ from procmem_core.gates.verdicts import (
     RevisionStats,
     verdict_names,
 )
+from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 __all__ = [
     "ACCEPT",
@@ -49,6 +66,7 @@ __all__ = [
     "CONTINUE",
     "CONTINUE_CODE",
     "DECISION_COLUMNS",
+    "DESIGNS",
     "GATES",
     "REASONS",
     "REVERT",
@@ -56,19 +74,31 @@ __all__ = [
     "VERDICT_CODES",
     "VERDICT_NAMES",
     "BatchDecision",
+    "CalibratedSPRTGate",
     "CostGate",
+    "DesignQuestion",
+    "DiscordantSPRTGate",
+    "FamilyAnswer",
     "Gate",
     "GateDecision",
+    "GateDesign",
     "GateError",
     "GateRecord",
     "LatticeGate",
     "MarginGate",
+    "MixtureEGate",
+    "OperatingCurve",
     "OperatingPoint",
+    "P0Range",
     "RevisionStats",
     "SPRTGate",
+    "TwoSampleGate",
+    "WorstCase",
     "bernoulli_kl",
     "combine_gate_verdicts",
     "decide_together",
+    "design_gate",
+    "ledger_power_bound",
     "make_gate",
     "margin_operating_point",
     "sprt_expected_runs_lower_bound",
@@ -76,4 +106,5 @@ __all__ = [
     "verdict_names",
     "wald_operating_point",
     "wald_wolfowitz_bound",
+    "worst_case",
 ]

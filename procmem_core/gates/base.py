@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from procmem_core.errors import ParameterError, ProcmemError, check_int, check_probability
-from procmem_core.gates import lattice
+from procmem_core.gates import lattice, mixture
 from procmem_core.gates.llr import sprt_hypotheses
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
@@ -72,6 +72,39 @@ class OperatingPoint:
     expected_runs: float | np.ndarray
     method: str
     prior_runs: int | None = None
+    expected_prior_runs: float | np.ndarray | None = None
+    """Concurrent runs of the prior the gate used (two-sample gates; None: it uses none)."""
+
+
+DESIGNS = ("fixed", "concurrent")
+"""How the prior arm accrues evidence: "fixed" (its ledger of ``prior_runs`` runs is all
+there is, the seed's structure) or "concurrent" (while the revision is pending the prior
+also serves a share of the sessions, so both revisions accrue runs side by side)."""
+
+
+@dataclass(frozen=True)
+class OperatingCurve:
+    """A gate's operating characteristic along ``p = max(0, p0 - drop)`` for many ``p0``.
+
+    ``p_revert``, ``p_accept``, ``expected_runs`` (the gate's decision count: revision
+    runs, or pairs for a paired gate) and ``expected_prior_runs`` (concurrent runs of the
+    prior it used) are arrays shaped like ``p0``. ``observations`` is the most Bernoulli
+    outcomes the decision can depend on (ledger included): ``gates.worst`` bounds the
+    curve between grid points with it. ``p0_dependent`` is True when the rule itself uses
+    the true p0 (p0 known), so no bound between grid points applies.
+    """
+
+    p0: np.ndarray
+    drop: float
+    p_revert: np.ndarray
+    p_accept: np.ndarray
+    expected_runs: np.ndarray
+    expected_prior_runs: np.ndarray
+    prior_runs: int | None
+    observations: int
+    p0_dependent: bool
+    stop: np.ndarray | None = None
+    """``stop[i, k]`` = P(decision at run k) at ``p0[i]``, where the gate computes it."""
 
 
 def check_p_values(p: float | np.ndarray) -> np.ndarray:
@@ -134,6 +167,13 @@ class Gate(ABC):
     """True when ``operating_point`` is exact (a lattice recursion)."""
     veto_only: ClassVar[bool] = False
     """True for a gate that can revert but never accepts (the cost gate)."""
+    compares_arms: ClassVar[bool] = False
+    """True for a gate that compares the prior's runs (ledger, concurrent) with the
+    revision's itself instead of taking a p0 (``decide_evidence`` is its batch verb)."""
+    designs: ClassVar[tuple[str, ...]] = DESIGNS
+    """The designs (``DESIGNS``) the gate can decide in. A one-sample gate decides in both
+    and, in the concurrent design, ignores the prior's concurrent runs (its p0 comes from
+    the ledger); a gate that compares the two arms run by run needs "concurrent"."""
 
     def params(self) -> dict[str, Any]:
         """The gate's parameters as plain values (its dataclass fields)."""
@@ -231,6 +271,69 @@ class Gate(ABC):
         """A closed-form approximation of the operating point, if the gate has one (the
         SPRT: Wald's), to report beside the exact one; None otherwise."""
         return None
+
+    def certificate(self) -> Any:
+        """The ``worst.WorstCase`` that certifies a calibrated gate's boundaries (None for
+        a gate whose boundaries are not calibrated to a worst case)."""
+        return None
+
+    def decide_evidence(
+        self,
+        outcomes: np.ndarray,
+        *,
+        p0: float | np.ndarray | None = None,
+        ledger_successes: ArrayLike | None = None,
+        ledger_runs: int = 0,
+        concurrent: np.ndarray | None = None,
+    ) -> BatchDecision:
+        """First decision of each row from the raw evidence of both arms.
+
+        ``outcomes``: the revision's runs (replications, runs); ``p0``: the prior's rate
+        when known; else ``ledger_successes`` (per row) of a ledger of ``ledger_runs``
+        runs; ``concurrent``: the prior's runs while the revision is pending (the
+        concurrent design). This default (one-sample gates) decides from
+        ``estimate_p0`` of the ledger and ignores concurrent runs; two-sample gates
+        override it.
+        """
+        outcomes = lattice.check_outcomes(outcomes)
+        if p0 is None:
+            if ledger_successes is None:
+                raise ParameterError("p0", None, "p0, or the ledger's successes and runs")
+            p0 = np.asarray(self.estimate_p0(ledger_successes, ledger_runs), dtype=float)
+        return self.decide_batch(outcomes, p0)
+
+    def arm_runs(self, runs_used: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """``(revision runs, concurrent prior runs)`` a decision at ``runs_used`` needed
+        (a one-sample gate: the revision's runs and none of the prior's)."""
+        runs = np.asarray(runs_used, dtype=np.int64)
+        return runs, np.zeros_like(runs)
+
+    def observations(self, prior_runs: int | None) -> int:
+        """The most Bernoulli outcomes a decision depends on: the ledger and the gate's runs."""
+        return int(prior_runs or 0) + int(getattr(self, "max_runs", 0))
+
+    def operating_curve(
+        self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None
+    ) -> OperatingCurve:
+        """Exact P(revert), P(accept) and E[runs] at ``p = max(0, p0 - drop)`` for each p0
+        (the prior's true rate; a ledger of ``prior_runs`` runs mixed in exactly). This
+        default loops over ``operating_point``; lattice and two-sample gates vectorize it.
+        """
+        p0s = check_p_values(p0).ravel()
+        drop = check_probability("drop", drop)
+        points = [self.operating_point(max(0.0, x - drop), float(x), prior_runs) for x in p0s]
+        prior = [0.0 if q.expected_prior_runs is None else q.expected_prior_runs for q in points]
+        return OperatingCurve(
+            p0s,
+            drop,
+            np.array([q.p_revert for q in points], dtype=float),
+            np.array([q.p_accept for q in points], dtype=float),
+            np.array([q.expected_runs for q in points], dtype=float),
+            np.array(prior, dtype=float),
+            prior_runs,
+            self.observations(prior_runs),
+            prior_runs is None,
+        )
 
     def expected_runs_lower_bound(
         self, p0: float, alpha: float | None = None, beta: float | None = None
@@ -410,3 +513,41 @@ class LatticeGate(Gate):
             revert += w * r
             runs += w * n
         return make_point(arr, p0, revert, accept, runs, "exact", prior_runs)
+
+    def ledger_masses(self, prior_runs: int) -> mixture.LedgerMasses:
+        """The recursion at 1/2 with a ledger of ``prior_runs`` runs
+        (``mixture.ledger_masses``), computed once per gate and ledger size."""
+        prior_runs = check_int("prior_runs", prior_runs, minimum=0)
+        cache = self.__dict__.setdefault("_ledger_masses", {})
+        if prior_runs not in cache:
+            k = np.arange(prior_runs + 1)
+            hats = np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
+            tables = lattice.verdict_table(self.rule, hats, self.max_runs)
+            cache[prior_runs] = mixture.ledger_masses(tables, prior_runs)
+        return cache[prior_runs]
+
+    def operating_curve(
+        self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None
+    ) -> OperatingCurve:
+        """Exact OC at ``p = max(0, p0 - drop)`` for every p0 in one recursion
+        (``gates.mixture``): one verdict table per p0 when p0 is known, one per ledger
+        count (shared by every p0, weighted by Binomial(prior_runs, p0)) otherwise."""
+        p0s = check_p_values(p0).ravel()
+        drop = check_probability("drop", drop)
+        p = np.maximum(p0s - drop, 0.0)
+        if prior_runs is None:
+            tables = lattice.verdict_table(self.rule, p0s, self.max_runs)
+            res = mixture.diagonal_pass(tables, p)
+        else:
+            res = mixture.ledger_curve(self.ledger_masses(prior_runs), p0s, p)
+        return OperatingCurve(
+            p0s,
+            drop,
+            res.revert,
+            res.accept,
+            res.runs,
+            np.zeros_like(res.runs),
+            prior_runs,
+            self.observations(prior_runs),
+            prior_runs is None,
+        )

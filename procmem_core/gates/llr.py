@@ -28,12 +28,26 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
+from procmem_core.proportions import clopper_pearson_lower, smoothed_rate
 
 EPS = 1e-6
 """Floor of p1 and of 1 - p0; p0 is kept at least ``2 * EPS`` so that p1 < p0."""
 
 AT_CAP_RULES = ("accept", "revert", "llr")
-PRIOR_ESTIMATES = ("plugin", "lower_bound")
+PRIOR_ESTIMATES = ("plugin", "lower_bound", "ml")
+"""How a one-sample gate estimates p0 from the prior's ledger (``prior_estimate``)."""
+
+
+def prior_estimate(method: str, successes: ArrayLike, runs: ArrayLike, alpha: float) -> np.ndarray:
+    """p0 from the prior's ledger: "plugin" ``(s+1)/(n+2)`` (Laplace), "lower_bound" the
+    one-sided Clopper-Pearson bound at level ``alpha``, "ml" the maximum-likelihood
+    ``s/n`` (1/2 with no runs). Scalars or arrays."""
+    if method == "plugin":
+        return smoothed_rate(successes, runs)
+    if method == "lower_bound":
+        return clopper_pearson_lower(successes, runs, alpha)
+    s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
+    return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, 0.5), where=n > 0)
 
 
 def sprt_boundaries(alpha: float, beta: float) -> tuple[float, float]:

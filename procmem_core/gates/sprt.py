@@ -18,7 +18,6 @@ from procmem_core.gates import llr
 from procmem_core.gates.base import LatticeGate, OperatingPoint
 from procmem_core.gates.verdicts import RevisionStats
 from procmem_core.gates.wald import wald_point
-from procmem_core.proportions import clopper_pearson_lower, smoothed_rate
 
 CAP_WORDS = {
     "llr": "follow the LLR at the cap",
@@ -36,7 +35,7 @@ class SPRTGate(LatticeGate):
     ``ln(beta/(1-alpha))`` (Wald 1945), from run ``min_runs`` on; at ``max_runs`` an
     undecided test follows ``at_cap``. p0, unless given, is estimated from the prior's
     ledger: ``prior="plugin"``: ``(s+1)/(n+2)``; ``"lower_bound"``: the one-sided
-    Clopper-Pearson lower bound at level ``alpha``.
+    Clopper-Pearson lower bound at level ``alpha``; ``"ml"``: ``s/n`` (``llr.prior_estimate``).
     """
 
     min_drop: float = 0.15
@@ -80,14 +79,14 @@ class SPRTGate(LatticeGate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """p0 from the prior's counts (scalars or arrays), by the ``prior`` method."""
-        if self.prior == "plugin":
-            return smoothed_rate(successes, runs)
-        return clopper_pearson_lower(successes, runs, self.alpha)
+        return llr.prior_estimate(self.prior, successes, runs, self.alpha)
 
     def prior_source(self, prior: RevisionStats) -> str:
         counts = f"prior {prior.successes}/{prior.runs}"
         if self.prior == "plugin":
             return f"plugin estimate from {counts}"
+        if self.prior == "ml":
+            return f"maximum-likelihood estimate from {counts}"
         return f"Clopper-Pearson {1 - self.alpha:g} lower bound from {counts}"
 
     def rule(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:

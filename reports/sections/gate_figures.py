@@ -4,35 +4,71 @@ Inputs are tidy tables (one row per configuration and true drop) so the figures 
 drawn from hand-made data as well as from a sweep:
 
 - ``points``: ``config, drop, p_revert, p_revert_se, mean_runs, mean_runs_se`` (simulated);
-- ``exact``: ``config, drop, p_revert, expected_runs`` (``sprt_operating_point``);
-- ``bounds``: ``config, drop, bound`` (Wald-Wolfowitz lower bound on expected runs).
+- ``exact``: ``config, drop, p_revert, expected_runs`` (each gate's own exact recursion);
+- ``bounds``: ``config, drop, bound`` (Wald-Wolfowitz lower bound on expected runs at the
+  gate's achieved error rates);
+- ``curves``: ``config, ledger, p0, p_revert`` (exact false revert against p0).
+
+Reference lines are drawn where a target or design value is known (``Refs``); a line never
+joins categorical x values (a factor with a "p0 known" level is drawn as points).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from reports.canvas import (
+    EXACT_STYLE,
     TARGET_COLOUR,
-    exact_legend,
     legend_outside,
     new_figure,
-    simulated_and_exact,
     simulated_points,
 )
 from reports.configs import show
 
 Colours = dict[str, tuple]
+REF_STYLE = {"color": TARGET_COLOUR, "linewidth": 1.0}
 
 
-def oc_figure(points: pd.DataFrame, exact: pd.DataFrame, colours: Colours) -> Figure:
-    """Probability of revert against the true drop: simulated ± 1.96 SE, exact curve over it."""
+@dataclass(frozen=True)
+class Refs:
+    """Targets drawn as reference lines: false revert ``alpha``, power ``1 - beta``, the
+    drop the gates are designed to catch."""
+
+    alpha: float
+    beta: float
+    min_drop: float | None
+
+
+def _simulated_and_exact(ax, g: pd.DataFrame, exact: pd.DataFrame, y: str, exact_y: str,
+                         label: str, colour) -> None:  # fmt: skip
+    """Simulated points of one configuration and its own exact curve, each in the legend."""
+    simulated_points(ax, g["drop"], g[y], g[f"{y}_se"], colour, f"{label} (simulated)")
+    curve = exact[exact["config"] == label].sort_values("drop") if not exact.empty else exact
+    if not curve.empty:
+        ax.plot(curve["drop"], curve[exact_y], color=colour, **EXACT_STYLE,
+                label=f"{label} (exact, its own recursion)")  # fmt: skip
+
+
+def oc_figure(
+    points: pd.DataFrame, exact: pd.DataFrame, colours: Colours, refs: Refs | None = None
+) -> Figure:
+    """Probability of revert against the true drop: simulated ± 1.96 SE, each gate's exact
+    curve over its points, reference lines at alpha, 1 - beta and min_drop."""
     fig, (ax,) = new_figure(8.5, 4.4)
     for label, g in points.groupby("config", sort=True):
-        simulated_and_exact(ax, g, exact, "drop", "p_revert", label, colours[str(label)])
-    exact_legend(ax, exact, "exact (sprt_operating_point)")
+        _simulated_and_exact(ax, g, exact, "p_revert", "p_revert", str(label), colours[str(label)])
+    if refs is not None:
+        ax.axhline(refs.alpha, linestyle=":", **REF_STYLE, label=f"alpha = {refs.alpha:g}")
+        power = 1 - refs.beta
+        ax.axhline(power, linestyle="--", **REF_STYLE, label=f"1 - beta = {power:g}")
+        if refs.min_drop is not None:
+            ax.axvline(refs.min_drop, linestyle="-.", **REF_STYLE,
+                       label=f"min_drop = {refs.min_drop:g}")  # fmt: skip
     ax.set_xlabel("true drop in success rate, p0 - p (probability)")
     ax.set_ylabel("probability of revert")
     ax.set_ylim(-0.02, 1.02)
@@ -49,13 +85,13 @@ def runs_figure(
     fig, (ax,) = new_figure(8.5, 4.4)
     for label, g in points.groupby("config", sort=True):
         c = colours[str(label)]
-        simulated_and_exact(ax, g, exact, "drop", "mean_runs", label, c, "expected_runs")
+        _simulated_and_exact(ax, g, exact, "mean_runs", "expected_runs", str(label), c)
         if not bounds.empty:
             b = bounds[bounds["config"] == label]
             ax.plot(b["drop"], b["bound"], marker="v", color=c, ms=7, linestyle="none")
-    exact_legend(ax, exact, "exact expected runs")
     if not bounds.empty:
-        ax.plot([], [], color="black", marker="v", linestyle="none", label="lower bound, any test")
+        ax.plot([], [], color="black", marker="v", linestyle="none",
+                label="Wald-Wolfowitz bound at the gate's achieved error rates")  # fmt: skip
     ax.set_xlabel("true drop in success rate, p0 - p (probability)")
     ax.set_ylabel("runs until the decision (runs)")
     ax.set_ylim(bottom=0)
@@ -126,6 +162,7 @@ def factor_figure(
     fig, axes = new_figure(10.0, 4.0, ncols=2)
     levels = sorted(table[factor].map(lambda v: _level(v, none_label)).unique(), key=_sort_key)
     pos = {lv: i for i, lv in enumerate(levels)}
+    numeric = all(_sort_key(lv)[0] == 1 for lv in levels)  # categories are never joined
     for ax, metric, name in zip(
         axes,
         ("false_revert_rate", "missed_regression_rate"),
@@ -137,8 +174,9 @@ def factor_figure(
                 "_x"
             )
             simulated_points(
-                ax, g["_x"], g[metric], g[f"{metric}_se"], colours[str(cfg)], str(cfg), joined=True
-            )
+                ax, g["_x"], g[metric], g[f"{metric}_se"], colours[str(cfg)], str(cfg),
+                joined=numeric,
+            )  # fmt: skip
         ax.set_xticks(range(len(levels)), levels)
         ax.set_xlabel(label)
         ax.set_ylabel(name)
@@ -159,3 +197,26 @@ def _sort_key(text: str) -> tuple[int, float | str]:
         return (1, float(text))
     except ValueError:
         return (0, text)
+
+
+def worst_case_figure(curves: pd.DataFrame, colours: Colours, alpha: float) -> Figure:
+    """Exact false-revert rate at no change against the prior's true rate p0, per gate (its
+    ledger mixed in exactly); the largest value of each curve is marked: its worst case."""
+    fig, (ax,) = new_figure(8.5, 4.4)
+    for label, g in curves.groupby("config", sort=True):
+        g = g.sort_values("p0")
+        c = colours[str(label)]
+        ledger = g["ledger"].iloc[0]
+        name = f"{label} (ledger {ledger})" if ledger != "p0 known" else f"{label} (p0 known)"
+        ax.plot(g["p0"], g["p_revert"], color=c, **EXACT_STYLE, label=name)
+        top = g.loc[g["p_revert"].idxmax()]
+        ax.plot(top["p0"], top["p_revert"], marker="^", color=c, ms=7, linestyle="none")
+    ax.axhline(alpha, linestyle=":", **REF_STYLE, label=f"alpha = {alpha:g}")
+    ax.plot([], [], marker="^", color="black", linestyle="none", label="worst case (largest)")
+    ax.set_xlabel("the prior's true success rate p0 (probability)")
+    ax.set_ylabel("false revert rate (probability, no change)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("Worst case over the nuisance: exact false reverts at every p0")
+    ax.grid(alpha=0.3)
+    legend_outside(ax, "gate configuration")
+    return fig

@@ -151,14 +151,23 @@ def p_prior_of(sweep: Sweep, row: pd.Series) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def ledger_of(sweep: Sweep, row: pd.Series) -> int | None:
+    """The prior ledger's size of a gate run (None: p0 known)."""
+    col = find_param(sweep.param_names, "ledger_size", "scenario")
+    value = row[col] if col else None
+    return None if value is None or value != value else int(value)
+
+
 def exact_curves(
     sweep: Sweep, gates: GateRuns, max_drop: float
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Exact OC and expected runs (each gate's ``operating_point``) and, for gates with a
-    design drop and stated error rates, the Wald-Wolfowitz lower bounds on expected runs.
+    design drop, the Wald-Wolfowitz lower bounds on expected runs at the gate's *achieved*
+    error rates there (its exact false revert at no change and missed regression at the
+    design drop), so the bound compares the gate with what its own errors allow.
 
     One curve per configuration at the reference condition, over true drops
-    ``0 .. max_drop``, with p0 known (the exact recursion's assumption).
+    ``0 .. max_drop``, with that run's ledger (p0 known when it has none).
     """
     curves, bounds = [], []
     ref = gates.rows[gates.rows["condition"] == gates.reference_condition]
@@ -168,7 +177,7 @@ def exact_curves(
         if g is None or p0 is None or not g.exact:
             continue
         drops = np.linspace(0.0, min(max_drop, p0), EXACT_GRID)
-        op = g.operating_point(p0 - drops, p0)
+        op = g.operating_point(p0 - drops, p0, ledger_of(sweep, r))
         curves.append(
             pd.DataFrame(
                 {
@@ -180,8 +189,12 @@ def exact_curves(
             )
         )
         md = g.design_drop
-        if md is not None and g.error_targets is not None and p0 - md > 0:
-            at_p0, at_p1 = g.expected_runs_lower_bound(p0)
+        if md is not None and p0 - md > 0:
+            point = g.operating_point(np.array([p0, p0 - md]), p0, ledger_of(sweep, r))
+            alpha, beta = float(point.p_revert[0]), 1.0 - float(point.p_revert[1])
+            if not (alpha > 0 and beta > 0 and alpha + beta < 1):
+                continue
+            at_p0, at_p1 = g.expected_runs_lower_bound(p0, alpha, beta)
             bounds += [
                 {"config": r["config"], "drop": 0.0, "bound": float(at_p0)},
                 {"config": r["config"], "drop": md, "bound": float(at_p1)},

@@ -19,6 +19,15 @@ correlation rho), the revision shifts each by ``-drop`` (clipped at 0), and each
 repeat traffic is. Feedback: label channels act on every run the gates see; arrival
 channels cost sessions (``Feedback.sessions_to_collect``: the gate still needs its runs).
 
+Designs (``procmem_core.gates.DESIGNS``): "fixed" (the seed's: the prior's ledger is all
+its evidence) or "concurrent" (while the revision is pending each session serves the prior
+with probability ``concurrent_share``, so the prior's runs accrue beside the revision's).
+A one-sample gate decides from p0 in both; a gate that compares the arms
+(``Gate.compares_arms``) reads the ledger and the concurrent runs (``decide_evidence``).
+In the concurrent design the sessions are allocated exactly: a decision that needs ``r``
+revision and ``c`` prior runs lands when both arms have them, the other arm having
+accrued more meanwhile (``mean_revision_runs_*``, ``mean_prior_runs_*``).
+
 Exact regime (``<name>_exact`` metrics and ``operating_points`` columns): a gate with an
 exact operating point, no heterogeneity, noiseless feedback, no cost gate; p0 known or
 estimated from the ledger (the exact mixture over the ledger's Binomial count).
@@ -32,10 +41,17 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from procmem_core.errors import ParameterError, check_instance, check_int, check_probability
+from procmem_core.errors import (
+    ParameterError,
+    check_choice,
+    check_instance,
+    check_int,
+    check_probability,
+)
 from procmem_core.gates import (
     ACCEPT_CODE,
     DECISION_COLUMNS,
+    DESIGNS,
     REASONS,
     REVERT_CODE,
     Gate,
@@ -43,6 +59,7 @@ from procmem_core.gates import (
     decide_together,
     verdict_names,
 )
+from procmem_core.gates.design import arm_runs
 from simulators.feedback import Feedback
 from simulators.replication import check_positive
 from simulators.result import ScenarioResult, mean_and_se, rate_and_se
@@ -54,6 +71,8 @@ SEED_MIN_DROP = SPRTGate().min_drop
 OUTCOME_OF = {0: "pending", 1: "accepted", 2: "reverted"}
 TRUTH_COLUMNS = ("replication", "true_drop", "p_prior", "p_new", "sessions")
 """What the scenario knows beside each decision (after ``gates.DECISION_COLUMNS``)."""
+CONCURRENT_COLUMNS = ("revision_runs_total", "prior_concurrent_runs")
+"""Runs each arm had when the decision landed (the concurrent design only)."""
 
 
 def check_veto(field_name: str, gate: object) -> Gate:
@@ -96,6 +115,8 @@ class GateScenario(Scenario):
     p_prior: float = 0.8
     drops: tuple[float, ...] = (0.0, 0.15)
     ledger_size: int | None = None
+    design: str = "fixed"
+    concurrent_share: float = 0.0
     heterogeneity: float = 0.0
     pool_size: int = 20
     feedback: Feedback = field(default_factory=Feedback)
@@ -116,6 +137,7 @@ class GateScenario(Scenario):
         object.__setattr__(self, "drops", _check_drops(self.drops))
         if self.ledger_size is not None:
             check_int("ledger_size", self.ledger_size, minimum=1)
+        self._check_design()
         check_probability("heterogeneity", self.heterogeneity, open_high=True)
         if self.heterogeneity > 0 and not 0 < p < 1:
             raise ParameterError("p_prior", p, "expected 0 < p_prior < 1 with heterogeneity")
@@ -133,6 +155,26 @@ class GateScenario(Scenario):
             check_probability("min_drop", self.min_drop, open_low=True)
         self.check_replications()
         check_int("table_rows", self.table_rows, minimum=0)
+
+    def _check_design(self) -> None:
+        check_choice("design", self.design, DESIGNS)
+        share = check_probability("concurrent_share", self.concurrent_share, open_high=True)
+        if (self.design == "concurrent") != (share > 0):
+            raise ParameterError(
+                "concurrent_share", share, "in (0, 1) with design=concurrent, 0 with design=fixed"
+            )
+        if self.design not in self.gate.designs:
+            raise ParameterError("design", self.design, f"one of the gate's {self.gate.designs}")
+        if self.gate.compares_arms and self.design == "fixed" and self.ledger_size is None:
+            raise ParameterError(
+                "ledger_size", None, "a ledger: the gate compares the arms and has no other prior"
+            )
+        if self.gate.compares_arms and self.cost_gate is not None:
+            raise ParameterError("cost_gate", self.cost_gate.name, "None with a two-sample gate")
+
+    @property
+    def concurrent(self) -> bool:
+        return self.design == "concurrent"
 
     @property
     def alt_drop(self) -> float:
@@ -195,15 +237,39 @@ class GateScenario(Scenario):
         mu = np.log1p(increase) - sigma**2 / 2
         return np.where(ok, rng.lognormal(mu, sigma, ok.shape), np.nan)
 
-    def _decide(self, rng, outcomes, p0, ledger):
+    def _decide(self, rng, outcomes, p0, ledger, conc):
         if self.cost_gate is None:
-            return self.gate.decide_batch(outcomes, p0), np.zeros(outcomes.shape[0], bool)
+            if ledger is None:
+                d = self.gate.decide_evidence(outcomes, p0=p0, concurrent=conc)
+            else:
+                d = self.gate.decide_evidence(
+                    outcomes,
+                    ledger_successes=ledger.sum(axis=1),
+                    ledger_runs=self.ledger_size,
+                    concurrent=conc,
+                )
+            return d, np.zeros(outcomes.shape[0], bool)
         prior_costs = self._costs(rng, ledger, 0.0)
         costs = self._costs(rng, outcomes, self.cost_increase)
         return decide_together(self.gate, self.cost_gate, outcomes, p0, costs, prior_costs)
 
+    def _allocate(self, rng: np.random.Generator, runs_used: np.ndarray):
+        """``(revision runs, prior runs)`` when a decision needing ``gate.arm_runs`` lands:
+        ``X ~ NegBin(c, q)`` revision sessions come before the prior's ``c``-th; if
+        ``X >= r`` the prior was the bottleneck, else the revision's last ``r - X`` runs
+        bring ``NegBin(r - X, 1 - q)`` more prior runs."""
+        r, c = self.gate.arm_runs(runs_used)
+        if not self.concurrent:
+            return r, c
+        q = self.concurrent_share
+        x = np.where(c > 0, rng.negative_binomial(np.maximum(c, 1), q), 0)
+        short = np.maximum(r - x, 0)
+        y = np.where(short > 0, rng.negative_binomial(np.maximum(short, 1), 1.0 - q), 0)
+        return np.maximum(r, x), c + y
+
     def _simulate(self, seed: int) -> dict[float, dict[str, np.ndarray]]:
         keys = ("verdict", "runs", "stat", "reason", "p0", "cost", "sessions", "prior_s", "s")
+        keys += ("rev_runs", "prior_runs")
         out = {d: {k: [] for k in keys} for d in self.drop_grid}
         t = self.gate.max_runs
         for chunk in self.chunks(seed):
@@ -211,7 +277,8 @@ class GateScenario(Scenario):
                 prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
                 p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
                 outcomes = self._runs(chunk.rng, new_rate, chunk.size, t)
-                decision, by_cost = self._decide(chunk.rng, outcomes, p0, ledger)
+                conc = self._runs(chunk.rng, prior_rate, chunk.size, t) if self.concurrent else None
+                decision, by_cost = self._decide(chunk.rng, outcomes, p0, ledger, conc)
                 cum = np.cumsum(outcomes, axis=1)
                 at = np.clip(decision.runs_used - 1, 0, t - 1)
                 acc = out[d]
@@ -224,8 +291,11 @@ class GateScenario(Scenario):
                 no_ledger = -np.ones(chunk.size, dtype=np.int64)
                 acc["prior_s"].append(no_ledger if ledger is None else ledger.sum(axis=1))
                 acc["s"].append(np.where(decision.runs_used > 0, cum[np.arange(chunk.size), at], 0))
+                rev_runs, prior_runs = self._allocate(chunk.rng, decision.runs_used)
+                acc["rev_runs"].append(rev_runs)
+                acc["prior_runs"].append(prior_runs)
                 acc["sessions"].append(
-                    self.feedback.sessions_to_collect(chunk.rng, decision.runs_used)
+                    self.feedback.sessions_to_collect(chunk.rng, rev_runs + prior_runs)
                 )
         return {d: {k: np.concatenate(v) for k, v in acc.items()} for d, acc in out.items()}
 
@@ -256,6 +326,13 @@ class GateScenario(Scenario):
                 result.add_rate("revert_rate_alt", reverts, reps)
             result.add_mean(f"mean_runs_{label}", sim["runs"])
             result.add_mean(f"mean_sessions_{label}", sim["sessions"])
+            if self.concurrent:
+                result.add_mean(f"mean_revision_runs_{label}", sim["rev_runs"])
+                result.add_mean(f"mean_prior_runs_{label}", sim["prior_runs"])
+                if self.exact_regime:
+                    arms = self._exact_arms(drop)
+                    result.metrics[f"mean_revision_runs_{label}_exact"] = arms[0]
+                    result.metrics[f"mean_prior_runs_{label}_exact"] = arms[1]
             if drop in exact:
                 p_rev, runs = exact[drop]
                 if label == "null":
@@ -267,6 +344,12 @@ class GateScenario(Scenario):
         result.tables["operating_points"] = self._operating_points(sims, exact)
         result.tables["gate_decisions"] = self._decisions_table(sims)
         return result
+
+    def _exact_arms(self, drop: float) -> tuple[float, float]:
+        """Exact expected runs of each arm at the decision (``gates.design.arm_runs``)."""
+        curve = self.gate.operating_curve(np.array([self.p_prior]), drop, self.ledger_size)
+        rev, prior = arm_runs(self.gate, curve, self.concurrent_share)
+        return float(rev[0]), float(prior[0])
 
     def _p_new(self) -> np.ndarray:
         return np.array([max(0.0, self.p_prior - d) for d in self.drop_grid])
@@ -315,6 +398,10 @@ class GateScenario(Scenario):
             )
         return pd.DataFrame(rows)
 
+    @property
+    def _extra_columns(self) -> tuple[str, ...]:
+        return CONCURRENT_COLUMNS if self.concurrent else ()
+
     def _decisions_table(self, sims: dict) -> pd.DataFrame:
         keep = min(self.table_rows, self.replications)
         frames = []
@@ -345,8 +432,10 @@ class GateScenario(Scenario):
                         "p_prior": self.p_prior,
                         "p_new": max(0.0, self.p_prior - d),
                         "sessions": sim["sessions"],
+                        "revision_runs_total": sim["rev_runs"],
+                        "prior_concurrent_runs": sim["prior_runs"],
                     },
-                    columns=[*DECISION_COLUMNS, *TRUTH_COLUMNS],
+                    columns=[*DECISION_COLUMNS, *TRUTH_COLUMNS, *self._extra_columns],
                 )
             )
         return pd.concat(frames, ignore_index=True)

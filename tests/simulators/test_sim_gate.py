@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.gates import DECISION_COLUMNS, CostGate, MarginGate, SPRTGate
+from procmem_core.gates import (
+    DECISION_COLUMNS,
+    CalibratedSPRTGate,
+    CostGate,
+    DiscordantSPRTGate,
+    MarginGate,
+    MixtureEGate,
+    SPRTGate,
+    TwoSampleGate,
+)
 from simulators.feedback import Feedback
 from simulators.scenarios.gate import GateScenario
 
@@ -169,5 +178,90 @@ def test_small_chunks_cover_every_replication():
     ],
 )
 def test_invalid_parameters(kwargs, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        GateScenario(**kwargs)
+
+
+# --- the concurrent design and the gates that compare the arms -------------------------
+
+CONCURRENT = dict(design="concurrent", concurrent_share=0.5)
+
+
+def agree(m: dict) -> list[str]:
+    """Every metric with an exact counterpart, checked within 4 SE."""
+    names = [k[: -len("_exact")] for k in m if k.endswith("_exact")]
+    for name in names:
+        within(m, name)
+    return names
+
+
+@pytest.mark.parametrize(
+    ("gate", "kwargs"),
+    [
+        (TwoSampleGate(max_runs=40), dict(CONCURRENT, ledger_size=20, p_prior=0.55)),
+        (TwoSampleGate(max_runs=40, ledger=50), dict(CONCURRENT, ledger_size=50, p_prior=0.85)),
+        (TwoSampleGate(max_runs=40, design="fixed"), dict(ledger_size=20, p_prior=0.7)),
+        (TwoSampleGate(max_runs=40, design="fixed"), dict(CONCURRENT, ledger_size=20)),
+        (DiscordantSPRTGate(), dict(design="concurrent", concurrent_share=0.3, p_prior=0.6)),
+        (DiscordantSPRTGate(), dict(CONCURRENT, ledger_size=20, p_prior=0.9)),
+        (MixtureEGate(accept_below=0.2), dict(CONCURRENT, p_prior=0.75)),
+        (CalibratedSPRTGate(max_runs=40, ledger=20), dict(ledger_size=20, p_prior=0.6)),
+        (SPRTGate(), dict(design="concurrent", concurrent_share=0.25, ledger_size=20)),
+    ],
+)
+def test_every_gate_matches_its_exact_operating_point_in_both_designs(gate, kwargs):
+    """Simulation (20,000 replications per drop) against the exact recursion, within 4 SE:
+    revert rates, runs to a decision and, in the concurrent design, the runs of each arm
+    (sessions allocated by the concurrent share)."""
+    res = GateScenario(gate=gate, replications=20_000, drops=(0.0, 0.15), **kwargs).run(5)
+    names = agree(res.metrics)
+    assert {"false_revert_rate", "revert_rate_alt", "mean_runs_null"} <= set(names)
+    if kwargs.get("design") == "concurrent":
+        assert {"mean_prior_runs_null", "mean_revision_runs_alt"} <= set(names)
+        t = res.tables["gate_decisions"]
+        assert {"revision_runs_total", "prior_concurrent_runs"} <= set(t.columns)
+        assert (t.revision_runs_total >= t.runs_used).all()
+
+
+def test_paired_gate_sessions_follow_the_share():
+    """With share q the arms hold max(k, NegBin) runs: the prior's share of the runs the
+    gate's pairs need grows as q moves from 1/2 (the other arm waits)."""
+    gate = DiscordantSPRTGate()
+    half = GateScenario(gate=gate, replications=5000, **CONCURRENT).run(2).metrics
+    skew = GateScenario(gate=gate, replications=5000, design="concurrent",
+                        concurrent_share=0.1).run(2).metrics  # fmt: skip
+    assert skew["mean_revision_runs_null"] > 5 * skew["mean_prior_runs_null"] / 1.2
+    assert skew["mean_sessions_null"] > 2.5 * half["mean_sessions_null"]
+
+
+def test_one_sample_gates_keep_their_fixed_design_numbers():
+    """The fixed design draws exactly what it did before designs existed: same metrics."""
+    fixed = GateScenario(ledger_size=20, replications=3000).run(9).metrics
+    assert "mean_prior_runs_null" not in fixed
+    assert fixed == GateScenario(ledger_size=20, replications=3000, design="fixed").run(9).metrics
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"design": "paired"}, "design"),
+        ({"design": "concurrent"}, "concurrent_share"),
+        ({"design": "concurrent", "concurrent_share": 1.0}, "concurrent_share"),
+        ({"concurrent_share": 0.5}, "concurrent_share"),
+        ({"gate": DiscordantSPRTGate()}, "design"),
+        ({"gate": TwoSampleGate(max_runs=20, design="fixed")}, "ledger_size"),
+        (
+            {
+                "gate": DiscordantSPRTGate(),
+                "ledger_size": 5,
+                "cost_gate": CostGate(),
+                "design": "concurrent",
+                "concurrent_share": 0.5,
+            },
+            "cost_gate",
+        ),
+    ],
+)
+def test_invalid_designs(kwargs, fragment):
     with pytest.raises(ParameterError, match=fragment):
         GateScenario(**kwargs)

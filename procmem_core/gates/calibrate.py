@@ -1,0 +1,152 @@
+"""Boundaries that hold a gate's worst-case false-revert rate at alpha, exactly.
+
+A calibrated gate reverts before its cap when its statistic reaches ``revert_level``,
+accepts when its accept statistic falls to ``accept_level``, and at the cap reverts
+exactly when the statistic reaches ``final_level``. Given the first two, ``calibrate``
+finds the lowest ``final_level`` with
+
+    max over p0 in the range of P_p0(revert | no change) <= alpha,
+
+raising ``revert_level`` first if the early boundary alone spends more than alpha:
+
+1. one recursion with the cap left undecided gives, at every grid p0, the probability of
+   reverting early and the mass on each cap cell (``NullPass``); the worst case of every
+   candidate ``final_level`` then follows from a cumulative sum over the cells sorted by
+   their statistic (``final_level``), with no further recursion;
+2. the gate so built is checked by ``worst.worst_case`` (exact on a refined grid, bounded
+   between grid points); if the bound exceeds alpha, the refined points join the grid and
+   the target is lowered by the excess, and step 1 repeats.
+
+The result meets ``bound <= alpha`` (raised as ``GateError`` when it cannot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from procmem_core.gates.base import GateError
+from procmem_core.gates.mixture import powers, reweight
+from procmem_core.gates.worst import WorstCase
+
+ROUNDS = 10
+GRID_ADDS = 24
+RAISE_STEPS = 40
+LEVEL_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class NullPass:
+    """At each grid p0 (no change): ``interim[g]`` = P(revert before the cap). The cap's
+    cells ``c``: ``stat[c]`` (NaN: undefined there, never reverted), ``mass[c]`` (the
+    probability of reaching the cap undecided in cell c at p0 = 1/2) and ``successes[c]``
+    (its total successes ``S`` of ``observations`` outcomes), so its mass at p0 is
+    ``mass (2 p0)^S (2 (1 - p0))^(observations - S)`` (all outcomes share p0 under the null)."""
+
+    p0: np.ndarray
+    interim: np.ndarray
+    stat: np.ndarray
+    mass: np.ndarray
+    successes: np.ndarray
+    observations: int
+
+
+CHUNK = 64
+TIE = 1e-9
+"""Cap statistics closer than this (relative) count as equal: a boundary is placed only in
+a real gap, so rounding in the last bits cannot move a cell across it."""
+
+
+def final_level(null: NullPass, target: float) -> float:
+    """The lowest cap boundary ``c`` (revert at the cap iff ``stat >= c``) whose worst case
+    over the grid is at most ``target``; +inf when only "never revert at the cap" is."""
+    stat = np.where(np.isfinite(null.stat), null.stat, -np.inf)
+    order = np.argsort(-stat, kind="stable")
+    s = stat[order]
+    mass, succ = null.mass[order], null.successes[order]
+    worst = np.full(s.size, -np.inf)
+    for lo in range(0, null.p0.size, CHUNK):
+        up, down = powers(null.p0[lo : lo + CHUNK], null.observations)
+        cells = reweight(up, down, null.observations)[:, succ] * mass
+        part = null.interim[lo : lo + CHUNK, None] + np.cumsum(cells, axis=1)
+        worst = np.maximum(worst, part.max(axis=0))
+    ends = np.r_[s[:-1] - s[1:] > TIE * np.maximum(1.0, np.abs(s[1:])), True]
+    ok = np.flatnonzero((worst <= target) & ends & np.isfinite(s))
+    if ok.size == 0:
+        return float("inf")
+    j = int(ok[-1])
+    below = s[j + 1] if j + 1 < s.size and np.isfinite(s[j + 1]) else s[j] - 1.0
+    # ``ends`` puts ``j`` at the end of its tie group, so ``below`` is in the next group
+    return float((s[j] + below) / 2.0)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The calibrated boundaries and the worst case that certifies them."""
+
+    revert_level: float
+    final_level: float
+    worst: WorstCase | None
+
+
+def calibrate(
+    null_pass: Callable[[float, np.ndarray], NullPass],
+    certify: Callable[[float, float], WorstCase] | None,
+    alpha: float,
+    grid: np.ndarray,
+    revert_level: float,
+) -> Calibration:
+    """Boundaries with certified worst-case false revert <= alpha (module docstring).
+
+    ``null_pass(revert_level, grid)``: the recursion with the cap undecided;
+    ``certify(revert_level, final_level)``: the worst case of the gate so built (None:
+    stop after step 1, calibrated on the grid only: what a design search uses).
+    """
+    target = alpha
+    for _ in range(ROUNDS):
+        null = null_pass(revert_level, grid)
+        if null.interim.max() > target:
+            revert_level, null = _raise_revert(null_pass, grid, revert_level, target)
+        final = final_level(null, target)
+        if certify is None:
+            return Calibration(revert_level, final, None)
+        worst = certify(revert_level, final)
+        if worst.bound is not None and worst.bound <= alpha:
+            return Calibration(revert_level, final, worst)
+        top = np.argsort(worst.value)[-GRID_ADDS:]
+        grid = np.union1d(grid, worst.p0[np.union1d(top, np.flatnonzero(worst.value > target))])
+        if worst.worst <= target:  # no grid point over target: the bound's slack is the excess
+            target -= (worst.bound or worst.worst) - alpha + 1e-4 * alpha
+    raise GateError(f"could not calibrate the boundaries to alpha={alpha:g} in {ROUNDS} rounds")
+
+
+def _raise_revert(
+    null_pass: Callable[[float, np.ndarray], NullPass],
+    grid: np.ndarray,
+    level: float,
+    target: float,
+) -> tuple[float, NullPass]:
+    """The lowest early revert boundary (by bisection) whose early reverts alone stay
+    within ``target`` on the grid; P(early revert) falls as the boundary rises."""
+    lo, hi = level, level + 1.0
+    null = null_pass(hi, grid)
+    for _ in range(RAISE_STEPS):
+        if null.interim.max() <= target:
+            break
+        lo, hi = hi, hi + 2.0 * (hi - lo)
+        null = null_pass(hi, grid)
+    else:
+        raise GateError(f"no early revert boundary keeps early reverts within {target:g}")
+    best = null
+    for _ in range(RAISE_STEPS):
+        mid = (lo + hi) / 2.0
+        trial = null_pass(mid, grid)
+        if trial.interim.max() > target:
+            lo = mid
+        else:
+            hi, best = mid, trial
+        if hi - lo < LEVEL_TOLERANCE:
+            break
+    return hi, best

@@ -1,0 +1,187 @@
+"""``CalibratedSPRTGate``: the seed's SPRT with boundaries that hold at the worst case.
+
+The seed's SPRT plugs the prior's estimated rate into Wald's boundaries, so its
+false-revert rate is alpha only when p0 is known; estimated from a 20-run ledger it is
+0.13-0.16 (docs/statistics.md). This gate keeps the SPRT's statistic (the LLR of
+``p1 = p0_hat - min_drop`` against ``p0_hat``, ``p0_hat`` the ledger's estimate by
+``prior``, clipped as in ``gates.llr``) and the fixed-ledger design, and computes its
+boundaries exactly for a ledger of ``ledger`` runs: before the cap it reverts when
+``LLR >= revert_level`` and accepts when ``LLR <= accept_level`` (defaults Wald's
+``ln((1-beta)/alpha)`` and ``ln(beta/(1-alpha))``); at ``max_runs`` it reverts exactly
+when ``LLR >= final_level``, calibrated (``gates.calibrate``) so that the false-revert
+rate is at most alpha at every p0 in ``[p0_low, p0_high]``, the ledger's
+Binomial(ledger, p0) mixed in exactly. Power is whatever that leaves: with a short
+ledger no boundaries give power 0.8 (``gates.design`` says what would).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
+from procmem_core.gates import lattice, llr, mixture
+from procmem_core.gates.base import LatticeGate
+from procmem_core.gates.calibrate import Calibration, NullPass, calibrate
+from procmem_core.gates.verdicts import RevisionStats
+from procmem_core.gates.worst import P0Range, WorstCase, worst_case
+
+ESTIMATES = ("plugin", "ml")
+CALIBRATION_POINTS = 41
+CERTIFY_POINTS = 3000
+
+
+@dataclass(frozen=True)
+class CalibratedSPRTGate(LatticeGate):
+    """SPRT with exactly calibrated boundaries (module docstring). Guarantee: worst-case
+    false revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` with a ledger of
+    ``ledger`` runs."""
+
+    min_drop: float = 0.15
+    alpha: float = 0.05
+    beta: float = 0.20
+    max_runs: int = 50
+    min_runs: int = 3
+    ledger: int = 20
+    prior: str = "plugin"
+    p0_low: float = 0.05
+    p0_high: float = 0.95
+    revert_level: float | None = None
+    accept_level: float | None = None
+    final_level: float | None = None
+    name: ClassVar[str] = "calibrated_sprt"
+    label: ClassVar[str] = "calibrated SPRT"
+
+    def __post_init__(self) -> None:
+        check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
+        check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        check_probability("beta", self.beta, open_low=True, open_high=True)
+        if self.alpha + self.beta >= 1.0:
+            raise ParameterError("alpha", (self.alpha, self.beta), "need alpha + beta < 1")
+        check_int("min_runs", self.min_runs, minimum=1)
+        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        check_int("ledger", self.ledger, minimum=1)
+        check_choice("prior", self.prior, ESTIMATES)
+        P0Range(self.p0_low, self.p0_high)
+        wald_a, wald_b = llr.sprt_boundaries(self.alpha, self.beta)
+        for field, default in (("revert_level", wald_a), ("accept_level", wald_b)):
+            value = getattr(self, field)
+            if value is None:
+                object.__setattr__(self, field, float(default))
+            elif not isinstance(value, int | float) or math.isnan(value):
+                raise ParameterError(field, value, "a number (or None for the default)")
+        if self.final_level is None:
+            cal = _calibrated(tuple(self.params().items()))
+            object.__setattr__(self, "revert_level", cal.revert_level)
+            object.__setattr__(self, "final_level", cal.final_level)
+            object.__setattr__(self, "_certificate", cal.worst)
+
+    def describe(self) -> str:
+        return f"calibrated SPRT, ledger {self.ledger}"
+
+    def certificate(self) -> WorstCase | None:
+        """The worst case that certified the calibrated boundaries (None when they were
+        given): false revert over ``[p0_low, p0_high]`` with a ledger of ``ledger`` runs."""
+        return self.__dict__.get("_certificate")
+
+    @property
+    def design_drop(self) -> float:
+        return float(self.min_drop)
+
+    @property
+    def error_targets(self) -> tuple[float, float]:
+        return float(self.alpha), float(self.beta)
+
+    def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
+        return llr.prior_estimate(self.prior, successes, runs, self.alpha)
+
+    def prior_source(self, prior: RevisionStats) -> str:
+        return f"{self.prior} estimate from prior {prior.successes}/{prior.runs}"
+
+    def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
+        """The LLR at ``(runs, successes)`` (``gates.llr``)."""
+        ln_s, ln_f = llr.sprt_increments(p0, self.min_drop)
+        return llr.sprt_llr(successes, runs, ln_s, ln_f)
+
+    def verdicts(self, successes, runs, p0, final: float | None) -> np.ndarray:
+        """Codes at ``(runs, successes)``; ``final=None`` leaves the cap undecided."""
+        value = self.statistic(successes, runs, p0)
+        runs = np.asarray(runs)
+        live = runs >= self.min_runs
+        cap = runs >= self.max_runs
+        early_rev = live & ~cap & (value >= self.revert_level)
+        early_acc = live & ~cap & ~early_rev & (value <= self.accept_level)
+        if final is None:
+            at_cap = np.zeros(np.shape(cap), dtype=bool), np.zeros(np.shape(cap), dtype=bool)
+        else:
+            at_cap = cap & (value >= final), cap & (value < final)
+        revert = early_rev | at_cap[0]
+        accept = early_acc | at_cap[1]
+        return revert.astype(np.int8) * 2 + accept.astype(np.int8)
+
+    def rule(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
+        return self.verdicts(successes, runs, p0, self.final_level)
+
+    def crossed(self, successes, runs, p0) -> tuple[np.ndarray, np.ndarray]:
+        value = self.statistic(successes, runs, p0)
+        return value >= self.revert_level, value <= self.accept_level
+
+    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
+        value = float(self.statistic(successes, runs, p0))
+        head = f"LLR={value:.4f} after {successes}/{runs}; p0={p0:.4g} ({source})"
+        why = {
+            "too_few_runs": f"fewer than min_runs={self.min_runs} runs",
+            "revert_boundary": f"LLR >= {self.revert_level:.4f} (calibrated)",
+            "accept_boundary": f"LLR <= {self.accept_level:.4f}",
+            "at_cap": f"at max_runs={self.max_runs}: revert iff LLR >= {self.final_level:.4f}",
+            "undecided": f"{self.accept_level:.4f} < LLR < {self.revert_level:.4f}",
+        }[reason_code]
+        return f"{why}; {head}"
+
+
+def grid_calibrated(**params: object) -> CalibratedSPRTGate:
+    """The gate with its boundaries calibrated on the coarse grid only, not certified
+    between grid points: fast, for design searches (``gates.design``), which certify the
+    gate they answer with."""
+    probe = CalibratedSPRTGate(**{**params, "final_level": 0.0})
+    key = tuple({**probe.params(), "final_level": None}.items())
+    cal = _calibrated(key, certified=False)
+    return CalibratedSPRTGate(
+        **{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level}
+    )
+
+
+@lru_cache(maxsize=512)
+def _calibrated(key: tuple, certified: bool = True) -> Calibration:
+    """Calibrated boundaries of the gate with these parameters (cached: deterministic)."""
+    params = dict(key)
+    rng = P0Range(params["p0_low"], params["p0_high"])
+    probe = CalibratedSPRTGate(**{**params, "final_level": 0.0})
+    n0, t = probe.ledger, probe.max_runs
+    hats = np.asarray(probe.estimate_p0(np.arange(n0 + 1), n0), dtype=float)
+    stat = probe.statistic(np.arange(t + 1)[None, :], t, hats[:, None])
+    total = (np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]).ravel()
+
+    def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
+        gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
+        tables = lattice.verdict_table(lambda s, n, p0: gate.verdicts(s, n, p0, None), hats, t)
+        masses = mixture.ledger_masses(tables, n0)
+        res = mixture.ledger_curve(masses, grid, grid)
+        return NullPass(grid, res.revert, stat.ravel(), masses.residual.ravel(), total, n0 + t)
+
+    def certify(revert_level: float, final: float):
+        gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": final})
+        return worst_case(gate, 0.0, n0, rng, target=gate.alpha, max_points=CERTIFY_POINTS)
+
+    return calibrate(
+        null_pass,
+        certify if certified else None,
+        probe.alpha,
+        rng.grid(CALIBRATION_POINTS),
+        probe.revert_level,
+    )

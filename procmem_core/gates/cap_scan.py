@@ -1,0 +1,89 @@
+"""Every cap of a two-sample gate in one recursion: the design search's fast path.
+
+A ``TwoSampleGate`` with cap ``K`` decides like the uncapped test before run ``K`` and, at
+``K``, reverts exactly when ``lambda >= final_level``. So one forward recursion of the
+uncapped test (``twolattice``, at ``p0 = p = 1/2``) gives, at every step ``k``, the
+probability of an early revert before ``k`` and the mass on every cell of step ``k``
+before its decision: with those, ``calibrate.final_level`` chooses the final boundary of
+the gate capped at ``k`` on a grid of p0, and its worst false revert and least power
+follow by reweighting the cells (``twolattice.HalfMasses``). ``cap_scan`` returns them for
+every cap at once, on the grid (not certified between grid points: ``design`` certifies
+the gate it answers with).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from procmem_core.gates.calibrate import NullPass, final_level
+from procmem_core.gates.mixture import powers, reweight
+from procmem_core.gates.two_sample import TwoSampleGate, drop_statistics
+from procmem_core.gates.verdicts import REVERT_CODE
+
+
+@dataclass(frozen=True)
+class CapScan:
+    """Per cap ``k`` (index ``k``): the calibrated final boundary, the worst false revert
+    and the least power over the grid; ``early[k]`` is the worst probability of reverting
+    before ``k`` (above alpha: that cap would need a higher early boundary)."""
+
+    final: np.ndarray
+    false_revert: np.ndarray
+    power: np.ndarray
+    early: np.ndarray
+
+
+def cap_scan(
+    gate: TwoSampleGate, grid: np.ndarray, drop: float, alpha: float, beta: float | None = None
+) -> CapScan:
+    """Scan every cap ``min_runs..gate.max_runs`` of ``gate`` (its early boundaries fixed)
+    on the p0 ``grid``: no change at ``(p0, p0)``, the drop at ``(p0, p0 - drop)``. With
+    ``beta``, stop at the first cap that meets both targets (later caps stay NaN)."""
+    lat = gate.lattice
+    k_max = lat.max_runs
+    tables = lat.tables(lambda k, a, b, n: gate.verdicts(k, a, b, n, None))
+    p_alt = grid - drop
+    up0, down0 = powers(grid, k_max + lat.prior_runs(k_max))
+    upa, downa = powers(p_alt, k_max)
+    prior_up, prior_down = up0, down0
+    mass = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)[None, :]
+    early_null, early_alt = np.zeros(grid.size), np.zeros(grid.size)
+    out = np.full((4, k_max + 1), np.nan)
+    for k in range(1, k_max + 1):
+        nxt = np.zeros((k + 1, mass.shape[1]))
+        nxt[:k] = 0.5 * mass
+        nxt[1:] += 0.5 * mass
+        if lat.concurrent:
+            both = np.zeros((k + 1, mass.shape[1] + 1))
+            both[:, :-1] = 0.5 * nxt
+            both[:, 1:] += 0.5 * nxt
+            nxt = both
+        n = lat.prior_runs(k)
+        a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
+        total = np.broadcast_to(a + b, nxt.shape).ravel()
+        if k >= gate.min_runs:
+            lam = drop_statistics(k, a, b, n, gate.min_drop)[0].ravel()
+            null = NullPass(grid, early_null, lam, nxt.ravel(), total, k + n)
+            c = final_level(null, alpha)
+            hit = (lam >= c) & (nxt.ravel() > 0)
+            w_null = reweight(up0, down0, k + n)[:, total[hit]]
+            x = reweight(upa, downa, k)[:, np.broadcast_to(a, nxt.shape).ravel()[hit]]
+            y = reweight(prior_up, prior_down, n)[:, np.broadcast_to(b, nxt.shape).ravel()[hit]]
+            fr = early_null + w_null @ nxt.ravel()[hit]
+            pw = early_alt + (x * y) @ nxt.ravel()[hit]
+            out[:, k] = (c, fr.max(), pw.min(), early_null.max())
+            met = fr.max() <= alpha and early_null.max() <= alpha
+            if beta is not None and met and pw.min() >= 1.0 - beta:
+                break
+        revert = np.where(tables[k] == REVERT_CODE, nxt, 0.0)
+        i, j = np.nonzero(revert)
+        early_null += reweight(up0, down0, k + n)[:, i + j] @ revert[i, j]
+        early_alt += (reweight(upa, downa, k)[:, i] * reweight(prior_up, prior_down, n)[:, j]) @ (
+            revert[i, j]
+        )
+        nxt[tables[k] != 0] = 0.0
+        mass = nxt
+    return CapScan(*out)

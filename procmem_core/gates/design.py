@@ -1,0 +1,373 @@
+"""How many runs a revision decision takes: the design question, answered exactly.
+
+``design_gate(DesignQuestion(alpha, beta, min_drop, ledger, concurrent, p0_range))``
+answers, for each gate family, the smallest ``max_runs`` at which the false-revert rate
+is at most ``alpha`` and the power against a drop of ``min_drop`` at least ``1 - beta``
+at every p0 in the range (the prior's ledger of ``ledger`` runs mixed in exactly), with
+the expected runs of each arm when nothing changed and at the drop, the gate's
+``make_gate`` parameters; or "infeasible" and what is feasible instead.
+
+Method, per family: with the boundary that accepts least (the most powerful member), the
+smallest feasible ``max_runs`` is found by bisection over ``[min_runs, max_runs]`` on a
+coarse p0 grid (power grows with the cap; the answer is then checked at the grid
+``worst.worst_case`` refines, and the boundaries of the calibrated families are certified
+there); the accept boundary is then raised as far as power allows (fewer runs when
+nothing changed). Fixed-ledger designs are checked first against the one-sample bound
+(``ledger_power_bound``): with the revision's rate known exactly, the most powerful
+level-alpha test of the ledger alone (Neyman-Pearson, randomized) bounds every gate's
+power, so when it is below ``1 - beta`` no cap helps and the answer says which ledger
+size would be needed (a necessary size) and what concurrent control takes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.gates import calibrated_sprt, two_sample
+from procmem_core.gates.base import Gate, OperatingCurve
+from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
+from procmem_core.gates.cap_scan import cap_scan
+from procmem_core.gates.discordant import DiscordantSPRTGate
+from procmem_core.gates.eprocess import MixtureEGate
+from procmem_core.gates.sprt import SPRTGate
+from procmem_core.gates.two_sample import TwoSampleGate
+from procmem_core.gates.twolattice import expected_arm_runs
+from procmem_core.gates.worst import P0Range, worst_case
+
+SEARCH_POINTS = 13
+LEDGER_LIMIT = 20_000
+
+
+@dataclass(frozen=True)
+class DesignQuestion:
+    """Targets and the evidence available. ``concurrent``: the share q of sessions that
+    serve the prior while a revision is pending (0: the fixed-ledger design)."""
+
+    alpha: float = 0.05
+    beta: float = 0.20
+    min_drop: float = 0.15
+    ledger: int = 20
+    concurrent: float = 0.0
+    p0_low: float = 0.3
+    p0_high: float = 0.95
+    min_runs: int = 3
+    max_runs: int = 200
+
+    def __post_init__(self) -> None:
+        a = check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        b = check_probability("beta", self.beta, open_low=True, open_high=True)
+        if a + b >= 1.0:
+            raise ParameterError("alpha", (a, b), "alpha + beta < 1 (with beta)")
+        rng = P0Range(self.p0_low, self.p0_high)
+        rng.check_drop(self.min_drop)
+        check_int("ledger", self.ledger)
+        check_probability("concurrent", self.concurrent, open_high=True)
+        check_int("min_runs", self.min_runs, minimum=1)
+        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+
+    @property
+    def p0_range(self) -> P0Range:
+        return P0Range(self.p0_low, self.p0_high)
+
+
+@dataclass(frozen=True)
+class FamilyAnswer:
+    """One family's answer. ``max_runs``/``config``: the smallest feasible cap and the gate
+    (``make_gate(**config)``), else the most powerful member at the largest cap asked;
+    ``false_revert`` (bound, the worst over the range) and ``power`` (bound, the least);
+    ``runs_null``/``runs_alt``: the worst expected runs ``(revision, prior)`` over the
+    range with nothing changed / at the drop; ``note``: what is feasible instead."""
+
+    family: str
+    design: str
+    feasible: bool
+    max_runs: int
+    config: dict
+    false_revert: float
+    power: float
+    runs_null: tuple[float, float]
+    runs_alt: tuple[float, float]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A gate family: ``build(max_runs, knob, fast)`` (``fast``: boundaries calibrated on
+    the coarse grid only, for the search); the knob moves its accept boundary from
+    ``most`` (most powerful) to ``least``; ``prior_runs`` is its ledger in the exact OC."""
+
+    name: str
+    design: str
+    build: Callable[[int, float | None, bool], Gate]
+    most: float | None
+    least: float | None
+    prior_runs: int | None
+    fixed_ledger: bool
+    scan: Callable[[DesignQuestion], int | None] | None = None
+    """Every cap at once, where the family allows it: the smallest cap whose most
+    powerful member meets both targets on the grid (None: none up to ``max_runs``)."""
+
+
+def _paired_scan(build: Callable[[int, float | None, bool], Gate], most: float) -> Callable:
+    """A paired gate that accepts only at its cap reverts with cap K exactly when the
+    uncapped test reverts by pair K: one recursion gives every cap's error rates."""
+
+    def scan(q: DesignQuestion) -> int | None:
+        gate = build(q.max_runs, most, True)
+        grid = q.p0_range.grid(SEARCH_POINTS)
+        design = np.full(grid.size, gate.design_p0)
+        null = np.cumsum(gate.reverts_by_pair(grid, grid, design), axis=1).max(axis=0)
+        alt = np.cumsum(gate.reverts_by_pair(grid, grid - q.min_drop, design), axis=1)
+        ok = (null <= q.alpha) & (alt.min(axis=0) >= 1.0 - q.beta)
+        ok[: q.min_runs] = False
+        return int(np.flatnonzero(ok)[0]) if ok.any() else None
+
+    return scan
+
+
+def _two_sample_scan(most: float, **fixed: object) -> Callable:
+    """Every cap of the two-sample family in one recursion (``cap_scan``)."""
+
+    def scan(q: DesignQuestion) -> int | None:
+        gate = TwoSampleGate(**fixed, max_runs=q.max_runs, accept_level=most, final_level=0.0)
+        res = cap_scan(gate, q.p0_range.grid(SEARCH_POINTS), q.min_drop, q.alpha, q.beta)
+        ok = (res.false_revert <= q.alpha) & (res.power >= 1.0 - q.beta) & (res.early <= q.alpha)
+        return int(np.flatnonzero(ok)[0]) if ok.any() else None
+
+    return scan
+
+
+def _calibrated(cls: type, fast_build: Callable, **fixed: object) -> Callable:
+    def build(k: int, knob: float | None, fast: bool) -> Gate:
+        params = {**fixed, "max_runs": k, "accept_level": knob}
+        return fast_build(**params) if fast else cls(**params)
+
+    return build
+
+
+def families(q: DesignQuestion) -> list[Family]:
+    """The families a question is asked of (the concurrent ones need q > 0 to be used)."""
+    common = dict(min_drop=q.min_drop, alpha=q.alpha, beta=q.beta, min_runs=q.min_runs)
+    span = dict(p0_low=q.p0_low, p0_high=q.p0_high)
+    mid = (q.p0_low + q.p0_high) / 2.0
+    wald_b = math.log(q.beta / (1.0 - q.alpha))
+    n0 = max(q.ledger, 1)
+    fixed = dict(**common, **span, ledger=n0)
+    concurrent = dict(**common, **span, ledger=q.ledger, design="concurrent")
+
+    def discordant(k: int, x: float | None, _: bool) -> Gate:
+        return DiscordantSPRTGate(**{**common, "beta": x or q.beta}, max_runs=k, design_p0=mid)
+
+    def eprocess(k: int, x: float | None, _: bool) -> Gate:
+        return MixtureEGate(alpha=q.alpha, min_drop=q.min_drop, max_runs=k, accept_below=x or 0.0)
+
+    return [
+        Family("sprt", "fixed",
+               lambda k, _, __: SPRTGate(**common, max_runs=k, at_cap="accept"),
+               None, None, q.ledger, True),
+        Family("calibrated_sprt", "fixed",
+               _calibrated(CalibratedSPRTGate, calibrated_sprt.grid_calibrated, **fixed),
+               -60.0, wald_b, n0, True),
+        Family("two_sample", "fixed",
+               _calibrated(TwoSampleGate, two_sample.grid_calibrated, **fixed, design="fixed"),
+               -60.0, wald_b, n0, True, _two_sample_scan(-60.0, **fixed, design="fixed")),
+        Family("two_sample", "concurrent",
+               _calibrated(TwoSampleGate, two_sample.grid_calibrated, **concurrent),
+               -60.0, wald_b, q.ledger, False, _two_sample_scan(-60.0, **concurrent)),
+        Family("discordant_sprt", "concurrent", discordant, 1e-9, q.beta, 0, False,
+               _paired_scan(discordant, 1e-9)),
+        Family("eprocess", "concurrent", eprocess, 0.0, 0.2, 0, False,
+               _paired_scan(eprocess, 0.0)),
+    ]  # fmt: skip
+
+
+def ledger_power_bound(ledger: int, p0: float, drop: float, alpha: float) -> float:
+    """Power of the most powerful level-``alpha`` test of the ledger alone: with the
+    revision's rate ``r = p0 - drop`` known, H0 "the prior's rate is r" against H1 "it is
+    p0" from ``S ~ Binomial(ledger, .)``; reject for large ``S``, randomized at the edge
+    (Neyman-Pearson). No gate on a fixed ledger of this size has more power."""
+    r = p0 - drop
+    s = np.arange(ledger + 2)
+    tail = stats.binom.sf(s - 1, ledger, r)  # P_r(S >= s)
+    c = int(np.flatnonzero(tail <= alpha)[0])
+    gamma = 0.0 if c == 0 else (alpha - tail[c]) / stats.binom.pmf(c - 1, ledger, r)
+    return float(stats.binom.sf(c - 1, ledger, p0) + gamma * stats.binom.pmf(c - 1, ledger, p0))
+
+
+def ledger_needed(q: DesignQuestion, grid: np.ndarray) -> int | None:
+    """The smallest ledger whose one-sample bound reaches ``1 - beta`` over the grid."""
+
+    def enough(n: int) -> bool:
+        return min(ledger_power_bound(n, p, q.min_drop, q.alpha) for p in grid) >= 1 - q.beta
+
+    hi = max(q.ledger, 1)
+    while not enough(hi):
+        hi *= 2
+        if hi > LEDGER_LIMIT:
+            return None
+    lo = max(q.ledger, 1) - 1 if hi == max(q.ledger, 1) else hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A gate with its false-revert and power on a grid (or certified)."""
+
+    gate: Gate
+    false_revert: float
+    power: float
+    null: OperatingCurve
+    alt: OperatingCurve
+
+
+def evaluate(family: Family, gate: Gate, q: DesignQuestion, certify: bool = False) -> Fit:
+    """The gate's worst false revert and power over the range (grid, or bounds)."""
+    rng = q.p0_range
+    if certify:
+        known = gate.certificate()
+        same = known is not None and (gate.p0_low, gate.p0_high) == (rng.low, rng.high)
+        fr = known if same else worst_case(gate, 0.0, family.prior_runs, rng, target=q.alpha)
+        pw = worst_case(gate, q.min_drop, family.prior_runs, rng, target=1 - q.beta)
+        return Fit(gate, fr.bound, pw.bound, fr.curve, pw.curve)
+    grid = rng.grid(SEARCH_POINTS)
+    null = gate.operating_curve(grid, 0.0, family.prior_runs)
+    alt = gate.operating_curve(grid, q.min_drop, family.prior_runs)
+    return Fit(gate, float(null.p_revert.max()), float(alt.p_revert.min()), null, alt)
+
+
+def meets(fit: Fit, q: DesignQuestion) -> bool:
+    return fit.false_revert <= q.alpha and fit.power >= 1.0 - q.beta
+
+
+def arm_runs(gate: Gate, curve: OperatingCurve, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """Expected runs ``(revision, prior)`` at each grid p0 when the prior serves a share
+    ``share`` of the sessions: the runs a decision needs (``gate.arm_runs``) plus those
+    the other arm accrues meanwhile (``twolattice.expected_arm_runs``); a one-sample
+    gate needs none of the prior's, which then holds ``E[runs] share / (1 - share)``."""
+    if curve.stop is None:
+        extra = share / (1.0 - share)
+        return curve.expected_runs, curve.expected_runs * extra
+    k = np.arange(curve.stop.shape[1])
+    need_rev, need_prior = gate.arm_runs(k)
+    if share == 0.0:
+        return curve.stop @ need_rev, curve.stop @ need_prior
+    rev, prior = expected_arm_runs(need_rev, need_prior, share)
+    return curve.stop @ rev, curve.stop @ prior
+
+
+def _runs(gate: Gate, fit: Fit, share: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    out = []
+    for curve in (fit.null, fit.alt):
+        rev, prior = arm_runs(gate, curve, share)
+        out.append((float(np.max(rev)), float(np.max(prior))))
+    return out[0], out[1]
+
+
+def _smallest_cap(family: Family, q: DesignQuestion) -> int:
+    """The smallest cap whose most powerful member meets both targets on the grid
+    (bisection: the caller has checked that ``q.max_runs`` does)."""
+    lo, hi = q.min_runs - 1, q.max_runs
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(evaluate(family, family.build(mid, family.most, True), q), q):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _loosest_accept(family: Family, q: DesignQuestion, cap: int) -> float | None:
+    """The accept boundary nearest ``family.least`` that still meets both targets."""
+    if family.most is None:
+        return None
+    if meets(evaluate(family, family.build(cap, family.least, True), q), q):
+        return family.least
+    lo, hi = family.most, family.least
+    for _ in range(KNOB_STEPS):
+        mid = (lo + hi) / 2.0
+        if meets(evaluate(family, family.build(cap, mid, True), q), q):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+KNOB_STEPS = 4
+CERTIFY_STEPS = 6
+
+
+def answer(family: Family, q: DesignQuestion) -> FamilyAnswer:
+    """One family's answer to the question (module docstring)."""
+    share = q.concurrent if q.concurrent > 0 or family.fixed_ledger else 0.5
+    if family.scan is not None:
+        found = family.scan(q)
+    else:
+        biggest = evaluate(family, family.build(q.max_runs, family.most, True), q)
+        found = q.max_runs if meets(biggest, q) else None
+    if found is None:
+        fit = evaluate(family, family.build(q.max_runs, family.most, False), q, certify=True)
+        null, alt = _runs(fit.gate, fit, share)
+        return FamilyAnswer(family.name, family.design, False, q.max_runs, fit.gate.config(),
+                            fit.false_revert, fit.power, null, alt,
+                            infeasible_note(family, q, fit))  # fmt: skip
+    cap = found if family.scan is not None else _smallest_cap(family, q)
+    knob = _loosest_accept(family, q, cap)
+    for _ in range(CERTIFY_STEPS):
+        fit = evaluate(family, family.build(cap, knob, False), q, certify=True)
+        if meets(fit, q) or cap >= q.max_runs:
+            break
+        cap = min(q.max_runs, cap + max(1, cap // 20))
+    null, alt = _runs(fit.gate, fit, share)
+    note = "" if q.concurrent > 0 or family.fixed_ledger else (
+        "needs concurrent control (--concurrent q > 0); runs shown at q = 0.5")  # fmt: skip
+    return FamilyAnswer(family.name, family.design, meets(fit, q), cap, fit.gate.config(),
+                        fit.false_revert, fit.power, null, alt, note)  # fmt: skip
+
+
+def infeasible_note(family: Family, q: DesignQuestion, fit: Fit) -> str:
+    """What an infeasible family would need."""
+    if fit.false_revert > q.alpha:
+        return (f"its boundaries do not hold alpha at the worst case (false revert "
+                f"{fit.false_revert:.3f}); the calibrated families do")  # fmt: skip
+    head = f"best power {fit.power:.3f} at {q.max_runs} runs"
+    if family.fixed_ledger:
+        grid = q.p0_range.grid(SEARCH_POINTS)
+        bound = min(ledger_power_bound(max(q.ledger, 1), p, q.min_drop, q.alpha) for p in grid)
+        if bound >= 1.0 - q.beta:
+            return (f"{head}; the ledger allows it (one-sample bound {bound:.3f}): "
+                    "a larger max_runs is needed")  # fmt: skip
+        need = ledger_needed(q, grid)
+        size = f"a ledger of at least {need} runs" if need else "a far longer ledger"
+        return (f"{head}; a {q.ledger}-run ledger caps any test's power at {bound:.3f} "
+                f"(one-sample bound), so it needs {size} or concurrent control")  # fmt: skip
+    return f"{head}; a larger max_runs is needed"
+
+
+@dataclass(frozen=True)
+class GateDesign:
+    """The answers of every family to one question."""
+
+    question: DesignQuestion
+    answers: tuple[FamilyAnswer, ...]
+
+    @property
+    def feasible(self) -> tuple[FamilyAnswer, ...]:
+        """Feasible answers, fewest expected revision runs when nothing changed first
+        (the concurrent ones only when the question has concurrent control)."""
+        usable = [a for a in self.answers if a.feasible and (
+            a.design == "fixed" or self.question.concurrent > 0)]  # fmt: skip
+        return tuple(sorted(usable, key=lambda a: (a.runs_null[0] + a.runs_alt[0], a.family)))
+
+
+def design_gate(question: DesignQuestion) -> GateDesign:
+    """Every family's answer to ``question`` (module docstring)."""
+    return GateDesign(question, tuple(answer(f, question) for f in families(question)))

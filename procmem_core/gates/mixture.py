@@ -1,0 +1,173 @@
+"""Exact operating characteristics of lattice gates along many p0 at once, ledger mixed in.
+
+A lattice gate's verdict is a table over the revision's ``(runs n, successes s)`` for each
+value of its p0 (``lattice.verdict_table``). When p0 is estimated from the prior's ledger
+of ``n0`` runs with ``S ~ Binomial(n0, p0)`` successes, the gate uses table ``u = S`` and
+
+    P(revert | p0) = sum_u Binomial(u; n0, p0) P_p(revert | table u),   p = max(0, p0 - drop),
+
+where ``P_p(revert | table)`` is the forward recursion of ``lattice.lattice_absorption``
+(``m_n(s) = p m_{n-1}(s-1) + (1-p) m_{n-1}(s)``, decided cells absorbed). ``mixture_pass``
+runs that recursion for every table and every p0 at once, and also returns the mass still
+undecided at the last run (what a cap rule decides): ``calibrate`` uses it to choose a
+final boundary without re-running the recursion. ``diagonal_pass`` is the p0-known case
+(table ``g`` goes with ``p0[g]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
+
+
+@dataclass(frozen=True)
+class LatticePass:
+    """Result of one recursion: per grid point ``g`` the probability of each verdict, the
+    expected stopping run (undecided mass counted at the last run) and ``residual[g, u, s]``,
+    the probability of table ``u`` *and* of reaching the last run undecided with ``s``
+    successes."""
+
+    revert: np.ndarray
+    accept: np.ndarray
+    runs: np.ndarray
+    residual: np.ndarray
+
+
+def ledger_weights(p0: np.ndarray, prior_runs: int) -> np.ndarray:
+    """``w[g, u] = Binomial(u; prior_runs, p0[g])``: the law of the ledger's successes."""
+    u = np.arange(prior_runs + 1)
+    return stats.binom.pmf(u[None, :], prior_runs, np.asarray(p0, float)[:, None])
+
+
+def mixture_pass(tables: np.ndarray, p: np.ndarray, weights: np.ndarray) -> LatticePass:
+    """The recursion for tables ``(U, T+1, T+1)`` (shared by every grid point), success
+    probabilities ``p`` ``(G,)`` and table weights ``(G, U)`` (rows sum to 1)."""
+    p = np.asarray(p, dtype=float)
+    t = tables.shape[1] - 1
+    mass = np.zeros((tables.shape[0], p.size, t + 1))
+    mass[:, :, 0] = weights.T
+    return _run(mass, tables[:, None, :, :], p[None, :, None], t)
+
+
+def diagonal_pass(tables: np.ndarray, p: np.ndarray) -> LatticePass:
+    """The recursion with table ``g`` at success probability ``p[g]`` (p0 known)."""
+    p = np.asarray(p, dtype=float)
+    t = tables.shape[1] - 1
+    mass = np.zeros((1, p.size, t + 1))
+    mass[0, :, 0] = 1.0
+    return _run(mass, tables[None, :, :, :], p[None, :, None], t)
+
+
+def _run(mass: np.ndarray, tables: np.ndarray, p: np.ndarray, t: int) -> LatticePass:
+    """``mass[u, g, s]``; ``tables[u or 1, g or 1, n, s]``; ``p[1, g, 1]``."""
+    shape = mass.shape[1]
+    revert = np.zeros(shape)
+    accept = np.zeros(shape)
+    runs = np.zeros(shape)
+    for n in range(1, t + 1):
+        nxt = mass[:, :, : n + 1] * (1.0 - p)
+        nxt[:, :, 1:] += mass[:, :, :n] * p
+        row = tables[:, :, n, : n + 1]
+        acc = row == ACCEPT_CODE
+        rev = row == REVERT_CODE
+        a = np.where(acc, nxt, 0.0).sum(axis=(0, 2))
+        r = np.where(rev, nxt, 0.0).sum(axis=(0, 2))
+        accept += a
+        revert += r
+        runs += n * (a + r)
+        nxt[np.broadcast_to(acc | rev, nxt.shape)] = 0.0
+        mass[:, :, : n + 1] = nxt
+    residual = mass.transpose(1, 0, 2)
+    runs += t * residual.sum(axis=(1, 2))
+    return LatticePass(revert, accept, runs, residual)
+
+
+@dataclass(frozen=True)
+class LedgerMasses:
+    """The recursion of a ledger mixture run once, at ``p0 = p = 1/2``.
+
+    A path through table ``u`` (the ledger's successes) to ``s`` successes in ``n``
+    revision runs has probability ``C(n0, u) p0^u (1-p0)^(n0-u) x (paths) p^s (1-p)^(n-s)``,
+    so its mass at any ``(p0, p)`` is its mass at 1/2 times
+    ``(2 p0)^u (2 (1-p0))^(n0-u) (2p)^s (2 (1-p))^(n-s)``; under no change (``p = p0``)
+    that depends on the total ``S = u + s`` only. ``revert[n]``/``accept[n]``: the cells
+    ``(u, s, mass)`` decided at run ``n`` (few: they lie on the boundaries);
+    ``residual[u, s]`` what is left undecided at the last run.
+    """
+
+    prior_runs: int
+    revert: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    accept: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    residual: np.ndarray
+
+
+def sparse_cells(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(row, column, value)`` of the nonzero cells of ``m``."""
+    i, j = np.nonzero(m)
+    return i, j, m[i, j]
+
+
+def ledger_masses(tables: np.ndarray, prior_runs: int) -> LedgerMasses:
+    """``LedgerMasses`` of tables ``(prior_runs + 1, T+1, T+1)`` (one per ledger count)."""
+    t = tables.shape[1] - 1
+    u = np.arange(prior_runs + 1)
+    mass = np.zeros((prior_runs + 1, t + 1))
+    mass[:, 0] = stats.binom.pmf(u, prior_runs, 0.5)
+    empty = sparse_cells(np.zeros((1, 1)))
+    revert, accept = [empty], [empty]
+    for n in range(1, t + 1):
+        nxt = 0.5 * mass[:, : n + 1]
+        nxt[:, 1:] += 0.5 * mass[:, :n]
+        row = tables[:, n, : n + 1]
+        revert.append(sparse_cells(np.where(row == REVERT_CODE, nxt, 0.0)))
+        accept.append(sparse_cells(np.where(row == ACCEPT_CODE, nxt, 0.0)))
+        nxt[(row == REVERT_CODE) | (row == ACCEPT_CODE)] = 0.0
+        mass[:, : n + 1] = nxt
+    return LedgerMasses(prior_runs, revert, accept, mass)
+
+
+def powers(p: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """``((2p)^j, (2(1-p))^j)`` for ``j = 0..top``, each ``(G, top + 1)`` (``0^0 = 1``)."""
+    q = np.asarray(p, dtype=float)[:, None]
+    j = np.arange(top + 1)[None, :]
+    return (
+        np.exp(special.xlogy(j, 2.0 * q)),
+        np.exp(special.xlogy(j, 2.0 * (1.0 - q))),
+    )
+
+
+def reweight(up: np.ndarray, down: np.ndarray, total: int) -> np.ndarray:
+    """``(2p)^S (2(1-p))^(total - S)`` for ``S = 0..total`` from ``powers``."""
+    return up[:, : total + 1] * down[:, total::-1]
+
+
+def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> LatticePass:
+    """P(revert), P(accept) and E[runs] at each ``(p0[g], p[g])`` from ``LedgerMasses``
+    (``residual`` of the result is empty: the cap cells' masses are in ``masses``)."""
+    n0, t = masses.prior_runs, len(masses.revert) - 1
+    p0, p = np.asarray(p0, dtype=float).ravel(), np.asarray(p, dtype=float).ravel()
+    null = np.array_equal(p0, p)
+    up, down = powers(p0, n0 + t)
+    up1, down1 = (up, down) if null else powers(p, t)
+    prior = reweight(up, down, n0)
+    revert, accept, runs = np.zeros(p0.size), np.zeros(p0.size), np.zeros(p0.size)
+    for n in range(1, t + 1):
+        if null:
+            w = reweight(up, down, n0 + n)
+            r, a = (w[:, u + s] @ m for u, s, m in (masses.revert[n], masses.accept[n]))
+        else:
+            x = reweight(up1, down1, n)
+            r, a = ((prior[:, u] * x[:, s]) @ m for u, s, m in (masses.revert[n],
+                                                                 masses.accept[n]))  # fmt: skip
+        revert, accept, runs = revert + r, accept + a, runs + n * (r + a)
+    u, s, m = sparse_cells(masses.residual)
+    if null:
+        left = reweight(up, down, n0 + t)[:, u + s] @ m
+    else:
+        left = (prior[:, u] * reweight(up1, down1, t)[:, s]) @ m
+    runs += t * left
+    return LatticePass(revert, accept, runs, np.zeros((p0.size, 0, 0)))

@@ -1,0 +1,388 @@
+"""``TwoSampleGate``: an exact two-sample sequential test of the revision against the prior.
+
+The prior's rate p0 is a nuisance: the gate compares the two arms' counts, and its
+boundaries are computed by the two-sample recursion (``gates.twolattice``) so that its
+false-revert rate is at most ``alpha`` at every p0 in ``[p0_low, p0_high]``, exactly
+(``gates.calibrate``, ``gates.worst``). Both designs: "fixed" (the prior's ledger of
+``ledger`` runs is all its evidence) and "concurrent" (each revision run is paired with a
+concurrent run of the prior; the ledger is pooled into the prior's arm).
+
+Statistic after ``k`` revision runs with ``a`` successes, the prior at ``B`` of ``n``:
+with ``D = B/n - a/k`` (the observed drop), ``pbar = (a + B + 1)/(n + k + 2)`` and
+``I = 1 / (pbar (1 - pbar) (1/n + 1/k))`` (the information on the drop),
+
+    lambda = d (D - d/2) I,
+
+the log-likelihood ratio of drop ``d = min_drop`` against no drop for a normal estimate
+of the drop (Whitehead 1997, "The design and analysis of sequential clinical trials",
+ch. 3); ``lambda_ref`` is the same with the variance at its largest, ``pbar = 1/2``, so
+the accept boundary is a threshold on the observed drop that does not move with p0.
+From run ``min_runs`` on: revert when ``lambda >= revert_level``; accept when
+``lambda_ref <= accept_level``; at ``max_runs`` revert exactly when ``lambda >=
+final_level``, else accept. Defaults: Wald's ``ln((1-beta)/alpha)`` and
+``ln(beta/(1-alpha))``; ``final_level`` calibrated (``revert_level`` raised if needed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
+from procmem_core.gates import arms, twolattice
+from procmem_core.gates.base import (
+    DESIGNS,
+    Gate,
+    OperatingCurve,
+    OperatingPoint,
+    check_p_values,
+    first_codes,
+    make_point,
+)
+from procmem_core.gates.calibrate import Calibration, NullPass, calibrate
+from procmem_core.gates.lattice import check_outcomes
+from procmem_core.gates.llr import sprt_boundaries
+from procmem_core.gates.verdicts import (
+    CONTINUE_CODE,
+    VERDICT_NAMES,
+    BatchDecision,
+    GateDecision,
+    RevisionStats,
+)
+from procmem_core.gates.worst import P0Range, WorstCase, worst_case
+
+REF_VARIANCE = 0.25
+"""``pbar (1 - pbar)`` at its largest: the accept statistic's variance."""
+
+
+def drop_statistics(
+    k: ArrayLike, a: ArrayLike, b: ArrayLike, n: ArrayLike, drop: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lambda, lambda_ref, valid)`` of the module docstring (0 where ``k = 0`` or
+    ``n = 0``: no comparison yet)."""
+    k, a, b, n = (np.asarray(x, dtype=float) for x in (k, a, b, n))
+    valid = (k > 0) & (n > 0)
+    kk, nn = np.maximum(k, 1.0), np.maximum(n, 1.0)
+    centred = drop * (b / nn - a / kk - drop / 2.0)
+    inv = 1.0 / nn + 1.0 / kk
+    pbar = (a + b + 1.0) / (nn + kk + 2.0)
+    lam = np.where(valid, centred / (pbar * (1.0 - pbar) * inv), 0.0)
+    ref = np.where(valid, centred / (REF_VARIANCE * inv), 0.0)
+    return lam, ref, valid
+
+
+@dataclass(frozen=True)
+class TwoSampleGate(Gate):
+    """Exact two-sample sequential test (module docstring); guarantee: worst-case false
+    revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` for its design and ledger."""
+
+    min_drop: float = 0.15
+    alpha: float = 0.05
+    beta: float = 0.20
+    max_runs: int = 50
+    min_runs: int = 3
+    design: str = "concurrent"
+    ledger: int = 20
+    p0_low: float = 0.05
+    p0_high: float = 0.95
+    revert_level: float | None = None
+    accept_level: float | None = None
+    final_level: float | None = None
+    name: ClassVar[str] = "two_sample"
+    label: ClassVar[str] = "exact two-sample test"
+    exact: ClassVar[bool] = True
+    compares_arms: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
+        check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        check_probability("beta", self.beta, open_low=True, open_high=True)
+        if self.alpha + self.beta >= 1.0:
+            raise ParameterError("alpha", (self.alpha, self.beta), "need alpha + beta < 1")
+        check_int("min_runs", self.min_runs, minimum=1)
+        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        check_choice("design", self.design, DESIGNS)
+        check_int("ledger", self.ledger, minimum=1 if self.design == "fixed" else 0)
+        P0Range(self.p0_low, self.p0_high)
+        wald_a, wald_b = sprt_boundaries(self.alpha, self.beta)
+        for field, default in (("revert_level", wald_a), ("accept_level", wald_b)):
+            value = getattr(self, field)
+            if value is None:
+                object.__setattr__(self, field, float(default))
+            elif not isinstance(value, int | float) or math.isnan(value):
+                raise ParameterError(field, value, "a number (or None for the default)")
+        object.__setattr__(self, "_masses", {})
+        if self.final_level is None:
+            cal = _calibrated(self._key())
+            object.__setattr__(self, "revert_level", cal.revert_level)
+            object.__setattr__(self, "final_level", cal.final_level)
+            object.__setattr__(self, "_certificate", cal.worst)
+
+    def _key(self) -> tuple:
+        return tuple(self.params().items())
+
+    @property
+    def designs(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("concurrent",) if self.design == "concurrent" else DESIGNS
+
+    @property
+    def lattice(self) -> twolattice.TwoSampleLattice:
+        return twolattice.TwoSampleLattice(self.ledger, self.design == "concurrent", self.max_runs)
+
+    def certificate(self) -> WorstCase | None:
+        """The worst case that certified the calibrated boundaries (None when they were
+        given): false revert over ``[p0_low, p0_high]`` with a ledger of ``ledger`` runs."""
+        return self.__dict__.get("_certificate")
+
+    @property
+    def design_drop(self) -> float:
+        return float(self.min_drop)
+
+    @property
+    def error_targets(self) -> tuple[float, float]:
+        return float(self.alpha), float(self.beta)
+
+    def describe(self) -> str:
+        return f"exact two-sample test, {self.design} design, ledger {self.ledger}"
+
+    def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
+        """The prior's raw rate ``s/n`` (reported beside a decision; the test uses counts)."""
+        s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
+        return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
+
+    def verdicts(self, k, a, b, n, final: float | None) -> np.ndarray:
+        """Verdict codes at cells ``(k, a, B, n)``; ``final=None`` leaves the cap undecided."""
+        lam, ref, valid = drop_statistics(k, a, b, n, self.min_drop)
+        k = np.asarray(k)
+        live = (k >= self.min_runs) & valid
+        cap = k >= self.max_runs
+        level = self.revert_level if final is None else final
+        revert = live & np.where(cap, lam >= level, lam >= self.revert_level)
+        accept = live & ~revert & (ref <= self.accept_level) & ~cap
+        if final is not None:
+            accept |= cap & ~revert
+        else:
+            revert &= ~cap
+        return revert.astype(np.int8) * 2 + accept.astype(np.int8)
+
+    def rule(self, k, a, b, n) -> np.ndarray:
+        """The gate's verdict codes at cells ``(k, a, B, n)``: the one rule every path calls."""
+        return self.verdicts(k, a, b, n, self.final_level)
+
+    # --- one revision ------------------------------------------------------------------
+
+    def counts(self, prior: RevisionStats, revision: RevisionStats) -> tuple[int, int, int, int]:
+        """``(k, a, B, n)`` of a revision (``arms``: the store's contract)."""
+        ledger_n, ledger_s = arms.ledger_of(prior)
+        if self.design == "fixed":
+            return revision.runs, revision.successes, ledger_s, ledger_n
+        rev, conc = arms.pairs_of(prior, revision)
+        k = rev.size
+        return k, int(rev.sum()), ledger_s + int(conc.sum()), ledger_n + k
+
+    def decide(
+        self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
+    ) -> GateDecision:
+        """Verdict after the runs so far (``p0`` is not used: the test compares the arms)."""
+        k, a, b, n = self.counts(prior, revision)
+        code = int(self.rule(k, a, b, n))
+        reason = str(self.reasons(np.array([k]), np.array([a]), np.array([b]),
+                                  np.array([n]), np.array([code]))[0])  # fmt: skip
+        lam = float(drop_statistics(k, a, b, n, self.min_drop)[0])
+        return GateDecision(
+            verdict=VERDICT_NAMES[code],
+            reason_code=reason,
+            reason=self.explain(reason, k, a, b, n, lam),
+            runs_used=k,
+            statistic=lam,
+            gate=self.name,
+            p0=b / n if n else float("nan"),
+        )
+
+    def reasons(self, k, a, b, n, verdict) -> np.ndarray:
+        """Reason codes (``verdicts.REASONS``) of verdicts reached at cells ``(k, a, B, n)``."""
+        lam, ref, valid = drop_statistics(k, a, b, n, self.min_drop)
+        k = np.asarray(k)
+        out = np.where(np.asarray(verdict) != CONTINUE_CODE, "at_cap", "undecided").astype(object)
+        early = (k < self.max_runs) & valid & (k >= self.min_runs)
+        out[early & (ref <= self.accept_level)] = "accept_boundary"
+        out[early & (lam >= self.revert_level)] = "revert_boundary"
+        out[(k < self.min_runs) | ~valid & (k < self.max_runs)] = "too_few_runs"
+        return out
+
+    def explain(self, reason_code: str, k: int, a: int, b: int, n: int, lam: float) -> str:
+        arm = f"revision {a}/{k} vs prior {b}/{n} ({self.design} design)"
+        why = {
+            "too_few_runs": f"fewer than min_runs={self.min_runs} comparable runs",
+            "revert_boundary": f"lambda={lam:.4f} >= {self.revert_level:.4f}: worse by min_drop",
+            "accept_boundary": f"the observed drop is below the accept boundary "
+            f"{self.accept_level:.4f}: no drop of min_drop",
+            "at_cap": f"at max_runs={self.max_runs}: revert iff lambda >= "
+            f"{self.final_level:.4f} (lambda={lam:.4f})",
+            "undecided": f"lambda={lam:.4f} between the boundaries",
+        }[reason_code]
+        return f"{why}; {arm}"
+
+    # --- many revisions ----------------------------------------------------------------
+
+    def cells(self, outcomes, ledger_successes, ledger_runs, concurrent):
+        """``(k, a, B, n)`` after every run of every row (``(rows, T)`` arrays)."""
+        outcomes = check_outcomes(outcomes)
+        rows = outcomes.shape[0]
+        s0 = arms.ledger_array(ledger_successes, rows, ledger_runs)
+        t = min(outcomes.shape[1], self.max_runs)
+        if self.design == "concurrent":
+            conc = arms.check_concurrent(concurrent, outcomes)
+            t = min(t, conc.shape[1])
+            b = s0[:, None] + np.cumsum(conc[:, :t], axis=1)
+        k = np.arange(1, t + 1)[None, :]
+        a = np.cumsum(outcomes[:, :t], axis=1)
+        if self.design == "fixed":
+            b = np.broadcast_to(s0[:, None], a.shape)
+        n = ledger_runs + (k if self.design == "concurrent" else 0)
+        return np.broadcast_to(k, a.shape), a, b, np.broadcast_to(n, a.shape)
+
+    def run_codes(
+        self, outcomes, p0=None, costs=None, prior_costs=None, *,
+        ledger_successes=None, ledger_runs: int = 0, concurrent=None,
+    ) -> np.ndarray:  # fmt: skip
+        """The verdict after each run (pair), ``(rows, min(T, max_runs))`` int8."""
+        k, a, b, n = self.cells(outcomes, ledger_successes, ledger_runs, concurrent)
+        return np.asarray(self.rule(k, a, b, n), dtype=np.int8)
+
+    def decide_batch(
+        self, outcomes, p0=None, costs=None, prior_costs=None, *,
+        ledger_successes=None, ledger_runs: int = 0, concurrent=None,
+    ) -> BatchDecision:  # fmt: skip
+        """First decision of each row: ``runs_used`` counts revision runs (pairs)."""
+        k, a, b, n = self.cells(outcomes, ledger_successes, ledger_runs, concurrent)
+        codes = np.asarray(self.rule(k, a, b, n), dtype=np.int8)
+        verdict, runs = first_codes(codes)
+        rows = np.arange(codes.shape[0])
+        col = np.clip(runs - 1, 0, max(codes.shape[1] - 1, 0))
+        if codes.shape[1] == 0:
+            zero = np.zeros(codes.shape[0])
+            return BatchDecision(verdict, runs, zero, np.full(zero.shape, "too_few_runs", object))
+        at = (k[rows, col], a[rows, col], b[rows, col], n[rows, col])
+        lam = drop_statistics(*at, self.min_drop)[0]
+        return BatchDecision(verdict, runs, lam, self.reasons(*at, verdict))
+
+    def decide_evidence(
+        self, outcomes, *, p0=None, ledger_successes=None, ledger_runs: int = 0, concurrent=None
+    ) -> BatchDecision:
+        return self.decide_batch(
+            outcomes, ledger_successes=ledger_successes, ledger_runs=ledger_runs,
+            concurrent=concurrent,
+        )  # fmt: skip
+
+    def arm_runs(self, runs_used: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        runs = np.asarray(runs_used, dtype=np.int64)
+        return runs, runs if self.design == "concurrent" else np.zeros_like(runs)
+
+    # --- exact ---------------------------------------------------------------------------
+
+    def observations(self, prior_runs: int | None) -> int:
+        return twolattice.TwoSampleLattice(
+            int(prior_runs or 0), self.design == "concurrent", self.max_runs
+        ).observations
+
+    def lattice_for(self, prior_runs: int | None) -> twolattice.TwoSampleLattice:
+        """The cells with a ledger of ``prior_runs`` runs (None: no ledger)."""
+        return twolattice.TwoSampleLattice(
+            int(prior_runs or 0), self.design == "concurrent", self.max_runs
+        )
+
+    def half_masses(self, prior_runs: int | None, final: float | None = None):
+        """The recursion at 1/2 (``twolattice.half_masses``) for this gate; ``final=None``
+        with ``cap_open`` is the calibration's variant (cached per ledger size)."""
+        key = (int(prior_runs or 0), final)
+        cache = self.__dict__["_masses"]
+        if key not in cache:
+            lat = self.lattice_for(prior_runs)
+            level = self.final_level if final is None else final
+            tables = lat.tables(lambda k, a, b, n: self.verdicts(k, a, b, n, level))
+            cache[key] = twolattice.half_masses(lat, tables)
+        return cache[key]
+
+    def passes(self, p0, p, prior_runs: int | None) -> twolattice.TwoSamplePass:
+        """The two-sample recursion for this gate at prior rates ``p0``, revision rates ``p``."""
+        lat = self.lattice_for(prior_runs)
+        return twolattice.evaluate(lat, self.half_masses(prior_runs), p0, p)
+
+    def operating_point(
+        self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
+    ) -> OperatingPoint:
+        """Exact P(revert), P(accept), E[runs] at revision rate(s) ``p`` and prior rate
+        ``p0``, with a ledger of ``prior_runs`` runs (None: no ledger)."""
+        arr = check_p_values(p)
+        p0 = check_probability("p0", p0)
+        flat = arr.ravel()
+        res = self.passes(np.full(flat.size, p0), flat, prior_runs)
+        point = make_point(arr, p0, res.revert, res.accept, res.runs, "exact", prior_runs)
+        prior = point.expected_runs if self.design == "concurrent" else 0.0 * point.expected_runs
+        return OperatingPoint(**{**point.__dict__, "expected_prior_runs": prior})
+
+    def operating_curve(
+        self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None
+    ) -> OperatingCurve:
+        p0s = check_p_values(p0).ravel()
+        drop = check_probability("drop", drop)
+        res = self.passes(p0s, np.maximum(p0s - drop, 0.0), prior_runs)
+        prior = res.runs if self.design == "concurrent" else np.zeros_like(res.runs)
+        return OperatingCurve(
+            p0s, drop, res.revert, res.accept, res.runs, prior, prior_runs,
+            self.observations(prior_runs), False, res.stop,
+        )  # fmt: skip
+
+
+CALIBRATION_POINTS = 41
+CERTIFY_POINTS = 3000
+
+
+def grid_calibrated(**params: object) -> TwoSampleGate:
+    """The gate with its boundaries calibrated on the coarse grid only, not certified
+    between grid points: fast, for design searches (``gates.design``), which certify the
+    gate they answer with."""
+    probe = TwoSampleGate(**{**params, "final_level": 0.0})
+    key = tuple({**probe.params(), "final_level": None}.items())
+    cal = _calibrated(key, certified=False)
+    return TwoSampleGate(
+        **{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level}
+    )
+
+
+@lru_cache(maxsize=512)
+def _calibrated(key: tuple, certified: bool = True) -> Calibration:
+    """Calibrated boundaries of the gate with these parameters (cached: deterministic)."""
+    params = dict(key)
+    rng = P0Range(params["p0_low"], params["p0_high"])
+    probe = TwoSampleGate(**{**params, "final_level": 0.0})
+    lat = probe.lattice
+
+    def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
+        gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
+        tables = lat.tables(lambda k, a, b, n: gate.verdicts(k, a, b, n, None))
+        masses = twolattice.half_masses(lat, tables)
+        res = twolattice.evaluate(lat, masses, grid, grid)
+        a, b, n = lat.cells(lat.max_runs)
+        lam = drop_statistics(lat.max_runs, a, b, n, gate.min_drop)[0]
+        total = np.broadcast_to(a + b, lam.shape).ravel()
+        obs = lat.max_runs + lat.prior_runs(lat.max_runs)
+        return NullPass(grid, res.revert, lam.ravel(), masses.residual.ravel(), total, obs)
+
+    def certify(revert_level: float, final: float):
+        gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": final})
+        return worst_case(gate, 0.0, gate.ledger, rng, target=gate.alpha, max_points=CERTIFY_POINTS)
+
+    return calibrate(
+        null_pass,
+        certify if certified else None,
+        probe.alpha,
+        rng.grid(CALIBRATION_POINTS),
+        probe.revert_level,
+    )

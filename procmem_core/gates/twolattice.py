@@ -1,0 +1,219 @@
+"""The two-sample lattice: exact operating characteristics of a gate that compares both arms.
+
+State after the revision's ``k``-th run: its successes ``a`` (``0 <= a <= k``) and the
+prior's successes ``B`` over the prior's runs ``n(k) = n0 + k`` in the concurrent design
+(the prior's ledger of ``n0`` runs plus ``k`` concurrent runs, one paired with each
+revision run) or ``n(k) = n0`` in the fixed design. A gate is a ``rule(k, a, B, n)`` of
+verdict codes on these cells. With ``B_0 ~ Binomial(n0, p0)`` and each step adding a
+revision run (success ``p``) and, concurrently, a prior run (success ``p0``),
+
+    m_k(a, B) = sum_{x, y in {0, 1}} m_{k-1}(a - x, B - y) p^x (1-p)^(1-x) p0^y (1-p0)^(1-y),
+
+decided cells absorbed. The recursion runs once, at ``p0 = p = 1/2`` (``half_masses``):
+a path's probability depends on the parameters only through its cell, so every
+``(p0, p)`` follows by reweighting the cells (``evaluate``: P(revert), P(accept), E[k],
+the law of the stopping run and the mass left at the cap), O(K^2 (n0 + K)) once and a
+matrix product per step for G parameter pairs. Every path (``decide``,
+``decide_batch``, this recursion) evaluates the same rule, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from procmem_core.errors import ParameterError, check_int
+from procmem_core.gates.mixture import powers, reweight, sparse_cells
+from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
+
+MAX_OBSERVATIONS = 1000
+"""Largest ledger + runs the recursion takes (its masses at 1/2 stay above 2^-1000)."""
+TwoSampleRule = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""``rule(k, a, B, n) -> int8 verdict codes``, broadcasting its arguments."""
+
+
+@dataclass(frozen=True)
+class TwoSampleLattice:
+    """The cells of a two-sample gate: ledger ``n0``, design, cap ``max_runs``."""
+
+    ledger: int
+    concurrent: bool
+    max_runs: int
+
+    def __post_init__(self) -> None:
+        check_int("ledger", self.ledger)
+        check_int("max_runs", self.max_runs, minimum=1)
+        if self.observations > MAX_OBSERVATIONS:
+            raise ParameterError(
+                "max_runs",
+                self.max_runs,
+                f"ledger + runs of both arms at most {MAX_OBSERVATIONS} for the exact recursion "
+                f"(here {self.observations})",
+            )
+
+    def prior_runs(self, k: int) -> int:
+        """The prior's runs beside the revision's ``k``-th: ``n0 + k`` or ``n0``."""
+        return self.ledger + (k if self.concurrent else 0)
+
+    @property
+    def observations(self) -> int:
+        """Bernoulli outcomes up to the cap: ledger, revision runs, concurrent prior runs."""
+        return self.ledger + self.max_runs * (2 if self.concurrent else 1)
+
+    def cells(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(a, B, n)`` of step ``k``: ``a`` as a column, ``B`` as a row."""
+        n = self.prior_runs(k)
+        return np.arange(k + 1)[:, None], np.arange(n + 1)[None, :], n
+
+    def tables(self, rule: TwoSampleRule) -> list[np.ndarray]:
+        """``rule`` on every cell of every step ``k = 0..max_runs``."""
+        out = []
+        for k in range(self.max_runs + 1):
+            a, b, n = self.cells(k)
+            codes = np.asarray(rule(np.int64(k), a, b, np.int64(n)), dtype=np.int8)
+            out.append(np.broadcast_to(codes, (k + 1, n + 1)))
+        return out
+
+
+@dataclass(frozen=True)
+class HalfMasses:
+    """The recursion run once at ``p0 = p = 1/2``: ``revert[k]``, ``accept[k]`` (the
+    mass decided at step ``k`` in each cell) and ``residual`` (undecided after the cap).
+
+    Every path to cell ``(k, a, B)`` has probability ``p^a (1-p)^(k-a) p0^B (1-p0)^(n-B)``
+    at any ``(p0, p)``, so a cell's mass there is its mass at 1/2 times
+    ``(2p)^a (2(1-p))^(k-a) (2 p0)^B (2(1-p0))^(n-B)``: one recursion serves every
+    parameter pair (``evaluate``), with a matrix product per step.
+    """
+
+    revert: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    accept: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    residual: np.ndarray
+
+    def null_terms(self, lat: TwoSampleLattice) -> dict[str, np.ndarray]:
+        """Every decided cell grouped by (step k, total successes S): its step, ``S``, the
+        outcomes ``N`` seen by then and the reverted and accepted masses (computed once):
+        under no change that is all a cell's weight depends on."""
+        if "_null" not in self.__dict__:
+            parts = []
+            for k in range(1, len(self.revert)):
+                n = k + lat.prior_runs(k)
+                (i, j, r), (u, v, a) = self.revert[k], self.accept[k]
+                total = np.r_[i + j, u + v]
+                keys, where = np.unique(total, return_inverse=True)
+                rev = np.bincount(where, weights=np.r_[r, 0 * a], minlength=keys.size)
+                acc = np.bincount(where, weights=np.r_[0 * r, a], minlength=keys.size)
+                parts.append((np.full(keys.size, k), keys, np.full(keys.size, n), rev, acc))
+            cols = [np.concatenate([p[c] for p in parts]) for c in range(5)] if parts else []
+            names = ("k", "S", "N", "revert", "accept")
+            self.__dict__["_null"] = dict(zip(names, cols, strict=True))
+        return self.__dict__["_null"]
+
+
+def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
+    """The recursion of the module docstring at ``p0 = p = 1/2``."""
+    mass = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)[None, :]
+    revert, accept = [sparse_cells(np.zeros((1, 1)))], [sparse_cells(np.zeros((1, 1)))]
+    for k in range(1, lat.max_runs + 1):
+        nxt = np.zeros((k + 1, mass.shape[1]))
+        nxt[:k] = 0.5 * mass
+        nxt[1:] += 0.5 * mass
+        if lat.concurrent:
+            both = np.zeros((k + 1, mass.shape[1] + 1))
+            both[:, :-1] = 0.5 * nxt
+            both[:, 1:] += 0.5 * nxt
+            nxt = both
+        table = tables[k]
+        revert.append(sparse_cells(np.where(table == REVERT_CODE, nxt, 0.0)))
+        accept.append(sparse_cells(np.where(table == ACCEPT_CODE, nxt, 0.0)))
+        nxt[table != CONTINUE_CODE] = 0.0
+        mass = nxt
+    return HalfMasses(revert, accept, mass)
+
+
+@dataclass(frozen=True)
+class TwoSamplePass:
+    """Per parameter pair ``g``: P(revert), P(accept), E[stopping run] (undecided mass
+    counted at the cap) and ``stop[g, k]`` = P(decided at run k)."""
+
+    revert: np.ndarray
+    accept: np.ndarray
+    runs: np.ndarray
+    stop: np.ndarray
+
+
+def evaluate(
+    lat: TwoSampleLattice,
+    masses: HalfMasses,
+    p0: np.ndarray,
+    p: np.ndarray,
+) -> TwoSamplePass:
+    """The operating characteristic at prior rates ``p0`` and revision rates ``p``
+    (arrays of one shape ``(G,)``) from the masses at 1/2 (``HalfMasses``)."""
+    p0 = np.asarray(p0, dtype=float).ravel()
+    p = np.asarray(p, dtype=float).ravel()
+    if np.array_equal(p0, p):
+        return _evaluate_null(lat, masses, p)
+    g, k_max = p0.size, lat.max_runs
+    up, down = powers(p, k_max)
+    up0, down0 = powers(p0, lat.prior_runs(k_max))
+    revert, accept = np.zeros(g), np.zeros(g)
+    stop = np.zeros((g, k_max + 1))
+    for k in range(1, k_max + 1):
+        x, y = reweight(up, down, k), reweight(up0, down0, lat.prior_runs(k))
+        r, a = ((x[:, i] * y[:, j]) @ m for i, j, m in (masses.revert[k], masses.accept[k]))
+        revert += r
+        accept += a
+        stop[:, k] = r + a
+    x, y = reweight(up, down, k_max), reweight(up0, down0, lat.prior_runs(k_max))
+    i, j, m = sparse_cells(masses.residual)
+    left = (x[:, i] * y[:, j]) @ m
+    runs = stop @ np.arange(k_max + 1) + k_max * left
+    return TwoSamplePass(revert, accept, runs, stop)
+
+
+def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> TwoSamplePass:
+    """``evaluate`` at ``p0 = p``: a path's weight depends on its total successes only."""
+    k_max = lat.max_runs
+    up, down = powers(p, k_max + lat.prior_runs(k_max))
+    t = masses.null_terms(lat)
+    w = up[:, t["S"]] * down[:, t["N"] - t["S"]]
+    revert, accept = w @ t["revert"], w @ t["accept"]
+    stop = np.zeros((p.size, k_max + 1))
+    for k in range(1, k_max + 1):
+        sel = slice(*np.searchsorted(t["k"], [k, k + 1]))
+        stop[:, k] = w[:, sel] @ (t["revert"][sel] + t["accept"][sel])
+    i, j, m = sparse_cells(masses.residual)
+    left = reweight(up, down, k_max + lat.prior_runs(k_max))[:, i + j] @ m
+    runs = stop @ np.arange(k_max + 1) + k_max * left
+    return TwoSamplePass(revert, accept, runs, stop)
+
+
+def expected_arm_runs(
+    revision_needed: np.ndarray, prior_needed: np.ndarray, share: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Expected runs each arm has when the revision has ``r`` and the prior ``c``
+    concurrent runs, each session serving the prior with probability ``share``.
+
+    With ``X ~ NegBin(c, share)`` the revision's sessions before the prior's ``c``-th and
+    ``Y ~ NegBin(r, 1 - share)`` the prior's before the revision's ``r``-th, the arms hold
+    ``max(r, X)`` and ``max(c, Y)`` runs; ``E[max(r, X)] = E[X] + sum_{x<r} (r-x) P(X=x)``.
+    """
+    r = np.atleast_1d(np.asarray(revision_needed, dtype=np.int64))
+    c = np.atleast_1d(np.asarray(prior_needed, dtype=np.int64))
+    return _expected_max(r, c, share), _expected_max(c, r, 1.0 - share)
+
+
+def _expected_max(floor: np.ndarray, trials: np.ndarray, q: float) -> np.ndarray:
+    """``E[max(floor, NegBin(trials, q))]`` elementwise (``trials = 0``: ``floor``)."""
+    out = floor.astype(float).copy()
+    if q <= 0.0:  # the other arm never runs: only possible when it needs no runs
+        return np.where(trials > 0, np.inf, out)
+    for idx in zip(*np.nonzero(trials > 0), strict=True):
+        f, t = int(floor[idx]), int(trials[idx])
+        x = np.arange(f)
+        out[idx] = stats.nbinom.mean(t, q) + np.sum((f - x) * stats.nbinom.pmf(x, t, q))
+    return out

@@ -1,0 +1,217 @@
+"""The gate section's prescription: a gate that meets the targets at the worst case, or what
+it would take (``procmem_core.gates.design``), verified by simulation.
+
+The question is read off the sweep: the report's targets (false revert, missed
+regression), the drop the swept gates are designed to catch, the shortest ledger the sweep
+tried (the hardest condition; 20 runs, the seeds', when every run knew p0), the largest
+concurrent share it ran, and the prior's rates it ran (widened to at least [0.3, 0.95]).
+The answer's gate is then simulated (``GateScenario``) at the p0 where its false-revert
+rate is largest and where its power is least, and the simulated rates are compared with
+the exact ones (z-scores). ``recommendations.json`` holds the gate's ``make_gate``
+parameters, the question, the exact worst cases and the simulation check.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.gates import (
+    DesignQuestion,
+    FamilyAnswer,
+    GateDesign,
+    design_gate,
+    make_gate,
+    worst_case,
+)
+from reports.document import Table
+from reports.evidence import fmt
+from reports.recommend import GateTargets
+from reports.sections.gate_tables import GateRuns
+from reports.source import Sweep, find_param
+from simulators.scenarios.gate import GateScenario
+
+SEED_LEDGER = 20
+DESIGN_MAX_RUNS = 200
+CHECK_REPLICATIONS = 20_000
+CHECK_SEED = 13
+P0_RANGE = (0.3, 0.95)
+
+
+def _values(sweep: Sweep, gates: GateRuns, key: str) -> list:
+    col = find_param(sweep.param_names, key, "scenario")
+    return [] if col is None else list(gates.rows[col])
+
+
+def question_of(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> DesignQuestion:
+    """The design question the sweep poses (module docstring)."""
+    drops = [g.design_drop for g in gates.gates.values() if g.design_drop is not None]
+    drop = float(np.median(drops)) if drops else 0.15
+    ledgers = [int(v) for v in _values(sweep, gates, "ledger_size") if v is not None and v == v]
+    shares = [float(v) for v in _values(sweep, gates, "concurrent_share") if v == v and v]
+    priors = [float(v) for v in _values(sweep, gates, "p_prior") if v == v and v is not None]
+    low = min([P0_RANGE[0], *priors])
+    return DesignQuestion(
+        alpha=targets.false_revert,
+        beta=targets.missed_regression,
+        min_drop=drop,
+        ledger=min(ledgers) if ledgers else SEED_LEDGER,
+        concurrent=max(shares) if shares else 0.0,
+        p0_low=max(low, drop + 0.05),
+        p0_high=max([P0_RANGE[1], *priors]),
+        max_runs=DESIGN_MAX_RUNS,
+    )
+
+
+def command_of(q: DesignQuestion) -> str:
+    """The design tool's command line for the question."""
+    return (
+        f"python -m experiments.design gate --alpha {q.alpha:g} --beta {q.beta:g} "
+        f"--min-drop {q.min_drop:g} --ledger {q.ledger} --concurrent {q.concurrent:g} "
+        f"--p0-range {q.p0_low:g} {q.p0_high:g} --max-runs {q.max_runs}"
+    )
+
+
+@dataclass
+class Prescription:
+    """The design question, every family's answer, the chosen one and its check."""
+
+    question: DesignQuestion
+    design: GateDesign
+    chosen: FamilyAnswer | None
+    check: pd.DataFrame
+
+    @property
+    def command(self) -> str:
+        return command_of(self.question)
+
+    def sentence(self) -> str:
+        q = self.question
+        where = (
+            f"at every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}], with a {q.ledger}-run "
+            f"ledger" + (f" and concurrent share {q.concurrent:g}" if q.concurrent else "")
+        )
+        goal = (
+            f"false revert <= {q.alpha:g} and missed regression <= {q.beta:g} against a drop "
+            f"of {q.min_drop:g}"
+        )
+        if self.chosen is not None:
+            a, gate = self.chosen, make_gate(**self.chosen.config)
+            sim = "; simulation agrees" if self.agrees else "; simulation disagrees (see table)"
+            return (
+                f"Use the {gate.describe()} with max_runs {a.max_runs}: it meets {goal} {where}"
+                f" (exact worst cases: false revert <= {a.false_revert:.4f}, power >= "
+                f"{a.power:.3f}), deciding in {a.runs_null[0]:.1f} revision runs when nothing "
+                f"changed and {a.runs_alt[0]:.1f} at the drop{sim}."
+            )
+        best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
+        return (
+            f"No gate meets {goal} {where} within {q.max_runs} runs: the closest is the "
+            f"{best.family} gate ({best.design} design), power {best.power:.3f} at "
+            f"{best.max_runs} runs; {self.what_it_takes()}."
+        )
+
+    def what_it_takes(self) -> str:
+        notes = [f"{a.family} ({a.design}): {a.note}" for a in self.design.answers if a.note]
+        concurrent = [a for a in self.design.answers if a.design == "concurrent" and a.feasible]
+        if self.question.concurrent == 0 and concurrent:
+            a = min(concurrent, key=lambda x: x.max_runs)
+            return (
+                f"with concurrent control the {a.family} gate meets both at {a.max_runs} "
+                f"pairs (runs null {a.runs_null[0]:.0f} per arm at share 0.5)"
+            )
+        return "; ".join(notes[:2]) if notes else "a longer ledger or more runs"
+
+    @property
+    def agrees(self) -> bool:
+        return bool(self.check.empty or (self.check["|z|"] <= 4).all())
+
+    def table(self) -> Table:
+        rows = []
+        for a in self.design.answers:
+            rows.append(
+                {
+                    "gate family": a.family,
+                    "design": a.design,
+                    "answer": f"max_runs {a.max_runs}" if a.feasible else "infeasible",
+                    "false revert (worst, bound)": round(a.false_revert, 4),
+                    "power (worst, bound)": round(a.power, 3),
+                    "revision runs null / at drop": f"{a.runs_null[0]:.1f} / {a.runs_alt[0]:.1f}",
+                    "prior runs null / at drop": f"{a.runs_null[1]:.1f} / {a.runs_alt[1]:.1f}",
+                    "what it would take": a.note,
+                }
+            )
+        return Table(
+            f"The design question, exactly (`{self.command}`): per gate family the smallest "
+            "max_runs meeting both targets at every p0 in the range (false revert: a bound "
+            "over the range; power: a bound below it), or the best it can do",
+            pd.DataFrame(rows),
+        )
+
+    def recommendations(self) -> str:
+        """``recommendations.json``: ``make_gate(**gate)`` rebuilds the recommended gate."""
+        out = {
+            "question": self.question.__dict__,
+            "command": self.command,
+            "feasible": self.chosen is not None,
+            "gate": None if self.chosen is None else self.chosen.config,
+            "sentence": self.sentence(),
+            "answers": [dict(a.__dict__) for a in self.design.answers],
+            "simulation_check": self.check.to_dict(orient="records"),
+        }
+        return json.dumps(out, indent=1, default=_plain)
+
+
+def _plain(value: object) -> object:
+    """JSON for numpy scalars (everything else a report writes is plain already)."""
+    return value.item() if isinstance(value, np.generic) else str(value)
+
+
+def simulation_check(a: FamilyAnswer, q: DesignQuestion) -> pd.DataFrame:
+    """The chosen gate simulated at its worst p0 for false revert and for power."""
+    gate = make_gate(**a.config)
+    ledger = q.ledger if q.ledger > 0 else None
+    fr = worst_case(gate, 0.0, ledger or 0, q.p0_range)
+    pw = worst_case(gate, q.min_drop, ledger or 0, q.p0_range)
+    concurrent = a.design == "concurrent"
+    rows = []
+    for what, p0, metric in (("false revert", fr.at, "false_revert_rate"),
+                             ("power", pw.at, "revert_rate_alt")):  # fmt: skip
+        scenario = GateScenario(
+            gate=gate, p_prior=p0, drops=(0.0, q.min_drop), ledger_size=ledger,
+            design=a.design, concurrent_share=q.concurrent if concurrent else 0.0,
+            min_drop=q.min_drop, replications=CHECK_REPLICATIONS, table_rows=0,
+        )  # fmt: skip
+        m = scenario.run(CHECK_SEED).metrics
+        z = (m[metric] - m[f"{metric}_exact"]) / m[f"{metric}_se"] if m[f"{metric}_se"] else 0.0
+        rows.append(
+            {
+                "quantity": what,
+                "p0 (worst)": round(p0, 4),
+                "exact": round(m[f"{metric}_exact"], 4),
+                "simulated ± SE": fmt(m[metric], m[f"{metric}_se"]),
+                "|z|": round(abs(z), 2),
+                "replications": CHECK_REPLICATIONS,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@lru_cache(maxsize=16)
+def _design(q: DesignQuestion) -> GateDesign:
+    """``design_gate`` once per question in a process (reports are built more than once)."""
+    return design_gate(q)
+
+
+def prescribe(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> Prescription:
+    """Ask the design question of the sweep and check the answer by simulation."""
+    q = question_of(sweep, gates, targets)
+    design = _design(q)
+    usable = design.feasible
+    chosen = usable[0] if usable else None
+    check = simulation_check(chosen, q) if chosen is not None else pd.DataFrame()
+    return Prescription(q, design, chosen, check)

@@ -1,0 +1,94 @@
+"""Worst cases of the gate section, each cell naming where it came from.
+
+``worst_rows``: one row per gate configuration holding, for every metric, its worst value
+over the swept conditions, its SE and the condition it came from (a "worst-case row" is
+never a mix of conditions presented as one operating point); ``complete`` says whether the
+configuration ran in every condition: only those are ranked against each other.
+``null_curves``: each configuration's exact false-revert rate against the prior's true rate
+p0 (its run's ledger mixed in exactly), the curve whose maximum is the worst case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.gates import Gate
+from reports.evidence import fmt
+from reports.recommend import GATE_METRICS
+from reports.sections.gate_tables import GateRuns, ledger_of
+from reports.source import Sweep
+
+P0_GRID = np.linspace(0.05, 0.95, 91)
+
+
+def worst_rows(rows: pd.DataFrame, metrics: tuple[str, ...] = GATE_METRICS) -> pd.DataFrame:
+    """One row per configuration: each metric at its worst (largest) over conditions, with
+    ``<metric>_se`` and ``<metric>_condition``; ``conditions`` and ``complete``."""
+    total = rows["condition"].nunique()
+    out = []
+    for config, g in rows.groupby("config", sort=True):
+        row = {
+            "config": config,
+            "conditions": int(g["condition"].nunique()),
+            "complete": bool(g["condition"].nunique() == total),
+            "replications": g["replications"].iloc[0] if "replications" in g else None,
+        }
+        for m in metrics:
+            values = g[m].astype(float)
+            idx = values.idxmax()
+            row[m] = float(values[idx])
+            row[f"{m}_se"] = float(g.at[idx, f"{m}_se"]) if f"{m}_se" in g else np.nan
+            row[f"{m}_condition"] = str(g.at[idx, "condition"])
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def worst_table(worst: pd.DataFrame, several: bool) -> pd.DataFrame:
+    """``worst_rows`` for reading: ``value ± SE (condition)`` in every metric cell."""
+    out = pd.DataFrame({"configuration": worst["config"]})
+    for m in GATE_METRICS:
+        cells = []
+        for _, r in worst.iterrows():
+            cell = fmt(r[m], r[f"{m}_se"])
+            cells.append(f"{cell} ({r[f'{m}_condition']})" if several else cell)
+        out[m.replace("_", " ") + (" (worst, where)" if several else "")] = cells
+    out["conditions run"] = worst["conditions"].astype(int)
+    out["run in every condition"] = worst["complete"]
+    return out
+
+
+def null_curves(
+    sweep: Sweep, gates: GateRuns, configs: tuple[str, ...], extra: dict[str, tuple[Gate, int]]
+) -> pd.DataFrame:
+    """``config, condition, ledger, p0, p_revert``: the exact false-revert rate at no change
+    against p0, per configuration at the condition where its worst case is largest (plus
+    ``extra`` gates by label, with their ledgers)."""
+    frames = []
+    for config in configs:
+        best = None
+        for _, r in gates.rows[gates.rows["config"] == config].iterrows():
+            gate = gates.gates.get(r["run_id"])
+            if gate is None or not gate.exact:
+                continue
+            ledger = ledger_of(sweep, r)
+            curve = gate.operating_curve(P0_GRID, 0.0, ledger)
+            if best is None or curve.p_revert.max() > best[0].p_revert.max():
+                best = (curve, r["condition"], ledger)
+        if best is not None:
+            frames.append(_frame(config, *best))
+    for label, (gate, ledger) in extra.items():
+        frames.append(_frame(label, gate.operating_curve(P0_GRID, 0.0, ledger), "", ledger))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _frame(config: str, curve, condition: str, ledger: int | None) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "config": config,
+            "condition": condition,
+            "ledger": "p0 known" if ledger is None else ledger,
+            "p0": curve.p0,
+            "p_revert": curve.p_revert,
+        }
+    )
