@@ -51,6 +51,8 @@ class ProcedureEntry:
     by_revision: dict[int, RevisionTally] = field(default_factory=dict)
     runs: list[RunRecord] = field(default_factory=list)
     watermark: int = 0
+    judged: tuple = field(default=(), repr=False, compare=False)
+    """In memory only: how far ``revision.judge_revision`` has judged the pending revision."""
 
     @classmethod
     def registered(

@@ -153,23 +153,43 @@ def _prior_at_proposal(entry: ProcedureEntry, tail: list[RunRecord]) -> _Arm:
     return _Arm(now.runs - len(mine), now.successes - len(ok), costs, outcomes)
 
 
-def replay_events(entry: ProcedureEntry) -> list[tuple[RevisionStats, RevisionStats]]:
+@dataclass(frozen=True)
+class Replay:
+    """The ledger since a revision's proposal as gate inputs: ``pairs[j]`` is the (prior,
+    revision) statistics after event ``first + j`` (0-based) of ``events`` in all."""
+
+    first: int
+    events: int
+    pairs: list[tuple[RevisionStats, RevisionStats]]
+
+
+def replay_events(entry: ProcedureEntry, known: int = 0) -> Replay:
     """(prior, revision) statistics after each ledger event since the revision was
-    proposed, in ledger order (a run of either arm is an event)."""
+    proposed, in ledger order (a run of either arm is an event); with no event yet, the
+    statistics at the proposal. ``known``: leading events already judged, whose statistics
+    are skipped (the last event's are always given)."""
     start = bisect_right(entry.runs, entry.pending_since, key=lambda r: r.run_id)
     tail = entry.runs[start:]
     prior = _prior_at_proposal(entry, tail)
     rev = _Arm(0, 0, [], [])
-    out = []
-    for run in tail:
-        if run.revision == entry.revision:
-            rev.add(run, False)
-        elif run.revision == entry.held.revision:
-            prior.add(run, True)
-        else:
-            continue
-        out.append((prior.stats(), rev.stats()))
-    return out or [(prior.stats(), rev.stats())]
+    arms = {entry.revision: (rev, False), entry.held.revision: (prior, True)}
+    events = [r for r in tail if r.revision in arms]
+    first = max(0, min(known, len(events) - 1))
+    pairs = []
+    for i, run in enumerate(events):
+        arm, concurrent = arms[run.revision]
+        arm.add(run, concurrent)
+        if i >= first:
+            pairs.append((prior.stats(), rev.stats()))
+    return Replay(first, len(events), pairs or [(prior.stats(), rev.stats())])
+
+
+def _known_events(entry: ProcedureEntry, gate: Gate, cost_gate: Gate) -> int:
+    """Leading events these gates (the same objects: gates are immutable) already judged
+    "continue" for the pending revision (``ProcedureEntry.judged``), else 0."""
+    memo = entry.judged
+    same = memo and memo[:3] == (entry.revision, entry.held.revision, entry.pending_since)
+    return memo[5] if same and memo[3] is gate and memo[4] is cost_gate else 0
 
 
 def judge_revision(
@@ -181,20 +201,31 @@ def judge_revision(
     ``evolve`` is called: the ledger since the proposal is replayed event by event and the
     first event at which the combined verdict is not "continue" decides (a boundary
     crossed at run 7 reverts even if evolve first looks at run 10). The prior's
-    ``RevisionStats`` carry its ``concurrent`` outcomes so far, the revision's its
+    ``RevisionStats`` carry its concurrent outcomes so far, the revision's its
     ``outcomes``. Returns the outcome ("accepted", "reverted" or "pending") and the two
     decisions (primary first, then cost) at the deciding event, each recorded with the
     combined outcome.
+
+    A gate's decision is a function of the two statistics, and the ledger only grows, so
+    the events an earlier call judged "continue" with the same gates are not asked again
+    (the watermark of the replay, kept on the entry in memory); the last event is always
+    asked, for the records.
     """
     if entry.held is None:
         raise RevisionError(f"{entry.ref}: no revision is pending")
-    for prior, rev in replay_events(entry):
+    replay = replay_events(entry, _known_events(entry, gate, cost_gate))
+    for prior, rev in replay.pairs:
         primary = gate.decide(prior, rev)
         cost = cost_gate.decide(prior, rev)
         action = combine_gate_verdicts(primary.verdict, cost.verdict)
         if action != "continue":
             break
     records = tuple(_record(entry, d, prior, rev, action) for d in (primary, cost))
+    entry.judged = (
+        (entry.revision, entry.held.revision, entry.pending_since, gate, cost_gate, replay.events)
+        if action == "continue"
+        else ()
+    )
     if action == "revert":
         reason = "; ".join(
             f"{d.gate}: {d.reason}" for d in (primary, cost) if d.verdict == "revert"

@@ -133,6 +133,8 @@ class LoopWorld:
     def __post_init__(self) -> None:
         sc = self.scenario
         self.line = ArrivalLine(sc.feedback.delay)
+        self.noiseless = sc.feedback.noiseless  # the signal is the outcome: nothing to draw
+        self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
         self.store = ProcedureStore(strike_limit=sc.strike_limit)
         self.packer = ContextPacker(
             self.store, sc.explore_rate, 1, self.rng, concurrent_share=sc.concurrent_share,
@@ -148,23 +150,28 @@ class LoopWorld:
                                       graph=graph)  # fmt: skip
                 self.node_success[(snap.ref, snap.revision)] = dict.fromkeys(nodes, q)
                 self.task_of[snap.ref] = t
+        self.keys_of_task = [
+            [k for k, t in self.task_of.items() if t == i] for i in range(sc.tasks)
+        ]
 
     # -- truth ------------------------------------------------------------------------
 
     def p_true(self, key: str, revision: int | None = None) -> float:
-        rev = self.store.get(key).revision if revision is None else revision
-        return float(np.prod(list(self.node_success[(key, rev)].values())))
+        rev = self.store.live_revisions(key)[0] if revision is None else revision
+        p = self.p_of.get((key, rev))
+        if p is None:  # a graph's node rates never change: its product once
+            p = self.p_of[(key, rev)] = float(np.prod(list(self.node_success[(key, rev)].values())))
+        return p
 
     def oracle(self, task: int) -> float:
         """The best success rate any graph of the task's procedures offers now: the current
         ones and the priors of pending revisions (the store holds both), or no procedure."""
         best = self.scenario.base_rate
-        for key, t in self.task_of.items():
-            if t == task:
-                snap = self.store.get(key)
-                best = max(best, self.p_true(key, snap.revision))
-                if snap.pending_revision is not None:
-                    best = max(best, self.p_true(key, snap.pending_revision.prior_revision))
+        for key in self.keys_of_task[task]:
+            revision, prior = self.store.live_revisions(key)
+            best = max(best, self.p_true(key, revision))
+            if prior is not None:
+                best = max(best, self.p_true(key, prior))
         return best
 
     # -- one session ------------------------------------------------------------------
@@ -172,25 +179,27 @@ class LoopWorld:
     def session(self, t: int) -> None:
         sc = self.scenario
         task = int(self.rng.integers(sc.tasks))
-        mine = [k for k, t in self.task_of.items() if t == task]
-        available = sum(self.store.get(k).status != "quarantined" for k in mine)
+        available = sum(self.store.status(k) != "quarantined" for k in self.keys_of_task[task])
         pack = self.packer.pack(TASKS[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
         withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
         followed = shown is not None and self.task_of[shown] == task
         report, prior_served, on_trial = None, False, False
         if followed:
-            snap = self.store.get(shown)
+            m = next(m for m in pack.matches if m.ref == shown)  # the store as the pack saw it
             revision = pack.procedure_revisions[0]
-            prior_served = revision != snap.revision
-            on_trial = snap.pending_revision is not None and not prior_served
-            graph = snap.pending_revision.prior_graph if prior_served else snap.graph
+            prior_served = revision != m.revision
+            on_trial = m.pending_revision is not None and not prior_served
+            graph = m.pending_revision.prior_graph if prior_served else m.graph
             q = self.node_success[(shown, revision)]
             path, ok = self._walk(graph.reading_order(), q)
             p = self.p_true(shown, revision)
-            sig = sc.feedback.transmit(self.rng, np.array([ok]), sc.base_rate)
-            if sig.observed is None or bool(sig.observed[0]):
-                report = (shown, revision, tuple(path), bool(sig.label[0]))
+            if self.noiseless:
+                report = (shown, revision, tuple(path), ok)
+            else:
+                sig = sc.feedback.transmit(self.rng, np.array([ok]), sc.base_rate)
+                if sig.observed is None or bool(sig.observed[0]):
+                    report = (shown, revision, tuple(path), bool(sig.label[0]))
         else:
             p = sc.base_rate
             ok = bool(self.rng.random() < p)
@@ -210,9 +219,8 @@ class LoopWorld:
         if report is None:
             return False
         key, revision, path, signal = report
-        snap = self.store.get(key)
-        pending = snap.pending_revision
-        if revision != snap.revision and (pending is None or pending.prior_revision != revision):
+        current, prior = self.store.live_revisions(key)
+        if revision != current and (prior is None or prior != revision):
             self.stale_reports += 1
             return False
         self.store.record_run(key, list(path), signal, revision=revision)
@@ -242,7 +250,7 @@ class LoopWorld:
             if report.revision_outcome in ("accepted", "reverted"):
                 truth = next(r for r in self.revisions if r.key == key and r.outcome == "pending")
                 truth.outcome = report.revision_outcome
-        self.status_by_window.append((t, {k: self.store.get(k).status for k in self.task_of}))
+        self.status_by_window.append((t, {k: self.store.status(k) for k in self.task_of}))
 
     def _revise_one(self, t: int) -> None:
         sc = self.scenario
@@ -250,8 +258,8 @@ class LoopWorld:
             k
             for k in self.task_of
             if k in self.recent
-            and self.store.get(k).pending_revision is None
-            and self.store.get(k).status != "quarantined"
+            and self.store.live_revisions(k)[1] is None
+            and self.store.status(k) != "quarantined"
         ]
         self.recent.clear()
         if not free:
