@@ -167,6 +167,12 @@ class Gate(ABC):
     ) -> GateDecision:
         """The verdict after the revision's runs so far (call it after every run)."""
 
+    def verdict(self, prior: RevisionStats, revision: RevisionStats) -> str:
+        """``decide(prior, revision).verdict`` without the sentence: what the store asks at
+        every ledger event while it replays a pending revision (a gate may answer faster;
+        the answer must be the same)."""
+        return self.decide(prior, revision).verdict
+
     @abstractmethod
     def run_codes(
         self,
@@ -345,6 +351,14 @@ class LatticeGate(Gate):
             gate=self.name,
             p0=p0_value,
         )
+
+    def verdict(self, prior: RevisionStats, revision: RevisionStats) -> str:
+        """``decide``'s verdict: the rule at the revision's counts and the prior's p0 (a
+        subclass that answers ``decide`` its own way is asked through its ``decide``)."""
+        if type(self).decide is not LatticeGate.decide:
+            return super().verdict(prior, revision)
+        p0 = float(self.estimate_p0(prior.successes, prior.runs))
+        return VERDICT_NAMES[int(self.rule(revision.successes, revision.runs, p0))]
 
     def run_codes(
         self,

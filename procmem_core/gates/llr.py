@@ -23,6 +23,7 @@ is floored at ``EPS``, so ``0 < p1 < p0 < 1`` and both log increments are finite
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -109,11 +110,58 @@ def sprt_verdict(
     max_runs: int,
     at_cap: str,
 ) -> np.ndarray:
-    """SPRT verdict codes at ``(runs, successes)`` given p0: LLR, then the per-run rule."""
+    """SPRT verdict codes at ``(runs, successes)`` given p0: LLR, then the per-run rule.
+
+    One revision (Python or numpy scalars, as ``SPRTGate.decide`` asks after every run)
+    takes ``_sprt_verdict_one``: the same operations on Python numbers, with the
+    increments of each p0 computed once (tests/procmem_core/gates check it against this
+    path on a grid of counts, p0 and boundary cases)."""
+    if isinstance(successes, _SCALARS) and isinstance(runs, _SCALARS) and isinstance(p0, _SCALARS):
+        code = _sprt_verdict_one(successes, runs, p0, min_drop, alpha, beta, min_runs, max_runs,
+                                 at_cap)  # fmt: skip
+        return np.int8(code)
     ln_s, ln_f = sprt_increments(p0, min_drop)
     ln_a, ln_b = sprt_boundaries(alpha, beta)
     llr = sprt_llr(successes, runs, ln_s, ln_f)
     return sprt_step_verdict(llr, runs, ln_a, ln_b, min_runs, max_runs, at_cap)
+
+
+_SCALARS = (int, float, np.integer, np.floating)
+
+
+@lru_cache(maxsize=4096)
+def _increments_one(p0: float, min_drop: float) -> tuple[float, float]:
+    ln_s, ln_f = sprt_increments(p0, min_drop)
+    return float(ln_s), float(ln_f)
+
+
+def _sprt_verdict_one(
+    successes: int,
+    runs: int,
+    p0: float,
+    min_drop: float,
+    alpha: float,
+    beta: float,
+    min_runs: int,
+    max_runs: int,
+    at_cap: str,
+) -> int:
+    """``sprt_verdict`` at one cell: ``sprt_llr`` and ``sprt_step_verdict`` on Python
+    numbers (IEEE + and * give the same doubles numpy does; comparisons are exact)."""
+    ln_s, ln_f = _increments_one(float(p0), float(min_drop))
+    ln_a, ln_b = sprt_boundaries(alpha, beta)
+    llr = runs * ln_f + successes * (ln_s - ln_f)
+    code = int(REVERT_CODE) * (llr >= ln_a) + (llr <= ln_b)
+    if runs < min_runs:
+        code = 0
+    if runs >= max_runs and code == CONTINUE_CODE:
+        if at_cap == "accept":
+            code = int(ACCEPT_CODE)
+        elif at_cap == "revert":
+            code = int(REVERT_CODE)
+        else:
+            code = int(REVERT_CODE) if llr > 0.0 else int(ACCEPT_CODE)
+    return code
 
 
 def degenerate_p0_note(p0: float, min_drop: float) -> str | None:

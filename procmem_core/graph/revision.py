@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from procmem_core.errors import ProcmemError
 from procmem_core.gates import (
+    CONTINUE,
     Gate,
     GateDecision,
     GateRecord,
@@ -132,7 +133,7 @@ class _Arm:
             self.concurrent.append(run.ok)
 
     def stats(self) -> RevisionStats:
-        return RevisionStats(
+        return RevisionStats.of_ledger(
             self.runs, self.successes, tuple(self.costs), tuple(self.outcomes or ()),
             tuple(self.concurrent),
         )  # fmt: skip
@@ -206,20 +207,23 @@ def judge_revision(
     decisions (primary first, then cost) at the deciding event, each recorded with the
     combined outcome.
 
-    A gate's decision is a function of the two statistics, and the ledger only grows, so
-    the events an earlier call judged "continue" with the same gates are not asked again
-    (the watermark of the replay, kept on the entry in memory); the last event is always
-    asked, for the records.
+    At each event the gates are asked only for their verdict (``Gate.verdict``, the verdict
+    of ``decide``); the full decisions are made at the deciding (or last) event. A gate's
+    decision is a function of the two statistics and the ledger only grows, so the events
+    an earlier call judged "continue" with the same gates are not asked again (the
+    replay's watermark, kept on the entry in memory); the last event is always asked.
     """
     if entry.held is None:
         raise RevisionError(f"{entry.ref}: no revision is pending")
     replay = replay_events(entry, _known_events(entry, gate, cost_gate))
     for prior, rev in replay.pairs:
-        primary = gate.decide(prior, rev)
-        cost = cost_gate.decide(prior, rev)
-        action = combine_gate_verdicts(primary.verdict, cost.verdict)
-        if action != "continue":
+        if (
+            combine_gate_verdicts(gate.verdict(prior, rev), cost_gate.verdict(prior, rev))
+            != CONTINUE
+        ):
             break
+    primary, cost = gate.decide(prior, rev), cost_gate.decide(prior, rev)  # at the deciding event
+    action = combine_gate_verdicts(primary.verdict, cost.verdict)
     records = tuple(_record(entry, d, prior, rev, action) for d in (primary, cost))
     entry.judged = (
         (entry.revision, entry.held.revision, entry.pending_since, gate, cost_gate, replay.events)
