@@ -75,15 +75,17 @@ def fail_prone(
     items = [(k, v) for k, v in counts.items() if v.runs >= min_runs]
     if not items or total_runs <= 0:
         return ()
-    n = np.array([v.runs for _, v in items])
-    f = n - np.array([v.successes for _, v in items])
     total_f = total_runs - total_successes
     base = total_f / total_runs
+    # only an item failing more often than the base rate can be flagged: test those (the
+    # failure rate f / n is one IEEE division, the same in Python as in numpy)
+    if not any((v.runs - v.successes) / v.runs > base for _, v in items):
+        return ()
+    n = np.array([v.runs for _, v in items])
+    f = n - np.array([v.successes for _, v in items])
     worse = f / n > base
-    # only an item failing more often than the base rate can be flagged: test those
     p = np.ones(n.shape)
-    if worse.any():
-        p[worse] = fail_prone_pvalues(n[worse], f[worse], total_runs, total_f)
+    p[worse] = fail_prone_pvalues(n[worse], f[worse], total_runs, total_f)
     flagged = (p <= level / len(items)) & worse
     out = []
     for i in np.flatnonzero(flagged):
@@ -107,15 +109,19 @@ def proven_path(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
     """The path of most successful traversals (see the module doc); empty with no success."""
     entries = graph.entry_nodes()
     nodes, edges = agg.node_runs, agg.edge_runs
-    start = max(entries, key=lambda nid: (_successes(nodes, nid), -entries.index(nid)))
+    if len(entries) == 1:
+        start = entries[0]
+    else:
+        start = max(entries, key=lambda nid: (_successes(nodes, nid), -entries.index(nid)))
     if _successes(nodes, start) == 0:
         return ()
     path = [start]
     while True:
-        options = [
-            (_successes(edges, e.pair), -i, e.dst) for i, e in enumerate(graph.out_edges(path[-1]))
-        ]
-        best = max(options, default=None)
+        best = None  # (successes, -position, dst): the most, then the first listed
+        for i, e in enumerate(graph.out_edges(path[-1])):
+            option = (_successes(edges, e.pair), -i, e.dst)
+            if best is None or option > best:
+                best = option
         if best is None or best[0] == 0 or best[2] in path:
             return tuple(path)
         path.append(best[2])

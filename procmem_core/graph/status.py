@@ -54,13 +54,18 @@ def _scalars(*values: object) -> bool:
     return all(isinstance(v, _SCALAR_TYPES) for v in values)
 
 
+def status_code(runs: int, candidate: bool, template: bool, quarantined: bool) -> int:
+    """``trust_status`` of one procedure (``STATUS_TABLE`` read without numpy)."""
+    return _STATUS_NESTED[bool(quarantined)][bool(template)][bool(runs > 0)][bool(candidate)]
+
+
 def trust_status(
     runs: ArrayLike, candidate: ArrayLike, template: ArrayLike, quarantined: ArrayLike
 ) -> np.ndarray | int:
     """Status code (index into ``STATUSES``) by ``STATUS_TABLE``: quarantined > template >
     exercised (runs > 0) > candidate (machine-mined, never run) > authored."""
     if _scalars(runs, candidate, template, quarantined):
-        return _STATUS_NESTED[bool(quarantined)][bool(template)][bool(runs > 0)][bool(candidate)]
+        return status_code(runs, candidate, template, quarantined)
     flags = (quarantined, template, np.asarray(runs) > 0, candidate)
     out = STATUS_TABLE[tuple(np.asarray(f, dtype=bool).astype(np.intp) for f in flags)]
     return int(out) if np.ndim(out) == 0 else out
