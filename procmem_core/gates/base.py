@@ -328,6 +328,18 @@ class LatticeGate(Gate):
         out[np.broadcast_to(~live, out.shape)] = "too_few_runs"
         return out
 
+    def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
+        """``reason_codes`` at one cell, as Python values: too few runs, else the revert
+        boundary, else the accept boundary, else at the cap or undecided."""
+        rev, acc = self.crossed(successes, runs, p0)
+        if runs < self.min_runs:
+            return "too_few_runs"
+        if rev:
+            return "revert_boundary"
+        if acc:
+            return "accept_boundary"
+        return "at_cap" if verdict != CONTINUE_CODE else "undecided"
+
     def decide(
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
@@ -340,7 +352,7 @@ class LatticeGate(Gate):
             source = self.prior_source(prior)
         n, s = revision.runs, revision.successes
         code = np.int8(self.rule(s, n, p0_value))
-        reason = str(self.reason_codes(s, n, p0_value, code).item())
+        reason = self._reason_code(s, n, p0_value, code)
         stat = float(self.statistic(s, n, p0_value)) if p0_value == p0_value else 0.0
         return GateDecision(
             verdict=VERDICT_NAMES[int(code)],

@@ -34,6 +34,7 @@ EPS = 1e-6
 """Floor of p1 and of 1 - p0; p0 is kept at least ``2 * EPS`` so that p1 < p0."""
 
 AT_CAP_RULES = ("accept", "revert", "llr")
+_SCALARS = (int, float, np.integer, np.floating)
 PRIOR_ESTIMATES = ("plugin", "lower_bound")
 
 
@@ -49,7 +50,16 @@ def sprt_hypotheses(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndar
 
 
 def sprt_increments(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
-    """LLR added by a success, ``ln(p1/p0)`` (< 0), and a failure, ``ln((1-p1)/(1-p0))`` (> 0)."""
+    """LLR added by a success, ``ln(p1/p0)`` (< 0), and a failure, ``ln((1-p1)/(1-p0))`` (> 0).
+
+    For one p0 (a Python or numpy scalar) the two values are computed once, by this same
+    numpy code, and kept (``_increments_one``)."""
+    if isinstance(p0, _SCALARS):
+        return _increments_one(float(p0), float(min_drop))
+    return _increments(p0, min_drop)
+
+
+def _increments(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
     p0c, p1 = sprt_hypotheses(p0, min_drop)
     return np.log(p1 / p0c), np.log((1.0 - p1) / (1.0 - p0c))
 
@@ -60,8 +70,11 @@ def sprt_llr(
     """Log-likelihood ratio of H1 to H0 after ``runs`` runs with ``successes`` successes.
 
     ``s ln(p1/p0) + (n - s) ln((1-p1)/(1-p0))``, computed as
-    ``n ln_failure + s (ln_success - ln_failure)`` (one product per cell fewer).
+    ``n ln_failure + s (ln_success - ln_failure)`` (one product per cell fewer); on Python
+    numbers when every input is a scalar (the same IEEE operations: a float).
     """
+    if all(isinstance(x, _SCALARS) for x in (successes, runs, ln_success, ln_failure)):
+        return runs * float(ln_failure) + successes * (float(ln_success) - float(ln_failure))
     ln_success = np.asarray(ln_success, dtype=float)
     ln_failure = np.asarray(ln_failure, dtype=float)
     return runs * ln_failure + successes * (ln_success - ln_failure)
@@ -126,12 +139,9 @@ def sprt_verdict(
     return sprt_step_verdict(llr, runs, ln_a, ln_b, min_runs, max_runs, at_cap)
 
 
-_SCALARS = (int, float, np.integer, np.floating)
-
-
 @lru_cache(maxsize=4096)
 def _increments_one(p0: float, min_drop: float) -> tuple[float, float]:
-    ln_s, ln_f = sprt_increments(p0, min_drop)
+    ln_s, ln_f = _increments(p0, min_drop)
     return float(ln_s), float(ln_f)
 
 
@@ -150,7 +160,7 @@ def _sprt_verdict_one(
     numbers (IEEE + and * give the same doubles numpy does; comparisons are exact)."""
     ln_s, ln_f = _increments_one(float(p0), float(min_drop))
     ln_a, ln_b = sprt_boundaries(alpha, beta)
-    llr = runs * ln_f + successes * (ln_s - ln_f)
+    llr = sprt_llr(successes, runs, ln_s, ln_f)
     code = int(REVERT_CODE) * (llr >= ln_a) + (llr <= ln_b)
     if runs < min_runs:
         code = 0

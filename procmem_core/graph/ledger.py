@@ -229,6 +229,8 @@ class RunAggregates:
         return AgentStats(agent=agent, runs=t.runs, successes=t.successes)
 
     def agents(self) -> tuple[AgentStats, ...]:
+        if not self.by_agent:
+            return ()
         return tuple(self.agent_stats(a) for a in sorted(self.by_agent))
 
     def to_json(self) -> dict[str, Any]:

@@ -318,20 +318,22 @@ class MatchIndex:
         emb = self.emb[:n]
         sim = emb @ query
         goal_sim = None if goal_query is None else emb @ goal_query
-        rate = smoothed_rate(self.successes[:n], self.runs[:n])
         cover = self.tool_coverage(recent_tools) if recent_tools else 0.0  # none: 0 for all
-        keep = _KEEP_STATUS[int(templates_only), int(include_candidates), int(include_quarantined)]
-        keep = keep[self.status[:n]]
+        allowed = _KEEP_STATUS[
+            int(templates_only), int(include_candidates), int(include_quarantined)
+        ]
+        if n <= SMALL_INDEX and namespaces is None and written_by is None:
+            weights = (tool_boost, utility_weight)
+            ranked = self._rank_small(sim, goal_sim, cover, weights, allowed, top_k)
+            if ranked is not None:
+                return ranked
+        rate = smoothed_rate(self.successes[:n], self.runs[:n])
+        keep = allowed[self.status[:n]]
         if namespaces is not None:
             keep &= np.isin(self.namespace[:n], self.namespace_codes(namespaces))
         if written_by is not None:
             code = self._actor_codes.get(written_by, -2)
             keep &= self.actor[:n] == code
-        if n <= SMALL_INDEX:
-            weights = (tool_boost, utility_weight)
-            ranked = self._rank_small(sim, goal_sim, cover, rate, weights, keep, top_k)
-            if ranked is not None:
-                return ranked
         relevance = match_scores(sim, goal_sim, 0.0, 0.0, 0.0, 0.0)
         score = match_scores(sim, goal_sim, cover, rate, tool_boost, utility_weight)
         status = self.status[:n]
@@ -348,31 +350,41 @@ class MatchIndex:
         sim: np.ndarray,
         goal_sim: np.ndarray | None,
         cover: np.ndarray | float,
-        rate: np.ndarray,
         weights: tuple[float, float],
-        keep: np.ndarray,
+        allowed: np.ndarray,
         top_k: int,
     ) -> list[tuple[int, float, float, float]] | None:
-        """``rank``'s answer for a small index, row by row on Python floats
-        (``match_score``; numpy's per-call overhead dominates a few rows): the same order
-        (candidates last, score descending, insertion order) and numbers. None when a
-        score is NaN (the vectorized sort's NaN order then applies)."""
+        """``rank``'s answer for a small index with no namespace or writer filter, row by
+        row on Python numbers (numpy's per-call overhead dominates a few rows): the same
+        rows, order (candidates last, score descending, insertion order) and numbers.
+
+        Each score is ``match_score`` (bit for bit ``match_scores``) and each rate
+        ``smoothed_rate`` of the row's counts. With ``utility_weight`` 0 the rate term is
+        ``0 * rate = 0`` for every row (a smoothed rate is finite), so only the returned
+        rows' rates are computed. None when a score is NaN (the vectorized sort's NaN
+        order then applies).
+        """
         n = len(self.keys)
-        s, r, st, seq = sim.tolist(), rate.tolist(), self.status[:n].tolist(), self.seq[:n].tolist()
+        s, st, seq = sim.tolist(), self.status[:n].tolist(), self.seq[:n].tolist()
+        runs, wins = self.runs[:n].tolist(), self.successes[:n].tolist()
         g = [None] * n if goal_sim is None else goal_sim.tolist()
         c = [cover] * n if isinstance(cover, float) else cover.tolist()
         tb, uw = float(weights[0]), float(weights[1])
+        keep = allowed.tolist()
         ranked = []
-        for i, kept in enumerate(keep.tolist()):
-            if kept:
-                score = match_score(s[i], g[i], c[i], r[i], tb, uw)
+        for i in range(n):
+            if keep[st[i]]:
+                rate = float(smoothed_rate(wins[i], runs[i])) if uw else 0.0
+                score = match_score(s[i], g[i], c[i], rate, tb, uw)
                 if score != score:
                     return None
                 ranked.append((st[i] == CANDIDATE, -score, seq[i], i))
         top = [min(ranked)] if top_k == 1 and ranked else sorted(ranked)[:top_k]
         return [
-            (i, -neg, match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0), r[i]) for _, neg, _, i in top
-        ]
+            (i, -neg, match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0),
+             float(smoothed_rate(wins[i], runs[i])))
+            for _, neg, _, i in top
+        ]  # fmt: skip
 
     def _grow(self) -> None:
         self._cap *= 2
