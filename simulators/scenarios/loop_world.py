@@ -153,11 +153,20 @@ class LoopWorld:
         self.keys_of_task = [
             [k for k, t in self.task_of.items() if t == i] for i in range(sc.tasks)
         ]
+        self.seen: dict[str, tuple[str, int, int | None]] = {}
+        for key in self.task_of:
+            self._saw(key)
+
+    def _saw(self, key: str) -> None:
+        """Read ``key``'s status and live revisions after the world wrote it: the store is
+        in memory and only this world writes it, one procedure per write, so between its
+        writes a procedure reads the same (``seen``)."""
+        self.seen[key] = (self.store.status(key), *self.store.live_revisions(key))
 
     # -- truth ------------------------------------------------------------------------
 
     def p_true(self, key: str, revision: int | None = None) -> float:
-        rev = self.store.live_revisions(key)[0] if revision is None else revision
+        rev = self.seen[key][1] if revision is None else revision
         p = self.p_of.get((key, rev))
         if p is None:  # a graph's node rates never change: its product once
             p = self.p_of[(key, rev)] = float(np.prod(list(self.node_success[(key, rev)].values())))
@@ -168,7 +177,7 @@ class LoopWorld:
         ones and the priors of pending revisions (the store holds both), or no procedure."""
         best = self.scenario.base_rate
         for key in self.keys_of_task[task]:
-            revision, prior = self.store.live_revisions(key)
+            _, revision, prior = self.seen[key]
             best = max(best, self.p_true(key, revision))
             if prior is not None:
                 best = max(best, self.p_true(key, prior))
@@ -179,7 +188,7 @@ class LoopWorld:
     def session(self, t: int) -> None:
         sc = self.scenario
         task = int(self.rng.integers(sc.tasks))
-        available = sum(self.store.status(k) != "quarantined" for k in self.keys_of_task[task])
+        available = sum(self.seen[k][0] != "quarantined" for k in self.keys_of_task[task])
         pack = self.packer.pack(TASKS[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
         withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
@@ -219,11 +228,12 @@ class LoopWorld:
         if report is None:
             return False
         key, revision, path, signal = report
-        current, prior = self.store.live_revisions(key)
+        _, current, prior = self.seen[key]
         if revision != current and (prior is None or prior != revision):
             self.stale_reports += 1
             return False
         self.store.record_run(key, list(path), signal, revision=revision)
+        self._saw(key)
         self.runs.append((key, path, signal))
         self.fresh[key] = self.fresh.get(key, 0) + 1
         self.recent.add(key)
@@ -244,22 +254,21 @@ class LoopWorld:
             report = self.store.evolve(
                 key, sc.min_runs, sc.strike_limit, sc.gate, sc.cost_gate, sc.streak_scope
             )
+            self._saw(key)
             for status in ("quarantined", "template"):
                 if report.status == status and report.previous_status != status:
                     self.events.append((t, key, status))
             if report.revision_outcome in ("accepted", "reverted"):
                 truth = next(r for r in self.revisions if r.key == key and r.outcome == "pending")
                 truth.outcome = report.revision_outcome
-        self.status_by_window.append((t, {k: self.store.status(k) for k in self.task_of}))
+        self.status_by_window.append((t, {k: self.seen[k][0] for k in self.task_of}))
 
     def _revise_one(self, t: int) -> None:
         sc = self.scenario
         free = [
             k
             for k in self.task_of
-            if k in self.recent
-            and self.store.live_revisions(k)[1] is None
-            and self.store.status(k) != "quarantined"
+            if k in self.recent and self.seen[k][2] is None and self.seen[k][0] != "quarantined"
         ]
         self.recent.clear()
         if not free:
@@ -286,6 +295,7 @@ class LoopWorld:
         nodes[i] = new
         graph = _linear_graph(nodes, self.task_of[key])
         after = self.store.revise(key, graph, f"simulated {kind} revision")
+        self._saw(key)
         self.node_success[(key, after.revision)] = q
         self.revisions.append(
             RevisionTruth(key, after.revision, snap.revision, kind, p,
