@@ -119,7 +119,8 @@ def proven_path(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
     while True:
         best = None  # (successes, -position, dst): the most, then the first listed
         for i, e in enumerate(graph.out_edges(path[-1])):
-            option = (_successes(edges, e.pair), -i, e.dst)
+            t = edges.get((e.src, e.dst))
+            option = (0 if t is None else t.successes, -i, e.dst)
             if best is None or option > best:
                 best = option
         if best is None or best[0] == 0 or best[2] in path:

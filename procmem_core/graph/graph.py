@@ -265,10 +265,11 @@ class ProcedureGraph:
     def _memoized(self, name: str, compute: Any) -> Any:
         """A query's answer, computed once per graph (the graph is immutable; every
         memoized answer is an immutable tuple or frozenset)."""
-        memo = self._memo
-        if name not in memo:
-            memo[name] = compute()
-        return memo[name]
+        try:
+            return self._memo[name]
+        except KeyError:
+            value = self._memo[name] = compute()
+            return value
 
     @property
     def node_ids(self) -> tuple[str, ...]:

@@ -105,7 +105,9 @@ def check_match_request(
             not isinstance(text, str) or not text.strip()
         ):
             raise ParameterError(name, text, "expected a non-empty string")
-    if isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence):
+    if type(recent_tools) not in (tuple, list) and (
+        isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence)
+    ):
         raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
     for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
         if not is_number(value) or not 0 <= value < inf:
