@@ -94,6 +94,17 @@ def test_verdict_and_the_reason_code_are_decides(gate):
     assert {"too_few_runs", "undecided", "revert_boundary", "at_cap"} <= seen
 
 
+def test_the_cost_gate_verdict_is_its_decision():
+    gate = CostGate(min_samples=3)
+    for k0, k1, m in itertools.product(range(5), range(5), (1.0, 1.2, 1.3, 3.0)):
+        prior = RevisionStats(10, 8, (1.0,) * k0)
+        rev = RevisionStats(9, 7, (m,) * k1)
+        assert gate.verdict(prior, rev) == gate.decide(prior, rev).verdict
+    assert (
+        gate.verdict(RevisionStats(9, 7, (1.0,) * 4), RevisionStats(9, 7, (2.0,) * 4)) == "revert"
+    )
+
+
 def test_a_gate_without_a_fast_verdict_answers_through_decide():
     costs = RevisionStats(10, 8, (1.0,) * 8), RevisionStats(9, 7, (2.0,) * 7)
     gate = CostGate()
