@@ -7,6 +7,13 @@ two throughputs over numpy's raw Bernoulli sampling rate) and ``ratio_to_object`
 (issue 4): ratio_to_rng >= 0.3, ratio_to_object >= 20, one million gate replications of
 50 runs under 2 GiB peak memory.
 
+The closed loop (``LoopScenario``, the whole object engine) is timed against the landed
+baseline in the same run: commit ``LOOP_BASELINE`` is checked out into a temporary git
+worktree (removed afterwards) and its ``LoopScenario`` runs with the same parameters in a
+subprocess, alternating with a subprocess running this checkout's; ``loop_sessions_per_s``,
+``loop_baseline_sessions_per_s`` and ``loop_ratio_to_baseline`` (issue 16: at least 10).
+Without git or that commit (a shallow clone) the baseline fields are NaN.
+
 Run: ``.venv/bin/python benchmarks/bench_simulators.py [--quick]``. Timings are the best
 of ``--repeat`` runs (other processes share the machine).
 """
@@ -15,11 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 
@@ -96,6 +107,71 @@ def object_confidence_rate(n: int) -> float:
     return n / (time.perf_counter() - t)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+LOOP_BASELINE = "17409b7"
+"""The landed code the loop's speed is measured against (before issue 16)."""
+LOOP_PARAMS = {"replications": 8, "sessions": 400, "evolve_every": 10}
+LOOP_TIMER = """
+import json, sys, time
+from simulators.scenarios.loop import LoopScenario
+params, repeat = json.loads(sys.argv[1]), int(sys.argv[2])
+sc = LoopScenario(**params)
+sc.run(0)
+wall = cpu = float("inf")
+for _ in range(repeat):
+    t, c = time.perf_counter(), time.process_time()
+    sc.run(1)
+    wall, cpu = min(wall, time.perf_counter() - t), min(cpu, time.process_time() - c)
+print(json.dumps({"wall": wall, "cpu": cpu}))
+"""
+
+
+def time_loop(root: Path, repeat: int) -> dict[str, float]:
+    """Best wall and CPU seconds of ``LoopScenario(**LOOP_PARAMS).run(1)`` with the
+    packages of checkout ``root``, in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    args = [sys.executable, "-c", LOOP_TIMER, json.dumps(LOOP_PARAMS), str(repeat)]
+    out = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def loop_rates(repeat: int, rounds: int = 2) -> dict[str, float]:
+    """Loop sessions per second, this checkout and the baseline, alternating ``rounds``
+    times (best of all), and their ratio."""
+    sessions = LOOP_PARAMS["replications"] * LOOP_PARAMS["sessions"]
+    here = {"wall": math.inf, "cpu": math.inf}
+    base = dict(here)
+    with tempfile.TemporaryDirectory(prefix="procmem-baseline-") as tmp:
+        tree = Path(tmp) / "tree"
+        added = subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), LOOP_BASELINE],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        try:
+            for _ in range(rounds):
+                for best, root in ((here, ROOT), (base, tree)):
+                    if root is tree and added.returncode != 0:
+                        continue
+                    got = time_loop(root, repeat)
+                    for k in best:
+                        best[k] = min(best[k], got[k])
+        finally:
+            if added.returncode == 0:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                               capture_output=True)  # fmt: skip
+    if added.returncode != 0:
+        print(f"loop baseline {LOOP_BASELINE} not checked out: {added.stderr.strip()}")
+    out = {}
+    for name, best in (("loop", here), ("loop_baseline", base)):
+        for key, unit in (("sessions_per_s", "wall"), ("cpu_sessions_per_s", "cpu")):
+            out[f"{name}_{key}"] = sessions / best[unit] if best[unit] < math.inf else math.nan
+    out["loop_ratio_to_baseline"] = out["loop_sessions_per_s"] / out["loop_baseline_sessions_per_s"]
+    out["loop_cpu_ratio_to_baseline"] = (
+        out["loop_cpu_sessions_per_s"] / out["loop_baseline_cpu_sessions_per_s"]
+    )
+    return out
+
+
 def million_gate_memory() -> dict[str, float]:
     """Peak memory of one million gate replications of 50 runs (two drops: null and alt)."""
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -139,6 +215,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(
         f"object engine: SPRTGate.decide {out['object_gate_runs_per_s']:.3e} runs/s, "
         f"Procedure.record_outcome {out['object_confidence_updates_per_s']:.3e}/s",
+        flush=True,
+    )
+    out.update(loop_rates(args.repeat))
+    print(
+        f"LoopScenario {LOOP_PARAMS}: {out['loop_sessions_per_s']:.4g} sessions/s "
+        f"(CPU {out['loop_cpu_sessions_per_s']:.4g}); baseline {LOOP_BASELINE}: "
+        f"{out['loop_baseline_sessions_per_s']:.4g} (CPU "
+        f"{out['loop_baseline_cpu_sessions_per_s']:.4g}); ratio "
+        f"{out['loop_ratio_to_baseline']:.2f} (CPU {out['loop_cpu_ratio_to_baseline']:.2f})",
         flush=True,
     )
     rng = out["rng_bernoulli_per_s"]

@@ -17,7 +17,12 @@ from scipy import stats
 
 
 def smoothed_rate(successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
-    """Laplace-smoothed success rate ``(successes + 1) / (runs + 2)`` (0.5 with no runs)."""
+    """Laplace-smoothed success rate ``(successes + 1) / (runs + 2)`` (0.5 with no runs).
+
+    Two Python ints (one procedure's counts) skip numpy: the same float64 operations give
+    the same value, returned as a numpy float64 as the array path returns for scalars."""
+    if type(successes) is int and type(runs) is int:
+        return np.float64((successes + 1.0) / (runs + 2.0))
     return (np.asarray(successes, dtype=float) + 1.0) / (np.asarray(runs, dtype=float) + 2.0)
 
 

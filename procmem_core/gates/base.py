@@ -207,6 +207,12 @@ class Gate(ABC):
     ) -> GateDecision:
         """The verdict after the revision's runs so far (call it after every run)."""
 
+    def verdict(self, prior: RevisionStats, revision: RevisionStats) -> str:
+        """``decide(prior, revision).verdict`` without the sentence: what the store asks at
+        every ledger event while it replays a pending revision (a gate may answer faster;
+        the answer must be the same)."""
+        return self.decide(prior, revision).verdict
+
     @abstractmethod
     def run_codes(
         self,
@@ -425,6 +431,18 @@ class LatticeGate(Gate):
         out[np.broadcast_to(~live, out.shape)] = "too_few_runs"
         return out
 
+    def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
+        """``reason_codes`` at one cell, as Python values: too few runs, else the revert
+        boundary, else the accept boundary, else at the cap or undecided."""
+        rev, acc = self.crossed(successes, runs, p0)
+        if runs < self.min_runs:
+            return "too_few_runs"
+        if rev:
+            return "revert_boundary"
+        if acc:
+            return "accept_boundary"
+        return "at_cap" if verdict != CONTINUE_CODE else "undecided"
+
     def decide(
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
@@ -437,7 +455,7 @@ class LatticeGate(Gate):
             source = self.prior_source(prior)
         n, s = revision.runs, revision.successes
         code = np.int8(self.rule(s, n, p0_value))
-        reason = str(self.reason_codes(s, n, p0_value, code).item())
+        reason = self._reason_code(s, n, p0_value, code)
         stat = float(self.statistic(s, n, p0_value)) if p0_value == p0_value else 0.0
         return GateDecision(
             verdict=VERDICT_NAMES[int(code)],
@@ -448,6 +466,14 @@ class LatticeGate(Gate):
             gate=self.name,
             p0=p0_value,
         )
+
+    def verdict(self, prior: RevisionStats, revision: RevisionStats) -> str:
+        """``decide``'s verdict: the rule at the revision's counts and the prior's p0 (a
+        subclass that answers ``decide`` its own way is asked through its ``decide``)."""
+        if type(self).decide is not LatticeGate.decide:
+            return super().verdict(prior, revision)
+        p0 = float(self.estimate_p0(prior.successes, prior.runs))
+        return VERDICT_NAMES[int(self.rule(revision.successes, revision.runs, p0))]
 
     def run_codes(
         self,

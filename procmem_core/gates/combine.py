@@ -31,11 +31,12 @@ def combine_gate_verdicts(primary: str | ArrayLike, veto: str | ArrayLike) -> st
     codes), so simulators apply the same rule.
     """
     if isinstance(primary, str) or isinstance(veto, str):
-        for name, v in (("primary", primary), ("cost", veto)):
-            if v not in VERDICT_CODES:
-                raise ParameterError(name, v, f"one of {VERDICT_NAMES}")
-        codes = combine_gate_verdicts(np.int8(VERDICT_CODES[primary]), np.int8(VERDICT_CODES[veto]))
-        return VERDICT_NAMES[int(codes)]
+        combined = _COMBINED_NAMES.get((primary, veto))
+        if combined is None:
+            for name, v in (("primary", primary), ("cost", veto)):
+                if v not in VERDICT_CODES:
+                    raise ParameterError(name, v, f"one of {VERDICT_NAMES}")
+        return combined
     p, c = np.asarray(primary), np.asarray(veto)
     out = np.where(
         (p == REVERT_CODE) | (c == REVERT_CODE),
@@ -43,6 +44,16 @@ def combine_gate_verdicts(primary: str | ArrayLike, veto: str | ArrayLike) -> st
         np.where(p == ACCEPT_CODE, ACCEPT_CODE, CONTINUE_CODE),
     )
     return out.astype(np.int8)
+
+
+_COMBINED_NAMES = {
+    (p, v): VERDICT_NAMES[
+        int(combine_gate_verdicts(np.int8(VERDICT_CODES[p]), np.int8(VERDICT_CODES[v])))
+    ]
+    for p in VERDICT_NAMES
+    for v in VERDICT_NAMES
+}
+"""The rule on verdict names: the array rule above, tabulated once for every pair."""
 
 
 def decide_together(

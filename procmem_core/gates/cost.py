@@ -60,6 +60,14 @@ class CostGate(Gate):
         ratio = np.divide(m1, m0, out=np.zeros(np.broadcast(m0, m1).shape), where=m0 > 0)
         return np.where(m0 > 0, ratio - 1.0, np.where(m1 > 0, np.inf, 0.0))
 
+    def verdict(self, prior: RevisionStats, revision: RevisionStats) -> str:
+        """``decide``'s verdict: "continue" while either side has fewer than ``min_samples``
+        costed successes, else ``decide``'s (a subclass's own ``decide`` is asked)."""
+        few = min(len(prior.success_costs), len(revision.success_costs)) < self.min_samples
+        if few and type(self).decide is CostGate.decide:
+            return CONTINUE
+        return self.decide(prior, revision).verdict
+
     def decide(
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:

@@ -23,6 +23,7 @@ is floored at ``EPS``, so ``0 < p1 < p0 < 1`` and both log increments are finite
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -34,6 +35,7 @@ EPS = 1e-6
 """Floor of p1 and of 1 - p0; p0 is kept at least ``2 * EPS`` so that p1 < p0."""
 
 AT_CAP_RULES = ("accept", "revert", "llr")
+_SCALARS = (int, float, np.integer, np.floating)
 PRIOR_ESTIMATES = ("plugin", "lower_bound", "ml")
 """How a one-sample gate estimates p0 from the prior's ledger (``prior_estimate``)."""
 
@@ -62,7 +64,16 @@ def sprt_hypotheses(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndar
 
 
 def sprt_increments(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
-    """LLR added by a success, ``ln(p1/p0)`` (< 0), and a failure, ``ln((1-p1)/(1-p0))`` (> 0)."""
+    """LLR added by a success, ``ln(p1/p0)`` (< 0), and a failure, ``ln((1-p1)/(1-p0))`` (> 0).
+
+    For one p0 (a Python or numpy scalar) the two values are computed once, by this same
+    numpy code, and kept (``_increments_one``)."""
+    if isinstance(p0, _SCALARS):
+        return _increments_one(float(p0), float(min_drop))
+    return _increments(p0, min_drop)
+
+
+def _increments(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
     p0c, p1 = sprt_hypotheses(p0, min_drop)
     return np.log(p1 / p0c), np.log((1.0 - p1) / (1.0 - p0c))
 
@@ -73,8 +84,11 @@ def sprt_llr(
     """Log-likelihood ratio of H1 to H0 after ``runs`` runs with ``successes`` successes.
 
     ``s ln(p1/p0) + (n - s) ln((1-p1)/(1-p0))``, computed as
-    ``n ln_failure + s (ln_success - ln_failure)`` (one product per cell fewer).
+    ``n ln_failure + s (ln_success - ln_failure)`` (one product per cell fewer); on Python
+    numbers when every input is a scalar (the same IEEE operations: a float).
     """
+    if all(isinstance(x, _SCALARS) for x in (successes, runs, ln_success, ln_failure)):
+        return runs * float(ln_failure) + successes * (float(ln_success) - float(ln_failure))
     ln_success = np.asarray(ln_success, dtype=float)
     ln_failure = np.asarray(ln_failure, dtype=float)
     return runs * ln_failure + successes * (ln_success - ln_failure)
@@ -123,11 +137,55 @@ def sprt_verdict(
     max_runs: int,
     at_cap: str,
 ) -> np.ndarray:
-    """SPRT verdict codes at ``(runs, successes)`` given p0: LLR, then the per-run rule."""
+    """SPRT verdict codes at ``(runs, successes)`` given p0: LLR, then the per-run rule.
+
+    One revision (Python or numpy scalars, as ``SPRTGate.decide`` asks after every run)
+    takes ``_sprt_verdict_one``: the same operations on Python numbers, with the
+    increments of each p0 computed once (tests/procmem_core/gates check it against this
+    path on a grid of counts, p0 and boundary cases)."""
+    if isinstance(successes, _SCALARS) and isinstance(runs, _SCALARS) and isinstance(p0, _SCALARS):
+        code = _sprt_verdict_one(successes, runs, p0, min_drop, alpha, beta, min_runs, max_runs,
+                                 at_cap)  # fmt: skip
+        return np.int8(code)
     ln_s, ln_f = sprt_increments(p0, min_drop)
     ln_a, ln_b = sprt_boundaries(alpha, beta)
     llr = sprt_llr(successes, runs, ln_s, ln_f)
     return sprt_step_verdict(llr, runs, ln_a, ln_b, min_runs, max_runs, at_cap)
+
+
+@lru_cache(maxsize=4096)
+def _increments_one(p0: float, min_drop: float) -> tuple[float, float]:
+    ln_s, ln_f = _increments(p0, min_drop)
+    return float(ln_s), float(ln_f)
+
+
+def _sprt_verdict_one(
+    successes: int,
+    runs: int,
+    p0: float,
+    min_drop: float,
+    alpha: float,
+    beta: float,
+    min_runs: int,
+    max_runs: int,
+    at_cap: str,
+) -> int:
+    """``sprt_verdict`` at one cell: ``sprt_llr`` and ``sprt_step_verdict`` on Python
+    numbers (IEEE + and * give the same doubles numpy does; comparisons are exact)."""
+    ln_s, ln_f = _increments_one(float(p0), float(min_drop))
+    ln_a, ln_b = sprt_boundaries(alpha, beta)
+    llr = sprt_llr(successes, runs, ln_s, ln_f)
+    code = int(REVERT_CODE) * (llr >= ln_a) + (llr <= ln_b)
+    if runs < min_runs:
+        code = 0
+    if runs >= max_runs and code == CONTINUE_CODE:
+        if at_cap == "accept":
+            code = int(ACCEPT_CODE)
+        elif at_cap == "revert":
+            code = int(REVERT_CODE)
+        else:
+            code = int(REVERT_CODE) if llr > 0.0 else int(ACCEPT_CODE)
+    return code
 
 
 def degenerate_p0_note(p0: float, min_drop: float) -> str | None:

@@ -96,6 +96,26 @@ class RevisionStats:
                 f"as many as runs ({self.runs}) and successes ({self.successes})",
             )
 
+    @classmethod
+    def of_ledger(
+        cls,
+        runs: int,
+        successes: int,
+        success_costs: tuple[float, ...],
+        outcomes: tuple[bool, ...],
+        concurrent: tuple[bool, ...] = (),
+    ) -> RevisionStats:
+        """Statistics the store counted from its own ledger, which hold the invariants
+        ``__post_init__`` checks by construction (ints, float costs of successful runs,
+        bool outcomes agreeing with the counts): built without checking them again, once
+        per ledger event while a revision is judged (``graph.revision``)."""
+        stats = object.__new__(cls)
+        for name, value in (("runs", runs), ("successes", successes),
+                            ("success_costs", success_costs), ("outcomes", outcomes),
+                            ("concurrent", concurrent)):  # fmt: skip
+            object.__setattr__(stats, name, value)
+        return stats
+
     @property
     def success_rate(self) -> float:
         """``successes / runs`` (NaN with no runs)."""

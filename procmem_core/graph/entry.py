@@ -23,7 +23,7 @@ from procmem_core.graph.records import (
     StoredProcedure,
 )
 from procmem_core.graph.state import GraphState
-from procmem_core.graph.status import STATUSES, trust_status
+from procmem_core.graph.status import STATUSES, status_code
 
 STATE_FORMAT = 2
 """The entry JSON's format; format 1 (before ``GraphState``) is read and converted."""
@@ -51,6 +51,8 @@ class ProcedureEntry:
     by_revision: dict[int, RevisionTally] = field(default_factory=dict)
     runs: list[RunRecord] = field(default_factory=list)
     watermark: int = 0
+    judged: Any = field(default=None, repr=False, compare=False)
+    """In memory only: the ``revision.Replay`` the last judge of the pending revision left."""
 
     @classmethod
     def registered(
@@ -102,7 +104,7 @@ class ProcedureEntry:
     @property
     def status_code(self) -> int:
         c = self.current
-        return trust_status(c.agg.runs, self.candidate, c.template, c.quarantined)
+        return status_code(c.agg.runs, self.candidate, c.template, c.quarantined)
 
     @property
     def status(self) -> str:

@@ -75,12 +75,18 @@ def fail_prone(
     items = [(k, v) for k, v in counts.items() if v.runs >= min_runs]
     if not items or total_runs <= 0:
         return ()
+    total_f = total_runs - total_successes
+    base = total_f / total_runs
+    # only an item failing more often than the base rate can be flagged: test those (the
+    # failure rate f / n is one IEEE division, the same in Python as in numpy)
+    if not any((v.runs - v.successes) / v.runs > base for _, v in items):
+        return ()
     n = np.array([v.runs for _, v in items])
     f = n - np.array([v.successes for _, v in items])
-    total_f = total_runs - total_successes
-    p = fail_prone_pvalues(n, f, total_runs, total_f)
-    base = total_f / total_runs
-    flagged = (p <= level / len(items)) & (f / n > base)
+    worse = f / n > base
+    p = np.ones(n.shape)
+    p[worse] = fail_prone_pvalues(n[worse], f[worse], total_runs, total_f)
+    flagged = (p <= level / len(items)) & worse
     out = []
     for i in np.flatnonzero(flagged):
         k = items[i][0]
@@ -102,16 +108,21 @@ def fail_prone(
 def proven_path(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
     """The path of most successful traversals (see the module doc); empty with no success."""
     entries = graph.entry_nodes()
-    start = max(entries, key=lambda nid: (agg.node(nid).successes, -entries.index(nid)))
-    if agg.node(start).successes == 0:
+    nodes, edges = agg.node_runs, agg.edge_runs
+    if len(entries) == 1:
+        start = entries[0]
+    else:
+        start = max(entries, key=lambda nid: (_successes(nodes, nid), -entries.index(nid)))
+    if _successes(nodes, start) == 0:
         return ()
     path = [start]
     while True:
-        options = [
-            (agg.edge(*e.pair).successes, -i, e.dst)
-            for i, e in enumerate(graph.out_edges(path[-1]))
-        ]
-        best = max(options, default=None)
+        best = None  # (successes, -position, dst): the most, then the first listed
+        for i, e in enumerate(graph.out_edges(path[-1])):
+            t = edges.get((e.src, e.dst))
+            option = (0 if t is None else t.successes, -i, e.dst)
+            if best is None or option > best:
+                best = option
         if best is None or best[0] == 0 or best[2] in path:
             return tuple(path)
         path.append(best[2])
@@ -122,4 +133,14 @@ def dead_ends(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:
     (a run without a path, as ``run.complete`` records, says nothing about nodes)."""
     if agg.path_runs == 0:
         return ()
-    return tuple(n.id for n in graph.nodes if n.kind in DEAD_END_KINDS and agg.node(n.id).runs == 0)
+    used = agg.node_runs
+    return tuple(
+        n.id
+        for n in graph.nodes
+        if n.kind in DEAD_END_KINDS and (n.id not in used or not used[n.id].runs)
+    )
+
+
+def _successes(counts: Mapping[object, Tally], item: object) -> int:
+    t = counts.get(item)
+    return 0 if t is None else t.successes

@@ -154,6 +154,7 @@ class ProcedureGraph:
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
     _out: dict[str, tuple[Edge, ...]] = field(init=False, repr=False, compare=False)
     _hash: list[str] = field(init=False, repr=False, compare=False, default_factory=list)
+    _memo: dict[str, Any] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", tuple(self.nodes))
@@ -261,9 +262,18 @@ class ProcedureGraph:
         self._hash.append(hashlib.sha256(blob.encode()).hexdigest())
         return self._hash[0]
 
+    def _memoized(self, name: str, compute: Any) -> Any:
+        """A query's answer, computed once per graph (the graph is immutable; every
+        memoized answer is an immutable tuple or frozenset)."""
+        try:
+            return self._memo[name]
+        except KeyError:
+            value = self._memo[name] = compute()
+            return value
+
     @property
     def node_ids(self) -> tuple[str, ...]:
-        return tuple(n.id for n in self.nodes)
+        return self._memoized("node_ids", lambda: tuple(n.id for n in self.nodes))
 
     def has_node(self, node_id: str) -> bool:
         return node_id in self._index
@@ -275,20 +285,28 @@ class ProcedureGraph:
         return self._out[node_id]
 
     def edge_pairs(self) -> frozenset[tuple[str, str]]:
-        return frozenset(e.pair for e in self.edges)
+        return self._memoized("edge_pairs", lambda: frozenset(e.pair for e in self.edges))
 
     def entry_nodes(self) -> tuple[str, ...]:
         """Nodes no edge enters; the first listed node when every node has a predecessor."""
+        return self._memoized("entry_nodes", self._entry_nodes)
+
+    def _entry_nodes(self) -> tuple[str, ...]:
         entered = {e.dst for e in self.edges}
         entries = tuple(n.id for n in self.nodes if n.id not in entered)
         return entries or (self.nodes[0].id,)
 
     def tools(self) -> frozenset[str]:
         """Tools named by action nodes (what ``tool_boost`` matches ``recent_tools`` against)."""
-        return frozenset(n.tool for n in self.nodes if n.kind == "action" and n.tool)
+        return self._memoized(
+            "tools", lambda: frozenset(n.tool for n in self.nodes if n.kind == "action" and n.tool)
+        )
 
     def reading_order(self) -> tuple[str, ...]:
         """Node ids breadth-first from the entry nodes, then any unreached ones in list order."""
+        return self._memoized("reading_order", self._reading_order)
+
+    def _reading_order(self) -> tuple[str, ...]:
         order: list[str] = []
         seen: set[str] = set()
         frontier = list(self.entry_nodes())

@@ -151,6 +151,15 @@ def check_run_fields(
     }
 
 
+def _tally(counts: dict, item: Any) -> Tally:
+    """``counts[item]``, created empty when new (``setdefault`` without building a
+    ``Tally`` on every call)."""
+    t = counts.get(item)
+    if t is None:
+        t = counts[item] = Tally()
+    return t
+
+
 @dataclass
 class RunAggregates:
     """Running totals over every run of a procedure (never truncated).
@@ -177,16 +186,17 @@ class RunAggregates:
         self.successes += ok
         self.failure_streak = 0 if run.ok else self.failure_streak + 1
         if run.agent is not None:
-            self.by_agent.setdefault(run.agent, Tally()).add(ok)
+            _tally(self.by_agent, run.agent).add(ok)
         if not run.path:
             return
         self.path_runs += 1
         self.path_successes += ok
+        nodes, edge_runs = self.node_runs, self.edge_runs
         for node in set(run.path):
-            self.node_runs.setdefault(node, Tally()).add(ok)
+            _tally(nodes, node).add(ok)
         for pair in set(pairwise(run.path)):
             if pair in edges:
-                self.edge_runs.setdefault(pair, Tally()).add(ok)
+                _tally(edge_runs, pair).add(ok)
 
     def copy(self) -> RunAggregates:
         """An independent copy (the tallies are copied, not shared)."""
@@ -219,6 +229,8 @@ class RunAggregates:
         return AgentStats(agent=agent, runs=t.runs, successes=t.successes)
 
     def agents(self) -> tuple[AgentStats, ...]:
+        if not self.by_agent:
+            return ()
         return tuple(self.agent_stats(a) for a in sorted(self.by_agent))
 
     def to_json(self) -> dict[str, Any]:

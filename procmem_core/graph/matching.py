@@ -12,10 +12,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from math import inf
 from typing import Any, Protocol, runtime_checkable
@@ -24,10 +25,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_int, is_number
-from procmem_core.graph.status import CANDIDATE, QUARANTINED, TEMPLATE
+from procmem_core.graph.status import CANDIDATE, QUARANTINED, STATUSES, TEMPLATE
 from procmem_core.proportions import smoothed_rate
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+SMALL_INDEX = 64
+"""``MatchIndex.rank`` scores at most this many procedures row by row, more with numpy."""
+EMBED_CACHE_TEXTS = 4096
+"""``HashingEmbedder`` keeps the rows of at most this many distinct texts."""
 
 
 @runtime_checkable
@@ -51,6 +56,9 @@ class HashingEmbedder:
 
     dim: int = 512
     bigram_weight: float = 0.5
+    _rows: dict[str, np.ndarray] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )  # text -> its row: the embedding is deterministic, so a repeated text is embedded once
 
     def __post_init__(self) -> None:
         check_int("dim", self.dim, minimum=16)
@@ -58,15 +66,28 @@ class HashingEmbedder:
             raise ParameterError("bigram_weight", self.bigram_weight, "expected 0 <= w <= 10")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            words = _TOKEN.findall(str(text).lower())
-            for w in words:
-                out[row, zlib.crc32(b"w:" + w.encode()) % self.dim] += 1.0
-            for a, b in pairwise(words):
-                out[row, zlib.crc32(f"b:{a} {b}".encode()) % self.dim] += self.bigram_weight
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        rows = self._rows
+        for i, text in enumerate(texts):
+            text = str(text)
+            row = rows.get(text)
+            if row is None:
+                row = self._embed_one(text)
+                if len(rows) >= EMBED_CACHE_TEXTS:
+                    del rows[next(iter(rows))]  # the oldest first
+                rows[text] = row
+            out[i] = row
+        return out
+
+    def _embed_one(self, text: str) -> np.ndarray:
+        out = np.zeros((1, self.dim), dtype=np.float32)
+        words = _TOKEN.findall(text.lower())
+        for w in words:
+            out[0, zlib.crc32(b"w:" + w.encode()) % self.dim] += 1.0
+        for a, b in pairwise(words):
+            out[0, zlib.crc32(f"b:{a} {b}".encode()) % self.dim] += self.bigram_weight
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return np.divide(out, norms, out=out, where=norms > 0)
+        return np.divide(out, norms, out=out, where=norms > 0)[0]
 
 
 def check_match_request(
@@ -84,7 +105,9 @@ def check_match_request(
             not isinstance(text, str) or not text.strip()
         ):
             raise ParameterError(name, text, "expected a non-empty string")
-    if isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence):
+    if type(recent_tools) not in (tuple, list) and (
+        isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence)
+    ):
         raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
     for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
         if not is_number(value) or not 0 <= value < inf:
@@ -119,6 +142,46 @@ def match_scores(
         + tool_boost * np.asarray(tool_coverage, dtype=float)
         + utility_weight * np.asarray(success_rate, dtype=float)
     )
+
+
+def _status_filter(templates_only: bool, include_candidates: bool, include_quarantined: bool):
+    """Which status codes a match keeps under its three status filters."""
+    keep = np.ones(len(STATUSES), dtype=bool)
+    if templates_only:
+        keep &= np.arange(len(STATUSES)) == TEMPLATE
+    if not include_candidates:
+        keep[CANDIDATE] = False
+    if not include_quarantined:
+        keep[QUARANTINED] = False
+    return keep
+
+
+_KEEP_STATUS = np.array(
+    [[[_status_filter(*flags) for flags in [(t, c, False), (t, c, True)]] for c in (False, True)]
+     for t in (False, True)]
+)  # fmt: skip
+"""``_KEEP_STATUS[templates_only, include_candidates, include_quarantined][status]``."""
+
+
+def _clip0(x: float) -> float:
+    """``np.clip(x, 0, None)`` for one float (-0.0 -> 0.0, NaN stays NaN)."""
+    return 0.0 if x <= 0.0 else x
+
+
+def match_score(
+    situation_sim: float,
+    goal_sim: float | None,
+    tool_coverage: float,
+    success_rate: float,
+    tool_boost: float,
+    utility_weight: float,
+) -> float:
+    """``match_scores`` for one procedure, on Python floats: the same operations in the same
+    order (IEEE +, * and sqrt are correctly rounded, so each result equals the vectorized
+    one bit for bit; tests/procmem_core/graph/test_hot_paths.py checks a grid)."""
+    s, g = situation_sim, goal_sim
+    rel = s if g is None else math.sqrt(_clip0(s) * _clip0(g))
+    return rel + tool_boost * tool_coverage + utility_weight * success_rate
 
 
 class MatchIndex:
@@ -257,27 +320,73 @@ class MatchIndex:
         emb = self.emb[:n]
         sim = emb @ query
         goal_sim = None if goal_query is None else emb @ goal_query
+        cover = self.tool_coverage(recent_tools) if recent_tools else 0.0  # none: 0 for all
+        allowed = _KEEP_STATUS[
+            int(templates_only), int(include_candidates), int(include_quarantined)
+        ]
+        if n <= SMALL_INDEX and namespaces is None and written_by is None:
+            weights = (tool_boost, utility_weight)
+            ranked = self._rank_small(sim, goal_sim, cover, weights, allowed, top_k)
+            if ranked is not None:
+                return ranked
         rate = smoothed_rate(self.successes[:n], self.runs[:n])
-        relevance = match_scores(sim, goal_sim, 0.0, 0.0, 0.0, 0.0)
-        cover = self.tool_coverage(recent_tools)
-        score = match_scores(sim, goal_sim, cover, rate, tool_boost, utility_weight)
-        status = self.status[:n]
-        keep = np.ones(n, dtype=bool)
+        keep = allowed[self.status[:n]]
         if namespaces is not None:
             keep &= np.isin(self.namespace[:n], self.namespace_codes(namespaces))
         if written_by is not None:
             code = self._actor_codes.get(written_by, -2)
             keep &= self.actor[:n] == code
-        if templates_only:
-            keep &= status == TEMPLATE
-        if not include_candidates:
-            keep &= status != CANDIDATE
-        if not include_quarantined:
-            keep &= status != QUARANTINED
+        relevance = match_scores(sim, goal_sim, 0.0, 0.0, 0.0, 0.0)
+        score = match_scores(sim, goal_sim, cover, rate, tool_boost, utility_weight)
+        status = self.status[:n]
         rows = np.flatnonzero(keep)
         order = rows[np.lexsort((self.seq[rows], -score[rows], status[rows] == CANDIDATE))]
         order = order[:top_k]
-        return [(int(r), float(score[r]), float(relevance[r]), float(rate[r])) for r in order]
+        return list(
+            zip(order.tolist(), score[order].tolist(), relevance[order].tolist(),
+                rate[order].tolist(), strict=True)
+        )  # fmt: skip
+
+    def _rank_small(
+        self,
+        sim: np.ndarray,
+        goal_sim: np.ndarray | None,
+        cover: np.ndarray | float,
+        weights: tuple[float, float],
+        allowed: np.ndarray,
+        top_k: int,
+    ) -> list[tuple[int, float, float, float]] | None:
+        """``rank``'s answer for a small index with no namespace or writer filter, row by
+        row on Python numbers (numpy's per-call overhead dominates a few rows): the same
+        rows, order (candidates last, score descending, insertion order) and numbers.
+
+        Each score is ``match_score`` (bit for bit ``match_scores``) and each rate
+        ``smoothed_rate`` of the row's counts. With ``utility_weight`` 0 the rate term is
+        ``0 * rate = 0`` for every row (a smoothed rate is finite), so only the returned
+        rows' rates are computed. None when a score is NaN (the vectorized sort's NaN
+        order then applies).
+        """
+        n = len(self.keys)
+        s, st, seq = sim.tolist(), self.status[:n].tolist(), self.seq[:n].tolist()
+        runs, wins = self.runs[:n].tolist(), self.successes[:n].tolist()
+        g = [None] * n if goal_sim is None else goal_sim.tolist()
+        c = [cover] * n if isinstance(cover, float) else cover.tolist()
+        tb, uw = float(weights[0]), float(weights[1])
+        keep = allowed.tolist()
+        ranked = []
+        for i in range(n):
+            if keep[st[i]]:
+                rate = float(smoothed_rate(wins[i], runs[i])) if uw else 0.0
+                score = match_score(s[i], g[i], c[i], rate, tb, uw)
+                if score != score:
+                    return None
+                ranked.append((st[i] == CANDIDATE, -score, seq[i], i))
+        top = [min(ranked)] if top_k == 1 and ranked else sorted(ranked)[:top_k]
+        return [
+            (i, -neg, match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0),
+             float(smoothed_rate(wins[i], runs[i])))
+            for _, neg, _, i in top
+        ]  # fmt: skip
 
     def _grow(self) -> None:
         self._cap *= 2

@@ -149,6 +149,19 @@ class StoreReads:
         self._refresh()
         return self._get(key).snapshot()
 
+    def status(self, key: str) -> str:
+        """The procedure's trust status now (``get(key).status``, without the snapshot)."""
+        self._refresh()
+        return self._get(key).status
+
+    def live_revisions(self, key: str) -> tuple[int, int | None]:
+        """The graph revisions a run can be recorded against now: the current one and,
+        while a revision is pending, its prior's (else None). ``get(key).revision`` and
+        ``get(key).pending_revision.prior_revision``, without the snapshot."""
+        self._refresh()
+        entry = self._get(key)
+        return entry.revision, None if entry.held is None else entry.held.revision
+
     def list(
         self, prefix: str | None = None, tags: Sequence[str] = ()
     ) -> builtins.list[StoredProcedure]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from procmem_core.errors import ProcmemError
 from procmem_core.gates import (
+    CONTINUE,
     Gate,
     GateDecision,
     GateRecord,
@@ -132,7 +133,7 @@ class _Arm:
             self.concurrent.append(run.ok)
 
     def stats(self) -> RevisionStats:
-        return RevisionStats(
+        return RevisionStats.of_ledger(
             self.runs, self.successes, tuple(self.costs), tuple(self.outcomes or ()),
             tuple(self.concurrent),
         )  # fmt: skip
@@ -153,23 +154,60 @@ def _prior_at_proposal(entry: ProcedureEntry, tail: list[RunRecord]) -> _Arm:
     return _Arm(now.runs - len(mine), now.successes - len(ok), costs, outcomes)
 
 
+@dataclass
+class Replay:
+    """The ledger since a revision's proposal replayed as gate inputs, resumable: the two
+    arms after the first ``events`` events (the last of them run ``through``), for the
+    revision ``(revision, prior_revision, since)`` and the gates that judged them."""
+
+    key: tuple[int, int, int]
+    prior: _Arm
+    rev: _Arm
+    events: int = 0
+    through: int = 0
+    gates: tuple[Gate, Gate] | None = None
+
+    @classmethod
+    def at_proposal(cls, entry: ProcedureEntry) -> Replay:
+        start = bisect_right(entry.runs, entry.pending_since, key=lambda r: r.run_id)
+        prior = _prior_at_proposal(entry, entry.runs[start:])
+        key = (entry.revision, entry.held.revision, entry.pending_since)
+        return cls(key, prior, _Arm(0, 0, [], []), through=entry.pending_since)
+
+    def advance(self, entry: ProcedureEntry) -> list[tuple[RevisionStats, RevisionStats]]:
+        """(prior, revision) statistics after each event newer than ``through`` (a run of
+        either arm is an event), in ledger order; with none, the statistics now (after
+        the last event, or at the proposal)."""
+        start = bisect_right(entry.runs, self.through, key=lambda r: r.run_id)
+        arms = {entry.revision: (self.rev, False), entry.held.revision: (self.prior, True)}
+        pairs = []
+        for run in entry.runs[start:]:
+            if run.revision in arms:
+                arm, concurrent = arms[run.revision]
+                arm.add(run, concurrent)
+                self.events += 1
+                pairs.append((self.prior.stats(), self.rev.stats()))
+        if entry.runs:
+            self.through = max(self.through, entry.runs[-1].run_id)
+        return pairs or [(self.prior.stats(), self.rev.stats())]
+
+
 def replay_events(entry: ProcedureEntry) -> list[tuple[RevisionStats, RevisionStats]]:
     """(prior, revision) statistics after each ledger event since the revision was
-    proposed, in ledger order (a run of either arm is an event)."""
-    start = bisect_right(entry.runs, entry.pending_since, key=lambda r: r.run_id)
-    tail = entry.runs[start:]
-    prior = _prior_at_proposal(entry, tail)
-    rev = _Arm(0, 0, [], [])
-    out = []
-    for run in tail:
-        if run.revision == entry.revision:
-            rev.add(run, False)
-        elif run.revision == entry.held.revision:
-            prior.add(run, True)
-        else:
-            continue
-        out.append((prior.stats(), rev.stats()))
-    return out or [(prior.stats(), rev.stats())]
+    proposed, in ledger order (a run of either arm is an event); with no event yet, the
+    statistics at the proposal."""
+    return Replay.at_proposal(entry).advance(entry)
+
+
+def _resume(entry: ProcedureEntry, gate: Gate, cost_gate: Gate) -> Replay:
+    """The replay these gates (the same objects: gates are immutable) left "continue" at
+    the last judge of this pending revision (``ProcedureEntry.judged``), else a new one."""
+    memo, entry.judged = entry.judged, None  # taken: put back only once judged through
+    key = (entry.revision, entry.held.revision, entry.pending_since)
+    same = memo is not None and memo.key == key and memo.gates is not None
+    if same and memo.gates[0] is gate and memo.gates[1] is cost_gate:
+        return memo
+    return Replay.at_proposal(entry)
 
 
 def judge_revision(
@@ -181,20 +219,33 @@ def judge_revision(
     ``evolve`` is called: the ledger since the proposal is replayed event by event and the
     first event at which the combined verdict is not "continue" decides (a boundary
     crossed at run 7 reverts even if evolve first looks at run 10). The prior's
-    ``RevisionStats`` carry its ``concurrent`` outcomes so far, the revision's its
+    ``RevisionStats`` carry its concurrent outcomes so far, the revision's its
     ``outcomes``. Returns the outcome ("accepted", "reverted" or "pending") and the two
     decisions (primary first, then cost) at the deciding event, each recorded with the
     combined outcome.
+
+    At each event the gates are asked only for their verdict (``Gate.verdict``, the verdict
+    of ``decide``); the full decisions are made at the deciding (or last) event. A gate's
+    decision is a function of the two statistics and the ledger only grows, so the replay
+    an earlier call left at "continue" with the same gates resumes after the events it
+    judged (``Replay``, kept on the entry in memory); with no new event the last one is
+    asked again.
     """
     if entry.held is None:
         raise RevisionError(f"{entry.ref}: no revision is pending")
-    for prior, rev in replay_events(entry):
-        primary = gate.decide(prior, rev)
-        cost = cost_gate.decide(prior, rev)
-        action = combine_gate_verdicts(primary.verdict, cost.verdict)
-        if action != "continue":
+    replay = _resume(entry, gate, cost_gate)
+    for prior, rev in replay.advance(entry):
+        if (
+            combine_gate_verdicts(gate.verdict(prior, rev), cost_gate.verdict(prior, rev))
+            != CONTINUE
+        ):
             break
+    primary, cost = gate.decide(prior, rev), cost_gate.decide(prior, rev)  # at the deciding event
+    action = combine_gate_verdicts(primary.verdict, cost.verdict)
     records = tuple(_record(entry, d, prior, rev, action) for d in (primary, cost))
+    if action == CONTINUE:
+        replay.gates = (gate, cost_gate)
+        entry.judged = replay
     if action == "revert":
         reason = "; ".join(
             f"{d.gate}: {d.reason}" for d in (primary, cost) if d.verdict == "revert"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from procmem_core.graph.reading import StoreReads
 from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
 from procmem_core.graph.sqlite import SQLiteJournal
-from procmem_core.graph.writes import Write
+from procmem_core.graph.writes import InMemoryWrite, Write
 
 __all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
 
@@ -119,15 +119,15 @@ class ProcedureStore(StoreReads):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _write(self) -> Iterator[Write]:
+    def _write(self) -> AbstractContextManager[Write]:
         """One write: in memory, or one SQLite transaction under the write lock with the
         cache synced first (see ``graph.writes``)."""
         if self._journal is None:
-            w = Write(None, self._index)
-            yield w
-            w.committed(self._seen)
-            return
+            return InMemoryWrite(Write(None, self._index), self._seen)
+        return self._file_write()
+
+    @contextmanager
+    def _file_write(self) -> Iterator[Write]:
         w = None
         try:
             with self._journal.transaction() as tx:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from procmem_core.graph.matching import MatchIndex
 
 
-@dataclass
+@dataclass(slots=True)
 class Write:
     """The bookkeeping of one write (see the module doc)."""
 
@@ -50,7 +50,7 @@ class Write:
     def add_runs(self, runs: list[RunRecord]) -> None:
         if self.tx is not None:
             self.tx.add_runs(runs)
-        self.last_run_id = max([self.last_run_id, *(r.run_id for r in runs)])
+        self.last_run_id = max(self.last_run_id, max((r.run_id for r in runs), default=0))
 
     def add_decisions(self, decisions: list[GateRecord]) -> None:
         if self.tx is not None and decisions:
@@ -79,3 +79,21 @@ class Write:
                 self.index.set_stats(e.ref, e.agg.runs, e.agg.successes, e.status_code)
                 if graph_changed:
                     self.index.set_tools(e.ref, e.graph.tools())
+
+
+class InMemoryWrite:
+    """The context of one write to a store in memory: the ``Write``, committed to the cache
+    when the block ends without an exception (nothing to roll back: no file)."""
+
+    __slots__ = ("seen", "write")
+
+    def __init__(self, write: Write, seen: SyncPoint) -> None:
+        self.write, self.seen = write, seen
+
+    def __enter__(self) -> Write:
+        return self.write
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        if exc_type is None:
+            self.write.committed(self.seen)
+        return False

@@ -206,7 +206,7 @@ class LoopScenario(Scenario):
             done = [r for r in w.revisions if r.outcome != "pending"]
             stranded.append(
                 sum(
-                    r.outcome == "pending" and w.store.get(r.key).status == "quarantined"
+                    r.outcome == "pending" and w.store.status(r.key) == "quarantined"
                     for r in w.revisions
                 )
             )

@@ -133,6 +133,8 @@ class LoopWorld:
     def __post_init__(self) -> None:
         sc = self.scenario
         self.line = ArrivalLine(sc.feedback.delay)
+        self.noiseless = sc.feedback.noiseless  # the signal is the outcome: nothing to draw
+        self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
         self.store = ProcedureStore(strike_limit=sc.strike_limit)
         self.packer = ContextPacker(
             self.store, sc.explore_rate, 1, self.rng, concurrent_share=sc.concurrent_share,
@@ -148,23 +150,37 @@ class LoopWorld:
                                       graph=graph)  # fmt: skip
                 self.node_success[(snap.ref, snap.revision)] = dict.fromkeys(nodes, q)
                 self.task_of[snap.ref] = t
+        self.keys_of_task = [
+            [k for k, t in self.task_of.items() if t == i] for i in range(sc.tasks)
+        ]
+        self.seen: dict[str, tuple[str, int, int | None]] = {}
+        for key in self.task_of:
+            self._saw(key)
+
+    def _saw(self, key: str) -> None:
+        """Read ``key``'s status and live revisions after the world wrote it: the store is
+        in memory and only this world writes it, one procedure per write, so between its
+        writes a procedure reads the same (``seen``)."""
+        self.seen[key] = (self.store.status(key), *self.store.live_revisions(key))
 
     # -- truth ------------------------------------------------------------------------
 
     def p_true(self, key: str, revision: int | None = None) -> float:
-        rev = self.store.get(key).revision if revision is None else revision
-        return float(np.prod(list(self.node_success[(key, rev)].values())))
+        rev = self.seen[key][1] if revision is None else revision
+        p = self.p_of.get((key, rev))
+        if p is None:  # a graph's node rates never change: its product once
+            p = self.p_of[(key, rev)] = float(np.prod(list(self.node_success[(key, rev)].values())))
+        return p
 
     def oracle(self, task: int) -> float:
         """The best success rate any graph of the task's procedures offers now: the current
         ones and the priors of pending revisions (the store holds both), or no procedure."""
         best = self.scenario.base_rate
-        for key, t in self.task_of.items():
-            if t == task:
-                snap = self.store.get(key)
-                best = max(best, self.p_true(key, snap.revision))
-                if snap.pending_revision is not None:
-                    best = max(best, self.p_true(key, snap.pending_revision.prior_revision))
+        for key in self.keys_of_task[task]:
+            _, revision, prior = self.seen[key]
+            best = max(best, self.p_true(key, revision))
+            if prior is not None:
+                best = max(best, self.p_true(key, prior))
         return best
 
     # -- one session ------------------------------------------------------------------
@@ -172,25 +188,27 @@ class LoopWorld:
     def session(self, t: int) -> None:
         sc = self.scenario
         task = int(self.rng.integers(sc.tasks))
-        mine = [k for k, t in self.task_of.items() if t == task]
-        available = sum(self.store.get(k).status != "quarantined" for k in mine)
+        available = sum(self.seen[k][0] != "quarantined" for k in self.keys_of_task[task])
         pack = self.packer.pack(TASKS[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
         withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
         followed = shown is not None and self.task_of[shown] == task
         report, prior_served, on_trial = None, False, False
         if followed:
-            snap = self.store.get(shown)
+            m = next(m for m in pack.matches if m.ref == shown)  # the store as the pack saw it
             revision = pack.procedure_revisions[0]
-            prior_served = revision != snap.revision
-            on_trial = snap.pending_revision is not None and not prior_served
-            graph = snap.pending_revision.prior_graph if prior_served else snap.graph
+            prior_served = revision != m.revision
+            on_trial = m.pending_revision is not None and not prior_served
+            graph = m.pending_revision.prior_graph if prior_served else m.graph
             q = self.node_success[(shown, revision)]
             path, ok = self._walk(graph.reading_order(), q)
             p = self.p_true(shown, revision)
-            sig = sc.feedback.transmit(self.rng, np.array([ok]), sc.base_rate)
-            if sig.observed is None or bool(sig.observed[0]):
-                report = (shown, revision, tuple(path), bool(sig.label[0]))
+            if self.noiseless:
+                report = (shown, revision, tuple(path), ok)
+            else:
+                sig = sc.feedback.transmit(self.rng, np.array([ok]), sc.base_rate)
+                if sig.observed is None or bool(sig.observed[0]):
+                    report = (shown, revision, tuple(path), bool(sig.label[0]))
         else:
             p = sc.base_rate
             ok = bool(self.rng.random() < p)
@@ -210,12 +228,12 @@ class LoopWorld:
         if report is None:
             return False
         key, revision, path, signal = report
-        snap = self.store.get(key)
-        pending = snap.pending_revision
-        if revision != snap.revision and (pending is None or pending.prior_revision != revision):
+        _, current, prior = self.seen[key]
+        if revision != current and (prior is None or prior != revision):
             self.stale_reports += 1
             return False
         self.store.record_run(key, list(path), signal, revision=revision)
+        self._saw(key)
         self.runs.append((key, path, signal))
         self.fresh[key] = self.fresh.get(key, 0) + 1
         self.recent.add(key)
@@ -236,22 +254,21 @@ class LoopWorld:
             report = self.store.evolve(
                 key, sc.min_runs, sc.strike_limit, sc.gate, sc.cost_gate, sc.streak_scope
             )
+            self._saw(key)
             for status in ("quarantined", "template"):
                 if report.status == status and report.previous_status != status:
                     self.events.append((t, key, status))
             if report.revision_outcome in ("accepted", "reverted"):
                 truth = next(r for r in self.revisions if r.key == key and r.outcome == "pending")
                 truth.outcome = report.revision_outcome
-        self.status_by_window.append((t, {k: self.store.get(k).status for k in self.task_of}))
+        self.status_by_window.append((t, {k: self.seen[k][0] for k in self.task_of}))
 
     def _revise_one(self, t: int) -> None:
         sc = self.scenario
         free = [
             k
             for k in self.task_of
-            if k in self.recent
-            and self.store.get(k).pending_revision is None
-            and self.store.get(k).status != "quarantined"
+            if k in self.recent and self.seen[k][2] is None and self.seen[k][0] != "quarantined"
         ]
         self.recent.clear()
         if not free:
@@ -278,6 +295,7 @@ class LoopWorld:
         nodes[i] = new
         graph = _linear_graph(nodes, self.task_of[key])
         after = self.store.revise(key, graph, f"simulated {kind} revision")
+        self._saw(key)
         self.node_success[(key, after.revision)] = q
         self.revisions.append(
             RevisionTruth(key, after.revision, snap.revision, kind, p,
