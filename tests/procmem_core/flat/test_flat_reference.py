@@ -132,7 +132,10 @@ def specs(draw) -> dict[str, str]:
 
 
 @settings(max_examples=120, deadline=None)
-@given(spec=specs(), outcomes=st.lists(st.lists(st.booleans(), min_size=15, max_size=15), min_size=1, max_size=5))  # fmt: skip
+@given(
+    spec=specs(),
+    outcomes=st.lists(st.lists(st.booleans(), min_size=15, max_size=15), min_size=1, max_size=5),
+)
 def test_scalar_and_array_paths_follow_the_exact_walk(spec, outcomes):
     """Scalar, array and exact walks agree to a relative 1e-12 at every step, floors and
     ceilings included (no float ``==`` between the two engine paths)."""
