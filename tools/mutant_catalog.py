@@ -133,6 +133,18 @@ MUTANTS: tuple[Mutant, ...] = (
         "at the cap run the cap rule overrides a boundary crossed on that same run",
     ),
     Mutant(
+        "sprt_boundary_tie_continues",
+        LLR,
+        (
+            (
+                "return llr >= ln_a - LLR_TOLERANCE, llr <= ln_b + LLR_TOLERANCE",
+                "return llr >= ln_a, llr <= ln_b",
+            ),
+        ),
+        GATES,
+        "an LLR exactly on ln A in arithmetic, an ulp short in floats, does not revert",
+    ),
+    Mutant(
         "sprt_min_runs_off_by_one",
         LLR,
         (("codes *= runs >= min_runs", "codes *= runs > min_runs"),),
@@ -379,6 +391,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "withhold when u <= epsilon",
         equivalent="u is a uniform double in [0, 1): it equals epsilon with probability "
         "2^-53 per draw, so no finite run can tell < from <=",
+    ),
+    # -- the report figures --
+    Mutant(
+        "figure_error_bars_one_se",
+        "reports/canvas.py",
+        (("yerr=1.96 * se.fillna(0)", "yerr=se.fillna(0)"),),
+        (T + "reports/test_report_figures_content.py",),
+        "the 95 % Monte Carlo bars are drawn at 1 SE",
     ),
     # -- the learnings queue --
     Mutant(
