@@ -69,6 +69,8 @@ rules = st.builds(
     initial=st.sampled_from([0.3, 0.5, 0.6, 0.9]),
     reward=st.sampled_from([0.0, 0.02, 0.08, 0.1]),
     penalty=st.sampled_from([0.0, 0.05, 0.15, 0.3]),
+    floor=st.sampled_from([0.0, 0.1, 0.2]),  # a configured floor and ceiling bind too
+    ceiling=st.sampled_from([0.9, 0.95, 1.0]),
 )
 
 
