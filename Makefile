@@ -6,7 +6,7 @@ EXTRAS ?= dev
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: run test lint format bench clean-venv
+.PHONY: run test lint format bench mutants clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# Plant each mutant of tools/mutant_catalog.py in a copy of the tree and run its tests
+# (several minutes; not part of `make test`). Last line: JSON with 0 survivors expected.
+mutants: $(STAMP)
+	$(BIN)/python tools/mutants.py --jobs 2
 
 clean-venv:
 	rm -rf $(VENV)

@@ -34,6 +34,13 @@ from procmem_core.proportions import clopper_pearson_lower, smoothed_rate
 EPS = 1e-6
 """Floor of p1 and of 1 - p0; p0 is kept at least ``2 * EPS`` so that p1 < p0."""
 
+LLR_TOLERANCE = 1e-9
+"""An LLR within this of a boundary (or of 0, for the cap's sign rule) counts as on it.
+The two increments can sum to a boundary exactly in arithmetic and an ulp short in
+floats (p0 0.8, min_drop 0.2, alpha = beta = 0.1: four failures and two successes give
+``ln 16 + 2 ln(3/4) = ln 9 = ln A``), as ``flat.rule.THRESHOLD_TOLERANCE`` does for the
+flat rule's threshold."""
+
 AT_CAP_RULES = ("accept", "revert", "llr")
 _SCALARS = (int, float, np.integer, np.floating)
 PRIOR_ESTIMATES = ("plugin", "lower_bound", "ml")
@@ -94,6 +101,12 @@ def sprt_llr(
     return runs * ln_failure + successes * (ln_success - ln_failure)
 
 
+def sprt_crossed(llr: ArrayLike, ln_a: float, ln_b: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(llr >= ln A, llr <= ln B)``, each up to ``LLR_TOLERANCE``."""
+    llr = np.asarray(llr, dtype=float)
+    return llr >= ln_a - LLR_TOLERANCE, llr <= ln_b + LLR_TOLERANCE
+
+
 def sprt_step_verdict(
     llr: ArrayLike,
     runs: ArrayLike,
@@ -106,14 +119,15 @@ def sprt_step_verdict(
     """The per-run SPRT rule: int8 verdict codes (0 continue, 1 accept, 2 revert).
 
     From run ``min_runs`` on: revert when ``llr >= ln A``, accept when ``llr <= ln B``
-    (the two never overlap because ``ln B < 0 < ln A``). At ``runs >= max_runs`` a test
-    still undecided follows ``at_cap``: "accept", "revert", or "llr" (revert exactly when
-    ``llr > 0``, accept otherwise).
+    (the two never overlap because ``ln B < 0 < ln A``), both up to ``LLR_TOLERANCE``. At
+    ``runs >= max_runs`` a test still undecided follows ``at_cap``: "accept", "revert", or
+    "llr" (revert exactly when ``llr > 0``, accept otherwise).
     """
     llr = np.asarray(llr, dtype=float)
     runs = np.asarray(runs)
-    codes = (llr >= ln_a).astype(np.int8) * REVERT_CODE
-    codes += (llr <= ln_b).astype(np.int8)
+    revert, accept = sprt_crossed(llr, ln_a, ln_b)
+    codes = revert.astype(np.int8) * REVERT_CODE
+    codes += accept.astype(np.int8)
     codes *= runs >= min_runs
     at_cap_cells = (runs >= max_runs) & (codes == CONTINUE_CODE)
     if at_cap == "accept":
@@ -121,7 +135,7 @@ def sprt_step_verdict(
     elif at_cap == "revert":
         cap = REVERT_CODE
     else:
-        cap = np.where(llr > 0.0, REVERT_CODE, ACCEPT_CODE).astype(np.int8)
+        cap = np.where(llr > LLR_TOLERANCE, REVERT_CODE, ACCEPT_CODE).astype(np.int8)
     return np.where(at_cap_cells, cap, codes).astype(np.int8, copy=False)
 
 

@@ -111,9 +111,8 @@ class SPRTGate(LatticeGate):
     def crossed(
         self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike
     ) -> tuple[np.ndarray, np.ndarray]:
-        value = self.statistic(successes, runs, p0)
         ln_a, ln_b = self.boundaries
-        return value >= ln_a, value <= ln_b
+        return llr.sprt_crossed(self.statistic(successes, runs, p0), ln_a, ln_b)
 
     def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
         ln_a, ln_b = self.boundaries

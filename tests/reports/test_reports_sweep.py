@@ -182,3 +182,52 @@ def test_load_sweep_errors(store, experiment, run, fragment):
     uri, _ = store
     with pytest.raises(NoSweepError, match=re.escape(fragment)):
         load_sweep(experiment, run, uri)
+
+
+def test_answers_carry_the_sweeps_own_numbers(store, tmp_path, monkeypatch):
+    """Report sentences by their numbers: each is recomputed here from summary.csv (the
+    sweep's metrics) or from an exact recursion written out in the test."""
+    from fractions import Fraction
+
+    uri, _ = store
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert main(["tiny", "--out", str(tmp_path), "--no-log"]) == 0
+    md = (tmp_path / "report.md").read_text()
+    answer = {t: md.split(f"## {t}\n\n", 1)[1].split("\n", 1)[0] for t in SECTIONS}
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    # simulation against exact: every (x, x_se, x_exact) triple of every job, recounted
+    z = []
+    for _, row in summary.iterrows():
+        for col in summary.columns:
+            if f"{col}_se" in summary and f"{col}_exact" in summary:
+                x, se, ex = row[col], row[f"{col}_se"], row[f"{col}_exact"]
+                if not pd.isna(x) and not pd.isna(se) and not pd.isna(ex) and se > 0:
+                    z.append(abs(x - ex) / se)
+    sentence = answer["Simulation against exact answers"]
+    assert f"all {len(z)} simulated figures" in sentence and len(z) >= 5
+    assert f"largest |z| = {max(z):.2f}" in sentence and max(z) <= 4
+    # the fate sentence: p 0.7, 20 sessions, seed rule; exact by a Fraction recursion
+    alive, gone = {Fraction("0.6"): Fraction(1)}, Fraction(0)
+    for _ in range(20):
+        nxt: dict = {}
+        for c, m in alive.items():
+            for c2, w in ((min(Fraction(1), c + Fraction("0.08")), Fraction("0.7")),
+                          (max(Fraction(0), c - Fraction("0.15")), Fraction("0.3"))):  # fmt: skip
+                if c2 >= Fraction("0.55"):
+                    nxt[c2] = nxt.get(c2, 0) + m * w
+                else:
+                    gone += m * w
+        alive = nxt
+    fate = summary[summary["scenario"] == "fate"].iloc[0]
+    assert fate["p_excluded_exact"] == pytest.approx(float(gone), abs=1e-12)
+    sentence = answer["One procedure's fate under the flat rule"]
+    assert f"({float(gone):.3f} exact" in sentence and "within 20 sessions" in sentence
+    assert "break-even rate 0.652" in sentence and "(probability 0.30)" in sentence
+    # the gate sentence quotes the job's own false-revert rate and SE
+    gate = summary[summary["scenario"] == "gate"].iloc[0]
+    from reports.evidence import fmt
+
+    sentence = answer["Revision gates: which gate to use"]
+    assert fmt(gate["false_revert_rate"], gate["false_revert_rate_se"]) in sentence
+    assert fmt(gate["missed_regression_rate"], gate["missed_regression_rate_se"]) in sentence
+    assert f"This sweep ran {len(summary)} job(s)" in answer["What this sweep ran"]

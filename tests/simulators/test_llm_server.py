@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import queue
+import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -233,31 +235,41 @@ def test_completion_is_a_pure_function_of_the_body():
     assert a["id"] == b["id"] and a["choices"] == b["choices"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _lines(proc: subprocess.Popen) -> queue.Queue:
+    """The child's stdout lines, read by a thread ("" at end of file), so every wait for a
+    line is ``get(timeout=...)``: bounded, however loaded the machine."""
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
 
 
 def test_command_line_server_answers_the_openai_client():
-    port = _free_port()
+    """``--port 0``: the server binds a free port itself and prints its URL (no port picked
+    here and released, which another process could take in between)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "simulators.llm_server", "--port", str(port), "--quiet"],
+        [sys.executable, "-m", "simulators.llm_server", "--port", "0", "--quiet"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        line = proc.stdout.readline()
-        assert f"http://127.0.0.1:{port}/v1" in line
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k")
+        line = _lines(proc).get(timeout=120)
+        url = re.search(r"http://127\.0\.0\.1:(\d+)/v1", line)
+        assert url and int(url.group(1)) > 0, line
+        client = openai.OpenAI(base_url=url.group(0), api_key="k", timeout=60)
         reply = client.chat.completions.create(**CHAT)
         assert reply.choices[0].finish_reason == "stop"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)
 
 
 LAYER_PROBE = """

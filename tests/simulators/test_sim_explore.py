@@ -82,8 +82,8 @@ def test_power_matches_the_normal_formula_without_heterogeneity():
     pop = UserPopulation(base_rate=0.5, helpful_share=1.0, harmful_share=0.0, helpful_effect=0.1)
     sc = ExploreScenario(population=pop, explore_rate=0.3, sessions=600, replications=3000)
     m = sc.run(4).metrics
-    # the formula is a normal approximation: agreement to a couple of points is expected
-    assert abs(m["dim_power"] - m["power_formula"]) < 4 * m["dim_power_se"] + 0.03
+    # the formula is a normal approximation, not an exact answer: the simulated power is
+    # checked against the exact power (and the formula beside it) in test_explore_reference
     assert (m["power_formula"] < 0.8) == (m["sessions_for_target_power"] > 600)
     assert m["coverage"] == m["dim_coverage"] and m["power"] == m["dim_power"]
 

@@ -3,30 +3,35 @@
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction as F
 
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.flat import ConfidenceRule, flat_fate, passes_threshold
+from procmem_core.flat import ConfidenceRule, flat_fate
 
 
 def brute_force(p, n, rule, threshold):
-    """Enumerate all 2^n outcome sequences; a procedure stops updating once excluded."""
+    """Enumerate all 2^n outcome sequences; a procedure stops updating once excluded. The
+    walk is the seed's clamped step in exact arithmetic (never ``rule.update``), and
+    "shown" is ``c >= threshold`` between exact fractions."""
+    up, down, lo, hi = (F(str(getattr(rule, k))) for k in ("reward", "penalty", "floor", "ceiling"))
+    bar = F(str(threshold))
     p_excl = 0.0
     applied = 0.0
     for seq in itertools.product([True, False], repeat=n):
         w = 1.0
         for o in seq:
             w *= p if o else 1 - p
-        c = rule.initial
-        shown = passes_threshold(c, threshold)
+        c = F(str(rule.initial))
+        shown = c >= bar
         used = 0
         for o in seq:
             if not shown:
                 break
             used += 1
-            c = rule.update(c, o)
-            shown = passes_threshold(c, threshold)
+            c = min(hi, max(lo, c + (up if o else -down)))
+            shown = c >= bar
         p_excl += w * (not shown)
         applied += w * used
     return p_excl, applied

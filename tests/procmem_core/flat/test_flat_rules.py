@@ -134,7 +134,8 @@ def test_object_api_and_vectorized_update_agree_for_every_rule():
                 proc.record_outcome(bool(good), rule, baseline=0.55)
             succ, fail = succ + y, fail + ~y
             conf = rule.update(conf, y, successes=succ, failures=fail, baseline=0.55)
-            assert [p.confidence for p in procs] == conf.tolist(), rule.name
+            objects = [p.confidence for p in procs]
+            np.testing.assert_allclose(objects, conf, rtol=1e-12, atol=1e-15, err_msg=rule.name)
 
 
 @pytest.mark.parametrize(

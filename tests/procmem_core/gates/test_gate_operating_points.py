@@ -162,7 +162,8 @@ def test_vectorized_p_equals_scalar_calls():
     vec = sprt_operating_point(ps, 0.8, at_cap="revert")
     for i, p in enumerate(ps):
         one = sprt_operating_point(float(p), 0.8, at_cap="revert")
-        assert one.p_revert == vec.p_revert[i] and one.expected_runs == vec.expected_runs[i]
+        assert one.p_revert == pytest.approx(vec.p_revert[i], rel=1e-12, abs=1e-15)
+        assert one.expected_runs == pytest.approx(vec.expected_runs[i], rel=1e-12)
 
 
 def test_wald_oc_hits_the_nominal_error_rates_at_p0_and_p1():

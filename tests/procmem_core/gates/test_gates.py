@@ -231,7 +231,9 @@ def test_three_cap_rules_on_hand_computed_examples(s, llr, expected):
 
 def test_runs_past_the_cap_still_get_a_verdict():
     g = SPRTGate(max_runs=4, min_runs=1, at_cap="llr")
-    assert g.decide(PRIOR, RevisionStats(9, 6), p0=P0).verdict in (ACCEPT, REVERT)
+    # 6 of 9: LLR = 6 ln(0.65/0.8) + 3 ln(0.35/0.2) = 0.433 > 0, so the LLR rule reverts
+    assert llr_by_hand(6, 9, P0, P1) == pytest.approx(0.4330, abs=1e-4)
+    assert g.decide(PRIOR, RevisionStats(9, 6), p0=P0).verdict == REVERT
 
 
 def test_decide_uses_the_prior_estimate_when_p0_is_not_given():

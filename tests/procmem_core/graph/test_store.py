@@ -4,11 +4,13 @@ round trip and a killed writer. Both stores pass the same tests (the ``store`` f
 from __future__ import annotations
 
 import inspect
+import queue
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -288,10 +290,18 @@ def test_killed_writer_loses_no_acknowledged_run(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True, cwd=REPO
     )
+    lines: queue.Queue = queue.Queue()  # read by a thread: every wait below is bounded
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
     acked = []
     try:
         while len(acked) < 150:
-            line = proc.stdout.readline()
+            line = lines.get(timeout=120)
             assert line, "writer died early"
             acked.append(int(line))
     finally:

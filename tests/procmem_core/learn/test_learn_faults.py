@@ -115,10 +115,13 @@ def test_slow_reply_inside_the_timeout_is_just_slow(server):
 
 
 def test_slow_reply_past_the_timeout_is_retried_then_raises(server):
-    result = run(server, Fault("slow", 5.0), timeout=0.15, max_retries=1)
+    # The slow reply waits on the server's stop event (cut short when the server stops),
+    # far past the client's 1 s timeout; the retry's normal reply has that whole second,
+    # hundreds of times what it needs even on a loaded machine.
+    result = run(server, Fault("slow", 600.0), timeout=1.0, max_retries=1)
     assert len(server.requests) == 2 and result.procedures  # the retry was answered
     with pytest.raises(LLMCallError, match="timeout") as err:
-        run(server, Fault("slow", 5.0), Fault("slow", 5.0), timeout=0.15, max_retries=1)
+        run(server, Fault("slow", 600.0), Fault("slow", 600.0), timeout=1.0, max_retries=1)
     assert err.value.kind == "timeout" and err.value.status is None
 
 
