@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_probability
-from procmem_core.gates.llr import EPS, sprt_boundaries
+from procmem_core.gates.llr import EPS, LLR_TOLERANCE, sprt_boundaries, sprt_crossed
 from procmem_core.gates.paired import PairedGate
 from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
 
@@ -81,12 +81,12 @@ class DiscordantSPRTGate(PairedGate):
 
     def crossed_at(self, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ln_a, ln_b = sprt_boundaries(self.alpha, self.beta)
-        return value >= ln_a, value <= ln_b
+        return sprt_crossed(value, ln_a, ln_b)
 
     def at_cap_code(self, value: np.ndarray) -> np.ndarray:
         if self.at_cap == "accept":
             return np.full(np.shape(value), ACCEPT_CODE, dtype=np.int8)
-        return np.where(value > 0, REVERT_CODE, ACCEPT_CODE).astype(np.int8)
+        return np.where(value > LLR_TOLERANCE, REVERT_CODE, ACCEPT_CODE).astype(np.int8)
 
     def explain(self, reason_code: str, k: int, w: int, b: int, p0: float, value: float) -> str:
         ln_a, ln_b = sprt_boundaries(self.alpha, self.beta)

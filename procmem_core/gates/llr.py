@@ -189,7 +189,7 @@ def _sprt_verdict_one(
     ln_s, ln_f = _increments_one(float(p0), float(min_drop))
     ln_a, ln_b = sprt_boundaries(alpha, beta)
     llr = sprt_llr(successes, runs, ln_s, ln_f)
-    code = int(REVERT_CODE) * (llr >= ln_a) + (llr <= ln_b)
+    code = int(REVERT_CODE) * (llr >= ln_a - LLR_TOLERANCE) + (llr <= ln_b + LLR_TOLERANCE)
     if runs < min_runs:
         code = 0
     if runs >= max_runs and code == CONTINUE_CODE:
@@ -198,7 +198,7 @@ def _sprt_verdict_one(
         elif at_cap == "revert":
             code = int(REVERT_CODE)
         else:
-            code = int(REVERT_CODE) if llr > 0.0 else int(ACCEPT_CODE)
+            code = int(REVERT_CODE) if llr > LLR_TOLERANCE else int(ACCEPT_CODE)
     return code
 
 
