@@ -1,0 +1,220 @@
+"""One chunk of the confidence scenario, one pass over its users x procedures a session.
+
+The session's steps (``ConfidenceScenario``'s docstring) run in the old order and draw
+the same random numbers in the same order (withholding, exploration and the outcome
+from one buffer per session, then the feedback channels), so a seed gives the numbers
+it gave before the pass was fused. What changed is how the work is done
+(``confidence_library``):
+
+- the prompt filter: where no user has more than ``limit`` procedures above the
+  threshold, ``shown`` is the ``active`` mask of the last update; elsewhere the
+  lowest-ranked are dropped one round per surplus procedure;
+- the counts by kind of the shown procedures are the active ones' minus what the limit
+  and withholding took and plus what exploration added (no second pass);
+- the success probability ``clip(base + crowded sum of shown effects)`` is computed from
+  those counts; where a uniform draw lies within ``CLOSE`` of it (so that the rounding
+  of the effect sum could decide the outcome) it is recomputed as the row sum it was;
+- the per-session trajectory is recorded as integer counts per user and tallied once per
+  chunk (exact: integer sums do not depend on their order);
+- with nothing that can show an excluded procedure again (no exploration, no delay)
+  the threshold is absorbing, so the session of each harmful procedure's exclusion is
+  read off the drop in the user's count of active harmful ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from procmem_core.explore import withhold_top
+from simulators.feedback import ArrivalLine
+from simulators.result import RatioTally
+from simulators.scenarios.confidence_library import (
+    FloatConfidences,
+    GridConfidences,
+    KindWeights,
+)
+from simulators.users import HARMFUL, HELPFUL, effect_kind
+
+CLOSE = 1e-9
+"""A bound, far above the rounding of a sum of at most 255 effects, on how much the
+counted effect sum can differ from the row sum."""
+
+
+def row_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over the last axis, by ``einsum`` (the scenario's row sum of shown effects)."""
+    if x.dtype == np.bool_:
+        return np.einsum("ij->i", x.view(np.uint8)).astype(float)
+    return np.einsum("ij->i", x)
+
+
+def _own(x: np.ndarray, owned: set) -> np.ndarray:
+    if id(x) in owned:
+        return x
+    y = x.copy()
+    owned.add(id(y))
+    return y
+
+
+class SessionPass:
+    """The chunk's arrays and its session loop (``run``)."""
+
+    def __init__(self, scenario, rng: np.random.Generator, n: int) -> None:
+        sc, k = scenario, scenario.procedures
+        self.sc, self.rng, self.n, self.k = sc, rng, n, k
+        pop = sc.population
+        self.base = pop.sample_base(rng, n)
+        self.effects = pop.sample_effects(rng, (n, k))  # users x procedures, as drawn
+        self.kind = effect_kind(self.effects)
+        kt = self.kind.T
+        self.helpful = np.ascontiguousarray(kt == HELPFUL)
+        self.harmful = np.ascontiguousarray(kt == HARMFUL)
+        self.weights = KindWeights(self.helpful, self.harmful)
+        self.state = GridConfidences.build(sc.rule, sc.threshold, k, n) or FloatConfidences(
+            sc.rule, sc.threshold, k, n
+        )
+        self.absorbing = sc.explore_rate == 0 and sc.feedback.delay == 0
+        self.out_seen = None if self.absorbing else np.zeros((k, n), bool)
+        self.gone = np.zeros(n)
+        self.gone_sessions = np.zeros(n)
+        size = n * (1 + (sc.withhold_rate > 0) + (sc.explore_rate > 0) * (1 + k))
+        self.draws = np.empty(size)
+        t = sc.sessions
+        self.rec = {
+            name: np.zeros((t, n), np.uint8)
+            for name in ("success", "shown", "helpful_shown", "helpful", "neutral", "harmful")
+        }
+
+    def run(self) -> None:
+        """Every session of the chunk."""
+        line = ArrivalLine(self.sc.feedback.delay)
+        active = self.state.active()
+        coded = self.weights.code(active)
+        for t in range(self.sc.sessions):
+            self.session(t, line, active, coded)
+            active = self.state.active()
+            coded = self.weights.code(active)
+            self._record(t, active, coded)
+        self.active = active
+
+    def session(self, t: int, line: ArrivalLine, active: np.ndarray, coded: np.ndarray):
+        """Prompt, withholding, exploration, outcome, signal and update of session ``t``
+        (``coded``: the active cells' counts by kind, ``KindWeights``)."""
+        sc, n, k = self.sc, self.n, self.k
+        draws = self.rng.random(out=self.draws)
+        owned: set = set()
+        shown = active
+        if sc.limit < k:
+            n_active = sum(self.weights.decode(coded))
+            if n_active.max() > sc.limit:
+                shown = _own(active, owned)
+                self.state.select(active, n_active, sc.limit, shown)
+                coded = self.weights.code(shown)
+        at = 0
+        if sc.withhold_rate > 0:
+            shown, coded = self._withhold(draws[:n], shown, coded, owned)
+            at = n
+        if sc.explore_rate > 0:
+            u, key = draws[at : at + n], draws[at + n : at + n + n * k]
+            shown, coded = self._explore(u, key.reshape(n, k), shown, coded, owned)
+            at += n + n * k
+        helpful, harmful, neutral = self.weights.decode(coded)
+        n_shown = (helpful + harmful + neutral).astype(float)
+        outcome = self._outcome(draws[at:], shown, helpful, harmful, n_shown)
+        self.rec["success"][t] = outcome
+        self.rec["shown"][t] = n_shown
+        self.rec["helpful_shown"][t] = helpful
+        sig = sc.feedback.transmit(self.rng, outcome, self.base)
+        due = line.push((shown, sig.label, sig.observed, n_shown))
+        if due is not None:
+            self.state.update(*due)
+
+    def _withhold(self, u, shown, coded, owned):
+        """Withhold the top shown procedure, or the whole prompt (``withhold="all"``), of
+        the users whose draw is below ``withhold_rate`` and who are shown any."""
+        sc = self.sc
+        cols = np.flatnonzero(withhold_top(u, sc.withhold_rate) & (coded != 0))
+        if not cols.size:
+            return shown, coded
+        shown, coded = _own(shown, owned), _own(coded, owned)
+        if sc.withhold == "all":
+            shown[:, cols] = False
+            coded[cols] = 0
+        else:
+            j = self.state.top(cols, shown)
+            shown[j, cols] = False
+            coded[cols] -= self.weights.at(j, cols)
+        return shown, coded
+
+    def _explore(self, u, key, shown, coded, owned):
+        """Show one not-shown procedure, chosen by the largest of ``key`` (uniform), to
+        the users whose draw ``u`` is below ``explore_rate``."""
+        n = self.n
+        go = u < self.sc.explore_rate
+        key = np.where(shown, -1.0, key.T)
+        pick = np.argmax(key, axis=0)
+        go &= key[pick, np.arange(n)] >= 0
+        cols = np.flatnonzero(go)
+        if not cols.size:
+            return shown, coded
+        shown, coded = _own(shown, owned), _own(coded, owned)
+        j = pick[cols]
+        shown[j, cols] = True
+        coded[cols] += self.weights.at(j, cols)
+        return shown, coded
+
+    def _outcome(self, u, shown, helpful, harmful, n_shown) -> np.ndarray:
+        """``u < clip(base + crowded effect of the shown procedures, 0, 1)``."""
+        pop = self.sc.population
+        effect = helpful * pop.helpful_effect - harmful * pop.harmful_effect
+        p = pop.success_probability(self.base, pop.crowded_effect(effect, n_shown))
+        close = np.flatnonzero(np.abs(u - p) < CLOSE)
+        if close.size:  # the row sum, as the effects are summed per user
+            cells = self.effects[close] * np.ascontiguousarray(shown[:, close].T)
+            exact = pop.crowded_effect(row_sum(cells), n_shown[close])
+            p[close] = pop.success_probability(self.base[close], exact)
+        return u < p
+
+    def _record(self, t: int, active: np.ndarray, coded: np.ndarray) -> None:
+        """The active counts by kind after session ``t``, and first exclusions."""
+        rec = self.rec
+        rec["helpful"][t], rec["harmful"][t], rec["neutral"][t] = self.weights.decode(coded)
+        if self.out_seen is not None:
+            newly = ~active
+            newly &= ~self.out_seen
+            self.out_seen |= newly
+            count = np.add.reduce(newly & self.harmful, axis=0, dtype=np.int64)
+            self.gone += count
+            self.gone_sessions += (t + 1) * count
+
+    def harmful_gone(self, harmful: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per user: harmful procedures excluded at some session, and the sum of the
+        sessions of their first exclusion."""
+        if self.out_seen is not None:
+            return self.gone, self.gone_sessions
+        # sum_t (t + 1) (left[t - 1] - left[t]) with left[-1] = harmful, telescoped
+        left = self.rec["harmful"]
+        final = left[-1].astype(float)
+        earlier = left[:-1].sum(axis=0, dtype=np.int64)
+        return harmful - final, harmful + earlier - len(left) * final
+
+
+def tally_rows(tally: RatioTally, x: np.ndarray, y: np.ndarray | float) -> None:
+    """``tally.add(t, x[t], y[t])`` for every row ``t`` of the counts ``x`` (uint8) at
+    once; ``y`` is 1, one row of counts for every ``t``, or a row each. Exact: integer
+    sums in integers, so they do not depend on their order."""
+    rows, n = x.shape
+    sx = x.sum(axis=1, dtype=np.int64)
+    tally.n[:rows] += n
+    tally.sx[:rows] += sx
+    tally.sxx[:rows] += np.multiply(x, x, dtype=np.uint16).sum(axis=1, dtype=np.int64)
+    if np.ndim(y) == 0:
+        y = float(y)
+        tally.sy[:rows] += y * n
+        tally.sxy[:rows] += y * sx
+        tally.syy[:rows] += y * y * n
+        return
+    y = np.asarray(y, dtype=np.uint8)
+    yy = np.multiply(y, y, dtype=np.uint16)
+    tally.sy[:rows] += y.sum(axis=-1, dtype=np.int64)
+    tally.sxy[:rows] += np.multiply(x, y, dtype=np.uint16).sum(axis=1, dtype=np.int64)
+    tally.syy[:rows] += yy.sum(axis=-1, dtype=np.int64)
