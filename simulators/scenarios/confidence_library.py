@@ -14,16 +14,18 @@ Two ways to hold the confidences, each calling the rule's own ``update``:
 
 - ``GridConfidences``, for a rule whose update reads only the confidence and the outcome
   (the seed's and any step rule with fixed steps): the confidence of each cell is an
-  integer code into the finite set of confidences the rule reaches
-  (``flat.chain.confidence_space``, found by calling ``rule.update``, sorted). The code is
-  ``state * k + (k - 1 - j)``, so larger codes rank first and ties go to the earlier
-  procedure (``shown_mask``'s order); an update is one lookup into a table of the
-  rule's moves (no move, a bad session, a good one).
+  index into the finite set of confidences the rule reaches
+  (``flat.chain.confidence_space``, found by calling ``rule.update``, sorted). Ranked by
+  ``state * k + (k - 1 - j)``, larger first with ties to the earlier procedure
+  (``shown_mask``'s order); an update is a fixed step clamped to the grid where the
+  rule's moves are (the seed's), else one lookup into the table of its moves.
 - ``FloatConfidences``, for the rules that read a baseline or counts: the confidences as
   floats, updated by ``rule.update`` with the evidence it reads (``Evidence``).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -42,9 +44,10 @@ class KindWeights:
         self.bits = int(k).bit_length()
         self.mask = (1 << self.bits) - 1
         dtype = np.uint16 if 3 * self.bits <= 16 else np.uint32
-        w = np.full(helpful.shape, 1 << (2 * self.bits), dtype=dtype)
-        w[helpful] = 1
-        w[harmful] = 1 << self.bits
+        neutral = 1 << (2 * self.bits)
+        w = np.full(helpful.shape, neutral, dtype=dtype)
+        w -= helpful * dtype(neutral - 1)
+        w -= harmful * dtype(neutral - (1 << self.bits))
         self.w = w
         self._buf = np.empty_like(w)
 
@@ -64,83 +67,126 @@ class KindWeights:
         return self.w[j, cols]
 
 
+GRID_STATES = 4096
+"""The largest set of reachable confidences kept as a grid (a rule with steps off a coarse
+decimal grid keeps its floats)."""
+
+
+@functools.lru_cache(maxsize=64)
+def reachable(rule: FlatRule, threshold: float):
+    """``(confidence_space, index of the start)`` of a rule whose update reads only the
+    confidence and the outcome, or None (found once per rule and threshold)."""
+    if rule.needs_baseline or rule.needs_counts:
+        return None
+    start = rule.start()
+    try:
+        space = confidence_space(rule, threshold, start, keep_below=True, max_states=GRID_STATES)
+    except ParameterError:
+        return None
+    i = int(np.searchsorted(space.states, start))
+    if i >= len(space.states) or space.states[i] != start:
+        return None  # snapping moved the start: keep the floats the rule gives
+    return space, i
+
+
+def uniform_steps(space) -> tuple[int, int] | None:
+    """``(up, down)`` when every move on the grid is a fixed number of states, clamped to
+    its ends (``up[i] = min(i + up, g - 1)``, ``down[i] = max(i - down, 0)``: a rule
+    whose reachable confidences form one evenly spaced set, as the seed's), else None."""
+    g = len(space.states)
+    i = np.arange(g)
+    up, down = int(space.up[0]), int(g - 1 - space.down[-1])
+    if (space.up == np.minimum(i + up, g - 1)).all() and (
+        space.down == np.maximum(i - down, 0)
+    ).all():
+        return up, down
+    return None
+
+
 class GridConfidences:
-    """Integer codes into the rule's reachable confidences (module docstring)."""
+    """Each cell's confidence as its index into the rule's reachable confidences (module
+    docstring), held as the rank ``level = (state - first_shown) k + (k - 1 - j)``: at
+    least 0 exactly for the cells at or above the threshold, unique in a column, larger
+    first and ties to the earlier procedure (``shown_mask``'s order)."""
 
     def __init__(self, space, start: int, k: int, n: int) -> None:
         g = len(space.states)
-        self.k = k
-        self.states = space.states
-        size = 3 * g * k
-        self.dtype = np.uint16 if size < 2**16 else np.uint32
-        self._top = self.dtype(np.iinfo(self.dtype).max)
-        rev = (k - 1 - np.arange(k)).astype(np.int64)
-        codes = np.arange(g * k)
-        state, j_rev = np.divmod(codes, k)
-        # table[c * g k + code]: c = 0 no update, 1 a bad session, 2 a good one
-        self.table = np.concatenate(
-            [codes, space.down[state] * k + j_rev, space.up[state] * k + j_rev]
+        self.k, self.g, self.states = k, g, space.states
+        wide = 3 * g * k >= 2**15
+        self.dtype, self.unsigned = (np.int32, np.uint32) if wide else (np.int16, np.uint16)
+        self.origin = (int(np.argmax(space.shown)) if space.shown.any() else g) * k
+        rev = (k - 1 - np.arange(k))[:, None]
+        self.low = (rev - self.origin).astype(self.dtype)  # state 0 and g - 1 by row
+        self.high = (rev + (g - 1) * k - self.origin).astype(self.dtype)
+        self.steps = uniform_steps(space)
+        # table[c g k + level + origin]: c = 0 no update, 1 a bad session, 2 a good one
+        state, j = np.divmod(np.arange(g * k), k)
+        self.table = (
+            np.concatenate([state, space.down[state], space.up[state]]) * k
+            + np.tile(j, 3)
+            - self.origin
         ).astype(self.dtype)
-        self.shift = g * k
-        self.first_shown = int(np.argmax(space.shown)) * k if space.shown.any() else g * k
-        self.code = (start * k + rev[:, None] + np.zeros((1, n), np.int64)).astype(self.dtype)
-        self._idx = np.empty_like(self.code)
+        self.level = np.empty((k, n), self.dtype)
+        self.level[:] = start * k + rev - self.origin
+        self._buf = np.empty_like(self.level)
 
     @classmethod
     def build(cls, rule: FlatRule, threshold: float, k: int, n: int) -> GridConfidences | None:
         """The grid for ``rule``, or None when its update reads more than the confidence
         or its reachable set is too large (then the floats are kept)."""
-        if rule.needs_baseline or rule.needs_counts:
-            return None
-        start = rule.start()
-        try:
-            space = confidence_space(rule, threshold, start, keep_below=True)
-        except ParameterError:
-            return None
-        i = int(np.searchsorted(space.states, start))
-        if i >= len(space.states) or space.states[i] != start:
-            return None  # snapping moved the start: keep the floats the rule gives
-        return cls(space, i, k, n)
+        found = reachable(rule, threshold)
+        return None if found is None else cls(*found, k, n)
 
     def active(self) -> np.ndarray:
-        """Cells at or above the threshold (states sorted: a suffix of the codes)."""
-        return self.code >= self.first_shown
+        """Cells at or above the threshold."""
+        return self.level >= 0
 
     def select(self, active: np.ndarray, n_active: np.ndarray, limit: int, shown) -> None:
         """Drop, in place on ``shown``, the lowest-ranked active cells of the users with
-        more than ``limit``: one round of a column minimum per surplus procedure.
-
-        ``code - first_shown`` wraps the inactive codes (below ``first_shown``) past every
-        active one in the unsigned dtype, so the minimum is the lowest active cell.
-        """
+        more than ``limit``: one round of a column minimum per surplus procedure. Read
+        unsigned, the inactive cells' negative levels wrap past every active one."""
         excess = n_active.astype(np.int64) - limit
-        key = self.code - self.dtype(self.first_shown)
-        drop = np.empty(key.shape, bool)
-        out = np.empty_like(key)
         rounds = int(excess.max())
+        key = self.level.view(self.unsigned)
+        drop = np.empty(key.shape, bool)
         for r in range(rounds):
             np.equal(key, key.min(axis=0), out=drop)
             drop &= (excess > r)[None, :]
             shown ^= drop  # every dropped cell was shown
             if r + 1 < rounds:
-                np.bitwise_or(key, np.multiply(drop, self._top, out=out), out=key)
+                if r == 0:
+                    key = key.copy()
+                key |= np.multiply(drop, np.iinfo(self.unsigned).max, dtype=self.unsigned)
 
     def top(self, cols: np.ndarray, shown: np.ndarray) -> np.ndarray:
-        """The highest-ranked shown procedure of each column (an active one has a larger
-        code than any inactive one, and the prompt always keeps its top active one)."""
-        return (self.k - 1) - self.code[:, cols].max(axis=0) % self.k
+        """The highest-ranked shown procedure of each column (the highest active one: the
+        prompt always keeps it, and an active cell outranks every inactive one)."""
+        high = self.level[:, cols].max(axis=0).astype(np.int64) + self.origin
+        return (self.k - 1) - high % self.k
 
     def update(self, shown, signal, observed, n_shown) -> None:
-        """One lookup per cell: no move, or the rule's move after a bad or good session."""
-        move = np.where(signal, 2 * self.shift, self.shift).astype(self.dtype)
+        """The rule's move after a bad or good session on the updated cells: a fixed step
+        clamped to the grid where the grid allows (``uniform_steps``), else one lookup
+        per cell in the table of moves."""
+        k = self.k
+        if self.steps is not None:
+            up, down = self.steps
+            move = np.where(signal, up * k, -down * k).astype(self.dtype)
+        else:
+            move = np.where(signal, 2 * self.g * k, self.g * k).astype(self.dtype)
         if observed is not None:
             move[~observed] = 0
-        np.multiply(shown, move, out=self._idx)
-        np.add(self._idx, self.code, out=self._idx)
-        np.take(self.table, self._idx, out=self.code, mode="clip")
+        np.multiply(shown, move, out=self._buf)
+        if self.steps is not None:
+            self.level += self._buf
+            np.clip(self.level, self.low, self.high, out=self.level)
+        else:
+            self._buf += self.level
+            self._buf += self.dtype(self.origin)
+            np.take(self.table, self._buf, out=self.level, mode="clip")
 
     def confidences(self) -> np.ndarray:
-        return self.states[self.code // self.k]
+        return self.states[(self.level.astype(np.int64) + self.origin) // self.k]
 
     def evidence_metrics(self) -> dict:
         return {}

@@ -80,7 +80,7 @@ class SessionPass:
         self.draws = np.empty(size)
         t = sc.sessions
         self.rec = {
-            name: np.zeros((t, n), np.uint8)
+            name: np.empty((t, n), np.uint8)  # every row is written
             for name in ("success", "shown", "helpful_shown", "helpful", "neutral", "harmful")
         }
 

@@ -5,7 +5,8 @@ withholding the top procedure or the whole prompt, interference, label flips, a 
 judge, missing and delayed ratings, exploration, heterogeneous and mixed base rates,
 several chunks, a limit that binds and one that does not, the exact regime). Their
 metrics and tables were recorded with the scenario as it was before the fused session
-pass (commit 2f185fb) and are stored in ``tests/data/confidence_pinned.json``;
+pass (commit 2f185fb; the three ``off_grid`` and ``fine_steps`` cases were added later and
+recorded with that commit's scenario too) and are stored in ``tests/data/confidence_pinned.json``;
 ``test_confidence_pinned.py`` re-runs them and requires every value to be equal exactly.
 
 ``python tests/simulators/confidence_pins.py --write`` rewrites the fixture: only when a
@@ -44,9 +45,12 @@ HETERO = UserPopulation(base_rate=0.65, heterogeneity=0.2)
 NOISY = {"false_negative": 0.2, "false_positive": 0.1, "missing": 0.3, "delay": 2}
 
 
-def cases() -> dict[str, tuple[ConfidenceScenario, int]]:
-    """Each pinned configuration and its seed."""
-    c = ConfidenceScenario
+OFF_GRID = ConfidenceRule(initial=0.6033)  # two interleaved grids: moves by table lookup
+FINE = ConfidenceRule(reward=0.0123457, penalty=0.1500001)  # too many confidences: floats
+
+
+def cases(c: type = ConfidenceScenario) -> dict[str, tuple[ConfidenceScenario, int]]:
+    """Each pinned configuration (of scenario class ``c``) and its seed."""
     return {
         "seed_library": (c(replications=3000, sessions=40), 11),
         "seed_library_chunks": (c(replications=700, sessions=25, chunk_size=256), 12),
@@ -142,6 +146,18 @@ def cases() -> dict[str, tuple[ConfidenceScenario, int]]:
             c(procedures=1, feedback=Feedback.of(missing=0.4, delay=3), replications=3000),
             25,
         ),
+        "off_grid_rule": (c(rule=OFF_GRID, procedures=6, limit=4, replications=1500), 27),
+        "off_grid_explore_delay_withhold": (
+            c(
+                rule=OFF_GRID,
+                feedback=Feedback.of(delay=1, missing=0.1),
+                explore_rate=0.1,
+                withhold_rate=0.2,
+                replications=1200,
+            ),
+            28,
+        ),
+        "fine_steps_rule": (c(rule=FINE, limit=3, replications=1200, sessions=30), 29),
         "crowded_noisy_explore_withhold_top": (
             c(
                 population=CROWDED,

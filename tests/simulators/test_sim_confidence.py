@@ -142,7 +142,7 @@ def _library(conf: np.ndarray, **kw) -> SessionPass:
     index = np.searchsorted(states, conf)
     assert (states[index] == conf).all()
     rev = (k - 1 - np.arange(k))[:, None]
-    sim.state.code[:] = index.T * k + rev
+    sim.state.level[:] = index.T * k + rev - sim.state.origin
     return sim
 
 
