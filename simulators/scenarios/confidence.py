@@ -47,7 +47,7 @@ from procmem_core.flat.reshow import reshow_fate
 from simulators.feedback import Feedback
 from simulators.result import RatioTally, ScenarioResult
 from simulators.scenarios.base import Scenario
-from simulators.scenarios.confidence_pass import SessionPass, row_sum, tally_rows
+from simulators.scenarios.confidence_pass import SessionPass, row_sum, tally_trajectory
 from simulators.users import HARMFUL, HELPFUL, KIND_NAMES, NEUTRAL, UserPopulation
 
 WITHHOLD = ("top", "all")
@@ -122,11 +122,7 @@ class ConfidenceScenario(Scenario):
         sim.run()
         rec, kind = sim.rec, sim.kind
         per_kind = {KIND_NAMES[c]: row_sum(kind == c) for c in (HELPFUL, NEUTRAL, HARMFUL)}
-        tally_rows(traj["success"], rec["success"], 1.0)
-        tally_rows(traj["shown"], rec["shown"], 1.0)
-        tally_rows(traj["precision"], rec["helpful_shown"], rec["shown"])
-        for label in KIND_NAMES.values():
-            tally_rows(traj[f"{label}_active"], rec[label], per_kind[label])
+        tally_trajectory(traj, sim, per_kind)
         conf = np.ascontiguousarray(sim.state.confidences().T)
         active = passes_threshold(conf, self.threshold)
         helpful = kind == HELPFUL

@@ -47,6 +47,10 @@ def row_sum(x: np.ndarray) -> np.ndarray:
     return np.einsum("ij->i", x)
 
 
+RECORDS = ("success", "shown", "helpful_shown", "helpful", "neutral", "harmful")
+"""The per-user counts recorded each session (the last three: active procedures by kind)."""
+
+
 def _own(x: np.ndarray, owned: set) -> np.ndarray:
     if id(x) in owned:
         return x
@@ -78,11 +82,8 @@ class SessionPass:
         self.gone_sessions = np.zeros(n)
         size = n * (1 + (sc.withhold_rate > 0) + (sc.explore_rate > 0) * (1 + k))
         self.draws = np.empty(size)
-        t = sc.sessions
-        self.rec = {
-            name: np.empty((t, n), np.uint8)  # every row is written
-            for name in ("success", "shown", "helpful_shown", "helpful", "neutral", "harmful")
-        }
+        self.block = np.empty((len(RECORDS), sc.sessions, n), np.uint8)  # all written
+        self.rec = dict(zip(RECORDS, self.block, strict=True))
 
     def run(self) -> None:
         """Every session of the chunk."""
@@ -198,23 +199,42 @@ class SessionPass:
         return harmful - final, harmful + earlier - len(left) * final
 
 
-def tally_rows(tally: RatioTally, x: np.ndarray, y: np.ndarray | float) -> None:
-    """``tally.add(t, x[t], y[t])`` for every row ``t`` of the counts ``x`` (uint8) at
-    once; ``y`` is 1, one row of counts for every ``t``, or a row each. Exact: integer
-    sums in integers, so they do not depend on their order."""
-    rows, n = x.shape
-    sx = x.sum(axis=1, dtype=np.int64)
+def tally_trajectory(traj: dict, sim: SessionPass, per_kind: dict) -> None:
+    """Add the chunk's sessions to the trajectory's tallies, every session at once, as
+    ``RatioTally.add(t, x[t], y[t])`` would one by one. Exact: the records are integer
+    counts, summed in integers, so the sums do not depend on their order."""
+    block, rec = sim.block, sim.rec
+    n = block.shape[-1]
+    acc = np.uint32 if n * 255**2 < 2**32 else np.uint64
+    s1 = dict(zip(RECORDS, block.sum(axis=-1, dtype=acc).astype(float), strict=True))
+    squares = np.multiply(block, block, dtype=np.uint16).sum(axis=-1, dtype=acc)
+    s2 = dict(zip(RECORDS, squares.astype(float), strict=True))
+    for name in ("success", "shown"):
+        _add(traj[name], n, s1[name], s2[name], (), scale=1.0)
+    cross = np.multiply(rec["helpful_shown"], rec["shown"], dtype=np.uint16)
+    sxy = cross.sum(axis=-1, dtype=acc).astype(float)
+    _add(traj["precision"], n, s1["helpful_shown"], s2["helpful_shown"],
+         (s1["shown"], sxy, s2["shown"]))  # fmt: skip
+    labels = RECORDS[3:]
+    y = np.stack([per_kind[label] for label in labels]).astype(np.uint8)
+    cross = np.multiply(block[3:], y[:, None, :], dtype=np.uint16).sum(axis=-1, dtype=acc)
+    sy = y.sum(axis=-1, dtype=np.int64).astype(float)
+    syy = np.multiply(y, y, dtype=np.uint16).sum(axis=-1, dtype=np.int64).astype(float)
+    for i, label in enumerate(labels):
+        sums = (sy[i], cross[i].astype(float), syy[i])
+        _add(traj[f"{label}_active"], n, s1[label], s2[label], sums)
+
+
+def _add(tally: RatioTally, n: int, sx, sxx, y_sums: tuple, scale: float | None = None) -> None:
+    """Add ``n`` clusters per slot with sums ``sx``, ``sxx`` and ``(sy, sxy, syy)`` (for
+    a constant ``y = scale``: ``n scale``, ``scale sx``, ``n scale^2``)."""
+    rows = len(sx)
+    if scale is not None:
+        y_sums = (scale * n, scale * sx, scale * scale * n)
+    sy, sxy, syy = y_sums
     tally.n[:rows] += n
     tally.sx[:rows] += sx
-    tally.sxx[:rows] += np.multiply(x, x, dtype=np.uint16).sum(axis=1, dtype=np.int64)
-    if np.ndim(y) == 0:
-        y = float(y)
-        tally.sy[:rows] += y * n
-        tally.sxy[:rows] += y * sx
-        tally.syy[:rows] += y * y * n
-        return
-    y = np.asarray(y, dtype=np.uint8)
-    yy = np.multiply(y, y, dtype=np.uint16)
-    tally.sy[:rows] += y.sum(axis=-1, dtype=np.int64)
-    tally.sxy[:rows] += np.multiply(x, y, dtype=np.uint16).sum(axis=1, dtype=np.int64)
-    tally.syy[:rows] += yy.sum(axis=-1, dtype=np.int64)
+    tally.sxx[:rows] += sxx
+    tally.sy[:rows] += sy
+    tally.sxy[:rows] += sxy
+    tally.syy[:rows] += syy
