@@ -114,6 +114,7 @@ class GridConfidences:
         self.k, self.g, self.states = k, g, space.states
         wide = 3 * g * k >= 2**15
         self.dtype, self.unsigned = (np.int32, np.uint32) if wide else (np.int16, np.uint16)
+        self._last = self.unsigned(np.iinfo(self.unsigned).max)
         self.origin = (int(np.argmax(space.shown)) if space.shown.any() else g) * k
         rev = (k - 1 - np.arange(k))[:, None]
         self.low = (rev - self.origin).astype(self.dtype)  # state 0 and g - 1 by row
@@ -156,7 +157,7 @@ class GridConfidences:
             if r + 1 < rounds:
                 if r == 0:
                     key = key.copy()
-                key |= np.multiply(drop, np.iinfo(self.unsigned).max, dtype=self.unsigned)
+                key |= np.multiply(drop, self._last, dtype=self.unsigned)
 
     def top(self, cols: np.ndarray, shown: np.ndarray) -> np.ndarray:
         """The highest-ranked shown procedure of each column (the highest active one: the
