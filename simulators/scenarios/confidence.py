@@ -51,7 +51,6 @@ from procmem_core.flat import (
     DEFAULT_THRESHOLD,
     FlatRule,
     flat_fate,
-    passes_threshold,
 )
 from procmem_core.flat.reshow import reshow_fate
 from simulators.feedback import Feedback
@@ -131,18 +130,16 @@ class ConfidenceScenario(Scenario):
         sim = SessionPass(self, rng, n)
         sim.run()
         rec, kind = sim.rec, sim.kind
-        per_kind = {KIND_NAMES[c]: row_sum(kind == c) for c in (HELPFUL, NEUTRAL, HARMFUL)}
+        per_kind = sim.kind_counts()
         tally_trajectory(traj, sim, per_kind)
-        conf = np.ascontiguousarray(sim.state.confidences().T)
-        active = passes_threshold(conf, self.threshold)
-        helpful = kind == HELPFUL
+        kept = {label: rec[label][-1].astype(float) for label in per_kind}  # after the last
         acc = {
             "successes": rec["success"].sum(axis=0, dtype=float),
             "shown": rec["shown"].sum(axis=0, dtype=float),
             "helpful_shown": rec["helpful_shown"].sum(axis=0, dtype=float),
             "helpful": per_kind["helpful"],
             "harmful": per_kind["harmful"],
-            "helpful_kept": row_sum(active & helpful),
+            "helpful_kept": kept["helpful"],
         }
         acc["harmful_gone"], acc["harmful_gone_sessions"] = sim.harmful_gone(acc["harmful"])
         acc["rate_none"] = sim.base
@@ -151,11 +148,12 @@ class ConfidenceScenario(Scenario):
         if evidence:
             acc["baseline_error"] = evidence["baseline"] - sim.base
             acc["baseline_sessions"] = evidence["baseline_sessions"]
+        conf = np.ascontiguousarray(sim.state.confidences().T)  # users x procedures
         for i, code in enumerate((HELPFUL, NEUTRAL, HARMFUL)):
-            sel = kind == code
-            count = per_kind[KIND_NAMES[code]]
-            traj["kept"].add(i, row_sum(sel & active), count)
-            traj["final_confidence"].add(i, row_sum(np.where(sel, conf, 0.0)), count)
+            label = KIND_NAMES[code]
+            traj["kept"].add(i, kept[label], per_kind[label])
+            total = row_sum(np.where(kind == code, conf, 0.0))  # the row sum, as it was
+            traj["final_confidence"].add(i, total, per_kind[label])
         return acc
 
     def run(self, seed: int) -> ScenarioResult:

@@ -187,6 +187,12 @@ class SessionPass:
             self.gone += count
             self.gone_sessions += (t + 1) * count
 
+    def kind_counts(self) -> dict[str, np.ndarray]:
+        """Each user's procedures by kind (floats)."""
+        helpful = np.add.reduce(self.helpful, axis=0, dtype=np.int64).astype(float)
+        harmful = np.add.reduce(self.harmful, axis=0, dtype=np.int64).astype(float)
+        return {"helpful": helpful, "neutral": self.k - helpful - harmful, "harmful": harmful}
+
     def harmful_gone(self, harmful: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per user: harmful procedures excluded at some session, and the sum of the
         sessions of their first exclusion."""
