@@ -51,14 +51,6 @@ RECORDS = ("success", "shown", "helpful_shown", "helpful", "neutral", "harmful")
 """The per-user counts recorded each session (the last three: active procedures by kind)."""
 
 
-def _own(x: np.ndarray, owned: set) -> np.ndarray:
-    if id(x) in owned:
-        return x
-    y = x.copy()
-    owned.add(id(y))
-    return y
-
-
 class SessionPass:
     """The chunk's arrays and its session loop (``run``)."""
 
@@ -102,21 +94,23 @@ class SessionPass:
         (``coded``: the active cells' counts by kind, ``KindWeights``)."""
         sc, n, k = self.sc, self.n, self.k
         draws = self.rng.random(out=self.draws)
-        owned: set = set()
-        shown = active
+        shown = active  # a copy only where something changes it
         if sc.limit < k:
             n_active = sum(self.weights.decode(coded))
             if n_active.max() > sc.limit:
-                shown = _own(active, owned)
+                shown = active.copy()
                 self.state.select(active, n_active, sc.limit, shown)
                 coded = self.weights.code(shown)
+        if sc.withhold_rate > 0 or sc.explore_rate > 0:
+            shown = active.copy() if shown is active else shown
+            coded = coded.copy()
         at = 0
         if sc.withhold_rate > 0:
-            shown, coded = self._withhold(draws[:n], shown, coded, owned)
+            self._withhold(draws[:n], shown, coded)
             at = n
         if sc.explore_rate > 0:
             u, key = draws[at : at + n], draws[at + n : at + n + n * k]
-            shown, coded = self._explore(u, key.reshape(n, k), shown, coded, owned)
+            self._explore(u, key.reshape(n, k), shown, coded)
             at += n + n * k
         helpful, harmful, neutral = self.weights.decode(coded)
         n_shown = (helpful + harmful + neutral).astype(float)
@@ -129,39 +123,32 @@ class SessionPass:
         if due is not None:
             self.state.update(*due)
 
-    def _withhold(self, u, shown, coded, owned):
-        """Withhold the top shown procedure, or the whole prompt (``withhold="all"``), of
-        the users whose draw is below ``withhold_rate`` and who are shown any."""
+    def _withhold(self, u: np.ndarray, shown: np.ndarray, coded: np.ndarray) -> None:
+        """Withhold (in place) the top shown procedure, or the whole prompt
+        (``withhold="all"``), of the users whose draw is below ``withhold_rate`` and who
+        are shown any."""
         sc = self.sc
         cols = np.flatnonzero(withhold_top(u, sc.withhold_rate) & (coded != 0))
-        if not cols.size:
-            return shown, coded
-        shown, coded = _own(shown, owned), _own(coded, owned)
         if sc.withhold == "all":
             shown[:, cols] = False
             coded[cols] = 0
-        else:
+        elif cols.size:
             j = self.state.top(cols, shown)
             shown[j, cols] = False
             coded[cols] -= self.weights.at(j, cols)
-        return shown, coded
 
-    def _explore(self, u, key, shown, coded, owned):
-        """Show one not-shown procedure, chosen by the largest of ``key`` (uniform), to
-        the users whose draw ``u`` is below ``explore_rate``."""
-        n = self.n
+    def _explore(self, u: np.ndarray, key: np.ndarray, shown: np.ndarray, coded) -> None:
+        """Show (in place) one not-shown procedure, the one with the largest ``key``
+        (uniform, users x procedures), to the users whose draw ``u`` is below
+        ``explore_rate``."""
         go = u < self.sc.explore_rate
         key = np.where(shown, -1.0, key.T)
         pick = np.argmax(key, axis=0)
-        go &= key[pick, np.arange(n)] >= 0
+        go &= key[pick, np.arange(self.n)] >= 0
         cols = np.flatnonzero(go)
-        if not cols.size:
-            return shown, coded
-        shown, coded = _own(shown, owned), _own(coded, owned)
         j = pick[cols]
         shown[j, cols] = True
         coded[cols] += self.weights.at(j, cols)
-        return shown, coded
 
     def _outcome(self, u, shown, helpful, harmful, n_shown) -> np.ndarray:
         """``u < clip(base + crowded effect of the shown procedures, 0, 1)``."""

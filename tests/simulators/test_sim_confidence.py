@@ -165,7 +165,8 @@ def test_withholding_removes_the_top_procedure_from_the_prompt():
     sim = _library(conf, withhold_rate=1.0)
     shown = sim.state.active()
     assert (shown_mask(conf, 0.55, 6) == shown.T).all()
-    out, coded = sim._withhold(np.zeros(2), shown, sim.weights.code(shown), set())
+    out, coded = shown.copy(), sim.weights.code(shown)
+    sim._withhold(np.zeros(2), out, coded)
     assert out.T.tolist() == [[True, False, True, False], [False, False, False, False]]
     assert (coded == sim.weights.code(out)).all()
 
@@ -174,9 +175,10 @@ def test_withholding_all_empties_the_prompt():
     conf = np.array([[0.7, 0.9, 0.9, 0.2]])
     sim = _library(conf, withhold_rate=1.0, withhold="all")
     shown = sim.state.active()
-    out, coded = sim._withhold(np.zeros(1), shown, sim.weights.code(shown), set())
+    out, coded = shown.copy(), sim.weights.code(shown)
+    sim._withhold(np.zeros(1), out, coded)
     assert not out.any() and coded.tolist() == [0]
-    assert shown.T.tolist() == [[True, True, True, False]]  # the active mask is not changed
+    assert shown.T.tolist() == [[True, True, True, False]]
 
 
 def test_withholding_shows_fewer_procedures_and_leaves_the_exact_regime():
