@@ -9,8 +9,8 @@ it gave before the pass was fused. What changed is how the work is done
 - the prompt filter: where no user has more than ``limit`` procedures above the
   threshold, ``shown`` is the ``active`` mask of the last update; elsewhere the
   lowest-ranked are dropped one round per surplus procedure;
-- the counts by kind of the shown procedures are the active ones' minus what the limit
-  and withholding took and plus what exploration added (no second pass);
+- the counts by kind of the shown procedures are the active ones', counted again only
+  where the limit binds; withholding and exploration adjust them by the cell they change;
 - the success probability ``clip(base + crowded sum of shown effects)`` is computed from
   those counts; where a uniform draw lies within ``CLOSE`` of it (so that the rounding
   of the effect sum could decide the outcome) it is recomputed as the row sum it was;
@@ -87,9 +87,8 @@ class SessionPass:
             active = self.state.active()
             coded = self.weights.code(active)
             self._record(t, active, coded)
-        self.active = active
 
-    def session(self, t: int, line: ArrivalLine, active: np.ndarray, coded: np.ndarray):
+    def session(self, t: int, line: ArrivalLine, active: np.ndarray, coded: np.ndarray) -> None:
         """Prompt, withholding, exploration, outcome, signal and update of session ``t``
         (``coded``: the active cells' counts by kind, ``KindWeights``)."""
         sc, n, k = self.sc, self.n, self.k
