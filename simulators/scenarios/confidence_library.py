@@ -7,8 +7,8 @@ user's counts of shown procedures by kind; the outcome is drawn from those count
 arrived signal updates the shown cells; the new ``active`` mask and its counts by kind
 are the next session's prompt and this session's trajectory.
 
-Counts by kind come from one reduction of per-cell weights (helpful 1, harmful ``B``,
-neutral ``B^2``, ``B = k + 1``), decoded per user.
+Counts by kind come from one reduction of per-cell weights packed in bit fields
+(``KindWeights``), decoded per user.
 
 Two ways to hold the confidences, each calling the rule's own ``update``:
 
@@ -35,19 +35,19 @@ from procmem_core.flat.chain import confidence_space
 
 
 class KindWeights:
-    """Per-cell weights whose sum over a user's procedures packs the user's counts by kind
-    into bit fields: helpful ``1``, harmful ``2^s``, neutral ``2^(2 s)``, with ``s`` the
-    bits of ``k`` (so a count of at most ``k`` never carries into the next field)."""
+    """Per-cell weights whose sum over a user's procedures packs the user's counts into
+    bit fields: ``[helpful] + [harmful] 2^s + 2^(2 s)`` per cell, so the fields hold the
+    helpful, harmful and all procedures; ``s`` is the bits of ``k``, so a count of at
+    most ``k`` never carries into the next field."""
 
     def __init__(self, helpful: np.ndarray, harmful: np.ndarray) -> None:
         k = helpful.shape[0]
         self.bits = int(k).bit_length()
         self.mask = (1 << self.bits) - 1
         dtype = np.uint16 if 3 * self.bits <= 16 else np.uint32
-        neutral = 1 << (2 * self.bits)
-        w = np.full(helpful.shape, neutral, dtype=dtype)
-        w -= helpful * dtype(neutral - 1)
-        w -= harmful * dtype(neutral - (1 << self.bits))
+        w = np.full(helpful.shape, 1 << (2 * self.bits), dtype=dtype)
+        w += helpful.astype(dtype)
+        w += harmful * dtype(1 << self.bits)
         self.w = w
         self._buf = np.empty_like(w)
 
@@ -57,10 +57,14 @@ class KindWeights:
         return np.add.reduce(self._buf, axis=0, dtype=self.w.dtype)
 
     def decode(self, code: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(helpful, harmful, neutral)`` counts per user."""
+        """``(helpful, harmful, total)`` counts per user."""
         helpful = code & self.mask
         harmful = (code >> self.bits) & self.mask
         return helpful, harmful, code >> (2 * self.bits)
+
+    def total(self, code: np.ndarray) -> np.ndarray:
+        """The count of every procedure in the mask, per user."""
+        return code >> (2 * self.bits)
 
     def at(self, j: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The weights of one cell per column."""

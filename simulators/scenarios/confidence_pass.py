@@ -95,7 +95,7 @@ class SessionPass:
         draws = self.rng.random(out=self.draws)
         shown = active  # a copy only where something changes it
         if sc.limit < k:
-            n_active = sum(self.weights.decode(coded))
+            n_active = self.weights.total(coded)
             if n_active.max() > sc.limit:
                 shown = active.copy()
                 self.state.select(active, n_active, sc.limit, shown)
@@ -111,8 +111,8 @@ class SessionPass:
             u, key = draws[at : at + n], draws[at + n : at + n + n * k]
             self._explore(u, key.reshape(n, k), shown, coded)
             at += n + n * k
-        helpful, harmful, neutral = self.weights.decode(coded)
-        n_shown = (helpful + harmful + neutral).astype(float)
+        helpful, harmful, total = self.weights.decode(coded)
+        n_shown = total.astype(float)
         outcome = self._outcome(draws[at:], shown, helpful, harmful, n_shown)
         self.rec["success"][t] = outcome
         self.rec["shown"][t] = n_shown
@@ -164,7 +164,9 @@ class SessionPass:
     def _record(self, t: int, active: np.ndarray, coded: np.ndarray) -> None:
         """The active counts by kind after session ``t``, and first exclusions."""
         rec = self.rec
-        rec["helpful"][t], rec["harmful"][t], rec["neutral"][t] = self.weights.decode(coded)
+        helpful, harmful, total = self.weights.decode(coded)
+        rec["helpful"][t], rec["harmful"][t] = helpful, harmful
+        np.subtract(total, helpful + harmful, out=rec["neutral"][t], casting="unsafe")
         if self.out_seen is not None:
             newly = ~active
             newly &= ~self.out_seen

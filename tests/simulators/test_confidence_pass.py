@@ -117,10 +117,11 @@ def test_kind_weights_decode_the_counts(k):
     kind = rng.integers(-1, 2, size=(k, 500))
     weights = KindWeights(kind == 1, kind == -1)
     mask = rng.random((k, 500)) < 0.6
-    helpful, harmful, neutral = weights.decode(weights.code(mask))
+    helpful, harmful, total = weights.decode(weights.code(mask))
     assert (helpful == (mask & (kind == 1)).sum(axis=0)).all()
     assert (harmful == (mask & (kind == -1)).sum(axis=0)).all()
-    assert (neutral == (mask & (kind == 0)).sum(axis=0)).all()
+    assert (total == mask.sum(axis=0)).all()
+    assert (weights.total(weights.code(mask)) == total).all()
 
 
 def test_trajectory_tally_equals_adding_session_by_session():
