@@ -118,7 +118,6 @@ class GridConfidences:
         self.k, self.g, self.states = k, g, space.states
         wide = 3 * g * k >= 2**15
         self.dtype, self.unsigned = (np.int32, np.uint32) if wide else (np.int16, np.uint16)
-        self._last = self.unsigned(np.iinfo(self.unsigned).max)
         self.origin = (int(np.argmax(space.shown)) if space.shown.any() else g) * k
         rev = (k - 1 - np.arange(k))[:, None]
         self.low = (rev - self.origin).astype(self.dtype)  # state 0 and g - 1 by row
@@ -134,6 +133,12 @@ class GridConfidences:
         self.level = np.empty((k, n), self.dtype)
         self.level[:] = start * k + rev - self.origin
         self._buf = np.empty_like(self.level)
+        self._ubuf = np.empty(self.level.shape, self.unsigned)
+        self._drop = np.empty(self.level.shape, bool)
+        # after a bad and a good session: a level's step, or the offset into the table
+        up, down = self.steps if self.steps is not None else (2 * g, -g)
+        self._moves = np.array([-down, up], np.int64) * k
+        self._moves = self._moves.astype(self.dtype)
 
     @classmethod
     def build(cls, rule: FlatRule, threshold: float, k: int, n: int) -> GridConfidences | None:
@@ -147,21 +152,26 @@ class GridConfidences:
         return self.level >= 0
 
     def select(self, active: np.ndarray, n_active: np.ndarray, limit: int, shown) -> None:
-        """Drop, in place on ``shown``, the lowest-ranked active cells of the users with
-        more than ``limit``: one round of a column minimum per surplus procedure. Read
-        unsigned, the inactive cells' negative levels wrap past every active one."""
+        """Drop, in place on ``shown``, the ``n_active - limit`` lowest-ranked active cells
+        of each user with more than ``limit``.
+
+        Read unsigned, the inactive cells' negative levels wrap past every active one, so
+        a column minimum is the lowest active rank, and the minimum of ``key - (m + 1)``
+        (wrapping the ranks up to ``m``) gives the next one after ``m``. With ``m_e`` the
+        ``e``-th lowest, a user with surplus ``e`` drops the cells below ``m_e + 1``.
+        """
         excess = n_active.astype(np.int64) - limit
-        rounds = int(excess.max())
         key = self.level.view(self.unsigned)
-        drop = np.empty(key.shape, bool)
-        for r in range(rounds):
-            np.equal(key, key.min(axis=0), out=drop)
-            drop &= (excess > r)[None, :]
-            shown ^= drop  # every dropped cell was shown
-            if r + 1 < rounds:
-                if r == 0:
-                    key = key.copy()
-                key |= np.multiply(drop, self._last, dtype=self.unsigned)
+        lowest = [key.min(axis=0)]
+        for _ in range(int(excess.max()) - 1):
+            after = lowest[-1] + self.unsigned(1)
+            np.subtract(key, after, out=self._ubuf)
+            lowest.append(self._ubuf.min(axis=0) + after)
+        cut = np.zeros(len(excess), self.unsigned)  # nothing is below 0
+        for e, low in enumerate(lowest, 1):
+            cut += (excess == e) * (low + self.unsigned(1))
+        drop = np.less(key, cut, out=self._drop)
+        shown ^= drop  # every dropped cell was shown
 
     def top(self, cols: np.ndarray, shown: np.ndarray) -> np.ndarray:
         """The highest-ranked shown procedure of each column (the highest active one: the
@@ -173,12 +183,7 @@ class GridConfidences:
         """The rule's move after a bad or good session on the updated cells: a fixed step
         clamped to the grid where the grid allows (``uniform_steps``), else one lookup
         per cell in the table of moves."""
-        k = self.k
-        if self.steps is not None:
-            up, down = self.steps
-            move = np.where(signal, up * k, -down * k).astype(self.dtype)
-        else:
-            move = np.where(signal, 2 * self.g * k, self.g * k).astype(self.dtype)
+        move = self._moves.take(np.asarray(signal, bool).view(np.uint8))
         if observed is not None:
             move[~observed] = 0
         np.multiply(shown, move, out=self._buf)
