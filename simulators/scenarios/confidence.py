@@ -152,7 +152,7 @@ class ConfidenceScenario(Scenario):
         for i, code in enumerate((HELPFUL, NEUTRAL, HARMFUL)):
             label = KIND_NAMES[code]
             traj["kept"].add(i, kept[label], per_kind[label])
-            total = row_sum(np.where(kind == code, conf, 0.0))  # the row sum, as it was
+            total = row_sum(conf * (kind == code))  # the row sum of 0 or c, as it was
             traj["final_confidence"].add(i, total, per_kind[label])
         return acc
 
