@@ -24,9 +24,11 @@ confidence and the outcome (the seed's) keeps each confidence as its index into 
 finite set the rule reaches (``flat.chain.confidence_space``, from ``rule.update``);
 the others keep floats and call ``rule.update``. Either way a seed gives the numbers it
 gave session by session before the pass was fused (tests/data/confidence_pinned.json).
-Throughput on one core: about 1-2e8 procedure-sessions/s for the seed's library
-(0.3-0.45 of numpy's raw Bernoulli rate, ``benchmarks/bench_simulators.py``), about 5e7
-with noisy, late feedback and exploration or with a rule that reads a baseline.
+Throughput on one core (``benchmarks/bench_simulators.py``): the session pass alone about
+3e8 procedure-sessions/s for the seed's library, a whole run 1-2e8 (0.3-0.5 of numpy's raw
+Bernoulli rate; less on a busy machine above 10,000 replications, where the threaded BLAS
+dot in ``result.ratio_and_se`` stalls), about 5e7 with noisy, late feedback and
+exploration or with a rule that reads a baseline.
 
 Exact regime: one procedure, identical users (or finitely many base rates), no noise,
 no withholding, and no exploration unless the rule reads no baseline. Then each kind of
