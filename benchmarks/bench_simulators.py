@@ -5,7 +5,10 @@ Prints one line per measurement and, last, one JSON object with at least
 two throughputs over numpy's raw Bernoulli sampling rate) and ``ratio_to_object``
 (the smaller of vectorized over object throughput, gate and confidence). Targets
 (issue 4): ratio_to_rng >= 0.3, ratio_to_object >= 20, one million gate replications of
-50 runs under 2 GiB peak memory.
+50 runs under 2 GiB peak memory. The confidence scenario's own ratio,
+``confidence_ratio_to_rng`` (issue 16: at least 0.3, longer term 0.5), and the ratios of
+its other paths (``confidence_noisy_explore_ratio_to_rng``,
+``confidence_baseline_rule_ratio_to_rng``) are measured against the same raw rate.
 
 The closed loop (``LoopScenario``, the whole object engine) is timed against the landed
 baseline in the same run: commit ``LOOP_BASELINE`` is checked out into a temporary git
@@ -34,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from procmem_core.flat import Procedure
+from procmem_core.flat import BaselineRule, Procedure
 from procmem_core.gates import RevisionStats, SPRTGate
+from simulators.feedback import Feedback
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.scenarios.gate import GateScenario
@@ -77,6 +81,28 @@ def confidence_rate(replications: int, repeat: int) -> tuple[float, float]:
     fate = ProcedureFateScenario(p=0.7, sessions=40, replications=4 * replications)
     one = 4 * replications * fate.sessions / best_time(lambda: fate.run(1), repeat)
     return lib, one
+
+
+CONFIDENCE_PATHS = {
+    "confidence_noisy_explore": {
+        "feedback": Feedback.of(false_negative=0.2, missing=0.3, delay=2),
+        "explore_rate": 0.1,
+        "withhold_rate": 0.1,
+    },
+    "confidence_baseline_rule": {"rule": BaselineRule(), "withhold_rate": 0.1},
+}
+"""The scenario's other paths: noisy, late feedback with exploration and withholding (the
+threshold no longer absorbs), and a rule that reads a baseline (confidences as floats)."""
+
+
+def confidence_path_rates(replications: int, repeat: int) -> dict[str, float]:
+    """Procedure-session cells per second on each of ``CONFIDENCE_PATHS``."""
+    out = {}
+    for name, kw in CONFIDENCE_PATHS.items():
+        sc = ConfidenceScenario(replications=replications, sessions=40, chunk_size=16_384, **kw)
+        cells = replications * sc.procedures * sc.sessions
+        out[f"{name}_updates_per_s"] = cells / best_time(lambda s=sc: s.run(1), repeat)
+    return out
 
 
 def object_gate_rate(n_tests: int) -> float:
@@ -210,6 +236,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     out["confidence_updates_per_s"] = lib
     out["fate_updates_per_s"] = one
     print(f"ConfidenceScenario: {lib:.3e} procedure-sessions/s; fate: {one:.3e}/s", flush=True)
+    paths = confidence_path_rates(10_000 * scale, args.repeat)
+    out.update(paths)
+    print(
+        "ConfidenceScenario other paths, procedure-sessions/s: "
+        + ", ".join(f"{k.removesuffix('_updates_per_s')} {v:.3e}" for k, v in paths.items()),
+        flush=True,
+    )
     out["object_gate_runs_per_s"] = object_gate_rate(2_000 * scale)
     out["object_confidence_updates_per_s"] = object_confidence_rate(200_000 * scale)
     print(
@@ -229,6 +262,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     rng = out["rng_bernoulli_per_s"]
     out["gate_ratio_to_rng"] = out["gate_runs_per_s"] / rng
     out["confidence_ratio_to_rng"] = lib / rng
+    for name in CONFIDENCE_PATHS:
+        out[f"{name}_ratio_to_rng"] = out[f"{name}_updates_per_s"] / rng
     out["ratio_to_rng"] = min(out["gate_ratio_to_rng"], out["confidence_ratio_to_rng"])
     # the scenarios work on blocks of ~4e5 cells: the raw rate at a similar block size
     same = out["rng_bernoulli_same_block_per_s"]

@@ -18,6 +18,18 @@ whose true effects are drawn by the ``UserPopulation``. In every session:
    as estimated from the signals of the sessions in which nothing was shown
    (``rule.baseline_estimate``); one that reads counts gets each procedure's.
 
+The sessions run as one pass each over a chunk's procedures x users array
+(``confidence_pass``, ``confidence_library``): a rule whose update reads only the
+confidence and the outcome (the seed's) keeps each confidence as its index into the
+finite set the rule reaches (``flat.chain.confidence_space``, from ``rule.update``);
+the others keep floats and call ``rule.update``. Either way a seed gives the numbers it
+gave session by session before the pass was fused (tests/data/confidence_pinned.json).
+Throughput on one core (``benchmarks/bench_simulators.py``): the session pass alone about
+3e8 procedure-sessions/s for the seed's library, a whole run 1-2e8 (0.3-0.5 of numpy's raw
+Bernoulli rate; less on a busy machine above 10,000 replications, where the threaded BLAS
+dot in ``result.ratio_and_se`` stalls), about 5e7 with noisy, late feedback and
+exploration or with a rule that reads a baseline.
+
 Exact regime: one procedure, identical users (or finitely many base rates), no noise,
 no withholding, and no exploration unless the rule reads no baseline. Then each kind of
 procedure is ``flat_fate`` at ``p = clip(base + effect)`` (``reshow_fate`` at the explore
@@ -35,80 +47,21 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import check_choice, check_instance, check_int, check_probability
-from procmem_core.explore import withhold_top
 from procmem_core.flat import (
     DEFAULT_LIMIT,
     DEFAULT_RULE,
     DEFAULT_THRESHOLD,
     FlatRule,
     flat_fate,
-    passes_threshold,
-    shown_mask,
-    snap,
 )
 from procmem_core.flat.reshow import reshow_fate
-from simulators.feedback import ArrivalLine, Feedback
+from simulators.feedback import Feedback
 from simulators.result import RatioTally, ScenarioResult
 from simulators.scenarios.base import Scenario, Work
-from simulators.users import HARMFUL, HELPFUL, KIND_NAMES, NEUTRAL, UserPopulation, effect_kind
-
-_PER_USER = (
-    "successes",
-    "shown",
-    "helpful_shown",
-    "helpful",
-    "harmful",
-    "helpful_kept",
-    "harmful_gone",
-    "harmful_gone_sessions",
-)
-
-
-def _row_sum(x: np.ndarray) -> np.ndarray:
-    """Sum over the last axis as floats, by ``einsum`` (numpy's axis reduction is slow on a
-    short last axis, and a BLAS product stalls on its threads when the cores are busy)."""
-    if x.dtype == np.bool_:  # count in uint8: at most 255 procedures per row
-        return np.einsum("ij->i", x.view(np.uint8)).astype(float)
-    return np.einsum("ij->i", x)
-
+from simulators.scenarios.confidence_pass import SessionPass, row_sum, tally_trajectory
+from simulators.users import HARMFUL, HELPFUL, KIND_NAMES, NEUTRAL, UserPopulation
 
 WITHHOLD = ("top", "all")
-
-
-class _Evidence:
-    """What the rule reads besides the outcome, kept only when it reads it: each user's
-    no-procedure sessions (signals of sessions with nothing shown) and each procedure's
-    successes and failures in the sessions it was updated for."""
-
-    def __init__(self, rule: FlatRule, n: int, k: int) -> None:
-        self.rule = rule
-        self.base = (np.zeros(n), np.zeros(n)) if rule.needs_baseline else None
-        self.counts = (np.zeros((n, k)), np.zeros((n, k))) if rule.needs_counts else None
-
-    def baseline(self) -> np.ndarray | None:
-        return None if self.base is None else self.rule.baseline_estimate(*self.base)
-
-    def start(self, n: int, k: int) -> np.ndarray:
-        b = self.baseline()
-        if b is None:
-            return np.full((n, k), snap(self.rule.initial))
-        return np.repeat(np.asarray(self.rule.start(b))[:, None], k, axis=1)
-
-    def record(self, shown, signal, observed, update) -> dict:
-        """Count the arrived signal; the keyword arguments of ``rule.update``."""
-        out = {}
-        if self.base is not None:
-            empty = _row_sum(shown) == 0
-            if observed is not None:
-                empty &= observed
-            self.base[0][:] += empty & signal
-            self.base[1][:] += empty
-            out["baseline"] = self.baseline()[:, None]
-        if self.counts is not None:
-            self.counts[0][:] += update & signal[:, None]
-            self.counts[1][:] += update & ~signal[:, None]
-            out["successes"], out["failures"] = self.counts
-        return out
 
 
 @dataclass(frozen=True)
@@ -174,115 +127,36 @@ class ConfidenceScenario(Scenario):
             and self.withhold_rate == 0
         )
 
-    def _explore(self, rng: np.random.Generator, shown: np.ndarray) -> np.ndarray:
-        """Add one uniformly chosen not-shown procedure to the prompt, w.p. explore_rate."""
-        n, k = shown.shape
-        go = rng.random(n) < self.explore_rate
-        key = np.where(shown, -1.0, rng.random((n, k)))
-        pick = np.argmax(key, axis=1)
-        go &= key[np.arange(n), pick] >= 0
-        extra = np.zeros_like(shown)
-        extra[np.arange(n)[go], pick[go]] = True
-        return shown | extra
-
-    def _withhold(self, rng: np.random.Generator, conf: np.ndarray, shown: np.ndarray):
-        """Withhold the highest-confidence shown procedure (the engine's ``withhold_top``,
-        as ``pack.pack_flat`` does); ties go to the first, as in ``prompt_order``."""
-        n = shown.shape[0]
-        top = np.argmax(np.where(shown, conf, -np.inf), axis=1)
-        hit = withhold_top(rng.random(n), self.withhold_rate) & shown.any(axis=1)
-        shown = shown.copy()
-        if self.withhold == "all":
-            shown[hit] = False
-        else:
-            shown[np.arange(n)[hit], top[hit]] = False
-        return shown
-
-    def _shown(self, conf: np.ndarray) -> np.ndarray:
-        """The engine's ``shown_mask``, sorted only where the limit binds.
-
-        Where at most ``limit`` procedures pass the threshold, ``shown_mask`` returns
-        exactly the passing ones, so only the other rows need the ranking.
-        """
-        active = np.asarray(passes_threshold(conf, self.threshold))
-        if self.limit >= conf.shape[1]:
-            return active
-        binding = _row_sum(active) > self.limit
-        if binding.any():
-            active[binding] = shown_mask(conf[binding], self.threshold, self.limit)
-        return active
-
     def _simulate_chunk(self, rng: np.random.Generator, n: int, traj: dict) -> dict:
-        k, pop = self.procedures, self.population
-        base = pop.sample_base(rng, n)
-        effects = pop.sample_effects(rng, (n, k))
-        kind = effect_kind(effects)
-        helpful = kind == HELPFUL
-        harmful = kind == HARMFUL
-        per_kind = {KIND_NAMES[c]: _row_sum(kind == c) for c in (HELPFUL, NEUTRAL, HARMFUL)}
-        kind_weight = helpful + (k + 1.0) * harmful
-        evidence = _Evidence(self.rule, n, k)
-        conf = evidence.start(n, k)
-        first_out = np.zeros((n, k), dtype=np.int64)  # 0 = not excluded yet
-        line = ArrivalLine(self.feedback.delay)
-        acc = {name: np.zeros(n) for name in _PER_USER}
-        for t in range(self.sessions):
-            shown = self._shown(conf)
-            if self.withhold_rate > 0:
-                shown = self._withhold(rng, conf, shown)
-            if self.explore_rate > 0:
-                shown = self._explore(rng, shown)
-            n_shown = _row_sum(shown)
-            p = pop.success_probability(
-                base, pop.crowded_effect(_row_sum(effects * shown), n_shown)
-            )
-            outcome = rng.random(n) < p
-            sig = self.feedback.transmit(rng, outcome, base)
-            due = line.push((shown, sig.label, sig.observed))
-            if due is not None:
-                d_shown, d_signal, d_observed = due
-                update = d_shown if d_observed is None else d_shown & d_observed[:, None]
-                extra = evidence.record(d_shown, d_signal, d_observed, update)
-                conf = np.where(update, self.rule.update(conf, d_signal[:, None], **extra), conf)
-            active = np.asarray(passes_threshold(conf, self.threshold))
-            newly_out = ~active
-            newly_out &= first_out == 0
-            first_out[newly_out] = t + 1
-            helpful_shown = _row_sum(shown & helpful)
-            acc["successes"] += outcome
-            acc["shown"] += n_shown
-            acc["helpful_shown"] += helpful_shown
-            traj["success"].add(t, outcome, 1.0)
-            traj["shown"].add(t, n_shown, 1.0)
-            traj["precision"].add(t, helpful_shown, n_shown)
-            # helpful and harmful active counts from one product: weights 1 and K + 1
-            coded = _row_sum(active * kind_weight)
-            active_harmful = np.floor_divide(coded, k + 1)
-            active_helpful = coded - (k + 1) * active_harmful
-            active_neutral = _row_sum(active) - active_helpful - active_harmful
-            for label, x in (
-                ("helpful", active_helpful),
-                ("neutral", active_neutral),
-                ("harmful", active_harmful),
-            ):
-                traj[f"{label}_active"].add(t, x, per_kind[label])
-        active = passes_threshold(conf, self.threshold)
-        acc["helpful"] = per_kind["helpful"]
-        acc["harmful"] = per_kind["harmful"]
-        acc["helpful_kept"] = _row_sum(active & helpful)
-        gone = harmful & (first_out > 0)
-        acc["harmful_gone"] = _row_sum(gone)
-        acc["harmful_gone_sessions"] = _row_sum(np.where(gone, first_out, 0))
-        acc["rate_none"] = base
-        acc["rate_oracle"] = self._oracle(base, acc["helpful"])
-        if evidence.base is not None:
-            acc["baseline_error"] = evidence.baseline() - base
-            acc["baseline_sessions"] = evidence.base[1]
+        """One chunk of ``n`` users: the fused session pass (``confidence_pass``), then
+        the per-user sums the metrics read and the trajectory's tallies."""
+        sim = SessionPass(self, rng, n)
+        sim.run()
+        rec, kind = sim.rec, sim.kind
+        per_kind = sim.kind_counts()
+        tally_trajectory(traj, sim, per_kind)
+        kept = {label: rec[label][-1].astype(float) for label in per_kind}  # after the last
+        acc = {
+            "successes": rec["success"].sum(axis=0, dtype=float),
+            "shown": rec["shown"].sum(axis=0, dtype=float),
+            "helpful_shown": rec["helpful_shown"].sum(axis=0, dtype=float),
+            "helpful": per_kind["helpful"],
+            "harmful": per_kind["harmful"],
+            "helpful_kept": kept["helpful"],
+        }
+        acc["harmful_gone"], acc["harmful_gone_sessions"] = sim.harmful_gone(acc["harmful"])
+        acc["rate_none"] = sim.base
+        acc["rate_oracle"] = self._oracle(sim.base, acc["helpful"])
+        evidence = sim.state.evidence_metrics()
+        if evidence:
+            acc["baseline_error"] = evidence["baseline"] - sim.base
+            acc["baseline_sessions"] = evidence["baseline_sessions"]
+        conf = np.ascontiguousarray(sim.state.confidences().T)  # users x procedures
         for i, code in enumerate((HELPFUL, NEUTRAL, HARMFUL)):
-            sel = kind == code
-            count = per_kind[KIND_NAMES[code]]
-            traj["kept"].add(i, _row_sum(sel & active), count)
-            traj["final_confidence"].add(i, _row_sum(np.where(sel, conf, 0.0)), count)
+            label = KIND_NAMES[code]
+            traj["kept"].add(i, kept[label], per_kind[label])
+            total = row_sum(conf * (kind == code))  # the row sum of 0 or c, as it was
+            traj["final_confidence"].add(i, total, per_kind[label])
         return acc
 
     def work(self) -> Work:

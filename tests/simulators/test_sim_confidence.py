@@ -10,6 +10,7 @@ from procmem_core.errors import ParameterError
 from procmem_core.flat import BaselineRule, ConfidenceRule, PosteriorRule, shown_mask
 from simulators.feedback import Feedback
 from simulators.scenarios.confidence import ConfidenceScenario
+from simulators.scenarios.confidence_pass import SessionPass
 from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.users import UserPopulation
 
@@ -133,20 +134,51 @@ def test_invalid_seed():
         ProcedureFateScenario().run(-3)
 
 
-def test_partial_sort_equals_the_engine_shown_mask():
-    rng = np.random.default_rng(0)
-    grid = np.round(np.arange(0, 1.0001, 0.05), 12)
-    conf = rng.choice(grid, size=(5000, 8))  # many ties on the grid, as in the scenario
-    sc = ConfidenceScenario(limit=3)
-    assert (sc._shown(conf) == shown_mask(conf, 0.55, 3)).all()
+def _library(conf: np.ndarray, **kw) -> SessionPass:
+    """A one-chunk session pass whose users (rows of ``conf``) hold those confidences."""
+    n, k = conf.shape
+    sim = SessionPass(ConfidenceScenario(procedures=k, **kw), np.random.default_rng(0), n)
+    states = sim.state.states
+    index = np.searchsorted(states, conf)
+    assert (states[index] == conf).all()
+    rev = (k - 1 - np.arange(k))[:, None]
+    sim.state.level[:] = index.T * k + rev - sim.state.origin
+    return sim
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 7])
+def test_grid_prompt_filter_equals_the_engine_shown_mask(limit):
+    rng = np.random.default_rng(limit)
+    grid = np.round(np.arange(0.3, 1.0001, 0.05), 12)
+    conf = rng.choice(grid, size=(3000, 8))  # many ties on the grid, as in the scenario
+    sim = _library(conf, limit=limit)
+    assert np.allclose(sim.state.confidences().T, conf, rtol=0, atol=0)
+    active = sim.state.active()
+    n_active = active.sum(axis=0)
+    shown = active.copy()
+    sim.state.select(active, n_active, limit, shown)
+    assert (shown_mask(conf, 0.55, limit) == shown.T).all()
 
 
 def test_withholding_removes_the_top_procedure_from_the_prompt():
-    sc = ConfidenceScenario(withhold_rate=1.0)
     conf = np.array([[0.7, 0.9, 0.9, 0.2], [0.1, 0.2, 0.3, 0.4]])
-    shown = shown_mask(conf, 0.55, 6)
-    out = sc._withhold(np.random.default_rng(0), conf, shown)
-    assert out.tolist() == [[True, False, True, False], [False, False, False, False]]
+    sim = _library(conf, withhold_rate=1.0)
+    shown = sim.state.active()
+    assert (shown_mask(conf, 0.55, 6) == shown.T).all()
+    out, coded = shown.copy(), sim.weights.code(shown)
+    sim._withhold(np.zeros(2), out, coded)
+    assert out.T.tolist() == [[True, False, True, False], [False, False, False, False]]
+    assert (coded == sim.weights.code(out)).all()
+
+
+def test_withholding_all_empties_the_prompt():
+    conf = np.array([[0.7, 0.9, 0.9, 0.2]])
+    sim = _library(conf, withhold_rate=1.0, withhold="all")
+    shown = sim.state.active()
+    out, coded = shown.copy(), sim.weights.code(shown)
+    sim._withhold(np.zeros(1), out, coded)
+    assert not out.any() and coded.tolist() == [0]
+    assert shown.T.tolist() == [[True, True, True, False]]
 
 
 def test_withholding_shows_fewer_procedures_and_leaves_the_exact_regime():
@@ -234,13 +266,6 @@ def test_crowded_prompt_lowers_every_effect():
     allhelp = UserPopulation(helpful_share=1.0, harmful_share=0.0, interference=0.03)
     m = ConfidenceScenario(population=allhelp, **kw).run(2).metrics
     assert m["success_rate_oracle"] == pytest.approx(0.6 + 3 * 0.15 - 0.03 * 6)
-
-
-def test_withholding_all_empties_the_prompt():
-    sc = ConfidenceScenario(withhold_rate=1.0, withhold="all")
-    conf = np.array([[0.7, 0.9, 0.9, 0.2]])
-    out = sc._withhold(np.random.default_rng(0), conf, shown_mask(conf, 0.55, 6))
-    assert not out.any()
 
 
 @pytest.mark.parametrize(
