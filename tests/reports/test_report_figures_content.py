@@ -109,7 +109,7 @@ def test_oc_figure_plots_the_points_their_bars_and_the_exact_curve(tables):
     (curve,) = [x for x in curves if x.get_linestyle() == "-"]
     np.testing.assert_allclose(curve.get_xdata(), DROPS)
     np.testing.assert_allclose(curve.get_ydata(), exact["p_revert"])
-    assert "exact (sprt_operating_point)" in lines
+    assert "seed (exact, its own recursion)" in lines  # each curve named by its own gate
     assert ax.get_ylabel() == "probability of revert"
 
 
@@ -123,4 +123,4 @@ def test_runs_figure_plots_mean_runs_the_exact_expected_runs_and_the_bounds(tabl
     (marks,) = [x for x in ax.get_lines() if x.get_marker() == "v" and len(x.get_xdata())]
     np.testing.assert_allclose(marks.get_xdata(), bounds["drop"])
     np.testing.assert_allclose(marks.get_ydata(), bounds["bound"])
-    assert "lower bound, any test" in lines
+    assert "Wald-Wolfowitz bound at the gate's achieved error rates" in lines
