@@ -40,6 +40,7 @@ import numpy as np
 from procmem_core.flat import BaselineRule, Procedure
 from procmem_core.gates import RevisionStats, SPRTGate
 from simulators.feedback import Feedback
+from simulators.parallel import chunk_workers
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.scenarios.gate import GateScenario
@@ -198,6 +199,34 @@ def loop_rates(repeat: int, rounds: int = 2) -> dict[str, float]:
     return out
 
 
+def workers_speedup(scale: int) -> dict[str, float]:
+    """One big job on 1 and 2 worker processes (``simulators.parallel``), side by side:
+    wall time and the speedup, for a fate and a gate job of many chunks (the pool's
+    server is warmed first, as a sweep's job pays it once). The metrics must be equal."""
+    jobs = {
+        "fate": ProcedureFateScenario(replications=2_500_000 * scale, sessions=20),
+        "gate": GateScenario(replications=1_000_000 * scale, table_rows=0),
+    }
+    out: dict[str, float] = {}
+    with chunk_workers(2):
+        ProcedureFateScenario(replications=200_000, sessions=2, chunk_size=50_000).run(0)
+    for name, sc in jobs.items():
+        t = time.perf_counter()
+        one = sc.run(5)
+        t1 = time.perf_counter() - t
+        with chunk_workers(2):
+            t = time.perf_counter()
+            two = sc.run(5)
+            t2 = time.perf_counter() - t
+        if one.metrics != two.metrics:
+            raise SystemExit(f"{name}: 2 workers changed the numbers")
+        out[f"{name}_big_job_seconds_1_worker"] = t1
+        out[f"{name}_big_job_seconds_2_workers"] = t2
+        out[f"{name}_big_job_speedup_2_workers"] = t1 / t2
+    out["big_job_speedup_2_workers"] = min(out[f"{n}_big_job_speedup_2_workers"] for n in jobs)
+    return out
+
+
 def million_gate_memory() -> dict[str, float]:
     """Peak memory of one million gate replications of 50 runs (two drops: null and alt)."""
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -271,6 +300,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     out["gate_ratio_to_object"] = out["gate_runs_per_s"] / out["object_gate_runs_per_s"]
     out["confidence_ratio_to_object"] = lib / out["object_confidence_updates_per_s"]
     out["ratio_to_object"] = min(out["gate_ratio_to_object"], out["confidence_ratio_to_object"])
+    out.update(workers_speedup(scale))
+    print(
+        "one big job on 2 workers: speedup fate "
+        f"{out['fate_big_job_speedup_2_workers']:.2f} "
+        f"({out['fate_big_job_seconds_1_worker']:.1f} s -> "
+        f"{out['fate_big_job_seconds_2_workers']:.1f} s), gate "
+        f"{out['gate_big_job_speedup_2_workers']:.2f} "
+        f"({out['gate_big_job_seconds_1_worker']:.1f} s -> "
+        f"{out['gate_big_job_seconds_2_workers']:.1f} s)",
+        flush=True,
+    )
     out["load_average_1m_at_end"] = os.getloadavg()[0]
     if not args.quick:
         out.update(million_gate_memory())

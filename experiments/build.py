@@ -212,6 +212,9 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
     task = cfg.get("task")
     check_choice("task", task, sorted(tasks()))
     check_choice("progress", cfg.get("progress"), PROGRESS_MODES)
+    workers = cfg.get("workers", "auto")
+    if str(workers) != "auto" and not (str(workers).isdigit() and int(str(workers)) >= 1):
+        raise ParameterError("workers", workers, "auto or an integer >= 1")
     check_int("seed", cfg.get("seed"), minimum=0)
     budget = budget_of(cfg)
     for group in GROUP_BUILDERS:  # every group set, read by this job or not

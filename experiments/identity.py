@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-RUN_CONTROL_KEYS = ("resume", "progress", "tracking", "budget")
+RUN_CONTROL_KEYS = ("resume", "progress", "tracking", "budget", "workers")
 """Top-level keys that change how a job runs, not what it computes (left out of the hash)."""
 
 PARAM_VALUE_LIMIT = 6000

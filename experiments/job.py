@@ -54,6 +54,8 @@ from experiments.progress import chunk_progress
 from experiments.stopping import Stopped
 from experiments.stores import check_uri, uri_source
 from experiments.summary import print_single
+from procmem_core.errors import ParameterError
+from simulators.parallel import available_cores, chunk_workers
 from simulators.result import ScenarioResult
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,7 @@ class JobContext:
     sweep_dir: str | None = None
     job_num: int = 0
     overrides: list[str] = field(default_factory=list)
+    concurrent_jobs: int = 1
 
 
 @dataclass
@@ -138,11 +141,28 @@ def run_tags(cfg: DictConfig, ctx: JobContext, digest: str, seed: int) -> dict[s
     }
 
 
+def job_workers(setting: Any, concurrent_jobs: int = 1) -> int:
+    """Processes a job spreads its chunks over: ``workers`` (an integer, or ``auto``: the
+    cores the job was given, i.e. this process's cores over the jobs that run at once).
+    The numbers do not depend on it (``simulators.parallel``)."""
+    if str(setting) == "auto":
+        return max(1, available_cores() // max(1, concurrent_jobs))
+    try:
+        value = int(str(setting))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ParameterError("workers", setting, "auto or an integer >= 1")
+    return value
+
+
 def execute(cfg: DictConfig, scenario: Any, seed: int, ctx: JobContext) -> ScenarioResult:
     """Run the scenario (with a progress bar over chunks, for a single run: a sweep shows
     its own progress) or the task's ``run_task``."""
     if scenario is not None:
-        with chunk_progress("off" if ctx.multirun else str(cfg.progress), label(cfg)):
+        workers = job_workers(cfg.get("workers", "auto"), ctx.concurrent_jobs)
+        mode = "off" if ctx.multirun else str(cfg.progress)
+        with chunk_progress(mode, label(cfg)), chunk_workers(workers):
             return scenario.run(seed)
     return task_module(str(cfg.task)).run_task(cfg, ctx.out_dir)
 

@@ -37,6 +37,9 @@ def context(hydra_cfg: DictConfig) -> JobContext:
         sweep_dir=str(hydra_cfg.sweep.dir) if multirun else None,
         job_num=int(OmegaConf.select(hydra_cfg, "job.num", default=0) or 0),
         overrides=list(hydra_cfg.overrides.task),
+        concurrent_jobs=int(OmegaConf.select(hydra_cfg, "launcher.n_jobs", default=1) or 1)
+        if multirun
+        else 1,
     )
 
 

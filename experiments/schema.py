@@ -70,6 +70,7 @@ class ProcmemConf:
     seed: int = 0
     resume: bool = False
     progress: str = "auto"
+    workers: str = "auto"  # processes one job's chunks use; the numbers do not depend on it
     scenario: Any = None
     rule: Any = None
     users: Any = None

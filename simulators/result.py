@@ -116,6 +116,12 @@ class RatioTally:
         self.sxy[i] += np.einsum("i,i->", x, y)
         self.syy[i] += np.einsum("i,i->", y, y)
 
+    def merge(self, other: RatioTally) -> None:
+        """Add another tally's sums (a chunk's, tallied on its own): exactly the sums one
+        tally would hold, when each chunk added once per slot and chunks merge in order."""
+        for name in ("n", "sx", "sy", "sxx", "sxy", "syy"):
+            getattr(self, name)[:] += getattr(other, name)
+
     def rates(self) -> tuple[np.ndarray, np.ndarray]:
         """``(ratio, se)`` arrays; NaN where ``sum(y) = 0`` (SE NaN with < 2 clusters)."""
         ok = self.sy > 0

@@ -252,6 +252,7 @@ class Gate(ABC):
             runs,
             np.asarray(self.statistic(successes, runs, p0), dtype=float),
             self.reason_codes(successes, runs, p0, verdict),
+            successes,
         )
 
     def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
@@ -509,7 +510,7 @@ class LatticeGate(Gate):
         )
         stat = self.statistic(successes, runs_used, p0)
         reason = self.reason_codes(successes, runs_used, p0, verdict)
-        return BatchDecision(verdict, runs_used, stat, reason)
+        return BatchDecision(verdict, runs_used, stat, reason, successes)
 
     def operating_point(
         self, p: float | np.ndarray, p0: float, prior_runs: int | None = None

@@ -84,4 +84,7 @@ def decide_together(
     col = np.clip(decision.runs_used - 1, 0, t - 1)
     by_veto = (decision.verdict == REVERT_CODE) & (first[rows, col] != REVERT_CODE)
     reason = np.where(by_veto, "cost_exceeded", decision.reason).astype(object)
-    return BatchDecision(decision.verdict, decision.runs_used, decision.statistic, reason), by_veto
+    out = BatchDecision(
+        decision.verdict, decision.runs_used, decision.statistic, reason, decision.successes
+    )
+    return out, by_veto

@@ -96,11 +96,13 @@ def first_decisions(
     if rows == 0 or t == 0:
         return verdict, runs_used, successes
     values, which = np.unique(p0, return_inverse=True)
+    first_col = min_runs - 1  # column j holds run n = j + 1; nothing decides before min_runs
     use_table = values.size * (t + 1) ** 2 <= TABLE_CELLS_BUDGET
     if use_table:
         flat_table = verdict_table(rule, values, t).ravel()
-        which = which.astype(np.int64) * (t + 1) ** 2
-    first_col = min_runs - 1  # column j holds run n = j + 1; nothing decides before min_runs
+        index_dtype = np.int32 if flat_table.size < 2**31 else np.int64  # half the bytes
+        which = which.astype(index_dtype) * (t + 1) ** 2
+        offsets = ((np.arange(first_col, t) + 1) * (t + 1)).astype(index_dtype)[None, :]
     cols = np.arange(first_col, t)
     n = cols + 1
     count_dtype = np.int16 if t < np.iinfo(np.int16).max else np.int64
@@ -113,8 +115,10 @@ def first_decisions(
             continue
         counts = counts[:, first_col:]
         if use_table:
-            index = counts + (n * (t + 1))[None, :]
-            index = index.astype(np.int64, copy=False) + which[lo:hi, None]
+            index = counts.astype(index_dtype)
+            index += offsets
+            if values.size > 1:  # one p0 for every row: its table starts at 0
+                index += which[lo:hi, None]
             codes = flat_table.take(index)
         else:
             codes = np.asarray(rule(counts, n[None, :], p0[lo:hi, None]), dtype=np.int8)

@@ -150,13 +150,15 @@ class BatchDecision:
     ``verdict``: int8 codes (``VERDICT_NAMES[code]``: 0 continue, 1 accept, 2 revert);
     ``runs_used``: the run at which the verdict was reached (the runs observed, for rows
     still at "continue"); ``statistic``: the gate's statistic at that run; ``reason``: the
-    reason code of each row (an object array of ``REASONS`` keys).
+    reason code of each row (an object array of ``REASONS`` keys); ``successes``: the
+    revision's successes at that run, where the gate counted them (None otherwise).
     """
 
     verdict: np.ndarray
     runs_used: np.ndarray
     statistic: np.ndarray
     reason: np.ndarray | None = None
+    successes: np.ndarray | None = None
 
     def count(self, verdict: str) -> int:
         """Number of replications with this verdict."""

@@ -17,14 +17,17 @@ with the estimate and the limit in the message, before anything is allocated.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from procmem_core.errors import ParameterError, check_int
 from procmem_core.registry import Registry
+from simulators.parallel import map_chunks
 from simulators.replication import Chunk, chunks
 from simulators.result import ScenarioResult
+
+T = TypeVar("T")
 
 SCENARIOS: Registry[Scenario] = Registry("scenario", "simulators.scenarios")
 """Every scenario class by name (``fate``, ``confidence``, ``gate``, ``explore``, ``loop``)."""
@@ -95,6 +98,12 @@ class Scenario(ABC):
     def replications_per_chunk(self) -> int:
         """Replications drawn from one spawned generator (override to size chunks by work)."""
         return int(self.chunk_size)
+
+    def map_chunks(self, seed: int, fn: Callable[[Chunk], T]) -> list[T]:
+        """``[fn(chunk) for chunk in self.chunks(seed)]``, spread over ``CHUNK_WORKERS``
+        processes when set (``simulators.parallel``): the same numbers on any number of
+        workers. ``fn`` is a bound method of the scenario (frozen, so picklable)."""
+        return map_chunks(fn, seed, self.replications, self.replications_per_chunk)
 
     def chunks(self, seed: int) -> Iterator[Chunk]:
         """The replications in chunks, chunk ``i`` seeded by the ``i``-th child of ``seed``."""

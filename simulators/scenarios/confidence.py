@@ -56,6 +56,7 @@ from procmem_core.flat import (
 )
 from procmem_core.flat.reshow import reshow_fate
 from simulators.feedback import Feedback
+from simulators.replication import Chunk
 from simulators.result import RatioTally, ScenarioResult
 from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.confidence_pass import SessionPass, row_sum, tally_trajectory
@@ -166,13 +167,26 @@ class ConfidenceScenario(Scenario):
             units, 200, 80 * self.procedures, ("replications", "procedures", "sessions")
         )
 
-    def run(self, seed: int) -> ScenarioResult:
-        s = self.sessions
+    def _new_tallies(self) -> dict[str, RatioTally]:
         names = ("success", "shown", "precision", *(f"{v}_active" for v in KIND_NAMES.values()))
-        traj: dict = {name: RatioTally(s) for name in names}
+        traj: dict = {name: RatioTally(self.sessions) for name in names}
         traj["kept"] = RatioTally(3)
         traj["final_confidence"] = RatioTally(3)
-        parts = [self._simulate_chunk(c.rng, c.size, traj) for c in self.chunks(seed)]
+        return traj
+
+    def _chunk_job(self, chunk: Chunk) -> tuple[dict, dict[str, RatioTally]]:
+        """One chunk's per-user sums and its own trajectory tallies (merged in order)."""
+        traj = self._new_tallies()
+        return self._simulate_chunk(chunk.rng, chunk.size, traj), traj
+
+    def run(self, seed: int) -> ScenarioResult:
+        s = self.sessions
+        traj = self._new_tallies()
+        jobs = self.map_chunks(seed, self._chunk_job)
+        for _, tallies in jobs:
+            for name, tally in tallies.items():
+                traj[name].merge(tally)
+        parts = [part for part, _ in jobs]
         acc = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
         reps = self.replications
         result = self.new_result()

@@ -46,6 +46,7 @@ from procmem_core.errors import (
 from procmem_core.explore import withhold_top
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold, snap
 from simulators.feedback import Feedback
+from simulators.replication import Chunk
 from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.explore_tables import (
@@ -249,11 +250,16 @@ class ExploreScenario(Scenario):
         drivers = ("replications", "sessions", "users")
         return self.estimate(units, 400, 290 * self.sessions, drivers)
 
-    def run(self, seed: int) -> ScenarioResult:
+    def _chunk_job(self, chunk: Chunk) -> tuple[dict[str, np.ndarray], dict]:
+        """One chunk's arrays and, for the first chunk, the traced deployment."""
         trace: dict = {}
-        parts = [
-            self._chunk(c.rng, c.size, trace if c.index == 0 else None) for c in self.chunks(seed)
-        ]
+        part = self._chunk(chunk.rng, chunk.size, trace if chunk.index == 0 else None)
+        return part, trace
+
+    def run(self, seed: int) -> ScenarioResult:
+        jobs = self.map_chunks(seed, self._chunk_job)
+        parts = [part for part, _ in jobs]
+        trace = jobs[0][1]
         d = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         reps = self.replications
         result = self.new_result()

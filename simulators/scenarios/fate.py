@@ -20,7 +20,7 @@ import pandas as pd
 
 from procmem_core.errors import check_instance, check_int, check_probability
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, flat_fate, shown_mask, snap
-from simulators.replication import DEFAULT_CHUNK
+from simulators.replication import DEFAULT_CHUNK, Chunk
 from simulators.result import ScenarioResult, rate_and_se
 from simulators.scenarios.base import Scenario, Work
 
@@ -65,28 +65,36 @@ class ProcedureFateScenario(Scenario):
             self.replications * self.sessions, 24, 64, ("replications", "sessions")
         )
 
+    def _chunk(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
+        """One chunk: exclusions by session (counts) and sessions applied per replication."""
+        n_sessions, rule = self.sessions, self.rule
+        baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
+        excluded_by = np.zeros(n_sessions)
+        conf = np.full(chunk.size, snap(rule.start(baseline)))
+        applied = np.zeros(chunk.size)
+        extra = {} if baseline is None else {"baseline": baseline}
+        succ, fail = np.zeros(chunk.size), np.zeros(chunk.size)
+        for k in range(n_sessions):
+            shown = shown_mask(conf[:, None], self.threshold, 1)[:, 0]
+            outcome = chunk.rng.random(chunk.size) < self.p
+            if rule.needs_counts:
+                succ, fail = succ + (shown & outcome), fail + (shown & ~outcome)
+                extra.update(successes=succ, failures=fail)
+            conf = np.where(shown, rule.update(conf, outcome, **extra), conf)
+            applied += shown
+            still = shown_mask(conf[:, None], self.threshold, 1)[:, 0]
+            excluded_by[k] += chunk.size - np.count_nonzero(still)
+        return excluded_by, applied
+
     def run(self, seed: int) -> ScenarioResult:
         n_sessions, reps = self.sessions, self.replications
-        excluded_by = np.zeros(n_sessions)
-        applied_parts = []
         rule = self.rule
         baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
-        for chunk in self.chunks(seed):
-            conf = np.full(chunk.size, snap(rule.start(baseline)))
-            applied = np.zeros(chunk.size)
-            extra = {} if baseline is None else {"baseline": baseline}
-            succ, fail = np.zeros(chunk.size), np.zeros(chunk.size)
-            for k in range(n_sessions):
-                shown = shown_mask(conf[:, None], self.threshold, 1)[:, 0]
-                outcome = chunk.rng.random(chunk.size) < self.p
-                if rule.needs_counts:
-                    succ, fail = succ + (shown & outcome), fail + (shown & ~outcome)
-                    extra.update(successes=succ, failures=fail)
-                conf = np.where(shown, rule.update(conf, outcome, **extra), conf)
-                applied += shown
-                still = shown_mask(conf[:, None], self.threshold, 1)[:, 0]
-                excluded_by[k] += chunk.size - np.count_nonzero(still)
-            applied_parts.append(applied)
+        parts = self.map_chunks(seed, self._chunk)
+        excluded_by = np.zeros(n_sessions)
+        for counts, _ in parts:
+            excluded_by += counts
+        applied_parts = [applied for _, applied in parts]
 
         result = self.new_result()
         result.add_rate("p_excluded", excluded_by[-1], reps)

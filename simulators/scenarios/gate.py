@@ -59,9 +59,10 @@ from procmem_core.gates import (
     decide_together,
     verdict_names,
 )
+from procmem_core.gates.base import successes_at
 from procmem_core.gates.design import arm_runs
 from simulators.feedback import Feedback
-from simulators.replication import check_positive
+from simulators.replication import Chunk, check_positive
 from simulators.result import ScenarioResult, mean_and_se, rate_and_se
 from simulators.scenarios.base import Scenario, Work
 from simulators.users import UserPopulation
@@ -267,37 +268,46 @@ class GateScenario(Scenario):
         y = np.where(short > 0, rng.negative_binomial(np.maximum(short, 1), 1.0 - q), 0)
         return np.maximum(r, x), c + y
 
-    def _simulate(self, seed: int) -> dict[float, dict[str, np.ndarray]]:
+    def _chunk(self, chunk: Chunk) -> dict[float, dict[str, np.ndarray]]:
+        """One chunk of replications at every drop of the grid."""
         keys = ("verdict", "runs", "stat", "reason", "p0", "cost", "sessions", "prior_s", "s")
         keys += ("rev_runs", "prior_runs")
-        out = {d: {k: [] for k in keys} for d in self.drop_grid}
+        out = {d: {} for d in self.drop_grid}
         t = self.gate.max_runs
-        for chunk in self.chunks(seed):
-            for d in self.drop_grid:
-                prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
-                p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
-                outcomes = self._runs(chunk.rng, new_rate, chunk.size, t)
-                conc = self._runs(chunk.rng, prior_rate, chunk.size, t) if self.concurrent else None
-                decision, by_cost = self._decide(chunk.rng, outcomes, p0, ledger, conc)
-                cum = np.cumsum(outcomes, axis=1)
-                at = np.clip(decision.runs_used - 1, 0, t - 1)
-                acc = out[d]
-                acc["verdict"].append(decision.verdict)
-                acc["runs"].append(decision.runs_used)
-                acc["stat"].append(decision.statistic)
-                acc["reason"].append(decision.reason)
-                acc["p0"].append(p0)
-                acc["cost"].append(by_cost)
-                no_ledger = -np.ones(chunk.size, dtype=np.int64)
-                acc["prior_s"].append(no_ledger if ledger is None else ledger.sum(axis=1))
-                acc["s"].append(np.where(decision.runs_used > 0, cum[np.arange(chunk.size), at], 0))
-                rev_runs, prior_runs = self._allocate(chunk.rng, decision.runs_used)
-                acc["rev_runs"].append(rev_runs)
-                acc["prior_runs"].append(prior_runs)
-                acc["sessions"].append(
-                    self.feedback.sessions_to_collect(chunk.rng, rev_runs + prior_runs)
-                )
-        return {d: {k: np.concatenate(v) for k, v in acc.items()} for d, acc in out.items()}
+        for d in self.drop_grid:
+            prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
+            p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
+            outcomes = self._runs(chunk.rng, new_rate, chunk.size, t)
+            conc = self._runs(chunk.rng, prior_rate, chunk.size, t) if self.concurrent else None
+            decision, by_cost = self._decide(chunk.rng, outcomes, p0, ledger, conc)
+            successes = decision.successes
+            if successes is None:  # a gate that does not count them: count here
+                successes = successes_at(outcomes[:, :t], decision.runs_used)
+            no_ledger = -np.ones(chunk.size, dtype=np.int64)
+            rev_runs, prior_runs = self._allocate(chunk.rng, decision.runs_used)
+            sessions = self.feedback.sessions_to_collect(chunk.rng, rev_runs + prior_runs)
+            values = (
+                decision.verdict,
+                decision.runs_used,
+                decision.statistic,
+                decision.reason,
+                p0,
+                by_cost,
+                sessions,
+                no_ledger if ledger is None else ledger.sum(axis=1),
+                np.where(decision.runs_used > 0, successes, 0),
+                rev_runs,
+                prior_runs,
+            )
+            out[d] = dict(zip(keys, values, strict=True))
+        return out
+
+    def _simulate(self, seed: int) -> dict[float, dict[str, np.ndarray]]:
+        parts = self.map_chunks(seed, self._chunk)
+        return {
+            d: {k: np.concatenate([p[d][k] for p in parts]) for k in parts[0][d]}
+            for d in self.drop_grid
+        }
 
     # --- results -----------------------------------------------------------------------
 

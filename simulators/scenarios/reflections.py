@@ -151,11 +151,11 @@ class ReflectionsScenario(Scenario):
         }
 
     def work(self) -> Work:
-        """Sessions; a world holds about 2 MB (the model client's own import, about 30 MB
-        once per process, is not the scenario's to budget)."""
+        """Sessions; a world holds about 1 MB (the model client's import, about 30 MB, and
+        the offline server start once per process: not the run's to budget)."""
         units = self.replications * self.sessions
         return self.estimate(
-            units, 2_000, 2_000_000 + 500 * self.sessions, ("replications", "sessions")
+            units, 2_000, 1_000_000 + 500 * self.sessions, ("replications", "sessions")
         )
 
     def run(self, seed: int) -> ScenarioResult:
