@@ -22,6 +22,7 @@ by building the engine objects, before any MLflow run exists.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 import typing
 from dataclasses import dataclass, field, make_dataclass
@@ -127,13 +128,27 @@ def plain_fields(cls: type, skip: tuple[str, ...] = ()) -> list[tuple[str, Any, 
 
 
 def schema(name: str, spec: list[tuple[str, Any, Any]]) -> type:
-    """A structured-config dataclass named ``name`` with fields ``spec``."""
-    return make_dataclass(name, spec)
+    """A structured-config dataclass named ``name`` with fields ``spec``.
+
+    It is made an attribute of this module, so pickle finds it by name: a job process
+    that receives Hydra's config store (the local launcher sends it) gets the class with
+    its fields, where a class pickled by value would arrive without them (a nested
+    optional node such as ``feedback.flips`` would then refuse its own keys)."""
+    cls = make_dataclass(name, spec)
+    cls.__module__ = __name__
+    cls.__qualname__ = name
+    setattr(sys.modules[__name__], name, cls)
+    return cls
 
 
-def named_schema(name: str, cls: type, extra: list[tuple[str, Any, Any]] = ()) -> type:
-    """``name`` plus the plain fields of ``cls`` (and ``extra``)."""
-    return schema(f"{cls.__name__}Conf", [("name", str, name), *plain_fields(cls), *extra])
+def named_schema(
+    name: str, cls: type, extra: list[tuple[str, Any, Any]] = (), group: str = ""
+) -> type:
+    """``name`` plus the plain fields of ``cls`` (and ``extra``); ``group`` keeps the class
+    names of two groups built from one class apart (``gate`` and ``cost_gate``)."""
+    title = "".join(part.title() for part in group.split("_"))
+    spec = [("name", str, name), *plain_fields(cls), *extra]
+    return schema(f"{cls.__name__}{title}Conf", spec)
 
 
 def scenario_schema(name: str, cls: type) -> type:
@@ -177,7 +192,8 @@ def register(store: ConfigStore | None = None) -> ConfigStore:
     cs.store(group="explore", name="explore_schema", node=explore_schema())
     for name, cls in GATES.items():
         cs.store(group="gate", name=f"{name}_schema", node=named_schema(name, cls))
-        cs.store(group="cost_gate", name=f"{name}_schema", node=named_schema(name, cls))
+        node = named_schema(name, cls, group="cost_gate")
+        cs.store(group="cost_gate", name=f"{name}_schema", node=node)
     for name, cls in SCENARIOS.items():
         cs.store(group="scenario", name=f"{name}_schema", node=scenario_schema(name, cls))
     return cs
