@@ -105,9 +105,13 @@ def recommendation(section: Section) -> tuple[Table | None, dict[str, str], dict
     )
     tags = {f"procmem.report.{section.key}": section.answer[:5000]}
     metrics: dict[str, float] = {}
-    if table is None or table.frame.empty:
+    if section.pick:
+        table = Table(f"{RECOMMENDED} ({section.title})", pd.DataFrame([section.pick]))
+        row = table.frame.iloc[0]
+    elif table is None or table.frame.empty:
         return table, tags, metrics
-    row = table.frame.iloc[0]
+    else:
+        row = table.frame.iloc[0]
     tags[f"procmem.recommended.{section.key}"] = str(row.iloc[0])[:5000]
     for column, cell in row.items():
         parsed = _number(cell)

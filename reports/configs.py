@@ -3,7 +3,8 @@
 A *configuration* is what a researcher sets on the component under study: the swept
 params under its config group (``gate`` for gates, ``rule`` for the confidence rule,
 ...). A *condition* is the world it was tried in: every other swept param except the
-seed. Labels read ``alpha=0.05, beta=0.2``.
+seed. Labels read as words: ``SPRT, alpha 0.05, min runs 3`` (a group's ``name`` as the
+part's own label, any other key as its last part and the value).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from procmem_core.gates import GATES
 from reports.source import Sweep
 
 
@@ -39,11 +41,37 @@ def show(value: object) -> str:
     return str(value)
 
 
+ACRONYMS = {"sprt": "SPRT", "ipw": "IPW", "aipw": "AIPW", "dim": "DiM", "llr": "LLR"}
+"""Values written as their acronym in labels."""
+
+
+def _named(group: str, value: object) -> str:
+    """A group's ``name`` as words: a gate's own label (``SPRT``, ``margin gate``), else
+    the value (acronyms upper-cased, underscores as spaces)."""
+    text = show(value)
+    if group in ("gate", "cost_gate") and text in GATES:
+        return GATES[text].label
+    return ACRONYMS.get(text.lower(), text.replace("_", " "))
+
+
+def phrase(column: str, value: object) -> str:
+    """One label part: ``min runs 3`` for ``params.gate.min_runs``; a name as its label."""
+    parts = column.split(".")
+    leaf = parts[-1]
+    if leaf == "name":
+        return _named(parts[-2] if len(parts) > 1 else "", value)
+    text = show(value)
+    if leaf == "ledger_size" and text == "none":
+        return "p0 known"  # no prior ledger: the gate was given the prior's true rate
+    return f"{leaf.replace('_', ' ')} {ACRONYMS.get(text.lower(), text)}"
+
+
 def label(row: pd.Series, cols: list[str], empty: str) -> str:
-    """``key=value, ...`` over ``cols`` (last dotted component as key), ``empty`` if none."""
+    """The parts of ``cols`` in words (names first), ``empty`` if none."""
     if not cols:
         return empty
-    return ", ".join(f"{c.split('.')[-1]}={show(row[c])}" for c in cols)
+    ordered = sorted(cols, key=lambda c: not c.endswith(".name"))
+    return ", ".join(phrase(c, row[c]) for c in ordered)
 
 
 def same(a: object, b: object) -> bool:

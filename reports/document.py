@@ -60,6 +60,9 @@ class Section:
     files: dict[str, str] = field(default_factory=dict)
     """Extra files the section writes beside ``index.html`` (name -> text), e.g. the gate
     section's ``recommendations.json``."""
+    pick: dict[str, object] = field(default_factory=dict)
+    """The section's recommendation as named values (``label`` and numbers), logged to the
+    sweep's parent run; empty: the first row of its "Recommended" table is used."""
 
     @property
     def figures(self) -> list[Figure]:

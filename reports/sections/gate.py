@@ -176,7 +176,12 @@ def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
             blocks.append(_factor_block(rows, gates, col, key, colours, shown))
     files = {"recommendations.json": prescription.recommendations()}
     return Section(
-        "gates", "Revision gates: which gate to use", prescription.sentence(), blocks, files
+        "gates",
+        "Revision gates: which gate to use",
+        prescription.sentence(),
+        blocks,
+        files,
+        prescription.pick(),
     )
 
 

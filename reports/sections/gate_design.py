@@ -152,6 +152,23 @@ class Prescription:
             pd.DataFrame(rows),
         )
 
+    def pick(self) -> dict[str, object]:
+        """The prescribed gate as named values; when no family meets the targets, the
+        closest one (most powerful among those that hold alpha), marked not feasible."""
+        q = self.question
+        a = self.chosen or max(
+            self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power)
+        )
+        return {
+            "gate": make_gate(**a.config).describe(),
+            "meets_targets": self.chosen is not None,
+            "max_runs": a.max_runs,
+            "false_revert_rate_worst": a.false_revert,
+            "power_worst": a.power,
+            "revision_runs_null": a.runs_null[0],
+            "revision_runs_at_drop": a.runs_alt[0],
+        }
+
     def recommendations(self) -> str:
         """``recommendations.json``: ``make_gate(**gate)`` rebuilds the recommended gate."""
         out = {

@@ -80,7 +80,7 @@ def section(sweep):
 def test_worst_case_cells_name_their_conditions(sweep):
     gates = gate_runs(sweep)
     worst = worst_rows(gates.rows.assign(replications=REPS))
-    sprt = worst[worst["config"].str.contains("sprt")].iloc[0]
+    sprt = worst[worst["config"].str.contains("SPRT")].iloc[0]
     runs = gates.rows[gates.rows["config"] == sprt["config"]]
     for m in ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt"):
         top = runs.loc[runs[m].astype(float).idxmax()]
@@ -95,10 +95,10 @@ def test_configurations_not_run_in_every_condition_are_flagged_not_ranked(sweep)
     gates = gate_runs(sweep)
     worst = worst_rows(gates.rows.assign(replications=REPS))
     rec = sweep_recommendation(worst, GateTargets(), gates.default_label)
-    assert not any("two_sample" in c for c in rec.ranked["config"])
+    assert not any("two-sample" in c for c in rec.ranked["config"])
     blocks = ranking_blocks(rec, worst, GateTargets(), 2)
     partial = [b for b in blocks if hasattr(b, "caption") and b.caption.startswith("Not ranked")]
-    assert len(partial) == 1 and partial[0].frame["configuration"].str.contains("two_sample").all()
+    assert len(partial) == 1 and partial[0].frame["configuration"].str.contains("two-sample").all()
     assert (partial[0].frame["run in every condition"] == False).all()  # noqa: E712
 
 

@@ -56,7 +56,7 @@ def test_the_section_answers_at_the_seeds_settings_with_its_numbers(sweep):
     assert seed["regret_change"] == pytest.approx(change.mean())
     assert seed["regret_change_se"] == pytest.approx(change.std(ddof=1) / np.sqrt(6))
     v = Verdict(change.mean(), change.std(ddof=1) / np.sqrt(6), 6)
-    assert section.answer.startswith("Does the loop learn at the seeds' settings (strike_limit=3")
+    assert section.answer.startswith("Does the loop learn at the seeds' settings (strike limit 3")
     assert f"? {v.answer.capitalize()}: " in section.answer
     assert v.describe() in section.answer
     assert "6 replications" in section.answer
@@ -79,9 +79,9 @@ def test_the_regret_by_source_table_is_recomputed_from_the_sessions(sweep):
         assert row.share == pytest.approx(np.mean(share))
     section = loop_section(s)
     tables = {b.caption: b.frame for b in section.blocks if hasattr(b, "frame")}
-    key = next(c for c in tables if c.startswith("Where the regret comes from, strike_limit=3"))
+    key = next(c for c in tables if c.startswith("Where the regret comes from, strike limit 3"))
     assert any(
-        isinstance(b, str) and b.startswith("Why the loop with strike_limit=3")
+        isinstance(b, str) and b.startswith("Why the loop with strike limit 3")
         for b in section.blocks
     )
     assert "all the task's procedures quarantined" in set(tables[key]["source"])

@@ -223,11 +223,13 @@ def test_answers_carry_the_sweeps_own_numbers(store, tmp_path, monkeypatch):
     sentence = answer["One procedure's fate under the flat rule"]
     assert f"({float(gone):.3f} exact" in sentence and "within 20 sessions" in sentence
     assert "break-even rate 0.652" in sentence and "(probability 0.30)" in sentence
-    # the gate sentence quotes the job's own false-revert rate and SE
+    # the gate section's verdict on the swept gates quotes the job's own false-revert rate
+    # and SE (the opening sentence is the design question's prescription)
     gate = summary[summary["scenario"] == "gate"].iloc[0]
     from reports.evidence import fmt
 
-    sentence = answer["Revision gates: which gate to use"]
-    assert fmt(gate["false_revert_rate"], gate["false_revert_rate_se"]) in sentence
-    assert fmt(gate["missed_regression_rate"], gate["missed_regression_rate_se"]) in sentence
+    swept = md.split("## Revision gates: which gate to use", 1)[1]
+    swept = swept.split("Among the swept configurations:", 1)[1].split("\n", 1)[0]
+    assert fmt(gate["false_revert_rate"], gate["false_revert_rate_se"]) in swept
+    assert fmt(gate["missed_regression_rate"], gate["missed_regression_rate_se"]) in swept
     assert f"This sweep ran {len(summary)} job(s)" in answer["What this sweep ran"]
