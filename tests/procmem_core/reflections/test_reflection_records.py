@@ -96,3 +96,29 @@ def test_only_reflection_records_read_back(backend):
         read_reflection(fact)
     with pytest.raises(ParameterError, match="expected a Reflection"):
         write_reflection(backend.memory, {"lessons": ["x"]})
+
+
+def test_match_packs_and_unfiltered_searches_never_return_a_reflection(backend):
+    """The issue's reading of the seed: match, packs and any unfiltered search never return
+    a reflection; only a search filtered to memory_type="reflection" does. The lesson is
+    written in the procedure's own words, so only the record type can keep it out."""
+    from procmem_core.graph import ContextPacker
+
+    situation = "a customer asks for a refund on a paid invoice"
+    proc = backend.procedures.add("refund request", situation, ["look up the invoice", "issue"])
+    lesson = Reflection(
+        lessons=(f"when {situation}, check the card on file",), evidence=(proc.key,)
+    )
+    record = write_reflection(backend.memory, lesson)
+    backend.reopen()
+    m, store = backend.memory, backend.procedures
+    assert [x.key for x in store.match(situation, top_k=10)] == [proc.key]
+    pack = ContextPacker(store, max_procedures=5).pack(situation)
+    assert pack.procedure_keys == (f"default/{proc.key}",)
+    assert "card on file" not in pack.text
+    assert m.search(situation, top_k=10) == []
+    assert m.search(situation, top_k=10, tags=["reflection:agent"]) == []  # tags: no type
+    assert m.search(situation, top_k=10, agent="*", user_id="u1") == []
+    assert m.knowledge_search(situation) == []
+    hits = m.search(situation, "reflection")
+    assert [h.record.record_id for h in hits] == [record.record_id]
