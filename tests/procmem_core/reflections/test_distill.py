@@ -132,23 +132,48 @@ def test_each_pair_is_distilled_into_a_reflection_with_both_as_evidence(server):
     assert memory.search("refund policy", "reflection")[0].record == report.reflections[0]
 
 
-def test_a_pair_is_not_distilled_twice(server, tmp_path):
-    ledger = DistillLedger.open(tmp_path / "distill.db")
-    worker_for(server, ledger=ledger).run(SESSIONS)
+class Stores:
+    """The distill ledger and the memory store, in memory or on SQLite; ``reopen()``
+    closes and reopens the SQLite ones (nothing to do in memory), so both stores pass the
+    same tests."""
+
+    def __init__(self, kind, tmp_path):
+        self.kind, self.dir = kind, tmp_path
+        self.ledger, self.memory = self._open()
+
+    def _open(self):
+        if self.kind == "memory":
+            return DistillLedger(), MemoryStore()
+        return DistillLedger.open(self.dir / "distill.db"), MemoryStore.open(self.dir / "m.db")
+
+    def reopen(self):
+        if self.kind == "sqlite":
+            self.ledger.close()
+            self.memory.close()
+            self.ledger, self.memory = self._open()
+        return self
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def stores(request, tmp_path):
+    s = Stores(request.param, tmp_path)
+    yield s
+    s.ledger.close()
+    s.memory.close()
+
+
+def test_a_pair_is_not_distilled_twice(server, stores):
+    worker_for(server, stores.memory, ledger=stores.ledger).run(SESSIONS)
     n = len(server.requests)
-    ledger.close()
-    again = worker_for(server, ledger=DistillLedger.open(tmp_path / "distill.db")).run(SESSIONS)
+    stores.reopen()
+    again = worker_for(server, stores.memory, ledger=stores.ledger).run(SESSIONS)
     assert again.reflections == () and again.pairing.already_done == 2
     assert len(server.requests) == n
 
 
-def test_a_failed_call_is_recorded_never_lost_and_tried_again(server, tmp_path):
-    path = tmp_path / "distill.db"
-    memory = MemoryStore.open(tmp_path / "memory.db")
+def test_a_failed_call_is_recorded_never_lost_and_tried_again(server, stores):
     server.inject(Fault("server_error", only="distill"))
-    report = worker_for(server, memory, ledger=DistillLedger.open(path), max_retries=0).run(
-        SESSIONS
-    )
+    report = worker_for(server, stores.memory, ledger=stores.ledger, max_retries=0).run(SESSIONS)
     assert len(report.reflections) == 1  # the worker went on with the next pair
     (fault,) = report.faults
     assert (fault.pair, fault.outcome, fault.kind, fault.error) == (
@@ -158,8 +183,10 @@ def test_a_failed_call_is_recorded_never_lost_and_tried_again(server, tmp_path):
         "LLMCallError",
     )
     assert "HTTP 500" in fault.message and "not retried" not in fault.message
-    reopened = DistillLedger.open(path)  # what failed survives a restart
+    stores.reopen()  # what failed survives a restart
+    reopened, memory = stores.ledger, stores.memory
     assert [a.pair for a in reopened.faults] == [("f1", "w2")]
+    assert len(memory.records("reflection")) == 1
     retry = worker_for(server, memory, ledger=reopened, max_retries=0).run(SESSIONS)
     assert [read_reflection(r).evidence[0] for r in retry.reflections] == ["session:f1"]
     assert [a.outcome for a in reopened.attempts] == ["fault", "reflection", "reflection"]
