@@ -72,6 +72,10 @@ def test_seed_sprt_with_p0_known_matches_the_issue():
     assert power.min() == pytest.approx(0.52, abs=0.005) and power.max() == pytest.approx(
         0.74, abs=0.005
     )
+    # issue: "power about 0.80" when the cap follows the LLR's sign: 0.801 (p0 0.9) to
+    # 0.820 (p0 0.5), values from a separate recursion with the sign rule at the cap
+    llr_power = SPRTGate(at_cap="llr").operating_curve(P0S, 0.15).p_revert
+    np.testing.assert_allclose(llr_power, [0.8204, 0.8118, 0.8073, 0.8043, 0.8012], atol=1e-4)
 
 
 @pytest.mark.parametrize(
