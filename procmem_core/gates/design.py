@@ -327,10 +327,11 @@ def answer(family: Family, q: DesignQuestion) -> FamilyAnswer:
             break
         cap = min(q.max_runs, cap + max(1, cap // 20))
     null, alt = _runs(fit.gate, fit, share)
-    note = "" if q.concurrent > 0 or family.fixed_ledger else (
-        "needs concurrent control (--concurrent q > 0); runs shown at q = 0.5")  # fmt: skip
+    notes = [] if meets(fit, q) else [infeasible_note(family, q, fit)]
+    if q.concurrent == 0 and not family.fixed_ledger:
+        notes.append("needs concurrent control (--concurrent q > 0); runs shown at q = 0.5")
     return FamilyAnswer(family.name, family.design, meets(fit, q), cap, fit.gate.config(),
-                        fit.false_revert, fit.power, null, alt, note)  # fmt: skip
+                        fit.false_revert, fit.power, null, alt, "; ".join(notes))  # fmt: skip
 
 
 def infeasible_note(family: Family, q: DesignQuestion, fit: Fit) -> str:
@@ -338,7 +339,7 @@ def infeasible_note(family: Family, q: DesignQuestion, fit: Fit) -> str:
     if fit.false_revert > q.alpha:
         return (f"its boundaries do not hold alpha at the worst case (false revert "
                 f"{fit.false_revert:.3f}); the calibrated families do")  # fmt: skip
-    head = f"best power {fit.power:.3f} at {q.max_runs} runs"
+    head = f"best power {fit.power:.3f} at {fit.gate.max_runs} runs"
     if family.fixed_ledger:
         grid = q.p0_range.grid(SEARCH_POINTS)
         bound = min(ledger_power_bound(max(q.ledger, 1), p, q.min_drop, q.alpha) for p in grid)

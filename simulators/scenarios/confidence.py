@@ -111,7 +111,7 @@ class ConfidenceScenario(Scenario):
         check_int("sessions", self.sessions, minimum=1)
         check_probability("threshold", self.threshold)
         check_int("limit", self.limit, minimum=1)
-        check_probability("explore_rate", self.explore_rate)
+        check_probability("explore_rate", self.explore_rate, open_high=True)
         check_probability("withhold_rate", self.withhold_rate)
         check_choice("withhold", self.withhold, WITHHOLD)
         self.check_replications()

@@ -119,6 +119,7 @@ def test_explore_shows_sub_threshold_procedures():
         (ConfidenceScenario, {"procedures": 256}, "procedures"),
         (ConfidenceScenario, {"limit": 0}, "limit"),
         (ConfidenceScenario, {"explore_rate": 2.0}, "explore_rate"),
+        (ConfidenceScenario, {"explore_rate": 1.0}, "explore_rate"),  # [0, 1): reshow_fate
         (ConfidenceScenario, {"withhold_rate": -0.5}, "withhold_rate"),
         (ConfidenceScenario, {"replications": 1}, "replications"),
         (ConfidenceScenario, {"chunk_size": 0}, "chunk_size"),

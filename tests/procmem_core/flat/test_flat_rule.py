@@ -127,6 +127,8 @@ def test_shown_mask_batches_over_leading_axes():
         (lambda: ConfidenceRule(initial=1.2), ParameterError, "initial=1.2"),
         (lambda: ConfidenceRule(reward=-0.1), ParameterError, "reward=-0.1"),
         (lambda: ConfidenceRule(penalty=-1), ParameterError, "penalty=-1"),
+        (lambda: ConfidenceRule(reward=1.5), ParameterError, "reward=1.5"),
+        (lambda: ConfidenceRule(penalty=1.01), ParameterError, "penalty=1.01"),
         (lambda: ConfidenceRule(floor=0.5, ceiling=0.4, initial=0.45), ParameterError, "floor"),
         (lambda: ConfidenceRule(ceiling=1.5), ParameterError, "ceiling"),
         (lambda: ConfidenceRule(reward="big"), ParameterError, "reward='big'"),

@@ -26,9 +26,11 @@ P0S = np.array([0.5, 0.6, 0.7, 0.8, 0.9])
 
 
 def reference_sprt(p0: float, p: float, prior_runs: int | None, alpha=0.05, beta=0.2,
-                   drop=0.15, t=50, min_runs=3, estimate="ml") -> float:  # fmt: skip
+                   drop=0.15, t=50, min_runs=3, estimate="ml", top=1 - 1e-6,
+                   level=None) -> float:  # fmt: skip
     """P(revert) of the seed's SPRT kept at the cap, by a forward recursion written here:
-    p0 known, or ML/CP from a Binomial(prior_runs, p0) ledger (clipped as the gate)."""
+    p0 known, or ML/CP from a Binomial(prior_runs, p0) ledger (clipped as the gate, or at
+    ``top`` from above: the convention that decides what an all-success ledger does)."""
     ln_a, ln_b = math.log((1 - beta) / alpha), math.log(beta / (1 - alpha))
     if prior_runs is None:
         hats, weights = [p0], [1.0]
@@ -38,10 +40,11 @@ def reference_sprt(p0: float, p: float, prior_runs: int | None, alpha=0.05, beta
         if estimate == "ml":
             hats = k / prior_runs
         else:
-            hats = np.where(k > 0, stats.beta.ppf(alpha, np.maximum(k, 1), prior_runs - k + 1), 0)
+            lvl = alpha if level is None else level  # the CP bound's level
+            hats = np.where(k > 0, stats.beta.ppf(lvl, np.maximum(k, 1), prior_runs - k + 1), 0)
     total = 0.0
     for hat, w in zip(hats, weights, strict=True):
-        q0 = min(max(hat, 2e-6), 1 - 1e-6)
+        q0 = min(max(hat, 2e-6), top)
         q1 = max(q0 - drop, 1e-6)
         up, down = math.log((1 - q1) / (1 - q0)), math.log(q1 / q0)
         mass = np.zeros(t + 1)
@@ -72,13 +75,17 @@ def test_seed_sprt_with_p0_known_matches_the_issue():
     assert power.min() == pytest.approx(0.52, abs=0.005) and power.max() == pytest.approx(
         0.74, abs=0.005
     )
+    # issue: "power about 0.80" when the cap follows the LLR's sign: 0.801 (p0 0.9) to
+    # 0.820 (p0 0.5), values from a separate recursion with the sign rule at the cap
+    llr_power = SPRTGate(at_cap="llr").operating_curve(P0S, 0.15).p_revert
+    np.testing.assert_allclose(llr_power, [0.8204, 0.8118, 0.8073, 0.8043, 0.8012], atol=1e-4)
 
 
 @pytest.mark.parametrize(
     ("ledger", "low", "high"),
     # issue: 0.130-0.162 (20 runs), 0.081-0.093 (50), 0.055-0.063 (100). Exactly, over p0
-    # 0.5-0.9, a 20-run ledger gives 0.144-0.162: the issue's low end (0.130) is not
-    # reproduced (0.138 is the least over p0 in 0.3-0.95); the others are.
+    # 0.5-0.9, the gate from a 20-run ledger gives 0.144-0.162: the issue's low end (0.130)
+    # is another convention for a 20/20 ledger (see the next test); the others agree.
     [(20, 0.1442, 0.1618), (50, 0.0811, 0.0927), (100, 0.0553, 0.0632)],
 )
 def test_ml_plugin_false_reverts_from_a_ledger(ledger, low, high):
@@ -96,11 +103,27 @@ def test_tightening_alpha_does_not_fix_a_short_ledger():
     assert fr.p_revert[0] == pytest.approx(reference_sprt(0.9, 0.9, 20, alpha=0.003), abs=1e-12)
 
 
+def test_the_issues_figures_are_other_conventions_for_an_all_success_ledger():
+    """The gate clips p0_hat = s/n = 1 at 1 - 1e-6 (one failure then reverts). The issue's
+    ranges are reproduced to the digit with p0_hat clipped at 1 - 1/(2n) (0.975 for 20 runs:
+    0.130 at p0 0.9, where a 20/20 ledger has probability 0.12), and its 0.094 at nominal
+    alpha 0.003 with a clip at 1 - 1e-3. Both change only what a 20/20 ledger does (its
+    probability is 0.12 at p0 0.9, 0.012 at 0.8)."""
+    for n, low, high in [(20, 0.1302, 0.1615), (50, 0.0811, 0.0927), (100, 0.0553, 0.0632)]:
+        fr = [reference_sprt(p, p, n, top=1 - 0.5 / n) for p in P0S]
+        assert min(fr) == pytest.approx(low, abs=1e-4) and max(fr) == pytest.approx(high, abs=1e-4)
+    assert reference_sprt(0.9, 0.9, 20, alpha=0.003, top=1 - 1e-3) == pytest.approx(
+        0.0940, abs=1e-4
+    )
+
+
 def test_clopper_pearson_prior_trades_false_reverts_for_power():
     """issue: false reverts 0.001-0.011, power 0.04-0.16. Exactly, at level alpha, over p0
     0.5-0.9 and ledgers 20/50/100: false revert 0.0006-0.0062 (below alpha, as claimed),
-    power 0.065-0.35 at ledgers 50-100 and 0.065-0.086 at 20 (the issue's numbers are not
-    reproduced to the digit)."""
+    power 0.065-0.35 at ledgers 50-100 and 0.065-0.086 at 20. The issue's numbers are not
+    reproduced to the digit by any one convention tried: the two-sided 95 % bound (level
+    0.025) kept at the cap gives its power, 0.038-0.161 from ledgers of 20 and 50, but false
+    reverts 0.0001-0.0028; following the LLR at the cap gives up to 0.0107 but power to 0.28."""
     gate = SPRTGate(at_cap="accept", prior="lower_bound")
     fr = np.array([gate.operating_curve(P0S, 0.0, n).p_revert for n in (20, 50, 100)])
     pw = np.array([gate.operating_curve(P0S, 0.15, n).p_revert for n in (20, 50, 100)])
@@ -109,6 +132,13 @@ def test_clopper_pearson_prior_trades_false_reverts_for_power():
         0.0861, abs=1e-3
     )
     assert fr[0, 0] == pytest.approx(reference_sprt(0.5, 0.5, 20, estimate="cp"), abs=1e-12)
+    two_sided = [
+        [reference_sprt(p, p - d, n, estimate="cp", level=0.025) for p in P0S for n in (20, 50)]
+        for d in (0.0, 0.15)
+    ]
+    assert max(two_sided[0]) == pytest.approx(0.0028, abs=1e-4)
+    assert min(two_sided[1]) == pytest.approx(0.038, abs=1e-3)
+    assert max(two_sided[1]) == pytest.approx(0.161, abs=1e-3)
 
 
 def np_power(n: int, r: float, q: float, alpha: float) -> float:
