@@ -105,8 +105,9 @@ class Prescription:
             return (
                 f"Use the {gate.describe()} with max_runs {a.max_runs}: it meets {goal} {where}"
                 f" (exact worst cases: false revert <= {a.false_revert:.4f}, power >= "
-                f"{a.power:.3f}), deciding in {a.runs_null[0]:.1f} revision runs when nothing "
-                f"changed and {a.runs_alt[0]:.1f} at the drop{sim}."
+                f"{a.power:.3f}), deciding after {a.runs_null[0]:.1f} expected sessions on the "
+                f"revision when nothing changed and {a.runs_alt[0]:.1f} at the drop (worst p0; "
+                f"{self.runs_basis(a)}){sim}."
             )
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
@@ -114,6 +115,17 @@ class Prescription:
             f"{best.family} gate ({best.design} design), power {best.power:.3f} at "
             f"{best.max_runs} runs; {self.what_it_takes()}."
         )
+
+    def runs_basis(self, a: FamilyAnswer) -> str:
+        """What the sessions count: with concurrent control the arms fill at random, so
+        the revision holds more sessions than the pairs the gate reads (max_runs caps those)."""
+        if a.design == "concurrent" and self.question.concurrent:
+            return (
+                f"max_runs caps the runs per arm the gate reads; with share "
+                f"{self.question.concurrent:g} served to the prior the revision accrues more "
+                f"while the prior's arm fills"
+            )
+        return "max_runs caps the revision runs the gate reads"
 
     def what_it_takes(self) -> str:
         notes = [f"{a.family} ({a.design}): {a.note}" for a in self.design.answers if a.note]
@@ -140,8 +152,12 @@ class Prescription:
                     "answer": f"max_runs {a.max_runs}" if a.feasible else "infeasible",
                     "false revert (worst, bound)": round(a.false_revert, 4),
                     "power (worst, bound)": round(a.power, 3),
-                    "revision runs null / at drop": f"{a.runs_null[0]:.1f} / {a.runs_alt[0]:.1f}",
-                    "prior runs null / at drop": f"{a.runs_null[1]:.1f} / {a.runs_alt[1]:.1f}",
+                    "revision sessions null / at drop (expected, worst p0)": (
+                        f"{a.runs_null[0]:.1f} / {a.runs_alt[0]:.1f}"
+                    ),
+                    "prior sessions null / at drop (expected, worst p0)": (
+                        f"{a.runs_null[1]:.1f} / {a.runs_alt[1]:.1f}"
+                    ),
                     "what it would take": a.note,
                 }
             )

@@ -6,6 +6,7 @@ achieved error rates, reference lines and legends, categorical factors never joi
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -215,3 +216,17 @@ def test_the_section_prescribes_and_writes_recommendations(section, tmp_path):
     assert "recommendations.json" in written
     assert any(isinstance(b, str) and b.startswith("recommendations.json beside this report")
                for b in section.blocks)  # fmt: skip
+
+
+def test_the_prescription_says_what_its_session_counts_count(section):
+    """The expected sessions can exceed max_runs under concurrent control (the revision
+    accrues runs while the prior's arm fills): the sentence says so, with the design's
+    own numbers."""
+    rec = json.loads(section.files["recommendations.json"])
+    chosen = [a for a in rec["answers"] if a["feasible"] and a["config"] == rec["gate"]]
+    assert len(chosen) == 1
+    found = re.search(r"deciding after ([\d.]+) expected sessions on the revision", section.answer)
+    assert found, section.answer
+    assert float(found.group(1)) == round(chosen[0]["runs_null"][0], 1)
+    assert f"max_runs {rec['gate']['max_runs']}" in section.answer
+    assert "max_runs caps the runs per arm the gate reads" in section.answer
