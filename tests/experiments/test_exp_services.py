@@ -8,7 +8,8 @@
 - a Ray head (``ray start --head --node-ip-address 127.0.0.1``) and a sweep through
   ``hydra/launcher=ray_cluster``: the jobs reach the store the sweep was started with,
   although the Ray processes' environment names another one;
-- every socket these services listen on is on loopback (read with ``ss``).
+- every socket these services listen on is on loopback (read with ``ss``): the mlflow
+  server's, the Ray head's processes' and the PostgreSQL postmaster's.
 
 Each service is started with a marker in its environment; the test finds its processes
 by that marker and stops them by pid. Ports come from the kernel (bind to port 0).
@@ -83,9 +84,8 @@ def stop_marked(marker: str) -> None:
             wait_for(lambda: not marked(marker), "the service to stop", 15)
 
 
-def listeners(marker: str) -> list[str]:
-    """``address:port`` of every TCP/UDP socket listened on by the marked processes."""
-    pids = set(marked(marker))
+def listeners(pids: set[int]) -> list[str]:
+    """``address:port`` of every TCP/UDP socket listened on by the processes ``pids``."""
     out = subprocess.run(["ss", "-H", "-lntup"], capture_output=True, text=True, timeout=10)
     found = []
     for line in out.stdout.splitlines():
@@ -95,8 +95,9 @@ def listeners(marker: str) -> list[str]:
     return found
 
 
-def assert_loopback_only(marker: str) -> None:
-    found = listeners(marker)
+def assert_loopback_only(marker: str | None = None, pids: set[int] = frozenset()) -> None:
+    """Every socket of the marked processes (and of ``pids``) listens on loopback."""
+    found = listeners(set(marked(marker) if marker else ()) | set(pids))
     assert found, "the service listens on nothing?"
     outside = [a for a in found if not a.startswith(LOOPBACK)]
     assert not outside, f"listening beyond loopback: {outside}"
@@ -142,6 +143,9 @@ def postgres() -> Iterator[str]:
     subprocess.run([*ctl, "-l", folder / "log", "-o", options, "start"], check=True,
                    capture_output=True, timeout=90)  # fmt: skip
     try:
+        # the postmaster (first line of postmaster.pid) holds every listening socket
+        postmaster = int((folder / "data" / "postmaster.pid").read_text().split()[0])
+        assert_loopback_only(pids={postmaster})
         subprocess.run(
             [*as_pg, bins / "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "mlflow",
              "mlflow"],

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from procmem_core.graph import ProcedureStore, StoreFileError
+from procmem_core.graph import ProcedureGraph, ProcedureStore, RevisionError, StoreFileError
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 KEYS = ("procedure_refund", "procedure_close_month", "procedure_reset_password")
@@ -133,6 +133,27 @@ def test_a_stale_process_refreshes_before_it_writes(tmp_path):
         assert (p.runs, p.successes) == (100, 75)
         assert [r.run_id for r in reopened.runs(key)] == list(range(1, 101))
         assert reopened.get(key).ledger_folded_through == 100
+
+
+def test_a_stale_process_writes_against_a_revision_another_process_made(tmp_path):
+    """``revise`` is a write like the others: a process that loaded the procedure before
+    another one revised it records its next run against the new revision, and its own
+    ``revise`` sees the pending one (refused while it is pending), not its stale copy."""
+    path = tmp_path / "p.db"
+    first, second = ProcedureStore.open(path), ProcedureStore.open(path)
+    key = first.add("refund", "s", STEPS).key
+    assert second.record_run(key, ["n1", "n2", "n3"], ok=True).revision == 1
+    first.revise(key, ProcedureGraph.from_steps(STEPS[:2]), "shorter")
+    run = second.record_run(key, ["n1", "n2"], ok=False)
+    assert (run.run_id, run.revision) == (2, 2)
+    with pytest.raises(RevisionError, match="revision 2 is still pending"):
+        second.revise(key, ProcedureGraph.from_steps(STEPS[1:]), "another")
+    first.close()
+    second.close()
+    with ProcedureStore.open(path) as reopened:
+        p = reopened.get(key)
+        assert (p.revision, p.pending_revision.prior_revision) == (2, 1)
+        assert [(r.run_id, r.revision) for r in reopened.runs(key)] == [(1, 1), (2, 2)]
 
 
 def test_a_reader_sees_what_another_process_added(tmp_path):
