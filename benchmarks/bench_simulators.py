@@ -44,6 +44,7 @@ from simulators.parallel import chunk_workers
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.scenarios.gate import GateScenario
+from simulators.scenarios.loop import LoopScenario
 
 
 def best_time(fn, repeat: int) -> float:
@@ -201,11 +202,12 @@ def loop_rates(repeat: int, rounds: int = 2) -> dict[str, float]:
 
 def workers_speedup(scale: int) -> dict[str, float]:
     """One big job on 1 and 2 worker processes (``simulators.parallel``), side by side:
-    wall time and the speedup, for a fate and a gate job of many chunks (the pool's
+    wall time and the speedup, for a fate, a gate and a loop job of many chunks (the pool's
     server is warmed first, as a sweep's job pays it once). The metrics must be equal."""
     jobs = {
         "fate": ProcedureFateScenario(replications=2_500_000 * scale, sessions=20),
         "gate": GateScenario(replications=1_000_000 * scale, table_rows=0),
+        "loop": LoopScenario(replications=16 * scale, sessions=400, evolve_every=10),
     }
     out: dict[str, float] = {}
     with chunk_workers(2):
@@ -308,7 +310,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"{out['fate_big_job_seconds_2_workers']:.1f} s), gate "
         f"{out['gate_big_job_speedup_2_workers']:.2f} "
         f"({out['gate_big_job_seconds_1_worker']:.1f} s -> "
-        f"{out['gate_big_job_seconds_2_workers']:.1f} s)",
+        f"{out['gate_big_job_seconds_2_workers']:.1f} s), loop "
+        f"{out['loop_big_job_speedup_2_workers']:.2f} "
+        f"({out['loop_big_job_seconds_1_worker']:.1f} s -> "
+        f"{out['loop_big_job_seconds_2_workers']:.1f} s)",
         flush=True,
     )
     out["load_average_1m_at_end"] = os.getloadavg()[0]
