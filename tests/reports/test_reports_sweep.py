@@ -87,7 +87,8 @@ def test_report_from_real_sweep(store, tmp_path, monkeypatch, capsys):
             "explore_cs_path", "loop_success_over_time", "loop_gate_verdicts"} <= names  # fmt: skip
     ab = md.split("## Withheld vs shown: the A/B table\n", 1)[1].split("\n## ", 1)[0]
     for column in ("fixed-n 95 % interval (median)", "sequence at the end (median)",
-                   "SRM flagged", "Holm p (median)", "power after Holm"):  # fmt: skip
+                   "SRM flagged", "Holm p (median)", "BH p (median)",
+                   "power after Holm"):  # fmt: skip
         assert column in ab, column  # issue 14: every comparison's reads, in the quickstart
     for f in pngs:
         data = f.read_bytes()
