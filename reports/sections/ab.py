@@ -4,7 +4,7 @@ One row per swept cell and procedure, computed from each replication's arm count
 (``ab_arms_by_replication`` of the explore scenario, the loop's ``ab_arms`` as it is):
 the median estimate, the median fixed-n interval and its width, the confidence sequence
 at the last session, the share of deployments flagged for sample-ratio mismatch, the
-median Holm-adjusted p-value and the power (share of deployments finding an effect),
+median Holm- and BH-adjusted p-values and the power (share of deployments finding an effect),
 before and after adjustment. Pooled counts appear only in a second table, labelled as
 a check of the estimator against the simulated truth.
 """
@@ -101,6 +101,7 @@ def _rows(summary: pd.DataFrame, cell: str) -> list[dict]:
                 if s["srm_tested"]
                 else "not tested",
                 "Holm p (median)": s["holm_p"],
+                "BH p (median)": s["bh_p"],
                 "procedures per deployment": int(s["family"]),
             }
         )

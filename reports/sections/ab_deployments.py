@@ -138,6 +138,7 @@ def summarise(d: pd.DataFrame) -> pd.DataFrame:
                 "srm_flagged": _share(g["srm_flag"]),
                 "srm_tested": bool(g["srm_p"].notna().any()),
                 "holm_p": float(c["fixed_holm"].median()) if len(c) else np.nan,
+                "bh_p": float(c["fixed_bh"].median()) if len(c) else np.nan,
                 "bias": float((c["tau"] - c["truth"]).mean()) if len(c) else np.nan,
                 "bias_se": float((c["tau"] - c["truth"]).std(ddof=1) / np.sqrt(len(c)))
                 if len(c) > 1

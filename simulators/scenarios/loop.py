@@ -24,6 +24,7 @@ from procmem_core.errors import (
 from procmem_core.gates import CostGate, Gate, SPRTGate
 from procmem_core.graph.evolve import check_streak_scope
 from simulators.feedback import Feedback
+from simulators.replication import Chunk
 from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.gate import check_veto
@@ -136,14 +137,17 @@ class LoopScenario(Scenario):
         self.check_replications()
 
     def simulate(self, seed: int) -> list[LoopWorld]:
-        """Run every replication and return the worlds (store, truth and logs)."""
-        worlds = []
-        for chunk in self.chunks(seed):
-            world = LoopWorld(self, chunk.rng)
-            for t in range(self.sessions):
-                world.session(t)
-            worlds.append(world)
-        return worlds
+        """Run every replication and return the worlds (store, truth and logs), in
+        replication order; spread over ``CHUNK_WORKERS`` processes when set (each world
+        draws from its own spawned child, so the worlds are the same on any number)."""
+        return self.map_chunks(seed, self._world)
+
+    def _world(self, chunk: Chunk) -> LoopWorld:
+        """One replication: a fresh world driven through every session."""
+        world = LoopWorld(self, chunk.rng)
+        for t in range(self.sessions):
+            world.session(t)
+        return world
 
     def work(self) -> Work:
         """Sessions of the whole engine; each world keeps its store, ~2 kB a session."""

@@ -69,9 +69,20 @@ def test_loop_rows_adjust_within_each_deployment(runs):
     # Holm by hand: sorted p times (m, m-1, ...), running max, capped at 1
     want = np.minimum(1, np.maximum.accumulate(one["p"].to_numpy() * np.arange(m, 0, -1)))
     assert one["fixed_holm"].to_numpy() == pytest.approx(want)
+    # BH by hand: sorted p times m / rank, running min from the largest, capped at 1
+    bh = one["p"].to_numpy() * m / np.arange(1, m + 1)
+    want_bh = np.minimum(1, np.minimum.accumulate(bh[::-1])[::-1])
+    assert one["fixed_bh"].to_numpy() == pytest.approx(want_bh)
     s = summarise(d)
     assert (s["power_holm"] <= s["power"] + 1e-12).all()
     assert (s["family"] == d.groupby("replication")["compared"].sum().median()).all()
+    c = d[d["compared"]]
+    for _, row in s[s["compared"] > 0].iterrows():  # the rows the table shows
+        mine = c[c["key"] == row["key"]]  # adjusted p-values: medians over deployments
+        assert row["holm_p"] == pytest.approx(mine["fixed_holm"].median())
+        assert row["bh_p"] == pytest.approx(mine["fixed_bh"].median())
+        assert row["bh_p"] <= row["holm_p"] + 1e-12  # BH never adjusts more than Holm
+    assert (s["compared"] > 0).sum() >= 2
     # Newcombe from the counts against scipy-free arithmetic on one row
     r = d[d["compared"]].iloc[0]
     assert r["tau"] == pytest.approx(r["k1"] / r["n1"] - r["k0"] / r["n0"])

@@ -84,7 +84,12 @@ def test_report_from_real_sweep(store, tmp_path, monkeypatch, capsys):
     pngs = sorted(tmp_path.glob("*.png"))
     names = {f.stem for f in pngs}
     assert {"gate_oc", "gate_runs", "gate_tradeoff", "fate_exclusion", "explore_power_cost",
-            "loop_success_over_time", "loop_gate_verdicts"} <= names  # fmt: skip
+            "explore_cs_path", "loop_success_over_time", "loop_gate_verdicts"} <= names  # fmt: skip
+    ab = md.split("## Withheld vs shown: the A/B table\n", 1)[1].split("\n## ", 1)[0]
+    for column in ("fixed-n 95 % interval (median)", "sequence at the end (median)",
+                   "SRM flagged", "Holm p (median)", "BH p (median)",
+                   "power after Holm"):  # fmt: skip
+        assert column in ab, column  # issue 14: every comparison's reads, in the quickstart
     for f in pngs:
         data = f.read_bytes()
         assert data.startswith(PNG) and len(data) > 5000, f.name

@@ -1,6 +1,7 @@
 """One big job across cores: the same numbers on 1 and 2 worker processes.
 
-Each scenario below runs in several chunks; on 2 workers the chunks run in a pool of
+Each scenario below runs in several chunks (the loop: one replication each, its whole
+object engine pickled back from the worker); on 2 workers the chunks run in a pool of
 fresh processes and are gathered in chunk order, so every metric and every table must
 be equal exactly to the one-process run (the chunks draw from their own spawned seeds).
 """
@@ -16,12 +17,14 @@ from procmem_core.errors import ParameterError
 from simulators import ConfidenceScenario, ExploreScenario, GateScenario, ProcedureFateScenario
 from simulators.parallel import CHUNK_WORKERS, chunk_workers, map_chunks
 from simulators.replication import chunks
+from simulators.scenarios.loop import LoopScenario
 
 SCENARIOS = {
     "fate": ProcedureFateScenario(replications=3_000, chunk_size=1_000),
     "confidence": ConfidenceScenario(replications=3_000, chunk_size=1_000, sessions=12),
     "gate": GateScenario(replications=3_000, chunk_size=1_000, ledger_size=20),
     "explore": ExploreScenario(replications=24, chunk_size=8, sessions=200),
+    "loop": LoopScenario(replications=4, sessions=80, evolve_every=3, revise_every=20),
 }
 
 
