@@ -16,7 +16,7 @@ from scipy import stats
 from procmem_core.gates import SPRTGate, TwoSampleGate, make_gate, wald_wolfowitz_bound
 from procmem_core.gates import worst_case as exact_worst_case
 from reports.document import Report, write_report
-from reports.recommend import GateTargets
+from reports.recommend import GateTargets, recommend_gate
 from reports.sections.gate import gate_section
 from reports.sections.gate_explain import explain_rows, fixed_sample_size
 from reports.sections.gate_figures import Refs, factor_figure, oc_figure
@@ -100,6 +100,31 @@ def test_configurations_not_run_in_every_condition_are_flagged_not_ranked(sweep)
     partial = [b for b in blocks if hasattr(b, "caption") and b.caption.startswith("Not ranked")]
     assert len(partial) == 1 and partial[0].frame["configuration"].str.contains("two-sample").all()
     assert (partial[0].frame["run in every condition"] == False).all()  # noqa: E712
+
+
+def test_the_ranking_sentence_names_the_condition_of_each_figure(sweep):
+    """The quickstart's "nearest is SPRT: 23.9 runs ... false revert 0.138" paired the runs
+    with p0 known and the error rates of the 20-run ledger: each figure now says where."""
+    gates = gate_runs(sweep)
+    worst = worst_rows(gates.rows.assign(replications=REPS))
+    rec = sweep_recommendation(worst, GateTargets(), gates.default_label)
+    pick = rec.pick
+    s = rec.sentence
+    assert "judged at its worst over 2 conditions" in s and "no single condition" in s
+    for m, said in (
+        ("mean_runs_null", "runs when nothing changed"),
+        ("mean_runs_alt", "runs on a real regression"),
+    ):
+        value = f"{pick[m]:.3g} ± {pick[f'{m}_se']:.2g}"
+        assert f"{value} {said} ({pick[f'{m}_condition']})" in s
+    for m, said in (
+        ("false_revert_rate", "false revert rate"),
+        ("missed_regression_rate", "missed regression rate"),
+    ):
+        value = f"{pick[m]:.3g} ± {pick[f'{m}_se']:.2g}"
+        assert f"{said} {value} ({pick[f'{m}_condition']})" in s
+    one = recommend_gate(worst[worst["conditions"] == 1].reset_index(drop=True), GateTargets())
+    assert "(" not in one.sentence.split(": it decides")[1]  # one condition: nothing to name
 
 
 def test_sprt_explanation_reads_its_decisions(sweep):
@@ -215,3 +240,17 @@ def test_the_section_prescribes_and_writes_recommendations(section, tmp_path):
     assert "recommendations.json" in written
     assert any(isinstance(b, str) and b.startswith("recommendations.json beside this report")
                for b in section.blocks)  # fmt: skip
+
+
+def test_the_reports_own_simulation_check_says_whose_replications_they_are(section):
+    """The check is simulated by the report (CHECK_REPLICATIONS at CHECK_SEED), not by the
+    sweep's runs that the frame appends in brackets: its caption says so."""
+    from reports.sections.gate_design import CHECK_REPLICATIONS, CHECK_SEED
+
+    check = next(b for b in section.blocks if getattr(b, "caption", "").startswith(
+        "The prescribed gate simulated"))  # fmt: skip
+    assert (
+        f"by the report itself at its worst p0 ({CHECK_REPLICATIONS:,} replications each, "
+        f"seed {CHECK_SEED}; the runs in brackets posed the question" in check.caption
+    )
+    assert list(check.frame["quantity"]) == ["false revert", "power"]
