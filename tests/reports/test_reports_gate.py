@@ -135,10 +135,12 @@ def test_sprt_explanation_reads_its_decisions(sweep):
         run = gates.rows[gates.rows["condition"] == row["condition"]].iloc[0]
         d = sweep.tables[run["run_id"]]["gate_decisions"]
         null = d[d["true_drop"] == 0.0]
-        assert float(row["undecided at max_runs (no change)"]) == pytest.approx(
-            (null["reason_code"] == "at_cap").mean(), abs=6e-4
-        )
-        cap, total = (float(x) for x in row["false reverts by the cap rule"].split(" of "))
+        share = (null["reason_code"] == "at_cap").mean()
+        undecided, se = row["undecided at max_runs (no change)"].split(" ± ")
+        assert float(undecided) == pytest.approx(share, abs=6e-4)
+        assert float(se) == pytest.approx(np.sqrt(share * (1 - share) / len(null)), rel=0.05)
+        cap_text, total = row["false reverts by the cap rule"].split(" of ")
+        cap, total = float(cap_text.split(" ± ")[0]), float(total)
         assert total == pytest.approx((null["verdict"] == "revert").mean(), abs=6e-4)
         assert 0 < cap < total  # "follow the LLR" at the cap adds false reverts
         q = [float(x) for x in row["runs to decide, 10/50/90 % (no change)"].split(" / ")]
