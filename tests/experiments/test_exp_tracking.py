@@ -258,3 +258,23 @@ def test_sweep_progress_prints_jobs_done_elapsed_and_the_last_jobs_metrics(capsy
     quiet.tracker = bar.tracker
     quiet.update()
     assert capsys.readouterr().err == "" and quiet.failed == 1  # counted, not shown
+
+
+def test_a_single_run_prints_its_id_status_metrics_and_report_command(capsys):
+    from experiments.summary import command, print_single
+
+    outcome = SimpleNamespace(
+        status="FINISHED",
+        total_seconds=1.34,
+        metrics={"p_excluded": 0.7403, "p_excluded_se": 0.00044, "expected_sessions_applied": 8.0},
+    )
+    print_single("abc123", "fate: p 0.7", outcome, SimpleNamespace(experiment="quickstart"))
+    out, err = capsys.readouterr()
+    assert out == ""  # stdout stays the job's own
+    first, second = err.strip().splitlines()
+    assert first == (
+        "run abc123 (fate: p 0.7) FINISHED in 1.3 s: p_excluded=0.74±0.00044 "
+        "expected_sessions_applied=8"
+    )
+    assert second == f"report: {command('python')} -m reports quickstart --run abc123"
+    assert second.split()[1].endswith("python")  # a command a newcomer can paste
