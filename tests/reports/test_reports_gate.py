@@ -256,3 +256,15 @@ def test_the_reports_own_simulation_check_says_whose_replications_they_are(secti
         f"seed {CHECK_SEED}; the runs in brackets posed the question" in check.caption
     )
     assert list(check.frame["quantity"]) == ["false revert", "power"]
+
+
+def test_the_design_table_says_it_is_computed_not_simulated(section):
+    design = next(b for b in section.blocks if getattr(b, "caption", "").startswith(
+        "The design question, exactly"))  # fmt: skip
+    assert design.caption.endswith(
+        "computed, not simulated: the runs in brackets only set the question (their hardest "
+        "condition)"
+    )
+    assert len(design.frame) == len(
+        {(a, b) for a, b in zip(design.frame["gate family"], design.frame["design"], strict=True)}
+    )
