@@ -50,7 +50,9 @@ GLOSSARY: dict[str, str] = {
     "penalty / (reward + penalty)",
     "explore rate": "the probability that the top-matched procedure is withheld in a "
     "session, which makes a randomized control arm",
-    "power": "the share of replications (deployments) whose interval excludes 0",
+    "power": "the probability of finding an effect that is there: for a gate, of reverting "
+    "a revision whose success rate dropped by min_drop (1 - missed regression rate); for the "
+    "withheld-vs-shown read, the share of replications (deployments) whose interval excludes 0",
     "coverage": "the share of replications whose 95 % interval contains the true effect",
 }
 """Terms the reports use, each defined where it first appears."""

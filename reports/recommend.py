@@ -115,6 +115,25 @@ def _tradeoff(comparisons: tuple[MetricComparison, ...], lower_is_better: dict[s
     return " ".join(parts) + " than the default, beyond the noise"
 
 
+def _condition(row: pd.Series, metric: str) -> str:
+    """`` (<condition>)`` when ``row`` is a worst case over several conditions whose
+    ``<metric>_condition`` names where that metric's worst came from, else ``""``."""
+    where, several = row.get(f"{metric}_condition"), row.get("conditions", 1)
+    if isinstance(where, str) and where and pd.notna(several) and int(several) > 1:
+        return f" ({where})"
+    return ""
+
+
+def _worst_note(row: pd.Series, at: dict[str, str]) -> str:
+    """Said when the figures of a worst-case row come from different conditions."""
+    if len({w for w in at.values() if w}) < 2:
+        return ""
+    return (
+        f", judged at its worst over {int(row['conditions'])} conditions (each figure's "
+        "condition in brackets: no single condition has all four)"
+    )
+
+
 def recommend_gate(
     table: pd.DataFrame,
     targets: GateTargets | None = None,
@@ -142,11 +161,14 @@ def recommend_gate(
     feasible = bool(pick["feasible"])
     default_row = _default_row(ranked, label_col, default)
     comparisons = compare(pick, default_row, GATE_METRICS) if default_row is not None else ()
+    at = {m: _condition(pick, m) for m in GATE_METRICS}
     what = (
-        f"{pick[label_col]}: it decides in {fmt_metric(pick, 'mean_runs_null')} runs when nothing"
-        f" changed and {fmt_metric(pick, 'mean_runs_alt')} runs on a real regression, with"
-        f" false revert rate {fmt_metric(pick, 'false_revert_rate')} and missed regression"
-        f" rate {fmt_metric(pick, 'missed_regression_rate')}"
+        f"{pick[label_col]}{_worst_note(pick, at)}: it decides in"
+        f" {fmt_metric(pick, 'mean_runs_null')} runs when nothing changed{at['mean_runs_null']}"
+        f" and {fmt_metric(pick, 'mean_runs_alt')} runs on a real regression"
+        f"{at['mean_runs_alt']}, with false revert rate {fmt_metric(pick, 'false_revert_rate')}"
+        f"{at['false_revert_rate']} and missed regression rate"
+        f" {fmt_metric(pick, 'missed_regression_rate')}{at['missed_regression_rate']}"
     )
     if feasible:
         head = f"Use {what}"

@@ -16,6 +16,7 @@ import pandas as pd
 
 from reports.configs import show
 from reports.document import Section, Table
+from reports.evidence import fmt_share
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.ab_deployments import ALPHA, deployments, summarise
@@ -67,10 +68,9 @@ def _cells(sweep: Sweep, runs: pd.DataFrame) -> dict[str, str]:
 
 
 def _share(rate: float, n: int) -> str:
-    """A simulated share with its Monte Carlo SE ``sqrt(r (1 - r) / n)``."""
-    if np.isnan(rate) or n <= 0:
-        return "n/a"
-    return f"{rate:.3g} ± {np.sqrt(rate * (1 - rate) / n):.2g}"
+    """A share of deployments with its Monte Carlo SE (``evidence.fmt_share``: at 0 or 1
+    its exact one-sided bound, since the loop has as few as 4 deployments)."""
+    return fmt_share(float(rate), int(n))
 
 
 def _interval(low: float, high: float) -> str:

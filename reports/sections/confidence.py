@@ -189,6 +189,13 @@ def _grid_blocks(sweep: Sweep) -> list:
     return out
 
 
+REFERENCE_RATES = {
+    "success_rate_no_procedures": "no procedure shown",
+    "success_rate_oracle": "oracle (helpful procedures only)",
+}
+"""Logged per-session success rates drawn beside the rules' trajectories."""
+
+
 def _trajectory_blocks(sweep: Sweep, runs: ConfidenceRuns, ev) -> list:
     """Session success over time in one world: every rule run there (at most six)."""
     world = ev.world if ev is not None else runs.rows["world"].iloc[0]
@@ -202,13 +209,19 @@ def _trajectory_blocks(sweep: Sweep, runs: ConfidenceRuns, ev) -> list:
     if "success_rate_se" in traj:
         se = traj.pivot_table(index="session", columns="config", values="success_rate_se")
         wide = wide.join(se.add_suffix("_se"))
+    refs = {
+        label: float(rows[metric].mean())
+        for metric, label in REFERENCE_RATES.items()
+        if metric in rows and rows[metric].notna().any()
+    }
     fig = trajectory_figure(
         wide.reset_index(), "session", {str(c): str(c) for c in names.values()},
-        "Session success rate over time", "session success rate (probability)",
+        "Session success rate over time", "session success rate (probability)", refs,
     )  # fmt: skip
+    drawn = f"; lines: {', '.join(refs)}, as logged by the runs (mean over them)" if refs else ""
     return [Figure("rule_success_over_time", png_bytes(fig),
                    f"Session success rate by session in world {world} (bands: 95 % MC "
-                   "intervals), each rule run there.")]  # fmt: skip
+                   f"intervals), each rule run there{drawn}.")]  # fmt: skip
 
 
 @report_section("confidence", order=20)

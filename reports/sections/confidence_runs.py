@@ -72,6 +72,17 @@ def rule_label(rule: FlatRule, threshold: float, limit: int) -> str:
     return f"seed rule ({text})" if is_seed(rule, threshold, limit) else text
 
 
+def _feedback_words(row: pd.Series, noisy: list[str]) -> str:
+    """``feedback: false negative 0.1, missing 0.3, delay 2``: each noisy channel's
+    setting by name (one word such as "noisy judge" would hide late and lost ratings)."""
+    words = []
+    for col in sorted(noisy):
+        value = _value(row, col)
+        shown = f"{value:g}" if isinstance(value, float | int) else str(value)
+        words.append(f"{col.rsplit('.', 1)[-1].replace('_', ' ')} {shown}")
+    return "feedback: " + ", ".join(words)
+
+
 def _world_words(sweep: Sweep, row: pd.Series) -> str:
     def get(key: str, group: str) -> object:
         return _value(row, find_param(sweep.param_names, key, group))
@@ -90,7 +101,7 @@ def _world_words(sweep: Sweep, row: pd.Series) -> str:
     if get("interference", "users"):
         parts.append(f"interference {get('interference', 'users'):g}")
     noisy = [c for c in sweep.param_names if c.startswith("params.feedback.") and _value(row, c)]
-    parts.append("noisy judge" if noisy else "perfect feedback")
+    parts.append(_feedback_words(row, noisy) if noisy else "perfect feedback")
     if get("withhold_rate", "scenario"):
         whole = get("withhold", "scenario") == "all"
         parts.append(f"{get('withhold_rate', 'scenario'):g} withheld{' whole' if whole else ''}")

@@ -19,7 +19,7 @@ from reports.evidence import NOISE_Z
 from reports.options import ReportOptions
 from reports.recommend import GateTargets
 from reports.sections import report_section
-from reports.sections.gate_design import Prescription, prescribe
+from reports.sections.gate_design import CHECK_SEED, Prescription, prescribe
 from reports.sections.gate_explain import explain_block
 from reports.sections.gate_figures import (
     Refs,
@@ -61,9 +61,10 @@ def _prescription_blocks(p: Prescription) -> list:
     if p.chosen is not None:
         blocks.append(
             Table(
-                f"The prescribed gate simulated at its worst p0 "
-                f"({p.check['replications'].iloc[0]:,} replications each): exact against "
-                "simulated ± Monte Carlo SE",
+                f"The prescribed gate simulated by the report itself at its worst p0 "
+                f"({p.check['replications'].iloc[0]:,} replications each, seed {CHECK_SEED}; "
+                "the runs in brackets posed the question, they did not run this check): "
+                "exact against simulated ± Monte Carlo SE",
                 p.check.drop(columns="replications"),
             )
         )

@@ -164,7 +164,8 @@ class Prescription:
         return Table(
             f"The design question, exactly (`{self.command}`): per gate family the smallest "
             "max_runs meeting both targets at every p0 in the range (false revert: a bound "
-            "over the range; power: a bound below it), or the best it can do",
+            "over the range; power: a bound below it), or the best it can do; computed, not "
+            "simulated: the runs in brackets only set the question (their hardest condition)",
             pd.DataFrame(rows),
         )
 

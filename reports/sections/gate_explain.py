@@ -3,9 +3,10 @@
 For each SPRT run shown: the nominal error rates beside the achieved ones (simulated ± SE
 and exact), the share of harmless revisions still undecided at ``max_runs`` (the cap rule
 then decides), how much of the false-revert rate the cap rule contributes (reverts whose
-reason is ``at_cap``, from the run's ``gate_decisions``), quantiles of the runs to a
-decision, and the fixed-sample size with the same error rates: the fewest runs ``n`` of a
-one-sided exact binomial test of p0 (known) against ``p0 - min_drop`` with
+reason is ``at_cap``, from the run's ``gate_decisions``; both shares over the decisions
+read, one per replication, ± their Monte Carlo SE), quantiles of the runs to a decision,
+and the fixed-sample size with the same error rates: the fewest runs ``n`` of a one-sided
+exact binomial test of p0 (known) against ``p0 - min_drop`` with
 ``P_p0(S <= c) <= alpha`` and ``P_p1(S <= c) >= 1 - beta`` for some ``c``.
 """
 
@@ -16,7 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from reports.document import Table
-from reports.evidence import fmt, fmt_metric
+from reports.evidence import fmt, fmt_metric, fmt_share
 from reports.sections.gate_tables import GateRuns, p_prior_of
 from reports.source import Sweep
 
@@ -71,9 +72,10 @@ def explain_rows(sweep: Sweep, gates: GateRuns, configs: tuple[str, ...]) -> pd.
             capped = null["reason_code"] == "at_cap"
             cap_reverts = (capped & (null["verdict"] == "revert")).mean()
             all_reverts = (null["verdict"] == "revert").mean()
-            row["undecided at max_runs (no change)"] = f"{capped.mean():.3f}"
+            n = len(null)  # one decision per replication: independent Bernoulli shares
+            row["undecided at max_runs (no change)"] = fmt_share(capped.mean(), n)
             row["false reverts by the cap rule"] = (
-                f"{cap_reverts:.3f} of {all_reverts:.3f}" if all_reverts else "0"
+                f"{fmt_share(cap_reverts, n)} of {all_reverts:.3f}" if all_reverts else "0"
             )
             row["runs to decide, 10/50/90 % (no change)"] = _quantiles(null["runs_used"])
             row["runs to decide, 10/50/90 % (drop)"] = _quantiles(alt["runs_used"])

@@ -139,14 +139,14 @@ def _why(row: pd.Series, sources: pd.DataFrame) -> str:
     )
     text.append(f"{fmt_metric(row, 'quarantines')} quarantines per replication{why_quarantine};")
     text.append(
-        f"{fmt_metric(row, 'stranded_revision_rate')} of proposed revisions stranded "
+        f"{_rate(row, 'stranded_revision_rate')} of proposed revisions stranded "
         "(pending on a quarantined procedure: never shown, never decided);"
     )
     text.append(
-        f"harmless revisions reverted {fmt_metric(row, 'wrong_revert_rate')}, harmful ones "
-        f"accepted {fmt_metric(row, 'missed_harmful_rate')};"
+        f"harmless revisions reverted {_rate(row, 'wrong_revert_rate')}, harmful ones "
+        f"accepted {_rate(row, 'missed_harmful_rate')};"
     )
-    text.append(f"sessions withheld by the explore rate {fmt_metric(row, 'withheld_rate')}.")
+    text.append(f"sessions withheld by the explore rate {_rate(row, 'withheld_rate')}.")
     return " ".join(text)
 
 
@@ -178,7 +178,9 @@ def _figures(sweep: Sweep, rows: pd.DataFrame, per_run_sources: dict) -> list:
     )
     caption = (
         "Right and wrong verdicts on revisions of known true effect, and revisions left "
-        "pending on a quarantined procedure (bars: 95 % intervals)." + where
+        "pending on a quarantined procedure (bars: 95 % intervals over replications; none "
+        "where every replication gave the same share: the replications then give no "
+        "interval, not certainty)." + where
     )
     blocks.append(Figure("loop_gate_verdicts", png_bytes(verdicts), caption))
     outcomes = bars(
@@ -208,11 +210,23 @@ def _figures(sweep: Sweep, rows: pd.DataFrame, per_run_sources: dict) -> list:
     return blocks
 
 
+def _rate(row: pd.Series, metric: str) -> str:
+    """``fmt_metric``, except a rate of exactly 0 or 1 with SE 0 (every replication the
+    same, so no spread to estimate an SE from): said as such with the replications, not
+    as ``0 ± 0``, which reads as certainty from as few as 4."""
+    value, se = float(row[metric]), float(row.get(f"{metric}_se", float("nan")))
+    if metric.endswith("_rate") and se == 0 and value in (0.0, 1.0):
+        n = row.get("params.scenario.replications")
+        every = f"all {int(float(n)):,} replications" if pd.notna(n) else "every replication"
+        return f"{value:g} in {every} (no spread: SE not estimable)"
+    return fmt_metric(row, metric)
+
+
 def _metric_table(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
     table = pd.DataFrame({"configuration": rows["config"]})
     for m in metrics:
         if m in rows:
-            table[m.replace("_", " ")] = [fmt_metric(r, m) for _, r in rows.iterrows()]
+            table[m.replace("_", " ")] = [_rate(r, m) for _, r in rows.iterrows()]
     return table
 
 

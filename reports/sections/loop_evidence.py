@@ -5,7 +5,9 @@ following the best procedure of the task as it is now (none, when none beats the
 rate). The loop *learns* when its regret per session is lower in the last quarter of
 sessions than in the first: ``regret_change = regret_late - regret_early``, one
 difference per replication (the independent unit), with its standard error over
-replications and a normal 95 % interval ``change ± 1.96 SE``. The verdict is "yes" when
+replications and a Student-t 95 % interval ``change ± t(0.975, n - 1) SE`` over the ``n``
+replications (the SE is itself estimated from them: with 4, t = 3.18, not 1.96). The
+verdict is "yes" when
 the interval lies below 0, "it gets worse" when it lies above, and "no detectable change"
 otherwise (with few replications the interval is wide: the verdict says so).
 """
@@ -17,10 +19,20 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from reports.evidence import fmt
 
-Z95 = 1.96
+LEVEL = 0.95
+
+
+def t95(replications: float) -> float:
+    """``t(0.975, n - 1)``, the two-sided 95 % Student-t quantile over ``n`` replications
+    (NaN below 2: no standard error)."""
+    n = float(replications)
+    return float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) if n >= 2 else float("nan")
+
+
 SEED_LOOP = {
     "strike_limit": 3,
     "utility_weight": 0.0,
@@ -42,7 +54,8 @@ class Verdict:
 
     @property
     def interval(self) -> tuple[float, float]:
-        return (self.change - Z95 * self.se, self.change + Z95 * self.se)
+        half = t95(self.replications) * self.se
+        return (self.change - half, self.change + half)
 
     @property
     def answer(self) -> str:
@@ -97,8 +110,9 @@ def _same(value: object, want: object) -> bool:
 
 def learning_row(rows: pd.DataFrame) -> pd.Series | None:
     """The configuration with the strongest evidence that its regret falls: the lowest
-    upper end of the 95 % interval, if that lies below 0."""
-    upper = rows["regret_change"] + Z95 * rows["regret_change_se"].fillna(np.inf)
+    upper end of its 95 % interval (``Verdict.interval``), if that lies below 0."""
+    upper = pd.Series([verdict_of(r).interval[1] for _, r in rows.iterrows()], index=rows.index)
+    upper = upper.fillna(np.inf)
     if not (upper < 0).any():
         return None
     return rows.loc[upper.idxmin()]

@@ -90,13 +90,22 @@ def fate_figure(
 
 
 def trajectory_figure(
-    table: pd.DataFrame, x: str, series: dict[str, str], title: str, ylabel: str
+    table: pd.DataFrame,
+    x: str,
+    series: dict[str, str],
+    title: str,
+    ylabel: str,
+    references: dict[str, float] | None = None,
 ) -> Figure:
     """Lines of ``table[column]`` against ``x``, one per ``{column: legend label}``.
 
-    A ``<column>_se`` column, when present, is drawn as a 95 % band.
+    A ``<column>_se`` column, when present, is drawn as a 95 % band; ``references``
+    (``{legend label: value}``, e.g. the no-procedure and the oracle's rate) as
+    horizontal lines.
     """
     fig, (ax,) = new_figure(8.5, 4.0)
+    for (label, value), style in zip((references or {}).items(), (":", "--", "-."), strict=False):
+        ax.axhline(value, color="black", linestyle=style, linewidth=1, label=label)
     for col, label in series.items():
         if col not in table:
             continue

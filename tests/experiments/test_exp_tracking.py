@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -15,7 +17,7 @@ from experiments import stores as tr_stores
 from experiments import tracking as tr
 from experiments.figures import scenario_figures
 from experiments.identity import PARAM_VALUE_LIMIT, config_hash, flatten, job_seed
-from experiments.progress import chunk_progress
+from experiments.progress import SweepProgress, chunk_progress
 from experiments.summary import print_summary, summary_table
 from simulators import SCENARIOS
 from simulators.replication import CHUNK_LISTENER
@@ -221,3 +223,58 @@ def test_run_names_say_what_tells_a_job_apart_from_the_others_of_its_scenario():
         "confidence", "confidence: false negative 0.1", "loop",
     ]  # fmt: skip
     assert run_name("fate", {"scenario.p": "0.652"}, ["scenario.p"]) == "fate: p 0.652"
+
+
+def test_sweep_progress_prints_jobs_done_elapsed_and_the_last_jobs_metrics(capsys):
+    """``SweepProgress`` reads the children from the store (so every launcher shows it):
+    one line per newly ended job, counting the skipped ones, naming the failed ones."""
+
+    def child(run_id, num, status, end, metrics):
+        return SimpleNamespace(
+            info=SimpleNamespace(run_id=run_id, status=status, end_time=end, run_name="gate: SPRT"),
+            data=SimpleNamespace(
+                metrics=metrics, tags={"procmem.scenario": "gate", "procmem.job_num": str(num)}
+            ),
+        )
+
+    m = {"false_revert_rate": 0.089, "false_revert_rate_se": 0.0009, "mean_runs_null": 23.93}
+    done = [child("a", 0, "FINISHED", 2, m), child("b", 1, "FAILED", 1, {})]
+    running = child("c", 2, "RUNNING", None, {})
+    jobs = [SimpleNamespace(num=i, skipped_by="p" if i == 3 else None) for i in range(4)]
+    bar = SweepProgress("sqlite:///unused.db", "x", "parent", jobs, "on")
+    bar.tty = False
+    bar.tracker = SimpleNamespace(children=lambda parent: [*done, running])
+    bar.update()
+    bar.update()  # nothing new: nothing printed twice
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2
+    elapsed = r"\d+:\d\d"  # m:ss, whatever the machine's load
+    assert re.match(
+        rf"\[2/4 jobs \(1 failed, 1 skipped\), {elapsed}\] #1 gate: SPRT FAILED$", lines[0]
+    )
+    assert re.match(rf"\[3/4 jobs \(1 failed, 1 skipped\), {elapsed}\] #0 gate: SPRT: ", lines[1])
+    assert lines[1].endswith("false_revert_rate=0.089±0.0009 mean_runs_null=23.9")
+    quiet = SweepProgress("sqlite:///unused.db", "x", "parent", jobs, "off")
+    quiet.tracker = bar.tracker
+    quiet.update()
+    assert capsys.readouterr().err == "" and quiet.failed == 1  # counted, not shown
+
+
+def test_a_single_run_prints_its_id_status_metrics_and_report_command(capsys):
+    from experiments.summary import command, print_single
+
+    outcome = SimpleNamespace(
+        status="FINISHED",
+        total_seconds=1.34,
+        metrics={"p_excluded": 0.7403, "p_excluded_se": 0.00044, "expected_sessions_applied": 8.0},
+    )
+    print_single("abc123", "fate: p 0.7", outcome, SimpleNamespace(experiment="quickstart"))
+    out, err = capsys.readouterr()
+    assert out == ""  # stdout stays the job's own
+    first, second = err.strip().splitlines()
+    assert first == (
+        "run abc123 (fate: p 0.7) FINISHED in 1.3 s: p_excluded=0.74±0.00044 "
+        "expected_sessions_applied=8"
+    )
+    assert second == f"report: {command('python')} -m reports quickstart --run abc123"
+    assert second.split()[1].endswith("python")  # a command a newcomer can paste

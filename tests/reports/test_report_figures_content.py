@@ -124,3 +124,20 @@ def test_runs_figure_plots_mean_runs_the_exact_expected_runs_and_the_bounds(tabl
     np.testing.assert_allclose(marks.get_xdata(), bounds["drop"])
     np.testing.assert_allclose(marks.get_ydata(), bounds["bound"])
     assert "Wald-Wolfowitz bound at the gate's achieved error rates" in lines
+
+
+def test_success_over_time_draws_the_logged_reference_rates():
+    """The confidence runs log the no-procedure and the oracle's success rate: the
+    trajectory figure draws them as labelled horizontal lines at those values."""
+    from reports.sections.rule_figures import trajectory_figure
+
+    t = pd.DataFrame({"session": [1, 2, 3], "seed": [0.75, 0.78, 0.79], "seed_se": [0.01] * 3})
+    refs = {"no procedure shown": 0.6, "oracle (helpful procedures only)": 0.83}
+    fig = trajectory_figure(t, "session", {"seed": "seed rule"}, "t", "rate", refs)
+    (ax,) = fig.axes
+    flat = {ln.get_label(): set(ln.get_ydata()) for ln in ax.get_lines()}
+    assert flat["no procedure shown"] == {0.6}
+    assert flat["oracle (helpful procedures only)"] == {0.83}
+    assert list(ax.get_lines()[-1].get_ydata()) == [0.75, 0.78, 0.79]
+    legend = [x.get_text() for x in ax.get_legend().get_texts()]
+    assert legend == ["no procedure shown", "oracle (helpful procedures only)", "seed rule"]

@@ -89,3 +89,19 @@ BAD = [
 def test_invalid_inputs(call, error, fragment):
     with pytest.raises(error, match=re.escape(fragment)):
         call()
+
+
+def test_power_is_defined_for_the_section_that_uses_it_first():
+    """The quickstart's gate section says "power >= 0.800" (reverting at the min drop) and
+    is the first to use the word: its definition must fit a gate, not only an A/B read."""
+    from reports.provenance import define_terms
+
+    gate = Section("gates", "Gates", "exact worst cases: false revert <= 0.05, power >= 0.8", [])
+    ab = Section("ab", "A/B", "the share of deployments finding an effect (power) is 0.35", [])
+    first, second = define_terms([gate, ab])
+    terms = first.blocks[-1]
+    assert terms.startswith("Terms. ") and "power: " in terms
+    said = terms.split("power: ")[1]
+    assert "dropped by min_drop (1 - missed regression rate)" in said
+    assert "whose interval excludes 0" in said  # the A/B reading, in the same definition
+    assert not any(isinstance(b, str) and "power: " in b for b in second.blocks)  # once

@@ -17,7 +17,7 @@ from scipy import stats
 from procmem_core.gates import SPRTGate, TwoSampleGate, make_gate, wald_wolfowitz_bound
 from procmem_core.gates import worst_case as exact_worst_case
 from reports.document import Report, write_report
-from reports.recommend import GateTargets
+from reports.recommend import GateTargets, recommend_gate
 from reports.sections.gate import gate_section
 from reports.sections.gate_explain import explain_rows, fixed_sample_size
 from reports.sections.gate_figures import Refs, factor_figure, oc_figure
@@ -103,6 +103,31 @@ def test_configurations_not_run_in_every_condition_are_flagged_not_ranked(sweep)
     assert (partial[0].frame["run in every condition"] == False).all()  # noqa: E712
 
 
+def test_the_ranking_sentence_names_the_condition_of_each_figure(sweep):
+    """The quickstart's "nearest is SPRT: 23.9 runs ... false revert 0.138" paired the runs
+    with p0 known and the error rates of the 20-run ledger: each figure now says where."""
+    gates = gate_runs(sweep)
+    worst = worst_rows(gates.rows.assign(replications=REPS))
+    rec = sweep_recommendation(worst, GateTargets(), gates.default_label)
+    pick = rec.pick
+    s = rec.sentence
+    assert "judged at its worst over 2 conditions" in s and "no single condition" in s
+    for m, said in (
+        ("mean_runs_null", "runs when nothing changed"),
+        ("mean_runs_alt", "runs on a real regression"),
+    ):
+        value = f"{pick[m]:.3g} ± {pick[f'{m}_se']:.2g}"
+        assert f"{value} {said} ({pick[f'{m}_condition']})" in s
+    for m, said in (
+        ("false_revert_rate", "false revert rate"),
+        ("missed_regression_rate", "missed regression rate"),
+    ):
+        value = f"{pick[m]:.3g} ± {pick[f'{m}_se']:.2g}"
+        assert f"{said} {value} ({pick[f'{m}_condition']})" in s
+    one = recommend_gate(worst[worst["conditions"] == 1].reset_index(drop=True), GateTargets())
+    assert "(" not in one.sentence.split(": it decides")[1]  # one condition: nothing to name
+
+
 def test_sprt_explanation_reads_its_decisions(sweep):
     gates = gate_runs(sweep)
     t = explain_rows(sweep, gates, tuple(gates.rows["config"]))
@@ -111,10 +136,12 @@ def test_sprt_explanation_reads_its_decisions(sweep):
         run = gates.rows[gates.rows["condition"] == row["condition"]].iloc[0]
         d = sweep.tables[run["run_id"]]["gate_decisions"]
         null = d[d["true_drop"] == 0.0]
-        assert float(row["undecided at max_runs (no change)"]) == pytest.approx(
-            (null["reason_code"] == "at_cap").mean(), abs=6e-4
-        )
-        cap, total = (float(x) for x in row["false reverts by the cap rule"].split(" of "))
+        share = (null["reason_code"] == "at_cap").mean()
+        undecided, se = row["undecided at max_runs (no change)"].split(" ± ")
+        assert float(undecided) == pytest.approx(share, abs=6e-4)
+        assert float(se) == pytest.approx(np.sqrt(share * (1 - share) / len(null)), rel=0.05)
+        cap_text, total = row["false reverts by the cap rule"].split(" of ")
+        cap, total = float(cap_text.split(" ± ")[0]), float(total)
         assert total == pytest.approx((null["verdict"] == "revert").mean(), abs=6e-4)
         assert 0 < cap < total  # "follow the LLR" at the cap adds false reverts
         q = [float(x) for x in row["runs to decide, 10/50/90 % (no change)"].split(" / ")]
@@ -230,3 +257,29 @@ def test_the_prescription_says_what_its_session_counts_count(section):
     assert float(found.group(1)) == round(chosen[0]["runs_null"][0], 1)
     assert f"max_runs {rec['gate']['max_runs']}" in section.answer
     assert "max_runs caps the runs per arm the gate reads" in section.answer
+
+
+def test_the_reports_own_simulation_check_says_whose_replications_they_are(section):
+    """The check is simulated by the report (CHECK_REPLICATIONS at CHECK_SEED), not by the
+    sweep's runs that the frame appends in brackets: its caption says so."""
+    from reports.sections.gate_design import CHECK_REPLICATIONS, CHECK_SEED
+
+    check = next(b for b in section.blocks if getattr(b, "caption", "").startswith(
+        "The prescribed gate simulated"))  # fmt: skip
+    assert (
+        f"by the report itself at its worst p0 ({CHECK_REPLICATIONS:,} replications each, "
+        f"seed {CHECK_SEED}; the runs in brackets posed the question" in check.caption
+    )
+    assert list(check.frame["quantity"]) == ["false revert", "power"]
+
+
+def test_the_design_table_says_it_is_computed_not_simulated(section):
+    design = next(b for b in section.blocks if getattr(b, "caption", "").startswith(
+        "The design question, exactly"))  # fmt: skip
+    assert design.caption.endswith(
+        "computed, not simulated: the runs in brackets only set the question (their hardest "
+        "condition)"
+    )
+    assert len(design.frame) == len(
+        {(a, b) for a, b in zip(design.frame["gate family"], design.frame["design"], strict=True)}
+    )

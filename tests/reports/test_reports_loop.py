@@ -42,7 +42,15 @@ def test_the_verdict_reads_the_regret_change_and_its_interval():
     assert Verdict(0.05, 0.01, 8).answer == "no: it gets worse"
     assert Verdict(-0.01, 0.01, 8).answer == "no detectable change"
     assert Verdict(0.0, float("nan"), 1).answer.startswith("cannot tell")
-    assert Verdict(-0.05, 0.01, 8).interval == pytest.approx((-0.0696, -0.0304))
+    # Student t over the replications (t(0.975, 7) = 2.364624, t(0.975, 3) = 3.182446 from
+    # the tables), not the normal 1.96: the SE is estimated from those few replications
+    assert Verdict(-0.05, 0.01, 8).interval == pytest.approx(
+        (-0.05 - 0.02364624, -0.05 + 0.02364624)
+    )
+    assert Verdict(0.0, 0.01, 4).interval == pytest.approx((-0.03182446, 0.03182446))
+    # 4 replications: -0.02 ± 1.96 * 0.008 lies below 0, -0.02 ± 3.18 * 0.008 does not
+    assert Verdict(-0.02, 0.008, 4).answer == "no detectable change"
+    assert Verdict(-0.02, 0.008, 400).answer == "yes"
 
 
 def test_the_section_answers_at_the_seeds_settings_with_its_numbers(sweep):
@@ -116,3 +124,25 @@ def test_the_figures_are_drawn(sweep):
         "loop_session_outcomes",
         "loop_regret_sources",
     }
+
+
+def test_a_rate_every_replication_agreed_on_is_not_shown_as_plus_minus_zero():
+    """The quickstart's loop: "harmless revisions reverted 0 ± 0" from 4 replications."""
+    from reports.sections.loop import _rate
+
+    row = pd.Series(
+        {
+            "wrong_revert_rate": 0.0,
+            "wrong_revert_rate_se": 0.0,
+            "params.scenario.replications": "4",
+            "quarantines": 0.0,
+            "quarantines_se": 0.0,
+            "off_task_rate": 0.1,
+            "off_task_rate_se": 0.05,
+        }
+    )
+    assert (
+        _rate(row, "wrong_revert_rate") == "0 in all 4 replications (no spread: SE not estimable)"
+    )
+    assert _rate(row, "off_task_rate") == "0.1 ± 0.05"
+    assert _rate(row, "quarantines") == "0 ± 0"  # a count, not a rate: left as it is

@@ -220,3 +220,20 @@ def test_efficient_frontier_marks_non_dominated_rows():
     assert efficient_frontier(t, "x", "y").tolist() == [True, True, True, False, True]
     ties = pd.DataFrame({"x": [0.1, 0.1], "y": [0.2, 0.2]})
     assert efficient_frontier(ties, "x", "y").tolist() == [True, True]
+
+
+def test_a_share_of_all_or_none_shows_its_exact_bound_not_plus_minus_zero():
+    """The quickstart's loop rows read "1 ± 0" from 4 deployments: at 0 or 1 the share
+    says the one-sided 95 % Clopper-Pearson bound, 0.05 ** (1 / n) (all of n succeed
+    with probability p ** n, which is 0.05 there)."""
+    from reports.evidence import fmt_share
+
+    assert (
+        fmt_share(1.0, 4)
+        == f"1 (all 4; > {0.05**0.25:.3g} at 95 %)"
+        == "1 (all 4; > 0.473 at 95 %)"
+    )
+    assert fmt_share(0.0, 4) == f"0 (none of 4; < {1 - 0.05**0.25:.3g} at 95 %)"
+    assert fmt_share(0.0, 2000) == "0 (none of 2,000; < 0.0015 at 95 %)"
+    assert fmt_share(0.25, 4) == "0.25 ± 0.22"  # sqrt(0.25 * 0.75 / 4) = 0.2165
+    assert fmt_share(float("nan"), 4) == "n/a"
