@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from simulators.scenarios.base import unset_phrase
+
 RUN_CONTROL_KEYS = ("resume", "progress", "tracking", "budget", "workers")
 """Top-level keys that change how a job runs, not what it computes (left out of the hash)."""
 
@@ -125,16 +127,22 @@ def run_name(label: str, params: Mapping[str, str], vary: Sequence[str]) -> str:
     ``label`` is the scenario (or task); ``params`` the job's flattened identity; ``vary``
     the param keys that tell the jobs of a sweep apart (``varying_keys``: ``label:key``
     for the jobs of one label, a bare ``key`` for any). A group's ``name`` is written as
-    its value, any other key as its last part and the value; keys the job does not have,
-    or has unset, are left out.
+    its value, any other key as its last part and the value; a scenario field left unset
+    as the scenario's words for it (``unset_phrase``: "p0 known"); other keys the job does
+    not have, or has unset, are left out.
     """
     parts = []
     for entry in vary:
         owner, _, key = entry.rpartition(":")
         value = params.get(key)
-        if (owner and owner != label) or value is None or value in EMPTY:
+        if owner and owner != label:
             continue
         leaf = key.rsplit(".", 1)[-1]
+        if value is None or value in EMPTY:
+            words = unset_phrase(leaf) if key.startswith("scenario.") else None
+            if words is not None and key in params:
+                parts.append(words)
+            continue
         parts.append(_word(value) if leaf == "name" else f"{leaf.replace('_', ' ')} {_word(value)}")
     return f"{label}: {', '.join(parts)}" if parts else label
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from procmem_core.gates import GATES
 from reports.source import Sweep
+from simulators.scenarios.base import unset_phrase
 
 
 @dataclass
@@ -61,8 +62,9 @@ def phrase(column: str, value: object) -> str:
     if leaf == "name":
         return _named(parts[-2] if len(parts) > 1 else "", value)
     text = show(value)
-    if leaf == "ledger_size" and text == "none":
-        return "p0 known"  # no prior ledger: the gate was given the prior's true rate
+    words = unset_phrase(leaf) if text == "none" and "scenario" in parts else None
+    if words is not None:
+        return words  # e.g. no prior ledger: the gate was given the prior's true rate
     return f"{leaf.replace('_', ' ')} {ACRONYMS.get(text.lower(), text)}"
 
 

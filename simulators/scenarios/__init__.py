@@ -1,6 +1,6 @@
 """The scenario families, each one class on ``Scenario`` (docs/simulators.md)."""
 
-from simulators.scenarios.base import SCENARIOS, Scenario
+from simulators.scenarios.base import SCENARIOS, Scenario, unset_phrase
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.explore import ExploreScenario
 from simulators.scenarios.fate import ProcedureFateScenario
@@ -15,4 +15,5 @@ __all__ = [
     "LoopScenario",
     "ProcedureFateScenario",
     "Scenario",
+    "unset_phrase",
 ]

@@ -82,6 +82,10 @@ class Scenario(ABC):
     (``"users"``) or group key (``"rule.threshold"``) that sets it. A key in an optional
     group (``explore.*``) falls back to the field's own value when the group is unset."""
 
+    unset_words: ClassVar[dict[str, str]] = {}
+    """What a field left unset means, in words, for run names and report labels
+    (``{"ledger_size": "p0 known"}``: no prior ledger, the gate is given the true rate)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
@@ -155,3 +159,13 @@ class Scenario(ABC):
     @abstractmethod
     def run(self, seed: int) -> ScenarioResult:
         """Simulate every replication from ``seed``; metrics with standard errors, tables."""
+
+
+def unset_phrase(field: str) -> str | None:
+    """The words a scenario gives its field ``field`` (a config key's last part) when
+    unset, or None: the one source of labels such as "p0 known"."""
+    for name in SCENARIOS.names():
+        words = SCENARIOS[name].unset_words.get(field)
+        if words is not None:
+            return words
+    return None

@@ -111,6 +111,7 @@ class GateScenario(Scenario):
         "cost_gate": "cost_gate",
         "feedback": "feedback",
     }
+    unset_words: ClassVar[dict[str, str]] = {"ledger_size": "p0 known"}
 
     gate: Gate = field(default_factory=SPRTGate)
     p_prior: float = 0.8

@@ -219,10 +219,17 @@ def test_run_names_say_what_tells_a_job_apart_from_the_others_of_its_scenario():
     ]  # fmt: skip
     names = [run_name(label, params, vary) for label, params in jobs]
     assert names == [
-        "gate: SPRT", "gate: margin", "gate: SPRT, ledger size 20",
+        "gate: SPRT, p0 known", "gate: margin, p0 known", "gate: SPRT, ledger size 20",
         "confidence", "confidence: false negative 0.1", "loop",
     ]  # fmt: skip
     assert run_name("fate", {"scenario.p": "0.652"}, ["scenario.p"]) == "fate: p 0.652"
+    # an unset scenario field reads as what a scenario says it means (unset_phrase),
+    # any other unset field is left out
+    assert run_name("gate", {"scenario.ledger_size": "None"}, ["scenario.ledger_size"]) == (
+        "gate: p0 known"
+    )
+    assert run_name("loop", {"scenario.other": "None"}, ["scenario.other"]) == "loop"
+    assert run_name("gate", {"gate.ledger_size": "None"}, ["gate.ledger_size"]) == "gate"
 
 
 def test_sweep_progress_prints_jobs_done_elapsed_and_the_last_jobs_metrics(capsys):
