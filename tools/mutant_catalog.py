@@ -191,11 +191,11 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "lattice_mixture_uses_raw_rate",
-        "procmem_core/gates/base.py",
+        "procmem_core/gates/lattice_gate.py",
         (
             (
-                "hats = np.asarray(self.estimate_p0(k, prior_runs), dtype=float)",
-                "hats = k / max(prior_runs, 1)",
+                "return k, np.asarray(self.estimate_p0(k, prior_runs), dtype=float)",
+                "return k, k / max(prior_runs, 1)",
             ),
         ),
         (*GATES, *OPS),
