@@ -10,6 +10,9 @@ from reports.source import Sweep
 
 AGREEMENT_Z = 4.0
 """A simulated figure and its exact counterpart must agree within this many SEs."""
+ROUNDING = 1e-9
+"""Relative tolerance for a figure with no sampling noise (SE 0, e.g. every replication
+decides at ``max_runs``): it agrees when it equals the exact value up to float rounding."""
 
 RUN_COLUMNS = ("run_id", "run_name", "scenario", "status", "config_hash", "seed")
 
@@ -51,7 +54,7 @@ def agreement_table(sweep: Sweep) -> pd.DataFrame:
             sim, se, exact = r.get(m), r.get(f"{m}_se"), r.get(f"{m}_exact")
             if any(v is None or np.isnan(v) for v in (sim, se, exact)):
                 continue
-            z = (sim - exact) / se if se > 0 else (0.0 if sim == exact else np.inf)
+            z = (sim - exact) / se if se > 0 else _noiseless_z(sim, exact)
             rows.append(
                 {
                     "scenario": r["scenario"],
@@ -66,6 +69,14 @@ def agreement_table(sweep: Sweep) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["scenario", "run", "metric", "simulated", "se", "exact", "z"]
     )
+
+
+def _noiseless_z(sim: float, exact: float) -> float:
+    """z of a figure with SE 0: 0 when it equals the exact value up to ``ROUNDING``
+    (relative), else signed infinity."""
+    if np.isclose(sim, exact, rtol=ROUNDING, atol=ROUNDING):
+        return 0.0
+    return float(np.sign(sim - exact) * np.inf)
 
 
 def agreement_section(sweep: Sweep) -> Section | None:

@@ -191,11 +191,11 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "lattice_mixture_uses_raw_rate",
-        "procmem_core/gates/base.py",
+        "procmem_core/gates/lattice_gate.py",
         (
             (
-                "hats = np.asarray(self.estimate_p0(k, prior_runs), dtype=float)",
-                "hats = k / max(prior_runs, 1)",
+                "return k, np.asarray(self.estimate_p0(k, prior_runs), dtype=float)",
+                "return k, k / max(prior_runs, 1)",
             ),
         ),
         (*GATES, *OPS),
@@ -285,7 +285,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "template_rate_strict",
         "procmem_core/graph/status.py",
-        (("rate_ok = s >= TEMPLATE_MIN_RATE * n", "rate_ok = s > TEMPLATE_MIN_RATE * n"),),
+        (("(s >= TEMPLATE_MIN_RATE * n)", "(s > TEMPLATE_MIN_RATE * n)"),),
         EVOLVE,
         "a success rate of exactly 0.8 misses the template bar",
     ),
@@ -304,12 +304,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "quarantine_off_by_one",
         "procmem_core/graph/status.py",
-        (
-            (
-                "np.asarray(failure_streak) >= max(strike_limit, 1)",
-                "np.asarray(failure_streak) > max(strike_limit, 1)",
-            ),
-        ),
+        (("(streak >= max(strike_limit, 1))", "(streak > max(strike_limit, 1))"),),
         EVOLVE,
         "quarantine needs strike_limit + 1 failures",
     ),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from procmem_core.flat import (
+    DEFAULT_LIMIT,
     DEFAULT_RULE,
     DEFAULT_THRESHOLD,
     ConfidenceRule,
@@ -62,7 +63,9 @@ GROUPS: tuple[str, ...] = ()
 
 
 def demo_text(
-    threshold: float = DEMO_THRESHOLD, limit: int = 6, rule: ConfidenceRule = DEFAULT_RULE
+    threshold: float = DEMO_THRESHOLD,
+    limit: int = DEFAULT_LIMIT,
+    rule: ConfidenceRule = DEFAULT_RULE,
 ) -> str:
     """Exactly what the seed prints: one line per path, a blank line, the system prompt."""
     procedures, paths = confidence_paths(rule)
@@ -73,7 +76,7 @@ def render_demo(
     procedures: list[Procedure],
     paths: dict[str, list[float]],
     threshold: float = DEMO_THRESHOLD,
-    limit: int = 6,
+    limit: int = DEFAULT_LIMIT,
 ) -> str:
     """The seed's printed text for procedures whose confidence paths are ``paths``."""
     lines = []

@@ -14,7 +14,6 @@ from procmem_core.gates.base import (
     GATES,
     Gate,
     GateError,
-    LatticeGate,
     OperatingCurve,
     OperatingPoint,
     bernoulli_kl,
@@ -32,6 +31,7 @@ from procmem_core.gates.design import (
 )
 from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.eprocess import MixtureEGate
+from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.margin import MarginGate
 from procmem_core.gates.operating import (
     margin_operating_point,

@@ -17,9 +17,10 @@ label and its lower bound. Every caller uses these verbs:
 - ``config()``, ``describe()``: its parameters (``make_gate(**config())`` rebuilds it)
   and a label that reads as words.
 
-``LatticeGate`` implements all of them for a gate whose verdict depends only on the
-revision's (runs, successes) and p0: a subclass gives its per-run ``rule``, its
-``statistic``, which boundary was ``crossed`` and the sentence that ``explain``s it.
+``gates.lattice_gate.LatticeGate`` implements all of them for a gate whose verdict
+depends only on the revision's (runs, successes) and p0: a subclass gives its per-run
+``rule``, its ``statistic``, which boundary was ``crossed`` and the sentence that
+``explain``s it.
 """
 
 from __future__ import annotations
@@ -32,14 +33,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special, stats
+from scipy import special
 
-from procmem_core.errors import ParameterError, ProcmemError, check_int, check_probability
-from procmem_core.gates import lattice, mixture
+from procmem_core.errors import ParameterError, ProcmemError, check_probability
+from procmem_core.gates import lattice
 from procmem_core.gates.llr import sprt_hypotheses
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
-    VERDICT_NAMES,
     BatchDecision,
     GateDecision,
     RevisionStats,
@@ -170,6 +170,10 @@ class Gate(ABC):
     compares_arms: ClassVar[bool] = False
     """True for a gate that compares the prior's runs (ledger, concurrent) with the
     revision's itself instead of taking a p0 (``decide_evidence`` is its batch verb)."""
+    wald_nominal: ClassVar[bool] = False
+    """True when ``error_targets`` are Wald's nominal rates for boundaries set as if p0 were
+    known and the test untruncated, so the achieved rates can miss them (the SPRT); the
+    report explains the gap for these gates."""
     designs: ClassVar[tuple[str, ...]] = DESIGNS
     """The designs (``DESIGNS``) the gate can decide in. A one-sample gate decides in both
     and, in the concurrent design, ignores the prior's concurrent runs (its p0 comes from
@@ -381,200 +385,3 @@ def successes_at(outcomes: np.ndarray, runs: np.ndarray) -> np.ndarray:
     counts = np.cumsum(outcomes, axis=1)
     col = np.clip(np.asarray(runs) - 1, 0, outcomes.shape[1] - 1)
     return np.where(np.asarray(runs) > 0, counts[np.arange(outcomes.shape[0]), col], 0)
-
-
-class LatticeGate(Gate):
-    """A gate whose verdict depends only on the revision's (runs, successes) and p0.
-
-    Subclasses define ``min_runs``, ``max_runs``, ``rule``, ``statistic``, ``crossed`` and
-    ``explain``; this class gives them ``decide``, ``decide_batch``, ``run_codes``,
-    ``reason_codes`` and the exact ``operating_point`` (p0 known, or estimated from a
-    prior ledger of ``prior_runs`` runs, mixed in exactly).
-    """
-
-    exact: ClassVar[bool] = True
-    min_runs: int
-    max_runs: int
-
-    @abstractmethod
-    def rule(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
-        """Verdict codes at ``(runs, successes)`` given p0: the one rule every path calls."""
-
-    @abstractmethod
-    def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
-        """The gate's test statistic at ``(runs, successes)``."""
-
-    @abstractmethod
-    def crossed(
-        self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(past the revert boundary, past the accept boundary)`` before the cap rule."""
-
-    @abstractmethod
-    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
-        """The sentence for one decision (its numbers, where p0 came from)."""
-
-    def prior_source(self, prior: RevisionStats) -> str:
-        """Where p0 came from, for the sentence (override to name the estimator)."""
-        return f"prior {prior.successes}/{prior.runs}"
-
-    def reason_codes(
-        self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike
-    ) -> np.ndarray:
-        """The reason code of each verdict reached at ``(runs, successes)``."""
-        runs = np.asarray(runs)
-        rev, acc = self.crossed(successes, runs, p0)
-        live = runs >= self.min_runs
-        verdict = np.asarray(verdict)
-        out = np.where(verdict != CONTINUE_CODE, "at_cap", "undecided").astype(object)
-        out[np.broadcast_to(live & acc, out.shape)] = "accept_boundary"
-        out[np.broadcast_to(live & rev, out.shape)] = "revert_boundary"
-        out[np.broadcast_to(~live, out.shape)] = "too_few_runs"
-        return out
-
-    def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
-        """``reason_codes`` at one cell, as Python values: too few runs, else the revert
-        boundary, else the accept boundary, else at the cap or undecided."""
-        rev, acc = self.crossed(successes, runs, p0)
-        if runs < self.min_runs:
-            return "too_few_runs"
-        if rev:
-            return "revert_boundary"
-        if acc:
-            return "accept_boundary"
-        return "at_cap" if verdict != CONTINUE_CODE else "undecided"
-
-    def decide(
-        self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
-    ) -> GateDecision:
-        """Verdict after the revision's runs so far; runs past ``max_runs`` count as they are
-        (the cap rule then applies). p0, unless given, is ``estimate_p0`` of the prior."""
-        if p0 is not None:
-            p0_value, source = check_probability("p0", p0), "given"
-        else:
-            p0_value = float(self.estimate_p0(prior.successes, prior.runs))
-            source = self.prior_source(prior)
-        n, s = revision.runs, revision.successes
-        code = np.int8(self.rule(s, n, p0_value))
-        reason = self._reason_code(s, n, p0_value, code)
-        stat = float(self.statistic(s, n, p0_value)) if p0_value == p0_value else 0.0
-        return GateDecision(
-            verdict=VERDICT_NAMES[int(code)],
-            reason_code=reason,
-            reason=self.explain(reason, s, n, p0_value, source),
-            runs_used=n,
-            statistic=stat,
-            gate=self.name,
-            p0=p0_value,
-        )
-
-    def verdict(self, prior: RevisionStats, revision: RevisionStats) -> str:
-        """``decide``'s verdict: the rule at the revision's counts and the prior's p0 (a
-        subclass that answers ``decide`` its own way is asked through its ``decide``)."""
-        if type(self).decide is not LatticeGate.decide:
-            return super().verdict(prior, revision)
-        p0 = float(self.estimate_p0(prior.successes, prior.runs))
-        return VERDICT_NAMES[int(self.rule(revision.successes, revision.runs, p0))]
-
-    def run_codes(
-        self,
-        outcomes: np.ndarray,
-        p0: float | np.ndarray,
-        costs: np.ndarray | None = None,
-        prior_costs: np.ndarray | None = None,
-    ) -> np.ndarray:
-        outcomes = lattice.check_outcomes(outcomes)
-        p0 = lattice.check_p0_array(p0, outcomes.shape[0])
-        t = min(outcomes.shape[1], self.max_runs)
-        counts = np.cumsum(outcomes[:, :t], axis=1)
-        n = np.arange(1, t + 1)[None, :]
-        return np.asarray(self.rule(counts, n, p0[:, None]), dtype=np.int8)
-
-    def decide_batch(
-        self,
-        outcomes: np.ndarray,
-        p0: float | np.ndarray,
-        costs: np.ndarray | None = None,
-        prior_costs: np.ndarray | None = None,
-    ) -> BatchDecision:
-        """First decision of each row of ``outcomes`` (replications x runs, bool).
-
-        ``p0`` is a scalar or one value per row (e.g. ``estimate_p0`` of simulated prior
-        ledgers). Rows undecided within ``min(T, max_runs)`` runs stay "continue"; runs
-        past ``max_runs`` are ignored. ``statistic`` is the gate's statistic at the decision.
-        """
-        outcomes = lattice.check_outcomes(outcomes)
-        p0 = lattice.check_p0_array(p0, outcomes.shape[0])
-        verdict, runs_used, successes = lattice.first_decisions(
-            outcomes, p0, self.rule, self.min_runs, self.max_runs
-        )
-        stat = self.statistic(successes, runs_used, p0)
-        reason = self.reason_codes(successes, runs_used, p0, verdict)
-        return BatchDecision(verdict, runs_used, stat, reason, successes)
-
-    def operating_point(
-        self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
-    ) -> OperatingPoint:
-        """Exact operating point by forward recursion over the (runs, successes) lattice.
-
-        With ``prior_runs`` the prior's successes ``S ~ Binomial(prior_runs, p0)`` set
-        ``p0_hat = estimate_p0(S, prior_runs)`` and the result is the exact mixture
-        ``sum_k P(S = k) * point(p, p0_hat(k))``: O(prior_runs * max_runs^2).
-        """
-        arr = check_p_values(p)
-        p0 = check_probability("p0", p0)
-        if prior_runs is None:
-            hats, weights = np.array([p0]), np.array([1.0])
-        else:
-            prior_runs = check_int("prior_runs", prior_runs, minimum=0)
-            k = np.arange(prior_runs + 1)
-            weights = stats.binom.pmf(k, prior_runs, p0)
-            hats = np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
-        tables = lattice.verdict_table(self.rule, hats, self.max_runs)
-        revert, accept, runs = (np.zeros(arr.size) for _ in range(3))
-        for w, table in zip(weights, tables, strict=True):
-            if w == 0.0:
-                continue
-            a, r, n = lattice.lattice_absorption(table, arr.ravel())
-            accept += w * a
-            revert += w * r
-            runs += w * n
-        return make_point(arr, p0, revert, accept, runs, "exact", prior_runs)
-
-    def ledger_masses(self, prior_runs: int) -> mixture.LedgerMasses:
-        """The recursion at 1/2 with a ledger of ``prior_runs`` runs
-        (``mixture.ledger_masses``), computed once per gate and ledger size."""
-        prior_runs = check_int("prior_runs", prior_runs, minimum=0)
-        cache = self.__dict__.setdefault("_ledger_masses", {})
-        if prior_runs not in cache:
-            k = np.arange(prior_runs + 1)
-            hats = np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
-            tables = lattice.verdict_table(self.rule, hats, self.max_runs)
-            cache[prior_runs] = mixture.ledger_masses(tables, prior_runs)
-        return cache[prior_runs]
-
-    def operating_curve(
-        self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None
-    ) -> OperatingCurve:
-        """Exact OC at ``p = max(0, p0 - drop)`` for every p0 in one recursion
-        (``gates.mixture``): one verdict table per p0 when p0 is known, one per ledger
-        count (shared by every p0, weighted by Binomial(prior_runs, p0)) otherwise."""
-        p0s = check_p_values(p0).ravel()
-        drop = check_probability("drop", drop)
-        p = np.maximum(p0s - drop, 0.0)
-        if prior_runs is None:
-            tables = lattice.verdict_table(self.rule, p0s, self.max_runs)
-            res = mixture.diagonal_pass(tables, p)
-        else:
-            res = mixture.ledger_curve(self.ledger_masses(prior_runs), p0s, p)
-        return OperatingCurve(
-            p0s,
-            drop,
-            res.revert,
-            res.accept,
-            res.runs,
-            np.zeros_like(res.runs),
-            prior_runs,
-            self.observations(prior_runs),
-            prior_runs is None,
-        )

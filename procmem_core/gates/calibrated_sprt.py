@@ -26,8 +26,8 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.gates import lattice, llr, mixture
-from procmem_core.gates.base import LatticeGate
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate
+from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.verdicts import RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import check_int, check_probability
-from procmem_core.gates.base import LatticeGate
+from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE, RevisionStats
 
 MARGIN_TOLERANCE = 1e-12

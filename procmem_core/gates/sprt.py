@@ -15,7 +15,8 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.gates import llr
-from procmem_core.gates.base import LatticeGate, OperatingPoint
+from procmem_core.gates.base import OperatingPoint
+from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.verdicts import RevisionStats
 from procmem_core.gates.wald import wald_point
 
@@ -47,6 +48,7 @@ class SPRTGate(LatticeGate):
     prior: str = "plugin"
     name: ClassVar[str] = "sprt"
     label: ClassVar[str] = "SPRT"
+    wald_nominal: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         check_probability("min_drop", self.min_drop, open_low=True, open_high=True)

@@ -51,11 +51,12 @@ def _quantiles(runs: pd.Series) -> str:
 
 
 def explain_rows(sweep: Sweep, gates: GateRuns, configs: tuple[str, ...]) -> pd.DataFrame:
-    """One row per SPRT run of the shown configurations (module docstring)."""
+    """One row per run of a gate with Wald-nominal error targets (``Gate.wald_nominal``:
+    the SPRT) among the shown configurations (module docstring)."""
     rows = []
     for _, r in gates.rows.iterrows():
         gate = gates.gates.get(r["run_id"])
-        if gate is None or gate.name != "sprt" or r["config"] not in configs:
+        if gate is None or not gate.wald_nominal or r["config"] not in configs:
             continue
         alpha, beta = gate.error_targets
         t = _decisions(sweep, r["run_id"])

@@ -5,15 +5,19 @@ from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.scenarios.explore import ExploreScenario
 from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.scenarios.gate import GateScenario
+from simulators.scenarios.learnings import LearningsScenario
 from simulators.scenarios.loop import LoopScenario
+from simulators.scenarios.reflections import ReflectionsScenario
 
 __all__ = [
     "SCENARIOS",
     "ConfidenceScenario",
     "ExploreScenario",
     "GateScenario",
+    "LearningsScenario",
     "LoopScenario",
     "ProcedureFateScenario",
+    "ReflectionsScenario",
     "Scenario",
     "unset_phrase",
 ]

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 
 from procmem_core.errors import (
     ParameterError,
@@ -50,30 +49,23 @@ from procmem_core.errors import (
 )
 from procmem_core.gates import (
     ACCEPT_CODE,
-    DECISION_COLUMNS,
     DESIGNS,
-    REASONS,
     REVERT_CODE,
     Gate,
     SPRTGate,
     decide_together,
-    verdict_names,
 )
 from procmem_core.gates.base import successes_at
 from procmem_core.gates.design import arm_runs
 from simulators.feedback import Feedback
 from simulators.replication import Chunk, check_positive
-from simulators.result import ScenarioResult, mean_and_se, rate_and_se
+from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario, Work
+from simulators.scenarios.gate_tables import decisions_table, operating_points_table
 from simulators.users import UserPopulation
 
 SEED_MIN_DROP = SPRTGate().min_drop
 """The Loom seed's gate_min_drop: the alt drop for a gate without a design drop of its own."""
-OUTCOME_OF = {0: "pending", 1: "accepted", 2: "reverted"}
-TRUTH_COLUMNS = ("replication", "true_drop", "p_prior", "p_new", "sessions")
-"""What the scenario knows beside each decision (after ``gates.DECISION_COLUMNS``)."""
-CONCURRENT_COLUMNS = ("revision_runs_total", "prior_concurrent_runs")
-"""Runs each arm had when the decision landed (the concurrent design only)."""
 
 
 def check_veto(field_name: str, gate: object) -> Gate:
@@ -352,8 +344,8 @@ class GateScenario(Scenario):
                     result.metrics["missed_regression_rate_exact"] = 1.0 - p_rev
                     result.metrics["revert_rate_alt_exact"] = p_rev
                 result.metrics[f"mean_runs_{label}_exact"] = runs
-        result.tables["operating_points"] = self._operating_points(sims, exact)
-        result.tables["gate_decisions"] = self._decisions_table(sims)
+        result.tables["operating_points"] = operating_points_table(self, sims, exact)
+        result.tables["gate_decisions"] = decisions_table(self, sims)
         return result
 
     def _exact_arms(self, drop: float) -> tuple[float, float]:
@@ -362,91 +354,15 @@ class GateScenario(Scenario):
         rev, prior = arm_runs(self.gate, curve, self.concurrent_share)
         return float(rev[0]), float(prior[0])
 
-    def _p_new(self) -> np.ndarray:
+    def p_new_grid(self) -> np.ndarray:
+        """The revision's true rate ``max(0, p_prior - drop)`` at each drop of the grid."""
         return np.array([max(0.0, self.p_prior - d) for d in self.drop_grid])
 
     def _exact(self) -> dict[float, tuple[float, float]]:
         """``{drop: (P(revert), E[runs])}`` from the gate's exact operating point (p0 known,
         or mixed over the prior ledger's Binomial(ledger_size, p_prior) count)."""
-        op = self.gate.operating_point(self._p_new(), self.p_prior, self.ledger_size)
+        op = self.gate.operating_point(self.p_new_grid(), self.p_prior, self.ledger_size)
         return {
             d: (float(op.p_revert[i]), float(op.expected_runs[i]))
             for i, d in enumerate(self.drop_grid)
         }
-
-    def _operating_points(self, sims: dict, exact: dict) -> pd.DataFrame:
-        approx = None
-        if self.ledger_size is None:
-            approx = self.gate.approximate_operating_point(self._p_new(), self.p_prior)
-        rows = []
-        for i, d in enumerate(self.drop_grid):
-            sim = sims[d]
-            reps = sim["verdict"].size
-            rev, rev_se = rate_and_se(np.count_nonzero(sim["verdict"] == REVERT_CODE), reps)
-            acc, acc_se = rate_and_se(np.count_nonzero(sim["verdict"] == ACCEPT_CODE), reps)
-            runs, runs_se = mean_and_se(sim["runs"])
-            sess, sess_se = mean_and_se(sim["sessions"])
-            ex = exact.get(d, (np.nan, np.nan))
-            rows.append(
-                {
-                    "true_drop": d,
-                    "p_prior": self.p_prior,
-                    "p_new": max(0.0, self.p_prior - d),
-                    "replications": reps,
-                    "revert_rate": rev,
-                    "revert_rate_se": rev_se,
-                    "accept_rate": acc,
-                    "accept_rate_se": acc_se,
-                    "mean_runs": runs,
-                    "mean_runs_se": runs_se,
-                    "mean_sessions": sess,
-                    "mean_sessions_se": sess_se,
-                    "revert_rate_exact": ex[0],
-                    "mean_runs_exact": ex[1],
-                    "revert_rate_wald": np.nan if approx is None else float(approx.p_revert[i]),
-                    "mean_runs_wald": np.nan if approx is None else float(approx.expected_runs[i]),
-                }
-            )
-        return pd.DataFrame(rows)
-
-    @property
-    def _extra_columns(self) -> tuple[str, ...]:
-        return CONCURRENT_COLUMNS if self.concurrent else ()
-
-    def _decisions_table(self, sims: dict) -> pd.DataFrame:
-        keep = min(self.table_rows, self.replications)
-        frames = []
-        for d in self.drop_grid:
-            sim = {k: v[:keep] for k, v in sims[d].items()}
-            reason = np.asarray(sim["reason"], dtype=object)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "key": "",
-                        "namespace": "",
-                        "prior_revision": 1,
-                        "revision": 2,
-                        "gate": self.gate.name,
-                        "verdict": verdict_names(sim["verdict"]),
-                        "reason": [REASONS[r] for r in reason],
-                        "runs_used": sim["runs"],
-                        "statistic": sim["stat"],
-                        "prior_runs": self.ledger_size or 0,
-                        "prior_successes": sim["prior_s"],
-                        "revision_runs": sim["runs"],
-                        "revision_successes": sim["s"],
-                        "outcome": [OUTCOME_OF[int(v)] for v in sim["verdict"]],
-                        "reason_code": reason,
-                        "p0_used": sim["p0"],
-                        "replication": np.arange(keep),
-                        "true_drop": d,
-                        "p_prior": self.p_prior,
-                        "p_new": max(0.0, self.p_prior - d),
-                        "sessions": sim["sessions"],
-                        "revision_runs_total": sim["rev_runs"],
-                        "prior_concurrent_runs": sim["prior_runs"],
-                    },
-                    columns=[*DECISION_COLUMNS, *TRUTH_COLUMNS, *self._extra_columns],
-                )
-            )
-        return pd.concat(frames, ignore_index=True)

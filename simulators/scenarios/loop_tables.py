@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from procmem_core.gates import DECISION_COLUMNS
 from simulators.scenarios.loop_world import REGRET_SOURCES, LoopWorld
 
-GATE_COLUMNS = [
-    "replication", "key", "prior_revision", "revision", "gate", "verdict", "runs_used",
-    "statistic", "reason", "outcome", "kind", "p_prior", "p_new", "true_drop", "correct_verdict",
-]  # fmt: skip
+GATE_TRUTH = ("replication", "kind", "p_prior", "p_new", "true_drop", "correct_verdict")
+"""What the loop's world knows beside each of the store's records."""
+GATE_COLUMNS = [*DECISION_COLUMNS, *GATE_TRUTH]
+"""The one ``gate_decisions`` schema (``gates.DECISION_COLUMNS``), then the truth."""
 
 
 def gate_table(worlds: list[LoopWorld]) -> pd.DataFrame:
@@ -29,16 +30,8 @@ def gate_table(worlds: list[LoopWorld]) -> pd.DataFrame:
             r = truth.get((f"{d.namespace}/{d.key}", d.revision))
             rows.append(
                 {
+                    **d.row(),
                     "replication": i,
-                    "key": d.key,
-                    "prior_revision": d.prior_revision,
-                    "revision": d.revision,
-                    "gate": d.gate,
-                    "verdict": d.verdict,
-                    "runs_used": d.runs_used,
-                    "statistic": d.statistic,
-                    "reason": d.reason,
-                    "outcome": d.outcome,
                     "kind": r.kind if r else None,
                     "p_prior": r.p_prior if r else np.nan,
                     "p_new": r.p_new if r else np.nan,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from pathlib import Path
 
 import pytest
 import yaml
@@ -14,9 +15,11 @@ from experiments.build import build_scenario, tasks, validate
 from experiments.callbacks import sweep_params
 from experiments.run import compose_job as compose_config
 from procmem_core.errors import ParameterError
-from procmem_core.flat import DEFAULT_RULE
-from procmem_core.gates import MarginGate, SPRTGate
+from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE, ConfidenceRule, PromptFilter
+from procmem_core.gates import GATES, MarginGate, SPRTGate
 from simulators import SCENARIOS
+
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 
 PRESETS = (
     "quickstart", "gate_tuning", "explore_tradeoff", "confidence_sweep", "loop", "seed_demo",
@@ -76,19 +79,25 @@ def test_explore_group_overrides_the_scenario_only_when_selected():
     assert swept.explore_rate == 0.3
 
 
-def test_schema_defaults_are_the_engine_defaults():
-    cfg = compose_config("gate_tuning")
-    assert OmegaConf.to_container(cfg.gate) == {
-        "name": "sprt",
-        "min_drop": 0.15,
-        "alpha": 0.05,
-        "beta": 0.2,
-        "max_runs": 50,
-        "min_runs": 3,
-        "at_cap": "llr",
-        "prior": "plugin",
-    }
-    assert cfg.rule.reward == DEFAULT_RULE.reward and cfg.rule.penalty == DEFAULT_RULE.penalty
+GATE_DEFAULTS = sorted(p.stem for p in (ROOT / "conf" / "gate").glob("*.yaml") if p.stem in GATES)
+"""The gate files that are a gate's own defaults (``conf/gate/<name>.yaml``; ``sdk.yaml``
+is a variant of ``sprt``)."""
+
+
+@pytest.mark.parametrize("name", GATE_DEFAULTS)
+def test_schema_defaults_are_the_engine_defaults(name):
+    """``conf/gate/<name>.yaml``, composed, builds the class's default gate (compared with
+    the class, not with literals)."""
+    cfg = OmegaConf.to_container(compose_config("gate_tuning", [f"gate={name}"]).gate)
+    assert cfg.pop("name") == name
+    assert GATES[name](**cfg) == GATES[name]()
+
+
+def test_the_seed_rule_file_is_the_engine_default_rule_and_filter():
+    cfg = OmegaConf.to_container(compose_config("gate_tuning").rule)
+    assert cfg.pop("name") == DEFAULT_RULE.name
+    assert PromptFilter(cfg.pop("threshold"), cfg.pop("limit")) == DEFAULT_FILTER
+    assert ConfidenceRule(**cfg) == DEFAULT_RULE
 
 
 INVALID = [

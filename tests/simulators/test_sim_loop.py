@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.gates import MarginGate
+from procmem_core.gates import DECISION_COLUMNS, MarginGate
 from simulators.feedback import Feedback
+from simulators.scenarios.gate import GateScenario
 from simulators.scenarios.loop import LoopScenario, gate_table
 
 SMALL = {"tasks": 2, "sessions": 240, "revise_every": 20, "replications": 2}
@@ -27,6 +28,20 @@ def test_every_simulated_run_is_in_the_ledger(worlds):
         assert sorted(ledger) == sorted(w.runs)
         assert sum(s.recorded for s in w.sessions) == len(w.runs)
         assert sum(s.followed for s in w.sessions) > len(w.runs)  # 20 % of signals missing
+
+
+def test_the_gate_decisions_table_has_the_one_schema(worlds):
+    """The store's records as ``GateRecord.row()`` (``DECISION_COLUMNS``, the gate
+    scenario's schema too), then the truth the world knows."""
+    table = gate_table(worlds)
+    assert list(table.columns[: len(DECISION_COLUMNS)]) == list(DECISION_COLUMNS)
+    gate_table_cols = GateScenario(replications=10, table_rows=5).run(0).tables["gate_decisions"]
+    assert list(gate_table_cols.columns[: len(DECISION_COLUMNS)]) == list(DECISION_COLUMNS)
+    records = [d.row() for w in worlds for d in w.store.gate_decisions()]
+    assert len(records) == len(table) > 0
+    got = table[list(DECISION_COLUMNS)].to_dict("records")
+    for row, want in zip(got, records, strict=True):
+        assert {k: v for k, v in row.items() if v == v} == {k: v for k, v in want.items() if v == v}
 
 
 def test_every_gate_decision_in_the_table_is_one_the_store_made(worlds):

@@ -1,0 +1,235 @@
+"""``LatticeGate``: the gate base for a verdict that depends only on the revision's (runs,
+successes) and p0 (the SPRT, the margin gate, the calibrated SPRT).
+
+A subclass gives its per-run ``rule``, its ``statistic``, which boundary was ``crossed``
+and the sentence that ``explain``s it; this class derives every verb of ``Gate`` from
+them, with the exact ``operating_point`` by forward recursion over the lattice
+(``gates.lattice``; docs/statistics.md, "Exact operating points").
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+from procmem_core.errors import check_int, check_probability
+from procmem_core.gates import lattice, mixture
+from procmem_core.gates.base import (
+    Gate,
+    OperatingCurve,
+    OperatingPoint,
+    check_p_values,
+    make_point,
+)
+from procmem_core.gates.verdicts import (
+    CONTINUE_CODE,
+    VERDICT_NAMES,
+    BatchDecision,
+    GateDecision,
+    RevisionStats,
+)
+
+
+class LatticeGate(Gate):
+    """A gate whose verdict depends only on the revision's (runs, successes) and p0.
+
+    Subclasses define ``min_runs``, ``max_runs``, ``rule``, ``statistic``, ``crossed`` and
+    ``explain``; this class gives them ``decide``, ``decide_batch``, ``run_codes``,
+    ``reason_codes`` and the exact ``operating_point`` (p0 known, or estimated from a
+    prior ledger of ``prior_runs`` runs, mixed in exactly).
+    """
+
+    exact: ClassVar[bool] = True
+    min_runs: int
+    max_runs: int
+
+    @abstractmethod
+    def rule(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
+        """Verdict codes at ``(runs, successes)`` given p0: the one rule every path calls."""
+
+    @abstractmethod
+    def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
+        """The gate's test statistic at ``(runs, successes)``."""
+
+    @abstractmethod
+    def crossed(
+        self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(past the revert boundary, past the accept boundary)`` before the cap rule."""
+
+    @abstractmethod
+    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
+        """The sentence for one decision (its numbers, where p0 came from)."""
+
+    def prior_source(self, prior: RevisionStats) -> str:
+        """Where p0 came from, for the sentence (override to name the estimator)."""
+        return f"prior {prior.successes}/{prior.runs}"
+
+    def reason_codes(
+        self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike
+    ) -> np.ndarray:
+        """The reason code of each verdict reached at ``(runs, successes)``."""
+        runs = np.asarray(runs)
+        rev, acc = self.crossed(successes, runs, p0)
+        live = runs >= self.min_runs
+        verdict = np.asarray(verdict)
+        out = np.where(verdict != CONTINUE_CODE, "at_cap", "undecided").astype(object)
+        out[np.broadcast_to(live & acc, out.shape)] = "accept_boundary"
+        out[np.broadcast_to(live & rev, out.shape)] = "revert_boundary"
+        out[np.broadcast_to(~live, out.shape)] = "too_few_runs"
+        return out
+
+    def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
+        """``reason_codes`` at one cell, as Python values: too few runs, else the revert
+        boundary, else the accept boundary, else at the cap or undecided."""
+        rev, acc = self.crossed(successes, runs, p0)
+        if runs < self.min_runs:
+            return "too_few_runs"
+        if rev:
+            return "revert_boundary"
+        if acc:
+            return "accept_boundary"
+        return "at_cap" if verdict != CONTINUE_CODE else "undecided"
+
+    def decide(
+        self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
+    ) -> GateDecision:
+        """Verdict after the revision's runs so far; runs past ``max_runs`` count as they are
+        (the cap rule then applies). p0, unless given, is ``estimate_p0`` of the prior."""
+        if p0 is not None:
+            p0_value, source = check_probability("p0", p0), "given"
+        else:
+            p0_value = float(self.estimate_p0(prior.successes, prior.runs))
+            source = self.prior_source(prior)
+        n, s = revision.runs, revision.successes
+        code = np.int8(self.rule(s, n, p0_value))
+        reason = self._reason_code(s, n, p0_value, code)
+        stat = float(self.statistic(s, n, p0_value)) if p0_value == p0_value else 0.0
+        return GateDecision(
+            verdict=VERDICT_NAMES[int(code)],
+            reason_code=reason,
+            reason=self.explain(reason, s, n, p0_value, source),
+            runs_used=n,
+            statistic=stat,
+            gate=self.name,
+            p0=p0_value,
+        )
+
+    def verdict(self, prior: RevisionStats, revision: RevisionStats) -> str:
+        """``decide``'s verdict: the rule at the revision's counts and the prior's p0 (a
+        subclass that answers ``decide`` its own way is asked through its ``decide``)."""
+        if type(self).decide is not LatticeGate.decide:
+            return super().verdict(prior, revision)
+        p0 = float(self.estimate_p0(prior.successes, prior.runs))
+        return VERDICT_NAMES[int(self.rule(revision.successes, revision.runs, p0))]
+
+    def run_codes(
+        self,
+        outcomes: np.ndarray,
+        p0: float | np.ndarray,
+        costs: np.ndarray | None = None,
+        prior_costs: np.ndarray | None = None,
+    ) -> np.ndarray:
+        outcomes = lattice.check_outcomes(outcomes)
+        p0 = lattice.check_p0_array(p0, outcomes.shape[0])
+        t = min(outcomes.shape[1], self.max_runs)
+        counts = np.cumsum(outcomes[:, :t], axis=1)
+        n = np.arange(1, t + 1)[None, :]
+        return np.asarray(self.rule(counts, n, p0[:, None]), dtype=np.int8)
+
+    def decide_batch(
+        self,
+        outcomes: np.ndarray,
+        p0: float | np.ndarray,
+        costs: np.ndarray | None = None,
+        prior_costs: np.ndarray | None = None,
+    ) -> BatchDecision:
+        """First decision of each row of ``outcomes`` (replications x runs, bool).
+
+        ``p0`` is a scalar or one value per row (e.g. ``estimate_p0`` of simulated prior
+        ledgers). Rows undecided within ``min(T, max_runs)`` runs stay "continue"; runs
+        past ``max_runs`` are ignored. ``statistic`` is the gate's statistic at the decision.
+        """
+        outcomes = lattice.check_outcomes(outcomes)
+        p0 = lattice.check_p0_array(p0, outcomes.shape[0])
+        verdict, runs_used, successes = lattice.first_decisions(
+            outcomes, p0, self.rule, self.min_runs, self.max_runs
+        )
+        stat = self.statistic(successes, runs_used, p0)
+        reason = self.reason_codes(successes, runs_used, p0, verdict)
+        return BatchDecision(verdict, runs_used, stat, reason, successes)
+
+    def operating_point(
+        self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
+    ) -> OperatingPoint:
+        """Exact operating point by forward recursion over the (runs, successes) lattice.
+
+        With ``prior_runs`` the prior's successes ``S ~ Binomial(prior_runs, p0)`` set
+        ``p0_hat = estimate_p0(S, prior_runs)`` and the result is the exact mixture
+        ``sum_k P(S = k) * point(p, p0_hat(k))``: O(prior_runs * max_runs^2).
+        """
+        arr = check_p_values(p)
+        p0 = check_probability("p0", p0)
+        if prior_runs is None:
+            hats, weights = np.array([p0]), np.array([1.0])
+        else:
+            prior_runs = check_int("prior_runs", prior_runs, minimum=0)
+            k, hats = self.ledger_estimates(prior_runs)
+            weights = stats.binom.pmf(k, prior_runs, p0)
+        tables = lattice.verdict_table(self.rule, hats, self.max_runs)
+        revert, accept, runs = (np.zeros(arr.size) for _ in range(3))
+        for w, table in zip(weights, tables, strict=True):
+            if w == 0.0:
+                continue
+            a, r, n = lattice.lattice_absorption(table, arr.ravel())
+            accept += w * a
+            revert += w * r
+            runs += w * n
+        return make_point(arr, p0, revert, accept, runs, "exact", prior_runs)
+
+    def ledger_estimates(self, prior_runs: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(k, estimate_p0(k, prior_runs))`` for every possible ledger count
+        ``k = 0..prior_runs``: the p0 each ledger outcome gives (the exact mixture's support)."""
+        k = np.arange(prior_runs + 1)
+        return k, np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
+
+    def ledger_masses(self, prior_runs: int) -> mixture.LedgerMasses:
+        """The recursion at 1/2 with a ledger of ``prior_runs`` runs
+        (``mixture.ledger_masses``), computed once per gate and ledger size."""
+        prior_runs = check_int("prior_runs", prior_runs, minimum=0)
+        cache = self.__dict__.setdefault("_ledger_masses", {})
+        if prior_runs not in cache:
+            _, hats = self.ledger_estimates(prior_runs)
+            tables = lattice.verdict_table(self.rule, hats, self.max_runs)
+            cache[prior_runs] = mixture.ledger_masses(tables, prior_runs)
+        return cache[prior_runs]
+
+    def operating_curve(
+        self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None
+    ) -> OperatingCurve:
+        """Exact OC at ``p = max(0, p0 - drop)`` for every p0 in one recursion
+        (``gates.mixture``): one verdict table per p0 when p0 is known, one per ledger
+        count (shared by every p0, weighted by Binomial(prior_runs, p0)) otherwise."""
+        p0s = check_p_values(p0).ravel()
+        drop = check_probability("drop", drop)
+        p = np.maximum(p0s - drop, 0.0)
+        if prior_runs is None:
+            tables = lattice.verdict_table(self.rule, p0s, self.max_runs)
+            res = mixture.diagonal_pass(tables, p)
+        else:
+            res = mixture.ledger_curve(self.ledger_masses(prior_runs), p0s, p)
+        return OperatingCurve(
+            p0s,
+            drop,
+            res.revert,
+            res.accept,
+            res.runs,
+            np.zeros_like(res.runs),
+            prior_runs,
+            self.observations(prior_runs),
+            prior_runs is None,
+        )
