@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reports.configs import show
+from reports.configs import label
 from reports.document import Section, Table
 from reports.evidence import fmt_share
 from reports.options import ReportOptions
@@ -48,8 +48,9 @@ def _explore_rate(run: pd.Series) -> float | None:
 
 
 def _cells(sweep: Sweep, runs: pd.DataFrame) -> dict[str, str]:
-    """``run_id -> "run: k=v, ..."`` over the params that vary among its scenario's runs,
-    in the order of those params' values."""
+    """``run_id -> "scenario: what varies, in words"`` (``explore: explore rate 0.02,
+    sessions 200``) over the params that vary among its scenario's runs, in the order of
+    those params' values; a scenario with one run reads as its name alone."""
     out = {}
     for _, g in runs.groupby("scenario", sort=True):
         varying = [
@@ -61,9 +62,8 @@ def _cells(sweep: Sweep, runs: pd.DataFrame) -> dict[str, str]:
         for _, r in (
             g.sort_values(varying, kind="mergesort").iterrows() if varying else g.iterrows()
         ):
-            parts = [f"{p.split('.')[-1]}={show(r[p])}" for p in varying]
-            name = r.get("run_name") or r["run_id"][:8]
-            out[r["run_id"]] = f"{name}: " + (", ".join(parts) if parts else "as configured")
+            words = label(r, varying, "")
+            out[r["run_id"]] = f"{r['scenario']}: {words}" if words else str(r["scenario"])
     return out
 
 

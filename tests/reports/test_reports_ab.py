@@ -126,3 +126,16 @@ def test_a_planted_sample_ratio_mismatch_is_flagged_and_never_an_effect(sweep_of
     assert rate(row["power"]) < 0.01  # a lift of 0.2 would be found everywhere, were it trusted
     assert any("Sample-ratio mismatch was flagged" in b for b in sec.blocks if isinstance(b, str))
     assert sec.answer.startswith("Read per deployment") and "0 of 1" in sec.answer
+
+
+def test_cells_read_as_words_with_what_varies(runs, sweep_of):
+    """A cell names its scenario and, in words, what tells it apart from the scenario's
+    other runs (no ``key=value`` text, no run name repeated); a lone run reads as its
+    scenario."""
+    explore, loop = runs
+    jobs = [
+        ({"explore.explore_rate": eps, "scenario.sessions": 300}, explore) for eps in (0.1, 0.2)
+    ]
+    section = ab_section(sweep_of([*jobs, ({"scenario.sessions": 300}, loop)]))
+    cells = set(_table(section, "Per deployment")["cell"])
+    assert {"explore: explore rate 0.1", "explore: explore rate 0.2", "loop"} == cells
