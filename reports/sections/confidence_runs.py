@@ -105,8 +105,8 @@ def _world_words(sweep: Sweep, row: pd.Series) -> str:
     if get("withhold_rate", "scenario"):
         whole = get("withhold", "scenario") == "all"
         parts.append(f"{get('withhold_rate', 'scenario'):g} withheld{' whole' if whole else ''}")
-    if get("explore_rate", "scenario"):
-        parts.append(f"explore {get('explore_rate', 'scenario'):g}")
+    if get("reshow_rate", "scenario"):
+        parts.append(f"re-shown {get('reshow_rate', 'scenario'):g}")
     if get("sessions", "scenario") is not None:
         parts.append(f"{get('sessions', 'scenario')} sessions")
     return ", ".join(p for p in parts if p)

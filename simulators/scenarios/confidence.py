@@ -7,7 +7,7 @@ whose true effects are drawn by the ``UserPopulation``. In every session:
    limit); with probability ``withhold_rate`` the session is withheld
    (``pack.withhold_top``, the flat design's control arm): ``withhold="top"`` leaves out
    the highest-confidence procedure, ``"all"`` the whole prompt (a no-procedure session);
-   with probability ``explore_rate`` one procedure that is not shown (below the threshold
+   with probability ``reshow_rate`` one procedure that is not shown (below the threshold
    or past the limit, chosen uniformly) is shown as well;
 2. the session succeeds with probability ``clip(base + crowded sum of shown effects, 0,
    1)`` (``UserPopulation.crowded_effect``: interference between shown procedures);
@@ -96,7 +96,7 @@ class ConfidenceScenario(Scenario):
     sessions: int = 40
     threshold: float = DEFAULT_THRESHOLD
     limit: int = DEFAULT_LIMIT
-    explore_rate: float = 0.0
+    reshow_rate: float = 0.0
     withhold_rate: float = 0.0
     withhold: str = "top"
     replications: int = 2_000
@@ -111,7 +111,7 @@ class ConfidenceScenario(Scenario):
         check_int("sessions", self.sessions, minimum=1)
         check_probability("threshold", self.threshold)
         check_int("limit", self.limit, minimum=1)
-        check_probability("explore_rate", self.explore_rate, open_high=True)
+        check_probability("reshow_rate", self.reshow_rate, open_high=True)
         check_probability("withhold_rate", self.withhold_rate)
         check_choice("withhold", self.withhold, WITHHOLD)
         self.check_replications()
@@ -124,7 +124,7 @@ class ConfidenceScenario(Scenario):
             self.procedures == 1
             and bool(self.population.base_points)
             and self.feedback.noiseless
-            and (self.explore_rate == 0 or not self.rule.needs_baseline)
+            and (self.reshow_rate == 0 or not self.rule.needs_baseline)
             and self.withhold_rate == 0
         )
 
@@ -289,8 +289,8 @@ class ConfidenceScenario(Scenario):
         at some session))`` of one procedure; the first exclusion does not depend on
         exploration, which only shows it again afterwards."""
         fate = flat_fate(p, self.sessions, self.rule, self.threshold, baseline)
-        if self.explore_rate > 0:
-            r = reshow_fate(p, self.explore_rate, self.sessions, self.rule, self.threshold)
+        if self.reshow_rate > 0:
+            r = reshow_fate(p, self.reshow_rate, self.sessions, self.rule, self.threshold)
             return r.shown_by_session, r.in_prompt_after, fate.p_excluded
         # P(shown in session k) = 1 - P(excluded within k - 1 sessions)
         shown = 1.0 - np.concatenate(([0.0], fate.excluded_by_session[:-1]))

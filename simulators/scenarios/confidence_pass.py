@@ -68,11 +68,11 @@ class SessionPass:
         self.state = GridConfidences.build(sc.rule, sc.threshold, k, n) or FloatConfidences(
             sc.rule, sc.threshold, k, n
         )
-        self.absorbing = sc.explore_rate == 0 and sc.feedback.delay == 0
+        self.absorbing = sc.reshow_rate == 0 and sc.feedback.delay == 0
         self.out_seen = None if self.absorbing else np.zeros((k, n), bool)
         self.gone = np.zeros(n)
         self.gone_sessions = np.zeros(n)
-        size = n * (1 + (sc.withhold_rate > 0) + (sc.explore_rate > 0) * (1 + k))
+        size = n * (1 + (sc.withhold_rate > 0) + (sc.reshow_rate > 0) * (1 + k))
         self.draws = np.empty(size)
         self.block = np.empty((len(RECORDS), sc.sessions, n), np.uint8)  # all written
         self.rec = dict(zip(RECORDS, self.block, strict=True))
@@ -100,14 +100,14 @@ class SessionPass:
                 shown = active.copy()
                 self.state.select(active, n_active, sc.limit, shown)
                 coded = self.weights.code(shown)
-        if sc.withhold_rate > 0 or sc.explore_rate > 0:
+        if sc.withhold_rate > 0 or sc.reshow_rate > 0:
             shown = active.copy() if shown is active else shown
             coded = coded.copy()
         at = 0
         if sc.withhold_rate > 0:
             self._withhold(draws[:n], shown, coded)
             at = n
-        if sc.explore_rate > 0:
+        if sc.reshow_rate > 0:
             u, key = draws[at : at + n], draws[at + n : at + n + n * k]
             self._explore(u, key.reshape(n, k), shown, coded)
             at += n + n * k
@@ -139,8 +139,8 @@ class SessionPass:
     def _explore(self, u: np.ndarray, key: np.ndarray, shown: np.ndarray, coded) -> None:
         """Show (in place) one not-shown procedure, the one with the largest ``key``
         (uniform, users x procedures), to the users whose draw ``u`` is below
-        ``explore_rate``."""
-        go = u < self.sc.explore_rate
+        ``reshow_rate``."""
+        go = u < self.sc.reshow_rate
         key = np.where(shown, -1.0, key.T)
         pick = np.argmax(key, axis=0)
         go &= key[pick, np.arange(self.n)] >= 0

@@ -103,18 +103,18 @@ def cases(c: type = ConfidenceScenario) -> dict[str, tuple[ConfidenceScenario, i
             18,
         ),
         "noisy_explore": (
-            c(feedback=Feedback.of(**NOISY), explore_rate=0.2, replications=1500, sessions=40),
+            c(feedback=Feedback.of(**NOISY), reshow_rate=0.2, replications=1500, sessions=40),
             19,
         ),
         "hetero_explore_limit": (
-            c(population=HETERO, explore_rate=0.3, limit=3, replications=1500, sessions=30),
+            c(population=HETERO, reshow_rate=0.3, limit=3, replications=1500, sessions=30),
             20,
         ),
         "judge_baseline_explore": (
             c(
                 rule=BaselineRule(step=0.15),
                 feedback=Feedback.of(leniency=0.3, harshness=0.2),
-                explore_rate=0.1,
+                reshow_rate=0.1,
                 withhold_rate=0.15,
                 replications=1200,
                 sessions=30,
@@ -135,7 +135,7 @@ def cases(c: type = ConfidenceScenario) -> dict[str, tuple[ConfidenceScenario, i
             22,
         ),
         "single_exact_explore": (
-            c(procedures=1, explore_rate=0.2, replications=4000, sessions=40),
+            c(procedures=1, reshow_rate=0.2, replications=4000, sessions=40),
             23,
         ),
         "single_exact_mixed": (
@@ -151,7 +151,7 @@ def cases(c: type = ConfidenceScenario) -> dict[str, tuple[ConfidenceScenario, i
             c(
                 rule=OFF_GRID,
                 feedback=Feedback.of(delay=1, missing=0.1),
-                explore_rate=0.1,
+                reshow_rate=0.1,
                 withhold_rate=0.2,
                 replications=1200,
             ),
@@ -162,7 +162,7 @@ def cases(c: type = ConfidenceScenario) -> dict[str, tuple[ConfidenceScenario, i
             c(
                 population=CROWDED,
                 feedback=Feedback.of(**NOISY),
-                explore_rate=0.15,
+                reshow_rate=0.15,
                 withhold_rate=0.25,
                 limit=4,
                 replications=1200,

@@ -66,7 +66,7 @@ CASES = {
     "seed": {},
     "seed_everything": {
         "feedback": NOISY,
-        "explore_rate": 0.2,
+        "reshow_rate": 0.2,
         "withhold_rate": 0.3,
         "limit": 3,
         "population": UserPopulation(interference=0.02),
@@ -75,7 +75,7 @@ CASES = {
     "ladder_everything": {
         "rule": LadderRule(),
         "feedback": NOISY,
-        "explore_rate": 0.1,
+        "reshow_rate": 0.1,
         "withhold_rate": 0.2,
         "withhold": "all",
         "limit": 2,

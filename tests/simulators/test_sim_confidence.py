@@ -84,7 +84,7 @@ def test_noise_explore_and_delay_change_dynamics():
         replications=1000,
         sessions=30,
         feedback=Feedback.of(false_negative=0.3, missing=0.2, delay=2),
-        explore_rate=0.3,
+        reshow_rate=0.3,
     )
     a, b = base.run(1).metrics, noisy.run(1).metrics
     # false negatives push confidences down: fewer helpful procedures survive
@@ -97,7 +97,7 @@ def test_explore_shows_sub_threshold_procedures():
     pop = UserPopulation(base_rate=0.3, helpful_share=0.0, harmful_share=1.0)
     off = ConfidenceScenario(population=pop, replications=500, sessions=30).run(2).metrics
     on = (
-        ConfidenceScenario(population=pop, replications=500, sessions=30, explore_rate=0.5)
+        ConfidenceScenario(population=pop, replications=500, sessions=30, reshow_rate=0.5)
         .run(2)
         .metrics
     )
@@ -118,8 +118,8 @@ def test_explore_shows_sub_threshold_procedures():
         (ConfidenceScenario, {"procedures": 0}, "procedures"),
         (ConfidenceScenario, {"procedures": 256}, "procedures"),
         (ConfidenceScenario, {"limit": 0}, "limit"),
-        (ConfidenceScenario, {"explore_rate": 2.0}, "explore_rate"),
-        (ConfidenceScenario, {"explore_rate": 1.0}, "explore_rate"),  # [0, 1): reshow_fate
+        (ConfidenceScenario, {"reshow_rate": 2.0}, "reshow_rate"),
+        (ConfidenceScenario, {"reshow_rate": 1.0}, "reshow_rate"),  # [0, 1): reshow_fate
         (ConfidenceScenario, {"withhold_rate": -0.5}, "withhold_rate"),
         (ConfidenceScenario, {"replications": 1}, "replications"),
         (ConfidenceScenario, {"chunk_size": 0}, "chunk_size"),
@@ -226,12 +226,12 @@ def test_exact_regime_of_alternative_rules_and_base_mixtures(rule, threshold, po
 
 
 def test_explored_single_procedure_matches_the_reshow_chain():
-    sc = ConfidenceScenario(procedures=1, explore_rate=0.2, sessions=80, replications=20_000)
+    sc = ConfidenceScenario(procedures=1, reshow_rate=0.2, sessions=80, replications=20_000)
     assert sc.exact_regime
     m = sc.run(5).metrics
     for name in ("helpful_retained", "harmful_excluded", "session_success_rate", "mean_shown"):
         within(m, name)
-    assert not ConfidenceScenario(procedures=1, explore_rate=0.2, rule=BaselineRule()).exact_regime
+    assert not ConfidenceScenario(procedures=1, reshow_rate=0.2, rule=BaselineRule()).exact_regime
 
 
 def test_baseline_rule_beats_the_seed_on_mixed_baselines():
