@@ -57,6 +57,7 @@ from experiments.summary import print_single
 from procmem_core.errors import ParameterError
 from simulators.parallel import available_cores, chunk_workers
 from simulators.result import ScenarioResult
+from simulators.scenarios.base import unset_phrase
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,23 @@ def run_tags(cfg: DictConfig, ctx: JobContext, digest: str, seed: int) -> dict[s
         tr.TAG_COMMIT: commit,
         "procmem.git_dirty": str(dirty).lower(),
         "procmem.versions": package_versions(),
+        **unset_tags(cfg),
     }
+
+
+def unset_tags(cfg: DictConfig) -> dict[str, str]:
+    """``procmem.<field>``: what an unset scenario field means, in words, where the
+    scenario says (``unset_phrase``: an unset ``ledger_size`` is ``p0 known``), so a run
+    whose params read ``gate.prior=plugin, scenario.ledger_size=None`` says what it is."""
+    node = OmegaConf.select(cfg, "scenario")
+    if not isinstance(node, DictConfig):
+        return {}
+    out = {}
+    for key in node:
+        words = unset_phrase(str(key)) if node.get(key) is None else None
+        if words is not None:
+            out[f"procmem.{key}"] = words
+    return out
 
 
 def job_workers(setting: Any, concurrent_jobs: int = 1) -> int:

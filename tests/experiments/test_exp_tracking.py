@@ -285,3 +285,16 @@ def test_a_single_run_prints_its_id_status_metrics_and_report_command(capsys):
     )
     assert second == f"report: {command('python')} -m reports quickstart --run abc123"
     assert second.split()[1].endswith("python")  # a command a newcomer can paste
+
+
+def test_a_gate_run_without_a_ledger_is_tagged_p0_known():
+    """Its params read gate.prior=plugin and scenario.ledger_size=None; the tag says what
+    that is, and a run with a ledger gets no such tag."""
+    from experiments.job import unset_tags
+    from experiments.run import compose_job
+
+    assert unset_tags(compose_job("quickstart", ["case=gate_sprt"])) == {
+        "procmem.ledger_size": "p0 known"
+    }
+    assert unset_tags(compose_job("quickstart", ["case=gate_ledger"])) == {}
+    assert unset_tags(compose_job("quickstart", ["case=fate_seed"])) == {}
