@@ -123,6 +123,10 @@ def _check_rows(summary: pd.DataFrame, cell: str) -> list[dict]:
     ]
 
 
+FEW_DEPLOYMENTS = 30
+"""Below this many deployments a cell's shares are called rough in the opening sentence."""
+
+
 def rate(cell: str) -> float:
     """The share in a ``"0.358 ± 0.011"`` cell (NaN for "n/a" or "not tested")."""
     head = str(cell).split(" ")[0]
@@ -157,12 +161,20 @@ def _answer(table: pd.DataFrame, deployments: list[int]) -> str:
             f"{bh} after Benjamini-Hochberg (false discovery rate <= 0.05)"
         )
     adjusted = "" if fams == [1] else ", Holm-adjusted"
+    thin = sum(d < FEW_DEPLOYMENTS for d in deployments)
+    rough = (
+        f"; {thin} of the {n} comparisons rest on fewer than {FEW_DEPLOYMENTS} deployments, "
+        f"so their shares are rough (with {few} deployments one deployment moves a share by "
+        f"{1 / few:.2g})"
+        if thin
+        else ""
+    )
     return (
         f"Read per deployment (one replication: what one researcher would see), {fixed}, and "
         f"{seq} with the per-arm Beta-mixture confidence sequence{adjusted} (valid at any "
         f"stopping time, in finite samples, and wider); per comparison, the share of "
         f"deployments finding an effect with the fixed-n interval ranges from {lo:.3g} to "
-        f"{hi:.3g} ({per} deployments per cell)."
+        f"{hi:.3g} ({per} deployments per cell){rough}."
     )
 
 

@@ -101,6 +101,14 @@ def test_opening_sentence_counts_what_the_table_shows(section):
     assert "after Holm adjustment" in section.answer and "family-wise error" in section.answer
     lo, hi = table["power"].map(rate).min(), table["power"].map(rate).max()
     assert f"ranges from {lo:.3g} to {hi:.3g}" in section.answer
+    # shares are over every deployment of a cell ("compared of deployments")
+    used = table["deployments"].map(lambda x: int(str(x).split(" of ")[1].replace(",", "")))
+    thin = int((used < 30).sum())
+    assert thin > 0  # the loop's cells: 3 replications
+    assert f"; {thin} of the {len(table)} comparisons rest on fewer than 30 deployments" in (
+        section.answer
+    )
+    assert f"one deployment moves a share by {1 / used.min():.2g})" in section.answer
     check = _table(section, "Check of the estimator")
     assert "pooled over deployments" in next(
         b.caption for b in section.blocks if hasattr(b, "frame") and b.frame is check
