@@ -68,12 +68,22 @@ def phrase(column: str, value: object) -> str:
     return f"{leaf.replace('_', ' ')} {ACRONYMS.get(text.lower(), text)}"
 
 
+def _is_feedback(column: str) -> bool:
+    return "feedback" in column.split(".")[:-1]
+
+
 def label(row: pd.Series, cols: list[str], empty: str) -> str:
-    """The parts of ``cols`` in words (names first), ``empty`` if none."""
+    """The parts of ``cols`` in words (names first), ``empty`` if none; the feedback
+    settings read together: each one set, or "perfect feedback" when none is."""
     if not cols:
         return empty
     ordered = sorted(cols, key=lambda c: not c.endswith(".name"))
-    return ", ".join(phrase(c, row[c]) for c in ordered)
+    parts = [phrase(c, row[c]) for c in ordered if not _is_feedback(c)]
+    feedback = [c for c in ordered if _is_feedback(c)]
+    if feedback:
+        noisy = [phrase(c, row[c]) for c in feedback if show(row[c]) not in ("none", "0")]
+        parts.append(", ".join(noisy) if noisy else "perfect feedback")
+    return ", ".join(parts)
 
 
 def same(a: object, b: object) -> bool:
@@ -108,6 +118,9 @@ def _without_redundant(
     margin, so the gate's name stays and the params it implies go.
     """
     keep = list(cols)
+    feedback = [c for c in cols if _is_feedback(c)]
+    if len(feedback) > 1:  # read together ("perfect feedback" or each setting), never one
+        cols = [c for c in cols if c not in feedback]
 
     def is_text(c: str) -> bool:
         values = [v for v in runs[c] if v is not None and v == v]
