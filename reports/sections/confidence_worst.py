@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.evidence import fmt
+from reports.evidence import fmt, fmt_share
 from reports.recommend import Recommendation, recommend_confidence
 from reports.sections.confidence_runs import ConfidenceRuns
 
@@ -55,14 +55,12 @@ def _replications(group: pd.DataFrame) -> str:
 
 def share_text(r: pd.Series, metric: str, n_key: str | None = None) -> str:
     """``value ± SE``; a share of exactly 0 or 1 (plug-in SE 0: every replication agreed)
-    shows instead the one-sided 95 % bound by the rule of three, ``3 / n`` from it, with
-    ``n`` the replications behind the value (column ``n_key``, default ``<metric>_n``)."""
+    shows instead its exact one-sided 95 % bound (``evidence.fmt_share``), with ``n`` the
+    replications behind the value (column ``n_key``, default ``<metric>_n``)."""
     value, se = float(r[metric]), float(r.get(f"{metric}_se", float("nan")))
     n = r.get(n_key or f"{metric}_n")
     if se == 0 and value in (0.0, 1.0) and n:
-        bound = 1 - 3 / n if value == 1.0 else 3 / n
-        side = ">" if value == 1.0 else "<"
-        return f"{value:g} (all {int(n):,}; {side} {bound:.4f} at 95 %)"
+        return fmt_share(value, int(n))
     return fmt(value, se)
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from procmem_core.errors import ParameterError
 from reports.errors import ReportError
-from reports.evidence import MetricComparison, worst_case
+from reports.evidence import MetricComparison, fmt_share, worst_case
 from reports.recommend import (
     GateTargets,
     recommend_confidence,
@@ -237,3 +237,18 @@ def test_a_share_of_all_or_none_shows_its_exact_bound_not_plus_minus_zero():
     assert fmt_share(0.0, 2000) == "0 (none of 2,000; < 0.0015 at 95 %)"
     assert fmt_share(0.25, 4) == "0.25 ± 0.22"  # sqrt(0.25 * 0.75 / 4) = 0.2165
     assert fmt_share(float("nan"), 4) == "n/a"
+
+
+def test_a_rules_share_of_none_or_all_reads_as_what_it_is():
+    """The confidence section's shares use the one exact bound: a share of 0 read
+    "0 (all 5,000; < 0.0006)" by a rule-of-three copy."""
+    from reports.sections.confidence_worst import share_text
+
+    none = pd.Series({"harmful_excluded": 0.0, "harmful_excluded_se": 0.0, "replications": 5000})
+    assert share_text(none, "harmful_excluded", "replications") == fmt_share(0.0, 5000)
+    assert share_text(none, "harmful_excluded", "replications").startswith("0 (none of 5,000;")
+    every = none.copy()
+    every["harmful_excluded"] = 1.0
+    assert share_text(every, "harmful_excluded", "replications").startswith("1 (all 5,000;")
+    some = pd.Series({"harmful_excluded": 0.5, "harmful_excluded_se": 0.01, "replications": 9})
+    assert share_text(some, "harmful_excluded", "replications") == "0.5 ± 0.01"
