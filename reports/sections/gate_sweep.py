@@ -53,7 +53,7 @@ def ranking_blocks(
     several = conditions > 1
     blocks: list = []
     if rec is not None:
-        blocks.append("Among the swept configurations: " + rec.sentence)
+        blocks.append("Among the swept configurations (at their own max_runs): " + rec.sentence)
         ranked = worst.set_index("config").loc[list(rec.ranked["config"])].reset_index()
         table = worst_table(ranked, several)
         table.insert(1, "meets targets", list(rec.ranked["feasible"]))

@@ -234,7 +234,8 @@ def test_answers_carry_the_sweeps_own_numbers(store, tmp_path, monkeypatch):
     from reports.evidence import fmt
 
     swept = md.split("## Revision gates: which gate to use", 1)[1]
-    swept = swept.split("Among the swept configurations:", 1)[1].split("\n", 1)[0]
+    swept = swept.split("Among the swept configurations (at their own max_runs): ", 1)[1]
+    swept = swept.split("\n", 1)[0]
     assert fmt(gate["false_revert_rate"], gate["false_revert_rate_se"]) in swept
     assert fmt(gate["missed_regression_rate"], gate["missed_regression_rate_se"]) in swept
     assert f"This sweep ran {len(summary)} job(s)" in answer["What this sweep ran"]
