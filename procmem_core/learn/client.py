@@ -137,35 +137,11 @@ def complete(
         request["reasoning_effort"] = reasoning_effort
     start = time.perf_counter()
     hit = cache.get(request) if cache is not None else None
+    cached = hit is not None
     if hit is None:
-        try:
-            response = client.chat.completions.create(**request)
-        except openai.APIError as exc:
-            raise _call_error(exc, config, purpose) from exc
-        if not response.choices:
-            raise LLMCallError(
-                "empty_reply",
-                f"{purpose} call to {config.base_url} (model {config.model!r}) returned no choices",
-                None,
-                None,
-            )
-        choice = response.choices[0]
-        usage = response.usage
-        details = getattr(usage, "completion_tokens_details", None) if usage else None
-        hit = CachedReply(
-            content=choice.message.content or "",
-            finish_reason=choice.finish_reason,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            reasoning_tokens=(getattr(details, "reasoning_tokens", None) or 0),
-            response_id=response.id,
-            model=response.model,
-        )
+        hit = _send(client, config, request, purpose)
         if cache is not None:
             cache.put(request, hit)
-        cached = False
-    else:
-        cached = True
     call = CallRecord(
         purpose=purpose,
         attempt=attempt,
@@ -179,6 +155,33 @@ def complete(
         response_id=hit.response_id,
     )
     return Reply(content=hit.content, call=call)
+
+
+def _send(client: OpenAI, config: LLMConfig, request: dict[str, Any], purpose: str) -> CachedReply:
+    """Send ``request`` to the model; its first choice and token usage as a ``CachedReply``."""
+    try:
+        response = client.chat.completions.create(**request)
+    except openai.APIError as exc:
+        raise _call_error(exc, config, purpose) from exc
+    if not response.choices:
+        raise LLMCallError(
+            "empty_reply",
+            f"{purpose} call to {config.base_url} (model {config.model!r}) returned no choices",
+            None,
+            None,
+        )
+    choice = response.choices[0]
+    usage = response.usage
+    details = getattr(usage, "completion_tokens_details", None) if usage else None
+    return CachedReply(
+        content=choice.message.content or "",
+        finish_reason=choice.finish_reason,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        reasoning_tokens=(getattr(details, "reasoning_tokens", None) or 0),
+        response_id=response.id,
+        model=response.model,
+    )
 
 
 def transcript_text(messages: Sequence[dict]) -> str:

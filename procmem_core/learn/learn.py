@@ -102,46 +102,10 @@ def learn(
     attempts: list[str] = []
     budget = config.max_tokens
     for attempt in (1, 2):
-        try:
-            done = complete(
-                client,
-                config,
-                request,
-                purpose="extraction",
-                max_tokens=budget,
-                temperature=config.temperature,
-                reasoning_effort=config.reasoning_effort,
-                json_response=config.json_response,
-                cache=cache,
-                attempt=attempt,
-            )
-        except LLMCallError as exc:
-            if not _is_cut_off(exc):
-                exc.calls = list(calls)
-                raise
-            attempts.append(exc.raw if exc.raw is not None else str(exc))
-            reason, why = "truncated", f"HTTP 400 json_validate_failed at max_tokens={budget}"
-        else:
-            calls.append(done.call)
-            attempts.append(done.content)
-            if done.call.finish_reason == "length":
-                reason, why = "truncated", f"reply cut off at max_tokens={budget}"
-            else:
-                try:
-                    checked = validate_reply(done.content, config.policy, config.max_procedures)
-                except InvalidJSONReply as exc:
-                    reason, why = "invalid_json", str(exc)
-                except ExtractionError as exc:
-                    exc.calls, exc.attempts = list(calls), list(attempts)
-                    raise
-                else:
-                    return LearnResult(
-                        procedures=[_procedure(p, config) for p in checked.procedures],
-                        dropped=checked.dropped,
-                        calls=calls,
-                        raw=done.content,
-                        extracted=checked.procedures,
-                    )
+        outcome = _attempt(client, config, request, cache, attempt, budget, calls, attempts)
+        if isinstance(outcome, LearnResult):
+            return outcome
+        reason, why = outcome
         budget = int(budget * config.retry_room)
     raise ExtractionError(
         reason,
@@ -149,6 +113,58 @@ def learn(
         attempts[-1],
         attempts=attempts,
         calls=calls,
+    )
+
+
+def _attempt(
+    client: OpenAI,
+    config: LLMConfig,
+    request: list[dict],
+    cache: ReplyCache | None,
+    attempt: int,
+    budget: int,
+    calls: list[CallRecord],
+    attempts: list[str],
+) -> LearnResult | tuple[str, str]:
+    """One extraction call with ``budget`` max tokens: its result, or ``(reason, why)`` when
+    the reply was cut off or not JSON (worth a retry with more room). Appends the call to
+    ``calls`` and the raw reply to ``attempts``; any other failure raises with both."""
+    try:
+        done = complete(
+            client,
+            config,
+            request,
+            purpose="extraction",
+            max_tokens=budget,
+            temperature=config.temperature,
+            reasoning_effort=config.reasoning_effort,
+            json_response=config.json_response,
+            cache=cache,
+            attempt=attempt,
+        )
+    except LLMCallError as exc:
+        if not _is_cut_off(exc):
+            exc.calls = list(calls)
+            raise
+        attempts.append(exc.raw if exc.raw is not None else str(exc))
+        return "truncated", f"HTTP 400 json_validate_failed at max_tokens={budget}"
+    calls.append(done.call)
+    attempts.append(done.content)
+    if done.call.finish_reason == "length":
+        return "truncated", f"reply cut off at max_tokens={budget}"
+    try:
+        checked = validate_reply(done.content, config.policy, config.max_procedures)
+    except InvalidJSONReply as exc:
+        return "invalid_json", str(exc)
+    except ExtractionError as exc:
+        exc.calls, exc.attempts = list(calls), list(attempts)
+        raise
+    return LearnResult(
+        procedures=[_procedure(p, config) for p in checked.procedures],
+        dropped=checked.dropped,
+        calls=calls,
+        raw=done.content,
+        extracted=checked.procedures,
     )
 
 
