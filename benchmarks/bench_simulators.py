@@ -282,18 +282,40 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     args = ap.parse_args(argv)
     scale = 1 if args.quick else 4
     out: dict[str, float] = {"load_average_1m_at_start": os.getloadavg()[0]}
-    out["rng_bernoulli_per_s"], by_block = raw_bernoulli_rate(args.repeat)
+    _vectorised_rates(out, scale, args.repeat)
+    _object_and_loop_rates(out, scale, args.repeat)
+    _ratios(out)
+    _workers(out, scale)
+    out["load_average_1m_at_end"] = os.getloadavg()[0]
+    if not args.quick:
+        out.update(million_gate_memory())
+        print(
+            f"1e6 gate replications x 50 runs x 2 drops: {out['million_gate_seconds']:.1f} s, "
+            f"peak RSS {out['million_gate_peak_rss_mib']:.0f} MiB, "
+            f"traced peak {out['million_gate_traced_peak_mib']:.0f} MiB",
+            flush=True,
+        )
+    print(
+        json.dumps({k: round(v, 4) if abs(v) < 1e3 else float(f"{v:.4g}") for k, v in out.items()})
+    )
+    return out
+
+
+def _vectorised_rates(out: dict[str, float], scale: int, repeat: int) -> None:
+    """Raw Bernoulli draws, then the gate and confidence scenarios with raw draws timed
+    beside each (their paired ratios), into ``out``."""
+    out["rng_bernoulli_per_s"], by_block = raw_bernoulli_rate(repeat)
     blocks = ", ".join(f"{c}: {r:.3e}" for c, r in by_block.items())
     print(f"numpy raw Bernoulli, draws/s by block size: {blocks}", flush=True)
     out["rng_bernoulli_same_block_per_s"] = by_block[1 << 18]
-    out["gate_runs_per_s"], gate_raw = gate_rate(50_000 * scale, args.repeat)
+    out["gate_runs_per_s"], gate_raw = gate_rate(50_000 * scale, repeat)
     out["gate_paired_ratio_to_rng"] = out["gate_runs_per_s"] / gate_raw
     print(
         f"GateScenario: {out['gate_runs_per_s']:.3e} runs/s; raw draws timed beside it "
         f"{gate_raw:.3e}/s, ratio {out['gate_paired_ratio_to_rng']:.3f}",
         flush=True,
     )
-    lib, lib_raw, one = confidence_rate(10_000 * scale, args.repeat)
+    lib, lib_raw, one = confidence_rate(10_000 * scale, repeat)
     out["confidence_updates_per_s"] = lib
     out["confidence_paired_ratio_to_rng"] = lib / lib_raw
     out["fate_updates_per_s"] = one
@@ -303,13 +325,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"{one:.3e}/s",
         flush=True,
     )
-    paths = confidence_path_rates(10_000 * scale, args.repeat)
+    paths = confidence_path_rates(10_000 * scale, repeat)
     out.update(paths)
     print(
         "ConfidenceScenario other paths, procedure-sessions/s: "
         + ", ".join(f"{k.removesuffix('_updates_per_s')} {v:.3e}" for k, v in paths.items()),
         flush=True,
     )
+
+
+def _object_and_loop_rates(out: dict[str, float], scale: int, repeat: int) -> None:
+    """The object engine (one decide / record_outcome at a time) and the loop scenario
+    against its baseline, into ``out``."""
     out["object_gate_runs_per_s"] = object_gate_rate(2_000 * scale)
     out["object_confidence_updates_per_s"] = object_confidence_rate(200_000 * scale)
     print(
@@ -317,7 +344,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"Procedure.record_outcome {out['object_confidence_updates_per_s']:.3e}/s",
         flush=True,
     )
-    out.update(loop_rates(args.repeat))
+    out.update(loop_rates(repeat))
     print(
         f"LoopScenario {LOOP_PARAMS}: {out['loop_sessions_per_s']:.4g} sessions/s "
         f"(CPU {out['loop_cpu_sessions_per_s']:.4g}); baseline {LOOP_BASELINE}: "
@@ -326,7 +353,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"{out['loop_ratio_to_baseline']:.2f} (CPU {out['loop_cpu_ratio_to_baseline']:.2f})",
         flush=True,
     )
+
+
+def _ratios(out: dict[str, float]) -> None:
+    """Each scenario's rate against the raw draws and against the object engine."""
     rng = out["rng_bernoulli_per_s"]
+    lib = out["confidence_updates_per_s"]
     out["gate_ratio_to_rng"] = out["gate_runs_per_s"] / rng
     out["confidence_ratio_to_rng"] = lib / rng
     for name in CONFIDENCE_PATHS:
@@ -338,6 +370,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     out["gate_ratio_to_object"] = out["gate_runs_per_s"] / out["object_gate_runs_per_s"]
     out["confidence_ratio_to_object"] = lib / out["object_confidence_updates_per_s"]
     out["ratio_to_object"] = min(out["gate_ratio_to_object"], out["confidence_ratio_to_object"])
+
+
+def _workers(out: dict[str, float], scale: int) -> None:
+    """One big job of each scenario on 1 and 2 workers, into ``out``."""
     out.update(workers_speedup(scale))
     print(
         "one big job on 2 workers: speedup fate "
@@ -352,19 +388,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"{out['loop_big_job_seconds_2_workers']:.1f} s)",
         flush=True,
     )
-    out["load_average_1m_at_end"] = os.getloadavg()[0]
-    if not args.quick:
-        out.update(million_gate_memory())
-        print(
-            f"1e6 gate replications x 50 runs x 2 drops: {out['million_gate_seconds']:.1f} s, "
-            f"peak RSS {out['million_gate_peak_rss_mib']:.0f} MiB, "
-            f"traced peak {out['million_gate_traced_peak_mib']:.0f} MiB",
-            flush=True,
-        )
-    print(
-        json.dumps({k: round(v, 4) if abs(v) < 1e3 else float(f"{v:.4g}") for k, v in out.items()})
-    )
-    return out
 
 
 if __name__ == "__main__":

@@ -227,14 +227,10 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
     if not ctx.multirun:  # a sweep's main process checked the store and reaped orphans
         check_uri(tracker.uri, uri_source(configured))
         tracker.reap_orphans()
-    if cfg.resume:
-        done = tracker.finished_run(digest)
-        if done is not None:
-            print(f"resume: config {digest} already finished in run {done}", file=sys.stderr)
-            outcome.status, outcome.run_id = "skipped", done
-            outcome.tracking_seconds = tracker.seconds
-            outcome.total_seconds = time.perf_counter() - start
-            return outcome
+    if cfg.resume and _already_finished(tracker, outcome):
+        outcome.tracking_seconds = tracker.seconds
+        outcome.total_seconds = time.perf_counter() - start
+        return outcome
     tags = run_tags(cfg, ctx, digest, seed)
     if ctx.multirun:
         tags[tr.TAG_PARENT] = parent_run(cfg)
@@ -242,31 +238,11 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
     name = job_name(cfg, ctx, params)
     run_id = tracker.start_run(name, tags)
     outcome.run_id = run_id
-    folder = ctx.out_dir / "artifacts"
     try:
-        result = execute(cfg, scenario, seed, ctx)
-        t0 = time.perf_counter()
-        write_artifacts(cfg, result, folder)
-        t1 = time.perf_counter()
-        if cfg.tracking.figures:
-            scenario_figures(result, folder / "figures")
-        outcome.figure_seconds = time.perf_counter() - t1
-        outcome.artifact_seconds = t1 - t0
-        outcome.metrics = dict(result.metrics)
-        tracker.log(run_id, params=params, metrics=result.metrics, steps=stepped_metrics(result))
-        tracker.log_artifacts(run_id, folder)
-        tracker.finish(run_id, "FINISHED")
+        _run_and_log(cfg, scenario, seed, ctx, tracker, run_id, params, outcome)
     except Exception:
         outcome.status = "failed"
-        failure = ctx.out_dir / "failure"  # apart from artifacts/, which may be the problem
-        failure.mkdir(parents=True, exist_ok=True)
-        (failure / "traceback.txt").write_text(traceback.format_exc(), encoding="utf-8")
-        tracker.log(run_id, params=params)
-        tracker.log_artifacts(run_id, failure)
-        tracker.log_artifacts(run_id, folder)  # what the job wrote before it failed
-        error = traceback.format_exception_only(*sys.exc_info()[:2])[-1].strip()
-        tracker.finish(run_id, "FAILED", f"the job raised {error[:500]} (traceback.txt)")
-        log.error("job %s (%s) FAILED; traceback logged to run %s", ctx.job_num, name, run_id)
+        _log_failure(ctx, tracker, run_id, params, name)
         if not ctx.multirun:
             raise
     except BaseException as exc:
@@ -280,3 +256,55 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
     if not ctx.multirun:
         print_single(run_id, name, outcome, tracker)
     return outcome
+
+
+def _already_finished(tracker: tr.Tracker, outcome: JobOutcome) -> bool:
+    """Whether a finished run of this config exists (``resume``); marks ``outcome`` skipped."""
+    done = tracker.finished_run(outcome.config_hash)
+    if done is None:
+        return False
+    print(f"resume: config {outcome.config_hash} already finished in run {done}", file=sys.stderr)
+    outcome.status, outcome.run_id = "skipped", done
+    return True
+
+
+def _run_and_log(
+    cfg: DictConfig,
+    scenario: Any,
+    seed: int,
+    ctx: JobContext,
+    tracker: tr.Tracker,
+    run_id: str,
+    params: dict,
+    outcome: JobOutcome,
+) -> None:
+    """Run the job, write its artifacts (and figures) and log them to ``run_id``."""
+    folder = ctx.out_dir / "artifacts"
+    result = execute(cfg, scenario, seed, ctx)
+    t0 = time.perf_counter()
+    write_artifacts(cfg, result, folder)
+    t1 = time.perf_counter()
+    if cfg.tracking.figures:
+        scenario_figures(result, folder / "figures")
+    outcome.figure_seconds = time.perf_counter() - t1
+    outcome.artifact_seconds = t1 - t0
+    outcome.metrics = dict(result.metrics)
+    tracker.log(run_id, params=params, metrics=result.metrics, steps=stepped_metrics(result))
+    tracker.log_artifacts(run_id, folder)
+    tracker.finish(run_id, "FINISHED")
+
+
+def _log_failure(
+    ctx: JobContext, tracker: tr.Tracker, run_id: str, params: dict, name: str
+) -> None:
+    """While handling a job's exception: its traceback (``failure/traceback.txt``), params
+    and whatever artifacts it wrote logged to ``run_id``, which is finished FAILED."""
+    failure = ctx.out_dir / "failure"  # apart from artifacts/, which may be the problem
+    failure.mkdir(parents=True, exist_ok=True)
+    (failure / "traceback.txt").write_text(traceback.format_exc(), encoding="utf-8")
+    tracker.log(run_id, params=params)
+    tracker.log_artifacts(run_id, failure)
+    tracker.log_artifacts(run_id, ctx.out_dir / "artifacts")  # what the job wrote before it failed
+    error = traceback.format_exception_only(*sys.exc_info()[:2])[-1].strip()
+    tracker.finish(run_id, "FAILED", f"the job raised {error[:500]} (traceback.txt)")
+    log.error("job %s (%s) FAILED; traceback logged to run %s", ctx.job_num, name, run_id)

@@ -27,7 +27,11 @@ class Mutant:
 
 T = "tests/"
 FLAT = (T + "procmem_core/flat/test_flat_rule.py", T + "procmem_core/flat/test_flat_reference.py")
-GATES = (T + "procmem_core/gates/test_gates.py", T + "procmem_core/gates/test_gates_reference.py")
+GATES = (
+    T + "procmem_core/gates/test_gates.py",
+    T + "procmem_core/gates/test_gates_reference.py",  # GATES[1]: the reference tests
+    T + "procmem_core/gates/test_gate_batch.py",
+)
 OPS = (T + "procmem_core/gates/test_gate_operating_points.py",)
 EVOLVE = (
     T + "procmem_core/graph/test_evolve.py",

@@ -126,13 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--root", type=Path, default=ROOT, help="the tree to copy (this repo)")
     args = parser.parse_args(argv)
-    chosen = MUTANTS
-    if args.only:
-        names = set(args.only.split(","))
-        unknown = names - {m.name for m in MUTANTS}
-        if unknown:
-            parser.error(f"unknown mutants: {sorted(unknown)}")
-        chosen = tuple(m for m in MUTANTS if m.name in names)
+    chosen = _chosen(parser, args.only)
     if args.list:
         for m in chosen:
             tag = (
@@ -151,7 +145,22 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"baseline: {len(files)} test files pass unmutated ({seconds:.0f} s)", flush=True)
         results = run_all(runnable, trees)
-    results += errors
+    return _report(results + errors, equivalent, pending)
+
+
+def _chosen(parser: argparse.ArgumentParser, only: str) -> tuple[Mutant, ...]:
+    """The mutants ``--only`` names (every one when empty); an unknown name is an error."""
+    if not only:
+        return MUTANTS
+    names = set(only.split(","))
+    unknown = names - {m.name for m in MUTANTS}
+    if unknown:
+        parser.error(f"unknown mutants: {sorted(unknown)}")
+    return tuple(m for m in MUTANTS if m.name in names)
+
+
+def _report(results: list[dict], equivalent: list[dict], pending: list[dict]) -> int:
+    """Print each mutant's outcome and the JSON summary; 1 when any survived or errored."""
     for r in results:
         print(f"{r['status']:9s} {r['name']}: {r['detail']}")
     for e in equivalent:

@@ -113,6 +113,36 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
     The prompt filter (``threshold``, ``limit``) comes from the ``rule`` group, as for every
     other task; without one, the seed's 0.55 and 6.
     """
+    endpoint, llm, cache, extraction = _llm_settings(cfg)
+    replay = OmegaConf.to_container(cfg.replay, resolve=True) if "replay" in cfg else {}
+    session_1 = tuple(replay.get("session_1", SESSION_1))
+    if not session_1 or not all(isinstance(m, str) and m.strip() for m in session_1):
+        raise ParameterError("replay.session_1", session_1, "expected non-empty user messages")
+    session_2 = replay.get("session_2", SESSION_2)
+    if not isinstance(session_2, str) or not session_2.strip():
+        raise ParameterError("replay.session_2", session_2, "expected a non-empty message")
+    base_prompt = replay.get("base_prompt") or BASE_PROMPT
+    rule = OmegaConf.to_container(cfg.rule, resolve=True) if cfg.get("rule") else {}
+    on_error = replay.get("on_error", "raise")
+    if on_error not in ON_ERROR:
+        raise ParameterError("replay.on_error", on_error, f"expected one of {list(ON_ERROR)}")
+    return ReplaySettings(
+        endpoint=endpoint,
+        llm=llm,
+        cache=cache,
+        offline_extraction=extraction,
+        session_1=session_1,
+        session_2=session_2,
+        base_prompt=base_prompt,
+        threshold=check_probability("rule.threshold", rule.get("threshold", DEFAULT_THRESHOLD)),
+        limit=check_int("rule.limit", rule.get("limit", DEFAULT_LIMIT), minimum=1),
+        on_error=on_error,
+    )
+
+
+def _llm_settings(cfg: DictConfig) -> tuple[str, dict[str, Any], str | None, str]:
+    """``cfg.llm`` checked: the endpoint, the ``LLMConfig`` fields (probed by building one),
+    the reply cache path and the offline extraction."""
     llm = OmegaConf.to_container(cfg.llm, resolve=True) if "llm" in cfg else None
     if not isinstance(llm, dict):
         raise ParameterError("llm", llm, "expected an llm config group, e.g. llm=offline")
@@ -142,30 +172,7 @@ def settings_from_config(cfg: DictConfig) -> ReplaySettings:
         LLMConfig.from_mapping(probe)
     except ParameterError as exc:
         raise ParameterError(f"llm.{exc.field}", exc.value, exc.allowed) from None
-    replay = OmegaConf.to_container(cfg.replay, resolve=True) if "replay" in cfg else {}
-    session_1 = tuple(replay.get("session_1", SESSION_1))
-    if not session_1 or not all(isinstance(m, str) and m.strip() for m in session_1):
-        raise ParameterError("replay.session_1", session_1, "expected non-empty user messages")
-    session_2 = replay.get("session_2", SESSION_2)
-    if not isinstance(session_2, str) or not session_2.strip():
-        raise ParameterError("replay.session_2", session_2, "expected a non-empty message")
-    base_prompt = replay.get("base_prompt") or BASE_PROMPT
-    rule = OmegaConf.to_container(cfg.rule, resolve=True) if cfg.get("rule") else {}
-    on_error = replay.get("on_error", "raise")
-    if on_error not in ON_ERROR:
-        raise ParameterError("replay.on_error", on_error, f"expected one of {list(ON_ERROR)}")
-    return ReplaySettings(
-        endpoint=endpoint,
-        llm=llm,
-        cache=cache,
-        offline_extraction=extraction,
-        session_1=session_1,
-        session_2=session_2,
-        base_prompt=base_prompt,
-        threshold=check_probability("rule.threshold", rule.get("threshold", DEFAULT_THRESHOLD)),
-        limit=check_int("rule.limit", rule.get("limit", DEFAULT_LIMIT), minimum=1),
-        on_error=on_error,
-    )
+    return endpoint, llm, cache, extraction
 
 
 @contextlib.contextmanager

@@ -75,26 +75,11 @@ def reshow_fate(
     start = rule.start(baseline)
     space = confidence_space(rule, threshold, start, baseline, keep_below=True)
     a = space.shown
-    move = np.where(a, 1.0, reshow)
-    n = len(space.states)
-    idx = np.arange(n)
-    rows = np.concatenate([idx, idx, idx])
-    cols = np.concatenate([space.up, space.down, idx])
-    w = np.concatenate([move * p, move * (1 - p), 1.0 - move])
-    keep = w > 0
-    trans = sparse.csr_matrix((w[keep], (rows[keep], cols[keep])), shape=(n, n))
-    s = np.where(a, 1.0, reshow)
+    s = np.where(a, 1.0, reshow)  # P(shown) in each state: also P(the chain moves)
+    trans = _transitions(space.up, space.down, s, p)
     i0 = space.index(start)
     pi = _long_run(trans, i0)
-    dist = np.zeros(n)
-    dist[i0] = 1.0
-    shown_by = np.zeros(sessions)
-    in_prompt = 0.0
-    back = trans.T.tocsr()
-    for t in range(sessions):
-        shown_by[t] = float(dist @ s)
-        in_prompt += float(dist[a].sum())
-        dist = back @ dist
+    shown_by, in_prompt, dist = _forward(trans, i0, s, a, sessions)
     entry = float(pi[~a] @ np.asarray(trans[~a][:, a].sum(axis=1)).ravel())
     stay_share = float(pi[a].sum())
     mean_stay = stay_share / entry if entry > 0 else (math.inf if stay_share > 0 else 0.0)
@@ -112,6 +97,35 @@ def reshow_fate(
         expected_in_prompt=in_prompt,
         in_prompt_after=float(dist[a].sum()),
     )
+
+
+def _transitions(up: np.ndarray, down: np.ndarray, move: np.ndarray, p: float) -> sparse.csr_matrix:
+    """The one-session transition matrix: from state i, with probability ``move[i]`` up
+    (success, ``p``) or down (failure), else stay."""
+    n = len(move)
+    idx = np.arange(n)
+    rows = np.concatenate([idx, idx, idx])
+    cols = np.concatenate([up, down, idx])
+    w = np.concatenate([move * p, move * (1 - p), 1.0 - move])
+    keep = w > 0
+    return sparse.csr_matrix((w[keep], (rows[keep], cols[keep])), shape=(n, n))
+
+
+def _forward(
+    trans: sparse.csr_matrix, start: int, shown: np.ndarray, in_prompt: np.ndarray, sessions: int
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """The forward recursion ``d_{t+1} = d_t P`` from ``start``: P(shown) in each session,
+    the expected sessions in the prompt, and the distribution after the last session."""
+    dist = np.zeros(trans.shape[0])
+    dist[start] = 1.0
+    shown_by = np.zeros(sessions)
+    expected_in_prompt = 0.0
+    back = trans.T.tocsr()
+    for t in range(sessions):
+        shown_by[t] = float(dist @ shown)
+        expected_in_prompt += float(dist[in_prompt].sum())
+        dist = back @ dist
+    return shown_by, expected_in_prompt, dist
 
 
 def _long_run(trans: sparse.csr_matrix, start: int) -> np.ndarray:

@@ -149,27 +149,10 @@ def locate_in(
         return LocateResult(key, False, None, (), False, (), (), entries, text)
     visited = set(pairwise(path))
     flags = {(f.src, f.dst): f for f in fail_prone}
-    transitions: list[Transition] = []
-    frontier, expanded = [active], {active}
-    for depth in range(1, hops + 1):
-        nxt = []
-        for nid in frontier:
-            for e in graph.out_edges(nid):
-                transitions.append(_transition(e, depth, agg, visited, flags))
-                if e.dst not in expanded:
-                    expanded.add(e.dst)
-                    nxt.append(e.dst)
-        frontier = nxt
+    transitions = _ahead(graph, active, hops, agg, visited, flags)
     before = path[:-1] if path and path[-1] == active else path
     looping = active in before
-    exits: list[Transition] = []
-    if looping:
-        start = len(before) - 1 - before[::-1].index(active)
-        loop = set(before[start:]) | {active}
-        for nid in dict.fromkeys(before[start:]):
-            for e in graph.out_edges(nid):
-                if e.dst not in loop and e.pair not in visited:
-                    exits.append(_transition(e, 0, agg, visited, flags))
+    exits = _loop_exits(graph, active, before, agg, visited, flags) if looping else []
     notes = [
         FailureNote(r.run_id, r.agent, r.note)
         for r in reversed(list(traces))
@@ -184,6 +167,50 @@ def locate_in(
         key, True, node, tuple(transitions), looping, tuple(exits), tuple(notes), entries, text,
         tuple(pitfalls),
     )  # fmt: skip
+
+
+def _ahead(
+    graph: ProcedureGraph,
+    active: str,
+    hops: int,
+    agg: RunAggregates,
+    visited: set[tuple[str, str]],
+    flags: dict[tuple[str, str | None], FailProne],
+) -> list[Transition]:
+    """Every transition within ``hops`` of ``active``, breadth first (each node expanded
+    once), with its depth."""
+    transitions: list[Transition] = []
+    frontier, expanded = [active], {active}
+    for depth in range(1, hops + 1):
+        nxt = []
+        for nid in frontier:
+            for e in graph.out_edges(nid):
+                transitions.append(_transition(e, depth, agg, visited, flags))
+                if e.dst not in expanded:
+                    expanded.add(e.dst)
+                    nxt.append(e.dst)
+        frontier = nxt
+    return transitions
+
+
+def _loop_exits(
+    graph: ProcedureGraph,
+    active: str,
+    before: Sequence[str],
+    agg: RunAggregates,
+    visited: set[tuple[str, str]],
+    flags: dict[tuple[str, str | None], FailProne],
+) -> list[Transition]:
+    """The untaken edges that leave the loop ``before`` closes at ``active`` (from its last
+    visit on): the ways out of a loop."""
+    start = len(before) - 1 - before[::-1].index(active)
+    loop = set(before[start:]) | {active}
+    return [
+        _transition(e, 0, agg, visited, flags)
+        for nid in dict.fromkeys(before[start:])
+        for e in graph.out_edges(nid)
+        if e.dst not in loop and e.pair not in visited
+    ]
 
 
 def _describe(t: Transition) -> str:

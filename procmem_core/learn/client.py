@@ -4,6 +4,8 @@
   environment variable it names);
 - ``complete``: one chat-completions request (through a ``ReplyCache`` when given) and its
   ``Reply`` (text and ``CallRecord``); ``chat``: one agent turn (the seed's ``chat``);
+- ``complete_checked``: ``complete`` with its reply read by a check, retried once with
+  more room when cut off or not JSON (``learn`` and the distill worker);
 - ``LLMCallError``: a call that failed for good, with what failed, where, and how many
   retries were spent. Rate limits (429, honouring Retry-After), server errors (5xx),
   time-outs and lost connections are retried with backoff by the client itself
@@ -14,17 +16,19 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
 from openai import OpenAI
 
 from procmem_core.errors import ParameterError
 from procmem_core.learn.config import CallRecord, LLMConfig
-from procmem_core.learn.extraction import LearnError
+from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, LearnError
 from procmem_core.learn.reply_cache import CachedReply, ReplyCache
+
+T = TypeVar("T")
 
 RETRIED_STATUSES = (408, 409, 429)
 """HTTP statuses the openai client retries (with 5xx, time-outs and lost connections)."""
@@ -137,35 +141,11 @@ def complete(
         request["reasoning_effort"] = reasoning_effort
     start = time.perf_counter()
     hit = cache.get(request) if cache is not None else None
+    cached = hit is not None
     if hit is None:
-        try:
-            response = client.chat.completions.create(**request)
-        except openai.APIError as exc:
-            raise _call_error(exc, config, purpose) from exc
-        if not response.choices:
-            raise LLMCallError(
-                "empty_reply",
-                f"{purpose} call to {config.base_url} (model {config.model!r}) returned no choices",
-                None,
-                None,
-            )
-        choice = response.choices[0]
-        usage = response.usage
-        details = getattr(usage, "completion_tokens_details", None) if usage else None
-        hit = CachedReply(
-            content=choice.message.content or "",
-            finish_reason=choice.finish_reason,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            reasoning_tokens=(getattr(details, "reasoning_tokens", None) or 0),
-            response_id=response.id,
-            model=response.model,
-        )
+        hit = _send(client, config, request, purpose)
         if cache is not None:
             cache.put(request, hit)
-        cached = False
-    else:
-        cached = True
     call = CallRecord(
         purpose=purpose,
         attempt=attempt,
@@ -179,6 +159,114 @@ def complete(
         response_id=hit.response_id,
     )
     return Reply(content=hit.content, call=call)
+
+
+def _send(client: OpenAI, config: LLMConfig, request: dict[str, Any], purpose: str) -> CachedReply:
+    """Send ``request`` to the model; its first choice and token usage as a ``CachedReply``."""
+    try:
+        response = client.chat.completions.create(**request)
+    except openai.APIError as exc:
+        raise _call_error(exc, config, purpose) from exc
+    if not response.choices:
+        raise LLMCallError(
+            "empty_reply",
+            f"{purpose} call to {config.base_url} (model {config.model!r}) returned no choices",
+            None,
+            None,
+        )
+    choice = response.choices[0]
+    usage = response.usage
+    details = getattr(usage, "completion_tokens_details", None) if usage else None
+    return CachedReply(
+        content=choice.message.content or "",
+        finish_reason=choice.finish_reason,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        reasoning_tokens=(getattr(details, "reasoning_tokens", None) or 0),
+        response_id=response.id,
+        model=response.model,
+    )
+
+
+def complete_checked(
+    client: OpenAI,
+    config: LLMConfig,
+    request: list[dict],
+    *,
+    purpose: str,
+    check: Callable[[str], T],
+    cache: ReplyCache | None = None,
+) -> tuple[Reply, T, list[CallRecord]]:
+    """``complete`` at ``config.max_tokens`` with the reply read by ``check``: a reply cut
+    off (``finish_reason="length"``, or HTTP 400 ``json_validate_failed`` as Groq sends) or
+    not JSON (``InvalidJSONReply``) is retried once with ``retry_room`` times the max
+    tokens, then raises ``ExtractionError`` keeping every raw reply. Returns the reply,
+    what ``check`` made of it and the record of every call."""
+    calls: list[CallRecord] = []
+    attempts: list[str] = []
+    budget = config.max_tokens
+    for attempt in (1, 2):
+        done, why = _attempt(
+            client, config, request, purpose, cache, attempt, budget, calls, attempts
+        )
+        if done is None:
+            reason = "truncated"
+        else:
+            try:
+                return done, check(done.content), calls
+            except InvalidJSONReply as exc:
+                reason, why = "invalid_json", str(exc)
+            except ExtractionError as exc:
+                exc.calls, exc.attempts = list(calls), list(attempts)
+                raise
+        budget = int(budget * config.retry_room)
+    raise ExtractionError(
+        reason,
+        f"{why}; gave up after one retry with more room",
+        attempts[-1],
+        attempts=attempts,
+        calls=calls,
+    )
+
+
+def _attempt(
+    client: OpenAI,
+    config: LLMConfig,
+    request: list[dict],
+    purpose: str,
+    cache: ReplyCache | None,
+    attempt: int,
+    budget: int,
+    calls: list[CallRecord],
+    attempts: list[str],
+) -> tuple[Reply | None, str]:
+    """One call with ``budget`` max tokens: the reply, or None and why it was cut off.
+    Appends the call to ``calls`` and its raw text to ``attempts``; other failures raise
+    with the calls made before them."""
+    try:
+        done = complete(
+            client,
+            config,
+            request,
+            purpose=purpose,
+            max_tokens=budget,
+            temperature=config.temperature,
+            reasoning_effort=config.reasoning_effort,
+            json_response=config.json_response,
+            cache=cache,
+            attempt=attempt,
+        )
+    except LLMCallError as exc:
+        if not (exc.status == 400 and exc.code == "json_validate_failed"):
+            exc.calls = list(calls)
+            raise
+        attempts.append(exc.raw if exc.raw is not None else str(exc))
+        return None, f"HTTP 400 json_validate_failed at max_tokens={budget}"
+    calls.append(done.call)
+    attempts.append(done.content)
+    if done.call.finish_reason == "length":
+        return None, f"reply cut off at max_tokens={budget}"
+    return done, ""
 
 
 def transcript_text(messages: Sequence[dict]) -> str:

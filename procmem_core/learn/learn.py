@@ -29,13 +29,11 @@ from dataclasses import dataclass, field
 from openai import OpenAI
 
 from procmem_core.flat import Procedure
-from procmem_core.learn.client import LLMCallError, complete, transcript_text
+from procmem_core.learn.client import complete_checked, transcript_text
 from procmem_core.learn.config import CallRecord, LLMConfig
 from procmem_core.learn.extraction import (
     DroppedEntry,
     ExtractedProcedure,
-    ExtractionError,
-    InvalidJSONReply,
     validate_reply,
 )
 from procmem_core.learn.prompts import (
@@ -76,10 +74,6 @@ class LearnResult:
         return sum(c.latency_s for c in self.calls)
 
 
-def _is_cut_off(exc: LLMCallError) -> bool:
-    return exc.status == 400 and exc.code == "json_validate_failed"
-
-
 def learn(
     messages: Sequence[dict],
     client: OpenAI,
@@ -98,57 +92,20 @@ def learn(
         {"role": "system", "content": prompt},
         {"role": "user", "content": EXTRACTION_REQUEST + transcript_text(messages)},
     ]
-    calls: list[CallRecord] = []
-    attempts: list[str] = []
-    budget = config.max_tokens
-    for attempt in (1, 2):
-        try:
-            done = complete(
-                client,
-                config,
-                request,
-                purpose="extraction",
-                max_tokens=budget,
-                temperature=config.temperature,
-                reasoning_effort=config.reasoning_effort,
-                json_response=config.json_response,
-                cache=cache,
-                attempt=attempt,
-            )
-        except LLMCallError as exc:
-            if not _is_cut_off(exc):
-                exc.calls = list(calls)
-                raise
-            attempts.append(exc.raw if exc.raw is not None else str(exc))
-            reason, why = "truncated", f"HTTP 400 json_validate_failed at max_tokens={budget}"
-        else:
-            calls.append(done.call)
-            attempts.append(done.content)
-            if done.call.finish_reason == "length":
-                reason, why = "truncated", f"reply cut off at max_tokens={budget}"
-            else:
-                try:
-                    checked = validate_reply(done.content, config.policy, config.max_procedures)
-                except InvalidJSONReply as exc:
-                    reason, why = "invalid_json", str(exc)
-                except ExtractionError as exc:
-                    exc.calls, exc.attempts = list(calls), list(attempts)
-                    raise
-                else:
-                    return LearnResult(
-                        procedures=[_procedure(p, config) for p in checked.procedures],
-                        dropped=checked.dropped,
-                        calls=calls,
-                        raw=done.content,
-                        extracted=checked.procedures,
-                    )
-        budget = int(budget * config.retry_room)
-    raise ExtractionError(
-        reason,
-        f"{why}; gave up after one retry with more room",
-        attempts[-1],
-        attempts=attempts,
+    done, checked, calls = complete_checked(
+        client,
+        config,
+        request,
+        purpose="extraction",
+        check=lambda text: validate_reply(text, config.policy, config.max_procedures),
+        cache=cache,
+    )
+    return LearnResult(
+        procedures=[_procedure(p, config) for p in checked.procedures],
+        dropped=checked.dropped,
         calls=calls,
+        raw=done.content,
+        extracted=checked.procedures,
     )
 
 

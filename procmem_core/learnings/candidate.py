@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from procmem_core.errors import ParameterError, check_probability, check_text
-from procmem_core.learnings.records import Decision, Learning, Supporter
+from procmem_core.learnings.records import Decision, Learning, Quality, Supporter
 
 
 def normalized(text: str) -> str:
@@ -101,3 +101,15 @@ class CandidateState:
     def from_json(cls, data: dict[str, Any]) -> CandidateState:
         decisions = [Decision.from_json(d) for d in data["decisions"]]
         return cls(**{**data, "decisions": decisions})
+
+
+def quality(
+    candidates: Iterable[CandidateState], namespaces: Sequence[str], source_kind: str
+) -> tuple[Quality, ...]:
+    """``learnings.quality`` per namespace: counts of every status row of ``source_kind``
+    (blanked ones included: their decision was made) and the approve ratio."""
+    held = [c for c in candidates if c.source_kind == source_kind]
+    return tuple(
+        Quality.of(ns, source_kind, [c.status for c in held if c.namespace == ns])
+        for ns in namespaces
+    )

@@ -10,9 +10,9 @@ for a bot's rule, the tag ``agent:<agent>`` (``agent:*`` for a rule for every ag
 
 from __future__ import annotations
 
-from procmem_core.errors import ParameterError
+from procmem_core.errors import ParameterError, check_choice
 from procmem_core.learnings.candidate import CandidateState
-from procmem_core.learnings.records import EVERY_AGENT
+from procmem_core.learnings.records import DESTINATIONS, EVERY_AGENT
 from procmem_core.memory import AGENT_USER, MemoryStore, Principal, agent_tag
 
 
@@ -36,6 +36,33 @@ def memory_zone(source_kind: str, approver: Principal) -> str | None:
             "give the reviewing principal a user_id",
         )
     return approver.user_id
+
+
+def check_destination(decision: str, destination: str | None) -> None:
+    """A destination is given only with a promotion, and is one of ``DESTINATIONS``."""
+    if destination is not None and decision != "promote":
+        raise ParameterError("destination", destination, "only with decision='promote'")
+    if destination is not None:
+        check_choice("destination", destination, DESTINATIONS)
+
+
+def promote(
+    memory: MemoryStore | None,
+    c: CandidateState,
+    destination: str | None,
+    principal: Principal,
+    reason: str,
+) -> tuple[str, tuple[str, ...]]:
+    """Promote ``c`` to ``destination`` (unset: ``default_destination``); returns the
+    destination and the ids written. A rule blanked by a user erasure is refused."""
+    if not c.text:
+        raise ParameterError(
+            "candidate_id",
+            c.candidate_id,
+            "its rule was blanked by a user erasure: nothing to promote",
+        )
+    destination = destination or default_destination(c.source_kind)
+    return destination, publish(memory, c, destination, principal, reason)
 
 
 def publish(

@@ -36,12 +36,11 @@ from pathlib import Path
 
 from procmem_core.errors import ParameterError, check_choice, check_text
 from procmem_core.graph.keys import check_namespace
-from procmem_core.learnings.candidate import CandidateState, check_support, fingerprint
+from procmem_core.learnings.candidate import CandidateState, check_support, fingerprint, quality
 from procmem_core.learnings.erasure import plan_erasure
-from procmem_core.learnings.publish import default_destination, publish
+from procmem_core.learnings.publish import check_destination, promote
 from procmem_core.learnings.records import (
     DECISIONS,
-    DESTINATIONS,
     SOURCE_KINDS,
     STATUSES,
     Decision,
@@ -324,17 +323,8 @@ class LearningsQueue:
             {c.namespace for c in self._candidates.values()}
             | ({check_namespace(namespace)} if namespace is not None else set())
         )
-        return tuple(
-            Quality.of(
-                ns,
-                source_kind,
-                [
-                    c.status
-                    for c in self._candidates.values()
-                    if c.namespace == ns and c.source_kind == source_kind
-                ],
-            )
-            for ns in (spaces if namespace is None else [namespace])
+        return quality(
+            self._candidates.values(), spaces if namespace is None else [namespace], source_kind
         )
 
     # -- review and erasure ----------------------------------------------------------
@@ -353,23 +343,13 @@ class LearningsQueue:
         check_choice("decision", decision, tuple(DECISIONS))
         check_text("reason", reason)
         c = self._live(candidate_id)
-        if destination is not None and decision != "promote":
-            raise ParameterError("destination", destination, "only with decision='promote'")
-        if destination is not None:
-            check_choice("destination", destination, DESTINATIONS)
+        check_destination(decision, destination)
         target = DECISIONS[decision]
         if c.status == target:
             return ReviewResult(learning=c.snapshot(), changed=False)
         written: tuple[str, ...] = ()
         if target == "promoted":
-            if not c.text:
-                raise ParameterError(
-                    "candidate_id",
-                    candidate_id,
-                    "its rule was blanked by a user erasure: nothing to promote",
-                )
-            destination = destination or default_destination(c.source_kind)
-            written = publish(self.memory, c, destination, principal, reason)
+            destination, written = promote(self.memory, c, destination, principal, reason)
         before = (c.status, list(c.decisions))
         c.status = target
         c.decisions.append(

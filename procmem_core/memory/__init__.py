@@ -23,7 +23,8 @@ from procmem_core.memory.records import (
     MemoryRecord,
     Written,
 )
-from procmem_core.memory.store import MemoryStore, UnknownRecord, procedure_body
+from procmem_core.memory.retyping import procedure_body
+from procmem_core.memory.store import MemoryStore, UnknownRecord
 
 __all__ = [
     "AGENT_USER",

@@ -39,6 +39,7 @@ from procmem_core.memory.records import (
     MemoryRecord,
     Written,
 )
+from procmem_core.memory.retyping import plain_value, procedural_text, procedure_body
 
 TABLE = "memory_records"
 
@@ -48,36 +49,6 @@ class UnknownRecord(ProcmemError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
-
-
-def procedure_body(value: Any) -> tuple[str, tuple[str, ...]] | None:
-    """``(situation, steps)`` when ``value`` is a procedure body: a mapping with a non-empty
-    ``situation`` and at least two non-empty ``steps``; None for anything else."""
-    if not isinstance(value, Mapping):
-        return None
-    situation, steps = value.get("situation"), value.get("steps")
-    if not isinstance(situation, str) or not situation.strip():
-        return None
-    if isinstance(steps, str) or not isinstance(steps, Sequence) or len(steps) < 2:
-        return None
-    if not all(isinstance(s, str) and s.strip() for s in steps):
-        return None
-    return situation, tuple(steps)
-
-
-def procedural_text(value: Any) -> str:
-    """The text a retyped procedural row is stored and embedded with."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        parts = [str(value[k]) for k in ("name", "situation") if str(value.get(k) or "").strip()]
-        steps = value.get("steps")
-        if isinstance(steps, Sequence) and not isinstance(steps, str):
-            parts += [str(s) for s in steps if str(s).strip()]
-        elif isinstance(steps, str) and steps.strip():
-            parts.append(steps)
-        return ". ".join(parts)
-    return ""
 
 
 class MemoryStore:
@@ -246,7 +217,7 @@ class MemoryStore:
             text = procedural_text(value)
             if not text.strip():
                 raise ParameterError("value", value, "expected a procedure body or some text")
-            meta = {**check_metadata(metadata), "procedural_body": _plain(value)}
+            meta = {**check_metadata(metadata), "procedural_body": plain_value(value)}
             record = self.set(
                 text,
                 "semantic",
@@ -395,8 +366,3 @@ class MemoryStore:
         return self.search(
             query, "knowledge", namespace=namespace, top_k=top_k, agent=READ_EVERY_AGENT
         )
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as JSON-able data (for the retyped row's metadata)."""
-    return check_metadata({"v": value if not isinstance(value, tuple) else list(value)})["v"]

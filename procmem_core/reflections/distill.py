@@ -33,7 +33,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from procmem_core.errors import ParameterError
-from procmem_core.learn.client import LLMCallError, complete
+from procmem_core.learn.client import complete_checked
 from procmem_core.learn.config import CallRecord, LLMConfig
 from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, LearnError, _unfenced
 from procmem_core.learn.reply_cache import ReplyCache
@@ -100,10 +100,6 @@ def distill_request(pair: SessionPair) -> list[dict]:
     ]
 
 
-def _is_cut_off(exc: LLMCallError) -> bool:
-    return exc.status == 400 and exc.code == "json_validate_failed"
-
-
 def distill_pair(
     pair: SessionPair, client: Any, config: LLMConfig, cache: ReplyCache | None = None
 ) -> tuple[Reflection, list[CallRecord]]:
@@ -112,66 +108,28 @@ def distill_pair(
     Retries as ``learn`` does; raises ``LLMCallError`` or ``ExtractionError`` (with
     ``calls`` and, for the latter, every raw reply) when the pair cannot be distilled.
     """
-    request = distill_request(pair)
-    calls: list[CallRecord] = []
-    attempts: list[str] = []
-    budget = config.max_tokens
-    for attempt in (1, 2):
-        try:
-            done = complete(
-                client,
-                config,
-                request,
-                purpose="distill",
-                max_tokens=budget,
-                temperature=config.temperature,
-                reasoning_effort=config.reasoning_effort,
-                json_response=config.json_response,
-                cache=cache,
-                attempt=attempt,
-            )
-        except LLMCallError as exc:
-            if not _is_cut_off(exc):
-                exc.calls = list(calls)
-                raise
-            attempts.append(exc.raw if exc.raw is not None else str(exc))
-            reason, why = "truncated", f"HTTP 400 json_validate_failed at max_tokens={budget}"
-        else:
-            calls.append(done.call)
-            attempts.append(done.content)
-            if done.call.finish_reason == "length":
-                reason, why = "truncated", f"reply cut off at max_tokens={budget}"
-            else:
-                try:
-                    got = validate_distill(done.content)
-                except InvalidJSONReply as exc:
-                    reason, why = "invalid_json", str(exc)
-                except ExtractionError as exc:
-                    exc.calls, exc.attempts = list(calls), list(attempts)
-                    raise
-                else:
-                    evidence = (
-                        session_key(pair.failed.session_id),
-                        *pair.failed.evidence,
-                        session_key(pair.succeeded.session_id),
-                        *pair.succeeded.evidence,
-                    )
-                    reflection = Reflection(
-                        what_worked=got.what_worked,
-                        what_failed=got.what_failed,
-                        lessons=tuple(got.lessons),
-                        evidence=evidence,
-                        source="distill",
-                    )
-                    return reflection, calls
-        budget = int(budget * config.retry_room)
-    raise ExtractionError(
-        reason,
-        f"{why}; gave up after one retry with more room",
-        attempts[-1],
-        attempts=attempts,
-        calls=calls,
+    _, got, calls = complete_checked(
+        client,
+        config,
+        distill_request(pair),
+        purpose="distill",
+        check=validate_distill,
+        cache=cache,
     )
+    evidence = (
+        session_key(pair.failed.session_id),
+        *pair.failed.evidence,
+        session_key(pair.succeeded.session_id),
+        *pair.succeeded.evidence,
+    )
+    reflection = Reflection(
+        what_worked=got.what_worked,
+        what_failed=got.what_failed,
+        lessons=tuple(got.lessons),
+        evidence=evidence,
+        source="distill",
+    )
+    return reflection, calls
 
 
 @dataclass(frozen=True, kw_only=True)

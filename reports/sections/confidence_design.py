@@ -154,30 +154,44 @@ def opening(ev: DesignEvidence) -> str:
     seed_text = f" The seed's rule keeps {seed.kept:.3f} and excludes {seed.excluded:.3f} (exact)."
     if feasible:
         family = next((f for f in feasible if ev.confirmations[f].row is not None), feasible[0])
-        d, c = ev.designs[family].pick, ev.confirmations[family]
-        head = (
-            f"Use {d.describe()}: exactly, it keeps {d.kept:.3f} of helpful "
-            f"({t.helpful_lift:+g}) procedures and excludes {d.excluded:.3f} of harmful "
-            f"({t.harmful_lift:+g}) ones {where} (targets {t.keep:g} and {t.exclude:g})"
-        )
-        if c.row is None:
-            return (
-                head + f"; {c.reason} (to simulate it in world {ev.world}, run that world's case "
-                f"with {rerun_overrides(d)})." + seed_text
-            )
-        kept, excl = c.shares()
-        if c.confirms(d, t):
-            verdict = "confirmed: both within 4 SE of the exact values and of the targets"
-        elif c.agrees(d):
-            verdict = "NOT confirmed: a simulated share is more than 4 SE below its target"
-        else:
-            verdict = "NOT confirmed: simulation and exact values differ by more than 4 SE"
-        reps = c.row.get("replications", "")
-        users = f" over {int(reps):,} users" if isinstance(reps, int | float) and reps else ""
+        return _use_sentence(ev, family, where) + seed_text
+    return _infeasible_sentence(ev, where) + seed_text
+
+
+def _use_sentence(ev: DesignEvidence, family: str, where: str) -> str:
+    """The designed rule of ``family`` to use, its exact shares, and whether the sweep's
+    simulation confirms them (or how to simulate it)."""
+    t = ev.targets
+    d, c = ev.designs[family].pick, ev.confirmations[family]
+    head = (
+        f"Use {d.describe()}: exactly, it keeps {d.kept:.3f} of helpful "
+        f"({t.helpful_lift:+g}) procedures and excludes {d.excluded:.3f} of harmful "
+        f"({t.harmful_lift:+g}) ones {where} (targets {t.keep:g} and {t.exclude:g})"
+    )
+    if c.row is None:
         return (
-            head + f"; simulated{users} in world {ev.world} ({ev.world_text}): {kept} and "
-            f"{excl}, {verdict}." + seed_text
+            head + f"; {c.reason} (to simulate it in world {ev.world}, run that world's case "
+            f"with {rerun_overrides(d)})."
         )
+    kept, excl = c.shares()
+    if c.confirms(d, t):
+        verdict = "confirmed: both within 4 SE of the exact values and of the targets"
+    elif c.agrees(d):
+        verdict = "NOT confirmed: a simulated share is more than 4 SE below its target"
+    else:
+        verdict = "NOT confirmed: simulation and exact values differ by more than 4 SE"
+    reps = c.row.get("replications", "")
+    users = f" over {int(reps):,} users" if isinstance(reps, int | float) and reps else ""
+    return (
+        head + f"; simulated{users} in world {ev.world} ({ev.world_text}): {kept} and "
+        f"{excl}, {verdict}."
+    )
+
+
+def _infeasible_sentence(ev: DesignEvidence, where: str) -> str:
+    """No family meets both targets: the closest rule, by how much it misses each, and the
+    horizon from which some rule meets both."""
+    t = ev.targets
     d = ev.designs[FAMILIES[0]]
     keep_short, excl_short = d.pick.shortfall(t)
     misses = [
@@ -197,7 +211,7 @@ def opening(ev: DesignEvidence) -> str:
     if longer:
         (n, best), _ = min(longer, key=lambda x: x[0][0])
         text += f"; both are met from {n} sessions, by {best.describe()}"
-    return text + "." + seed_text
+    return text + "."
 
 
 def beyond_design(ev: DesignEvidence, runs: ConfidenceRuns) -> str:

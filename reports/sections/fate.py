@@ -70,6 +70,28 @@ def headline(rows: pd.DataFrame, rule: FlatRule, threshold: float, horizon: str)
     return text + "."
 
 
+TABLE_EXTRAS = (
+    "p_excluded_exact",
+    "expected_sessions_applied",
+    "expected_sessions_applied_se",
+    "expected_sessions_applied_exact",
+)
+"""Columns of the per-run table shown when the runs logged them."""
+
+
+def _exact_curves(sweep: Sweep, cfgs: pd.DataFrame, s_col: str | None) -> pd.DataFrame:
+    """``flat_fate``'s exact exclusion probability on a grid of 51 success rates, per config
+    (its rule, threshold and horizon; 20 sessions when the sweep did not log one)."""
+    exact = []
+    for _, r in cfgs.iterrows():
+        rule, threshold, _ = rule_of(sweep, r)
+        sessions = int(r[s_col]) if s_col else 20
+        for p in np.linspace(0.0, 1.0, 51):
+            fate = flat_fate(float(p), sessions, rule, threshold, _baseline(rule))
+            exact.append({"config": r["config"], "p": p, "p_excluded": fate.p_excluded})
+    return pd.DataFrame(exact)
+
+
 def fate_section(sweep: Sweep) -> Section | None:
     """One procedure's chance of exclusion against its success rate, simulated vs exact."""
     lab = label_runs(sweep, ("fate",), "rule", ("p_excluded",), "seed rule")
@@ -80,36 +102,19 @@ def fate_section(sweep: Sweep) -> Section | None:
     rows = lab.rows.rename(columns={p_col: "p"})
     cfgs = rows.drop_duplicates("config")
     colours = palette(rows["config"])
-    exact = []
-    for _, r in cfgs.iterrows():
-        rule, threshold, _ = rule_of(sweep, r)  # the seed's rule leads the headline
-        sessions = int(r[s_col]) if s_col else 20
-        for p in np.linspace(0.0, 1.0, 51):
-            fate = flat_fate(float(p), sessions, rule, threshold, _baseline(rule))
-            exact.append({"config": r["config"], "p": p, "p_excluded": fate.p_excluded})
-    exact_t = pd.DataFrame(exact)
+    exact_t = _exact_curves(sweep, cfgs, s_col)
     horizon = "/".join(str(int(x)) for x in sorted(set(rows[s_col]))) if s_col else "the"
     fig = fate_figure(rows, exact_t, colours, horizon)
     built = {
         c: rule_of(sweep, r) for c, r in zip(cfgs["config"], cfgs.to_dict("records"), strict=True)
     }
+    # the seed's rule leads the headline
     lead = next((c for c, b in built.items() if is_seed(*b)), cfgs["config"].iloc[0])
     first = rows[rows["config"] == lead]
     rule, threshold, _ = built[lead]
     answer = headline(first, rule, threshold, horizon)
-    table = rows[
-        ["config", "p", "p_excluded", "p_excluded_se"]
-        + [
-            c
-            for c in (
-                "p_excluded_exact",
-                "expected_sessions_applied",
-                "expected_sessions_applied_se",
-                "expected_sessions_applied_exact",
-            )
-            if c in rows
-        ]
-    ]
+    extras = [c for c in TABLE_EXTRAS if c in rows]
+    table = rows[["config", "p", "p_excluded", "p_excluded_se", *extras]]
     return Section(
         "fate",
         "One procedure's fate under the flat rule",

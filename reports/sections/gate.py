@@ -11,6 +11,8 @@ alpha, and the factors. ``recommendations.json`` is written beside ``index.html`
 
 from __future__ import annotations
 
+import pandas as pd
+
 from procmem_core.gates import make_gate
 from reports.canvas import palette, png_bytes
 from reports.configs import at_reference, label
@@ -158,19 +160,7 @@ def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
             )
         )
     blocks += explain_block(sweep, gates, shown)
-    blocks.append(
-        Figure(
-            "gate_tradeoff",
-            png_bytes(
-                tradeoff_figure(
-                    worst, colours, (targets.false_revert, targets.missed_regression), shown
-                )
-            ),
-            "False revert rate against missed regression rate for every configuration (each "
-            "its worst case over conditions); the black staircase joins the efficient "
-            "frontier, the grey box is the target region.",
-        )
-    )
+    blocks.append(_tradeoff_block(worst, colours, targets, shown))
     for col in [*gates.config_cols, *gates.condition_cols]:
         key = col.split(".")[-1]
         if key in FACTOR_NAMES:
@@ -183,6 +173,20 @@ def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
         blocks,
         files,
         prescription.pick(),
+    )
+
+
+def _tradeoff_block(
+    worst: pd.DataFrame, colours: dict, targets: GateTargets, shown: tuple
+) -> Figure:
+    """Every configuration's worst-case error rates against each other, with the frontier."""
+    box = (targets.false_revert, targets.missed_regression)
+    return Figure(
+        "gate_tradeoff",
+        png_bytes(tradeoff_figure(worst, colours, box, shown)),
+        "False revert rate against missed regression rate for every configuration (each "
+        "its worst case over conditions); the black staircase joins the efficient "
+        "frontier, the grey box is the target region.",
     )
 
 

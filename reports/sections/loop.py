@@ -152,62 +152,76 @@ def _why(row: pd.Series, sources: pd.DataFrame) -> str:
 
 def _figures(sweep: Sweep, rows: pd.DataFrame, per_run_sources: dict) -> list:
     shown = rows[rows["at_reference"]].head(MAX_LINES)
-    colours = palette(shown["config"])
     where = (
         f" Drawn at {shown['config'].iloc[0].split('; ')[-1]}."
         if "; " in shown["config"].iloc[0]
         else ""
     )
-    blocks: list = []
+    success = _success_figure(sweep, shown, where)
+    blocks: list = [success] if success is not None else []
+    blocks += _verdict_and_session_figures(shown, where)
+    sources = _sources_figure(shown, per_run_sources, where)
+    return blocks + ([sources] if sources is not None else [])
+
+
+def _success_figure(sweep: Sweep, shown: pd.DataFrame, where: str) -> Figure | None:
+    """Success rate and regret per window of sessions, one line per shown config."""
     traj = sweep.table("trajectory", list(shown["run_id"]))
-    if not traj.empty and {"session_start", "regret"} <= set(traj.columns):
-        names = dict(zip(shown["run_id"], shown["config"], strict=True))
-        blocks.append(
-            Figure(
-                "loop_success_over_time",
-                png_bytes(over_time(traj, names, colours)),
-                "Success rate (dotted: the oracle) and regret per window of sessions; bands: 95 % "
-                "intervals over replications." + where,
-            )
-        )
+    if traj.empty or not {"session_start", "regret"} <= set(traj.columns):
+        return None
+    names = dict(zip(shown["run_id"], shown["config"], strict=True))
+    return Figure(
+        "loop_success_over_time",
+        png_bytes(over_time(traj, names, palette(shown["config"]))),
+        "Success rate (dotted: the oracle) and regret per window of sessions; bands: 95 % "
+        "intervals over replications." + where,
+    )
+
+
+def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure]:
+    """The gate's verdicts on revisions of known effect, and where sessions went."""
     verdicts = bars(
         shown,
         REVISION_METRICS,
         "share (probability)",
         "Revisions: gate verdicts against the known truth, and stranded",
     )
-    caption = (
+    verdicts_caption = (
         "Right and wrong verdicts on revisions of known true effect, and revisions left "
         "pending on a quarantined procedure (bars: 95 % intervals over replications; none "
         "where every replication gave the same share: the replications then give no "
         "interval, not certainty)." + where
     )
-    blocks.append(Figure("loop_gate_verdicts", png_bytes(verdicts), caption))
     outcomes = bars(
         shown,
         SESSION_METRICS,
         "share of sessions (probability)",
         "Sessions off task, withheld, and served the prior",
     )
-    caption = (
+    outcomes_caption = (
         "Where sessions went instead of the task's own current procedure (95 % intervals)." + where
     )
-    blocks.append(Figure("loop_session_outcomes", png_bytes(outcomes), caption))
+    return [
+        Figure("loop_gate_verdicts", png_bytes(verdicts), verdicts_caption),
+        Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption),
+    ]
+
+
+def _sources_figure(shown: pd.DataFrame, per_run_sources: dict, where: str) -> Figure | None:
+    """Regret per session by source for the shown configs whose sources were logged."""
     by_config = {
         r["config"]: per_run_sources[r["run_id"]]
         for _, r in shown.iterrows()
         if r["run_id"] in per_run_sources
     }
-    if by_config:
-        blocks.append(
-            Figure(
-                "loop_regret_sources",
-                png_bytes(sources_bars(by_config)),
-                "Regret per session by source, first and last quarter of sessions (means over "
-                "replications)." + where,
-            )
-        )
-    return blocks
+    if not by_config:
+        return None
+    return Figure(
+        "loop_regret_sources",
+        png_bytes(sources_bars(by_config)),
+        "Regret per session by source, first and last quarter of sessions (means over "
+        "replications)." + where,
+    )
 
 
 def _rate(row: pd.Series, metric: str) -> str:

@@ -114,13 +114,7 @@ def seed_demo_section(sweep: Sweep) -> Section | None:
     title = "The seed's confidence demo"
     done = runs[runs["status"] == "FINISHED"]
     if done.empty:
-        run_id = runs["run_id"].iloc[-1]
-        blocks: list = []
-        tail = _traceback_tail(sweep, run_id)
-        if tail:
-            blocks.append(Preformatted(f"Traceback of run {run_id[:8]} (last lines)", tail))
-        answer = f"The seed's confidence demo did not finish: {len(runs)} run(s), none FINISHED."
-        return Section("seed_demo", title, answer, blocks)
+        return _unfinished(sweep, runs, title)
     run = done.iloc[-1]
     run_id = run["run_id"]
     finals = {
@@ -145,7 +139,32 @@ def seed_demo_section(sweep: Sweep) -> Section | None:
         )
     else:
         answer = _seed_sentence(finals, threshold, shown)
-    blocks = []
+    blocks = _demo_blocks(sweep, runs, run_id, finals, threshold, text)
+    return Section("seed_demo", title, answer, blocks)
+
+
+def _unfinished(sweep: Sweep, runs: pd.DataFrame, title: str) -> Section:
+    """The section when no demo run finished: the last run's traceback tail, if logged."""
+    run_id = runs["run_id"].iloc[-1]
+    blocks: list = []
+    tail = _traceback_tail(sweep, run_id)
+    if tail:
+        blocks.append(Preformatted(f"Traceback of run {run_id[:8]} (last lines)", tail))
+    answer = f"The seed's confidence demo did not finish: {len(runs)} run(s), none FINISHED."
+    return Section("seed_demo", title, answer, blocks)
+
+
+def _demo_blocks(
+    sweep: Sweep,
+    runs: pd.DataFrame,
+    run_id: str,
+    finals: dict[str, float],
+    threshold: float | None,
+    text: str | None,
+) -> list:
+    """The demo run's figure (confidence paths), its table (confidence after each applied
+    session) and the text it printed, with a note when the sweep holds several runs."""
+    blocks: list = []
     if len(runs) > 1:
         blocks.append(
             f"{len(runs)} seed_demo runs; shown: the latest finished one, {run_id} "
@@ -173,7 +192,7 @@ def seed_demo_section(sweep: Sweep) -> Section | None:
         )
     else:
         blocks.append("The run did not log the printed text (seed_demo.txt).")
-    return Section("seed_demo", title, answer, blocks)
+    return blocks
 
 
 # ---------------------------------------------------------------- the LLM replay

@@ -208,7 +208,13 @@ class ConfidenceScenario(Scenario):
         if self.exact_regime:
             result.metrics.update(self._exact())
             self._boundary_se(result, acc)
-        table = {"session": np.arange(1, s + 1)}
+        self._add_tables(result, traj)
+        return result
+
+    def _add_tables(self, result: ScenarioResult, traj: dict[str, RatioTally]) -> None:
+        """The ``trajectory`` table (per session: rates with their SEs) and the ``fates``
+        table (per kind: share retained and mean final confidence, with SEs)."""
+        table = {"session": np.arange(1, self.sessions + 1)}
         columns = {
             "success": "success_rate",
             "shown": "mean_shown",
@@ -230,7 +236,6 @@ class ConfidenceScenario(Scenario):
                 "mean_final_confidence_se": final_se,
             }
         )
-        return result
 
     @staticmethod
     def _boundary_se(result: ScenarioResult, acc: dict) -> None:

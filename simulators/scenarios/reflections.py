@@ -36,8 +36,9 @@ P(helpful | labelled ok)``, equal to ``lesson_helpful_rate_exact``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -45,11 +46,20 @@ import pandas as pd
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.graph import HashingEmbedder
 from procmem_core.memory import MemoryStore
-from procmem_core.reflections import MATCH_ON, DistillSettings, SessionOutcome, read_reflection
+from procmem_core.reflections import (
+    MATCH_ON,
+    DistillSettings,
+    SessionOutcome,
+    SessionPair,
+    read_reflection,
+)
 from simulators.llm_server import DEFAULT_MODEL, OfflineServer
 from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.loop_world import TASKS
+
+if TYPE_CHECKING:  # the worker loads the openai client: imported where it runs
+    from procmem_core.reflections.distill import DistillReport
 
 PROCEDURES = ("helpful", "harmful")
 STEPS = {
@@ -209,54 +219,14 @@ class ReflectionsScenario(Scenario):
         return {"truth": truth, "report": report}
 
     def _result(self, logs: list[dict]) -> ScenarioResult:
-        keys = (
-            "pairs",
-            "true",
-            "opposite",
-            "same_proc",
-            "same_task",
-            "reflections",
-            "good",
-            "bad",
-            "junk",
-            "unpaired",
-            "faults",
-        )
-        per = {k: [] for k in keys}
-        rows = []
+        counts, rows = [], []
         for i, log in enumerate(logs):
             truth, report = log["truth"], log["report"]
             pairs = report.pairing.pairs
             kinds = [(truth[pp.failed.session_id], truth[pp.succeeded.session_id]) for pp in pairs]
-            per["pairs"].append(len(pairs))
-            per["true"].append(sum(f[1] == "harmful" for f, _ in kinds))
-            per["opposite"].append(sum(f[1] == "harmful" and s[1] == "helpful" for f, s in kinds))
-            per["same_proc"].append(sum(f[1] == s[1] for f, s in kinds))
-            per["same_task"].append(sum(f[0] == s[0] for f, s in kinds))
-            per["unpaired"].append(report.pairing.unpaired)
-            per["faults"].append(len(report.faults))
-            lessons = [read_reflection(r).lessons for r in report.reflections]
-            per["reflections"].append(len(lessons))
-            per["good"].append(
-                sum(bool(x) and x[0].startswith("Do: procedure: helpful") for x in lessons)
-            )
-            per["bad"].append(
-                sum(bool(x) and x[0].startswith("Do: procedure: harmful") for x in lessons)
-            )
-            per["junk"].append(
-                sum(bool(x) and not any("procedure:" in y for y in x) for x in lessons)
-            )
-            for pp, (f, s) in zip(pairs, kinds, strict=True):
-                rows.append(
-                    {
-                        "replication": i,
-                        "failed_task": f[0],
-                        "failed_procedure": f[1],
-                        "succeeded_task": s[0],
-                        "succeeded_procedure": s[1],
-                        "similarity": pp.similarity,
-                    }
-                )
+            counts.append(_counts(kinds, report))
+            rows += _pair_rows(i, pairs, kinds)
+        per = {k: [c[k] for c in counts] for k in COUNTS}
         result = self.new_result()
         for name, key in (
             ("true_contrast_rate", "true"),
@@ -282,6 +252,59 @@ class ReflectionsScenario(Scenario):
                 result.metrics[f"{name}_exact"] = value
         result.tables["distill_pairs"] = pd.DataFrame(rows)
         return result
+
+
+COUNTS = (
+    "pairs",
+    "true",
+    "opposite",
+    "same_proc",
+    "same_task",
+    "reflections",
+    "good",
+    "bad",
+    "junk",
+    "unpaired",
+    "faults",
+)
+"""What ``_counts`` counts in one replication."""
+
+
+def _counts(kinds: list[tuple[tuple, tuple]], report: DistillReport) -> dict[str, int]:
+    """One replication's counts: its pairs by what the failed and the succeeded session
+    truly were (``kinds``: ``(task, procedure)`` of each), its reflections by lesson, the
+    failed sessions left unpaired and the distill faults."""
+    lessons = [read_reflection(r).lessons for r in report.reflections]
+    return {
+        "pairs": len(kinds),
+        "true": sum(f[1] == "harmful" for f, _ in kinds),
+        "opposite": sum(f[1] == "harmful" and s[1] == "helpful" for f, s in kinds),
+        "same_proc": sum(f[1] == s[1] for f, s in kinds),
+        "same_task": sum(f[0] == s[0] for f, s in kinds),
+        "reflections": len(lessons),
+        "good": sum(bool(x) and x[0].startswith("Do: procedure: helpful") for x in lessons),
+        "bad": sum(bool(x) and x[0].startswith("Do: procedure: harmful") for x in lessons),
+        "junk": sum(bool(x) and not any("procedure:" in y for y in x) for x in lessons),
+        "unpaired": report.pairing.unpaired,
+        "faults": len(report.faults),
+    }
+
+
+def _pair_rows(
+    replication: int, pairs: Sequence[SessionPair], kinds: list[tuple[tuple, tuple]]
+) -> list[dict]:
+    """The ``distill_pairs`` table rows of one replication: each pair's truth and similarity."""
+    return [
+        {
+            "replication": replication,
+            "failed_task": f[0],
+            "failed_procedure": f[1],
+            "succeeded_task": s[0],
+            "succeeded_procedure": s[1],
+            "similarity": pp.similarity,
+        }
+        for pp, (f, s) in zip(pairs, kinds, strict=True)
+    ]
 
 
 __all__ = ["ReflectionsScenario"]

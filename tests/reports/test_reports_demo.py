@@ -144,7 +144,9 @@ def test_replay_section_reports_learning_cost_and_both_kinds_of_failure(runs):
     assert "reason: truncated" in page
     # the raised one logged its error.json too, and its traceback follows it
     assert md.count("Failed at the learn stage (error.json)") == 2
-    assert "Traceback (most recent call last)" in md
+    # (its last lines: the frames where it was raised and the exception itself)
+    assert "procmem_core/learn/client.py" in md
+    assert "ExtractionError: extraction failed (truncated): reply cut off at max_tokens=" in md
     # the calls table: two completed runs and the recorded failure logged tables/calls
     assert page.count("Model calls (tables/calls.parquet)") == 3
     assert "<td>extraction</td>" in page and "<td>length</td>" in page
