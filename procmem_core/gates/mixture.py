@@ -145,6 +145,23 @@ def reweight(up: np.ndarray, down: np.ndarray, total: int) -> np.ndarray:
     return up[:, : total + 1] * down[:, total::-1]
 
 
+GATHER_ROWS = 16
+"""Rows per block in ``gathered``: a block's gathers stay in cache."""
+
+
+def gathered(
+    up: np.ndarray, i: np.ndarray, down: np.ndarray, j: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """``up[:, i] * down[:, j]`` (each cell the same product, and the same column-major
+    layout numpy gives that expression, so matrix products that follow sum in the same
+    order), built a block of rows at a time: the gathered temporaries stay in cache."""
+    out = np.empty((up.shape[0], np.size(i)), order="F") if out is None else out
+    for lo in range(0, up.shape[0], GATHER_ROWS):
+        rows = slice(lo, lo + GATHER_ROWS)
+        np.multiply(up[rows].take(i, axis=1), down[rows].take(j, axis=1), out=out[rows])
+    return out
+
+
 def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> LatticePass:
     """P(revert), P(accept) and E[runs] at each ``(p0[g], p[g])`` from ``LedgerMasses``
     (``residual`` of the result is empty: the cap cells' masses are in ``masses``)."""

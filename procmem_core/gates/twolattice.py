@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
-from procmem_core.gates.mixture import powers, reweight, sparse_cells
+from procmem_core.gates.mixture import gathered, powers, reweight, sparse_cells
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 MAX_OBSERVATIONS = 1000
@@ -180,7 +180,7 @@ def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> 
     k_max = lat.max_runs
     up, down = powers(p, k_max + lat.prior_runs(k_max))
     t = masses.null_terms(lat)
-    w = up[:, t["S"]] * down[:, t["N"] - t["S"]]
+    w = gathered(up, t["S"], down, t["N"] - t["S"])
     revert, accept = w @ t["revert"], w @ t["accept"]
     stop = np.zeros((p.size, k_max + 1))
     for k in range(1, k_max + 1):
