@@ -20,7 +20,7 @@ from scipy import stats
 
 from procmem_core.gates.calibrate import NullPass, final_level
 from procmem_core.gates.mixture import powers, reweight
-from procmem_core.gates.two_sample import TwoSampleGate, drop_statistics
+from procmem_core.gates.two_sample import TwoSampleGate, step_statistics
 from procmem_core.gates.verdicts import REVERT_CODE
 
 
@@ -44,7 +44,7 @@ def cap_scan(
     ``beta``, stop at the first cap that meets both targets (later caps stay NaN)."""
     lat = gate.lattice
     k_max = lat.max_runs
-    tables = lat.tables(lambda k, a, b, n: gate.verdicts(k, a, b, n, None))
+    tables = gate.tables(lat, None)
     p_alt = grid - drop
     up0, down0 = powers(grid, k_max + lat.prior_runs(k_max))
     upa, downa = powers(p_alt, k_max)
@@ -65,7 +65,7 @@ def cap_scan(
         a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
         total = np.broadcast_to(a + b, nxt.shape).ravel()
         if k >= gate.min_runs:
-            lam = drop_statistics(k, a, b, n, gate.min_drop)[0].ravel()
+            lam = step_statistics(lat.ledger, lat.concurrent, k, gate.min_drop)[0].ravel()
             null = NullPass(grid, early_null, lam, nxt.ravel(), total, k + n)
             c = final_level(null, alpha)
             hit = (lam >= c) & (nxt.ravel() > 0)

@@ -123,8 +123,8 @@ def ledger_masses(tables: np.ndarray, prior_runs: int) -> LedgerMasses:
         nxt = 0.5 * mass[:, : n + 1]
         nxt[:, 1:] += 0.5 * mass[:, :n]
         row = tables[:, n, : n + 1]
-        revert.append(sparse_cells(np.where(row == REVERT_CODE, nxt, 0.0)))
-        accept.append(sparse_cells(np.where(row == ACCEPT_CODE, nxt, 0.0)))
+        revert.append(masked_cells(nxt, row == REVERT_CODE))
+        accept.append(masked_cells(nxt, row == ACCEPT_CODE))
         nxt[(row == REVERT_CODE) | (row == ACCEPT_CODE)] = 0.0
         mass[:, : n + 1] = nxt
     return LedgerMasses(prior_runs, revert, accept, mass)
@@ -145,21 +145,37 @@ def reweight(up: np.ndarray, down: np.ndarray, total: int) -> np.ndarray:
     return up[:, : total + 1] * down[:, total::-1]
 
 
+GATHER_BLOCK = 64
 GATHER_ROWS = 16
-"""Rows per block in ``gathered``: a block's gathers stay in cache."""
+"""Cells (rows) per block in ``gathered``: a block's gathers stay in cache."""
 
 
 def gathered(
-    up: np.ndarray, i: np.ndarray, down: np.ndarray, j: np.ndarray, out: np.ndarray | None = None
+    up: np.ndarray, i: np.ndarray, down: np.ndarray, j: np.ndarray, order: str = "F"
 ) -> np.ndarray:
-    """``up[:, i] * down[:, j]`` (each cell the same product, and the same column-major
-    layout numpy gives that expression, so matrix products that follow sum in the same
-    order), built a block of rows at a time: the gathered temporaries stay in cache."""
-    out = np.empty((up.shape[0], np.size(i)), order="F") if out is None else out
-    for lo in range(0, up.shape[0], GATHER_ROWS):
-        rows = slice(lo, lo + GATHER_ROWS)
-        np.multiply(up[rows].take(i, axis=1), down[rows].take(j, axis=1), out=out[rows])
-    return out
+    """``up[:, i] * down[:, j]``, each cell the same product, built a block at a time so
+    the gathers stay in cache. ``order="F"``: the column-major layout numpy gives that
+    expression (so the matrix products that follow sum in the same order), from row
+    gathers of the transposed factors; ``"C"``: row-major, for sums along a row."""
+    i, j = np.asarray(i).ravel(), np.asarray(j).ravel()
+    if order == "C":
+        out = np.empty((up.shape[0], i.size))
+        for lo in range(0, up.shape[0], GATHER_ROWS):
+            rows = slice(lo, lo + GATHER_ROWS)
+            np.multiply(up[rows].take(i, axis=1), down[rows].take(j, axis=1), out=out[rows])
+        return out
+    up_t, down_t = np.ascontiguousarray(up.T), np.ascontiguousarray(down.T)
+    out = np.empty((i.size, up.shape[0]))
+    for lo in range(0, i.size, GATHER_BLOCK):
+        cells = slice(lo, lo + GATHER_BLOCK)
+        np.multiply(up_t.take(i[cells], axis=0), down_t.take(j[cells], axis=0), out=out[cells])
+    return out.T
+
+
+def masked_cells(m: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``sparse_cells(np.where(mask, m, 0))`` without the intermediate array."""
+    i, j = np.nonzero(mask & (m != 0))
+    return i, j, m[i, j]
 
 
 def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> LatticePass:

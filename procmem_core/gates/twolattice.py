@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
-from procmem_core.gates.mixture import gathered, powers, reweight, sparse_cells
+from procmem_core.gates.mixture import gathered, masked_cells, powers, reweight, sparse_cells
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 MAX_OBSERVATIONS = 1000
@@ -127,8 +127,8 @@ def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
             both[:, 1:] += 0.5 * nxt
             nxt = both
         table = tables[k]
-        revert.append(sparse_cells(np.where(table == REVERT_CODE, nxt, 0.0)))
-        accept.append(sparse_cells(np.where(table == ACCEPT_CODE, nxt, 0.0)))
+        revert.append(masked_cells(nxt, table == REVERT_CODE))
+        accept.append(masked_cells(nxt, table == ACCEPT_CODE))
         nxt[table != CONTINUE_CODE] = 0.0
         mass = nxt
     return HalfMasses(revert, accept, mass)
