@@ -172,6 +172,18 @@ def gathered(
     return out.T
 
 
+def transposed(up: np.ndarray, down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``powers`` transposed, row ``j`` the j-th powers of every p: for ``weights``."""
+    return np.ascontiguousarray(up.T), np.ascontiguousarray(down.T)
+
+
+def weights(factors: tuple[np.ndarray, np.ndarray], s: np.ndarray, total: int) -> np.ndarray:
+    """``reweight(up, down, total)[:, s]`` from ``transposed(up, down)``: the same values in
+    the same (column-major) layout, gathering rows of ``len(s)`` cells, not whole rows."""
+    up_t, down_t = factors
+    return (up_t[s] * down_t[total - s]).T
+
+
 def masked_cells(m: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``sparse_cells(np.where(mask, m, 0))`` without the intermediate array."""
     i, j = np.nonzero(mask & (m != 0))
@@ -186,21 +198,19 @@ def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> Lattice
     null = np.array_equal(p0, p)
     up, down = powers(p0, n0 + t)
     up1, down1 = (up, down) if null else powers(p, t)
-    prior = reweight(up, down, n0)
+    f0 = transposed(up, down)
+    f1 = f0 if null else transposed(up1, down1)
     revert, accept, runs = np.zeros(p0.size), np.zeros(p0.size), np.zeros(p0.size)
     for n in range(1, t + 1):
         if null:
-            w = reweight(up, down, n0 + n)
-            r, a = (w[:, u + s] @ m for u, s, m in (masses.revert[n], masses.accept[n]))
+            r, a = (weights(f0, u + s, n0 + n) @ m for u, s, m in (masses.revert[n],
+                                                                   masses.accept[n]))  # fmt: skip
         else:
-            x = reweight(up1, down1, n)
-            r, a = ((prior[:, u] * x[:, s]) @ m for u, s, m in (masses.revert[n],
-                                                                 masses.accept[n]))  # fmt: skip
+            r, a = ((weights(f0, u, n0) * weights(f1, s, n)) @ m
+                    for u, s, m in (masses.revert[n], masses.accept[n]))  # fmt: skip
         revert, accept, runs = revert + r, accept + a, runs + n * (r + a)
     u, s, m = sparse_cells(masses.residual)
-    if null:
-        left = reweight(up, down, n0 + t)[:, u + s] @ m
-    else:
-        left = (prior[:, u] * reweight(up1, down1, t)[:, s]) @ m
+    cap = weights(f0, u + s, n0 + t) if null else weights(f0, u, n0) * weights(f1, s, t)
+    left = cap @ m
     runs += t * left
     return LatticePass(revert, accept, runs, np.zeros((p0.size, 0, 0)))

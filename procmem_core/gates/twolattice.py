@@ -26,7 +26,15 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
-from procmem_core.gates.mixture import gathered, masked_cells, powers, reweight, sparse_cells
+from procmem_core.gates.mixture import (
+    gathered,
+    masked_cells,
+    powers,
+    reweight,
+    sparse_cells,
+    transposed,
+    weights,
+)
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 MAX_OBSERVATIONS = 1000
@@ -160,17 +168,18 @@ def evaluate(
     g, k_max = p0.size, lat.max_runs
     up, down = powers(p, k_max)
     up0, down0 = powers(p0, lat.prior_runs(k_max))
+    rev, pri = transposed(up, down), transposed(up0, down0)
     revert, accept = np.zeros(g), np.zeros(g)
     stop = np.zeros((g, k_max + 1))
     for k in range(1, k_max + 1):
-        x, y = reweight(up, down, k), reweight(up0, down0, lat.prior_runs(k))
-        r, a = ((x[:, i] * y[:, j]) @ m for i, j, m in (masses.revert[k], masses.accept[k]))
+        n = lat.prior_runs(k)
+        r, a = ((weights(rev, i, k) * weights(pri, j, n)) @ m
+                for i, j, m in (masses.revert[k], masses.accept[k]))  # fmt: skip
         revert += r
         accept += a
         stop[:, k] = r + a
-    x, y = reweight(up, down, k_max), reweight(up0, down0, lat.prior_runs(k_max))
     i, j, m = sparse_cells(masses.residual)
-    left = (x[:, i] * y[:, j]) @ m
+    left = (weights(rev, i, k_max) * weights(pri, j, lat.prior_runs(k_max))) @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
     return TwoSamplePass(revert, accept, runs, stop)
 
