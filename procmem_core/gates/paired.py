@@ -203,20 +203,24 @@ class PairedGate(Gate):
         cells = np.arange(cap + 1)
         w, b = cells[:, None], cells[None, :]
         value = self.statistic_of(w, b, design)
-        regimes: dict[tuple[bool, bool], tuple] = {}
+        regimes: dict[tuple, tuple] = {}
         mass = np.zeros((cap + 1, cap + 1))
         mass[0, 0] = 1.0
         revert, accept = [_sparse(np.zeros_like(mass))], [_sparse(np.zeros_like(mass))]
+        before: tuple = ("start",)
         for k in range(1, self.max_runs + 1):
             e = min(k + 1, cap + 1)
             nxt = np.zeros_like(mass)
             nxt[:e, :e] = mass[:e, :e] / 3.0
             nxt[1:e, :e] += mass[: e - 1, :e] / 3.0
             nxt[:e, 1:e] += mass[:e, : e - 1] / 3.0
-            key = (k >= self.min_runs, k >= self.max_runs)
-            if key not in regimes:
-                regimes[key] = _decided(self.rule_at(k, w, b, value))
-            rev, acc, stopped = regimes[key]
+            now = (k >= self.min_runs, k >= self.max_runs)
+            if (before, now) not in regimes:
+                held = mass != 0 if before == ("start",) else ~regimes[before][2]
+                regimes[before, now] = _decided(self.rule_at(k, w, b, value), held)
+                regimes[now] = regimes[before, now]
+            rev, acc, stopped = regimes[before, now]
+            before = now
             revert.append(_take(nxt, rev))
             accept.append(_take(nxt, acc))
             nxt[stopped] = 0.0
@@ -280,10 +284,15 @@ def _sparse(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return w, b, m[w, b]
 
 
-def _decided(codes: np.ndarray) -> tuple[tuple, tuple, np.ndarray]:
-    """The revert cells, the accept cells (each ``(W, B)`` in row-major order) and the
-    mask of every decided cell, of one step's verdict codes."""
-    revert, accept = np.nonzero(codes == REVERT_CODE), np.nonzero(codes == ACCEPT_CODE)
+def _decided(codes: np.ndarray, held: np.ndarray) -> tuple[tuple, tuple, np.ndarray]:
+    """Of one step's verdict codes: the revert and the accept cells that can hold mass
+    (each ``(W, B)`` in row-major order: a cell ``held`` by the last step's undecided
+    mass, or one step from one) and the mask of every decided cell."""
+    reach = held.copy()
+    reach[1:, :] |= held[:-1, :]
+    reach[:, 1:] |= held[:, :-1]
+    revert = np.nonzero((codes == REVERT_CODE) & reach)
+    accept = np.nonzero((codes == ACCEPT_CODE) & reach)
     return revert, accept, codes != CONTINUE_CODE
 
 
@@ -308,11 +317,12 @@ def _weighted(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.ndarray:
         lb = special.xlogy(cells, pb[:, None]) - special.xlogy(cells, pc[:, None])
         lc = np.log(3.0 * pc)
     sw, sb = lw.max(axis=1, keepdims=True), lb.max(axis=1, keepdims=True)
-    x, y = np.exp(lw - sw), np.exp(lb - sb)
+    # rows of the transposed factors: x[:, w] * y[:, b], same values and layout
+    x_t, y_t = np.exp(lw - sw).T.copy(), np.exp(lb - sb).T.copy()
     out = np.zeros((p0.size, len(masses)))
     for k in range(1, len(masses)):
         w, b, mass = masses[k]
-        total = (x[:, w] * y[:, b]) @ mass
+        total = (x_t[w] * y_t[b]).T @ mass
         with np.errstate(divide="ignore"):
             out[:, k] = np.exp(np.log(total) + k * lc + sw[:, 0] + sb[:, 0])
     return out
