@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from procmem_core.gates.base import GateError
-from procmem_core.gates.mixture import powers, reweight
+from procmem_core.gates.mixture import gathered, powers
 from procmem_core.gates.worst import WorstCase
 
 ROUNDS = 10
@@ -69,7 +69,7 @@ def final_level(null: NullPass, target: float) -> float:
     worst = np.full(s.size, -np.inf)
     for lo in range(0, null.p0.size, CHUNK):
         up, down = powers(null.p0[lo : lo + CHUNK], null.observations)
-        cells = reweight(up, down, null.observations)[:, succ] * mass
+        cells = gathered(up, succ, down, null.observations - succ, order="C") * mass
         part = null.interim[lo : lo + CHUNK, None] + np.cumsum(cells, axis=1)
         worst = np.maximum(worst, part.max(axis=0))
     ends = np.r_[s[:-1] - s[1:] > TIE * np.maximum(1.0, np.abs(s[1:])), True]

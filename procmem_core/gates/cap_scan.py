@@ -19,8 +19,8 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.gates.calibrate import NullPass, final_level
-from procmem_core.gates.mixture import powers, reweight
-from procmem_core.gates.two_sample import TwoSampleGate, drop_statistics
+from procmem_core.gates.mixture import masked_cells, powers, transposed, weights
+from procmem_core.gates.two_sample import TwoSampleGate, step_statistics
 from procmem_core.gates.verdicts import REVERT_CODE
 
 
@@ -44,11 +44,11 @@ def cap_scan(
     ``beta``, stop at the first cap that meets both targets (later caps stay NaN)."""
     lat = gate.lattice
     k_max = lat.max_runs
-    tables = lat.tables(lambda k, a, b, n: gate.verdicts(k, a, b, n, None))
+    tables = gate.tables(lat, None)
     p_alt = grid - drop
     up0, down0 = powers(grid, k_max + lat.prior_runs(k_max))
     upa, downa = powers(p_alt, k_max)
-    prior_up, prior_down = up0, down0
+    null_f, alt_f = transposed(up0, down0), transposed(upa, downa)
     mass = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)[None, :]
     early_null, early_alt = np.zeros(grid.size), np.zeros(grid.size)
     out = np.full((4, k_max + 1), np.nan)
@@ -65,25 +65,22 @@ def cap_scan(
         a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
         total = np.broadcast_to(a + b, nxt.shape).ravel()
         if k >= gate.min_runs:
-            lam = drop_statistics(k, a, b, n, gate.min_drop)[0].ravel()
+            lam = step_statistics(lat.ledger, lat.concurrent, k, gate.min_drop)[0].ravel()
             null = NullPass(grid, early_null, lam, nxt.ravel(), total, k + n)
             c = final_level(null, alpha)
             hit = (lam >= c) & (nxt.ravel() > 0)
-            w_null = reweight(up0, down0, k + n)[:, total[hit]]
-            x = reweight(upa, downa, k)[:, np.broadcast_to(a, nxt.shape).ravel()[hit]]
-            y = reweight(prior_up, prior_down, n)[:, np.broadcast_to(b, nxt.shape).ravel()[hit]]
+            w_null = weights(null_f, total[hit], k + n)
+            x = weights(alt_f, np.broadcast_to(a, nxt.shape).ravel()[hit], k)
+            y = weights(null_f, np.broadcast_to(b, nxt.shape).ravel()[hit], n)
             fr = early_null + w_null @ nxt.ravel()[hit]
             pw = early_alt + (x * y) @ nxt.ravel()[hit]
             out[:, k] = (c, fr.max(), pw.min(), early_null.max())
             met = fr.max() <= alpha and early_null.max() <= alpha
             if beta is not None and met and pw.min() >= 1.0 - beta:
                 break
-        revert = np.where(tables[k] == REVERT_CODE, nxt, 0.0)
-        i, j = np.nonzero(revert)
-        early_null += reweight(up0, down0, k + n)[:, i + j] @ revert[i, j]
-        early_alt += (reweight(upa, downa, k)[:, i] * reweight(prior_up, prior_down, n)[:, j]) @ (
-            revert[i, j]
-        )
+        i, j, revert = masked_cells(nxt, tables[k] == REVERT_CODE)
+        early_null += weights(null_f, i + j, k + n) @ revert
+        early_alt += (weights(alt_f, i, k) * weights(null_f, j, n)) @ revert
         nxt[tables[k] != 0] = 0.0
         mass = nxt
     return CapScan(*out)

@@ -123,8 +123,8 @@ def ledger_masses(tables: np.ndarray, prior_runs: int) -> LedgerMasses:
         nxt = 0.5 * mass[:, : n + 1]
         nxt[:, 1:] += 0.5 * mass[:, :n]
         row = tables[:, n, : n + 1]
-        revert.append(sparse_cells(np.where(row == REVERT_CODE, nxt, 0.0)))
-        accept.append(sparse_cells(np.where(row == ACCEPT_CODE, nxt, 0.0)))
+        revert.append(masked_cells(nxt, row == REVERT_CODE))
+        accept.append(masked_cells(nxt, row == ACCEPT_CODE))
         nxt[(row == REVERT_CODE) | (row == ACCEPT_CODE)] = 0.0
         mass[:, : n + 1] = nxt
     return LedgerMasses(prior_runs, revert, accept, mass)
@@ -145,6 +145,51 @@ def reweight(up: np.ndarray, down: np.ndarray, total: int) -> np.ndarray:
     return up[:, : total + 1] * down[:, total::-1]
 
 
+GATHER_BLOCK = 64
+GATHER_ROWS = 16
+"""Cells (rows) per block in ``gathered``: a block's gathers stay in cache."""
+
+
+def gathered(
+    up: np.ndarray, i: np.ndarray, down: np.ndarray, j: np.ndarray, order: str = "F"
+) -> np.ndarray:
+    """``up[:, i] * down[:, j]``, each cell the same product, built a block at a time so
+    the gathers stay in cache. ``order="F"``: the column-major layout numpy gives that
+    expression (so the matrix products that follow sum in the same order), from row
+    gathers of the transposed factors; ``"C"``: row-major, for sums along a row."""
+    i, j = np.asarray(i).ravel(), np.asarray(j).ravel()
+    if order == "C":
+        out = np.empty((up.shape[0], i.size))
+        for lo in range(0, up.shape[0], GATHER_ROWS):
+            rows = slice(lo, lo + GATHER_ROWS)
+            np.multiply(up[rows].take(i, axis=1), down[rows].take(j, axis=1), out=out[rows])
+        return out
+    up_t, down_t = np.ascontiguousarray(up.T), np.ascontiguousarray(down.T)
+    out = np.empty((i.size, up.shape[0]))
+    for lo in range(0, i.size, GATHER_BLOCK):
+        cells = slice(lo, lo + GATHER_BLOCK)
+        np.multiply(up_t.take(i[cells], axis=0), down_t.take(j[cells], axis=0), out=out[cells])
+    return out.T
+
+
+def transposed(up: np.ndarray, down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``powers`` transposed, row ``j`` the j-th powers of every p: for ``weights``."""
+    return np.ascontiguousarray(up.T), np.ascontiguousarray(down.T)
+
+
+def weights(factors: tuple[np.ndarray, np.ndarray], s: np.ndarray, total: int) -> np.ndarray:
+    """``reweight(up, down, total)[:, s]`` from ``transposed(up, down)``: the same values in
+    the same (column-major) layout, gathering rows of ``len(s)`` cells, not whole rows."""
+    up_t, down_t = factors
+    return (up_t[s] * down_t[total - s]).T
+
+
+def masked_cells(m: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``sparse_cells(np.where(mask, m, 0))`` without the intermediate array."""
+    i, j = np.nonzero(mask & (m != 0))
+    return i, j, m[i, j]
+
+
 def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> LatticePass:
     """P(revert), P(accept) and E[runs] at each ``(p0[g], p[g])`` from ``LedgerMasses``
     (``residual`` of the result is empty: the cap cells' masses are in ``masses``)."""
@@ -153,21 +198,19 @@ def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> Lattice
     null = np.array_equal(p0, p)
     up, down = powers(p0, n0 + t)
     up1, down1 = (up, down) if null else powers(p, t)
-    prior = reweight(up, down, n0)
+    f0 = transposed(up, down)
+    f1 = f0 if null else transposed(up1, down1)
     revert, accept, runs = np.zeros(p0.size), np.zeros(p0.size), np.zeros(p0.size)
     for n in range(1, t + 1):
         if null:
-            w = reweight(up, down, n0 + n)
-            r, a = (w[:, u + s] @ m for u, s, m in (masses.revert[n], masses.accept[n]))
+            r, a = (weights(f0, u + s, n0 + n) @ m for u, s, m in (masses.revert[n],
+                                                                   masses.accept[n]))  # fmt: skip
         else:
-            x = reweight(up1, down1, n)
-            r, a = ((prior[:, u] * x[:, s]) @ m for u, s, m in (masses.revert[n],
-                                                                 masses.accept[n]))  # fmt: skip
+            r, a = ((weights(f0, u, n0) * weights(f1, s, n)) @ m
+                    for u, s, m in (masses.revert[n], masses.accept[n]))  # fmt: skip
         revert, accept, runs = revert + r, accept + a, runs + n * (r + a)
     u, s, m = sparse_cells(masses.residual)
-    if null:
-        left = reweight(up, down, n0 + t)[:, u + s] @ m
-    else:
-        left = (prior[:, u] * reweight(up1, down1, t)[:, s]) @ m
+    cap = weights(f0, u + s, n0 + t) if null else weights(f0, u, n0) * weights(f1, s, t)
+    left = cap @ m
     runs += t * left
     return LatticePass(revert, accept, runs, np.zeros((p0.size, 0, 0)))

@@ -191,7 +191,10 @@ class PairedGate(Gate):
 
     def pair_masses(self, design: float) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """The recursion at ``pw = pb = pc = 1/3``: the mass each cell ``(W, B)`` decides
-        at pair ``k`` (revert, accept), for the alternative set at ``design`` (cached)."""
+        at pair ``k`` (revert, accept), for the alternative set at ``design`` (cached).
+        After ``k - 1`` pairs only cells with ``W, B < k`` hold mass, so step ``k`` works
+        on that corner; the verdict codes change with ``k`` only at ``min_runs`` and the
+        cap, so each regime's decided cells are found once (``_decided``)."""
         cache = self.__dict__.setdefault("_pair_masses", {})
         if design in cache:
             return cache[design]
@@ -200,17 +203,27 @@ class PairedGate(Gate):
         cells = np.arange(cap + 1)
         w, b = cells[:, None], cells[None, :]
         value = self.statistic_of(w, b, design)
+        regimes: dict[tuple, tuple] = {}
         mass = np.zeros((cap + 1, cap + 1))
         mass[0, 0] = 1.0
         revert, accept = [_sparse(np.zeros_like(mass))], [_sparse(np.zeros_like(mass))]
+        before: tuple = ("start",)
         for k in range(1, self.max_runs + 1):
-            nxt = mass / 3.0
-            nxt[1:, :] += mass[:-1, :] / 3.0
-            nxt[:, 1:] += mass[:, :-1] / 3.0
-            codes = self.rule_at(k, w, b, value)
-            revert.append(_sparse(np.where(codes == REVERT_CODE, nxt, 0.0)))
-            accept.append(_sparse(np.where(codes == ACCEPT_CODE, nxt, 0.0)))
-            nxt[codes != CONTINUE_CODE] = 0.0
+            e = min(k + 1, cap + 1)
+            nxt = np.zeros_like(mass)
+            nxt[:e, :e] = mass[:e, :e] / 3.0
+            nxt[1:e, :e] += mass[: e - 1, :e] / 3.0
+            nxt[:e, 1:e] += mass[:e, : e - 1] / 3.0
+            now = (k >= self.min_runs, k >= self.max_runs)
+            if (before, now) not in regimes:
+                held = mass != 0 if before == ("start",) else ~regimes[before][2]
+                regimes[before, now] = _decided(self.rule_at(k, w, b, value), held)
+                regimes[now] = regimes[before, now]
+            rev, acc, stopped = regimes[before, now]
+            before = now
+            revert.append(_take(nxt, rev))
+            accept.append(_take(nxt, acc))
+            nxt[stopped] = 0.0
             mass = nxt
         cache[design] = (revert, accept)
         return cache[design]
@@ -271,6 +284,26 @@ def _sparse(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return w, b, m[w, b]
 
 
+def _decided(codes: np.ndarray, held: np.ndarray) -> tuple[tuple, tuple, np.ndarray]:
+    """Of one step's verdict codes: the revert and the accept cells that can hold mass
+    (each ``(W, B)`` in row-major order: a cell ``held`` by the last step's undecided
+    mass, or one step from one) and the mask of every decided cell."""
+    reach = held.copy()
+    reach[1:, :] |= held[:-1, :]
+    reach[:, 1:] |= held[:, :-1]
+    revert = np.nonzero((codes == REVERT_CODE) & reach)
+    accept = np.nonzero((codes == ACCEPT_CODE) & reach)
+    return revert, accept, codes != CONTINUE_CODE
+
+
+def _take(m: np.ndarray, cells: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_sparse`` of ``m`` restricted to ``cells``: the cells with nonzero mass, in order."""
+    w, b = cells
+    mass = m[w, b]
+    keep = mass != 0
+    return w[keep], b[keep], mass[keep]
+
+
 def _weighted(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.ndarray:
     """``out[g, k] = sum_{W,B} masses[k][W, B] (3 pc)^k (pw/pc)^W (pb/pc)^B`` in logs
     (row-scaled, so no power overflows); under no change (``pw = pb``) by ``W + B``."""
@@ -284,11 +317,12 @@ def _weighted(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.ndarray:
         lb = special.xlogy(cells, pb[:, None]) - special.xlogy(cells, pc[:, None])
         lc = np.log(3.0 * pc)
     sw, sb = lw.max(axis=1, keepdims=True), lb.max(axis=1, keepdims=True)
-    x, y = np.exp(lw - sw), np.exp(lb - sb)
+    # rows of the transposed factors: x[:, w] * y[:, b], same values and layout
+    x_t, y_t = np.exp(lw - sw).T.copy(), np.exp(lb - sb).T.copy()
     out = np.zeros((p0.size, len(masses)))
     for k in range(1, len(masses)):
         w, b, mass = masses[k]
-        total = (x[:, w] * y[:, b]) @ mass
+        total = (x_t[w] * y_t[b]).T @ mass
         with np.errstate(divide="ignore"):
             out[:, k] = np.exp(np.log(total) + k * lc + sw[:, 0] + sb[:, 0])
     return out
@@ -302,10 +336,10 @@ def self_size(masses: list[tuple]) -> int:
 def _weighted_null(masses: list[tuple], pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
     """``_weighted`` at ``pw = pb``: a cell's weight depends on ``m = W + B`` only."""
     out = np.zeros((pw.size, len(masses)))
+    steps = np.arange(len(masses))[None, :]
+    log_w, log_c = special.xlogy(steps, 3.0 * pw[:, None]), special.xlogy(steps, 3.0 * pc[:, None])
     for k in range(1, len(masses)):
         w, b, mass = masses[k]
         by_m = np.bincount(w + b, weights=mass, minlength=1)
-        j = np.arange(by_m.size)[None, :]
-        log_w = special.xlogy(j, 3.0 * pw[:, None]) + special.xlogy(k - j, 3.0 * pc[:, None])
-        out[:, k] = np.exp(log_w) @ by_m
+        out[:, k] = np.exp(log_w[:, : by_m.size] + log_c[:, k::-1][:, : by_m.size]) @ by_m
     return out

@@ -76,6 +76,33 @@ def drop_statistics(
     return lam, ref, valid
 
 
+STATISTICS_CELLS = 4_000_000
+"""Most cells (over every step) of one lattice whose statistics are kept for reuse."""
+
+
+@lru_cache(maxsize=2)
+def _lattice_statistics(ledger: int, concurrent: bool, drop: float) -> dict:
+    return {}
+
+
+def step_statistics(
+    ledger: int, concurrent: bool, k: int, drop: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``drop_statistics`` on every cell of step ``k`` of a lattice (``a`` a column, ``B``
+    a row), kept for the lattice's other gates while the lattice is small enough."""
+    cache = _lattice_statistics(int(ledger), bool(concurrent), float(drop))
+    if k in cache:
+        return cache[k]
+    n = int(ledger) + (k if concurrent else 0)
+    stats = drop_statistics(k, np.arange(k + 1)[:, None], np.arange(n + 1)[None, :], n, drop)
+    size = (k + 1) * (n + 1)
+    if cache.get("cells", 0) + size <= STATISTICS_CELLS:
+        for x in stats:
+            x.setflags(write=False)
+        cache[k], cache["cells"] = stats, cache.get("cells", 0) + size
+    return stats
+
+
 @dataclass(frozen=True)
 class TwoSampleGate(Gate):
     """Exact two-sample sequential test (module docstring); guarantee: worst-case false
@@ -157,7 +184,18 @@ class TwoSampleGate(Gate):
 
     def verdicts(self, k, a, b, n, final: float | None) -> np.ndarray:
         """Verdict codes at cells ``(k, a, B, n)``; ``final=None`` leaves the cap undecided."""
-        lam, ref, valid = drop_statistics(k, a, b, n, self.min_drop)
+        return self._codes(k, *drop_statistics(k, a, b, n, self.min_drop), final)
+
+    def tables(self, lat: twolattice.TwoSampleLattice, final: float | None) -> list[np.ndarray]:
+        """``verdicts`` on every cell of every step of ``lat`` (``lat.tables(rule)``), the
+        statistics of each step computed once for every gate on that lattice."""
+        out = []
+        for k in range(lat.max_runs + 1):
+            stats = step_statistics(lat.ledger, lat.concurrent, k, self.min_drop)
+            out.append(self._codes(np.int64(k), *stats, final))
+        return out
+
+    def _codes(self, k, lam, ref, valid, final: float | None) -> np.ndarray:
         k = np.asarray(k)
         live = (k >= self.min_runs) & valid
         cap = k >= self.max_runs
@@ -305,7 +343,7 @@ class TwoSampleGate(Gate):
         if key not in cache:
             lat = self.lattice_for(prior_runs)
             level = self.final_level if final is None else final
-            tables = lat.tables(lambda k, a, b, n: self.verdicts(k, a, b, n, level))
+            tables = self.tables(lat, level)
             cache[key] = twolattice.half_masses(lat, tables)
         return cache[key]
 
@@ -366,7 +404,7 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
 
     def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
         gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        tables = lat.tables(lambda k, a, b, n: gate.verdicts(k, a, b, n, None))
+        tables = gate.tables(lat, None)
         masses = twolattice.half_masses(lat, tables)
         res = twolattice.evaluate(lat, masses, grid, grid)
         a, b, n = lat.cells(lat.max_runs)

@@ -26,7 +26,15 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
-from procmem_core.gates.mixture import powers, reweight, sparse_cells
+from procmem_core.gates.mixture import (
+    gathered,
+    masked_cells,
+    powers,
+    reweight,
+    sparse_cells,
+    transposed,
+    weights,
+)
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 MAX_OBSERVATIONS = 1000
@@ -127,8 +135,8 @@ def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
             both[:, 1:] += 0.5 * nxt
             nxt = both
         table = tables[k]
-        revert.append(sparse_cells(np.where(table == REVERT_CODE, nxt, 0.0)))
-        accept.append(sparse_cells(np.where(table == ACCEPT_CODE, nxt, 0.0)))
+        revert.append(masked_cells(nxt, table == REVERT_CODE))
+        accept.append(masked_cells(nxt, table == ACCEPT_CODE))
         nxt[table != CONTINUE_CODE] = 0.0
         mass = nxt
     return HalfMasses(revert, accept, mass)
@@ -160,17 +168,18 @@ def evaluate(
     g, k_max = p0.size, lat.max_runs
     up, down = powers(p, k_max)
     up0, down0 = powers(p0, lat.prior_runs(k_max))
+    rev, pri = transposed(up, down), transposed(up0, down0)
     revert, accept = np.zeros(g), np.zeros(g)
     stop = np.zeros((g, k_max + 1))
     for k in range(1, k_max + 1):
-        x, y = reweight(up, down, k), reweight(up0, down0, lat.prior_runs(k))
-        r, a = ((x[:, i] * y[:, j]) @ m for i, j, m in (masses.revert[k], masses.accept[k]))
+        n = lat.prior_runs(k)
+        r, a = ((weights(rev, i, k) * weights(pri, j, n)) @ m
+                for i, j, m in (masses.revert[k], masses.accept[k]))  # fmt: skip
         revert += r
         accept += a
         stop[:, k] = r + a
-    x, y = reweight(up, down, k_max), reweight(up0, down0, lat.prior_runs(k_max))
     i, j, m = sparse_cells(masses.residual)
-    left = (x[:, i] * y[:, j]) @ m
+    left = (weights(rev, i, k_max) * weights(pri, j, lat.prior_runs(k_max))) @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
     return TwoSamplePass(revert, accept, runs, stop)
 
@@ -180,7 +189,7 @@ def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> 
     k_max = lat.max_runs
     up, down = powers(p, k_max + lat.prior_runs(k_max))
     t = masses.null_terms(lat)
-    w = up[:, t["S"]] * down[:, t["N"] - t["S"]]
+    w = gathered(up, t["S"], down, t["N"] - t["S"])
     revert, accept = w @ t["revert"], w @ t["accept"]
     stop = np.zeros((p.size, k_max + 1))
     for k in range(1, k_max + 1):
