@@ -33,6 +33,11 @@ from procmem_core.gates.verdicts import (
     RevisionStats,
 )
 
+_REASON_ORDER = np.array(
+    ["too_few_runs", "revert_boundary", "accept_boundary", "at_cap", "undecided"], dtype=object
+)
+"""``LatticeGate.reason_codes``' vocabulary, first match wins."""
+
 
 class LatticeGate(Gate):
     """A gate whose verdict depends only on the revision's (runs, successes) and p0.
@@ -72,16 +77,15 @@ class LatticeGate(Gate):
     def reason_codes(
         self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike
     ) -> np.ndarray:
-        """The reason code of each verdict reached at ``(runs, successes)``."""
+        """The reason code of each verdict reached at ``(runs, successes)``: too few runs,
+        else the revert boundary, else the accept boundary, else at the cap or undecided."""
         runs = np.asarray(runs)
         rev, acc = self.crossed(successes, runs, p0)
-        live = runs >= self.min_runs
-        verdict = np.asarray(verdict)
-        out = np.where(verdict != CONTINUE_CODE, "at_cap", "undecided").astype(object)
-        out[np.broadcast_to(live & acc, out.shape)] = "accept_boundary"
-        out[np.broadcast_to(live & rev, out.shape)] = "revert_boundary"
-        out[np.broadcast_to(~live, out.shape)] = "too_few_runs"
-        return out
+        which = np.where(np.asarray(verdict) != CONTINUE_CODE, 3, 4).astype(np.int8)
+        which[np.broadcast_to(acc, which.shape)] = 2
+        which[np.broadcast_to(rev, which.shape)] = 1
+        which[np.broadcast_to(runs < self.min_runs, which.shape)] = 0
+        return np.asarray(_REASON_ORDER.take(which), dtype=object)
 
     def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
         """``reason_codes`` at one cell, as Python values: too few runs, else the revert

@@ -76,6 +76,24 @@ def check_veto(field_name: str, gate: object) -> Gate:
     return gate
 
 
+BERNOULLI_BLOCK = 1 << 16
+"""Uniform draws per block in ``bernoulli_rows`` (the float block stays in cache)."""
+
+
+def bernoulli_rows(rng: np.random.Generator, rate: float, n: int, t: int) -> np.ndarray:
+    """``rng.random((n, t)) < rate``, the same draws in the same order, drawn a block of
+    rows at a time into one reused buffer."""
+    out = np.empty((n, t), dtype=bool)
+    rows = max(1, BERNOULLI_BLOCK // max(t, 1))
+    buffer = np.empty((min(rows, n), t))
+    for lo in range(0, n, rows):
+        hi = min(n, lo + rows)
+        draws = buffer[: hi - lo]
+        rng.random(out=draws)
+        np.less(draws, rate, out=out[lo:hi])
+    return out
+
+
 def _check_drops(drops: object) -> tuple[float, ...]:
     if isinstance(drops, str) or not hasattr(drops, "__iter__"):
         raise ParameterError("drops", drops, "expected a sequence of numbers in [0, 1]")
@@ -209,6 +227,8 @@ class GateScenario(Scenario):
 
     def _runs(self, rng: np.random.Generator, rate, n: int, t: int) -> np.ndarray:
         if np.ndim(rate) == 0:
+            if not self.feedback.relabels:
+                return bernoulli_rows(rng, rate, n, t)
             out = rng.random((n, t)) < rate
             user = rate
         else:
@@ -262,11 +282,13 @@ class GateScenario(Scenario):
         return np.maximum(r, x), c + y
 
     def _chunk(self, chunk: Chunk) -> dict[float, dict[str, np.ndarray]]:
-        """One chunk of replications at every drop of the grid."""
-        keys = ("verdict", "runs", "stat", "reason", "p0", "cost", "sessions", "prior_s", "s")
-        keys += ("rev_runs", "prior_runs")
+        """One chunk of replications at every drop of the grid (what only the decisions
+        table reads, for the chunk's replications among its first ``table_rows``)."""
+        keys = ("verdict", "runs", "sessions", "rev_runs", "prior_runs")
+        keys += ("stat", "reason", "p0", "cost", "prior_s", "s")
         out = {d: {} for d in self.drop_grid}
         t = self.gate.max_runs
+        tabled = slice(0, max(0, min(chunk.size, self.table_rows - chunk.start)))
         for d in self.drop_grid:
             prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
             p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
@@ -276,21 +298,21 @@ class GateScenario(Scenario):
             successes = decision.successes
             if successes is None:  # a gate that does not count them: count here
                 successes = successes_at(outcomes[:, :t], decision.runs_used)
-            no_ledger = -np.ones(chunk.size, dtype=np.int64)
             rev_runs, prior_runs = self._allocate(chunk.rng, decision.runs_used)
             sessions = self.feedback.sessions_to_collect(chunk.rng, rev_runs + prior_runs)
+            runs = decision.runs_used[tabled]
             values = (
                 decision.verdict,
                 decision.runs_used,
-                decision.statistic,
-                decision.reason,
-                p0,
-                by_cost,
                 sessions,
-                no_ledger if ledger is None else ledger.sum(axis=1),
-                np.where(decision.runs_used > 0, successes, 0),
                 rev_runs,
                 prior_runs,
+                decision.statistic[tabled],
+                decision.reason[tabled],
+                p0[tabled],
+                by_cost[tabled],
+                -np.ones(runs.size, dtype=np.int64) if ledger is None else ledger[tabled].sum(1),
+                np.where(runs > 0, successes[tabled], 0),
             )
             out[d] = dict(zip(keys, values, strict=True))
         return out
