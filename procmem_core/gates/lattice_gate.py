@@ -37,6 +37,9 @@ _REASON_ORDER = np.array(
     ["too_few_runs", "revert_boundary", "accept_boundary", "at_cap", "undecided"], dtype=object
 )
 """``LatticeGate.reason_codes``' vocabulary, first match wins."""
+TABLES_KEPT = 256
+"""Per-p0 decision tables a lattice gate keeps for ``decide_batch`` (~2.6 kB each at 50
+runs); past it they are dropped and recomputed."""
 
 
 class LatticeGate(Gate):
@@ -74,17 +77,24 @@ class LatticeGate(Gate):
         """Where p0 came from, for the sentence (override to name the estimator)."""
         return f"prior {prior.successes}/{prior.runs}"
 
+    def crossed_at(self, statistic: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``crossed`` from the statistic already computed at the cells, for a gate whose
+        boundaries read only its statistic (None: ask ``crossed``)."""
+        return None
+
     def reason_codes(
         self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike
     ) -> np.ndarray:
         """The reason code of each verdict reached at ``(runs, successes)``: too few runs,
         else the revert boundary, else the accept boundary, else at the cap or undecided."""
         runs = np.asarray(runs)
-        rev, acc = self.crossed(successes, runs, p0)
+        return self._reasons(runs, *self.crossed(successes, runs, p0), verdict)
+
+    def _reasons(self, runs, rev, acc, verdict) -> np.ndarray:
         which = np.where(np.asarray(verdict) != CONTINUE_CODE, 3, 4).astype(np.int8)
         which[np.broadcast_to(acc, which.shape)] = 2
         which[np.broadcast_to(rev, which.shape)] = 1
-        which[np.broadcast_to(runs < self.min_runs, which.shape)] = 0
+        which[np.broadcast_to(np.asarray(runs) < self.min_runs, which.shape)] = 0
         return np.asarray(_REASON_ORDER.take(which), dtype=object)
 
     def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
@@ -161,11 +171,28 @@ class LatticeGate(Gate):
         outcomes = lattice.check_outcomes(outcomes)
         p0 = lattice.check_p0_array(p0, outcomes.shape[0])
         verdict, runs_used, successes = lattice.first_decisions(
-            outcomes, p0, self.rule, self.min_runs, self.max_runs
+            outcomes, p0, self.rule, self.min_runs, self.max_runs, self._decision_tables
         )
         stat = self.statistic(successes, runs_used, p0)
-        reason = self.reason_codes(successes, runs_used, p0, verdict)
+        crossed = self.crossed_at(stat)
+        if crossed is None:
+            crossed = self.crossed(successes, runs_used, p0)
+        reason = self._reasons(runs_used, *crossed, verdict)
         return BatchDecision(verdict, runs_used, stat, reason, successes)
+
+    def _decision_tables(self, values: np.ndarray, t: int) -> np.ndarray:
+        """``lattice.decision_tables`` of this gate's rule, kept per ``(T, p0)``: the gate
+        is frozen, so its rule's table at a p0 never changes (at most
+        ``TABLES_KEPT`` are kept)."""
+        kept = self.__dict__.setdefault("_tables", {})
+        keys = [(t, v.tobytes()) for v in np.asarray(values, dtype=float)]
+        missing = [i for i, k in enumerate(keys) if k not in kept]
+        if missing:
+            if len(kept) + len(missing) > TABLES_KEPT:
+                kept.clear()
+            new = lattice.decision_tables(self.rule, values[missing], t, self.min_runs)
+            kept.update(zip((keys[i] for i in missing), new, strict=True))
+        return np.stack([kept[k] for k in keys])
 
     def operating_point(
         self, p: float | np.ndarray, p0: float, prior_runs: int | None = None

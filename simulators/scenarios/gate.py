@@ -59,7 +59,7 @@ from procmem_core.gates.base import successes_at
 from procmem_core.gates.design import arm_runs
 from simulators.feedback import Feedback
 from simulators.replication import Chunk, check_positive
-from simulators.result import ScenarioResult
+from simulators.result import ScenarioResult, mean_and_se
 from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.gate_tables import decisions_table, operating_points_table
 from simulators.users import UserPopulation
@@ -289,6 +289,7 @@ class GateScenario(Scenario):
         out = {d: {} for d in self.drop_grid}
         t = self.gate.max_runs
         tabled = slice(0, max(0, min(chunk.size, self.table_rows - chunk.start)))
+        arms = slice(None) if self.concurrent else tabled  # the metrics read them there
         for d in self.drop_grid:
             prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
             p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
@@ -305,8 +306,8 @@ class GateScenario(Scenario):
                 decision.verdict,
                 decision.runs_used,
                 sessions,
-                rev_runs,
-                prior_runs,
+                rev_runs[arms],
+                prior_runs[arms],
                 decision.statistic[tabled],
                 decision.reason[tabled],
                 p0[tabled],
@@ -338,6 +339,7 @@ class GateScenario(Scenario):
         sims = self._simulate(seed)
         result = self.new_result()
         exact = self._exact() if self.exact_regime else {}
+        means = {d: {k: mean_and_se(sims[d][k]) for k in ("runs", "sessions")} for d in sims}
         for label, drop in (("null", 0.0), ("alt", round(self.alt_drop, 12))):
             sim = sims[drop]
             reps = sim["verdict"].size
@@ -349,8 +351,10 @@ class GateScenario(Scenario):
             else:
                 result.add_rate("missed_regression_rate", reps - reverts, reps)
                 result.add_rate("revert_rate_alt", reverts, reps)
-            result.add_mean(f"mean_runs_{label}", sim["runs"])
-            result.add_mean(f"mean_sessions_{label}", sim["sessions"])
+            for key in ("runs", "sessions"):  # computed once: the table shows them too
+                m, se = means[drop][key]
+                result.metrics[f"mean_{key}_{label}"] = m
+                result.metrics[f"mean_{key}_{label}_se"] = se
             if self.concurrent:
                 result.add_mean(f"mean_revision_runs_{label}", sim["rev_runs"])
                 result.add_mean(f"mean_prior_runs_{label}", sim["prior_runs"])
@@ -366,7 +370,7 @@ class GateScenario(Scenario):
                     result.metrics["missed_regression_rate_exact"] = 1.0 - p_rev
                     result.metrics["revert_rate_alt_exact"] = p_rev
                 result.metrics[f"mean_runs_{label}_exact"] = runs
-        result.tables["operating_points"] = operating_points_table(self, sims, exact)
+        result.tables["operating_points"] = operating_points_table(self, sims, exact, means)
         result.tables["gate_decisions"] = decisions_table(self, sims)
         return result
 

@@ -23,9 +23,12 @@ CONCURRENT_COLUMNS = ("revision_runs_total", "prior_concurrent_runs")
 """Runs each arm had when the decision landed (the concurrent design only)."""
 
 
-def operating_points_table(scenario: GateScenario, sims: dict, exact: dict) -> pd.DataFrame:
+def operating_points_table(
+    scenario: GateScenario, sims: dict, exact: dict, means: dict | None = None
+) -> pd.DataFrame:
     """One row per true drop: simulated revert and accept rates, runs and sessions (each
-    with its SE), the exact values (``exact``: ``{drop: (P(revert), E[runs])}``, NaN
+    with its SE; ``means[drop][key]``, where given, is ``mean_and_se(sims[drop][key])``
+    computed already), the exact values (``exact``: ``{drop: (P(revert), E[runs])}``, NaN
     outside the exact regime) and Wald's approximations (p0 known only)."""
     approx = None
     if scenario.ledger_size is None:
@@ -36,8 +39,8 @@ def operating_points_table(scenario: GateScenario, sims: dict, exact: dict) -> p
         reps = sim["verdict"].size
         rev, rev_se = rate_and_se(np.count_nonzero(sim["verdict"] == REVERT_CODE), reps)
         acc, acc_se = rate_and_se(np.count_nonzero(sim["verdict"] == ACCEPT_CODE), reps)
-        runs, runs_se = mean_and_se(sim["runs"])
-        sess, sess_se = mean_and_se(sim["sessions"])
+        have = means[d] if means else {k: mean_and_se(sim[k]) for k in ("runs", "sessions")}
+        (runs, runs_se), (sess, sess_se) = have["runs"], have["sessions"]
         ex = exact.get(d, (np.nan, np.nan))
         rows.append(
             {
