@@ -181,6 +181,13 @@ def _byte_block(outcomes, table, which, t, out) -> None:
     successes[:] = np.where(verdict != CONTINUE_CODE, first & 0xFFFF, total)
 
 
+def one_value(p0: np.ndarray) -> bool:
+    """True when every entry of the float array ``p0`` (at least one) is the same double,
+    bit for bit."""
+    bits = p0.view(np.int64) if p0.dtype == np.float64 and p0.flags.c_contiguous else None
+    return p0.size > 0 and bits is not None and bool((bits == bits[0]).all())
+
+
 def decision_tables(rule: Rule, values: np.ndarray, t: int, min_runs: int) -> np.ndarray:
     """``verdict_table(rule, values, t)`` with every cell before ``min_runs`` "continue"
     (nothing decides there): the tables ``first_decisions`` walks."""
@@ -219,7 +226,7 @@ def first_decisions(
     successes = np.zeros(rows, dtype=np.int64)
     if rows == 0 or t == 0:
         return verdict, runs_used, successes
-    if p0.size and p0.min() == p0.max():  # one p0 (the usual case): no sort
+    if one_value(p0):  # the usual case: no sort
         values, which = p0[:1], np.zeros(rows, dtype=np.intp)
     else:
         values, which = np.unique(p0, return_inverse=True)

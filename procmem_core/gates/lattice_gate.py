@@ -91,10 +91,12 @@ class LatticeGate(Gate):
         return self._reasons(runs, *self.crossed(successes, runs, p0), verdict)
 
     def _reasons(self, runs, rev, acc, verdict) -> np.ndarray:
-        which = np.where(np.asarray(verdict) != CONTINUE_CODE, 3, 4).astype(np.int8)
-        which[np.broadcast_to(acc, which.shape)] = 2
-        which[np.broadcast_to(rev, which.shape)] = 1
-        which[np.broadcast_to(np.asarray(runs) < self.min_runs, which.shape)] = 0
+        undecided = np.asarray(np.asarray(verdict) == CONTINUE_CODE)
+        which = np.empty(undecided.shape, dtype=np.int8)
+        np.add(undecided.view(np.int8), 3, out=which)  # at_cap 3, undecided 4
+        np.copyto(which, 2, where=acc)
+        np.copyto(which, 1, where=rev)
+        np.copyto(which, 0, where=np.asarray(runs) < self.min_runs)
         return np.asarray(_REASON_ORDER.take(which), dtype=object)
 
     def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
@@ -173,7 +175,8 @@ class LatticeGate(Gate):
         verdict, runs_used, successes = lattice.first_decisions(
             outcomes, p0, self.rule, self.min_runs, self.max_runs, self._decision_tables
         )
-        stat = self.statistic(successes, runs_used, p0)
+        # one p0 for every row: the statistic's p0 terms once (the same doubles)
+        stat = self.statistic(successes, runs_used, p0[0] if lattice.one_value(p0) else p0)
         crossed = self.crossed_at(stat)
         if crossed is None:
             crossed = self.crossed(successes, runs_used, p0)

@@ -35,6 +35,7 @@ estimated from the ledger (the exact mixture over the ledger's Binomial count).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -78,14 +79,32 @@ def check_veto(field_name: str, gate: object) -> Gate:
 
 BERNOULLI_BLOCK = 1 << 16
 """Uniform draws per block in ``bernoulli_rows`` (the float block stays in cache)."""
+_SCRATCH = threading.local()
+SCRATCH_KEPT = 4
+"""Scratch arrays a thread keeps (a full chunk, the last one, a draw buffer or two)."""
 
 
-def bernoulli_rows(rng: np.random.Generator, rate: float, n: int, t: int) -> np.ndarray:
-    """``rng.random((n, t)) < rate``, the same draws in the same order, drawn a block of
-    rows at a time into one reused buffer."""
-    out = np.empty((n, t), dtype=bool)
+def scratch(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """This thread's reusable array of ``shape`` and ``dtype`` (contents undefined): for
+    working arrays a chunk overwrites whole and drops before the next chunk, so memory the
+    process already has is reused instead of faulted in afresh chunk after chunk."""
+    kept = _SCRATCH.__dict__
+    key = (shape, np.dtype(dtype).str)
+    if key not in kept:
+        if len(kept) >= SCRATCH_KEPT:
+            del kept[next(iter(kept))]  # the oldest
+        kept[key] = np.empty(shape, dtype=dtype)
+    return kept[key]
+
+
+def bernoulli_rows(
+    rng: np.random.Generator, rate: float, n: int, t: int, out: np.ndarray | None = None
+) -> np.ndarray:
+    """``rng.random((n, t)) < rate`` (into ``out``, if given), the same draws in the same
+    order, drawn a block of rows at a time into one reused buffer."""
+    out = np.empty((n, t), dtype=bool) if out is None else out
     rows = max(1, BERNOULLI_BLOCK // max(t, 1))
-    buffer = np.empty((min(rows, n), t))
+    buffer = scratch((rows, t), float)
     for lo in range(0, n, rows):
         hi = min(n, lo + rows)
         draws = buffer[: hi - lo]
@@ -225,10 +244,12 @@ class GateScenario(Scenario):
         prior = pop.sample_base(rng, (n, self.pool_size))
         return prior, np.clip(prior - drop, 0.0, 1.0)
 
-    def _runs(self, rng: np.random.Generator, rate, n: int, t: int) -> np.ndarray:
+    def _runs(self, rng: np.random.Generator, rate, n: int, t: int, out=None) -> np.ndarray:
+        """``n`` rows of ``t`` runs at ``rate`` (a scalar, or per-replication user pools),
+        relabelled by the feedback; ``out``: where to draw noiseless runs at a scalar rate."""
         if np.ndim(rate) == 0:
             if not self.feedback.relabels:
-                return bernoulli_rows(rng, rate, n, t)
+                return bernoulli_rows(rng, rate, n, t, out)
             out = rng.random((n, t)) < rate
             user = rate
         else:
@@ -290,10 +311,12 @@ class GateScenario(Scenario):
         t = self.gate.max_runs
         tabled = slice(0, max(0, min(chunk.size, self.table_rows - chunk.start)))
         arms = slice(None) if self.concurrent else tabled  # the metrics read them there
+        shape = (chunk.size, t)
         for d in self.drop_grid:
             prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
             p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
-            outcomes = self._runs(chunk.rng, new_rate, chunk.size, t)
+            # outcomes stay inside this loop: a scratch array serves every drop and chunk
+            outcomes = self._runs(chunk.rng, new_rate, chunk.size, t, scratch(shape, bool))
             conc = self._runs(chunk.rng, prior_rate, chunk.size, t) if self.concurrent else None
             decision, by_cost = self._decide(chunk.rng, outcomes, p0, ledger, conc)
             successes = decision.successes
