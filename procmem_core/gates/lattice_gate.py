@@ -175,13 +175,37 @@ class LatticeGate(Gate):
         verdict, runs_used, successes = lattice.first_decisions(
             outcomes, p0, self.rule, self.min_runs, self.max_runs, self._decision_tables
         )
-        # one p0 for every row: the statistic's p0 terms once (the same doubles)
-        stat = self.statistic(successes, runs_used, p0[0] if lattice.one_value(p0) else p0)
-        crossed = self.crossed_at(stat)
-        if crossed is None:
-            crossed = self.crossed(successes, runs_used, p0)
-        reason = self._reasons(runs_used, *crossed, verdict)
+        t = min(outcomes.shape[1], self.max_runs)
+        if t > 0 and lattice.one_value(p0):  # one p0 for every row: look the cells up
+            stat_table, reason_table = self._cell_details(t, p0[:1])
+            cell = runs_used * (t + 1) + successes
+            stat, reason = stat_table.take(cell), reason_table.take(cell)
+        else:
+            stat = self.statistic(successes, runs_used, p0)
+            crossed = self.crossed_at(stat)
+            if crossed is None:
+                crossed = self.crossed(successes, runs_used, p0)
+            reason = self._reasons(runs_used, *crossed, verdict)
         return BatchDecision(verdict, runs_used, stat, reason, successes)
+
+    def _cell_details(self, t: int, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(statistic, reason code)`` at every lattice cell ``n * (t + 1) + s`` for one
+        p0, where a row can stop: the verdict there is the decision table's (continue
+        where a row ends undecided). The same functions on the same numbers as row by row
+        with that p0 (a scalar), so the same doubles; kept like ``_decision_tables``."""
+        kept = self.__dict__.setdefault("_details", {})
+        key = (t, value.tobytes())
+        if key not in kept:
+            if len(kept) >= TABLES_KEPT:
+                kept.clear()
+            n = np.arange(t + 1)[:, None]
+            s = np.arange(t + 1)[None, :]
+            p0 = value[0]
+            verdicts = self._decision_tables(value, t)[0]
+            stat = np.broadcast_to(self.statistic(s, n, p0), verdicts.shape)
+            reason = self.reason_codes(s, n, p0, verdicts)
+            kept[key] = (np.ascontiguousarray(stat, dtype=float).ravel(), reason.ravel())
+        return kept[key]
 
     def _decision_tables(self, values: np.ndarray, t: int) -> np.ndarray:
         """``lattice.decision_tables`` of this gate's rule, kept per ``(T, p0)``: the gate

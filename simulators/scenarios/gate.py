@@ -312,6 +312,7 @@ class GateScenario(Scenario):
         tabled = slice(0, max(0, min(chunk.size, self.table_rows - chunk.start)))
         arms = slice(None) if self.concurrent else tabled  # the metrics read them there
         shape = (chunk.size, t)
+        count = np.int16 if t < np.iinfo(np.int16).max else np.int64  # runs: exact, smaller
         for d in self.drop_grid:
             prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
             p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
@@ -327,7 +328,7 @@ class GateScenario(Scenario):
             runs = decision.runs_used[tabled]
             values = (
                 decision.verdict,
-                decision.runs_used,
+                decision.runs_used.astype(count),
                 sessions,
                 rev_runs[arms],
                 prior_runs[arms],

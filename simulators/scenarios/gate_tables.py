@@ -74,6 +74,7 @@ def decisions_table(scenario: GateScenario, sims: dict) -> pd.DataFrame:
     frames = []
     for d in scenario.drop_grid:
         sim = {k: v[:keep] for k, v in sims[d].items()}
+        runs = sim["runs"].astype(np.int64)  # kept as a smaller integer type
         reason = np.asarray(sim["reason"], dtype=object)
         frames.append(
             pd.DataFrame(
@@ -85,11 +86,11 @@ def decisions_table(scenario: GateScenario, sims: dict) -> pd.DataFrame:
                     "gate": scenario.gate.name,
                     "verdict": verdict_names(sim["verdict"]),
                     "reason": [REASONS[r] for r in reason],
-                    "runs_used": sim["runs"],
+                    "runs_used": runs,
                     "statistic": sim["stat"],
                     "prior_runs": scenario.ledger_size or 0,
                     "prior_successes": sim["prior_s"],
-                    "revision_runs": sim["runs"],
+                    "revision_runs": runs,
                     "revision_successes": sim["s"],
                     "outcome": [OUTCOME_OF[int(v)] for v in sim["verdict"]],
                     "reason_code": reason,
