@@ -7,7 +7,9 @@ holds what every such gate shares:
 
 - ``verdict_table``: the rule evaluated on every lattice cell ``(n, s)``, ``0 <= s <= n``;
 - ``first_decisions``: the first run at which each row of an outcome matrix gets a
-  verdict other than "continue" (the vectorized path the simulators use);
+  verdict other than "continue" (the vectorized path the simulators use; with few
+  distinct p0 it reads the runs 8 at a time, bit-packed, through ``byte_tables``: the
+  first decision within a byte given the successes before it, from the verdict table);
 - ``lattice_absorption``: the exact probability of each verdict and the expected stopping
   run, by forward recursion over the lattice (the exact path of ``LatticeGate.operating_point``).
 
@@ -80,6 +82,8 @@ BYTE_RUNS = 8
 BYTE_PATH_MAX_VALUES = 64
 """Most distinct p0 values for which ``first_decisions`` walks bytes of runs; beyond it
 (and where ``TABLE_CELLS_BUDGET`` allows) it looks verdicts up run by run."""
+BYTE_PATH_MAX_RUNS = (1 << 11) - 1
+"""The byte path's entries hold the run in 11 bits, the verdict in 4, the successes in 16."""
 BYTE_TABLE_BUDGET = 1 << 22
 """Most entries (int32) of the byte tables one call of ``first_decisions`` may use."""
 BYTE_TABLE_CACHE_SIZE = 128
@@ -238,6 +242,7 @@ def first_decisions(
     per_value = int(_byte_offsets(t)[-1])
     if (
         values.size <= BYTE_PATH_MAX_VALUES
+        and t < BYTE_PATH_MAX_RUNS
         and values.size * per_value <= BYTE_TABLE_BUDGET
         and tables.min() >= 0
         and tables.max() <= 0xF
