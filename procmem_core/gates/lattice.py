@@ -19,7 +19,6 @@ path and the exact analysis cannot drift apart.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
@@ -88,7 +87,7 @@ BYTE_TABLE_BUDGET = 1 << 22
 """Most entries (int32) of the byte tables one call of ``first_decisions`` may use."""
 BYTE_TABLE_CACHE_SIZE = 128
 """Byte tables kept (one per distinct per-p0 verdict table, ~180 kB at 50 runs)."""
-_BYTE_TABLES: OrderedDict[bytes, np.ndarray] = OrderedDict()
+_BYTE_TABLES: dict[bytes, np.ndarray] = {}
 _POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.int32)
 _BITS = (np.arange(256)[:, None] >> np.arange(BYTE_RUNS - 1, -1, -1)[None, :]) & 1
 """``_BITS[b, j]``: run ``j`` of a byte ``b`` (``np.packbits`` order: the first run is
@@ -133,11 +132,10 @@ def byte_tables(tables: np.ndarray) -> np.ndarray:
         key = codes.tobytes()
         part = _BYTE_TABLES.get(key)
         if part is None:
-            part = _BYTE_TABLES[key] = _build_byte_table(codes, t)
-            if len(_BYTE_TABLES) > BYTE_TABLE_CACHE_SIZE:
-                _BYTE_TABLES.popitem(last=False)
-        else:
-            _BYTE_TABLES.move_to_end(key)
+            part = _build_byte_table(codes, t)
+            if len(_BYTE_TABLES) >= BYTE_TABLE_CACHE_SIZE:
+                _BYTE_TABLES.clear()  # rare: more distinct p0 than kept
+            _BYTE_TABLES[key] = part
         parts.append(part)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 

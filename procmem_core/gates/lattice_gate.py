@@ -195,17 +195,19 @@ class LatticeGate(Gate):
         with that p0 (a scalar), so the same doubles; kept like ``_decision_tables``."""
         kept = self.__dict__.setdefault("_details", {})
         key = (t, value.tobytes())
-        if key not in kept:
-            if len(kept) >= TABLES_KEPT:
-                kept.clear()
+        details = kept.get(key)
+        if details is None:
             n = np.arange(t + 1)[:, None]
             s = np.arange(t + 1)[None, :]
             p0 = value[0]
             verdicts = self._decision_tables(value, t)[0]
             stat = np.broadcast_to(self.statistic(s, n, p0), verdicts.shape)
             reason = self.reason_codes(s, n, p0, verdicts)
-            kept[key] = (np.ascontiguousarray(stat, dtype=float).ravel(), reason.ravel())
-        return kept[key]
+            details = (np.ascontiguousarray(stat, dtype=float).ravel(), reason.ravel())
+            if len(kept) >= TABLES_KEPT:
+                kept.clear()
+            kept[key] = details
+        return details
 
     def _decision_tables(self, values: np.ndarray, t: int) -> np.ndarray:
         """``lattice.decision_tables`` of this gate's rule, kept per ``(T, p0)``: the gate
@@ -213,13 +215,15 @@ class LatticeGate(Gate):
         ``TABLES_KEPT`` are kept)."""
         kept = self.__dict__.setdefault("_tables", {})
         keys = [(t, v.tobytes()) for v in np.asarray(values, dtype=float)]
-        missing = [i for i, k in enumerate(keys) if k not in kept]
+        found = [kept.get(k) for k in keys]
+        missing = [i for i, table in enumerate(found) if table is None]
         if missing:
+            new = lattice.decision_tables(self.rule, values[missing], t, self.min_runs)
             if len(kept) + len(missing) > TABLES_KEPT:
                 kept.clear()
-            new = lattice.decision_tables(self.rule, values[missing], t, self.min_runs)
-            kept.update(zip((keys[i] for i in missing), new, strict=True))
-        return np.stack([kept[k] for k in keys])
+            for i, table in zip(missing, new, strict=True):
+                found[i] = kept[keys[i]] = table
+        return np.stack(found)
 
     def operating_point(
         self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
