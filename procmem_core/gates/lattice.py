@@ -7,7 +7,9 @@ holds what every such gate shares:
 
 - ``verdict_table``: the rule evaluated on every lattice cell ``(n, s)``, ``0 <= s <= n``;
 - ``first_decisions``: the first run at which each row of an outcome matrix gets a
-  verdict other than "continue" (the vectorized path the simulators use);
+  verdict other than "continue" (the vectorized path the simulators use; with few
+  distinct p0 it reads the runs 8 at a time, bit-packed, through ``byte_tables``: the
+  first decision within a byte given the successes before it, from the verdict table);
 - ``lattice_absorption``: the exact probability of each verdict and the expected stopping
   run, by forward recursion over the lattice (the exact path of ``LatticeGate.operating_point``).
 
@@ -74,8 +76,135 @@ def verdict_table(rule: Rule, p0: np.ndarray, max_runs: int) -> np.ndarray:
     return table
 
 
+BYTE_RUNS = 8
+"""Runs per byte of bit-packed outcomes (``np.packbits``) in ``first_decisions``' byte path."""
+BYTE_PATH_MAX_VALUES = 64
+"""Most distinct p0 values for which ``first_decisions`` walks bytes of runs; beyond it
+(and where ``TABLE_CELLS_BUDGET`` allows) it looks verdicts up run by run."""
+BYTE_PATH_MAX_RUNS = (1 << 11) - 1
+"""The byte path's entries hold the run in 11 bits, the verdict in 4, the successes in 16."""
+BYTE_TABLE_BUDGET = 1 << 22
+"""Most entries (int32) of the byte tables one call of ``first_decisions`` may use."""
+BYTE_TABLE_CACHE_SIZE = 128
+"""Byte tables kept (one per distinct per-p0 verdict table, ~180 kB at 50 runs)."""
+_BYTE_TABLES: dict[bytes, np.ndarray] = {}
+_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.int32)
+_BITS = (np.arange(256)[:, None] >> np.arange(BYTE_RUNS - 1, -1, -1)[None, :]) & 1
+"""``_BITS[b, j]``: run ``j`` of a byte ``b`` (``np.packbits`` order: the first run is
+the most significant bit)."""
+
+
+def _byte_offsets(t: int) -> np.ndarray:
+    """Start of block ``k``'s entries in one p0's byte table: block ``k`` (runs
+    ``8k+1 .. 8k+8``) has a row of 256 entries for each success count ``0 .. 8k`` before it."""
+    blocks = -(-t // BYTE_RUNS)
+    sizes = (BYTE_RUNS * np.arange(blocks) + 1) * 256
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+
+
+def _build_byte_table(codes: np.ndarray, t: int) -> np.ndarray:
+    """One p0's byte table from its verdict table ``codes[n, s]`` (runs before min_runs
+    already "continue"): for block ``k``, successes ``s`` before it and byte ``b`` of its
+    runs, the first cell ``(n, s')`` in the block with a verdict other than continue, as
+    ``n << 20 | verdict << 16 | s'``, else ``(t + 1) << 20`` (sorts after every decision)."""
+    offsets = _byte_offsets(t)
+    table = np.empty(offsets[-1], dtype=np.int32)
+    cum = np.cumsum(_BITS, axis=1)
+    for k in range(offsets.size - 1):
+        n0 = BYTE_RUNS * k
+        s0 = np.arange(n0 + 1)[:, None]
+        block = np.full((n0 + 1, 256), (t + 1) << 20, dtype=np.int32)
+        for j in range(min(BYTE_RUNS, t - n0) - 1, -1, -1):  # earliest run last: it wins
+            n = n0 + j + 1
+            s = s0 + cum[None, :, j]
+            code = codes[n, s].astype(np.int32)
+            block = np.where(code != CONTINUE_CODE, (n << 20) | (code << 16) | s, block)
+        table[offsets[k] : offsets[k + 1]] = block.ravel()
+    return table
+
+
+def byte_tables(tables: np.ndarray) -> np.ndarray:
+    """The byte tables of verdict tables ``tables[u, n, s]``, one after another (cached by
+    each verdict table's bytes: a pure function of them)."""
+    t = tables.shape[1] - 1
+    parts = []
+    for codes in tables:
+        key = codes.tobytes()
+        part = _BYTE_TABLES.get(key)
+        if part is None:
+            part = _build_byte_table(codes, t)
+            if len(_BYTE_TABLES) >= BYTE_TABLE_CACHE_SIZE:
+                _BYTE_TABLES.clear()  # rare: more distinct p0 than kept
+            _BYTE_TABLES[key] = part
+        parts.append(part)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _popcount(packed: np.ndarray) -> np.ndarray:
+    """Set bits of each byte (successes among its runs)."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(packed)
+    return _POPCOUNT.take(packed)
+
+
+def _pack_rows(outcomes: np.ndarray) -> np.ndarray:
+    """``np.packbits(outcomes, axis=1)``, by packing a copy padded to whole bytes per row
+    as one flat run of bits (several times faster than packing row by row)."""
+    rows, t = outcomes.shape
+    width = -(-t // BYTE_RUNS) * BYTE_RUNS
+    if width == t and outcomes.flags.c_contiguous:
+        padded = outcomes
+    else:
+        padded = np.zeros((rows, width), dtype=bool)
+        padded[:, :t] = outcomes
+    return np.packbits(padded.reshape(-1)).reshape(rows, width // BYTE_RUNS)
+
+
+def _byte_block(outcomes, table, which, t, out) -> None:
+    """``first_decisions`` on one block of rows by bytes of runs: each row's bytes are
+    looked up in ``table`` (``byte_tables``) at the successes before each byte (the
+    popcounts of the bytes before it), and the smallest entry is the first decision."""
+    packed = np.ascontiguousarray(_pack_rows(outcomes).T)  # (bytes, rows)
+    pop = _popcount(packed)
+    index = np.empty(packed.shape, dtype=np.int32)
+    index[0] = 0
+    for k in range(1, packed.shape[0]):  # successes before byte k (a loop: faster here
+        np.add(index[k - 1], pop[k - 1], out=index[k])  # than cumsum along axis 0)
+    total = index[-1] + pop[-1]
+    index <<= 8  # 256 entries per success count
+    index += packed
+    index += _byte_offsets(t)[:-1, None]
+    if which is not None:
+        index += which[None, :]
+    first = table.take(index).min(axis=0)
+    verdict, runs_used, successes = out
+    verdict[:] = (first >> 16) & 0xF
+    np.minimum(first >> 20, t, out=runs_used)  # undecided rows: t
+    successes[:] = np.where(verdict != CONTINUE_CODE, first & 0xFFFF, total)
+
+
+def one_value(p0: np.ndarray) -> bool:
+    """True when every entry of the float array ``p0`` (at least one) is the same double,
+    bit for bit."""
+    bits = p0.view(np.int64) if p0.dtype == np.float64 and p0.flags.c_contiguous else None
+    return p0.size > 0 and bits is not None and bool((bits == bits[0]).all())
+
+
+def decision_tables(rule: Rule, values: np.ndarray, t: int, min_runs: int) -> np.ndarray:
+    """``verdict_table(rule, values, t)`` with every cell before ``min_runs`` "continue"
+    (nothing decides there): the tables ``first_decisions`` walks."""
+    tables = verdict_table(rule, values, t)
+    tables[:, :min_runs] = CONTINUE_CODE
+    return tables
+
+
 def first_decisions(
-    outcomes: np.ndarray, p0: np.ndarray, rule: Rule, min_runs: int, max_runs: int
+    outcomes: np.ndarray,
+    p0: np.ndarray,
+    rule: Rule,
+    min_runs: int,
+    max_runs: int,
+    tables: Callable[[np.ndarray, int], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """First verdict other than "continue" of each row, looking at runs 1..max_runs.
 
@@ -84,9 +213,13 @@ def first_decisions(
     keep "continue" with ``runs_used = T``. Runs past ``max_runs`` are ignored.
 
     Speed: when the distinct values of ``p0`` are few, the rule is tabulated once per
-    value on the lattice and each cell's verdict is a table look-up at
-    ``(n, cumulative successes)``; otherwise the rule is evaluated on the cumulative
-    counts block by block. Either way memory is bounded by ``CHUNK_ELEMENTS``.
+    value on the lattice. With at most ``BYTE_PATH_MAX_VALUES`` values the runs are
+    bit-packed 8 to a byte and each byte is looked up whole (``byte_tables``: the first
+    decision within it, given the successes before it); otherwise each cell's verdict is
+    a table look-up at ``(n, cumulative successes)``, or, past ``TABLE_CELLS_BUDGET``,
+    the rule is evaluated on the cumulative counts. Memory is bounded by
+    ``CHUNK_ELEMENTS`` per block of rows either way. ``tables(values, T)``, if given,
+    returns ``decision_tables(rule, values, T, min_runs)`` (a gate that keeps them).
     """
     rows = outcomes.shape[0]
     t = min(outcomes.shape[1], max_runs)
@@ -95,41 +228,90 @@ def first_decisions(
     successes = np.zeros(rows, dtype=np.int64)
     if rows == 0 or t == 0:
         return verdict, runs_used, successes
-    values, which = np.unique(p0, return_inverse=True)
-    first_col = min_runs - 1  # column j holds run n = j + 1; nothing decides before min_runs
-    use_table = values.size * (t + 1) ** 2 <= TABLE_CELLS_BUDGET
-    if use_table:
-        flat_table = verdict_table(rule, values, t).ravel()
-        index_dtype = np.int32 if flat_table.size < 2**31 else np.int64  # half the bytes
-        which = which.astype(index_dtype) * (t + 1) ** 2
-        offsets = ((np.arange(first_col, t) + 1) * (t + 1)).astype(index_dtype)[None, :]
-    cols = np.arange(first_col, t)
-    n = cols + 1
-    count_dtype = np.int16 if t < np.iinfo(np.int16).max else np.int64
+    if one_value(p0):  # the usual case: no sort
+        values, which = p0[:1], np.zeros(rows, dtype=np.intp)
+    else:
+        values, which = np.unique(p0, return_inverse=True)
+    if values.size * (t + 1) ** 2 > TABLE_CELLS_BUDGET:
+        _rule_blocks(outcomes, p0, rule, min_runs, t, (verdict, runs_used, successes))
+        return verdict, runs_used, successes
+    tables = decision_tables(rule, values, t, min_runs) if tables is None else tables(values, t)
     step = max(1, CHUNK_ELEMENTS // t)
-    for lo in range(0, rows, step):
-        hi = min(rows, lo + step)
-        counts = np.cumsum(outcomes[lo:hi, :t], axis=1, dtype=count_dtype)
+    per_value = int(_byte_offsets(t)[-1])
+    if (
+        values.size <= BYTE_PATH_MAX_VALUES
+        and t < BYTE_PATH_MAX_RUNS
+        and values.size * per_value <= BYTE_TABLE_BUDGET
+        and tables.min() >= 0
+        and tables.max() <= 0xF
+    ):
+        table = byte_tables(tables)
+        offset = None if values.size == 1 else (which * per_value).astype(np.int32)
+        for lo in range(0, rows, step):
+            hi = min(rows, lo + step)
+            out = (verdict[lo:hi], runs_used[lo:hi], successes[lo:hi])
+            part = None if offset is None else offset[lo:hi]
+            _byte_block(outcomes[lo:hi, :t], table, part, t, out)
+        return verdict, runs_used, successes
+    _cell_blocks(outcomes, tables, which, min_runs, t, (verdict, runs_used, successes))
+    return verdict, runs_used, successes
+
+
+def _first_of(codes, counts, n, t, out) -> None:
+    """Write each row's first non-continue code of ``codes`` (columns at runs ``n``), its
+    run and the successes ``counts`` there (else continue, ``t`` and the last count)."""
+    verdict, runs_used, successes = out
+    decided = codes != CONTINUE_CODE
+    first = decided.argmax(axis=1)
+    r = np.arange(codes.shape[0])
+    hit = decided[r, first]
+    verdict[:] = np.where(hit, codes[r, first], CONTINUE_CODE)
+    runs_used[:] = np.where(hit, n[first], t)
+    successes[:] = np.where(hit, counts[r, first], counts[:, -1])
+
+
+def _cumulative(outcomes: np.ndarray, lo: int, hi: int, t: int) -> np.ndarray:
+    count_dtype = np.int16 if t < np.iinfo(np.int16).max else np.int64
+    return np.cumsum(outcomes[lo:hi, :t], axis=1, dtype=count_dtype)
+
+
+def _cell_blocks(outcomes, tables, which, min_runs, t, out) -> None:
+    """``first_decisions`` by one verdict-table look-up per cell, block by block."""
+    flat_table = tables.ravel()
+    index_dtype = np.int32 if flat_table.size < 2**31 else np.int64  # half the bytes
+    which = which.astype(index_dtype) * (t + 1) ** 2
+    first_col = min_runs - 1  # column j holds run n = j + 1
+    offsets = ((np.arange(first_col, t) + 1) * (t + 1)).astype(index_dtype)[None, :]
+    n = np.arange(first_col, t) + 1
+    step = max(1, CHUNK_ELEMENTS // t)
+    for lo in range(0, len(which), step):
+        hi = min(len(which), lo + step)
+        counts = _cumulative(outcomes, lo, hi, t)
         if first_col >= t:
-            successes[lo:hi] = counts[:, -1]
+            out[2][lo:hi] = counts[:, -1]
             continue
         counts = counts[:, first_col:]
-        if use_table:
-            index = counts.astype(index_dtype)
-            index += offsets
-            if values.size > 1:  # one p0 for every row: its table starts at 0
-                index += which[lo:hi, None]
-            codes = flat_table.take(index)
-        else:
-            codes = np.asarray(rule(counts, n[None, :], p0[lo:hi, None]), dtype=np.int8)
-        decided = codes != CONTINUE_CODE
-        first = decided.argmax(axis=1)
-        r = np.arange(hi - lo)
-        hit = decided[r, first]
-        verdict[lo:hi] = np.where(hit, codes[r, first], CONTINUE_CODE)
-        runs_used[lo:hi] = np.where(hit, n[first], t)
-        successes[lo:hi] = np.where(hit, counts[r, first], counts[:, -1])
-    return verdict, runs_used, successes
+        index = counts.astype(index_dtype)
+        index += offsets
+        if tables.shape[0] > 1:  # one p0 for every row: its table starts at 0
+            index += which[lo:hi, None]
+        _first_of(flat_table.take(index), counts, n, t, tuple(o[lo:hi] for o in out))
+
+
+def _rule_blocks(outcomes, p0, rule, min_runs, t, out) -> None:
+    """``first_decisions`` by the rule on the cumulative counts, block by block."""
+    first_col = min_runs - 1
+    n = np.arange(first_col, t) + 1
+    step = max(1, CHUNK_ELEMENTS // t)
+    for lo in range(0, outcomes.shape[0], step):
+        hi = min(outcomes.shape[0], lo + step)
+        counts = _cumulative(outcomes, lo, hi, t)
+        if first_col >= t:
+            out[2][lo:hi] = counts[:, -1]
+            continue
+        counts = counts[:, first_col:]
+        codes = np.asarray(rule(counts, n[None, :], p0[lo:hi, None]), dtype=np.int8)
+        _first_of(codes, counts, n, t, tuple(o[lo:hi] for o in out))
 
 
 def lattice_absorption(

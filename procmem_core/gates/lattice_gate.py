@@ -33,6 +33,14 @@ from procmem_core.gates.verdicts import (
     RevisionStats,
 )
 
+_REASON_ORDER = np.array(
+    ["too_few_runs", "revert_boundary", "accept_boundary", "at_cap", "undecided"], dtype=object
+)
+"""``LatticeGate.reason_codes``' vocabulary, first match wins."""
+TABLES_KEPT = 256
+"""Per-p0 decision tables a lattice gate keeps for ``decide_batch`` (~2.6 kB each at 50
+runs); past it they are dropped and recomputed."""
+
 
 class LatticeGate(Gate):
     """A gate whose verdict depends only on the revision's (runs, successes) and p0.
@@ -69,19 +77,27 @@ class LatticeGate(Gate):
         """Where p0 came from, for the sentence (override to name the estimator)."""
         return f"prior {prior.successes}/{prior.runs}"
 
+    def crossed_at(self, statistic: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``crossed`` from the statistic already computed at the cells, for a gate whose
+        boundaries read only its statistic (None: ask ``crossed``)."""
+        return None
+
     def reason_codes(
         self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike
     ) -> np.ndarray:
-        """The reason code of each verdict reached at ``(runs, successes)``."""
+        """The reason code of each verdict reached at ``(runs, successes)``: too few runs,
+        else the revert boundary, else the accept boundary, else at the cap or undecided."""
         runs = np.asarray(runs)
-        rev, acc = self.crossed(successes, runs, p0)
-        live = runs >= self.min_runs
-        verdict = np.asarray(verdict)
-        out = np.where(verdict != CONTINUE_CODE, "at_cap", "undecided").astype(object)
-        out[np.broadcast_to(live & acc, out.shape)] = "accept_boundary"
-        out[np.broadcast_to(live & rev, out.shape)] = "revert_boundary"
-        out[np.broadcast_to(~live, out.shape)] = "too_few_runs"
-        return out
+        return self._reasons(runs, *self.crossed(successes, runs, p0), verdict)
+
+    def _reasons(self, runs, rev, acc, verdict) -> np.ndarray:
+        undecided = np.asarray(np.asarray(verdict) == CONTINUE_CODE)
+        which = np.empty(undecided.shape, dtype=np.int8)
+        np.add(undecided.view(np.int8), 3, out=which)  # at_cap 3, undecided 4
+        np.copyto(which, 2, where=acc)
+        np.copyto(which, 1, where=rev)
+        np.copyto(which, 0, where=np.asarray(runs) < self.min_runs)
+        return np.asarray(_REASON_ORDER.take(which), dtype=object)
 
     def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
         """``reason_codes`` at one cell, as Python values: too few runs, else the revert
@@ -157,11 +173,57 @@ class LatticeGate(Gate):
         outcomes = lattice.check_outcomes(outcomes)
         p0 = lattice.check_p0_array(p0, outcomes.shape[0])
         verdict, runs_used, successes = lattice.first_decisions(
-            outcomes, p0, self.rule, self.min_runs, self.max_runs
+            outcomes, p0, self.rule, self.min_runs, self.max_runs, self._decision_tables
         )
-        stat = self.statistic(successes, runs_used, p0)
-        reason = self.reason_codes(successes, runs_used, p0, verdict)
+        t = min(outcomes.shape[1], self.max_runs)
+        if t > 0 and lattice.one_value(p0):  # one p0 for every row: look the cells up
+            stat_table, reason_table = self._cell_details(t, p0[:1])
+            cell = runs_used * (t + 1) + successes
+            stat, reason = stat_table.take(cell), reason_table.take(cell)
+        else:
+            stat = self.statistic(successes, runs_used, p0)
+            crossed = self.crossed_at(stat)
+            if crossed is None:
+                crossed = self.crossed(successes, runs_used, p0)
+            reason = self._reasons(runs_used, *crossed, verdict)
         return BatchDecision(verdict, runs_used, stat, reason, successes)
+
+    def _cell_details(self, t: int, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(statistic, reason code)`` at every lattice cell ``n * (t + 1) + s`` for one
+        p0, where a row can stop: the verdict there is the decision table's (continue
+        where a row ends undecided). The same functions on the same numbers as row by row
+        with that p0 (a scalar), so the same doubles; kept like ``_decision_tables``."""
+        kept = self.__dict__.setdefault("_details", {})
+        key = (t, value.tobytes())
+        details = kept.get(key)
+        if details is None:
+            n = np.arange(t + 1)[:, None]
+            s = np.arange(t + 1)[None, :]
+            p0 = value[0]
+            verdicts = self._decision_tables(value, t)[0]
+            stat = np.broadcast_to(self.statistic(s, n, p0), verdicts.shape)
+            reason = self.reason_codes(s, n, p0, verdicts)
+            details = (np.ascontiguousarray(stat, dtype=float).ravel(), reason.ravel())
+            if len(kept) >= TABLES_KEPT:
+                kept.clear()
+            kept[key] = details
+        return details
+
+    def _decision_tables(self, values: np.ndarray, t: int) -> np.ndarray:
+        """``lattice.decision_tables`` of this gate's rule, kept per ``(T, p0)``: the gate
+        is frozen, so its rule's table at a p0 never changes (at most
+        ``TABLES_KEPT`` are kept)."""
+        kept = self.__dict__.setdefault("_tables", {})
+        keys = [(t, v.tobytes()) for v in np.asarray(values, dtype=float)]
+        found = [kept.get(k) for k in keys]
+        missing = [i for i, table in enumerate(found) if table is None]
+        if missing:
+            new = lattice.decision_tables(self.rule, values[missing], t, self.min_runs)
+            if len(kept) + len(missing) > TABLES_KEPT:
+                kept.clear()
+            for i, table in zip(missing, new, strict=True):
+                found[i] = kept[keys[i]] = table
+        return np.stack(found)
 
     def operating_point(
         self, p: float | np.ndarray, p0: float, prior_runs: int | None = None

@@ -113,8 +113,11 @@ class SPRTGate(LatticeGate):
     def crossed(
         self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike
     ) -> tuple[np.ndarray, np.ndarray]:
+        return self.crossed_at(self.statistic(successes, runs, p0))
+
+    def crossed_at(self, statistic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ln_a, ln_b = self.boundaries
-        return llr.sprt_crossed(self.statistic(successes, runs, p0), ln_a, ln_b)
+        return llr.sprt_crossed(statistic, ln_a, ln_b)
 
     def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
         ln_a, ln_b = self.boundaries

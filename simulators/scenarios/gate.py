@@ -57,9 +57,10 @@ from procmem_core.gates import (
 )
 from procmem_core.gates.base import successes_at
 from procmem_core.gates.design import arm_runs
+from simulators.draws import bernoulli_rows, scratch
 from simulators.feedback import Feedback
 from simulators.replication import Chunk, check_positive
-from simulators.result import ScenarioResult
+from simulators.result import ScenarioResult, mean_and_se
 from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.gate_tables import decisions_table, operating_points_table
 from simulators.users import UserPopulation
@@ -207,8 +208,12 @@ class GateScenario(Scenario):
         prior = pop.sample_base(rng, (n, self.pool_size))
         return prior, np.clip(prior - drop, 0.0, 1.0)
 
-    def _runs(self, rng: np.random.Generator, rate, n: int, t: int) -> np.ndarray:
+    def _runs(self, rng: np.random.Generator, rate, n: int, t: int, out=None) -> np.ndarray:
+        """``n`` rows of ``t`` runs at ``rate`` (a scalar, or per-replication user pools),
+        relabelled by the feedback; ``out``: where to draw noiseless runs at a scalar rate."""
         if np.ndim(rate) == 0:
+            if not self.feedback.relabels:
+                return bernoulli_rows(rng, rate, n, t, out)
             out = rng.random((n, t)) < rate
             user = rate
         else:
@@ -262,35 +267,41 @@ class GateScenario(Scenario):
         return np.maximum(r, x), c + y
 
     def _chunk(self, chunk: Chunk) -> dict[float, dict[str, np.ndarray]]:
-        """One chunk of replications at every drop of the grid."""
-        keys = ("verdict", "runs", "stat", "reason", "p0", "cost", "sessions", "prior_s", "s")
-        keys += ("rev_runs", "prior_runs")
+        """One chunk of replications at every drop of the grid (what only the decisions
+        table reads, for the chunk's replications among its first ``table_rows``)."""
+        keys = ("verdict", "runs", "sessions", "rev_runs", "prior_runs")
+        keys += ("stat", "reason", "p0", "cost", "prior_s", "s")
         out = {d: {} for d in self.drop_grid}
         t = self.gate.max_runs
+        tabled = slice(0, max(0, min(chunk.size, self.table_rows - chunk.start)))
+        arms = slice(None) if self.concurrent else tabled  # the metrics read them there
+        shape = (chunk.size, t)
+        count = np.int16 if t < np.iinfo(np.int16).max else np.int64  # runs: exact, smaller
         for d in self.drop_grid:
             prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
             p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
-            outcomes = self._runs(chunk.rng, new_rate, chunk.size, t)
+            # outcomes stay inside this loop: a scratch array serves every drop and chunk
+            outcomes = self._runs(chunk.rng, new_rate, chunk.size, t, scratch(shape, bool))
             conc = self._runs(chunk.rng, prior_rate, chunk.size, t) if self.concurrent else None
             decision, by_cost = self._decide(chunk.rng, outcomes, p0, ledger, conc)
             successes = decision.successes
             if successes is None:  # a gate that does not count them: count here
                 successes = successes_at(outcomes[:, :t], decision.runs_used)
-            no_ledger = -np.ones(chunk.size, dtype=np.int64)
             rev_runs, prior_runs = self._allocate(chunk.rng, decision.runs_used)
             sessions = self.feedback.sessions_to_collect(chunk.rng, rev_runs + prior_runs)
+            runs = decision.runs_used[tabled]
             values = (
                 decision.verdict,
-                decision.runs_used,
-                decision.statistic,
-                decision.reason,
-                p0,
-                by_cost,
+                decision.runs_used.astype(count),
                 sessions,
-                no_ledger if ledger is None else ledger.sum(axis=1),
-                np.where(decision.runs_used > 0, successes, 0),
-                rev_runs,
-                prior_runs,
+                rev_runs[arms],
+                prior_runs[arms],
+                decision.statistic[tabled],
+                decision.reason[tabled],
+                p0[tabled],
+                by_cost[tabled],
+                -np.ones(runs.size, dtype=np.int64) if ledger is None else ledger[tabled].sum(1),
+                np.where(runs > 0, successes[tabled], 0),
             )
             out[d] = dict(zip(keys, values, strict=True))
         return out
@@ -316,6 +327,7 @@ class GateScenario(Scenario):
         sims = self._simulate(seed)
         result = self.new_result()
         exact = self._exact() if self.exact_regime else {}
+        means = {d: {k: mean_and_se(sims[d][k]) for k in ("runs", "sessions")} for d in sims}
         for label, drop in (("null", 0.0), ("alt", round(self.alt_drop, 12))):
             sim = sims[drop]
             reps = sim["verdict"].size
@@ -327,8 +339,10 @@ class GateScenario(Scenario):
             else:
                 result.add_rate("missed_regression_rate", reps - reverts, reps)
                 result.add_rate("revert_rate_alt", reverts, reps)
-            result.add_mean(f"mean_runs_{label}", sim["runs"])
-            result.add_mean(f"mean_sessions_{label}", sim["sessions"])
+            for key in ("runs", "sessions"):  # computed once: the table shows them too
+                m, se = means[drop][key]
+                result.metrics[f"mean_{key}_{label}"] = m
+                result.metrics[f"mean_{key}_{label}_se"] = se
             if self.concurrent:
                 result.add_mean(f"mean_revision_runs_{label}", sim["rev_runs"])
                 result.add_mean(f"mean_prior_runs_{label}", sim["prior_runs"])
@@ -344,7 +358,7 @@ class GateScenario(Scenario):
                     result.metrics["missed_regression_rate_exact"] = 1.0 - p_rev
                     result.metrics["revert_rate_alt_exact"] = p_rev
                 result.metrics[f"mean_runs_{label}_exact"] = runs
-        result.tables["operating_points"] = operating_points_table(self, sims, exact)
+        result.tables["operating_points"] = operating_points_table(self, sims, exact, means)
         result.tables["gate_decisions"] = decisions_table(self, sims)
         return result
 

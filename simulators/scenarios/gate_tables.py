@@ -23,9 +23,12 @@ CONCURRENT_COLUMNS = ("revision_runs_total", "prior_concurrent_runs")
 """Runs each arm had when the decision landed (the concurrent design only)."""
 
 
-def operating_points_table(scenario: GateScenario, sims: dict, exact: dict) -> pd.DataFrame:
+def operating_points_table(
+    scenario: GateScenario, sims: dict, exact: dict, means: dict | None = None
+) -> pd.DataFrame:
     """One row per true drop: simulated revert and accept rates, runs and sessions (each
-    with its SE), the exact values (``exact``: ``{drop: (P(revert), E[runs])}``, NaN
+    with its SE; ``means[drop][key]``, where given, is ``mean_and_se(sims[drop][key])``
+    computed already), the exact values (``exact``: ``{drop: (P(revert), E[runs])}``, NaN
     outside the exact regime) and Wald's approximations (p0 known only)."""
     approx = None
     if scenario.ledger_size is None:
@@ -36,8 +39,8 @@ def operating_points_table(scenario: GateScenario, sims: dict, exact: dict) -> p
         reps = sim["verdict"].size
         rev, rev_se = rate_and_se(np.count_nonzero(sim["verdict"] == REVERT_CODE), reps)
         acc, acc_se = rate_and_se(np.count_nonzero(sim["verdict"] == ACCEPT_CODE), reps)
-        runs, runs_se = mean_and_se(sim["runs"])
-        sess, sess_se = mean_and_se(sim["sessions"])
+        have = means[d] if means else {k: mean_and_se(sim[k]) for k in ("runs", "sessions")}
+        (runs, runs_se), (sess, sess_se) = have["runs"], have["sessions"]
         ex = exact.get(d, (np.nan, np.nan))
         rows.append(
             {
@@ -71,6 +74,7 @@ def decisions_table(scenario: GateScenario, sims: dict) -> pd.DataFrame:
     frames = []
     for d in scenario.drop_grid:
         sim = {k: v[:keep] for k, v in sims[d].items()}
+        runs = sim["runs"].astype(np.int64)  # kept as a smaller integer type
         reason = np.asarray(sim["reason"], dtype=object)
         frames.append(
             pd.DataFrame(
@@ -82,11 +86,11 @@ def decisions_table(scenario: GateScenario, sims: dict) -> pd.DataFrame:
                     "gate": scenario.gate.name,
                     "verdict": verdict_names(sim["verdict"]),
                     "reason": [REASONS[r] for r in reason],
-                    "runs_used": sim["runs"],
+                    "runs_used": runs,
                     "statistic": sim["stat"],
                     "prior_runs": scenario.ledger_size or 0,
                     "prior_successes": sim["prior_s"],
-                    "revision_runs": sim["runs"],
+                    "revision_runs": runs,
                     "revision_successes": sim["s"],
                     "outcome": [OUTCOME_OF[int(v)] for v in sim["verdict"]],
                     "reason_code": reason,
