@@ -20,7 +20,8 @@ from scipy import stats
 
 from procmem_core.gates.calibrate import NullPass, final_level
 from procmem_core.gates.mixture import masked_cells, powers, transposed, weights
-from procmem_core.gates.two_sample import TwoSampleGate, step_statistics
+from procmem_core.gates.two_sample import TwoSampleGate
+from procmem_core.gates.twostats import step_statistics
 from procmem_core.gates.verdicts import REVERT_CODE
 
 

@@ -47,6 +47,7 @@ from procmem_core.gates.base import (
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate
 from procmem_core.gates.lattice import check_outcomes
 from procmem_core.gates.llr import sprt_boundaries
+from procmem_core.gates.twostats import drop_statistics, step_statistics
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     VERDICT_NAMES,
@@ -55,52 +56,6 @@ from procmem_core.gates.verdicts import (
     RevisionStats,
 )
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
-
-REF_VARIANCE = 0.25
-"""``pbar (1 - pbar)`` at its largest: the accept statistic's variance."""
-
-
-def drop_statistics(
-    k: ArrayLike, a: ArrayLike, b: ArrayLike, n: ArrayLike, drop: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(lambda, lambda_ref, valid)`` of the module docstring (0 where ``k = 0`` or
-    ``n = 0``: no comparison yet)."""
-    k, a, b, n = (np.asarray(x, dtype=float) for x in (k, a, b, n))
-    valid = (k > 0) & (n > 0)
-    kk, nn = np.maximum(k, 1.0), np.maximum(n, 1.0)
-    centred = drop * (b / nn - a / kk - drop / 2.0)
-    inv = 1.0 / nn + 1.0 / kk
-    pbar = (a + b + 1.0) / (nn + kk + 2.0)
-    lam = np.where(valid, centred / (pbar * (1.0 - pbar) * inv), 0.0)
-    ref = np.where(valid, centred / (REF_VARIANCE * inv), 0.0)
-    return lam, ref, valid
-
-
-STATISTICS_CELLS = 4_000_000
-"""Most cells (over every step) of one lattice whose statistics are kept for reuse."""
-
-
-@lru_cache(maxsize=2)
-def _lattice_statistics(ledger: int, concurrent: bool, drop: float) -> dict:
-    return {}
-
-
-def step_statistics(
-    ledger: int, concurrent: bool, k: int, drop: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``drop_statistics`` on every cell of step ``k`` of a lattice (``a`` a column, ``B``
-    a row), kept for the lattice's other gates while the lattice is small enough."""
-    cache = _lattice_statistics(int(ledger), bool(concurrent), float(drop))
-    if k in cache:
-        return cache[k]
-    n = int(ledger) + (k if concurrent else 0)
-    stats = drop_statistics(k, np.arange(k + 1)[:, None], np.arange(n + 1)[None, :], n, drop)
-    size = (k + 1) * (n + 1)
-    if cache.get("cells", 0) + size <= STATISTICS_CELLS:
-        for x in stats:
-            x.setflags(write=False)
-        cache[k], cache["cells"] = stats, cache.get("cells", 0) + size
-    return stats
 
 
 @dataclass(frozen=True)
