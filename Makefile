@@ -22,7 +22,7 @@ run: $(STAMP)
 	$(BIN)/python -m reports quickstart
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -319,10 +319,39 @@ def ray_head(tmp_path_factory) -> Iterator[tuple[str, str, Path]]:
     )  # fmt: skip
     try:
         assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
-        yield f"ray://127.0.0.1:{client_port}", marker, folder
+        address = f"ray://127.0.0.1:{client_port}"
+        ray_client_ready(address, folder)
+        yield address, marker, folder
     finally:
         stop_marked(marker)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+RAY_PROBE = (
+    "import sys, ray; ray.init(sys.argv[1]); "
+    "assert ray.get(ray.remote(lambda: 1).remote()) == 1; ray.shutdown()"
+)
+
+
+def ray_client_ready(address: str, folder: Path, attempts: int = 3) -> None:
+    """Wait until the head serves a Ray client end to end (a client connects and runs a
+    task): ``ray start`` returns before its agents are up, and a client that comes too
+    early gets "Starting Ray client server failed". Each attempt is bounded; the head's
+    client-server logs go into the failure message."""
+    for _ in range(attempts):
+        probe = subprocess.run(
+            [sys.executable, "-c", RAY_PROBE, address],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        if probe.returncode == 0:
+            return
+    raise AssertionError(probe.stderr[-2000:] + ray_client_logs(folder))
+
+
+def ray_client_logs(folder: Path) -> str:
+    """The tails of the head's Ray client-server logs (why a client could not connect)."""
+    logs = sorted(folder.glob("session_*/logs/ray_client_server*.err"))
+    return "".join(f"\n== {f.name}\n" + f.read_text()[-1500:] for f in logs)
 
 
 def test_a_sweep_on_a_ray_cluster_reaches_the_store_it_was_started_with(
@@ -336,7 +365,7 @@ def test_a_sweep_on_a_ray_cluster_reaches_the_store_it_was_started_with(
         uri,
         env={"RAY_ADDRESS": address},
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.returncode == 0, proc.stderr[-4000:] + ray_client_logs(folder)
     assert_loopback_only(marker)
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("quickstart")
