@@ -113,7 +113,7 @@ def confidence_rate(replications: int, repeat: int) -> tuple[float, float, float
 CONFIDENCE_PATHS = {
     "confidence_noisy_explore": {
         "feedback": Feedback.of(false_negative=0.2, missing=0.3, delay=2),
-        "explore_rate": 0.1,
+        "reshow_rate": 0.1,
         "withhold_rate": 0.1,
     },
     "confidence_baseline_rule": {"rule": BaselineRule(), "withhold_rate": 0.1},
