@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from procmem_core.gates.base import GateError
 from procmem_core.gates.mixture import gathered, powers
 from procmem_core.gates.worst import WorstCase
+
+G = TypeVar("G")
 
 ROUNDS = 10
 GRID_ADDS = 24
@@ -150,3 +153,14 @@ def _raise_revert(
         if hi - lo < LEVEL_TOLERANCE:
             break
     return hi, best
+
+
+def grid_calibrated_gate(cls: type[G], calibrated: Callable, params: dict) -> G:
+    """``cls`` with its boundaries calibrated on the coarse grid only, not certified between
+    grid points: fast, for design searches (``gates.design``), which certify the gate they
+    answer with. ``calibrated(key, certified)`` is the gate module's cached calibration,
+    keyed by the gate's parameters without ``final_level``."""
+    probe = cls(**{**params, "final_level": 0.0})
+    key = tuple({**probe.params(), "final_level": None}.items())
+    cal = calibrated(key, certified=False)
+    return cls(**{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level})

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.gates import lattice, llr, mixture
-from procmem_core.gates.calibrate import Calibration, NullPass, calibrate
+from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.verdicts import RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
@@ -145,15 +145,8 @@ class CalibratedSPRTGate(LatticeGate):
 
 
 def grid_calibrated(**params: object) -> CalibratedSPRTGate:
-    """The gate with its boundaries calibrated on the coarse grid only, not certified
-    between grid points: fast, for design searches (``gates.design``), which certify the
-    gate they answer with."""
-    probe = CalibratedSPRTGate(**{**params, "final_level": 0.0})
-    key = tuple({**probe.params(), "final_level": None}.items())
-    cal = _calibrated(key, certified=False)
-    return CalibratedSPRTGate(
-        **{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level}
-    )
+    """The gate calibrated on the coarse grid only (``calibrate.grid_calibrated_gate``)."""
+    return grid_calibrated_gate(CalibratedSPRTGate, _calibrated, params)
 
 
 @lru_cache(maxsize=512)

@@ -44,7 +44,7 @@ from procmem_core.gates.base import (
     first_codes,
     make_point,
 )
-from procmem_core.gates.calibrate import Calibration, NullPass, calibrate
+from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
 from procmem_core.gates.lattice import check_outcomes
 from procmem_core.gates.llr import sprt_boundaries
 from procmem_core.gates.twostats import drop_statistics, step_statistics
@@ -338,15 +338,8 @@ CERTIFY_POINTS = 3000
 
 
 def grid_calibrated(**params: object) -> TwoSampleGate:
-    """The gate with its boundaries calibrated on the coarse grid only, not certified
-    between grid points: fast, for design searches (``gates.design``), which certify the
-    gate they answer with."""
-    probe = TwoSampleGate(**{**params, "final_level": 0.0})
-    key = tuple({**probe.params(), "final_level": None}.items())
-    cal = _calibrated(key, certified=False)
-    return TwoSampleGate(
-        **{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level}
-    )
+    """The gate calibrated on the coarse grid only (``calibrate.grid_calibrated_gate``)."""
+    return grid_calibrated_gate(TwoSampleGate, _calibrated, params)
 
 
 @lru_cache(maxsize=512)
