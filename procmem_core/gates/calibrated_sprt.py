@@ -27,6 +27,16 @@ from numpy.typing import ArrayLike
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.gates import lattice, llr, mixture
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
+from procmem_core.gates.defaults import (
+    ALPHA,
+    BETA,
+    LEDGER,
+    MAX_RUNS,
+    MIN_DROP,
+    MIN_RUNS,
+    P0_HIGH,
+    P0_LOW,
+)
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.verdicts import RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
@@ -42,15 +52,15 @@ class CalibratedSPRTGate(LatticeGate):
     false revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` with a ledger of
     ``ledger`` runs."""
 
-    min_drop: float = 0.15
-    alpha: float = 0.05
-    beta: float = 0.20
-    max_runs: int = 50
-    min_runs: int = 3
-    ledger: int = 20
+    min_drop: float = MIN_DROP
+    alpha: float = ALPHA
+    beta: float = BETA
+    max_runs: int = MAX_RUNS
+    min_runs: int = MIN_RUNS
+    ledger: int = LEDGER
     prior: str = "plugin"
-    p0_low: float = 0.05
-    p0_high: float = 0.95
+    p0_low: float = P0_LOW
+    p0_high: float = P0_HIGH
     revert_level: float | None = None
     accept_level: float | None = None
     final_level: float | None = None

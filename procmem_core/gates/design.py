@@ -33,6 +33,7 @@ from procmem_core.gates import calibrated_sprt, two_sample
 from procmem_core.gates.base import Gate, OperatingCurve
 from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
 from procmem_core.gates.cap_scan import cap_scan
+from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS, P0_HIGH
 from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.eprocess import MixtureEGate
 from procmem_core.gates.sprt import SPRTGate
@@ -49,14 +50,14 @@ class DesignQuestion:
     """Targets and the evidence available. ``concurrent``: the share q of sessions that
     serve the prior while a revision is pending (0: the fixed-ledger design)."""
 
-    alpha: float = 0.05
-    beta: float = 0.20
-    min_drop: float = 0.15
-    ledger: int = 20
+    alpha: float = ALPHA
+    beta: float = BETA
+    min_drop: float = MIN_DROP
+    ledger: int = LEDGER
     concurrent: float = 0.0
     p0_low: float = 0.3
-    p0_high: float = 0.95
-    min_runs: int = 3
+    p0_high: float = P0_HIGH
+    min_runs: int = MIN_RUNS
     max_runs: int = 200
 
     def __post_init__(self) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_probability
+from procmem_core.gates.defaults import ALPHA, BETA, MAX_RUNS, MIN_DROP, MIN_RUNS
 from procmem_core.gates.llr import EPS, LLR_TOLERANCE, sprt_boundaries, sprt_crossed
 from procmem_core.gates.paired import PairedGate
 from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
@@ -42,11 +43,11 @@ class DiscordantSPRTGate(PairedGate):
     """Wald's SPRT on discordant pairs (module docstring). Guarantee: the null law of the
     decision is that of a fair coin on the discordant pairs, for every p0."""
 
-    min_drop: float = 0.15
-    alpha: float = 0.05
-    beta: float = 0.20
-    max_runs: int = 50
-    min_runs: int = 3
+    min_drop: float = MIN_DROP
+    alpha: float = ALPHA
+    beta: float = BETA
+    max_runs: int = MAX_RUNS
+    min_runs: int = MIN_RUNS
     max_discordant: int | None = None
     at_cap: str = "accept"
     design_p0: float = 0.8

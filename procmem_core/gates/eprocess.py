@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from procmem_core.errors import check_number, check_probability
+from procmem_core.gates.defaults import ALPHA, MAX_RUNS, MIN_DROP
 from procmem_core.gates.paired import PairedGate
 from procmem_core.gates.verdicts import ACCEPT_CODE
 
@@ -46,11 +47,11 @@ class MixtureEGate(PairedGate):
     """Anytime-valid mixture test on discordant pairs (module docstring). Guarantee:
     ``P(ever revert | no change) <= alpha`` for every p0, whatever the stopping rule."""
 
-    alpha: float = 0.05
-    max_runs: int = 50
+    alpha: float = ALPHA
+    max_runs: int = MAX_RUNS
     min_runs: int = 1
     accept_below: float = 0.0
-    min_drop: float = 0.15
+    min_drop: float = MIN_DROP
     max_discordant: int | None = None
     design_p0: float = 0.8
     name: ClassVar[str] = "eprocess"

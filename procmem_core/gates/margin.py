@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import check_int, check_probability
+from procmem_core.gates.defaults import MAX_RUNS
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE, RevisionStats
 
@@ -31,7 +32,7 @@ class MarginGate(LatticeGate):
 
     margin: float = 0.05
     min_runs: int = 5
-    max_runs: int = 50
+    max_runs: int = MAX_RUNS
     name: ClassVar[str] = "margin"
     label: ClassVar[str] = "margin gate"
 

@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.gates import llr
 from procmem_core.gates.base import OperatingPoint
+from procmem_core.gates.defaults import ALPHA, BETA, MAX_RUNS, MIN_DROP, MIN_RUNS
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.verdicts import RevisionStats
 from procmem_core.gates.wald import wald_point
@@ -39,11 +40,11 @@ class SPRTGate(LatticeGate):
     Clopper-Pearson lower bound at level ``alpha``; ``"ml"``: ``s/n`` (``llr.prior_estimate``).
     """
 
-    min_drop: float = 0.15
-    alpha: float = 0.05
-    beta: float = 0.20
-    max_runs: int = 50
-    min_runs: int = 3
+    min_drop: float = MIN_DROP
+    alpha: float = ALPHA
+    beta: float = BETA
+    max_runs: int = MAX_RUNS
+    min_runs: int = MIN_RUNS
     at_cap: str = "llr"
     prior: str = "plugin"
     name: ClassVar[str] = "sprt"

@@ -45,6 +45,16 @@ from procmem_core.gates.base import (
     make_point,
 )
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
+from procmem_core.gates.defaults import (
+    ALPHA,
+    BETA,
+    LEDGER,
+    MAX_RUNS,
+    MIN_DROP,
+    MIN_RUNS,
+    P0_HIGH,
+    P0_LOW,
+)
 from procmem_core.gates.lattice import check_outcomes
 from procmem_core.gates.llr import sprt_boundaries
 from procmem_core.gates.twostats import drop_statistics, step_statistics
@@ -63,15 +73,15 @@ class TwoSampleGate(Gate):
     """Exact two-sample sequential test (module docstring); guarantee: worst-case false
     revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` for its design and ledger."""
 
-    min_drop: float = 0.15
-    alpha: float = 0.05
-    beta: float = 0.20
-    max_runs: int = 50
-    min_runs: int = 3
+    min_drop: float = MIN_DROP
+    alpha: float = ALPHA
+    beta: float = BETA
+    max_runs: int = MAX_RUNS
+    min_runs: int = MIN_RUNS
     design: str = "concurrent"
-    ledger: int = 20
-    p0_low: float = 0.05
-    p0_high: float = 0.95
+    ledger: int = LEDGER
+    p0_low: float = P0_LOW
+    p0_high: float = P0_HIGH
     revert_level: float | None = None
     accept_level: float | None = None
     final_level: float | None = None
