@@ -6,7 +6,7 @@ EXTRAS ?= dev
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: run test lint format bench mutants clean-venv
+.PHONY: run test fixtures-nosimd lint format bench mutants clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,20 @@ run: $(STAMP)
 	$(BIN)/python -m experiments.run -m experiment=quickstart
 	$(BIN)/python -m reports quickstart
 
+# The suite on every core (pytest-xdist); a test file runs on one worker, so its
+# module-scoped fixtures (a sweep, a tracking server, a Ray head) start once.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=15
+
+# The fixture tests again with numpy's dispatched SIMD kernels disabled (baseline only):
+# another summation order, as on another CPU; the fixtures' tolerance must absorb it.
+FIXTURE_TESTS := tests/test_fixture_compare.py tests/experiments/test_quickstart_fixture.py \
+	tests/simulators/test_confidence_pinned.py
+fixtures-nosimd: $(STAMP)
+	@features="$$($(BIN)/python tools/simd_features.py)"; \
+	echo "NPY_DISABLE_CPU_FEATURES=\"$$features\""; \
+	NPY_DISABLE_CPU_FEATURES="$$features" $(BIN)/python -m pytest -q -n auto --dist loadfile \
+		$(FIXTURE_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

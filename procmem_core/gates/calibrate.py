@@ -30,6 +30,7 @@ import numpy as np
 
 from procmem_core.gates.base import GateError
 from procmem_core.gates.mixture import gathered, powers
+from procmem_core.gates.tolerance import at_most
 from procmem_core.gates.worst import WorstCase
 
 G = TypeVar("G")
@@ -76,7 +77,7 @@ def final_level(null: NullPass, target: float) -> float:
         part = null.interim[lo : lo + CHUNK, None] + np.cumsum(cells, axis=1)
         worst = np.maximum(worst, part.max(axis=0))
     ends = np.r_[s[:-1] - s[1:] > TIE * np.maximum(1.0, np.abs(s[1:])), True]
-    ok = np.flatnonzero((worst <= target) & ends & np.isfinite(s))
+    ok = np.flatnonzero(at_most(worst, target) & ends & np.isfinite(s))
     if ok.size == 0:
         return float("inf")
     j = int(ok[-1])
@@ -110,13 +111,13 @@ def calibrate(
     target = alpha
     for _ in range(ROUNDS):
         null = null_pass(revert_level, grid)
-        if null.interim.max() > target:
+        if not at_most(null.interim.max(), target):
             revert_level, null = _raise_revert(null_pass, grid, revert_level, target)
         final = final_level(null, target)
         if certify is None:
             return Calibration(revert_level, final, None)
         worst = certify(revert_level, final)
-        if worst.bound is not None and worst.bound <= alpha:
+        if worst.bound is not None and at_most(worst.bound, alpha):
             return Calibration(revert_level, final, worst)
         top = np.argsort(worst.value)[-GRID_ADDS:]
         grid = np.union1d(grid, worst.p0[np.union1d(top, np.flatnonzero(worst.value > target))])
@@ -136,7 +137,7 @@ def _raise_revert(
     lo, hi = level, level + 1.0
     null = null_pass(hi, grid)
     for _ in range(RAISE_STEPS):
-        if null.interim.max() <= target:
+        if at_most(null.interim.max(), target):
             break
         lo, hi = hi, hi + 2.0 * (hi - lo)
         null = null_pass(hi, grid)
@@ -146,7 +147,7 @@ def _raise_revert(
     for _ in range(RAISE_STEPS):
         mid = (lo + hi) / 2.0
         trial = null_pass(mid, grid)
-        if trial.interim.max() > target:
+        if not at_most(trial.interim.max(), target):
             lo = mid
         else:
             hi, best = mid, trial

@@ -20,6 +20,7 @@ from scipy import stats
 
 from procmem_core.gates.calibrate import NullPass, final_level
 from procmem_core.gates.mixture import masked_cells, powers, transposed, weights
+from procmem_core.gates.tolerance import at_least, at_most
 from procmem_core.gates.two_sample import TwoSampleGate
 from procmem_core.gates.twostats import step_statistics
 from procmem_core.gates.verdicts import REVERT_CODE
@@ -76,8 +77,8 @@ def cap_scan(
             fr = early_null + w_null @ nxt.ravel()[hit]
             pw = early_alt + (x * y) @ nxt.ravel()[hit]
             out[:, k] = (c, fr.max(), pw.min(), early_null.max())
-            met = fr.max() <= alpha and early_null.max() <= alpha
-            if beta is not None and met and pw.min() >= 1.0 - beta:
+            met = at_most(fr.max(), alpha) and at_most(early_null.max(), alpha)
+            if beta is not None and met and at_least(pw.min(), 1.0 - beta):
                 break
         i, j, revert = masked_cells(nxt, tables[k] == REVERT_CODE)
         early_null += weights(null_f, i + j, k + n) @ revert

@@ -37,6 +37,7 @@ from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS,
 from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.eprocess import MixtureEGate
 from procmem_core.gates.sprt import SPRTGate
+from procmem_core.gates.tolerance import at_least, at_most
 from procmem_core.gates.two_sample import TwoSampleGate
 from procmem_core.gates.twolattice import expected_arm_runs
 from procmem_core.gates.worst import P0Range, worst_case
@@ -125,7 +126,7 @@ def _paired_scan(build: Callable[[int, float | None, bool], Gate], most: float) 
         design = np.full(grid.size, gate.design_p0)
         null = np.cumsum(gate.reverts_by_pair(grid, grid, design), axis=1).max(axis=0)
         alt = np.cumsum(gate.reverts_by_pair(grid, grid - q.min_drop, design), axis=1)
-        ok = (null <= q.alpha) & (alt.min(axis=0) >= 1.0 - q.beta)
+        ok = at_most(null, q.alpha) & at_least(alt.min(axis=0), 1.0 - q.beta)
         ok[: q.min_runs] = False
         return int(np.flatnonzero(ok)[0]) if ok.any() else None
 
@@ -138,7 +139,11 @@ def _two_sample_scan(most: float, **fixed: object) -> Callable:
     def scan(q: DesignQuestion) -> int | None:
         gate = TwoSampleGate(**fixed, max_runs=q.max_runs, accept_level=most, final_level=0.0)
         res = cap_scan(gate, q.p0_range.grid(SEARCH_POINTS), q.min_drop, q.alpha, q.beta)
-        ok = (res.false_revert <= q.alpha) & (res.power >= 1.0 - q.beta) & (res.early <= q.alpha)
+        ok = (
+            at_most(res.false_revert, q.alpha)
+            & at_least(res.power, 1.0 - q.beta)
+            & at_most(res.early, q.alpha)
+        )
         return int(np.flatnonzero(ok)[0]) if ok.any() else None
 
     return scan
@@ -246,7 +251,7 @@ def evaluate(family: Family, gate: Gate, q: DesignQuestion, certify: bool = Fals
 
 
 def meets(fit: Fit, q: DesignQuestion) -> bool:
-    return fit.false_revert <= q.alpha and fit.power >= 1.0 - q.beta
+    return bool(at_most(fit.false_revert, q.alpha) and at_least(fit.power, 1.0 - q.beta))
 
 
 def arm_runs(gate: Gate, curve: OperatingCurve, share: float) -> tuple[np.ndarray, np.ndarray]:

@@ -86,6 +86,8 @@ def stop_marked(marker: str) -> None:
 
 def listeners(pids: set[int]) -> list[str]:
     """``address:port`` of every TCP/UDP socket listened on by the processes ``pids``."""
+    if shutil.which("ss") is None:
+        pytest.skip("`ss` (Debian's iproute2) is not installed: the loopback check needs it")
     out = subprocess.run(["ss", "-H", "-lntup"], capture_output=True, text=True, timeout=10)
     found = []
     for line in out.stdout.splitlines():
@@ -125,7 +127,14 @@ def postgres_binaries() -> Path | None:
 
 @contextlib.contextmanager
 def postgres() -> Iterator[str]:
-    """A PostgreSQL cluster on 127.0.0.1 (as user postgres); yields its database URL."""
+    """A PostgreSQL cluster on 127.0.0.1 (as user postgres); yields its database URL.
+
+    Skips with the reason when the `postgres` extra (psycopg 3, which the URL names as its
+    driver) or Debian's postgresql package is missing; a cluster that fails to start
+    fails at once with PostgreSQL's own output."""
+    pytest.importorskip(
+        "psycopg", reason="the `postgres` extra is not installed: pip install -e '.[postgres]'"
+    )
     bins = postgres_binaries()
     if bins is None or os.geteuid() != 0 or shutil.which("runuser") is None:
         pytest.skip("PostgreSQL (Debian's postgresql package) cannot be started here")
@@ -133,28 +142,35 @@ def postgres() -> Iterator[str]:
     shutil.chown(folder, "postgres")
     as_pg = ["runuser", "-u", "postgres", "--"]
     port = free_port()
-    subprocess.run(
+    service_step(
         [*as_pg, bins / "initdb", "-D", folder / "data", "-A", "trust", "-U", "mlflow",
-         "--no-sync", "-E", "UTF8"],
-        check=True, capture_output=True, timeout=120,
+         "--no-sync", "-E", "UTF8"], "initdb", timeout=120,
     )  # fmt: skip
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
     ctl = [*as_pg, bins / "pg_ctl", "-D", folder / "data", "-w", "-t", "60"]
-    subprocess.run([*ctl, "-l", folder / "log", "-o", options, "start"], check=True,
-                   capture_output=True, timeout=90)  # fmt: skip
     try:
+        service_step([*ctl, "-l", folder / "log", "-o", options, "start"], "pg_ctl start",
+                     timeout=90, log=folder / "log")  # fmt: skip
         # the postmaster (first line of postmaster.pid) holds every listening socket
         postmaster = int((folder / "data" / "postmaster.pid").read_text().split()[0])
         assert_loopback_only(pids={postmaster})
-        subprocess.run(
+        service_step(
             [*as_pg, bins / "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "mlflow",
-             "mlflow"],
-            check=True, capture_output=True, timeout=60,
+             "mlflow"], "createdb", timeout=60,
         )  # fmt: skip
-        yield f"postgresql://mlflow@127.0.0.1:{port}/mlflow"
+        yield f"postgresql+psycopg://mlflow@127.0.0.1:{port}/mlflow"
     finally:
         subprocess.run([*ctl, "-m", "fast", "stop"], capture_output=True, timeout=90)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def service_step(cmd: list, what: str, timeout: float, log: Path | None = None) -> None:
+    """Run one start-up step of a service; on failure fail now, with its own output."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:] if log and log.exists() else ""
+        pytest.fail(f"{what} failed ({proc.returncode}):\n{proc.stdout[-1500:]}"
+                    f"{proc.stderr[-1500:]}\n{tail}")  # fmt: skip
 
 
 class Server:
@@ -171,7 +187,7 @@ class Server:
         env = dict(os.environ, PROCMEM_SERVICE=self.marker)
         env.pop("MLFLOW_TRACKING_URI", None)
         with self.log.open("a") as log:
-            subprocess.Popen(
+            proc = subprocess.Popen(
                 [BIN / "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port),
                  "--backend-store-uri", self.backend, "--artifacts-destination",
                  str(self.artifacts), "--workers", "1"],
@@ -179,7 +195,17 @@ class Server:
             )  # fmt: skip
         import requests
 
-        wait_for(lambda: requests.get(f"{self.uri}/health", timeout=2).ok, "mlflow server", 180)
+        def up() -> bool:
+            if proc.poll() is not None:  # it exited: no point waiting out the timeout
+                return True
+            return requests.get(f"{self.uri}/health", timeout=2).ok
+
+        wait_for(up, "mlflow server", 180)
+        if proc.poll() is not None:
+            pytest.fail(
+                f"mlflow server exited with {proc.returncode} before serving:\n"
+                + self.log.read_text(errors="replace")[-3000:]
+            )
 
     def stop(self) -> None:
         stop_marked(self.marker)
