@@ -52,6 +52,7 @@ from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
 from procmem_core.graph.sqlite import SQLiteJournal
 from procmem_core.graph.writes import InMemoryWrite, Write
+from procmem_core.locking import thread_safe
 
 __all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
 
@@ -72,8 +73,11 @@ def default_strike_limit() -> int:
     return check_int(STRIKE_LIMIT_ENV, value)
 
 
+@thread_safe()
 class ProcedureStore(StoreReads):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
+
+    Thread-safe: every public method runs under the store's lock (``procmem_core.locking``).
 
     ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
     ``PROCMEM_PROCEDURE_STRIKE_LIMIT``, default 3; 0 = off).
@@ -96,8 +100,9 @@ class ProcedureStore(StoreReads):
         busy_timeout: float = 60.0,
         strike_limit: int | None = None,
     ) -> ProcedureStore:
-        """A store kept in the SQLite file ``path`` (created if no file is there, else
-        loaded; anything that is not a procmem store raises ``StoreFileError``).
+        """A store kept in the SQLite file ``path`` (created if there is no file or a
+        zero-byte one, else loaded; a file that is not procmem's raises
+        ``StoreFileError`` naming the path, and nothing is written to it).
         ``busy_timeout``: seconds a write waits for another process's write lock."""
         store = cls(embedder, strike_limit)
         store._journal = SQLiteJournal(path, synchronous, busy_timeout)
