@@ -1,0 +1,87 @@
+"""``@thread_safe`` (procmem_core.locking): every public method of the four stores runs
+under the store's lock, and a call in progress holds it (checked with events, not time)."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+
+import numpy as np
+
+from procmem_core.graph import HashingEmbedder, ProcedureStore
+from procmem_core.learnings import LearningsQueue
+from procmem_core.locking import thread_safe
+from procmem_core.memory import MemoryStore
+from procmem_core.reflections.ledger import DistillLedger
+
+WAIT = 600.0  # seconds: the bound on every wait (never reached when it works)
+STORES = {ProcedureStore: (), MemoryStore: ("set_procedural",), LearningsQueue: (),
+          DistillLedger: ()}  # fmt: skip
+
+
+def test_every_public_method_of_every_store_is_locked():
+    for cls, unlocked in STORES.items():
+        public = [
+            name
+            for name in dir(cls)
+            if (not name.startswith("_") or name == "__len__")
+            and inspect.isfunction(inspect.getattr_static(cls, name))
+        ]
+        assert len(public) >= 3, cls
+        for name in public:
+            locked = getattr(getattr(cls, name), "_procmem_locked", False)
+            assert locked == (name not in unlocked), (cls.__name__, name)
+
+
+class BlockingEmbedder:
+    """The default embedder, that stops inside ``embed`` until ``release`` is set once
+    ``armed``; ``entered`` is set when it stops."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder()
+        self.dim = self.inner.dim
+        self.armed = False
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def embed(self, texts) -> np.ndarray:
+        if self.armed:
+            self.entered.set()
+            assert self.release.wait(WAIT)
+        return self.inner.embed(texts)
+
+
+def test_a_match_in_progress_holds_the_store_lock(tmp_path):
+    embedder = BlockingEmbedder()
+    store = ProcedureStore.open(tmp_path / "s.db", embedder=embedder)
+    store.add("refund", "a customer wants a refund", ["look up", "refund"])
+    embedder.armed = True
+    answers: list = []
+    matcher = threading.Thread(target=lambda: answers.append(store.match("a refund")))
+    matcher.start()
+    assert embedder.entered.wait(WAIT)
+    assert not store._lock.acquire(blocking=False)  # held by the match
+    embedder.release.set()
+    matcher.join(WAIT)
+    assert [m.key for m in answers[0]] == ["procedure_refund"]
+    assert store._lock.acquire(blocking=False)
+    store._lock.release()
+    store.close()
+
+
+def test_the_lock_is_re_entrant_and_one_per_instance():
+    @thread_safe()
+    class Counter:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def bump(self) -> int:
+            self.n += 1
+            return self.n
+
+        def bump_twice(self) -> int:
+            self.bump()
+            return self.bump()
+
+    a, b = Counter(), Counter()
+    assert (a.bump_twice(), b.bump()) == (2, 1)
+    assert a._lock is not b._lock
