@@ -7,10 +7,12 @@ the match index, the run-id counter and the SQLite connection (opened with
 ``check_same_thread=False``) are only ever used by one thread at a time, and a read sees
 no write half done. The lock is re-entrant, so a method may call another.
 
-Methods named in ``unlocked`` only delegate to locked methods (of this store or another
-one) and must not hold this store's lock while they wait for another's: with
-``MemoryStore.set_procedural`` unlocked, the stores' locks are only ever nested in one
-order (procedures, then learnings queue, then memory), so they cannot deadlock.
+Methods named in ``unlocked`` take the lock themselves for the part that reads or writes
+the store, so that they hold no store lock while they call another store:
+``ProcedureStore.complete_run`` (its write block takes the lock; the reflection goes to
+the memory store after) and ``MemoryStore.set_procedural`` (it delegates to ``set`` or
+to the procedure store's ``add``). The only nesting left is ``LearningsQueue.review``
+promoting into the memory store (queue, then memory), so the locks cannot deadlock.
 
 Throughput: the calls of one store run one at a time (``benchmarks/bench_threads.py``
 measures 1, 2 and 8 threads); a process that needs parallel writers opens one store per

@@ -73,11 +73,13 @@ def default_strike_limit() -> int:
     return check_int(STRIKE_LIMIT_ENV, value)
 
 
-@thread_safe()
+@thread_safe(unlocked=("complete_run",))
 class ProcedureStore(StoreReads):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
 
-    Thread-safe: every public method runs under the store's lock (``procmem_core.locking``).
+    Thread-safe: every public method runs under the store's lock (``procmem_core.locking``)
+    but ``complete_run``, whose write takes it and whose reflection goes to the memory
+    store after it is released (no store lock is held while waiting for another's).
 
     ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
     ``PROCMEM_PROCEDURE_STRIKE_LIMIT``, default 3; 0 = off).
@@ -125,26 +127,27 @@ class ProcedureStore(StoreReads):
         self.close()
 
     def _write(self) -> AbstractContextManager[Write]:
-        """One write: in memory, or one SQLite transaction under the write lock with the
-        cache synced first (see ``graph.writes``)."""
+        """One write, under the store's thread lock: in memory, or one SQLite transaction
+        under the file's write lock with the cache synced first (see ``graph.writes``)."""
         if self._journal is None:
-            return InMemoryWrite(Write(None, self._index), self._seen)
+            return InMemoryWrite(Write(None, self._index), self._seen, self._lock)
         return self._file_write()
 
     @contextmanager
     def _file_write(self) -> Iterator[Write]:
         w = None
-        try:
-            with self._journal.transaction() as tx:
-                self._sync(tx.cur)
-                w = Write(tx, self._index)
-                yield w
-        except BaseException:
-            if w is not None:
-                w.restore(self._entries)
-            raise
-        w.committed(self._seen)
-        self._last_run_id = max(self._last_run_id, w.last_run_id)
+        with self._lock:
+            try:
+                with self._journal.transaction() as tx:
+                    self._sync(tx.cur)
+                    w = Write(tx, self._index)
+                    yield w
+            except BaseException:
+                if w is not None:
+                    w.restore(self._entries)
+                raise
+            w.committed(self._seen)
+            self._last_run_id = max(self._last_run_id, w.last_run_id)
 
     def _next_run_id(self, w: Write) -> int:
         run_id = w.tx.next_run_id() if w.tx is not None else self._last_run_id + 1

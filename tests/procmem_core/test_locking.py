@@ -15,7 +15,7 @@ from procmem_core.memory import MemoryStore
 from procmem_core.reflections.ledger import DistillLedger
 
 WAIT = 600.0  # seconds: the bound on every wait (never reached when it works)
-STORES = {ProcedureStore: (), MemoryStore: ("set_procedural",), LearningsQueue: (),
+STORES = {ProcedureStore: ("complete_run",), MemoryStore: ("set_procedural",), LearningsQueue: (),
           DistillLedger: ()}  # fmt: skip
 
 
@@ -66,6 +66,33 @@ def test_a_match_in_progress_holds_the_store_lock(tmp_path):
     assert store._lock.acquire(blocking=False)
     store._lock.release()
     store.close()
+
+
+def test_complete_run_holds_no_procedure_lock_while_it_writes_to_memory():
+    """The reflection goes to memory after the run's write released the procedure store's
+    lock, so a memory store that calls the procedure store cannot deadlock with it."""
+    embedder = BlockingEmbedder()
+    procedures = ProcedureStore()
+    memory = MemoryStore(embedder=embedder)
+    procedures.add("refund", "a customer wants a refund", ["look up", "refund"])
+    embedder.armed = True
+    done: list = []
+    worker = threading.Thread(
+        target=lambda: done.append(
+            procedures.complete_run(
+                ["procedure_refund"], True, reflection="ask first", memory=memory
+            )
+        )
+    )
+    worker.start()
+    assert embedder.entered.wait(WAIT)  # inside memory.set, under the memory lock
+    assert not memory._lock.acquire(blocking=False)
+    assert procedures._lock.acquire(blocking=False)  # the procedure store's lock is free
+    procedures._lock.release()
+    embedder.release.set()
+    worker.join(WAIT)
+    assert [r.run_id for r in done[0]] == [1]
+    assert [r.text for r in memory.records("reflection")] == ["Lessons:\n- ask first"]
 
 
 def test_the_lock_is_re_entrant_and_one_per_instance():
