@@ -77,9 +77,8 @@ def default_strike_limit() -> int:
 class ProcedureStore(StoreReads):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
 
-    Thread-safe: every public method runs under the store's lock (``procmem_core.locking``)
-    but ``complete_run``, whose write takes it and whose reflection goes to the memory
-    store after it is released (no store lock is held while waiting for another's).
+    Thread-safe (``procmem_core.locking``): every public method holds the store's lock,
+    ``complete_run`` only for its write (its reflection goes to memory after).
 
     ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
     ``PROCMEM_PROCEDURE_STRIKE_LIMIT``, default 3; 0 = off).
