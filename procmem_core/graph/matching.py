@@ -16,6 +16,7 @@ import math
 import re
 import zlib
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from itertools import pairwise
 from math import inf
@@ -74,7 +75,7 @@ class HashingEmbedder:
             if row is None:
                 row = self._embed_one(text)
                 if len(rows) >= EMBED_CACHE_TEXTS:
-                    del rows[next(iter(rows))]  # the oldest first
+                    _forget_oldest(rows)
                 rows[text] = row
             out[i] = row
         return out
@@ -88,6 +89,13 @@ class HashingEmbedder:
             out[0, zlib.crc32(f"b:{a} {b}".encode()) % self.dim] += self.bigram_weight
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.divide(out, norms, out=out, where=norms > 0)[0]
+
+
+def _forget_oldest(rows: dict[str, np.ndarray]) -> None:
+    """Drop the oldest cached row; safe when threads share the embedder (another thread
+    may change the dict between ``iter`` and ``next``, or drop the same row first)."""
+    with suppress(StopIteration, RuntimeError):
+        rows.pop(next(iter(rows)), None)
 
 
 def check_match_request(

@@ -22,8 +22,14 @@ Schema (version ``SCHEMA_VERSION``; version 1 files are upgraded in place on ope
 - ``gate_decisions(seq, namespace, key, body)``: every gate decision the store made;
 - ``grants(principal, namespace)``: who may read which namespace.
 
-Opening anything else (a text file, random bytes, a truncated or foreign database, a row
-of broken JSON, a zero-byte file) raises ``StoreFileError`` naming the path.
+Opening: ``procmem_core.storefile`` identifies the file read-only first; anything but
+a procmem file (a text file, random bytes, a truncated or foreign database, a bad path)
+raises ``StoreFileError`` naming the path, and its bytes are left as they were. A path
+with no file, a zero-byte file or an SQLite file with no tables becomes a new store;
+a file holding procmem's other stores (``memory.journal``) gains the procedure tables.
+Only then does the opener write: its tables in one transaction (checking the table set
+again under the write lock), then WAL mode. The connection may be used from any thread;
+``ProcedureStore`` serialises its use (``procmem_core.locking``).
 """
 
 from __future__ import annotations
@@ -35,17 +41,27 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from procmem_core.errors import ParameterError, ProcmemError, check_number
+from procmem_core.errors import ParameterError, check_number
 from procmem_core.gates import GateRecord
 from procmem_core.graph.entry import ProcedureEntry
 from procmem_core.graph.ledger import RunRecord
+from procmem_core.storefile import (
+    APPLICATION_ID,
+    StoreFileError,
+    classify,
+    connect,
+    identify,
+    mark_new,
+    store_path,
+)
+
+__all__ = ["EXPECTED", "SCHEMA_VERSION", "SQLiteJournal", "StoreFileError", "Transaction"]
 
 SCHEMA_VERSION = 2
-SQLITE_HEADER = b"SQLite format 3\x00"
 EXPECTED = (
     "expected a procmem procedure store (an SQLite file written by ProcedureStore.open, "
-    "with tables schema_version, procedures, runs and gate_decisions) or a path where no "
-    "file exists yet"
+    "with tables schema_version, procedures, runs and gate_decisions, or a file of "
+    "procmem's other stores), a zero-byte file or a path where no file exists yet"
 )
 
 _SCHEMA = """
@@ -65,15 +81,6 @@ CREATE TABLE IF NOT EXISTS gate_decisions (
 CREATE TABLE IF NOT EXISTS grants (
     principal TEXT NOT NULL, namespace TEXT NOT NULL, PRIMARY KEY (principal, namespace));
 """
-
-
-class StoreFileError(ProcmemError):
-    """The file is not a procmem procedure store (or is damaged); names the path."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        self.path = path
-        self.problem = problem
-        super().__init__(f"{path}: {problem}; {EXPECTED}")
 
 
 @dataclass
@@ -109,20 +116,6 @@ class Changes:
     runs: list[RunRecord]
     decisions: list[tuple[int, GateRecord]]
     grants: list[tuple[str, str]]
-
-
-def check_store_file(path: Path) -> None:
-    """Refuse, before SQLite touches it, a path that cannot be a procmem store."""
-    if not path.exists():
-        return
-    if path.is_dir():
-        raise StoreFileError(path, "is a directory")
-    if path.stat().st_size == 0:
-        raise StoreFileError(path, "is a zero-byte file (refused rather than opened as new)")
-    with path.open("rb") as f:
-        head = f.read(len(SQLITE_HEADER))
-    if head != SQLITE_HEADER:
-        raise StoreFileError(path, f"is not an SQLite database (it starts with {head[:8]!r})")
 
 
 class Transaction:
@@ -208,19 +201,19 @@ class SQLiteJournal:
         if synchronous not in ("NORMAL", "FULL"):
             raise ParameterError("synchronous", synchronous, "expected 'NORMAL' or 'FULL'")
         self.busy_timeout = check_number("busy_timeout", busy_timeout, minimum=0.0)
-        self.path = Path(path)
-        if not self.path.parent.is_dir():
-            raise ParameterError("path", str(path), "expected a file in an existing directory")
-        check_store_file(self.path)
-        self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_timeout)
+        self.path = store_path(path, EXPECTED)
+        identify(self.path, EXPECTED)  # read-only: a foreign file is refused untouched
+        self.conn = connect(self.path, self.busy_timeout, EXPECTED)
         try:
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute(f"PRAGMA synchronous={synchronous}")
             with self.transaction() as tx:
                 self._create_schema(tx.cur)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(f"PRAGMA synchronous={synchronous}")
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            raise StoreFileError(self.path, f"cannot be read as a store ({exc})") from None
+            raise StoreFileError(
+                self.path, f"cannot be read as a store ({exc})", EXPECTED
+            ) from None
         except BaseException:
             self.conn.close()
             raise
@@ -249,10 +242,9 @@ class SQLiteJournal:
 
     def _create_schema(self, cur: sqlite3.Cursor) -> None:
         tables = {r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        ours = {"schema_version", "procedures", "runs", "gate_decisions"}
-        if tables and not ours <= tables:
-            found = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_")))
-            raise StoreFileError(self.path, f"is an SQLite database of another kind ({found})")
+        (app_id,) = cur.execute("PRAGMA application_id").fetchone()
+        classify(self.path, tables, app_id == APPLICATION_ID, EXPECTED)  # again, under the lock
+        mark_new(cur, tables)
         if "procedures" in tables:
             columns = {r[1] for r in cur.execute("PRAGMA table_info(procedures)")}
             for column in ("version", "created"):
@@ -276,7 +268,7 @@ class SQLiteJournal:
     # -- reading ----------------------------------------------------------------------
 
     def _damaged(self, where: str, exc: Exception) -> StoreFileError:
-        return StoreFileError(self.path, f"has a damaged row in {where} ({exc})")
+        return StoreFileError(self.path, f"has a damaged row in {where} ({exc})", EXPECTED)
 
     def _run(self, body: str) -> RunRecord:
         try:
@@ -307,7 +299,9 @@ class SQLiteJournal:
         try:
             return self._read_changes(cur, seen)
         except sqlite3.DatabaseError as exc:
-            raise StoreFileError(self.path, f"cannot be read as a store ({exc})") from None
+            raise StoreFileError(
+                self.path, f"cannot be read as a store ({exc})", EXPECTED
+            ) from None
 
     def _read_changes(self, cur: sqlite3.Cursor, seen: SyncPoint) -> Changes | None:
         (version,) = cur.execute("SELECT value FROM meta WHERE name='version'").fetchone()

@@ -52,6 +52,7 @@ from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
 from procmem_core.graph.sqlite import SQLiteJournal
 from procmem_core.graph.writes import InMemoryWrite, Write
+from procmem_core.locking import thread_safe
 
 __all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
 
@@ -72,8 +73,12 @@ def default_strike_limit() -> int:
     return check_int(STRIKE_LIMIT_ENV, value)
 
 
+@thread_safe(unlocked=("complete_run",))
 class ProcedureStore(StoreReads):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
+
+    Thread-safe (``procmem_core.locking``): every public method holds the store's lock,
+    ``complete_run`` only for its write (its reflection goes to memory after).
 
     ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
     ``PROCMEM_PROCEDURE_STRIKE_LIMIT``, default 3; 0 = off).
@@ -96,8 +101,9 @@ class ProcedureStore(StoreReads):
         busy_timeout: float = 60.0,
         strike_limit: int | None = None,
     ) -> ProcedureStore:
-        """A store kept in the SQLite file ``path`` (created if no file is there, else
-        loaded; anything that is not a procmem store raises ``StoreFileError``).
+        """A store kept in the SQLite file ``path`` (created if there is no file or a
+        zero-byte one, else loaded; a file that is not procmem's raises
+        ``StoreFileError`` naming the path, and nothing is written to it).
         ``busy_timeout``: seconds a write waits for another process's write lock."""
         store = cls(embedder, strike_limit)
         store._journal = SQLiteJournal(path, synchronous, busy_timeout)
@@ -120,26 +126,27 @@ class ProcedureStore(StoreReads):
         self.close()
 
     def _write(self) -> AbstractContextManager[Write]:
-        """One write: in memory, or one SQLite transaction under the write lock with the
-        cache synced first (see ``graph.writes``)."""
+        """One write, under the store's thread lock: in memory, or one SQLite transaction
+        under the file's write lock with the cache synced first (see ``graph.writes``)."""
         if self._journal is None:
-            return InMemoryWrite(Write(None, self._index), self._seen)
+            return InMemoryWrite(Write(None, self._index), self._seen, self._lock)
         return self._file_write()
 
     @contextmanager
     def _file_write(self) -> Iterator[Write]:
         w = None
-        try:
-            with self._journal.transaction() as tx:
-                self._sync(tx.cur)
-                w = Write(tx, self._index)
-                yield w
-        except BaseException:
-            if w is not None:
-                w.restore(self._entries)
-            raise
-        w.committed(self._seen)
-        self._last_run_id = max(self._last_run_id, w.last_run_id)
+        with self._lock:
+            try:
+                with self._journal.transaction() as tx:
+                    self._sync(tx.cur)
+                    w = Write(tx, self._index)
+                    yield w
+            except BaseException:
+                if w is not None:
+                    w.restore(self._entries)
+                raise
+            w.committed(self._seen)
+            self._last_run_id = max(self._last_run_id, w.last_run_id)
 
     def _next_run_id(self, w: Write) -> int:
         run_id = w.tx.next_run_id() if w.tx is not None else self._last_run_id + 1

@@ -10,6 +10,7 @@ the next sync does not read it back.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -83,17 +84,22 @@ class Write:
 
 class InMemoryWrite:
     """The context of one write to a store in memory: the ``Write``, committed to the cache
-    when the block ends without an exception (nothing to roll back: no file)."""
+    when the block ends without an exception (nothing to roll back: no file), with the
+    store's ``lock`` held for the block."""
 
-    __slots__ = ("seen", "write")
+    __slots__ = ("lock", "seen", "write")
 
-    def __init__(self, write: Write, seen: SyncPoint) -> None:
-        self.write, self.seen = write, seen
+    def __init__(self, write: Write, seen: SyncPoint, lock: AbstractContextManager) -> None:
+        self.write, self.seen, self.lock = write, seen, lock
 
     def __enter__(self) -> Write:
+        self.lock.__enter__()
         return self.write
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
-        if exc_type is None:
-            self.write.committed(self.seen)
+        try:
+            if exc_type is None:
+                self.write.committed(self.seen)
+        finally:
+            self.lock.__exit__(None, None, None)
         return False

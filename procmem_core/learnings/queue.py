@@ -52,6 +52,7 @@ from procmem_core.learnings.records import (
     UnknownLearning,
 )
 from procmem_core.learnings.settings import LearningsSettings
+from procmem_core.locking import thread_safe
 from procmem_core.memory import NO_AGENT, MemoryStore, Principal
 from procmem_core.memory.journal import RowJournal
 
@@ -59,8 +60,10 @@ CANDIDATES, SUPPORTERS = "learnings_queue", "learnings_supporters"
 CALLER_KINDS = ("conversation", "supporters")
 
 
+@thread_safe()
 class LearningsQueue:
-    """Candidates and their supporters; see the module docstring."""
+    """Candidates and their supporters; see the module docstring. Thread-safe: every
+    public method runs under the queue's lock (``procmem_core.locking``)."""
 
     def __init__(
         self, memory: MemoryStore | None = None, settings: LearningsSettings | None = None
@@ -83,17 +86,21 @@ class LearningsQueue:
         memory: MemoryStore | None = None,
         settings: LearningsSettings | None = None,
     ) -> LearningsQueue:
-        """A queue kept in the SQLite file ``path`` (created if missing, else loaded)."""
+        """A queue kept in the SQLite file ``path`` (created if there is no file or a
+        zero-byte one, else loaded; a file that is not procmem's raises
+        ``StoreFileError`` naming the path, and nothing is written to it)."""
         queue = cls(memory, settings)
         journal = RowJournal(path, "learnings", (CANDIDATES, SUPPORTERS))
-        for body in journal.load(CANDIDATES):
-            c = CandidateState.from_json(body)
-            queue._candidates[c.candidate_id] = c
-            queue._by_print[c.fingerprint] = c.candidate_id
-        for body in journal.load(SUPPORTERS):
-            row = Supporter.from_json(body)
-            queue._candidates[row.candidate_id].rows.append(row)
-        queue._seq = int(journal.meta("seq", 0))
+        try:
+            for c in journal.load(CANDIDATES, CandidateState.from_json):
+                queue._candidates[c.candidate_id] = c
+                queue._by_print[c.fingerprint] = c.candidate_id
+            for row in journal.load(SUPPORTERS, Supporter.from_json):
+                queue._candidates[row.candidate_id].rows.append(row)
+            queue._seq = int(journal.meta("seq", 0))
+        except BaseException:
+            journal.close()
+            raise
         queue._journal = journal
         return queue
 

@@ -11,6 +11,14 @@ them side by side; the journal's own bookkeeping lives in ``procmem_journal_meta
 Every table is ``(id TEXT PRIMARY KEY, seq INTEGER, body TEXT)``: ``body`` the JSON of one
 row, ``seq`` the order it was first written (kept by updates), so ``load`` returns the rows
 in the order the in-memory store holds them.
+
+Opening identifies the file read-only first (``procmem_core.storefile``): a file that is
+not procmem's (text, another application's database such as MLflow's, a bad path) raises
+``StoreFileError`` naming the path and is left byte for byte as it was; no file, a
+zero-byte file or an SQLite file with no tables becomes a new store. Only then are the
+tables created (one transaction that checks the table set again under the write lock)
+and WAL mode set. The connection may be used from any thread; its owner serialises the
+calls (``procmem_core.locking``).
 """
 
 from __future__ import annotations
@@ -18,11 +26,20 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from procmem_core.errors import ParameterError
+from procmem_core.errors import ParameterError, check_number
+from procmem_core.storefile import (
+    APPLICATION_ID,
+    StoreFileError,
+    classify,
+    connect,
+    identify,
+    mark_new,
+    store_path,
+)
 
 _TABLE = re.compile(r"[a-z][a-z0-9_]{0,62}")
 _META = "procmem_journal_meta"
@@ -38,21 +55,29 @@ class RowJournal:
         tables: Iterable[str],
         version: int = 1,
         synchronous: str = "NORMAL",
+        busy_timeout: float = 60.0,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ParameterError("synchronous", synchronous, "expected 'NORMAL' or 'FULL'")
-        self.path = Path(path)
-        if not self.path.parent.is_dir():
-            raise ParameterError("path", str(path), "expected a file in an existing directory")
+        busy_timeout = check_number("busy_timeout", busy_timeout, minimum=0.0)
         self.owner = owner
         self.tables = tuple(tables)
         for t in self.tables:
             if not _TABLE.fullmatch(t):
                 raise ParameterError("table", t, f"expected a name matching {_TABLE.pattern}")
-        self.conn = sqlite3.connect(self.path, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute(f"PRAGMA synchronous={synchronous}")
-        self._transaction(self._create, version)
+        self.path = store_path(path)
+        identify(self.path)  # read-only: a foreign file is refused untouched
+        self.conn = connect(self.path, busy_timeout)
+        try:
+            self._transaction(self._create, version)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(f"PRAGMA synchronous={synchronous}")
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise StoreFileError(self.path, f"cannot be read as a store ({exc})") from None
+        except BaseException:
+            self.conn.close()
+            raise
 
     def _transaction(self, work: Any, *args: Any) -> None:
         cur = self.conn.cursor()
@@ -65,6 +90,10 @@ class RowJournal:
         cur.execute("COMMIT")
 
     def _create(self, cur: sqlite3.Cursor, version: int) -> None:
+        tables = [r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        (app_id,) = cur.execute("PRAGMA application_id").fetchone()
+        classify(self.path, tables, app_id == APPLICATION_ID)  # again, under the lock
+        mark_new(cur, tables)
         cur.execute(
             f"CREATE TABLE IF NOT EXISTS {_META} (owner TEXT NOT NULL, key TEXT NOT NULL, "
             "value TEXT NOT NULL, PRIMARY KEY (owner, key))"
@@ -120,18 +149,37 @@ class RowJournal:
         if table not in self.tables:
             raise ParameterError("table", table, f"one of this journal's tables {self.tables}")
 
-    def load(self, table: str) -> list[Any]:
-        """Every row body of ``table``, in the order the rows were first written."""
+    def load(self, table: str, build: Callable[[Any], Any] | None = None) -> list[Any]:
+        """Every row body of ``table`` (each passed to ``build`` when given), in the order
+        the rows were first written; a row that cannot be read raises ``StoreFileError``."""
         self._check_table(table)
-        return [
-            json.loads(b) for (b,) in self.conn.execute(f"SELECT body FROM {table} ORDER BY seq")
-        ]
+        rows = [self._body(table, b) for b in self._read(f"SELECT body FROM {table} ORDER BY seq")]
+        if build is None:
+            return rows
+        try:
+            return [build(row) for row in rows]
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            problem = f"has a damaged row in {table} ({type(exc).__name__}: {exc})"
+            raise StoreFileError(self.path, problem) from None
 
     def meta(self, key: str, default: Any = None) -> Any:
-        row = self.conn.execute(
+        rows = self._read(
             f"SELECT value FROM {_META} WHERE owner = ? AND key = ?", (self.owner, key)
-        ).fetchone()
-        return default if row is None else json.loads(row[0])
+        )
+        return default if not rows else self._body(_META, rows[0])
+
+    def _read(self, sql: str, args: tuple = ()) -> list[str]:
+        try:
+            return [r[0] for r in self.conn.execute(sql, args)]
+        except sqlite3.DatabaseError as exc:
+            raise StoreFileError(self.path, f"cannot be read as a store ({exc})") from None
+
+    def _body(self, table: str, text: str) -> Any:
+        try:
+            return json.loads(text)
+        except (ValueError, TypeError) as exc:
+            problem = f"has a damaged row in {table} ({str(text)[:60]!r}: {exc})"
+            raise StoreFileError(self.path, problem) from None
 
     def close(self) -> None:
         self.conn.close()

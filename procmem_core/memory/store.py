@@ -27,6 +27,7 @@ from procmem_core.errors import ParameterError, ProcmemError, check_choice, chec
 from procmem_core.graph import HashingEmbedder, ProcedureStore
 from procmem_core.graph.keys import check_metadata, check_namespace, check_tags
 from procmem_core.graph.matching import Embedder
+from procmem_core.locking import thread_safe
 from procmem_core.memory.access import READ_EVERY_AGENT, Principal, authorize, serves_agent
 from procmem_core.memory.index import VectorIndex
 from procmem_core.memory.journal import RowJournal
@@ -51,8 +52,10 @@ class UnknownRecord(ProcmemError, KeyError):
         return str(self.args[0])
 
 
+@thread_safe(unlocked=("set_procedural",))
 class MemoryStore:
-    """Typed records with embeddings; see the module docstring."""
+    """Typed records with embeddings; see the module docstring. Thread-safe: every public
+    method but ``set_procedural`` (which delegates) runs under the store's lock."""
 
     def __init__(
         self, embedder: Embedder | None = None, procedures: ProcedureStore | None = None
@@ -76,16 +79,22 @@ class MemoryStore:
         procedures: ProcedureStore | None = None,
         synchronous: str = "NORMAL",
     ) -> MemoryStore:
-        """A store kept in the SQLite file ``path`` (created if missing, else loaded)."""
+        """A store kept in the SQLite file ``path`` (created if there is no file or a
+        zero-byte one, else loaded; a file that is not procmem's raises
+        ``StoreFileError`` naming the path, and nothing is written to it)."""
         store = cls(embedder, procedures)
         journal = RowJournal(path, "memory", (TABLE,), synchronous=synchronous)
-        records = [MemoryRecord.from_json(b) for b in journal.load(TABLE)]
-        if records:
-            vectors = store._index.embed([r.text for r in records])
-            for record, vector in zip(records, vectors, strict=True):
-                store._records[record.record_id] = record
-                store._index.put(record.record_id, vector)
-        store._next = int(journal.meta("next_id", 1))
+        try:
+            records = journal.load(TABLE, MemoryRecord.from_json)
+            if records:
+                vectors = store._index.embed([r.text for r in records])
+                for record, vector in zip(records, vectors, strict=True):
+                    store._records[record.record_id] = record
+                    store._index.put(record.record_id, vector)
+            store._next = int(journal.meta("next_id", 1))
+        except BaseException:
+            journal.close()
+            raise
         store._journal = journal
         return store
 

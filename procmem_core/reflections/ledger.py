@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from procmem_core.locking import thread_safe
 from procmem_core.memory import RowJournal
 
 TABLE = "reflection_distill_attempts"
@@ -42,6 +43,7 @@ class DistillAttempt:
         return self.failed_session, self.succeeded_session
 
 
+@thread_safe()
 class DistillLedger:
     """Attempts in order; ``done_pairs`` are the pairs that produced a reflection."""
 

@@ -206,10 +206,6 @@ def _broken_json(p: Path) -> None:
     con.close()
 
 
-def _zero(p: Path) -> None:
-    p.write_bytes(b"")
-
-
 @pytest.mark.parametrize(
     ("make", "fragment"),
     [
@@ -218,7 +214,6 @@ def _zero(p: Path) -> None:
         (_truncated, "cannot be read as a store"),
         (_mlflow, "of another kind (alembic_version, experiments)"),
         (_broken_json, "damaged row in procedures (default/procedure_refund)"),
-        (_zero, "zero-byte file"),
     ],
 )
 def test_opening_a_file_that_is_not_a_store_names_the_path(tmp_path, make, fragment):

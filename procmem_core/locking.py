@@ -1,0 +1,64 @@
+"""Stores that take threads: every public method under one re-entrant lock per store.
+
+``@thread_safe()`` on a store class gives each instance a ``threading.RLock``
+(``_lock``) and runs every public method (and ``__len__``), its own and inherited, under
+it. So one store may be shared by the threads of an agent server: the in-memory caches,
+the match index, the run-id counter and the SQLite connection (opened with
+``check_same_thread=False``) are only ever used by one thread at a time, and a read sees
+no write half done. The lock is re-entrant, so a method may call another.
+
+Methods named in ``unlocked`` take the lock themselves for the part that reads or writes
+the store, so that they hold no store lock while they call another store:
+``ProcedureStore.complete_run`` (its write block takes the lock; the reflection goes to
+the memory store after) and ``MemoryStore.set_procedural`` (it delegates to ``set`` or
+to the procedure store's ``add``). The only nesting left is ``LearningsQueue.review``
+promoting into the memory store (queue, then memory), so the locks cannot deadlock.
+
+Throughput: the calls of one store run one at a time (``benchmarks/bench_threads.py``
+measures 1, 2 and 8 threads); a process that needs parallel writers opens one store per
+process on one SQLite file (``graph.sqlite``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T", bound=type)
+LOCKED_DUNDERS = ("__len__",)
+
+
+def thread_safe(*, unlocked: tuple[str, ...] = ()) -> Callable[[T], T]:
+    """Class decorator: see the module doc."""
+
+    def apply(cls: T) -> T:
+        for name in dir(cls):
+            if name in unlocked or (name.startswith("_") and name not in LOCKED_DUNDERS):
+                continue
+            attr = inspect.getattr_static(cls, name)
+            if inspect.isfunction(attr) and not getattr(attr, "_procmem_locked", False):
+                setattr(cls, name, _locked(attr))
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            self._lock = threading.RLock()
+            init(self, *args, **kwargs)
+
+        cls.__init__ = __init__
+        return cls
+
+    return apply
+
+
+def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    call._procmem_locked = True  # type: ignore[attr-defined]
+    return call

@@ -1,0 +1,159 @@
+"""Whose file is this? Every store opener asks before it writes a byte (issue 31).
+
+``identify(path)`` reads a file without writing to it (its first 100 bytes, then its
+table list through a read-only connection: ``file:...?mode=ro``, with ``immutable=1``
+when a WAL-mode file has no ``-wal`` beside it, so not even ``-wal``/``-shm`` files are
+left behind) and answers:
+
+- ``NEW``: no file there yet, or a zero-byte file (it holds nothing, so it may become a
+  new store);
+- ``EMPTY``: an SQLite database with no tables and no other application's id;
+- ``PROCMEM``: a procmem file: it holds the procedure store's tables
+  (``PROCEDURE_TABLES``) or the row journals' bookkeeping table (``JOURNAL_TABLE``), or
+  carries procmem's ``application_id`` (``APPLICATION_ID``, set on every file procmem
+  creates);
+
+and refuses anything else with ``StoreFileError`` naming the path: text, random bytes, a
+truncated or unreadable database, another application's database (MLflow's, any other
+table set, another ``application_id``), a directory, a device or FIFO, a path with a NUL
+byte, a name too long, a place where no file can be created (e.g. under ``/proc``).
+``classify(path, tables)`` is the same rule on a table list read under the write lock,
+so the openers check again inside the transaction that creates their tables.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from procmem_core.errors import ParameterError, ProcmemError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+APPLICATION_ID = 0x706D656D  # "pmem", at byte 68 of every SQLite file procmem creates
+PROCEDURE_TABLES = frozenset({"schema_version", "procedures", "runs", "gate_decisions"})
+JOURNAL_TABLE = "procmem_journal_meta"
+NEW, EMPTY, PROCMEM = "new", "empty", "procmem"
+STORE_EXPECTED = (
+    "expected a procmem store file (an SQLite file written by ProcedureStore, MemoryStore, "
+    "LearningsQueue or DistillLedger), a zero-byte file or a path where no file exists yet"
+)
+
+
+class StoreFileError(ProcmemError):
+    """The file is not a procmem store (or is damaged, or cannot be one); names the path."""
+
+    def __init__(self, path: Path | str, problem: str, expected: str = STORE_EXPECTED) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{shown(path)}: {problem}; {expected}")
+
+
+def shown(path: Path | str) -> str:
+    """The path as a message shows it (quoted when it holds unprintable characters)."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+def store_path(path: object, expected: str = STORE_EXPECTED) -> Path:
+    """``path`` as a ``Path`` a store may live at (a file in an existing directory)."""
+    if not isinstance(path, str | os.PathLike):
+        raise ParameterError("path", path, "expected a file path (str or Path)")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text:
+        raise ParameterError("path", path, "expected a non-empty file path")
+    if "\x00" in text:
+        raise StoreFileError(text, "holds a NUL byte, which no file name can", expected)
+    p = Path(text)
+    try:
+        parent_ok = p.parent.is_dir()
+    except OSError as exc:
+        raise StoreFileError(p, f"cannot be examined ({exc.strerror or exc})", expected) from None
+    if not parent_ok:
+        raise ParameterError("path", text, "expected a file in an existing directory")
+    return p
+
+
+def identify(path: Path, expected: str = STORE_EXPECTED) -> str:
+    """``NEW``, ``EMPTY`` or ``PROCMEM`` (see the module doc); reads ``path``, never
+    writes it; anything else raises ``StoreFileError``."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return NEW
+    except OSError as exc:
+        raise StoreFileError(
+            path, f"cannot be examined ({exc.strerror or exc})", expected
+        ) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreFileError(path, "is a directory", expected)
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreFileError(path, "is not a regular file", expected)
+    try:
+        with path.open("rb") as f:
+            head = f.read(100)
+    except OSError as exc:
+        raise StoreFileError(path, f"cannot be read ({exc.strerror or exc})", expected) from None
+    if not head:
+        return NEW
+    if not head.startswith(SQLITE_HEADER):
+        raise StoreFileError(
+            path, f"is not an SQLite database (it starts with {head[:8]!r})", expected
+        )
+    app_id = int.from_bytes(head[68:72], "big") if len(head) >= 72 else 0
+    if app_id not in (0, APPLICATION_ID):
+        raise StoreFileError(
+            path, f"is an SQLite database of another application (application_id {app_id:#x})",
+            expected,
+        )  # fmt: skip
+    wal_idle = head[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
+    tables = _tables_read_only(path, immutable=wal_idle, expected=expected)
+    return classify(path, tables, app_id == APPLICATION_ID, expected)
+
+
+def classify(
+    path: Path, tables: Iterable[str], marked: bool = False, expected: str = STORE_EXPECTED
+) -> str:
+    """``EMPTY`` or ``PROCMEM`` for a database holding ``tables`` (``marked``: it carries
+    procmem's application id); another application's table set raises."""
+    names = {t for t in tables if not t.startswith("sqlite_")}
+    if names >= PROCEDURE_TABLES or JOURNAL_TABLE in names or (marked and names):
+        return PROCMEM
+    if not names:
+        return EMPTY
+    found = ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
+    raise StoreFileError(path, f"is an SQLite database of another kind ({found})", expected)
+
+
+def _tables_read_only(path: Path, immutable: bool, expected: str) -> list[str]:
+    uri = path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
+    try:
+        con = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise StoreFileError(path, f"cannot be opened to read ({exc})", expected) from None
+    try:
+        return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    except sqlite3.Error as exc:
+        raise StoreFileError(path, f"cannot be read as a store ({exc})", expected) from None
+    finally:
+        con.close()
+
+
+def connect(path: Path, busy_timeout: float, expected: str = STORE_EXPECTED) -> sqlite3.Connection:
+    """A read-write connection to an identified store file, usable from any thread (the
+    store serialises its use: ``procmem_core.locking``); names the path if it fails."""
+    try:
+        return sqlite3.connect(
+            path, isolation_level=None, timeout=busy_timeout, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise StoreFileError(path, f"cannot be opened or created ({exc})", expected) from None
+
+
+def mark_new(cur: sqlite3.Cursor, tables: Iterable[str]) -> None:
+    """Stamp procmem's application id on a file that holds no table yet (one this opener
+    is creating); call inside the transaction that creates the tables."""
+    if not [t for t in tables if not t.startswith("sqlite_")]:
+        cur.execute(f"PRAGMA application_id = {APPLICATION_ID}")
