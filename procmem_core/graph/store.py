@@ -16,7 +16,6 @@ Rules live in pure functions (``graph.findings``, ``graph.status``, ``graph.matc
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -55,34 +54,27 @@ from procmem_core.graph.ledger import RunRecord, check_run_fields
 from procmem_core.graph.reading import StoreReads
 from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
+from procmem_core.graph.settings import STRIKE_LIMIT_ENV, default_strike_limit
 from procmem_core.graph.sqlite import SQLiteJournal
 from procmem_core.graph.writes import InMemoryWrite, Write
 from procmem_core.limits import MAX_NAME, MAX_NOTE, MAX_SITUATION
 
-__all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
-
-STRIKE_LIMIT_ENV = "PROCMEM_PROCEDURE_STRIKE_LIMIT"
-DEFAULT_STRIKE_LIMIT = 3
-
-
-def default_strike_limit() -> int:
-    """``PROCMEM_PROCEDURE_STRIKE_LIMIT`` (an integer >= 0; 0 = quarantine off), else 3
-    (the seed's ``LOOM_PROCEDURE_STRIKE_LIMIT``)."""
-    raw = os.environ.get(STRIKE_LIMIT_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_STRIKE_LIMIT
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ParameterError(STRIKE_LIMIT_ENV, raw, "expected an integer >= 0") from None
-    return check_int(STRIKE_LIMIT_ENV, value)
+__all__ = [
+    "STRIKE_LIMIT_ENV",
+    "ProcedureStore",
+    "RevisionError",
+    "UnknownProcedure",
+    "default_strike_limit",
+    "slugify",
+]
 
 
 class ProcedureStore(StoreReads):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
 
     ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
-    ``PROCMEM_PROCEDURE_STRIKE_LIMIT``, default 3; 0 = off).
+    ``PROCMEM_PROCEDURE_STRIKE_LIMIT`` or ``LOOM_PROCEDURE_STRIKE_LIMIT``, default 3;
+    0 = off; ``graph.settings``).
     """
 
     def __init__(self, embedder: Any = None, strike_limit: int | None = None) -> None:
