@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from procmem_core.errors import AccessDenied, ParameterError, check_choice, check_int
+from procmem_core.errors import AccessDenied, ParameterError, check_choice, check_int, quote
+from procmem_core.graph.keys import check_namespace
 from procmem_core.limits import check_identifier
 
 __all__ = ["AccessDenied"]
@@ -92,10 +93,11 @@ def require_role(
         return
     what = "cannot read" if held is None else f"holds only the {held} role in"
     raise AccessDenied(
-        f"{operation} refused: principal {principal!r} {what} namespace {namespace!r}; "
+        f"{operation} refused: principal {quote(principal)} {what} namespace "
+        f"{quote(namespace)}; "
         f"{operation} needs the {needed} role there (readable: "
-        f"{list(readable_namespaces(principal, grants))}; an admin of {namespace!r} grants "
-        f"it with store.grant({principal!r}, {namespace!r}, {needed!r}, by=...))"
+        f"{quote(list(readable_namespaces(principal, grants)))}; an admin of the namespace "
+        f"grants it with store.grant(principal, namespace, {needed!r}, by=admin))"
     )
 
 
@@ -113,7 +115,8 @@ def acting_actor(principal: str | None, actor: str | None) -> str | None:
     if principal is None or actor is None or actor == principal:
         return principal if principal is not None else actor
     raise AccessDenied(
-        f"actor {actor!r} refused: with auth on the actor is the calling principal {principal!r}"
+        f"actor {quote(actor)} refused: with auth on the actor is the calling principal "
+        f"{quote(principal)}"
     )
 
 
@@ -140,5 +143,5 @@ def scope_namespaces(
         return None if readable is None else list(readable)
     named = [namespace] if isinstance(namespace, str) else list(namespace)
     for ns in named:
-        check_can_read(principal, ns, grants)
+        check_can_read(principal, check_namespace(ns), grants)
     return named

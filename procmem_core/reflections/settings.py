@@ -43,8 +43,9 @@ class DistillSettings:
         cls, environ: Mapping[str, str] | None = None, base: DistillSettings | None = None
     ) -> DistillSettings:
         """``base`` (the defaults) with every ``PROCMEM_REFLECTION_DISTILL_<FIELD>`` (or
-        ``LOOM_REFLECTION_DISTILL_<FIELD>``) set in ``environ`` (``os.environ`` by default) applied: ENABLED (true/false/1/0),
-        MAX_PAIRS, SIMILARITY_FLOOR, MIN_CONFIDENCE, MODEL, MATCH_ON."""
+        ``LOOM_REFLECTION_DISTILL_<FIELD>``) set in ``environ`` (``os.environ`` by
+        default) applied: ENABLED (true/false/1/0), MAX_PAIRS, SIMILARITY_FLOOR,
+        MIN_CONFIDENCE, MODEL, MATCH_ON."""
         parsers = {
             "enabled": env_flag,
             "max_pairs": env_int,
