@@ -213,16 +213,11 @@ class ProcedureStore(StoreReads):
     ) -> StoredProcedure:
         """Copy a procedure's shape (graph, steps, situation, tags) into ``namespace``,
         without its evidence: no runs, revision 1, status authored (or candidate).
-        ``principal`` (``actor`` is the same argument, kept by its older name): the
-        principal forking; it must be able to read the source's namespace and hold the
-        writer role in ``namespace`` (``AccessDenied`` otherwise), and it is the copy's
-        actor."""
+        ``principal`` (``actor``: its older name here) needs the viewer role in the
+        source's namespace and the writer role in ``namespace``; it is the copy's actor."""
         namespace = check_namespace(namespace)
         principal = check_principal("principal", principal)
-        actor = check_principal("actor", actor)
-        if principal is not None and actor is not None and actor != principal:
-            acting_actor(principal, actor)  # raises: the actor is the principal
-        actor = principal if principal is not None else actor
+        actor = acting_actor(actor if principal is None else principal, actor)
         self._refresh()
         require_role(actor, namespace, self._grants, "fork")
         src = self._resolve(key, actor, "fork", needed="viewer")

@@ -43,6 +43,7 @@ from procmem_core.memory.access import (
     authorize,
     serves_agent,
 )
+from procmem_core.memory.fields import check_record_fields
 from procmem_core.memory.index import VectorIndex
 from procmem_core.memory.journal import RowJournal
 from procmem_core.memory.records import (
@@ -158,7 +159,7 @@ class MemoryStore:
             tags, metadata = retyped_fields(text, tags, metadata)
             memory_type = "semantic"
         check_choice("memory_type", memory_type, MEMORY_TYPES)
-        fields = self._check_fields(text, key, namespace, tags, actor, user_id, source, lineage)
+        fields = check_record_fields(text, key, namespace, tags, actor, user_id, source, lineage)
         meta = check_metadata(metadata)
         fields["actor"] = acting_actor(principal, actor)
         held = self._keyed(fields["namespace"], key, user_id) if key is not None else None
@@ -179,32 +180,6 @@ class MemoryStore:
         self._records[record_id] = record
         self._index.put(record_id, vector)
         return record
-
-    @staticmethod
-    def _check_fields(text, key, namespace, tags, actor, user_id, source, lineage) -> dict:
-        check_text("text", text, MAX_RECORD_TEXT)
-        for name, value in (
-            ("key", key),
-            ("actor", actor),
-            ("user_id", user_id),
-            ("source", source),
-        ):
-            if value is not None:
-                check_identifier(name, value)
-        if isinstance(lineage, str) or not isinstance(lineage, Sequence):
-            raise ParameterError("lineage", lineage, "expected a list of keys")
-        for item in lineage:
-            check_identifier("lineage", item)
-        return {
-            "text": text,
-            "key": key,
-            "namespace": check_namespace(namespace),
-            "tags": check_tags(tags),
-            "actor": actor,
-            "user_id": user_id,
-            "source": source,
-            "lineage": tuple(lineage),
-        }
 
     def _keyed(self, namespace: str, key: str, user_id: str | None) -> MemoryRecord | None:
         for r in self._records.values():
