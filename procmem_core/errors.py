@@ -17,14 +17,33 @@ class ProcmemError(ValueError):
     """Base class of every input error procmem raises."""
 
 
+QUOTE_LIMIT = 80
+"""An error quotes at most this many characters of a bad value's ``repr``."""
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)``, cut to its first ``limit`` characters (with the full length said)
+    so an error never echoes a huge or hostile input back."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f"{len(value)} characters" if isinstance(value, str | bytes) else "long"
+    return f"{text[:limit]}... ({size})"
+
+
 class ParameterError(ProcmemError):
-    """A parameter is outside its allowed range."""
+    """A parameter is outside its allowed range (the message quotes a short prefix)."""
 
     def __init__(self, field: str, value: Any, allowed: str) -> None:
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{field}={value!r} is not allowed: {allowed}")
+        super().__init__(f"{field}={quote(value)} is not allowed: {allowed}")
+
+
+class AccessDenied(ProcmemError):
+    """A principal asked for a namespace it cannot read, or an operation its role in that
+    namespace does not allow; nothing was read or changed."""
 
 
 def is_number(value: Any) -> bool:
@@ -91,10 +110,13 @@ def check_int(field: str, value: Any, *, minimum: int = 0, maximum: int | None =
     return v
 
 
-def check_text(field: str, value: Any) -> str:
-    """Return ``value`` if it is a string with something other than whitespace."""
+def check_text(field: str, value: Any, limit: int | None = None) -> str:
+    """Return ``value`` if it is a string with something other than whitespace (and at
+    most ``limit`` characters when a limit is given)."""
     if not isinstance(value, str) or not value.strip():
         raise ParameterError(field, value, "expected a non-empty string")
+    if limit is not None and len(value) > limit:
+        raise ParameterError(field, value, f"expected at most {limit} characters")
     return value
 
 

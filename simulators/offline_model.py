@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import simulators.offline_distill as offline_distill
 from procmem_core.errors import ParameterError
 from procmem_core.flat import PROCEDURES_HEADING
+from procmem_core.learnings.extraction import AGENT_RULES_MARKER, rule_clauses
 
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 REASONING_TOKENS = {"minimal": 16, "low": 48, "medium": 192, "high": 768}
@@ -256,16 +257,44 @@ def chat_reply(messages: list[dict]) -> str:
 
 
 def request_kind(messages: list[dict]) -> str:
-    """``"distill"`` (``offline_distill``), ``"extraction"`` or ``"chat"``."""
+    """``"distill"`` (``offline_distill``), ``"agent_rules"``, ``"extraction"`` or
+    ``"chat"``."""
     if offline_distill.is_distill_request(messages):
         return "distill"
+    if is_agent_rules_request(messages):
+        return "agent_rules"
     return "extraction" if is_extraction_request(messages) else "chat"
+
+
+_TURN = re.compile(r"^\[(\d+)\] (USER|ASSISTANT|SYSTEM|TOOL): ", re.MULTILINE)
+
+
+def is_agent_rules_request(messages: list[dict]) -> bool:
+    """A system message asking for ``{"agent_rules": ...}`` JSON."""
+    return any(m.get("role") == "system" and AGENT_RULES_MARKER in _text(m) for m in messages)
+
+
+def agent_rules_reply(messages: list[dict]) -> str:
+    """The bot's rules about itself in a numbered session (``learnings.agent_rules``), read
+    with the engine's own clause rule (``learnings.extraction.rule_clauses``): each
+    assistant message's rule clauses, with its number as the turn."""
+    text = "\n".join(_text(m) for m in messages if m.get("role") == "user")
+    heads = list(_TURN.finditer(text))
+    rules = []
+    for k, head in enumerate(heads):
+        end = heads[k + 1].start() if k + 1 < len(heads) else len(text)
+        if head.group(2) == "ASSISTANT":
+            body = text[head.end() : end]
+            rules += [{"rule": r, "turn": int(head.group(1))} for r in rule_clauses(body)]
+    return json.dumps({"agent_rules": rules}, ensure_ascii=False)
 
 
 def reply_content(messages: list[dict], extraction: str = "user_requests") -> str:
     """The full (untruncated) reply text for a chat-completions request."""
     if offline_distill.is_distill_request(messages):
         return offline_distill.reply(messages)
+    if is_agent_rules_request(messages):
+        return agent_rules_reply(messages)
     if is_extraction_request(messages):
         transcript = "\n".join(_text(m) for m in messages if m.get("role") == "user")
         found = extract_procedures(transcript, extraction)

@@ -22,9 +22,10 @@ is FAILED (its artifacts are still logged) and the command exits non-zero; ``rec
 only when set explicitly, sets ``failed=1`` and returns, so a sweep goes on with every
 artifact kept and the summary shows ``failed=1``.
 
-``llm.offline_extraction``: the offline model's extraction behaviour, ``user_requests``
-(default; also for null) or ``assistant_advice`` (what the seed observed); a remote
-endpoint has its own behaviour and ignores it.
+``llm.offline_extraction``: the offline model's extraction behaviour,
+``assistant_advice`` (default, also for null: the model turns its own advice into rules,
+what the notebook seed observed) or ``user_requests`` (the named alternative: the user's
+explicit requests first); a remote endpoint has its own behaviour and ignores it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ SESSION_1 = (
     "OK, give me a clear list of what I should do next.",
 )
 """The seed's session 1: the notebook's four user messages sent as two turns."""
+DEFAULT_OFFLINE_EXTRACTION = "assistant_advice"
+"""The replay's offline extraction when ``llm.offline_extraction`` is null: the seed's
+observation (the model turned its own advice into rules); ``user_requests`` is the
+named alternative."""
 SESSION_2 = "Hi again. My FD matured. I have ₹50,000 to invest."
 """The opening message of the seed's session 2."""
 GROUPS = ("llm", "replay", "rule")
@@ -160,7 +165,9 @@ def _llm_settings(cfg: DictConfig) -> tuple[str, dict[str, Any], str | None, str
             "null for endpoint=offline (its URL is set at run time); use llm.endpoint=remote",
         )
     try:
-        extraction = check_extraction("user_requests" if extraction is None else extraction)
+        extraction = check_extraction(
+            DEFAULT_OFFLINE_EXTRACTION if extraction is None else extraction
+        )
     except ParameterError as exc:
         raise ParameterError("llm.offline_extraction", exc.value, exc.allowed) from None
     if cache is not None and (not isinstance(cache, str) or not cache.strip()):

@@ -5,6 +5,8 @@ packs with an explore rate, and a store in memory or on SQLite. docs/graph.md.""
 from procmem_core.graph.access import (
     MAX_NAMESPACE_FAN_OUT,
     NAMESPACE_SCOPES,
+    OPERATION_ROLES,
+    ROLES,
     AccessDenied,
 )
 from procmem_core.graph.entry import ProcedureEntry
@@ -22,7 +24,7 @@ from procmem_core.graph.ledger import (
 )
 from procmem_core.graph.locate import LocateResult, Transition
 from procmem_core.graph.matching import Embedder, HashingEmbedder, match_scores
-from procmem_core.graph.pack import ContextPacker, Pack, render_procedure
+from procmem_core.graph.pack import PACK_MIN_SIMILARITY, ContextPacker, Pack, render_procedure
 from procmem_core.graph.records import (
     EvolveReport,
     Match,
@@ -45,6 +47,9 @@ from procmem_core.graph.store import STRIKE_LIMIT_ENV, ProcedureStore, default_s
 __all__ = [
     "MAX_NAMESPACE_FAN_OUT",
     "NAMESPACE_SCOPES",
+    "OPERATION_ROLES",
+    "PACK_MIN_SIMILARITY",
+    "ROLES",
     "SEED_EXAMPLE_GRAPH",
     "STATUSES",
     "STREAK_SCOPES",

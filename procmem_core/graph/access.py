@@ -1,84 +1,147 @@
-"""Who wrote a procedure and who may read a namespace (seed: "Matching", "Whose procedures a
-pack injects", ``procedure.fork``).
+"""Who may read and write a namespace of the procedure store (seed: "Operations" role
+column, "Matching" across "the caller's own namespaces", "Whose procedures a pack
+injects", ``procedure.fork``).
 
-- Every procedure records its ``actor`` (the principal that wrote it; None when the
-  writer did not say). A ``Match`` carries it; ``ContextPacker(auth=True, principal=p)``
-  injects only the matches ``p`` wrote, while an explicit ``match`` still returns a
-  teammate's procedure with its actor.
-- A principal can read the namespaces it was granted (``ProcedureStore.grant``) and those
-  it wrote a procedure in: ``readable_namespaces``. ``match(namespace_scope="all_mine",
-  principal=p)`` searches them, the first ``fan_out`` in name order
-  (``MAX_NAMESPACE_FAN_OUT`` by default, as the seed caps its fan-out);
-  ``fork(key, namespace, actor=p)`` copies only from a namespace ``p`` can read.
-- Without a principal (auth off) nothing is checked, as in the seed with auth off.
+Auth is on whenever a call names a ``principal``; without one (auth off, the operator's
+own code) nothing is checked, as in the seed with auth off.
+
+- Roles, in increasing order: viewer < writer < admin (``ROLES``), held per namespace
+  (``ProcedureStore.grant(principal, namespace, role)``). ``OPERATION_ROLES`` is the
+  seed's table: viewer for match, locate, list (and procmem's other reads: get, runs,
+  traces, revisions, status, gate decisions); writer for add, record_run, evolve,
+  revise, fork (and delete, complete_run); admin for grant (the seed's admin-only
+  operation is ``learnings.review``; granting a namespace is procmem's choice).
+- A principal reads only the namespaces it holds a role in (``readable_namespaces``).
+  Writing a procedure somewhere grants nothing: with auth on, writing needs the writer
+  role there first. Naming a namespace the principal cannot read raises ``AccessDenied``
+  before anything is read; a bare key resolves among the readable namespaces only.
+- With auth on the actor is the calling principal (``acting_actor``): a different
+  ``actor`` is refused, so nobody injects a procedure into another principal's pack.
+- ``match(namespace_scope="all_mine", principal=p)`` searches p's readable namespaces,
+  the first ``fan_out`` in name order (``MAX_NAMESPACE_FAN_OUT``, procmem's default: the
+  seed names a fan-out cap but not its value).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from procmem_core.errors import ParameterError, ProcmemError, check_choice, check_int
+from procmem_core.errors import AccessDenied, ParameterError, check_choice, check_int, quote
+from procmem_core.graph.keys import check_namespace
+from procmem_core.limits import check_identifier
+
+__all__ = ["AccessDenied"]
 
 MAX_NAMESPACE_FAN_OUT = 16
 """Default cap on the namespaces ``namespace_scope="all_mine"`` searches."""
 NAMESPACE_SCOPES = ("given", "all_mine")
-"""``given``: the ``namespace`` argument (None: every namespace); ``all_mine``: the
-caller's readable namespaces, up to the fan-out cap."""
+"""``given``: the ``namespace`` argument (None: every namespace the principal can read,
+every namespace with auth off); ``all_mine``: the caller's readable namespaces, up to
+the fan-out cap."""
+ROLES = ("viewer", "writer", "admin")
+"""Roles in increasing order of what they may do."""
+OPERATION_ROLES = {
+    **dict.fromkeys(("match", "locate", "list", "get", "runs", "traces", "revisions"), "viewer"),
+    **dict.fromkeys(("status", "live_revisions", "gate_decisions", "pack"), "viewer"),
+    **dict.fromkeys(("add", "record_run", "evolve", "revise", "fork", "delete"), "writer"),
+    "complete_run": "writer",
+    "grant": "admin",
+}
+"""The role each procedure operation needs in the namespace it touches."""
 
-
-class AccessDenied(ProcmemError):
-    """A principal asked for a namespace it cannot read."""
+Grants = Mapping[str, Mapping[str, str]]
+"""principal -> namespace -> role."""
 
 
 def check_principal(field: str, value: object, required: bool = False) -> str | None:
-    """None (when allowed) or a non-empty principal name."""
+    """None (when allowed) or a principal name (``limits.check_identifier``)."""
     if value is None and not required:
         return None
-    if not isinstance(value, str) or not value.strip():
-        need = "a principal name" if required else "None or a principal name"
-        raise ParameterError(field, value, f"expected {need} (a non-empty string)")
-    return value
+    if value is None:
+        raise ParameterError(field, value, "expected a principal name (a non-empty string)")
+    return check_identifier(field, value)
 
 
-def readable_namespaces(
-    principal: str,
-    grants: Mapping[str, set[str]],
-    written: Iterable[tuple[str | None, str]],
-) -> tuple[str, ...]:
-    """The namespaces ``principal`` may read, in name order: its grants and the namespaces
-    holding a procedure it wrote (``written``: (actor, namespace) of every procedure)."""
-    mine = set(grants.get(principal, ()))
-    mine.update(ns for actor, ns in written if actor == principal)
-    return tuple(sorted(mine))
+def check_role(role: object) -> str:
+    return check_choice("role", role, ROLES)
+
+
+def has_role(role: str | None, needed: str) -> bool:
+    """Whether ``role`` (None: no role) is ``needed`` or higher."""
+    return role is not None and ROLES.index(role) >= ROLES.index(needed)
+
+
+def readable_namespaces(principal: str, grants: Grants) -> tuple[str, ...]:
+    """The namespaces ``principal`` holds any role in, in name order."""
+    return tuple(sorted(grants.get(principal, {})))
+
+
+def require_role(
+    principal: str | None,
+    namespace: str,
+    grants: Grants,
+    operation: str,
+    needed: str | None = None,
+) -> None:
+    """Raise ``AccessDenied`` unless ``principal`` (None: auth off) holds the role
+    ``needed`` (default ``OPERATION_ROLES[operation]``) or higher in ``namespace``."""
+    if principal is None:
+        return
+    needed = OPERATION_ROLES[operation] if needed is None else needed
+    held = grants.get(principal, {}).get(namespace)
+    if has_role(held, needed):
+        return
+    what = "cannot read" if held is None else f"holds only the {held} role in"
+    raise AccessDenied(
+        f"{operation} refused: principal {quote(principal)} {what} namespace "
+        f"{quote(namespace)}; "
+        f"{operation} needs the {needed} role there (readable: "
+        f"{quote(list(readable_namespaces(principal, grants)))}; an admin of the namespace "
+        f"grants it with store.grant(principal, namespace, {needed!r}, by=admin))"
+    )
+
+
+def check_can_read(
+    principal: str | None, namespace: str, grants: Grants, operation: str = "match"
+) -> None:
+    """Raise ``AccessDenied`` unless ``principal`` (None: auth off) can read ``namespace``."""
+    require_role(principal, namespace, grants, operation, "viewer")
+
+
+def acting_actor(principal: str | None, actor: str | None) -> str | None:
+    """The actor a write records: the principal with auth on (another ``actor`` is
+    refused), the given label with auth off."""
+    actor = check_principal("actor", actor)
+    if principal is None or actor is None or actor == principal:
+        return principal if principal is not None else actor
+    raise AccessDenied(
+        f"actor {quote(actor)} refused: with auth on the actor is the calling principal "
+        f"{quote(principal)}"
+    )
 
 
 def scope_namespaces(
     scope: str,
     namespace: str | Iterable[str] | None,
     principal: str | None,
-    readable: tuple[str, ...] | None,
+    grants: Grants,
     fan_out: int,
 ) -> list[str] | None:
-    """The namespaces a match searches (None: all) for ``namespace_scope`` ``scope``."""
+    """The namespaces a match searches (None: all) for ``namespace_scope`` ``scope``;
+    with a principal, only readable ones (a named unreadable one raises)."""
     check_choice("namespace_scope", scope, NAMESPACE_SCOPES)
     fan_out = check_int("fan_out", fan_out, minimum=1)
+    readable = None if principal is None else readable_namespaces(principal, grants)
     if scope == "all_mine":
         check_principal("principal", principal, required=True)
         if namespace is not None:
             raise ParameterError(
                 "namespace", namespace, "None with namespace_scope='all_mine' (it picks them)"
             )
-        return list((readable or ())[:fan_out])
+        return list(readable[:fan_out])
     if namespace is None:
-        return None
-    return [namespace] if isinstance(namespace, str) else list(namespace)
-
-
-def check_can_read(principal: str | None, namespace: str, readable: tuple[str, ...]) -> None:
-    """Raise ``AccessDenied`` unless ``principal`` (None: auth off) can read ``namespace``."""
-    if principal is not None and namespace not in readable:
-        raise AccessDenied(
-            f"principal {principal!r} cannot read namespace {namespace!r} "
-            f"(readable: {list(readable)}); grant it with store.grant({principal!r}, "
-            f"{namespace!r})"
-        )
+        return None if readable is None else list(readable)
+    named = [namespace] if isinstance(namespace, str) else list(namespace)
+    for ns in named:
+        check_can_read(principal, check_namespace(ns), grants)
+    return named

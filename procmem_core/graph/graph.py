@@ -25,7 +25,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from procmem_core.errors import ProcmemError
+from procmem_core.errors import ProcmemError, quote
+from procmem_core.limits import MAX_IDENTIFIER, MAX_STEP_TEXT
 
 NODE_KINDS = ("step", "action", "memory", "consolidation", "decision", "template_ref")
 EDGE_KINDS = ("dep", "dataflow", "branch", "converge")
@@ -76,7 +77,7 @@ def _text(subject: str, value: Any, *, required: bool, limit: int | None = None)
         return None
     if not isinstance(value, str) or (required and not value.strip()):
         need = "a non-empty string" if required else "a string or null"
-        raise GraphError(subject, f"expected {need}, got {value!r}")
+        raise GraphError(subject, f"expected {need}, got {quote(value)}")
     if limit is not None and len(value) > limit:
         raise GraphError(subject, f"{len(value)} characters, at most {limit} allowed")
     return value
@@ -97,13 +98,13 @@ class Node:
     ref: str | None = None
 
     def __post_init__(self) -> None:
-        _text("node id", self.id, required=True)
-        where = f"node {self.id!r}"
+        _text("node id", self.id, required=True, limit=MAX_IDENTIFIER)
+        where = f"node {quote(self.id)}"
         if self.kind not in NODE_KINDS:
-            raise GraphError(where, f"unknown kind {self.kind!r}; allowed: {NODE_KINDS}")
-        _text(f"{where} tool", self.tool, required=self.kind == "action")
-        _text(f"{where} text", self.text, required=False)
-        _text(f"{where} ref", self.ref, required=False)
+            raise GraphError(where, f"unknown kind {quote(self.kind)}; allowed: {NODE_KINDS}")
+        _text(f"{where} tool", self.tool, required=self.kind == "action", limit=MAX_IDENTIFIER)
+        _text(f"{where} text", self.text, required=False, limit=MAX_STEP_TEXT)
+        _text(f"{where} ref", self.ref, required=False, limit=MAX_IDENTIFIER)
 
     def label(self) -> str:
         """Human-readable label: the text, else the tool call, else the id."""
@@ -129,11 +130,11 @@ class Edge:
     pitfalls: str | None = None
 
     def __post_init__(self) -> None:
-        _text("edge src", self.src, required=True)
-        _text("edge dst", self.dst, required=True)
+        _text("edge src", self.src, required=True, limit=MAX_IDENTIFIER)
+        _text("edge dst", self.dst, required=True, limit=MAX_IDENTIFIER)
         where = f"edge {self.src!r}->{self.dst!r}"
         if self.kind not in EDGE_KINDS:
-            raise GraphError(where, f"unknown kind {self.kind!r}; allowed: {EDGE_KINDS}")
+            raise GraphError(where, f"unknown kind {quote(self.kind)}; allowed: {EDGE_KINDS}")
         for name in EDGE_TEXT_FIELDS:
             _text(f"{where} {name}", getattr(self, name), required=False, limit=MAX_EDGE_TEXT)
 
@@ -161,7 +162,7 @@ class ProcedureGraph:
         object.__setattr__(self, "edges", tuple(self.edges))
         for item, kind in [(n, Node) for n in self.nodes] + [(e, Edge) for e in self.edges]:
             if not isinstance(item, kind):
-                raise GraphError("graph", f"expected {kind.__name__} objects, got {item!r}")
+                raise GraphError("graph", f"expected {kind.__name__} objects, got {quote(item)}")
         if len(self.nodes) < MIN_STEPS:
             raise GraphError("nodes", f"{len(self.nodes)} nodes, at least {MIN_STEPS} needed")
         if len(self.nodes) > MAX_NODES:
@@ -199,12 +200,13 @@ class ProcedureGraph:
     def from_steps(cls, steps: Sequence[str]) -> ProcedureGraph:
         """A linear graph ``n1 -> n2 -> ...`` with one step node per step text."""
         if isinstance(steps, str) or not isinstance(steps, Sequence):
-            raise GraphError("steps", f"expected a list of step texts, got {steps!r}")
+            raise GraphError("steps", f"expected a list of step texts, got {quote(steps)}")
         if not MIN_STEPS <= len(steps) <= MAX_STEPS:
             raise GraphError("steps", f"{len(steps)} steps, allowed {MIN_STEPS}..{MAX_STEPS}")
         nodes = []
         for i, s in enumerate(steps, 1):
-            nodes.append(Node(f"n{i}", "step", text=_text(f"steps[{i - 1}]", s, required=True)))
+            text = _text(f"steps[{i - 1}]", s, required=True, limit=MAX_STEP_TEXT)
+            nodes.append(Node(f"n{i}", "step", text=text))
         edges = [Edge(f"n{i}", f"n{i + 1}") for i in range(1, len(steps))]
         return cls(tuple(nodes), tuple(edges))
 
@@ -215,14 +217,14 @@ class ProcedureGraph:
         A missing node kind means ``step``; a missing edge kind means ``dep``.
         """
         if not isinstance(data, Mapping):
-            raise GraphError("graph", f"expected a mapping with nodes and edges, got {data!r}")
+            raise GraphError("graph", f"expected a mapping with nodes and edges, got {quote(data)}")
         extra = set(data) - {"nodes", "edges"}
         if extra:
             raise GraphError("graph", f"unknown fields {sorted(map(str, extra))}")
         raw_nodes, raw_edges = data.get("nodes"), data.get("edges", [])
         for name, raw in (("nodes", raw_nodes), ("edges", raw_edges)):
             if not isinstance(raw, list | tuple):
-                raise GraphError(name, f"expected a list, got {raw!r}")
+                raise GraphError(name, f"expected a list, got {quote(raw)}")
         nodes = [
             Node(**_fields(f"nodes[{i}]", d, _NODE_FIELDS, ("id",)))
             for i, d in enumerate(raw_nodes)
@@ -327,7 +329,7 @@ def _fields(
     subject: str, raw: Any, allowed: Iterable[str], required: Iterable[str]
 ) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
-        raise GraphError(subject, f"expected a mapping, got {raw!r}")
+        raise GraphError(subject, f"expected a mapping, got {quote(raw)}")
     extra = set(raw) - set(allowed)
     if extra:
         raise GraphError(subject, f"unknown fields {sorted(map(str, extra))}")

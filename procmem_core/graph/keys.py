@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from procmem_core.errors import ParameterError, ProcmemError, check_text
+from procmem_core.limits import MAX_IDENTIFIER, MAX_METADATA, check_identifier
 
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 
@@ -69,7 +70,7 @@ def procedure_key(name: str) -> str:
 def check_key(key: object) -> str:
     """An explicit key for ``add``: ``procedure_`` then words of letters, marks or digits
     joined by single ``_`` (the shape ``procedure_key`` produces)."""
-    body = key[len(KEY_PREFIX) :] if isinstance(key, str) else ""
+    body = key[len(KEY_PREFIX) :] if isinstance(key, str) and len(key) <= MAX_IDENTIFIER else ""
     words = body.split("_")
     if not (
         isinstance(key, str)
@@ -77,7 +78,10 @@ def check_key(key: object) -> str:
         and all(w and all(unicodedata.category(c)[0] in "LMN" for c in w) for w in words)
     ):
         raise ParameterError(
-            "key", key, "expected 'procedure_' then letters or digits joined by single '_'"
+            "key",
+            key,
+            "expected 'procedure_' then letters or digits joined by single '_' "
+            f"(at most {MAX_IDENTIFIER} characters)",
         )
     return key
 
@@ -86,7 +90,7 @@ def check_tags(tags: Any) -> tuple[str, ...]:
     if isinstance(tags, str) or not isinstance(tags, Sequence):
         raise ParameterError("tags", tags, "expected a list of non-empty strings")
     for t in tags:
-        check_text("tags", t)
+        check_identifier("tags", t)
     return tuple(tags)
 
 
@@ -104,6 +108,11 @@ def check_metadata(metadata: Any) -> dict[str, Any]:
     if not isinstance(meta, Mapping):
         raise ParameterError("metadata", metadata, "expected a mapping or None")
     try:
-        return json.loads(json.dumps(dict(meta)))
+        text = json.dumps(dict(meta))
     except (TypeError, ValueError):
         raise ParameterError("metadata", metadata, "expected JSON-serialisable values") from None
+    if len(text) > MAX_METADATA:
+        raise ParameterError(
+            "metadata", metadata, f"expected at most {MAX_METADATA} characters as JSON"
+        )
+    return json.loads(text)

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from procmem_core.errors import ParameterError, is_number
+from procmem_core.limits import MAX_IDENTIFIER, MAX_NOTE
 
 TRACE_LIMIT = 50
-NOTE_LIMIT = 4000
+NOTE_LIMIT = MAX_NOTE
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,12 @@ def check_run_fields(
         ):
             raise ParameterError(name, value, "expected None or an integer >= 0")
         counts[name] = None if value is None else int(value)
-    if agent is not None and (not isinstance(agent, str) or not agent):
-        raise ParameterError("agent", agent, "expected None or a non-empty string")
+    if agent is not None and (
+        not isinstance(agent, str) or not agent or len(agent) > MAX_IDENTIFIER
+    ):
+        raise ParameterError(
+            "agent", agent, f"expected None or a non-empty string of <= {MAX_IDENTIFIER} chars"
+        )
     return {
         "path": tuple(str(n) for n in path),
         "ok": bool(ok),

@@ -25,8 +25,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_int, is_number
+from procmem_core.errors import ParameterError, check_int, check_text, is_number
 from procmem_core.graph.status import CANDIDATE, QUARANTINED, STATUSES, TEMPLATE
+from procmem_core.limits import MAX_IDENTIFIER, MAX_SITUATION
 from procmem_core.proportions import smoothed_rate
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -109,14 +110,14 @@ def check_match_request(
 ) -> int:
     """Validate ``ProcedureStore.match`` arguments before any work; return ``top_k``."""
     for name, text in (("situation", situation), ("goal", goal)):
-        if (text is not None or name == "situation") and (
-            not isinstance(text, str) or not text.strip()
-        ):
-            raise ParameterError(name, text, "expected a non-empty string")
+        if text is not None or name == "situation":
+            check_text(name, text, MAX_SITUATION)
     if type(recent_tools) not in (tuple, list) and (
         isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence)
     ):
         raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
+    for i, tool in enumerate(recent_tools):
+        check_text(f"recent_tools[{i}]", tool, MAX_IDENTIFIER)
     for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
         if not is_number(value) or not 0 <= value < inf:
             raise ParameterError(name, value, "expected a finite number >= 0")
@@ -317,12 +318,14 @@ class MatchIndex:
         include_quarantined: bool,
         namespaces: Sequence[str] | None,
         written_by: str | None = None,
+        min_similarity: float | None = None,
     ) -> list[tuple[int, float, float, float]]:
         """The ``top_k`` rows as ``(row, score, relevance, smoothed success rate)``.
 
         One matrix-vector product per query text; filters are boolean masks; candidates
         sort after every other row, then by score (descending), then by insertion order.
-        ``written_by``: only rows that actor wrote.
+        ``written_by``: only rows that actor wrote; ``min_similarity``: only rows whose
+        relevance (situation and goal, before the tool and utility terms) reaches it.
         """
         n = len(self.keys)
         emb = self.emb[:n]
@@ -334,7 +337,7 @@ class MatchIndex:
         ]
         if n <= SMALL_INDEX and namespaces is None and written_by is None:
             weights = (tool_boost, utility_weight)
-            ranked = self._rank_small(sim, goal_sim, cover, weights, allowed, top_k)
+            ranked = self._rank_small(sim, goal_sim, cover, weights, allowed, top_k, min_similarity)
             if ranked is not None:
                 return ranked
         rate = smoothed_rate(self.successes[:n], self.runs[:n])
@@ -345,6 +348,8 @@ class MatchIndex:
             code = self._actor_codes.get(written_by, -2)
             keep &= self.actor[:n] == code
         relevance = match_scores(sim, goal_sim, 0.0, 0.0, 0.0, 0.0)
+        if min_similarity is not None:
+            keep &= relevance >= min_similarity
         score = match_scores(sim, goal_sim, cover, rate, tool_boost, utility_weight)
         status = self.status[:n]
         rows = np.flatnonzero(keep)
@@ -363,6 +368,7 @@ class MatchIndex:
         weights: tuple[float, float],
         allowed: np.ndarray,
         top_k: int,
+        min_similarity: float | None = None,
     ) -> list[tuple[int, float, float, float]] | None:
         """``rank``'s answer for a small index with no namespace or writer filter, row by
         row on Python numbers (numpy's per-call overhead dominates a few rows): the same
@@ -383,7 +389,10 @@ class MatchIndex:
         keep = allowed.tolist()
         ranked = []
         for i in range(n):
-            if keep[st[i]]:
+            if keep[st[i]] and (
+                min_similarity is None
+                or match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0) >= min_similarity
+            ):
                 rate = float(smoothed_rate(wins[i], runs[i])) if uw else 0.0
                 score = match_score(s[i], g[i], c[i], rate, tb, uw)
                 if score != score:

@@ -12,7 +12,16 @@ withheld procedure. One uniform is drawn per pack, whether or not anything match
 the random stream does not depend on the store's contents.
 
 Auth: ``auth=True`` with a ``principal`` injects only procedures that principal wrote;
-``auth=False`` injects every match.
+``auth=False`` injects every match. A ``principal`` (either way) bounds the search to the
+namespaces it can read (``graph.access``).
+
+Relevance floor (``min_similarity``, default ``PACK_MIN_SIMILARITY`` = 0.3, procmem's
+choice: the seed states no floor): only matches whose ``similarity`` reaches it are
+injected, so a situation unrelated to every stored procedure injects nothing (with the
+default ``HashingEmbedder``, "what is the capital of France" scores at most 0.26 against
+the docs/graph.md example procedures; a paraphrase sharing two content words about
+0.33). ``min_similarity=None`` turns the floor off. ``include_quarantined`` (default
+False) and ``include_candidates`` (default True) are passed to ``match``.
 
 Concurrent control (``concurrent_share`` q, default 0 = the seed's behaviour): while a
 shown procedure has a revision pending, the pack serves its prior graph instead with
@@ -33,6 +42,7 @@ from procmem_core.errors import (
     check_bool,
     check_instance,
     check_int,
+    check_number,
     check_probability,
 )
 from procmem_core.explore import check_rng, draw, withhold_top
@@ -43,6 +53,8 @@ from procmem_core.graph.locate import pitfall_text
 from procmem_core.graph.records import Match
 from procmem_core.graph.store import ProcedureStore
 
+PACK_MIN_SIMILARITY = 0.3
+"""The pack's default relevance floor (procmem's choice; see the module docstring)."""
 PACK_HEADING = "PROCEDURES TO FOLLOW (steps learned from earlier runs):"
 UNPROVEN = "(unproven)"
 
@@ -89,8 +101,9 @@ class Pack:
 class ContextPacker:
     """Packs the top ``max_procedures`` matches of a situation into prompt text.
 
-    ``namespace``, ``namespace_scope``, ``fan_out`` and ``utility_weight`` (the seed's
-    match term for the smoothed success rate, default 0 = off) are passed to ``match``
+    ``namespace``, ``namespace_scope``, ``fan_out``, ``utility_weight`` (the seed's
+    match term for the smoothed success rate, default 0 = off), ``min_similarity``,
+    ``include_quarantined`` and ``include_candidates`` are passed to ``match``
     (``"all_mine"`` searches the principal's namespaces)."""
 
     store: ProcedureStore
@@ -104,6 +117,9 @@ class ContextPacker:
     fan_out: int = MAX_NAMESPACE_FAN_OUT
     concurrent_share: float = 0.0
     utility_weight: float = 0.0
+    min_similarity: float | None = PACK_MIN_SIMILARITY
+    include_quarantined: bool = False
+    include_candidates: bool = True
 
     def __post_init__(self) -> None:
         check_instance("store", self.store, ProcedureStore)
@@ -114,6 +130,12 @@ class ContextPacker:
         )
         self.rng = check_rng(self.rng, max(self.explore_rate, self.concurrent_share))
         check_bool("auth", self.auth)
+        check_bool("include_quarantined", self.include_quarantined)
+        check_bool("include_candidates", self.include_candidates)
+        if self.min_similarity is not None:
+            self.min_similarity = check_number(
+                "min_similarity", self.min_similarity, minimum=-1.0, maximum=1.0
+            )
         check_principal("principal", self.principal, required=self.auth)
         if self.namespace_scope == "all_mine" and self.principal is None:
             raise ParameterError("principal", None, "a principal for namespace_scope='all_mine'")
@@ -127,7 +149,9 @@ class ContextPacker:
             situation, goal, recent_tools, top_k=self.max_procedures, namespace=self.namespace,
             namespace_scope=self.namespace_scope, principal=self.principal,
             fan_out=self.fan_out, written_by=self.principal if self.auth else None,
-            utility_weight=self.utility_weight,
+            utility_weight=self.utility_weight, min_similarity=self.min_similarity,
+            include_quarantined=self.include_quarantined,
+            include_candidates=self.include_candidates,
         )  # fmt: skip
         withhold = withhold_top(draw(self.rng), self.explore_rate) and bool(matches)
         prior_draws = self.rng.random(self.max_procedures) if self.concurrent_share > 0 else None

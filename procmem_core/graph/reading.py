@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from procmem_core.errors import ParameterError
+from procmem_core.errors import ParameterError, check_number
 from procmem_core.gates import GateRecord
 from procmem_core.graph.access import (
     MAX_NAMESPACE_FAN_OUT,
     check_principal,
     readable_namespaces,
+    require_role,
     scope_namespaces,
 )
 from procmem_core.graph.entry import ProcedureEntry
@@ -47,7 +48,7 @@ class StoreReads:
         self._by_key: dict[str, list[str]] = {}
         self._index = MatchIndex(self.embedder.dim)
         self._decisions: list[GateRecord] = []
-        self._grants: dict[str, set[str]] = {}
+        self._grants: dict[str, dict[str, str]] = {}  # principal -> namespace -> role
         self._last_run_id = 0
         self._journal: SQLiteJournal | None = None
         self._seen = SyncPoint()
@@ -98,8 +99,8 @@ class StoreReads:
             self._seen.last_run_id = changes.runs[-1].run_id
         self._last_run_id = max(self._last_run_id, self._seen.last_run_id)
         self._grants = {}
-        for principal, namespace in changes.grants:
-            self._grants.setdefault(principal, set()).add(namespace)
+        for principal, namespace, role in changes.grants:
+            self._grants.setdefault(principal, {})[namespace] = role
         self._seen.version = changes.version
 
     def _embed(self, situations: builtins.list[str]) -> np.ndarray:
@@ -142,73 +143,120 @@ class StoreReads:
             raise UnknownProcedure(f"procedure {key!r}: {where}")
         return self._entries[f"{spaces[0]}/{key}"]
 
-    # -- readers ------------------------------------------------------------------
+    def _resolve(
+        self, key: str, principal: str | None, operation: str, needed: str | None = None
+    ) -> ProcedureEntry:
+        """``_get(key)`` as ``principal`` sees the store (None: auth off): a namespace it
+        cannot read (or where it lacks the operation's role) raises ``AccessDenied``
+        before the key is looked up; a bare key resolves among its readable namespaces."""
+        principal = check_principal("principal", principal)
+        if principal is None:
+            return self._get(key)
+        if isinstance(key, str) and "/" in key:
+            require_role(principal, key.split("/", 1)[0], self._grants, operation, needed)
+            return self._get(key)
+        if not isinstance(key, str):
+            return self._get(key)  # raises UnknownProcedure naming the bad key
+        readable = set(readable_namespaces(principal, self._grants))
+        spaces = [ns for ns in self._by_key.get(key, []) if ns in readable]
+        if len(spaces) != 1:
+            where = f"held by namespaces {spaces}" if spaces else "not in a namespace"
+            raise UnknownProcedure(
+                f"procedure {key!r}: {where} principal {principal!r} can read"
+                + ("; use 'namespace/key'" if spaces else "")
+            )
+        require_role(principal, spaces[0], self._grants, operation, needed)
+        return self._entries[f"{spaces[0]}/{key}"]
 
-    def get(self, key: str) -> StoredProcedure:
+    # -- readers (``principal``: see ``graph.access``) --------------------------------
+
+    def get(self, key: str, principal: str | None = None) -> StoredProcedure:
         """The procedure's current snapshot."""
         self._refresh()
-        return self._get(key).snapshot()
+        return self._resolve(key, principal, "get").snapshot()
 
-    def status(self, key: str) -> str:
+    def status(self, key: str, principal: str | None = None) -> str:
         """The procedure's trust status now (``get(key).status``, without the snapshot)."""
         self._refresh()
-        return self._get(key).status
+        return self._resolve(key, principal, "status").status
 
-    def live_revisions(self, key: str) -> tuple[int, int | None]:
+    def live_revisions(self, key: str, principal: str | None = None) -> tuple[int, int | None]:
         """The graph revisions a run can be recorded against now: the current one and,
         while a revision is pending, its prior's (else None). ``get(key).revision`` and
         ``get(key).pending_revision.prior_revision``, without the snapshot."""
         self._refresh()
-        entry = self._get(key)
+        entry = self._resolve(key, principal, "live_revisions")
         return entry.revision, None if entry.held is None else entry.held.revision
 
     def list(
-        self, prefix: str | None = None, tags: Sequence[str] = ()
+        self,
+        prefix: str | None = None,
+        tags: Sequence[str] = (),
+        principal: str | None = None,
+        namespace: str | None = None,
     ) -> builtins.list[StoredProcedure]:
         """Inventory: procedures whose key starts with ``prefix`` and carry every tag in
-        ``tags``, sorted by (namespace, key)."""
+        ``tags`` (in ``namespace``, or every namespace the principal can read), sorted by
+        (namespace, key)."""
         if prefix is not None and not isinstance(prefix, str):
             raise ParameterError("prefix", prefix, "expected a string or None")
         want = set(check_tags(tags))
+        principal = check_principal("principal", principal)
         self._refresh()
+        spaces = scope_namespaces("given", namespace, principal, self._grants, 1)
         hits = [
             e.snapshot()
             for e in self._entries.values()
-            if (prefix is None or e.key.startswith(prefix)) and want <= set(e.tags)
+            if (prefix is None or e.key.startswith(prefix))
+            and want <= set(e.tags)
+            and (spaces is None or e.namespace in spaces)
         ]
         return sorted(hits, key=lambda p: (p.namespace, p.key))
 
-    def runs(self, key: str) -> tuple[RunRecord, ...]:
+    def runs(self, key: str, principal: str | None = None) -> tuple[RunRecord, ...]:
         """Every ledger row of the procedure, oldest first (every revision's)."""
         self._refresh()
-        return tuple(self._get(key).runs)
+        return tuple(self._resolve(key, principal, "runs").runs)
 
-    def traces(self, key: str) -> tuple[RunRecord, ...]:
+    def traces(self, key: str, principal: str | None = None) -> tuple[RunRecord, ...]:
         """The last 50 runs on the current graph (its trace window)."""
         self._refresh()
-        return tuple(self._get(key).traces)
+        return tuple(self._resolve(key, principal, "traces").traces)
 
-    def revisions(self, key: str) -> tuple[RevisionEntry, ...]:
+    def revisions(self, key: str, principal: str | None = None) -> tuple[RevisionEntry, ...]:
         """The procedure's graph history, oldest first."""
         self._refresh()
-        return tuple(self._get(key).history)
+        return tuple(self._resolve(key, principal, "revisions").history)
 
-    def gate_decisions(self, key: str | None = None) -> tuple[GateRecord, ...]:
-        """Every gate decision the store made (for one procedure, or all), in order."""
+    def gate_decisions(
+        self, key: str | None = None, principal: str | None = None
+    ) -> tuple[GateRecord, ...]:
+        """Every gate decision the store made (for one procedure, or all in the namespaces
+        the principal can read), in order."""
+        principal = check_principal("principal", principal)
         self._refresh()
         if key is None:
-            return tuple(self._decisions)
-        entry = self._get(key)
+            if principal is None:
+                return tuple(self._decisions)
+            readable = set(readable_namespaces(principal, self._grants))
+            return tuple(d for d in self._decisions if d.namespace in readable)
+        entry = self._resolve(key, principal, "gate_decisions")
         return tuple(
             d for d in self._decisions if (d.namespace, d.key) == (entry.namespace, entry.key)
         )
 
     def namespaces_of(self, principal: str) -> tuple[str, ...]:
-        """The namespaces ``principal`` may read: granted, or holding a procedure it wrote."""
+        """The namespaces ``principal`` may read: those it holds a role in (writing a
+        procedure somewhere grants nothing)."""
         principal = check_principal("principal", principal, required=True)
         self._refresh()
-        written = ((e.actor, e.namespace) for e in self._entries.values())
-        return readable_namespaces(principal, self._grants, written)
+        return readable_namespaces(principal, self._grants)
+
+    def roles_of(self, principal: str) -> dict[str, str]:
+        """``{namespace: role}`` for every namespace ``principal`` holds a role in."""
+        principal = check_principal("principal", principal, required=True)
+        self._refresh()
+        return dict(sorted(self._grants.get(principal, {}).items()))
 
     # -- match and locate -----------------------------------------------------------
 
@@ -229,6 +277,7 @@ class StoreReads:
         principal: str | None = None,
         fan_out: int = MAX_NAMESPACE_FAN_OUT,
         written_by: str | None = None,
+        min_similarity: float | None = None,
     ) -> builtins.list[Match]:
         """Top procedures for a situation (see ``matching.match_scores`` for the score).
 
@@ -236,21 +285,26 @@ class StoreReads:
         quarantined ones are dropped unless ``include_quarantined``. Where to search:
         ``namespace_scope="given"`` searches ``namespace`` (a name or a list; None: all),
         ``"all_mine"`` the namespaces ``principal`` can read, at most ``fan_out`` of them
-        (``graph.access``). ``written_by``: only procedures that actor wrote.
+        (``graph.access``). With a ``principal`` only namespaces it can read are searched
+        and naming another raises ``AccessDenied``. ``written_by``: only procedures that
+        actor wrote. ``min_similarity``: only procedures whose ``similarity`` (the
+        situation and goal relevance) reaches it (None: no floor).
         """
         top_k = check_match_request(
             situation, goal, recent_tools, top_k, tool_boost, utility_weight, for_agent
         )
         check_principal("written_by", written_by)
-        readable = self.namespaces_of(principal) if namespace_scope == "all_mine" else None
-        spaces = scope_namespaces(namespace_scope, namespace, principal, readable, fan_out)
+        principal = check_principal("principal", principal)
+        if min_similarity is not None:
+            check_number("min_similarity", min_similarity, minimum=-1.0, maximum=1.0)
         self._refresh()
+        spaces = scope_namespaces(namespace_scope, namespace, principal, self._grants, fan_out)
         texts = [situation] if goal is None else [situation, goal]
         q = self.embedder.embed(texts)
         ranked = self._index.rank(
             q[0], None if goal is None else q[1], recent_tools, top_k, tool_boost,
             utility_weight, templates_only, include_candidates, include_quarantined, spaces,
-            written_by,
+            written_by, min_similarity,
         )  # fmt: skip
         return [
             self._entries[self._index.keys[r]].as_match(score, relevance, rate, for_agent)
@@ -263,11 +317,12 @@ class StoreReads:
         at: str | None = None,
         recent_path: Sequence[str] | None = None,
         hops: int = 2,
+        principal: str | None = None,
     ) -> LocateResult:
         """The active node and the transitions up to ``hops`` (1..4) ahead, with the last
         evolve's fail-prone steps and transitions as pitfalls (see ``locate.py``)."""
         self._refresh()
-        entry = self._get(key)
+        entry = self._resolve(key, principal, "locate")
         c = entry.current
         return locate_in(
             entry.key, c.graph, c.agg, entry.traces, at, recent_path, hops,

@@ -20,7 +20,9 @@ Schema (version ``SCHEMA_VERSION``; version 1 files are upgraded in place on ope
   it, ``created`` the write that added it;
 - ``runs(run_id, namespace, key, revision, body)``: the run ledger, one row per run;
 - ``gate_decisions(seq, namespace, key, body)``: every gate decision the store made;
-- ``grants(principal, namespace)``: who may read which namespace.
+- ``grants(principal, namespace[, role])``: who holds which role in which namespace
+  (``graph.access``); the ``role`` column is added by the first grant that names a role
+  (a row without one is a viewer, as every grant was before roles).
 
 Opening: ``procmem_core.storefile`` identifies the file read-only first; anything but
 a procmem file (a text file, random bytes, a truncated or foreign database, a bad path)
@@ -115,7 +117,7 @@ class Changes:
     removed: list[str]
     runs: list[RunRecord]
     decisions: list[tuple[int, GateRecord]]
-    grants: list[tuple[str, str]]
+    grants: list[tuple[str, str, str]]  # (principal, namespace, role)
 
 
 class Transaction:
@@ -184,11 +186,15 @@ class Transaction:
                 f"DELETE FROM {table} WHERE namespace = ? AND key = ?", (namespace, key)
             )
 
-    def grant(self, principal: str, namespace: str) -> None:
+    def grant(self, principal: str, namespace: str, role: str = "viewer") -> None:
+        """Give ``principal`` the ``role`` in ``namespace`` (replacing the role it held)."""
         self._write_version()
+        columns = {row[1] for row in self.cur.execute("PRAGMA table_info(grants)")}
+        if "role" not in columns:
+            self.cur.execute("ALTER TABLE grants ADD COLUMN role TEXT NOT NULL DEFAULT 'viewer'")
         self.cur.execute(
-            "INSERT OR IGNORE INTO grants (principal, namespace) VALUES (?, ?)",
-            (principal, namespace),
+            "INSERT OR REPLACE INTO grants (principal, namespace, role) VALUES (?, ?, ?)",
+            (principal, namespace, role),
         )
 
 
@@ -341,7 +347,10 @@ class SQLiteJournal:
             removed=[ref for ref in seen.rows if ref not in present],
             runs=runs,
             decisions=decisions,
-            grants=[(p, n) for p, n in cur.execute("SELECT principal, namespace FROM grants")],
+            grants=[
+                (row[0], row[1], row[2] if len(row) > 2 else "viewer")
+                for row in cur.execute("SELECT * FROM grants")
+            ],
         )
 
     def build_entry(self, change: EntryChange, runs: list[RunRecord]) -> ProcedureEntry:

@@ -16,7 +16,6 @@ Rules live in pure functions (``graph.findings``, ``graph.status``, ``graph.matc
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -32,7 +31,12 @@ from procmem_core.errors import (
     check_text,
 )
 from procmem_core.gates import CostGate, Gate, SPRTGate
-from procmem_core.graph.access import check_can_read, check_principal
+from procmem_core.graph.access import (
+    acting_actor,
+    check_principal,
+    check_role,
+    require_role,
+)
 from procmem_core.graph.entry import ProcedureEntry
 from procmem_core.graph.evolve import check_streak_scope, evolve_entry
 from procmem_core.graph.graph import ProcedureGraph
@@ -50,27 +54,20 @@ from procmem_core.graph.ledger import RunRecord, check_run_fields
 from procmem_core.graph.reading import StoreReads
 from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
+from procmem_core.graph.settings import STRIKE_LIMIT_ENV, default_strike_limit
 from procmem_core.graph.sqlite import SQLiteJournal
 from procmem_core.graph.writes import InMemoryWrite, Write
+from procmem_core.limits import MAX_NAME, MAX_NOTE, MAX_SITUATION
 from procmem_core.locking import thread_safe
 
-__all__ = ["ProcedureStore", "RevisionError", "UnknownProcedure", "slugify"]
-
-STRIKE_LIMIT_ENV = "PROCMEM_PROCEDURE_STRIKE_LIMIT"
-DEFAULT_STRIKE_LIMIT = 3
-
-
-def default_strike_limit() -> int:
-    """``PROCMEM_PROCEDURE_STRIKE_LIMIT`` (an integer >= 0; 0 = quarantine off), else 3
-    (the seed's ``LOOM_PROCEDURE_STRIKE_LIMIT``)."""
-    raw = os.environ.get(STRIKE_LIMIT_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_STRIKE_LIMIT
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ParameterError(STRIKE_LIMIT_ENV, raw, "expected an integer >= 0") from None
-    return check_int(STRIKE_LIMIT_ENV, value)
+__all__ = [
+    "STRIKE_LIMIT_ENV",
+    "ProcedureStore",
+    "RevisionError",
+    "UnknownProcedure",
+    "default_strike_limit",
+    "slugify",
+]
 
 
 @thread_safe(unlocked=("complete_run",))
@@ -81,7 +78,8 @@ class ProcedureStore(StoreReads):
     ``complete_run`` only for its write (its reflection goes to memory after).
 
     ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
-    ``PROCMEM_PROCEDURE_STRIKE_LIMIT``, default 3; 0 = off).
+    ``PROCMEM_PROCEDURE_STRIKE_LIMIT`` or ``LOOM_PROCEDURE_STRIKE_LIMIT``, default 3;
+    0 = off; ``graph.settings``).
     """
 
     def __init__(self, embedder: Any = None, strike_limit: int | None = None) -> None:
@@ -167,6 +165,7 @@ class ProcedureStore(StoreReads):
         candidate: bool = False,
         actor: str | None = None,
         key: str | None = None,
+        principal: str | None = None,
     ) -> StoredProcedure:
         """Register a procedure under ``procedure_<slug of name>`` (or ``key``).
 
@@ -174,16 +173,22 @@ class ProcedureStore(StoreReads):
         ``ProcedureGraph`` or the seed's JSON shape) is given; with both, the graph is
         the topology and the steps are kept as its reading text. ``candidate=True``
         marks a machine-mined procedure (status "candidate" until its first run).
-        ``actor``: the principal writing it. ``key``: an explicit key of the same shape
-        (for a name whose slug another procedure already holds).
+        ``actor``: who wrote it (a label with auth off). ``principal`` (auth on): the
+        caller, who needs the writer role in ``namespace`` and is the actor (another
+        ``actor`` is refused). ``key``: an explicit key of the same shape (for a name
+        whose slug another procedure already holds). Caps: ``procmem_core.limits``.
         """
-        key = procedure_key(check_text("name", name)) if key is None else check_key(key)
-        check_text("situation", situation)
+        name = check_text("name", name, MAX_NAME)
+        key = procedure_key(name) if key is None else check_key(key)
+        check_text("situation", situation, MAX_SITUATION)
         namespace = check_namespace(namespace)
         tags = check_tags(tags)
         meta = check_metadata(metadata)
         check_bool("candidate", candidate)
-        actor = check_principal("actor", actor)
+        principal = check_principal("principal", principal)
+        actor = acting_actor(principal, actor)
+        self._refresh()
+        require_role(principal, namespace, self._grants, "add")
         if steps is None and graph is None:
             raise ParameterError("steps", None, "give steps (2..64 texts) or a graph")
         built = ProcedureGraph.from_steps(steps) if steps is not None else None
@@ -210,17 +215,19 @@ class ProcedureStore(StoreReads):
         self._insert(entry, vector)
         return entry.snapshot()
 
-    def fork(self, key: str, namespace: str, actor: str | None = None) -> StoredProcedure:
+    def fork(
+        self, key: str, namespace: str, actor: str | None = None, principal: str | None = None
+    ) -> StoredProcedure:
         """Copy a procedure's shape (graph, steps, situation, tags) into ``namespace``,
         without its evidence: no runs, revision 1, status authored (or candidate).
-        ``actor``: the principal forking; it must be able to read the source's namespace
-        (``AccessDenied`` otherwise), and it is the copy's actor."""
-        self._refresh()
-        src = self._get(key)
+        ``principal`` (``actor``: its older name here) needs the viewer role in the
+        source's namespace and the writer role in ``namespace``; it is the copy's actor."""
         namespace = check_namespace(namespace)
-        actor = check_principal("actor", actor)
-        if actor is not None:
-            check_can_read(actor, src.namespace, self.namespaces_of(actor))
+        principal = check_principal("principal", principal)
+        actor = acting_actor(actor if principal is None else principal, actor)
+        self._refresh()
+        require_role(actor, namespace, self._grants, "fork")
+        src = self._resolve(key, actor, "fork", needed="viewer")
         entry = ProcedureEntry.registered(
             f"forked from {src.ref}", src.graph, src.steps, key=src.key, namespace=namespace,
             name=src.name, situation=src.situation, tags=src.tags,
@@ -231,19 +238,26 @@ class ProcedureStore(StoreReads):
             raise ParameterError("namespace", namespace, f"already holds {src.key!r}")
         return self._insert_new(entry, vector, "namespace", namespace)
 
-    def grant(self, principal: str, namespace: str) -> None:
-        """Let ``principal`` read ``namespace`` (``namespace_scope="all_mine"``, ``fork``)."""
+    def grant(
+        self, principal: str, namespace: str, role: str = "viewer", by: str | None = None
+    ) -> None:
+        """Give ``principal`` the ``role`` (viewer, writer or admin) in ``namespace``,
+        replacing the role it held there. ``by``: the granting principal, who needs the
+        admin role in ``namespace`` (None: the operator, auth off)."""
         principal = check_principal("principal", principal, required=True)
         namespace = check_namespace(namespace)
+        role = check_role(role)
+        by = check_principal("by", by)
         with self._write() as w:
+            require_role(by, namespace, self._grants, "grant")
             if w.tx is not None:
-                w.tx.grant(principal, namespace)
-            self._grants.setdefault(principal, set()).add(namespace)
+                w.tx.grant(principal, namespace, role)
+            self._grants.setdefault(principal, {})[namespace] = role
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, principal: str | None = None) -> None:
         """Remove a procedure with its ledger rows, revisions and gate decisions."""
         with self._write() as w:
-            entry = self._get(key)
+            entry = self._resolve(key, principal, "delete")
             if w.tx is not None:
                 w.tx.delete(entry.namespace, entry.key)
         self._drop(entry.ref)
@@ -262,6 +276,7 @@ class ProcedureStore(StoreReads):
         tokens: int | None = None,
         agent: str | None = None,
         revision: int | None = None,
+        principal: str | None = None,
     ) -> RunRecord:
         """Append one run to the ledger (one transaction) and return it as stored.
 
@@ -273,7 +288,7 @@ class ProcedureStore(StoreReads):
         """
         fields = check_run_fields(path, ok, note, cost, duration_ms, tokens, agent)
         with self._write() as w:
-            entry = self._get(key)
+            entry = self._resolve(key, principal, "record_run")
             state = self._run_state(entry, revision, fields["path"])
             run = RunRecord(
                 run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
@@ -293,6 +308,7 @@ class ProcedureStore(StoreReads):
         tokens: int | None = None,
         agent: str | None = None,
         memory: Any = None,
+        principal: str | None = None,
     ) -> tuple[RunRecord, ...]:
         """The seed's ``run.complete``: one run with an empty path for every procedure key
         in ``memories_used`` (other memory keys are skipped; a procedure listed twice
@@ -301,17 +317,19 @@ class ProcedureStore(StoreReads):
         (``procmem_core.memory.MemoryStore``) the lesson is also written there as a
         reflection record whose evidence is the runs and the procedures
         (``reflections.write_reflection``). An agent that calls ``record_run`` for a
-        procedure itself leaves that key out, or the session counts twice."""
+        procedure itself leaves that key out, or the session counts twice. ``principal``
+        (auth on) needs the writer role in every listed procedure's namespace."""
         if isinstance(memories_used, str) or not isinstance(memories_used, Sequence):
             raise ParameterError("memories_used", memories_used, "expected a list of keys")
         for i, k in enumerate(memories_used):
             check_text(f"memories_used[{i}]", k)
         if reflection is not None:
-            check_text("reflection", reflection)
+            check_text("reflection", reflection, MAX_NOTE)
         fields = check_run_fields((), ok, note, cost, duration_ms, tokens, agent)
         wanted = [k for k in memories_used if k.rsplit("/", 1)[-1].startswith(KEY_PREFIX)]
         with self._write() as w:
-            entries = {e.ref: e for e in (self._get(k) for k in wanted)}
+            found = (self._resolve(k, principal, "complete_run") for k in wanted)
+            entries = {e.ref: e for e in found}
             runs = []
             for entry in entries.values():
                 run = RunRecord(
@@ -326,7 +344,8 @@ class ProcedureStore(StoreReads):
             evidence = [run_key(r.run_id) for r in runs] + [f"{r.namespace}/{r.key}" for r in runs]
             namespace = runs[0].namespace if runs else "default"
             lesson = Reflection.coerce(reflection, evidence)
-            write_reflection(memory, lesson, namespace=namespace, actor=agent)
+            actor = principal if principal is not None else agent
+            write_reflection(memory, lesson, namespace=namespace, actor=actor)
         return tuple(runs)
 
     def _run_state(self, entry: ProcedureEntry, revision: int | None, path: tuple[str, ...]):
@@ -356,15 +375,20 @@ class ProcedureStore(StoreReads):
     # -- evolve and revise -------------------------------------------------------------
 
     def revise(
-        self, key: str, graph: ProcedureGraph | Mapping[str, Any], reason: str, force: bool = False
+        self,
+        key: str,
+        graph: ProcedureGraph | Mapping[str, Any],
+        reason: str,
+        force: bool = False,
+        principal: str | None = None,
     ) -> StoredProcedure:
         """Propose a new topology (see ``revision.propose_revision``); later runs carry the
         new revision number and ``evolve`` asks the gates about it."""
         new = ProcedureGraph.coerce(graph)
-        check_text("reason", reason)
+        check_text("reason", reason, MAX_NOTE)
         check_bool("force", force)
         with self._write() as w:
-            entry = w.guard(self._get(key))
+            entry = w.guard(self._resolve(key, principal, "revise"))
             last = entry.runs[-1].run_id if entry.runs else 0
             propose_revision(entry, new, reason, force, last)
             w.put(entry, graph_changed=True)
@@ -378,6 +402,7 @@ class ProcedureStore(StoreReads):
         gate: Gate | None = None,
         cost_gate: Gate | None = None,
         streak_scope: str = "revision",
+        principal: str | None = None,
     ) -> EvolveReport:
         """Fold the runs newer than the watermark and update what the ledger shows.
 
@@ -394,7 +419,7 @@ class ProcedureStore(StoreReads):
         check_instance("cost_gate", cost_gate, Gate)
         check_streak_scope(streak_scope)
         with self._write() as w:
-            entry = w.guard(self._get(key))
+            entry = w.guard(self._resolve(key, principal, "evolve"))
             report, records = evolve_entry(entry, min_runs, strike, gate, cost_gate, streak_scope)
             w.put(entry, graph_changed=report.revision_outcome == "reverted")
             w.add_decisions(list(records))

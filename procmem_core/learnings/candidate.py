@@ -14,6 +14,7 @@ from typing import Any
 
 from procmem_core.errors import ParameterError, check_probability, check_text
 from procmem_core.learnings.records import Decision, Learning, Quality, Supporter
+from procmem_core.limits import MAX_NOTE, check_identifier
 
 
 def normalized(text: str) -> str:
@@ -33,11 +34,11 @@ def check_support(
 ) -> tuple[tuple[str, ...], float | None]:
     """A supporter row's session, the user's own quotes (at least one) and its optional
     confidence, checked; returns ``(quotes, confidence)``."""
-    check_text("session_id", session_id)
+    check_identifier("session_id", session_id)
     if isinstance(quotes, str) or not isinstance(quotes, Sequence) or not quotes:
         raise ParameterError("quotes", quotes, "expected the user's own words: a list of strings")
     for q in quotes:
-        check_text("quotes", q)
+        check_text("quotes", q, MAX_NOTE)
     if confidence is not None:
         confidence = check_probability("confidence", confidence)
     return tuple(quotes), confidence

@@ -5,11 +5,12 @@ its own behaviour in a conversation becomes an assistant_turn candidate for that
 never a memory. The candidate row holds the rule and no user's words. Each session that
 states the rule adds a row to loom.learnings_supporters with that user's own quotes."
 
-``self_rules`` is a deterministic stand-in for the model's reading of a session: an
-assistant clause (at the start of a line or after ``. ! ? : ;``) that starts with "I
-always", "I never", "I will always", "I will never" or "I make sure to" is a rule about
-itself; the user's quotes are that user's
-messages before it in the session. ``file_session`` files every such rule through
+The seed's reading goes through a model: ``file_session(..., client=, config=)`` asks
+learn's client (``learnings.agent_rules``). Without a client (offline), ``self_rules`` is
+the deterministic fallback: an assistant clause (at the start of a line or after
+``. ! ? : ;``) that starts with "I always", "I never", "I will always", "I will never" or
+"I make sure to" is a rule about itself; the user's quotes are that user's messages
+before it in the session. ``file_session`` files every such rule through
 ``LearningsQueue.file_agent_rule`` (which does nothing while the setting is off) and
 writes nothing else: no memory record comes from a bot's rule.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from procmem_core.errors import ParameterError
 from procmem_core.learnings.queue import LearningsQueue
@@ -32,6 +34,10 @@ _RULE = re.compile(
 )
 
 
+AGENT_RULES_MARKER = '{"agent_rules":'
+"""What the model call's system prompt asks for (``agent_rules.AGENT_RULES_PROMPT``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class AgentRuleStatement:
     """A rule the assistant stated about itself, and the user's own words before it."""
@@ -40,19 +46,33 @@ class AgentRuleStatement:
     quotes: tuple[str, ...]
 
 
-def self_rules(messages: Sequence[dict]) -> list[AgentRuleStatement]:
-    """Every rule the assistant states about itself in ``messages`` (see the module)."""
-    found: list[AgentRuleStatement] = []
-    said: list[str] = []
+def check_messages(messages: Sequence[dict]) -> None:
+    """Every message a ``{'role': ..., 'content': ...}`` mapping."""
+    if isinstance(messages, str) or not isinstance(messages, Sequence):
+        raise ParameterError("messages", messages, "expected a list of chat messages")
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or "role" not in m:
             raise ParameterError(f"messages[{i}]", m, "expected {'role': ..., 'content': ...}")
+
+
+def rule_clauses(text: str) -> list[str]:
+    """The clauses of one assistant message that state a rule about itself (the regex)."""
+    return [hit.group(1).strip() for hit in _RULE.finditer(text)]
+
+
+def self_rules(messages: Sequence[dict]) -> list[AgentRuleStatement]:
+    """Every rule the assistant states about itself in ``messages`` (the offline fallback;
+    see the module)."""
+    check_messages(messages)
+    found: list[AgentRuleStatement] = []
+    said: list[str] = []
+    for m in messages:
         text = str(m.get("content") or "")
         if m["role"] == "user" and text.strip():
             said.append(text.strip())
         elif m["role"] == "assistant" and said:
-            for hit in _RULE.finditer(text):
-                found.append(AgentRuleStatement(rule=hit.group(1).strip(), quotes=tuple(said)))
+            for rule in rule_clauses(text):
+                found.append(AgentRuleStatement(rule=rule, quotes=tuple(said)))
     return found
 
 
@@ -65,11 +85,24 @@ def file_session(
     user_id: str | None,
     session_id: str,
     namespace: str = "default",
+    client: Any = None,
+    config: Any = None,
+    cache: Any = None,
 ) -> list[Learning]:
     """File the session's bot rules as ``assistant_turn`` candidates (none while the
-    setting is off, or when the call acts as no agent); returns the candidates filed."""
+    setting is off, or when the call acts as no agent); returns the candidates filed.
+    With a ``client`` and its ``LLMConfig`` the model reads the rules
+    (``agent_rules.model_self_rules``); without, the regex does (``self_rules``)."""
+    if client is not None:
+        if config is None:
+            raise ParameterError("config", config, "the LLMConfig of the client")
+        from procmem_core.learnings.agent_rules import model_self_rules
+
+        statements, _ = model_self_rules(messages, client, config, cache)
+    else:
+        statements = self_rules(messages)
     filed = []
-    for statement in self_rules(messages):
+    for statement in statements:
         got = queue.file_agent_rule(
             statement.rule,
             principal=principal,

@@ -52,8 +52,10 @@ from procmem_core.learnings.records import (
     UnknownLearning,
 )
 from procmem_core.learnings.settings import LearningsSettings
+from procmem_core.limits import MAX_NOTE, MAX_RECORD_TEXT, check_identifier
 from procmem_core.locking import thread_safe
 from procmem_core.memory import NO_AGENT, MemoryStore, Principal
+from procmem_core.memory.access import allowed_namespaces
 from procmem_core.memory.journal import RowJournal
 
 CANDIDATES, SUPPORTERS = "learnings_queue", "learnings_supporters"
@@ -198,8 +200,8 @@ class LearningsQueue:
     ) -> Learning:
         """A candidate written by the caller's process (``conversation`` or ``supporters``);
         the same rule proposed again is the same candidate, whatever its status."""
-        _principal(principal).require("writer", "learnings.propose")
-        check_text("text", text)
+        _principal(principal).require("writer", "learnings.propose", check_namespace(namespace))
+        check_text("text", text, MAX_RECORD_TEXT)
         if source_kind == "assistant_turn":
             raise ParameterError(
                 "source_kind",
@@ -225,6 +227,7 @@ class LearningsQueue:
         """Add one supporter row (the user's own quotes) to a caller's candidate."""
         _principal(principal).require("writer", "learnings.support")
         c = self._live(candidate_id)
+        principal.require("writer", "learnings.support", c.namespace)
         if c.source_kind == "assistant_turn":
             raise ParameterError(
                 "candidate_id",
@@ -249,9 +252,9 @@ class LearningsQueue:
         """Extraction's bot rule: an ``assistant_turn`` candidate for the acting agent plus
         this session's supporter row; None when assistant-turn learnings are off or the
         call acts as no agent (a pinned token naming none)."""
-        _principal(principal).require("writer", "learnings.file_agent_rule")
-        check_text("rule", rule)
         namespace = check_namespace(namespace)
+        _principal(principal).require("writer", "learnings.file_agent_rule", namespace)
+        check_text("rule", rule, MAX_RECORD_TEXT)
         if not self.settings.agent_learnings:
             return None
         acting = principal.acting_agent(agent)
@@ -283,12 +286,16 @@ class LearningsQueue:
 
     def get(self, candidate_id: str, *, principal: Principal) -> Learning:
         _principal(principal).require("viewer", "learnings.get")
-        return self._live(candidate_id).snapshot()
+        c = self._live(candidate_id)
+        principal.require("viewer", "learnings.get", c.namespace)
+        return c.snapshot()
 
     def supporter_rows(self, candidate_id: str, *, principal: Principal) -> tuple[Supporter, ...]:
         """The candidate's remaining supporter rows, oldest first."""
         _principal(principal).require("viewer", "learnings.supporters")
-        return tuple(self._live(candidate_id).rows)
+        c = self._live(candidate_id)
+        principal.require("viewer", "learnings.supporters", c.namespace)
+        return tuple(c.rows)
 
     def list(
         self,
@@ -300,8 +307,8 @@ class LearningsQueue:
         agent: str | None = None,
     ) -> builtins.list[Learning]:
         """``learnings.list``: candidates by status (pending by default), source kind,
-        namespace and agent, oldest first."""
-        _principal(principal).require("viewer", "learnings.list")
+        namespace (or every namespace the principal can read) and agent, oldest first."""
+        spaces = allowed_namespaces(_principal(principal), "viewer", "learnings.list", namespace)
         check_choice("status", status, STATUSES)
         if source_kind is not None:
             check_choice("source_kind", source_kind, SOURCE_KINDS)
@@ -311,7 +318,7 @@ class LearningsQueue:
             if not c.hidden
             and c.status == status
             and (source_kind is None or c.source_kind == source_kind)
-            and (namespace is None or c.namespace == namespace)
+            and (spaces is None or c.namespace in spaces)
             and (agent is None or c.agent == agent)
         ]
 
@@ -324,11 +331,15 @@ class LearningsQueue:
     ) -> tuple[Quality, ...]:
         """``learnings.quality``: per namespace, counts of every status row of the kind
         (blanked ones included: their decision was made) and the approve ratio."""
-        _principal(principal).require("viewer", "learnings.quality")
+        allowed = allowed_namespaces(
+            _principal(principal), "viewer", "learnings.quality", namespace
+        )
         check_choice("source_kind", source_kind, SOURCE_KINDS)
         spaces = sorted(
-            {c.namespace for c in self._candidates.values()}
-            | ({check_namespace(namespace)} if namespace is not None else set())
+            ns
+            for ns in {c.namespace for c in self._candidates.values()}
+            | ({namespace} if namespace is not None else set())
+            if allowed is None or ns in allowed
         )
         return quality(
             self._candidates.values(), spaces if namespace is None else [namespace], source_kind
@@ -348,8 +359,9 @@ class LearningsQueue:
         """``learnings.review`` (admin); see the module docstring."""
         _principal(principal).require("admin", "learnings.review")
         check_choice("decision", decision, tuple(DECISIONS))
-        check_text("reason", reason)
+        check_text("reason", reason, MAX_NOTE)
         c = self._live(candidate_id)
+        principal.require("admin", "learnings.review", c.namespace)
         check_destination(decision, destination)
         target = DECISIONS[decision]
         if c.status == target:
@@ -377,10 +389,12 @@ class LearningsQueue:
         return ReviewResult(learning=learning, changed=True, written=written)
 
     def erase_user(self, user_id: str, *, principal: Principal) -> Erasure:
-        """A user erasure (admin); see the module docstring."""
-        _principal(principal).require("admin", "learnings.erase_user")
-        check_text("user_id", user_id)
-        plan = plan_erasure(self._candidates.values(), user_id)
+        """A user erasure (admin; a principal scoped to namespaces erases in those where it
+        is admin); see the module docstring."""
+        spaces = allowed_namespaces(_principal(principal), "admin", "learnings.erase_user")
+        check_identifier("user_id", user_id)
+        mine = [c for c in self._candidates.values() if spaces is None or c.namespace in spaces]
+        plan = plan_erasure(mine, user_id)
         kept = [replace(c, text="", rows=[]) for c in plan.blanked]
         self._commit(kept, (), [c.candidate_id for c in plan.deleted], plan.dropped_rows)
         for cid, left in plan.remaining.items():

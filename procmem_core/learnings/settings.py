@@ -1,6 +1,7 @@
 """The queue's settings: assistant-turn learnings (off by default), from config or the
-environment (``PROCMEM_MEMORY_EXTRACT_AGENT_LEARNINGS``, the seed's
-``LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS``)."""
+environment (``PROCMEM_MEMORY_EXTRACT_AGENT_LEARNINGS`` or the seed's name
+``LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS``; both set to different values is refused naming
+both, ``procmem_core.env``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from procmem_core.env import env_flag, from_env
 from procmem_core.errors import check_bool
-from procmem_core.memory.env import env_flag, from_env
 
 AGENT_LEARNINGS_ENV = "PROCMEM_MEMORY_EXTRACT_AGENT_LEARNINGS"
 
@@ -28,7 +29,8 @@ class LearningsSettings:
     def from_env(
         cls, environ: Mapping[str, str] | None = None, base: LearningsSettings | None = None
     ) -> LearningsSettings:
-        """``base`` with ``PROCMEM_MEMORY_EXTRACT_AGENT_LEARNINGS`` applied when set."""
+        """``base`` with ``PROCMEM_MEMORY_EXTRACT_AGENT_LEARNINGS`` (or
+        ``LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS``) applied when set."""
         env = os.environ if environ is None else environ
         changes = from_env(env, {"agent_learnings": (AGENT_LEARNINGS_ENV, env_flag)})
         return replace(base or cls(), **changes)

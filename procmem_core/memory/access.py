@@ -13,23 +13,34 @@ agent name is served the rules promoted for that agent; ``"*"`` (a namespace-wid
 the HTTP ``memory.ask`` default) is served every bot's rules; ``"-"`` or None (a read
 under no agent, the ``loom_search`` default) none promoted for a named bot. A rule for
 every agent is served to every read (``serves_agent``).
+
+Namespaces: a principal with ``namespaces`` (``{namespace: role}``) may touch only those
+namespaces, each with its role there; one without (None) holds ``role`` in every
+namespace. A read that names a namespace the principal cannot read raises
+``AccessDenied`` before anything is read; a read naming none sees only its namespaces
+(``allowed_namespaces``). Writing a row grants nothing. With a principal, the actor is
+the principal (``acting_actor``): a different ``actor`` is refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from procmem_core.errors import ParameterError, ProcmemError, check_choice, check_text
+from procmem_core.errors import AccessDenied as _AccessDenied
+from procmem_core.errors import ParameterError, check_choice, check_text
+from procmem_core.graph.access import ROLES, has_role
+from procmem_core.graph.keys import check_namespace
+from procmem_core.limits import check_identifier
 
-ROLES = ("viewer", "writer", "admin")
-"""Roles in increasing order of what they may do."""
 READ_EVERY_AGENT = "*"
 NO_AGENT = "-"
 AGENT_TAG = "agent:"
 
 
-class AccessDenied(ProcmemError):
-    """The principal's role (or pin) does not allow the operation."""
+class AccessDenied(_AccessDenied):
+    """The principal's role (or pin, or namespaces) does not allow the operation."""
 
     def __init__(self, operation: str, principal: Principal, needed: str) -> None:
         self.operation = operation
@@ -45,32 +56,61 @@ class AccessDenied(ProcmemError):
 @dataclass(frozen=True)
 class Principal:
     """A caller: ``name`` (the token or service: a distinct writer), ``role``, the end user
-    it is (``user_id``: an approver's own user id), an optional pin ``read_user_id`` and
-    the ``agent`` the token names."""
+    it is (``user_id``: an approver's own user id), an optional pin ``read_user_id``, the
+    ``agent`` the token names and the ``namespaces`` it may touch (``{namespace: role}``,
+    then ``role`` is unused; None: ``role`` in every namespace)."""
 
     name: str
     role: str = "writer"
     user_id: str | None = None
     read_user_id: str | None = None
     agent: str | None = None
+    namespaces: Any = None  # Mapping[str, str] in, a sorted tuple of pairs kept
 
     def __post_init__(self) -> None:
-        check_text("name", self.name)
+        check_identifier("name", self.name)
         check_choice("role", self.role, ROLES)
         for field in ("user_id", "read_user_id", "agent"):
             value = getattr(self, field)
             if value is not None:
-                check_text(field, value)
+                check_identifier(field, value)
+        if self.namespaces is not None:
+            if isinstance(self.namespaces, tuple):
+                pairs = self.namespaces
+            elif isinstance(self.namespaces, Mapping):
+                pairs = tuple(sorted(self.namespaces.items()))
+            else:
+                raise ParameterError("namespaces", self.namespaces, "a {namespace: role} mapping")
+            for ns, role in pairs:
+                check_namespace(ns)
+                check_choice(f"namespaces[{ns!r}]", role, ROLES)
+            object.__setattr__(self, "namespaces", tuple(pairs))
 
     @property
     def pinned(self) -> bool:
         return self.read_user_id is not None
 
-    def require(self, role: str, operation: str) -> None:
-        """Raise ``AccessDenied`` unless this principal's role is ``role`` or higher."""
+    def role_in(self, namespace: str) -> str | None:
+        """The role held in ``namespace`` (None: none)."""
+        if self.namespaces is None:
+            return self.role
+        return dict(self.namespaces).get(namespace)
+
+    def top_role(self) -> str | None:
+        """The highest role held anywhere (None: a scope of no namespace)."""
+        if self.namespaces is None:
+            return self.role
+        held = [ROLES.index(r) for _, r in self.namespaces]
+        return ROLES[max(held)] if held else None
+
+    def require(self, role: str, operation: str, namespace: str | None = None) -> None:
+        """Raise ``AccessDenied`` unless this principal holds ``role`` or higher in
+        ``namespace`` (None: in some namespace)."""
         check_choice("role", role, ROLES)
-        if ROLES.index(self.role) < ROLES.index(role):
-            raise AccessDenied(operation, self, f"role {role!r} or higher")
+        held = self.top_role() if namespace is None else self.role_in(namespace)
+        if not has_role(held, role):
+            where = "" if namespace is None else f" in namespace {namespace!r}"
+            raise AccessDenied(operation, self, f"role {role!r} or higher{where}")
 
     def acting_agent(self, body_agent: str | None) -> str | None:
         """The agent this call acts as: a pinned token's own agent (None if it names none),
@@ -118,10 +158,43 @@ def serves_agent(tags: tuple[str, ...], reader: str | None) -> bool:
     return reader == owner
 
 
-def authorize(principal: Principal | None, role: str, operation: str) -> None:
-    """``principal.require(role, operation)``; None means auth is off (everything allowed)."""
+def authorize(
+    principal: Principal | None, role: str, operation: str, namespace: str | None = None
+) -> None:
+    """``principal.require(role, operation, namespace)``; None means auth is off
+    (everything allowed)."""
     if principal is None:
         return
     if not isinstance(principal, Principal):
         raise ParameterError("principal", principal, "expected a Principal or None")
-    principal.require(role, operation)
+    principal.require(role, operation, namespace)
+
+
+def allowed_namespaces(
+    principal: Principal | None, role: str, operation: str, namespace: Any = None
+) -> frozenset[str] | None:
+    """The namespaces a call may touch with ``role`` (None: every one). Each named
+    ``namespace`` (a name or a list) must allow it (``AccessDenied`` otherwise); with
+    none named, the principal's own namespaces (every one when it is unscoped)."""
+    authorize(principal, role, operation)
+    named = None
+    if namespace is not None:
+        named = [namespace] if isinstance(namespace, str) else list(namespace)
+        for ns in named:
+            authorize(principal, role, operation, check_namespace(ns))
+        return frozenset(named)
+    if principal is None or principal.namespaces is None:
+        return None
+    return frozenset(ns for ns, r in principal.namespaces if has_role(r, role))
+
+
+def acting_actor(principal: Principal | None, actor: str | None) -> str | None:
+    """The actor a write records: the principal's name (another ``actor`` is refused),
+    or the given label when auth is off."""
+    if actor is not None:
+        check_identifier("actor", actor)
+    if principal is None:
+        return actor
+    if actor is not None and actor != principal.name:
+        raise AccessDenied("write", principal, f"actor {principal.name!r} (not {actor!r})")
+    return principal.name

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from procmem_core.graph.keys import check_metadata
+from procmem_core.graph.keys import check_metadata, check_tags
+from procmem_core.memory.records import RETYPED_TAG
 
 
 def procedure_body(value: Any) -> tuple[str, tuple[str, ...]] | None:
@@ -45,3 +46,14 @@ def procedural_text(value: Any) -> str:
 def plain_value(value: Any) -> Any:
     """``value`` as JSON-able data (for the retyped row's metadata)."""
     return check_metadata({"v": value if not isinstance(value, tuple) else list(value)})["v"]
+
+
+def retyped_fields(
+    value: Any, tags: Sequence[str], metadata: Mapping[str, Any] | None
+) -> tuple[list[str], dict[str, Any]]:
+    """The tags and metadata of a retyped procedural row: ``RETYPED_TAG`` added, the row
+    itself kept as ``metadata["procedural_body"]``."""
+    return [*check_tags(tags), RETYPED_TAG], {
+        **check_metadata(metadata),
+        "procedural_body": plain_value(value),
+    }

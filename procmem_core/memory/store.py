@@ -23,24 +23,43 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from procmem_core.errors import ParameterError, ProcmemError, check_choice, check_int, check_text
+from procmem_core.errors import (
+    ParameterError,
+    ProcmemError,
+    check_choice,
+    check_int,
+    check_text,
+    quote,
+)
 from procmem_core.graph import HashingEmbedder, ProcedureStore
 from procmem_core.graph.keys import check_metadata, check_namespace, check_tags
 from procmem_core.graph.matching import Embedder
+from procmem_core.limits import MAX_RECORD_TEXT, MAX_SITUATION, check_identifier
 from procmem_core.locking import thread_safe
-from procmem_core.memory.access import READ_EVERY_AGENT, Principal, authorize, serves_agent
+from procmem_core.memory.access import (
+    READ_EVERY_AGENT,
+    Principal,
+    acting_actor,
+    allowed_namespaces,
+    authorize,
+    serves_agent,
+)
+from procmem_core.memory.fields import check_record_fields
 from procmem_core.memory.index import VectorIndex
 from procmem_core.memory.journal import RowJournal
 from procmem_core.memory.records import (
     HIDDEN_FROM_RECALL,
     MEMORY_TYPES,
     PROCEDURAL,
-    RETYPED_TAG,
     Hit,
     MemoryRecord,
     Written,
 )
-from procmem_core.memory.retyping import plain_value, procedural_text, procedure_body
+from procmem_core.memory.retyping import (
+    procedural_text,
+    procedure_body,
+    retyped_fields,
+)
 
 TABLE = "memory_records"
 
@@ -138,20 +157,20 @@ class MemoryStore:
         principal: Principal | None = None,
     ) -> MemoryRecord:
         """Write one record (``memory.set``); a ``key`` already held in the namespace for
-        the same user is replaced in place. ``actor`` defaults to the principal's name."""
-        authorize(principal, "writer", "memory.set")
+        the same user is replaced in place. With a ``principal`` (auth on) it needs the
+        writer role in ``namespace`` and is the actor (another ``actor`` is refused).
+        ``memory_type="procedural"``: the text is not a procedure body, so it is stored as
+        ``semantic``, tagged ``retyped_from:procedural`` (the seed's rule; a procedure body
+        goes through ``set_procedural``)."""
+        authorize(principal, "writer", "memory.set", check_namespace(namespace))
         if memory_type == PROCEDURAL:
-            raise ParameterError(
-                "memory_type",
-                memory_type,
-                "use set_procedural: a procedure body goes to the "
-                "ProcedureStore, any other procedural row is retyped",
-            )
+            check_text("text", text, MAX_RECORD_TEXT)
+            tags, metadata = retyped_fields(text, tags, metadata)
+            memory_type = "semantic"
         check_choice("memory_type", memory_type, MEMORY_TYPES)
-        fields = self._check_fields(text, key, namespace, tags, actor, user_id, source, lineage)
+        fields = check_record_fields(text, key, namespace, tags, actor, user_id, source, lineage)
         meta = check_metadata(metadata)
-        if actor is None and principal is not None:
-            fields["actor"] = principal.name
+        fields["actor"] = acting_actor(principal, actor)
         held = self._keyed(fields["namespace"], key, user_id) if key is not None else None
         record_id = held.record_id if held else f"mem_{self._next}"
         seq = held.seq if held else self._next
@@ -170,32 +189,6 @@ class MemoryStore:
         self._records[record_id] = record
         self._index.put(record_id, vector)
         return record
-
-    @staticmethod
-    def _check_fields(text, key, namespace, tags, actor, user_id, source, lineage) -> dict:
-        check_text("text", text)
-        for name, value in (
-            ("key", key),
-            ("actor", actor),
-            ("user_id", user_id),
-            ("source", source),
-        ):
-            if value is not None:
-                check_text(name, value)
-        if isinstance(lineage, str) or not isinstance(lineage, Sequence):
-            raise ParameterError("lineage", lineage, "expected a list of keys")
-        for item in lineage:
-            check_text("lineage", item)
-        return {
-            "text": text,
-            "key": key,
-            "namespace": check_namespace(namespace),
-            "tags": check_tags(tags),
-            "actor": actor,
-            "user_id": user_id,
-            "source": source,
-            "lineage": tuple(lineage),
-        }
 
     def _keyed(self, namespace: str, key: str, user_id: str | None) -> MemoryRecord | None:
         for r in self._records.values():
@@ -219,19 +212,19 @@ class MemoryStore:
         is added to the ``ProcedureStore``; anything else is stored as ``semantic``,
         tagged ``retyped_from:procedural`` (seed: "A procedural row written with
         memory.set that is not a procedure body ... is stored as semantic")."""
-        authorize(principal, "writer", "memory.set")
+        authorize(principal, "writer", "memory.set", check_namespace(namespace))
         body = procedure_body(value)
-        actor = actor if actor is not None else (principal.name if principal else None)
+        actor = acting_actor(principal, actor)
         if body is None:
             text = procedural_text(value)
             if not text.strip():
                 raise ParameterError("value", value, "expected a procedure body or some text")
-            meta = {**check_metadata(metadata), "procedural_body": plain_value(value)}
+            retagged, meta = retyped_fields(value, tags, metadata)
             record = self.set(
                 text,
                 "semantic",
                 namespace=namespace,
-                tags=[*tags, RETYPED_TAG],
+                tags=retagged,
                 actor=actor,
                 user_id=user_id,
                 metadata=meta,
@@ -257,9 +250,12 @@ class MemoryStore:
         )
         return Written(kind="procedure", procedure=stored)
 
-    def delete(self, record_id: str) -> MemoryRecord:
-        """Remove one record; returns it."""
+    def delete(self, record_id: str, principal: Principal | None = None) -> MemoryRecord:
+        """Remove one record; returns it. A ``principal`` needs the writer role in the
+        record's namespace."""
+        authorize(principal, "writer", "memory.delete")
         record = self.get(record_id)
+        authorize(principal, "writer", "memory.delete", record.namespace)
         self._write([], [record_id])
         del self._records[record_id]
         self._index.remove(record_id)
@@ -267,16 +263,18 @@ class MemoryStore:
 
     def delete_source(self, source: str, principal: Principal | None = None) -> int:
         """``knowledge.delete``: remove every record of the document ``source`` (e.g.
-        ``learning://<candidate_id>``); returns how many were removed."""
-        authorize(principal, "writer", "knowledge.delete")
-        check_text("source", source)
-        return self._delete_where(lambda r: r.source == source)
+        ``learning://<candidate_id>``); returns how many were removed. A principal
+        removes only rows in namespaces where it holds the writer role."""
+        spaces = allowed_namespaces(principal, "writer", "knowledge.delete")
+        check_identifier("source", source)
+        return self._delete_where(lambda r: r.source == source and _within(r, spaces))
 
     def erase_user(self, user_id: str, principal: Principal | None = None) -> int:
-        """A user erasure: delete every record under ``user_id``; returns how many."""
-        authorize(principal, "admin", "memory.erase_user")
-        check_text("user_id", user_id)
-        return self._delete_where(lambda r: r.user_id == user_id)
+        """A user erasure: delete every record under ``user_id`` (a principal: in the
+        namespaces where it is admin); returns how many."""
+        spaces = allowed_namespaces(principal, "admin", "memory.erase_user")
+        check_identifier("user_id", user_id)
+        return self._delete_where(lambda r: r.user_id == user_id and _within(r, spaces))
 
     def _delete_where(self, doomed) -> int:
         ids = [i for i, r in self._records.items() if doomed(r)]
@@ -289,32 +287,39 @@ class MemoryStore:
 
     # -- reading ----------------------------------------------------------------------
 
-    def get(self, record_id: str) -> MemoryRecord:
+    def get(self, record_id: str, principal: Principal | None = None) -> MemoryRecord:
+        """One record; a ``principal`` needs the viewer role in its namespace."""
+        authorize(principal, "viewer", "memory.get")
         record = self._records.get(record_id) if isinstance(record_id, str) else None
         if record is None:
-            raise UnknownRecord(f"no memory record {record_id!r}")
+            raise UnknownRecord(f"no memory record {quote(record_id)}")
+        authorize(principal, "viewer", "memory.get", record.namespace)
         return record
 
     def records(
-        self, memory_type: str | None = None, namespace: str | None = None
+        self,
+        memory_type: str | None = None,
+        namespace: str | None = None,
+        principal: Principal | None = None,
     ) -> builtins.list[MemoryRecord]:
-        """Every record (of a type, in a namespace), in write order."""
+        """Every record (of a type, in a namespace or every namespace the principal can
+        read), in write order."""
         if memory_type is not None:
             check_choice("memory_type", memory_type, MEMORY_TYPES)
+        spaces = allowed_namespaces(principal, "viewer", "memory.records", namespace)
         return sorted(
             (
                 r
                 for r in self._records.values()
-                if (memory_type is None or r.memory_type == memory_type)
-                and (namespace is None or r.namespace == namespace)
+                if (memory_type is None or r.memory_type == memory_type) and _within(r, spaces)
             ),
             key=lambda r: r.seq,
         )
 
-    def lineage(self, record_id: str) -> tuple[str, ...]:
+    def lineage(self, record_id: str, principal: Principal | None = None) -> tuple[str, ...]:
         """``memory.lineage``: the keys the record came from (``learning:<candidate_id>``
         for a promoted learning; runs and procedures for a reflection)."""
-        return self.get(record_id).lineage
+        return self.get(record_id, principal).lineage
 
     def search(
         self,
@@ -333,17 +338,25 @@ class MemoryStore:
         ``memory_type`` None searches every type except reflections (unfiltered recall
         never returns them); a type searches that type only. ``agent`` is the reading
         agent (``access.serves_agent``); a principal reads as ``acting_agent(agent)`` and,
-        when pinned, as its pinned user. ``user_id`` limits user rows to that user's.
+        when pinned, as its pinned user. ``user_id`` limits user rows to that user's. A
+        principal reads only namespaces where it holds a role (a named other one raises).
         """
-        authorize(principal, "viewer", "memory.search")
-        check_text("query", query)
+        return self._search(
+            query, memory_type, namespace, top_k, agent, user_id, tags, principal, True
+        )
+
+    def _search(
+        self, query, memory_type, namespace, top_k, agent, user_id, tags, principal, by_agent
+    ) -> builtins.list[Hit]:
+        operation = "memory.search" if by_agent else "knowledge.search"
+        spaces = allowed_namespaces(principal, "viewer", operation, namespace)
+        check_text("query", query, MAX_SITUATION)
         top_k = check_int("top_k", top_k, minimum=1)
         if memory_type is not None:
             check_choice("memory_type", memory_type, MEMORY_TYPES)
         if principal is not None:
-            agent = principal.acting_agent(agent)
+            agent = principal.acting_agent(agent) if by_agent else READ_EVERY_AGENT
             user_id = principal.read_user_id if principal.pinned else user_id
-        spaces = {namespace} if isinstance(namespace, str) else namespace
         want = set(check_tags(tags))
         sims = self._index.similarities(self._index.embed([query])[0])
         hits = []
@@ -370,8 +383,12 @@ class MemoryStore:
         principal: Principal | None = None,
     ) -> builtins.list[Hit]:
         """``knowledge.search``: knowledge rows, not filtered by agent (any agent that can
-        read the namespace finds a bot's rule there)."""
-        authorize(principal, "viewer", "knowledge.search")
-        return self.search(
-            query, "knowledge", namespace=namespace, top_k=top_k, agent=READ_EVERY_AGENT
+        read the namespace finds a bot's rule there), but bounded like ``search`` by the
+        principal's namespaces and, for a pinned token, its pinned user."""
+        return self._search(
+            query, "knowledge", namespace, top_k, READ_EVERY_AGENT, None, (), principal, False
         )
+
+
+def _within(record: MemoryRecord, spaces: frozenset[str] | None) -> bool:
+    return spaces is None or record.namespace in spaces

@@ -1,5 +1,7 @@
 """The distill worker's settings (seed: ``LOOM_REFLECTION_DISTILL_*``), as config values
-or from the environment (``PROCMEM_REFLECTION_DISTILL_*``). No model client is loaded here.
+or from the environment (``PROCMEM_REFLECTION_DISTILL_*`` or the seed's
+``LOOM_REFLECTION_DISTILL_*``; one setting under both names with different values is
+refused naming both, ``procmem_core.env``). No model client is loaded here.
 """
 
 from __future__ import annotations
@@ -8,8 +10,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from procmem_core.env import env_flag, env_float, env_int, env_text, from_env
 from procmem_core.errors import check_bool, check_choice, check_int, check_probability, check_text
-from procmem_core.memory.env import env_flag, env_float, env_int, env_text, from_env
 
 ENV_PREFIX = "PROCMEM_REFLECTION_DISTILL_"
 MATCH_ON = ("text", "situation")
@@ -40,9 +42,10 @@ class DistillSettings:
     def from_env(
         cls, environ: Mapping[str, str] | None = None, base: DistillSettings | None = None
     ) -> DistillSettings:
-        """``base`` (the defaults) with every ``PROCMEM_REFLECTION_DISTILL_<FIELD>`` set in
-        ``environ`` (``os.environ`` by default) applied: ENABLED (true/false/1/0),
-        MAX_PAIRS, SIMILARITY_FLOOR, MIN_CONFIDENCE, MODEL, MATCH_ON."""
+        """``base`` (the defaults) with every ``PROCMEM_REFLECTION_DISTILL_<FIELD>`` (or
+        ``LOOM_REFLECTION_DISTILL_<FIELD>``) set in ``environ`` (``os.environ`` by
+        default) applied: ENABLED (true/false/1/0), MAX_PAIRS, SIMILARITY_FLOOR,
+        MIN_CONFIDENCE, MODEL, MATCH_ON."""
         parsers = {
             "enabled": env_flag,
             "max_pairs": env_int,

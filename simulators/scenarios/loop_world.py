@@ -136,9 +136,13 @@ class LoopWorld:
         self.noiseless = sc.feedback.noiseless  # the signal is the outcome: nothing to draw
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
         self.store = ProcedureStore(strike_limit=sc.strike_limit)
+        # min_similarity=None: the world's pack has no relevance floor (the engine's default
+        # since issue 25 is 0.3), so a task whose procedures are all quarantined is still
+        # shown another task's procedure, as the recorded decisions and published loop
+        # figures assume (test_loop_decisions).
         self.packer = ContextPacker(
             self.store, sc.explore_rate, 1, self.rng, concurrent_share=sc.concurrent_share,
-            utility_weight=sc.utility_weight,
+            utility_weight=sc.utility_weight, min_similarity=None,
         )  # fmt: skip
         for t in range(sc.tasks):
             for j in range(sc.procedures_per_task):

@@ -205,6 +205,33 @@ def test_the_seed_prompt_and_the_assistants_advice_give_the_seeds_observed_outco
     assert result.metrics["n_shown_session_2"] == 3
 
 
+SEED_TITLES = {
+    "Verify emergency fund before new investments",
+    "Allocate maturing FD for risk-averse users",
+    "Annual fund monitoring and rebalancing",
+}
+
+
+def test_the_default_replay_reproduces_the_seeds_observation(tmp_path):
+    """Issue 25 item 7: by default the model turns its own advice into rules."""
+    cfg = replay_config()
+    assert cfg.llm.offline_extraction == "assistant_advice"
+    run_task(cfg, tmp_path)
+    titles = [p["title"] for p in json.loads(read(tmp_path, "procedures.json"))["procedures"]]
+    assert set(titles) == SEED_TITLES
+    assert "worst" not in read(tmp_path, "system_prompt_2.txt").lower()
+    null = replay_config(**{"llm.offline_extraction": None})
+    run_task(null, tmp_path / "null")
+    assert read(tmp_path / "null", "system_prompt_2.txt") == read(tmp_path, "system_prompt_2.txt")
+
+
+def test_user_requests_is_the_named_alternative(tmp_path):
+    run_task(replay_config(**{"llm.offline_extraction": "user_requests"}), tmp_path)
+    titles = [p["title"] for p in json.loads(read(tmp_path, "procedures.json"))["procedures"]]
+    assert "Quantify the worst case" in titles and not set(titles) >= SEED_TITLES
+    assert "worst case" in read(tmp_path, "system_prompt_2.txt").lower()
+
+
 def test_a_title_collision_is_counted_and_both_procedures_are_kept(tmp_path):
     reply = json.dumps(
         {"procedures": [
@@ -240,7 +267,8 @@ def test_a_procedure_the_store_refuses_is_a_failed_candidates_stage(tmp_path, mo
         return real_add(self, name, *args, **kwargs)
 
     monkeypatch.setattr(ProcedureStore, "add", refusing)
-    result = run_task(replay_config(**{"replay.on_error": "record"}), tmp_path)
+    overrides = {"replay.on_error": "record", "llm.offline_extraction": "user_requests"}
+    result = run_task(replay_config(**overrides), tmp_path)
     m = result.metrics
     assert (m["failed"], m["failed_stage"], m["n_candidate_failures"]) == (1, 4, 1)
     assert m["n_candidates"] == 2
@@ -249,4 +277,4 @@ def test_a_procedure_the_store_refuses_is_a_failed_candidates_stage(tmp_path, mo
     assert error["failures"][0]["title"] == "Quantify the worst case"
     assert len(json.loads(read(tmp_path, "candidates.json"))) == 2  # the others are kept
     with pytest.raises(LearnError, match="could not be stored"):
-        run_task(replay_config(), tmp_path / "raised")
+        run_task(replay_config(**{"llm.offline_extraction": "user_requests"}), tmp_path / "raised")

@@ -21,9 +21,12 @@ SITUATION = "a customer asks for a refund on a paid invoice"
 
 @pytest.fixture
 def team(store):
-    """Alice and Bob each wrote a refund procedure in the shared namespace "support"."""
-    store.add("refund by alice", SITUATION, STEPS, namespace="support", actor="alice")
-    store.add("refund by bob", SITUATION + " quickly", STEPS, namespace="support", actor="bob")
+    """Alice and Bob (writers there) each wrote a refund procedure in the shared namespace
+    "support"."""
+    store.grant("alice", "support", "writer")
+    store.grant("bob", "support", "writer")
+    store.add("refund by alice", SITUATION, STEPS, namespace="support", principal="alice")
+    store.add("refund by bob", SITUATION + " quickly", STEPS, namespace="support", principal="bob")
     store.add("refund unsigned", SITUATION + " today", STEPS, namespace="support")
     return store
 
@@ -56,7 +59,8 @@ def test_auth_without_a_principal_is_refused(team):
 
 def test_all_mine_searches_the_callers_namespaces_up_to_the_fan_out_cap(store):
     for ns in ("a1", "a2", "a3", "other"):
-        store.add(f"refund {ns}", SITUATION, STEPS, namespace=ns, actor="carol")
+        store.grant("carol", ns, "writer")
+        store.add(f"refund {ns}", SITUATION, STEPS, namespace=ns, principal="carol")
     store.add("refund stranger", SITUATION, STEPS, namespace="stranger", actor="dave")
     store.grant("carol", "shared")
     store.add("refund shared", SITUATION, STEPS, namespace="shared", actor="erin")
@@ -86,6 +90,9 @@ def test_namespace_scope_rejects_bad_requests(store, kwargs, fragment):
 
 
 def test_fork_copies_only_from_a_namespace_the_caller_can_read(team):
+    with pytest.raises(AccessDenied, match="'zoe' cannot read namespace 'zoe'"):
+        team.fork("support/procedure_refund_by_alice", "zoe", actor="zoe")  # no writer there
+    team.grant("zoe", "zoe", "writer")
     with pytest.raises(AccessDenied, match="'zoe' cannot read namespace 'support'"):
         team.fork("support/procedure_refund_by_alice", "zoe", actor="zoe")
     team.grant("zoe", "support")

@@ -209,7 +209,6 @@ class Wide:
 BAD = [
     (lambda m: m.set(""), "text=''"),
     (lambda m: m.set("x", "opinion"), "memory_type='opinion'"),
-    (lambda m: m.set("x", "procedural"), "use set_procedural"),
     (lambda m: m.set("x", namespace="has space"), "namespace='has space'"),
     (lambda m: m.set("x", tags="one"), "tags='one'"),
     (lambda m: m.set("x", lineage="run:1"), "lineage='run:1'"),
