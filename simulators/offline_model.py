@@ -40,6 +40,7 @@ import json
 import re
 from dataclasses import dataclass
 
+import simulators.offline_agent as offline_agent
 import simulators.offline_distill as offline_distill
 from procmem_core.errors import ParameterError
 from procmem_core.flat import PROCEDURES_HEADING
@@ -121,6 +122,19 @@ PROCEDURE_POOL: tuple[PoolProcedure, ...] = (
         "The user wants to invest without stating when they need the money",
         "Ask when the money will be needed before suggesting any product.",
         context_cues=("invest",),
+    ),
+    PoolProcedure(
+        "Never name individual stocks",
+        "The user asks which stock or share to buy",
+        "Never name individual companies or stocks; point to diversified funds instead.",
+        user_cues=("which stock", "which shares", "stock tip", "stocks to buy"),
+        context_cues=(" stock", " shares"),
+    ),
+    PoolProcedure(
+        "Keep answers brief",
+        "The user asks for a short answer or an explanation",
+        "Answer in at most 120 words; leave out background the user did not ask for.",
+        user_cues=("briefly", "keep it brief", "in a few words", "too long"),
     ),
     PoolProcedure(
         "Allocate maturing FD for risk-averse users",
@@ -237,21 +251,31 @@ def listed_procedures(system_prompt: str) -> list[tuple[str, str]]:
 
 
 def chat_reply(messages: list[dict]) -> str:
-    """A short reply to the last user message that follows the listed procedures."""
+    """A short reply to the last user message that follows the listed procedures.
+
+    Each listed procedure gets one line naming it; what the procedures ask for
+    (``offline_agent.procedure_actions``) shapes the rest, so a procedure in the prompt
+    changes what a checker sees (``offline_agent`` has the details)."""
     system = "\n".join(_text(m) for m in messages if m.get("role") == "system")
     users = [_text(m) for m in messages if m.get("role") == "user"]
     last = users[-1] if users else ""
     amount = re.search(r"₹\s?[\d,]+", last)
     subject = f"your {amount.group(0).replace(' ', '')}" if amount else "your money"
-    lines = [f"Here is how I would approach {subject}."]
     procedures = listed_procedures(system)
+    actions = offline_agent.procedure_actions(procedures)
+    lines = [offline_agent.EMERGENCY_LINE] if "emergency_fund" in actions else []
+    lines.append(f"Here is how I would approach {subject}.")
     if not procedures:
         lines.append(
             "Keep an emergency fund first; for money you may need soon, a liquid fund or "
             "a short-term debt fund is a low-risk place to start."
         )
     for i, (title, description) in enumerate(procedures, 1):
-        lines.append(f"{i}. Following '{title}': {description}")
+        brief = "brief" in actions  # a brevity procedure drops the descriptions
+        lines.append(
+            f"{i}. Following '{title}'." if brief else f"{i}. Following '{title}': {description}"
+        )
+    lines.extend(offline_agent.topic_lines(last, actions))
     return "\n".join(lines)
 
 
