@@ -51,7 +51,7 @@ FAULT_KINDS = (
     "no_choices",
 )
 FAULT_HEADER = "X-Procmem-Fault"
-REQUEST_KINDS = ("extraction", "chat", "distill")
+REQUEST_KINDS = ("extraction", "chat", "distill", "judge")
 DEFAULT_MODEL = "procmem-offline"
 
 

@@ -279,17 +279,37 @@ def chat_reply(messages: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def is_judge_request(messages: list[dict]) -> bool:
+    """A judge request: a system message that asks for ``pass`` JSON (the live loop's)."""
+    return any(m.get("role") == "system" and '"pass"' in _text(m) for m in messages)
+
+
+def judge_reply(messages: list[dict]) -> str:
+    """The offline judge's verdict: the reply passes when every phrase the rubric quotes
+    in double quotes occurs in it (case aside); a rubric quoting none passes any reply."""
+    text = "\n".join(_text(m) for m in messages if m.get("role") == "user")
+    rubric, _, reply = text.partition("REPLY:")
+    phrases = re.findall(r'"([^"]+)"', rubric)
+    missing = [p for p in phrases if p.lower() not in reply.lower()]
+    reason = f"missing {missing}" if missing else "every quoted phrase is there"
+    return json.dumps({"pass": not missing, "reason": reason}, ensure_ascii=False)
+
+
 def request_kind(messages: list[dict]) -> str:
-    """``"distill"`` (``offline_distill``), ``"extraction"`` or ``"chat"``."""
+    """``"distill"`` (``offline_distill``), ``"extraction"``, ``"judge"`` or ``"chat"``."""
     if offline_distill.is_distill_request(messages):
         return "distill"
-    return "extraction" if is_extraction_request(messages) else "chat"
+    if is_extraction_request(messages):
+        return "extraction"
+    return "judge" if is_judge_request(messages) else "chat"
 
 
 def reply_content(messages: list[dict], extraction: str = "user_requests") -> str:
     """The full (untruncated) reply text for a chat-completions request."""
     if offline_distill.is_distill_request(messages):
         return offline_distill.reply(messages)
+    if is_judge_request(messages) and not is_extraction_request(messages):
+        return judge_reply(messages)
     if is_extraction_request(messages):
         transcript = "\n".join(_text(m) for m in messages if m.get("role") == "user")
         found = extract_procedures(transcript, extraction)
