@@ -44,6 +44,7 @@ import simulators.offline_agent as offline_agent
 import simulators.offline_distill as offline_distill
 from procmem_core.errors import ParameterError
 from procmem_core.flat import PROCEDURES_HEADING
+from procmem_core.graph.pack import PACK_HEADING
 
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 REASONING_TOKENS = {"minimal": 16, "low": 48, "medium": 192, "high": 768}
@@ -230,8 +231,15 @@ def extract_procedures(transcript: str, extraction: str = "user_requests") -> li
     ]
 
 
+GRAPH_ITEM = re.compile(r"^\d+\. (.+?)(?: \(unproven\))? \[procedure_\S*, [a-z_]+\]$")
+GRAPH_STEP = re.compile(r"^\s+\d+\) (.+)$")
+
+
 def listed_procedures(system_prompt: str) -> list[tuple[str, str]]:
-    """(title, description) of each procedure ``build_system_prompt`` listed."""
+    """(title, description) of each procedure ``build_system_prompt`` listed, or (title,
+    its steps joined) of each a graph pack (``ContextPacker``) listed."""
+    if PACK_HEADING in system_prompt:
+        return _graph_procedures(system_prompt.split(PACK_HEADING, 1)[1])
     if PROCEDURES_HEADING not in system_prompt:
         return []
     block = system_prompt.split(PROCEDURES_HEADING, 1)[1]
@@ -248,6 +256,18 @@ def listed_procedures(system_prompt: str) -> list[tuple[str, str]]:
     if title is not None:
         found.append((title, " ".join(desc_lines).strip()))
     return found
+
+
+def _graph_procedures(block: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        head = GRAPH_ITEM.match(line)
+        step = GRAPH_STEP.match(line)
+        if head:
+            found.append((head.group(1).strip(), []))
+        elif step and found:
+            found[-1][1].append(step.group(1).strip())
+    return [(title, " ".join(steps)) for title, steps in found]
 
 
 def chat_reply(messages: list[dict]) -> str:

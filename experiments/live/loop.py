@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from experiments.live.journal import Journal
-from experiments.live.memory import FlatMemory
 from experiments.live.session import BudgetStop, Endpoint, Plan, TokenBudget, run_session
 from experiments.live.tasks import Task
 from procmem_core.errors import ProcmemError
@@ -98,7 +97,7 @@ class LiveLoop:
 
     settings: LoopSettings
     tasks: Sequence[Task]
-    memory: FlatMemory
+    memory: Any  # FlatMemory or GraphMemory
     agent: Endpoint
     extractor: Endpoint
     judge: Endpoint
@@ -111,7 +110,7 @@ class LiveLoop:
 
     def apply(self, record: dict) -> None:
         """One session's record into the memory (outcome, then what it learned)."""
-        self.memory.record(record["shown_keys"], record["withheld"], bool(record["outcome"]))
+        self.memory.apply_outcome(record)
         if record.get("learned"):
             record["added"] = self.memory.add_learned(record["learned"])
         for key, value in self.memory.confidences().items():

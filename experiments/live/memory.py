@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from procmem_core.flat import BASE_PROMPT, FlatRule, Procedure, build_system_prompt, prompt_order
 from procmem_core.graph.keys import procedure_key
@@ -57,6 +58,17 @@ class FlatMemory:
         shown = order[1:] if withheld else order
         prompt = build_system_prompt(shown, 0.0, max(1, len(shown)), self.base_prompt)
         return Pack(prompt, top, tuple(keys[1:] if withheld else keys), withheld)
+
+    def pack_session(self, plan: Any) -> tuple[Pack, tuple[int, ...]]:
+        """The loop's call: the pack for ``plan`` (its withholding draw) and no revisions."""
+        return self.pack(plan.withhold), ()
+
+    def apply_outcome(self, record: dict) -> None:
+        """The loop's call: a finished session's outcome (``record``)."""
+        self.record(record["shown_keys"], record["withheld"], bool(record["outcome"]))
+
+    def close(self) -> None:
+        """Nothing to release (the graph memory's event loop is)."""
 
     def baseline(self) -> float | None:
         """The no-procedure success rate a baseline-reading rule compares against."""

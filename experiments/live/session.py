@@ -1,12 +1,13 @@
 """One live session: the pack, the user turns, the score and, on its turn, an extraction.
 
-``run_session`` runs in a worker thread: it reads the memory (which no one changes while
-a round runs), sends each user turn with the seed's chat settings
-(``procmem_core.learn.chat``), scores the last reply with the task's checkers or, for a
-task with a ``judge`` rubric, with the judge model (``judge_reply``), and, when the plan
-says so, extracts procedures from the transcript (``procmem_core.learn.learn``). It
-returns the session's journal record; the loop applies it to the memory in session
-order. Every call is charged to the ``TokenBudget`` first checked before it.
+``run_session`` runs in a worker thread: it reads the memory's pack for the plan
+(``memory.pack_session``; no one changes the memory while a round runs), sends each
+user turn with the seed's chat settings (``procmem_core.learn.chat``), scores the last
+reply with the task's checkers or, for a task with a ``judge`` rubric, with the judge
+model (``judge_reply``), and, when the plan says so, extracts procedures from the
+transcript (``procmem_core.learn.learn``). It returns the session's journal record; the
+loop applies it to the memory in session order. The ``TokenBudget`` is checked before
+every call and charged after it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.live.memory import FlatMemory
 from experiments.live.tasks import Task, passed
 from procmem_core.errors import ProcmemError
 from procmem_core.learn import CallRecord, LLMConfig, chat, learn, transcript_text
@@ -112,7 +112,7 @@ def _call_attrs(call: CallRecord) -> dict[str, Any]:
 
 def run_session(
     plan: Plan,
-    memory: FlatMemory,
+    memory: Any,
     agent: Endpoint,
     extractor: Endpoint,
     judge: Endpoint,
@@ -125,7 +125,7 @@ def run_session(
     with tracer.session(plan.session_id, {"task_id": task.id, "index": plan.index}) as root:
         root.set_inputs({"task_id": task.id, "user_turns": list(task.user_turns)})
         with tracer.span("prompt_build", "PARSER", {}) as span:
-            pack = memory.pack(plan.withhold)
+            pack, served = memory.pack_session(plan)
             span.set_attributes(
                 {"system_prompt": pack.prompt, "shown_keys": list(pack.shown_keys),
                  "top_key": pack.top_key, "withheld": pack.withheld,
@@ -186,6 +186,7 @@ def run_session(
         "top_key": pack.top_key,
         "withheld": pack.withheld,
         "shown_keys": list(pack.shown_keys),
+        "served": list(served),
         "outcome": int(ok),
         "checks": [[d, r] for d, r in checks],
         "rationale": rationale,

@@ -11,7 +11,8 @@ or a refused key fails in seconds, naming the URL or the key's variable.
 The job's MLflow run (passed by ``experiments.job``) gets one trace per session
 (``experiments.live.traces``), the stepped metrics ``success``, ``procedures_shown`` and
 ``tokens`` (step = session index) after each round, and the artifacts ``sessions.csv``
-(the session log schema), ``procedures.json``, ``confidence.csv`` and ``journal.jsonl``.
+(the session log schema), ``procedures.json``, ``confidence.csv``, ``journal.jsonl`` and,
+for the graph memory, ``runs.csv`` (the store's runs in the log's runs schema).
 A budget spent or a call failing for good writes all of them for the sessions done, then
 raises, so the run is FAILED with the reason and keeps every session. docs/live.md.
 """
@@ -33,6 +34,7 @@ from omegaconf import DictConfig
 
 from experiments.build import build_group, node_of
 from experiments.identity import ROOT, config_hash
+from experiments.live.graph_memory import GraphMemory
 from experiments.live.journal import Journal, sessions_frame
 from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
 from experiments.live.memory import FlatMemory
@@ -48,7 +50,9 @@ from simulators.llm_server import OfflineServer
 from simulators.result import ScenarioResult
 
 GROUPS = ("live", "llm", "rule")
-MEMORIES = ("flat",)
+MEMORIES = ("flat", "graph")
+RUN_COLUMNS = ("key", "revision", "ok", "time", "path", "session_id", "agent")
+"""``runs.csv`` (graph memory): the session log's runs table (docs/logs.md)."""
 WANTS_RUN = True
 """``experiments.job`` passes this task its tracker and run id (for traces and steps)."""
 PREFLIGHT_SECONDS = 5.0
@@ -211,11 +215,11 @@ def run_task(
 ) -> ScenarioResult:
     """Run the live loop (module doc); ``tracker``/``run_id``: the job's MLflow run."""
     settings = settings_from_config(cfg)
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # not one line per request
+    for name in ("httpx", "httpx2"):  # not one line per request
+        logging.getLogger(name).setLevel(logging.WARNING)
     art = Path(out_dir) / "artifacts"
     art.mkdir(parents=True, exist_ok=True)
-    rule = build_group(cfg, "rule") or DEFAULT_RULE  # the seed's rule when unset
-    memory = FlatMemory(rule, settings.threshold, settings.limit)
+    memory = make_memory(cfg, settings)
     tracer = NullTracer()
     if tracker is not None and run_id is not None:
         tracer = SessionTracer(tracker.uri, tracker.experiment_id, run_id)
@@ -235,7 +239,20 @@ def run_task(
             loop.run(budget, resume=bool(cfg.get("resume", False)))
         finally:
             _write_artifacts(art, loop, settings, journal)
+            memory.close()
     return _result(loop, settings, budget)
+
+
+def make_memory(cfg: DictConfig, settings: LiveSettings) -> Any:
+    """``FlatMemory`` with the rule group's rule and filter, or ``GraphMemory`` (its pack
+    shows at most 3 matches, the packer's default, with the loop's explore rate)."""
+    if settings.memory == "graph":
+        return GraphMemory(
+            settings.loop.explore_rate, settings.loop.seed, namespace=settings.namespace,
+            agent=settings.loop.agent,
+        )  # fmt: skip
+    rule = build_group(cfg, "rule") or DEFAULT_RULE  # the seed's rule when unset
+    return FlatMemory(rule, settings.threshold, settings.limit)
 
 
 def _steps(records: list[dict]) -> list[tuple[str, float, int]]:
@@ -259,6 +276,10 @@ def _write_artifacts(art: Path, loop: LiveLoop, settings: LiveSettings, journal:
     pd.DataFrame(loop.confidence_path, columns=["time", "key", "confidence"]).to_csv(
         art / "confidence.csv", index=False
     )
+    if isinstance(loop.memory, GraphMemory):
+        pd.DataFrame(loop.memory.runs, columns=list(RUN_COLUMNS)).to_csv(
+            art / "runs.csv", index=False
+        )
     if journal.path.is_file():
         (art / "journal.jsonl").write_bytes(journal.path.read_bytes())
 
@@ -277,7 +298,7 @@ def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> Scen
         n_sessions=float(len(records)),
         n_resumed=float(loop.resumed),
         n_withheld=float(withheld.sum()),
-        n_procedures=float(len(loop.memory.records)),
+        n_procedures=float(len(loop.memory.snapshot())),
         n_calls=float(len(calls)),
         n_cached_calls=float(sum(c["cached"] for c in calls)),
         n_learn_errors=float(sum(r.get("learn_error") is not None for r in records)),

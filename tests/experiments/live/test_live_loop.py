@@ -122,3 +122,32 @@ def test_an_unreachable_endpoint_or_a_missing_key_is_refused_in_seconds(tmp_path
     cfg = compose_job("live", ["llm.api_key_env=PROCMEM_TEST_NO_KEY"])
     with pytest.raises(ParameterError, match="PROCMEM_TEST_NO_KEY"):
         run_task(cfg, tmp_path / "b")
+
+
+def test_the_graph_memory_packs_records_runs_and_resumes_through_the_agent(tmp_path):
+    graph = ["live.memory=graph"]
+    one, procs, _ = run(tmp_path, "g1", offline(tmp_path, "g1", "live.concurrency=1", *graph))
+    four, procs_four, _ = run(tmp_path, "g4", offline(tmp_path, "g4", "live.concurrency=4", *graph))
+    pd.testing.assert_frame_equal(one, four)
+    assert procs == procs_four
+    runs = pd.read_csv(tmp_path / "g1" / "artifacts" / "runs.csv")
+    # one run per session that showed a procedure, for the first one shown
+    shown = one[one["shown_keys"] != "[]"]
+    assert list(runs["session_id"]) == list(shown["session_id"])
+    assert list(runs["key"]) == [json.loads(k)[0] for k in shown["shown_keys"]]
+    assert list(runs["ok"]) == [bool(o) for o in shown["outcome"]]
+    stored = {p["key"]: p for p in procs}
+    for key, group in runs.groupby("key"):
+        assert stored[key]["runs"] == len(group)
+        assert stored[key]["successes"] == int(group["ok"].sum())
+    # learned procedures enter as candidates and leave that status with their first run
+    assert all((p["status"] == "candidate") == (p["runs"] == 0) for p in procs)
+    journal = (tmp_path / "g1" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "gcut" / "journal.jsonl"
+    cut.parent.mkdir()
+    cut.write_text("\n".join(journal[:13]) + "\n", encoding="utf-8")
+    over = [*offline(tmp_path, "gcut", *graph), "resume=true"]
+    resumed, procs_resumed, metrics = run(tmp_path, "gcut", over)
+    assert metrics["n_resumed"] == 10
+    pd.testing.assert_frame_equal(one, resumed)
+    assert procs == procs_resumed
