@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/python -m experiments.run -m experiment=quickstart
 	$(BIN)/python -m reports quickstart
+	$(BIN)/python -m experiments.run experiment=live live.sessions=20
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=15
