@@ -11,6 +11,9 @@ does it, so a procedure in the prompt really changes what a checker sees:
 - ``no_stocks`` ("stock" with "never"/"avoid"/"no"): no company is named;
 - ``brief`` ("brief", "120 words", "concise"): the long background paragraph is left out.
 
+Each listed procedure also gets one line naming it (``N. Following '<title>'.``), so a
+crowded prompt still lengthens the reply a little.
+
 Without them the reply does what an unguided model plausibly does with the user's words
 (``topic_lines``): names companies when asked about stocks, says the worst case
 "depends" without a number, gives a vague next step, and explains at length when asked
@@ -75,7 +78,9 @@ def topic_lines(user: str, actions: set[str]) -> list[str]:
             "within a day; a short-term debt fund holds bonds of one to three years and can "
             "move with interest rates and credit events; an index fund follows the market "
             "and can fall sharply in a bad year; gold and real estate behave differently "
-            "again, and each option is taxed in its own way, which matters over time."
+            "again, and each option is taxed in its own way, which matters over time; keep "
+            "a record of every investment for your tax return, and ask a fee-only adviser "
+            "whenever a product's costs or lock-in are unclear to you."
         )
     if "worst_case" in actions:
         amount = _amount(user) or 50000

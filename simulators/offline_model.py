@@ -273,7 +273,7 @@ def _graph_procedures(block: str) -> list[tuple[str, str]]:
 def chat_reply(messages: list[dict]) -> str:
     """A short reply to the last user message that follows the listed procedures.
 
-    Each listed procedure gets one line naming it; what the procedures ask for
+    Each listed procedure gets one short line naming it; what the procedures ask for
     (``offline_agent.procedure_actions``) shapes the rest, so a procedure in the prompt
     changes what a checker sees (``offline_agent`` has the details)."""
     system = "\n".join(_text(m) for m in messages if m.get("role") == "system")
@@ -290,11 +290,8 @@ def chat_reply(messages: list[dict]) -> str:
             "Keep an emergency fund first; for money you may need soon, a liquid fund or "
             "a short-term debt fund is a low-risk place to start."
         )
-    for i, (title, description) in enumerate(procedures, 1):
-        brief = "brief" in actions  # a brevity procedure drops the descriptions
-        lines.append(
-            f"{i}. Following '{title}'." if brief else f"{i}. Following '{title}': {description}"
-        )
+    for i, (title, _) in enumerate(procedures, 1):
+        lines.append(f"{i}. Following '{title}'.")
     lines.extend(offline_agent.topic_lines(last, actions))
     return "\n".join(lines)
 
