@@ -151,3 +151,13 @@ def test_the_graph_memory_packs_records_runs_and_resumes_through_the_agent(tmp_p
     assert metrics["n_resumed"] == 10
     pd.testing.assert_frame_equal(one, resumed)
     assert procs == procs_resumed
+
+
+def test_a_rerun_with_the_cache_replays_without_calls(tmp_path):
+    cache = f"live.cache={tmp_path / 'replies.sqlite'}"
+    first, _, m1 = run(tmp_path, "first", offline(tmp_path, "first", cache))
+    again, _, m2 = run(tmp_path, "again", offline(tmp_path, "again", cache))
+    pd.testing.assert_frame_equal(first.drop(columns="tokens"), again.drop(columns="tokens"))
+    assert m1["n_cached_calls"] == 0 and m1["tokens_total"] > 0
+    assert m2["n_cached_calls"] == m2["n_calls"] == m1["n_calls"]
+    assert m2["tokens_total"] == 0 and (again["tokens"] == 0).all()
