@@ -121,7 +121,7 @@ INVALID = [
      "explore.explore_rate=1.5"),
     (["case=loop_seed", "explore.explore_rate=-0.1"], ParameterError,
      "explore.explore_rate=-0.1"),
-    (["task=nope"], ParameterError, "task='nope' is not allowed: one of ('llm_replay', 'scenario'"),
+    (["task=nope"], ParameterError, "task='nope' is not allowed: one of ('live', 'llm_replay', 'scenario'"),
     (["seed=-1"], ParameterError, "seed=-1"),
     (["progress=sometimes"], ParameterError, "progress='sometimes'"),
     (["scenario.replications=1000000000000"], ParameterError,
