@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/python -m experiments.run -m experiment=quickstart
 	$(BIN)/python -m reports quickstart
+	$(BIN)/python -m experiments.run experiment=live live.sessions=20
 
 # The suite on every core (pytest-xdist); a test file runs on one worker, so its
 # module-scoped fixtures (a sweep, a tracking server, a Ray head) start once.

@@ -173,15 +173,26 @@ def job_workers(setting: Any, concurrent_jobs: int = 1) -> int:
     return value
 
 
-def execute(cfg: DictConfig, scenario: Any, seed: int, ctx: JobContext) -> ScenarioResult:
+def execute(
+    cfg: DictConfig,
+    scenario: Any,
+    seed: int,
+    ctx: JobContext,
+    tracker: tr.Tracker | None = None,
+    run_id: str | None = None,
+) -> ScenarioResult:
     """Run the scenario (with a progress bar over chunks, for a single run: a sweep shows
-    its own progress) or the task's ``run_task``."""
+    its own progress) or the task's ``run_task`` (given the job's ``tracker`` and
+    ``run_id`` too when the task module sets ``WANTS_RUN``: the live loop logs traces)."""
     if scenario is not None:
         workers = job_workers(cfg.get("workers", "auto"), ctx.concurrent_jobs)
         mode = "off" if ctx.multirun else str(cfg.progress)
         with chunk_progress(mode, label(cfg)), chunk_workers(workers):
             return scenario.run(seed)
-    return task_module(str(cfg.task)).run_task(cfg, ctx.out_dir)
+    module = task_module(str(cfg.task))
+    if getattr(module, "WANTS_RUN", False):
+        return module.run_task(cfg, ctx.out_dir, tracker=tracker, run_id=run_id)
+    return module.run_task(cfg, ctx.out_dir)
 
 
 STEPPED = {"operating_points": ("true_drop", 1000, ("revert_rate", "revert_rate_exact"))}
@@ -280,7 +291,7 @@ def _run_and_log(
 ) -> None:
     """Run the job, write its artifacts (and figures) and log them to ``run_id``."""
     folder = ctx.out_dir / "artifacts"
-    result = execute(cfg, scenario, seed, ctx)
+    result = execute(cfg, scenario, seed, ctx, tracker, run_id)
     t0 = time.perf_counter()
     write_artifacts(cfg, result, folder)
     t1 = time.perf_counter()

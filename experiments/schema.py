@@ -81,6 +81,7 @@ class ProcmemConf:
     explore: Any = None
     llm: Any = None  # group ``llm`` (procmem_core.learn.LLMConfig), chosen by llm_replay
     replay: Any = None  # the llm_replay task's settings (experiments/tasks/llm_replay.py)
+    live: Any = None  # group ``live``: the live loop's settings (experiments/tasks/live.py)
     tracking: TrackingConf = field(default_factory=TrackingConf)
     budget: BudgetConf = field(default_factory=BudgetConf)
 

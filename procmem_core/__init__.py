@@ -111,10 +111,12 @@ _LAZY = {
         "transcript_text",
     )
 }
+_LAZY["Agent"] = "procmem_core.agent"  # the async SDK facade (asyncio on first use)
 
 
 def __getattr__(name: str) -> Any:
-    """The ``learn`` names, imported on first use (they load the ``openai`` client)."""
+    """The ``learn`` names (they load the ``openai`` client) and ``Agent``, imported on
+    first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'procmem_core' has no attribute {name!r}")

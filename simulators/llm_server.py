@@ -51,7 +51,7 @@ FAULT_KINDS = (
     "no_choices",
 )
 FAULT_HEADER = "X-Procmem-Fault"
-REQUEST_KINDS = ("extraction", "chat", "distill", "agent_rules")
+REQUEST_KINDS = ("extraction", "chat", "distill", "agent_rules", "judge")
 DEFAULT_MODEL = "procmem-offline"
 
 

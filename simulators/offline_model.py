@@ -40,9 +40,11 @@ import json
 import re
 from dataclasses import dataclass
 
+import simulators.offline_agent as offline_agent
 import simulators.offline_distill as offline_distill
 from procmem_core.errors import ParameterError
 from procmem_core.flat import PROCEDURES_HEADING
+from procmem_core.graph.pack import PACK_HEADING
 from procmem_core.learnings.extraction import AGENT_RULES_MARKER, rule_clauses
 
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
@@ -122,6 +124,19 @@ PROCEDURE_POOL: tuple[PoolProcedure, ...] = (
         "The user wants to invest without stating when they need the money",
         "Ask when the money will be needed before suggesting any product.",
         context_cues=("invest",),
+    ),
+    PoolProcedure(
+        "Never name individual stocks",
+        "The user asks which stock or share to buy",
+        "Never name individual companies or stocks; point to diversified funds instead.",
+        user_cues=("which stock", "which shares", "stock tip", "stocks to buy"),
+        context_cues=(" stock", " shares"),
+    ),
+    PoolProcedure(
+        "Keep answers brief",
+        "The user asks for a short answer or an explanation",
+        "Answer in at most 120 words; leave out background the user did not ask for.",
+        user_cues=("briefly", "keep it brief", "in a few words", "too long"),
     ),
     PoolProcedure(
         "Allocate maturing FD for risk-averse users",
@@ -217,8 +232,15 @@ def extract_procedures(transcript: str, extraction: str = "user_requests") -> li
     ]
 
 
+GRAPH_ITEM = re.compile(r"^\d+\. (.+?)(?: \(unproven\))? \[procedure_\S*, [a-z_]+\]$")
+GRAPH_STEP = re.compile(r"^\s+\d+\) (.+)$")
+
+
 def listed_procedures(system_prompt: str) -> list[tuple[str, str]]:
-    """(title, description) of each procedure ``build_system_prompt`` listed."""
+    """(title, description) of each procedure ``build_system_prompt`` listed, or (title,
+    its steps joined) of each a graph pack (``ContextPacker``) listed."""
+    if PACK_HEADING in system_prompt:
+        return _graph_procedures(system_prompt.split(PACK_HEADING, 1)[1])
     if PROCEDURES_HEADING not in system_prompt:
         return []
     block = system_prompt.split(PROCEDURES_HEADING, 1)[1]
@@ -237,33 +259,70 @@ def listed_procedures(system_prompt: str) -> list[tuple[str, str]]:
     return found
 
 
+def _graph_procedures(block: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        head = GRAPH_ITEM.match(line)
+        step = GRAPH_STEP.match(line)
+        if head:
+            found.append((head.group(1).strip(), []))
+        elif step and found:
+            found[-1][1].append(step.group(1).strip())
+    return [(title, " ".join(steps)) for title, steps in found]
+
+
 def chat_reply(messages: list[dict]) -> str:
-    """A short reply to the last user message that follows the listed procedures."""
+    """A short reply to the last user message that follows the listed procedures.
+
+    Each listed procedure gets one short line naming it; what the procedures ask for
+    (``offline_agent.procedure_actions``) shapes the rest, so a procedure in the prompt
+    changes what a checker sees (``offline_agent`` has the details)."""
     system = "\n".join(_text(m) for m in messages if m.get("role") == "system")
     users = [_text(m) for m in messages if m.get("role") == "user"]
     last = users[-1] if users else ""
     amount = re.search(r"₹\s?[\d,]+", last)
     subject = f"your {amount.group(0).replace(' ', '')}" if amount else "your money"
-    lines = [f"Here is how I would approach {subject}."]
     procedures = listed_procedures(system)
+    actions = offline_agent.procedure_actions(procedures)
+    lines = [offline_agent.EMERGENCY_LINE] if "emergency_fund" in actions else []
+    lines.append(f"Here is how I would approach {subject}.")
     if not procedures:
         lines.append(
             "Keep an emergency fund first; for money you may need soon, a liquid fund or "
             "a short-term debt fund is a low-risk place to start."
         )
-    for i, (title, description) in enumerate(procedures, 1):
-        lines.append(f"{i}. Following '{title}': {description}")
+    for i, (title, _) in enumerate(procedures, 1):
+        lines.append(f"{i}. Following '{title}'.")
+    lines.extend(offline_agent.topic_lines(last, actions))
     return "\n".join(lines)
 
 
+def is_judge_request(messages: list[dict]) -> bool:
+    """A judge request: a system message that asks for ``pass`` JSON (the live loop's)."""
+    return any(m.get("role") == "system" and '"pass"' in _text(m) for m in messages)
+
+
+def judge_reply(messages: list[dict]) -> str:
+    """The offline judge's verdict: the reply passes when every phrase the rubric quotes
+    in double quotes occurs in it (case aside); a rubric quoting none passes any reply."""
+    text = "\n".join(_text(m) for m in messages if m.get("role") == "user")
+    rubric, _, reply = text.partition("REPLY:")
+    phrases = re.findall(r'"([^"]+)"', rubric)
+    missing = [p for p in phrases if p.lower() not in reply.lower()]
+    reason = f"missing {missing}" if missing else "every quoted phrase is there"
+    return json.dumps({"pass": not missing, "reason": reason}, ensure_ascii=False)
+
+
 def request_kind(messages: list[dict]) -> str:
-    """``"distill"`` (``offline_distill``), ``"agent_rules"``, ``"extraction"`` or
-    ``"chat"``."""
+    """``"distill"`` (``offline_distill``), ``"agent_rules"``, ``"extraction"``, ``"judge"``
+    or ``"chat"``."""
     if offline_distill.is_distill_request(messages):
         return "distill"
     if is_agent_rules_request(messages):
         return "agent_rules"
-    return "extraction" if is_extraction_request(messages) else "chat"
+    if is_extraction_request(messages):
+        return "extraction"
+    return "judge" if is_judge_request(messages) else "chat"
 
 
 _TURN = re.compile(r"^\[(\d+)\] (USER|ASSISTANT|SYSTEM|TOOL): ", re.MULTILINE)
@@ -295,6 +354,8 @@ def reply_content(messages: list[dict], extraction: str = "user_requests") -> st
         return offline_distill.reply(messages)
     if is_agent_rules_request(messages):
         return agent_rules_reply(messages)
+    if is_judge_request(messages) and not is_extraction_request(messages):
+        return judge_reply(messages)
     if is_extraction_request(messages):
         transcript = "\n".join(_text(m) for m in messages if m.get("role") == "user")
         found = extract_procedures(transcript, extraction)

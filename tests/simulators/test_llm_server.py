@@ -177,8 +177,12 @@ def test_chat_reply_follows_the_procedures_in_the_system_prompt(server):
         ],
     )
     text = reply.choices[0].message.content
-    assert "1. Following 'End with a list': Always close with a numbered list." in text
-    assert "2. Following 'Quantify the worst case'" in text  # in the prompt's order
+    assert "1. Following 'End with a list'." in text
+    assert "2. Following 'Quantify the worst case'." in text  # in the prompt's order
+    # and does what they ask: a next-steps list, a worst case with a number
+    assert "Next steps:\n1. " in text
+    assert "Worst case: a short-term debt fund can lose about 2% in a bad year, " in text
+    assert "about ₹1,000 on ₹50,000." in text
     assert offline_model.listed_procedures(build_system_prompt([])) == []
 
 

@@ -1,0 +1,167 @@
+"""The graph memory the live loop drives, through ``procmem_core.Agent`` (the seed's SDK).
+
+Same interface as ``memory.FlatMemory``, over a ``ProcedureStore``:
+
+- ``pack(task, index)``: ``ContextPacker.pack`` on the task's situation, with the loop's
+  explore rate and the session's own generator (``default_rng([seed, index, 1])``), so
+  the pack itself withholds its top match; the system prompt is the base prompt and the
+  pack's text. ``top_key`` is the top match's key, ``shown_keys`` the keys shown;
+- ``record(pack, record)``: ``bot.procedure.record_run`` for the procedure followed
+  (the first shown), on the revision the pack served, its path every node of that graph
+  in reading order (the agent followed its steps); then ``bot.procedure.evolve`` for a
+  procedure with ``evolve_every`` new runs (the loop scenario's schedule, 10 runs, with
+  the SDK's gate defaults);
+- ``add_learned(procedures)``: new candidates through ``bot.procedure.add`` (steps: the
+  situation check then the description's sentences, as ``learn.to_candidates`` builds
+  them); a title whose key is already stored is not added again.
+
+Every store write goes through the ``Agent`` facade's coroutines, run on one event loop
+in a thread of its own; packs read the store (no write runs while a round runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from experiments.live.memory import Pack
+from procmem_core import Agent
+from procmem_core.flat import BASE_PROMPT, Procedure
+from procmem_core.graph import ContextPacker
+from procmem_core.graph.keys import procedure_key
+from procmem_core.learn.candidates import _steps as candidate_steps
+
+EVOLVE_EVERY = 10
+"""Runs on a procedure between two evolves: the loop scenario's (conf/scenario/loop.yaml)."""
+
+
+class GraphMemory:
+    """Graph procedures in a ``ProcedureStore`` behind an ``Agent``; see the module doc."""
+
+    def __init__(
+        self,
+        explore_rate: float,
+        seed: int,
+        max_procedures: int = 3,
+        namespace: str = "default",
+        agent: str = "fincoach",
+        base_prompt: str = BASE_PROMPT,
+        evolve_every: int = EVOLVE_EVERY,
+    ) -> None:
+        self.explore_rate = explore_rate
+        self.seed = seed
+        self.max_procedures = max_procedures
+        self.base_prompt = base_prompt
+        self.evolve_every = evolve_every
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.bot = self._call(self._make(namespace, agent))
+        self.fresh: dict[str, int] = {}
+        self.runs: list[dict[str, Any]] = []
+        self.evolves: list[dict[str, Any]] = []
+        self._read = threading.Lock()
+
+    @staticmethod
+    async def _make(namespace: str, agent: str) -> Agent:
+        return Agent(org="procmem", namespace=namespace, agent=agent)
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        self._call(self.bot.aclose())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+    def pack(self, task: Any, index: int) -> tuple[Pack, Any]:
+        """The session's prompt from ``ContextPacker.pack`` (module doc); the pack too."""
+        packer = ContextPacker(
+            self.bot.store, explore_rate=self.explore_rate,
+            max_procedures=self.max_procedures,
+            rng=np.random.default_rng([self.seed, index, 1]), namespace=self.bot.namespace,
+        )  # fmt: skip
+        with self._read:
+            packed = packer.pack(task.situation)
+        prompt = self.base_prompt + ("\n\n" + packed.text if packed.text else "")
+        top = packed.matches[0].key if packed.matches else ""
+        shown = tuple(ref.rsplit("/", 1)[-1] for ref in packed.procedure_keys)
+        return Pack(prompt, top, shown, bool(packed.procedure_keys_withheld)), packed
+
+    def pack_session(self, plan: Any) -> tuple[Pack, tuple[int, ...]]:
+        """The loop's call: the pack for ``plan`` and the revisions it served."""
+        pack, packed = self.pack(plan.task, plan.index)
+        return pack, tuple(packed.procedure_revisions)
+
+    def apply_outcome(self, record: dict[str, Any]) -> None:
+        """The loop's call: a finished session's run (``record``)."""
+        self.record(record, record.get("served", ()))
+
+    def record(self, record: dict[str, Any], served: Sequence[int]) -> None:
+        """The session's run for the procedure followed, then any evolve that is due."""
+        if not record["shown_keys"]:
+            return
+        key = record["shown_keys"][0]
+        revision = int(served[0])
+        graph = self.bot.store.get(f"{self.bot.namespace}/{key}").graph
+        path = list(graph.reading_order()) if revision == self._revision(key) else []
+        run = self._call(
+            self.bot.procedure.record_run(
+                key, path, bool(record["outcome"]), revision=revision, tokens=record["tokens"]
+            )
+        )
+        self.runs.append({
+            "key": key, "revision": run.revision, "ok": bool(run.ok),
+            "time": int(record["index"]), "path": json.dumps(list(run.path)),
+            "session_id": record["session_id"], "agent": run.agent,
+        })  # fmt: skip
+        self.fresh[key] = self.fresh.get(key, 0) + 1
+        if self.fresh[key] >= self.evolve_every:
+            self.fresh[key] = 0
+            report = self._call(self.bot.procedure.evolve(key))
+            self.evolves.append({"time": int(record["index"]), "key": key, "status": report.status})
+
+    def _revision(self, key: str) -> int:
+        return self.bot.store.get(f"{self.bot.namespace}/{key}").revision
+
+    def add_learned(self, procedures: Sequence[dict]) -> list[str]:
+        """New candidates for the extracted procedures not already held; their keys."""
+        held = {p.key for p in self.bot.store.list()}
+        added = []
+        for p in procedures:
+            key = procedure_key(p["title"])
+            if key in held:
+                continue
+            proc = Procedure(p["title"], p["trigger"], p["description"], float(p["confidence"]))
+            meta = {"source": "learn", "confidence": proc.confidence}
+            self._call(
+                self.bot.procedure.add(
+                    proc.title, proc.trigger, candidate_steps(proc), metadata=meta,
+                    candidate=True,
+                )
+            )  # fmt: skip
+            held.add(key)
+            added.append(key)
+        return added
+
+    def confidences(self) -> dict[str, float]:
+        """Each procedure's smoothed success rate ``(s + 1) / (n + 2)`` over its runs."""
+        return {
+            p.key: (p.successes + 1) / (p.runs + 2) for p in self.bot.store.list()
+        }  # fmt: skip
+
+    def snapshot(self) -> list[dict]:
+        """Every stored procedure as a plain dict (``procedures.json``)."""
+        return [
+            {
+                "key": p.key, "title": p.name, "situation": p.situation, "steps": list(p.steps),
+                "status": p.status, "revision": p.revision, "runs": p.runs,
+                "successes": p.successes, "metadata": p.metadata,
+            }
+            for p in self.bot.store.list()
+        ]  # fmt: skip

@@ -1,0 +1,106 @@
+"""The live loop's journal: one JSON line per finished session, appended in session order.
+
+Sessions run in rounds; a round's records are appended (and flushed to disk) only once
+the whole round is done and applied, in session order. ``Journal.done(round_size)``
+reads the records of the complete rounds: a record line cut off by a kill, or the
+records of a round the budget stopped, are dropped, so a resumed run starts at the
+first round not complete and, given a deterministic endpoint, produces exactly the
+sessions an uninterrupted run would (no session twice, none missing).
+
+``sessions_frame`` writes the records in the procmem session log schema (docs/logs.md,
+version 1): ``session_id``, ``time`` (the session index, an integer that orders them),
+``top_key``, ``withheld``, ``explore_rate``, ``outcome``, and the optional ``agent``,
+``namespace``, ``shown_keys`` (a JSON list) and ``score``; extra columns ``task_id`` and
+``tokens`` (billed tokens of the session's calls).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+SESSION_COLUMNS = (
+    "session_id", "time", "top_key", "withheld", "explore_rate", "outcome", "agent",
+    "namespace", "shown_keys", "score", "task_id", "tokens",
+)  # fmt: skip
+
+
+class Journal:
+    """An append-only JSON Lines file of session records."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def reset(self) -> None:
+        """Start empty (a new run that does not resume)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("", encoding="utf-8")
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every whole record line (a last line cut off by a kill is left out)."""
+        if not self.path.is_file():
+            return []
+        records = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                break  # the torn tail of a killed write; nothing after it was written
+        return records
+
+    def done(self, round_size: int, sessions: int) -> list[dict[str, Any]]:
+        """The records of the complete rounds, in order, rewriting the file to them."""
+        records = self.read()
+        keep = []
+        for start in range(0, len(records), round_size):
+            chunk = records[start : start + round_size]
+            expected = min(round_size, sessions - start)
+            whole = len(chunk) == expected and all(
+                r["index"] == start + i for i, r in enumerate(chunk)
+            )
+            if not whole or any(r.get("partial") for r in chunk):
+                break
+            keep.extend(chunk)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._write(keep, "w")
+        return keep
+
+    def append(self, records: Sequence[dict[str, Any]]) -> None:
+        """Append ``records`` and force them to disk."""
+        self._write(records, "a")
+
+    def _write(self, records: Sequence[dict[str, Any]], mode: str) -> None:
+        with self.path.open(mode, encoding="utf-8") as f:
+            for r in records:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def sessions_frame(
+    records: Sequence[dict[str, Any]], explore_rate: float, agent: str, namespace: str
+) -> pd.DataFrame:
+    """The records as the session log's ``sessions`` table (see the module doc)."""
+    rows = [
+        {
+            "session_id": r["session_id"],
+            "time": int(r["index"]),
+            "top_key": r["top_key"],
+            "withheld": bool(r["withheld"]),
+            "explore_rate": float(explore_rate),
+            "outcome": int(r["outcome"]),
+            "agent": agent,
+            "namespace": namespace,
+            "shown_keys": json.dumps(r["shown_keys"]),
+            "score": float(r["outcome"]),
+            "task_id": r["task_id"],
+            "tokens": int(r["tokens"]),
+        }
+        for r in records
+    ]
+    return pd.DataFrame(rows, columns=list(SESSION_COLUMNS))

@@ -1,0 +1,313 @@
+"""The live loop as an experiment task (``task: live``, preset ``experiment=live``).
+
+Reads the ``live`` group (tasks, sessions, memory, explore_rate, extract_every,
+concurrency, seed, budget, cache, judge, extractor, journal, agent, namespace), the
+``llm`` group (the agent's endpoint) and the ``rule`` group (the flat rule and prompt
+filter). Every value is checked, and the task file read, before any run exists
+(``validate_config``); the token estimate must fit ``live.budget.tokens``. At the start
+the endpoint is asked for ``GET /v1/models`` (``preflight``), so an unreachable endpoint
+or a refused key fails in seconds, naming the URL or the key's variable.
+
+The job's MLflow run (passed by ``experiments.job``) gets one trace per session
+(``experiments.live.traces``), the stepped metrics ``success``, ``procedures_shown`` and
+``tokens`` (step = session index) after each round, and the artifacts ``sessions.csv``
+(the session log schema), ``procedures.json``, ``confidence.csv``, ``journal.jsonl`` and,
+for the graph memory, ``runs.csv`` (the store's runs in the log's runs schema).
+A budget spent or a call failing for good writes all of them for the sessions done, then
+raises, so the run is FAILED with the reason and keeps every session. docs/live.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openai
+import pandas as pd
+from omegaconf import DictConfig
+
+from experiments.build import build_group, node_of
+from experiments.identity import ROOT, config_hash
+from experiments.live.graph_memory import GraphMemory
+from experiments.live.journal import Journal, sessions_frame
+from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
+from experiments.live.memory import FlatMemory
+from experiments.live.session import Endpoint, TokenBudget
+from experiments.live.tasks import Task, load_tasks
+from experiments.live.traces import NullTracer, SessionTracer
+from experiments.tasks.llm_replay import _llm_settings
+from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
+from procmem_core.flat import BASE_PROMPT, DEFAULT_LIMIT, DEFAULT_RULE, DEFAULT_THRESHOLD
+from procmem_core.learn import LLMConfig, make_client
+from procmem_core.learn.reply_cache import ReplyCache
+from simulators.llm_server import OfflineServer
+from simulators.result import ScenarioResult
+
+GROUPS = ("live", "llm", "rule")
+MEMORIES = ("flat", "graph")
+RUN_COLUMNS = ("key", "revision", "ok", "time", "path", "session_id", "agent")
+"""``runs.csv`` (graph memory): the session log's runs table (docs/logs.md)."""
+WANTS_RUN = True
+"""``experiments.job`` passes this task its tracker and run id (for traces and steps)."""
+PREFLIGHT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """Everything a live run needs, checked before any call."""
+
+    loop: LoopSettings
+    tasks: tuple[Task, ...]
+    memory: str
+    endpoint: str
+    llm: dict[str, Any]
+    extractor: dict[str, Any]
+    judge: dict[str, Any]
+    offline_extraction: str
+    cache: str | None
+    journal: str | None
+    namespace: str
+    threshold: float
+    limit: int
+    reply_tokens: int
+    estimate: int
+
+
+def _role(agent: dict[str, Any], node: Any, key: str) -> dict[str, Any]:
+    """The extractor's or judge's ``LLMConfig`` fields: the agent's with ``node``'s overrides."""
+    if node is None:
+        return dict(agent)
+    if not isinstance(node, dict):
+        raise ParameterError(key, node, "null (the agent's llm) or a mapping of llm keys")
+    merged = {**agent, **node}
+    probe = {**merged, "base_url": merged.get("base_url") or "http://127.0.0.1:1/v1"}
+    try:
+        LLMConfig.from_mapping(probe)
+    except ParameterError as exc:
+        raise ParameterError(f"{key}.{exc.field}", exc.value, exc.allowed) from None
+    return merged
+
+
+def settings_from_config(cfg: DictConfig) -> LiveSettings:
+    """Check ``cfg.live``, ``cfg.llm`` and ``cfg.rule``; ``ParameterError`` names the key."""
+    endpoint, llm, cache, extraction = _llm_settings(cfg)
+    live = node_of(cfg, "live")
+    if live is None:
+        raise ParameterError("live", None, "a live config group (experiment=live sets it)")
+    check_choice("live.memory", live.get("memory"), MEMORIES)
+    sessions = check_int("live.sessions", live.get("sessions"), minimum=1)
+    budget = live.get("budget") or {}
+    tokens = budget.get("tokens")
+    if tokens is not None:
+        tokens = check_int("live.budget.tokens", tokens, minimum=1)
+    rule = node_of(cfg, "rule") or {}
+    loop = LoopSettings(
+        sessions=sessions,
+        explore_rate=check_probability("live.explore_rate", live.get("explore_rate")),
+        extract_every=check_int("live.extract_every", live.get("extract_every"), minimum=1),
+        concurrency=check_int("live.concurrency", live.get("concurrency"), minimum=1),
+        seed=check_int("live.seed", live.get("seed"), minimum=0),
+        agent=_text("live.agent", live.get("agent", "fincoach")),
+        budget_tokens=tokens,
+    )
+    if loop.explore_rate >= 1:
+        raise ParameterError("live.explore_rate", loop.explore_rate, "a probability in [0, 1)")
+    tasks = load_tasks(_text("live.tasks", live.get("tasks")))
+    threshold = check_probability("rule.threshold", rule.get("threshold", DEFAULT_THRESHOLD))
+    limit = check_int("rule.limit", rule.get("limit", DEFAULT_LIMIT), minimum=1)
+    reply = check_int("live.budget.reply_tokens", budget.get("reply_tokens", 150), minimum=1)
+    estimate = estimate_tokens(loop, tasks, BASE_PROMPT, limit, reply)
+    if tokens is not None and estimate > tokens:
+        raise ParameterError(
+            "live.budget.tokens", tokens,
+            f"at least the {estimate} tokens estimated for {sessions} sessions "
+            f"({reply} per reply, live.budget.reply_tokens); raise it or run fewer sessions",
+        )  # fmt: skip
+    live_cache = live.get("cache")
+    if live_cache is not None and (not isinstance(live_cache, str) or not live_cache.strip()):
+        raise ParameterError("live.cache", live_cache, "a SQLite file path or null")
+    journal = live.get("journal")
+    if journal is not None:
+        journal = _text("live.journal", journal)
+    return LiveSettings(
+        loop=loop, tasks=tasks, memory=live["memory"], endpoint=endpoint, llm=llm,
+        extractor=_role(llm, live.get("extractor"), "live.extractor"),
+        judge=_role(llm, live.get("judge"), "live.judge"),
+        offline_extraction=extraction, cache=live_cache or cache, journal=journal,
+        namespace=_text("live.namespace", live.get("namespace", "default")),
+        threshold=threshold, limit=limit, reply_tokens=reply, estimate=estimate,
+    )  # fmt: skip
+
+
+def _text(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(key, value, "a non-empty string")
+    return value
+
+
+validate_config = settings_from_config
+"""Called by ``experiments.build.validate`` before any MLflow run is created."""
+
+
+def preflight(config: LLMConfig) -> Any:
+    """A client for ``config`` whose endpoint answered ``GET /v1/models`` in seconds.
+
+    A missing key raises naming its variable (``make_client``); no answer raises naming
+    the URL; a refused key names the variable. An endpoint without the models route
+    (404) is let through: chat completions are all the loop needs."""
+    client = make_client(config)
+    quick = client.with_options(max_retries=0, timeout=PREFLIGHT_SECONDS)
+    try:
+        quick.models.list()
+    except openai.APIConnectionError as exc:
+        raise ParameterError(
+            "llm.base_url", config.base_url,
+            f"an OpenAI-compatible endpoint that answers; GET /models failed: {exc}",
+        ) from None  # fmt: skip
+    except openai.AuthenticationError:
+        raise ParameterError(
+            "llm.api_key_env", config.api_key_env, "a key the endpoint accepts (HTTP 401)"
+        ) from None
+    except openai.NotFoundError:
+        pass
+    return client
+
+
+@contextlib.contextmanager
+def _endpoints(settings: LiveSettings) -> Iterator[tuple[Endpoint, Endpoint, Endpoint]]:
+    """The agent's, the extractor's and the judge's endpoints (one offline server for all
+    three when the endpoint is offline), sharing the reply cache."""
+    cache = ReplyCache(settings.cache) if settings.cache else None
+    server = (
+        OfflineServer(extraction=settings.offline_extraction)
+        if settings.endpoint == "offline"
+        else None
+    )
+    try:
+        url = server.start().base_url if server is not None else None
+        made = []
+        for fields in (settings.llm, settings.extractor, settings.judge):
+            config = LLMConfig.from_mapping({**fields, "base_url": url or fields["base_url"]})
+            made.append(Endpoint(preflight(config), config, cache))
+        yield made[0], made[1], made[2]
+    finally:
+        if server is not None:
+            server.stop()
+        if cache is not None:
+            cache.close()
+
+
+def journal_path(cfg: DictConfig, settings: LiveSettings) -> Path:
+    """``live.journal``, else ``outputs/live_journals/<config hash>.jsonl`` in the repo."""
+    if settings.journal:
+        return Path(settings.journal)
+    return ROOT / "outputs" / "live_journals" / f"{config_hash(cfg)}.jsonl"
+
+
+def run_task(
+    cfg: DictConfig, out_dir: Path, tracker: Any = None, run_id: str | None = None
+) -> ScenarioResult:
+    """Run the live loop (module doc); ``tracker``/``run_id``: the job's MLflow run."""
+    settings = settings_from_config(cfg)
+    for name in ("httpx", "httpx2"):  # not one line per request
+        logging.getLogger(name).setLevel(logging.WARNING)
+    art = Path(out_dir) / "artifacts"
+    art.mkdir(parents=True, exist_ok=True)
+    memory = make_memory(cfg, settings)
+    tracer = NullTracer()
+    if tracker is not None and run_id is not None:
+        tracer = SessionTracer(tracker.uri, tracker.experiment_id, run_id)
+    journal = Journal(journal_path(cfg, settings))
+    budget = TokenBudget(settings.loop.budget_tokens)
+
+    def on_round(records: list[dict]) -> None:
+        if tracker is not None and run_id is not None:
+            tracker.log(run_id, steps=_steps(records))
+
+    with _endpoints(settings) as (agent, extractor, judge):
+        loop = LiveLoop(
+            settings.loop, settings.tasks, memory, agent, extractor, judge, journal, tracer,
+            on_round,
+        )  # fmt: skip
+        try:
+            loop.run(budget, resume=bool(cfg.get("resume", False)))
+        finally:
+            _write_artifacts(art, loop, settings, journal)
+            memory.close()
+    return _result(loop, settings, budget)
+
+
+def make_memory(cfg: DictConfig, settings: LiveSettings) -> Any:
+    """``FlatMemory`` with the rule group's rule and filter, or ``GraphMemory`` (its pack
+    shows at most 3 matches, the packer's default, with the loop's explore rate)."""
+    if settings.memory == "graph":
+        return GraphMemory(
+            settings.loop.explore_rate, settings.loop.seed, namespace=settings.namespace,
+            agent=settings.loop.agent,
+        )  # fmt: skip
+    rule = build_group(cfg, "rule") or DEFAULT_RULE  # the seed's rule when unset
+    return FlatMemory(rule, settings.threshold, settings.limit)
+
+
+def _steps(records: list[dict]) -> list[tuple[str, float, int]]:
+    out = []
+    for r in records:
+        out.append(("success", float(r["outcome"]), int(r["index"])))
+        out.append(("procedures_shown", float(len(r["shown_keys"])), int(r["index"])))
+        out.append(("tokens", float(r["tokens"]), int(r["index"])))
+    return out
+
+
+def _write_artifacts(art: Path, loop: LiveLoop, settings: LiveSettings, journal: Journal) -> None:
+    """``sessions.csv``, ``procedures.json``, ``confidence.csv``, ``journal.jsonl``."""
+    frame = sessions_frame(
+        loop.records, settings.loop.explore_rate, settings.loop.agent, settings.namespace
+    )
+    frame.to_csv(art / "sessions.csv", index=False)
+    (art / "procedures.json").write_text(
+        json.dumps(loop.memory.snapshot(), indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    pd.DataFrame(loop.confidence_path, columns=["time", "key", "confidence"]).to_csv(
+        art / "confidence.csv", index=False
+    )
+    if isinstance(loop.memory, GraphMemory):
+        pd.DataFrame(loop.memory.runs, columns=list(RUN_COLUMNS)).to_csv(
+            art / "runs.csv", index=False
+        )
+    if journal.path.is_file():
+        (art / "journal.jsonl").write_bytes(journal.path.read_bytes())
+
+
+def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> ScenarioResult:
+    """Counts and rates of the run; every rate with its binomial SE."""
+    result = ScenarioResult("live")
+    records = loop.records
+    outcome = np.array([r["outcome"] for r in records], dtype=float)
+    withheld = np.array([r["withheld"] for r in records], dtype=bool)
+    result.add_rate("success_rate", outcome.sum(), len(outcome))
+    result.add_rate("success_rate_withheld", outcome[withheld].sum(), withheld.sum())
+    result.add_rate("success_rate_shown", outcome[~withheld].sum(), (~withheld).sum())
+    calls = [c for r in records for c in r["calls"]]
+    result.metrics.update(
+        n_sessions=float(len(records)),
+        n_resumed=float(loop.resumed),
+        n_withheld=float(withheld.sum()),
+        n_procedures=float(len(loop.memory.snapshot())),
+        n_calls=float(len(calls)),
+        n_cached_calls=float(sum(c["cached"] for c in calls)),
+        n_learn_errors=float(sum(r.get("learn_error") is not None for r in records)),
+        tokens_total=float(sum(r["tokens"] for r in records)),
+        tokens_estimate=float(settings.estimate),
+        budget_spent=float(budget.spent),
+    )
+    result.tables["sessions"] = sessions_frame(
+        records, settings.loop.explore_rate, settings.loop.agent, settings.namespace
+    )
+    result.tables["confidence"] = pd.DataFrame(loop.confidence_path)
+    return result

@@ -1,0 +1,163 @@
+"""The live loop in-process: order and concurrency, resume from a journal, 429 bursts,
+budget and endpoint refusals (the offline model and the foreign server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from foreign_server import ForeignServer, foreign_overrides
+
+from experiments.live.journal import SESSION_COLUMNS
+from experiments.live.loop import LiveStopped
+from experiments.run import compose_job
+from experiments.tasks.live import run_task, settings_from_config
+from procmem_core.errors import ParameterError
+
+
+def run(tmp_path: Path, name: str, overrides: list[str]) -> tuple[pd.DataFrame, list, dict]:
+    """Run the task; its sessions.csv, procedures.json and metrics."""
+    out = tmp_path / name
+    cfg = compose_job("live", overrides)
+    result = run_task(cfg, out)
+    art = out / "artifacts"
+    sessions = pd.read_csv(art / "sessions.csv", keep_default_na=False)
+    procedures = json.loads((art / "procedures.json").read_text(encoding="utf-8"))
+    return sessions, procedures, result.metrics
+
+
+def offline(tmp_path: Path, name: str, *extra: str) -> list[str]:
+    return [
+        "live.sessions=20", "live.extract_every=5", "live.explore_rate=0.3",
+        f"live.journal={tmp_path / name / 'journal.jsonl'}", *extra,
+    ]  # fmt: skip
+
+
+def test_results_do_not_depend_on_concurrency_and_follow_the_seed_rule(tmp_path):
+    one, procs_one, m_one = run(tmp_path, "c1", offline(tmp_path, "c1", "live.concurrency=1"))
+    four, procs_four, _ = run(tmp_path, "c4", offline(tmp_path, "c4", "live.concurrency=4"))
+    pd.testing.assert_frame_equal(one, four)
+    assert procs_one == procs_four
+    assert list(one.columns) == list(SESSION_COLUMNS)
+    assert one["session_id"].is_unique and list(one["time"]) == list(range(20))
+    assert (one["explore_rate"] == 0.3).all()
+    # round 1 (sessions 0-4) runs on the base prompt; learned procedures show from round 2
+    assert (one["top_key"].iloc[:5] == "").all() and (one["top_key"].iloc[5:] != "").all()
+    assert len(procs_one) >= 3 and m_one["n_procedures"] == len(procs_one)
+    # every shown procedure got exactly one outcome per session that showed it
+    shown = [k for keys in one["shown_keys"] for k in json.loads(keys)]
+    for p in procs_one:
+        assert p["successes"] + p["failures"] == shown.count(p["key"])
+    # a withheld top key is never among the keys shown
+    for _, row in one[one["withheld"]].iterrows():
+        assert row["top_key"] not in json.loads(row["shown_keys"])
+    assert m_one["success_rate"] == one["outcome"].mean()
+
+
+def test_a_resume_skips_the_journaled_rounds_and_ends_where_a_full_run_ends(tmp_path):
+    full, procs, _ = run(tmp_path, "full", offline(tmp_path, "full"))
+    journal = (tmp_path / "full" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "cut" / "journal.jsonl"
+    cut.parent.mkdir()
+    # two whole rounds, two sessions of the third, and a line torn by a kill
+    cut.write_text("\n".join(journal[:12]) + "\n" + journal[12][:40], encoding="utf-8")
+    resumed, procs_resumed, metrics = run(
+        tmp_path, "cut", [*offline(tmp_path, "cut"), "resume=true"]
+    )
+    assert metrics["n_resumed"] == 10
+    pd.testing.assert_frame_equal(full, resumed)
+    assert procs == procs_resumed
+
+
+def test_a_burst_of_429s_is_retried_as_told_and_loses_nothing(tmp_path, foreign_tasks):
+    def once(name: str, burst: int) -> tuple[pd.DataFrame, int]:
+        with ForeignServer(burst=burst) as server:
+            over = foreign_overrides(
+                server, foreign_tasks, tmp_path / name / "j.jsonl", sessions=30, extract_every=5
+            )
+            sessions, _, _ = run(tmp_path, name, [*over, "llm.max_retries=8"])
+            return sessions, server.rate_limited
+
+    calm, _ = once("calm", 0)
+    stormy, limited = once("stormy", 8)
+    assert limited == 8
+    pd.testing.assert_frame_equal(calm, stormy)
+    assert len(stormy) == 30
+
+
+def test_a_budget_spent_while_running_stops_and_keeps_the_sessions_done(tmp_path, foreign_tasks):
+    with ForeignServer(padding=2000) as server:  # every reply bills 2000 extra tokens
+        over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=40)
+        over += ["live.extract_every=5", "live.concurrency=2"]
+        estimate = settings_from_config(compose_job("live", over)).estimate
+        cfg = compose_job("live", [*over, f"live.budget.tokens={estimate}"])
+        with pytest.raises(LiveStopped, match="budget"):
+            run_task(cfg, tmp_path / "out")
+    sessions = pd.read_csv(tmp_path / "out" / "artifacts" / "sessions.csv")
+    assert 0 < len(sessions) < 40
+    assert list(sessions["time"]) == list(range(len(sessions)))
+
+
+def test_an_estimate_past_the_budget_is_refused_before_any_call():
+    cfg = compose_job("live", ["live.sessions=500", "live.budget.tokens=1000"])
+    with pytest.raises(ParameterError, match=r"live\.budget\.tokens=1000 .* estimated"):
+        settings_from_config(cfg)
+
+
+def test_an_unreachable_endpoint_or_a_missing_key_is_refused_in_seconds(tmp_path, monkeypatch):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    start = time.perf_counter()
+    cfg = compose_job("live", ["llm.endpoint=remote", f"llm.base_url={url}", "llm.model=m"])
+    with pytest.raises(ParameterError, match=f"llm.base_url='{url}'"):
+        run_task(cfg, tmp_path / "a")
+    assert time.perf_counter() - start < 30
+    monkeypatch.delenv("PROCMEM_TEST_NO_KEY", raising=False)
+    cfg = compose_job("live", ["llm.api_key_env=PROCMEM_TEST_NO_KEY"])
+    with pytest.raises(ParameterError, match="PROCMEM_TEST_NO_KEY"):
+        run_task(cfg, tmp_path / "b")
+
+
+def test_the_graph_memory_packs_records_runs_and_resumes_through_the_agent(tmp_path):
+    graph = ["live.memory=graph"]
+    one, procs, _ = run(tmp_path, "g1", offline(tmp_path, "g1", "live.concurrency=1", *graph))
+    four, procs_four, _ = run(tmp_path, "g4", offline(tmp_path, "g4", "live.concurrency=4", *graph))
+    pd.testing.assert_frame_equal(one, four)
+    assert procs == procs_four
+    runs = pd.read_csv(tmp_path / "g1" / "artifacts" / "runs.csv")
+    # one run per session that showed a procedure, for the first one shown
+    shown = one[one["shown_keys"] != "[]"]
+    assert list(runs["session_id"]) == list(shown["session_id"])
+    assert list(runs["key"]) == [json.loads(k)[0] for k in shown["shown_keys"]]
+    assert list(runs["ok"]) == [bool(o) for o in shown["outcome"]]
+    stored = {p["key"]: p for p in procs}
+    for key, group in runs.groupby("key"):
+        assert stored[key]["runs"] == len(group)
+        assert stored[key]["successes"] == int(group["ok"].sum())
+    # learned procedures enter as candidates and leave that status with their first run
+    assert all((p["status"] == "candidate") == (p["runs"] == 0) for p in procs)
+    journal = (tmp_path / "g1" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "gcut" / "journal.jsonl"
+    cut.parent.mkdir()
+    cut.write_text("\n".join(journal[:13]) + "\n", encoding="utf-8")
+    over = [*offline(tmp_path, "gcut", *graph), "resume=true"]
+    resumed, procs_resumed, metrics = run(tmp_path, "gcut", over)
+    assert metrics["n_resumed"] == 10
+    pd.testing.assert_frame_equal(one, resumed)
+    assert procs == procs_resumed
+
+
+def test_a_rerun_with_the_cache_replays_without_calls(tmp_path):
+    cache = f"live.cache={tmp_path / 'replies.sqlite'}"
+    first, _, m1 = run(tmp_path, "first", offline(tmp_path, "first", cache))
+    again, _, m2 = run(tmp_path, "again", offline(tmp_path, "again", cache))
+    pd.testing.assert_frame_equal(first.drop(columns="tokens"), again.drop(columns="tokens"))
+    assert m1["n_cached_calls"] == 0 and m1["tokens_total"] > 0
+    assert m2["n_cached_calls"] == m2["n_calls"] == m1["n_calls"]
+    assert m2["tokens_total"] == 0 and (again["tokens"] == 0).all()

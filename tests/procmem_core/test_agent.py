@@ -1,0 +1,120 @@
+"""``procmem_core.Agent``: the graph seed's async SDK shape over the stores; the seed's own
+example runs with only its import changed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from procmem_core import Agent, ProcedureStore, SPRTGate
+from procmem_core.errors import ParameterError
+from procmem_core.learnings import LearningsQueue
+from procmem_core.memory.access import Principal
+
+
+async def seed_example() -> tuple:
+    """The seed's example (loom-procedures.txt, "Example"), its import changed to
+    ``from procmem_core import Agent``; returns what it bound."""
+    async with Agent(org="acme", namespace="support", agent="triage-bot") as bot:
+        added = await bot.procedure.add(
+            "refund request",
+            "a customer asks for a refund on a paid invoice",
+            ["look up the invoice", "check the refund policy window", "issue or decline"],
+            tags=["billing"],
+        )
+        hits = await bot.procedure.match(
+            "customer wants money back for last month's invoice", goal="resolve a refund"
+        )
+        key = added["memory_key"]  # procedure_refund_request
+        await bot.procedure.record_run(key, ["n1", "n2", "n3"], ok=True, duration_ms=42_000)
+        await bot.procedure.evolve(key)
+        listed = await bot.procedure.list()
+    return added, hits, key, listed
+
+
+def test_the_seed_example_runs_verbatim_with_procmem_core_agent():
+    added, hits, key, listed = asyncio.run(seed_example())
+    assert key == "procedure_refund_request" == added["memory_key"]
+    assert added["namespace"] == "support" and added["revision"] == 1
+    assert [h.key for h in hits][:1] == [key]
+    [stored] = listed
+    assert stored.runs == 1 and stored.successes == 1 and stored.tags == ("billing",)
+    assert stored.steps == (
+        "look up the invoice", "check the refund policy window", "issue or decline",
+    )  # fmt: skip
+
+
+def test_evolve_sends_the_sdk_gate_defaults_unless_told_otherwise(monkeypatch):
+    seen = []
+    original = ProcedureStore.evolve
+
+    def spy(self, key, **kwargs):
+        seen.append(kwargs["gate"])
+        return original(self, key, **kwargs)
+
+    monkeypatch.setattr(ProcedureStore, "evolve", spy)
+
+    async def main():
+        async with Agent(org="acme", agent="bot") as bot:
+            key = (await bot.procedure.add("p", "s", ["a", "b"]))["memory_key"]
+            await bot.procedure.evolve(key)
+            await bot.procedure.evolve(key, gate_mode="margin")
+            await bot.procedure.evolve(key, gate_min_runs=3)
+
+    asyncio.run(main())
+    assert seen[0] == SPRTGate(min_runs=5)
+    assert (seen[1].name, seen[1].margin, seen[1].min_runs) == ("margin", 0.05, 5)
+    assert seen[2] == SPRTGate(min_runs=3)
+
+
+def test_record_run_carries_the_agent_and_concurrent_calls_all_land():
+    async def main():
+        async with Agent(org="acme", namespace="ops", agent="bot-7") as bot:
+            key = (await bot.procedure.add("deploy", "ship a release", ["build", "ship"]))[
+                "memory_key"
+            ]
+            runs = await asyncio.gather(
+                *(bot.procedure.record_run(key, ["n1", "n2"], ok=i % 3 != 0) for i in range(30))
+            )
+            located = await bot.procedure.locate(key, at="n1")
+            forked = await bot.procedure.fork(key, "ops-2")
+            return bot.store.runs(f"ops/{key}"), runs, located, forked
+
+    ledger, runs, located, forked = asyncio.run(main())
+    assert len(ledger) == 30 and {r.agent for r in ledger} == {"bot-7"}
+    assert sorted(r.run_id for r in runs) == [r.run_id for r in ledger]
+    assert sum(r.ok for r in ledger) == 20
+    assert located.key == "procedure_deploy"
+    assert forked["namespace"] == "ops-2" and forked["procedure"].runs == 0
+
+
+def test_learnings_list_and_review_through_the_agent():
+    queue = LearningsQueue()
+    admin = Principal("lead", role="admin")
+    queue.propose("Quote the refund window", namespace="support", principal=admin)
+
+    async def main():
+        async with Agent(org="acme", namespace="support", agent="bot", queue=queue) as bot:
+            pending = await bot.learnings.list()
+            result = await bot.learnings.review(
+                pending[0].candidate_id, "reject", reason="not a rule we keep"
+            )
+            return pending, result, await bot.learnings.list(status="rejected")
+
+    pending, result, rejected = asyncio.run(main())
+    assert len(pending) == 1 and result.changed
+    assert [r.candidate_id for r in rejected] == [pending[0].candidate_id]
+
+
+def test_bad_arguments_are_refused_naming_them():
+    with pytest.raises(ParameterError, match="org"):
+        Agent(org="")
+
+    async def main():
+        async with Agent(org="acme") as bot:
+            key = (await bot.procedure.add("p", "s", ["a", "b"]))["memory_key"]
+            await bot.procedure.evolve(key, gate_mode="vibes")
+
+    with pytest.raises(ParameterError, match="gate_mode"):
+        asyncio.run(main())
