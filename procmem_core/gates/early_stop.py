@@ -34,6 +34,7 @@ from procmem_core.errors import ParameterError, check_choice, check_probability
 from procmem_core.gates.cap_scan import cap_scan
 from procmem_core.gates.pairbound import null_runs_bound as bound_of
 from procmem_core.gates.two_sample import TwoSampleGate
+from procmem_core.gates.worst import interval_bounds
 
 OBJECTIVES = ("null_runs", "max_runs", "mixed")
 SHRINK = 4.0
@@ -183,3 +184,15 @@ def null_runs_bound(gate, grid: np.ndarray, drop: float, prior_runs: int) -> Nul
     i, j = int(np.argmax(null.expected_runs)), int(np.argmax(ratio))
     return NullRunsBound(float(grid[i]), float(null.expected_runs[i]), float(b[i]),
                          float(ratio[i]), float(ratio[j]), float(grid[j]))  # fmt: skip
+
+
+def null_runs_ceiling(gate, p0_range, prior_runs: int, points: int = 201) -> tuple[float, float]:
+    """``(grid worst, bound)`` of the expected pairs when nothing changed over the range.
+    ``E[min(N, K)] / K`` is the mean of a [0, 1]-valued function of the outcomes, so the
+    derivative bound of ``worst.interval_bounds`` (``Var g <= f (1 - f)`` for ``g`` in
+    [0, 1]) bounds it between grid points as it bounds a probability."""
+    grid = p0_range.grid(points)
+    curve = gate.operating_curve(grid, 0.0, prior_runs)
+    f = curve.expected_runs / gate.max_runs
+    per = interval_bounds(curve.p0, f, 0.0, curve.observations, upper=True)
+    return float(curve.expected_runs.max()), float(max(per.max(), f.max()) * gate.max_runs)
