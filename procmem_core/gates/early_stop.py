@@ -38,7 +38,7 @@ from procmem_core.gates.worst import interval_bounds
 
 OBJECTIVES = ("null_runs", "max_runs", "mixed")
 SHRINK = 4.0
-FACTORS = (0.85, 1.0, 1.15, 1.35, 1.7, 2.3, 3.2)
+FACTORS = (0.85, 1.0, 1.07, 1.15, 1.25, 1.4, 1.7, 2.3, 3.2)
 """Accept levels searched, as multiples of Wald's ``ln B`` (loosest first)."""
 FRONTIER_CAPS = 7
 POWER_MARGIN = 0.002
