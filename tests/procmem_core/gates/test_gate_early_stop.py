@@ -25,7 +25,8 @@ from procmem_core.gates.early_stop import (
     null_runs_bound,
     null_runs_ceiling,
 )
-from procmem_core.gates.pairbound import decision_divergence, null_runs_bound as pair_bound
+from procmem_core.gates.pairbound import decision_divergence
+from procmem_core.gates.pairbound import null_runs_bound as pair_bound
 from procmem_core.gates.twostats import drop_statistics
 from procmem_core.gates.worst import P0Range
 from simulators.scenarios.gate import GateScenario
@@ -38,7 +39,9 @@ RANGE = P0Range(0.3, 0.95)
 @pytest.fixture(scope="module")
 def prescribed():
     """The concurrent two-sample family's answer to the quickstart's question."""
-    fam = next(f for f in families(QUICKSTART) if f.name == "two_sample" and f.design == "concurrent")
+    fam = next(
+        f for f in families(QUICKSTART) if f.name == "two_sample" and f.design == "concurrent"
+    )
     return answer(fam, QUICKSTART)
 
 
