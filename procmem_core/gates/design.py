@@ -17,6 +17,16 @@ nothing changed). Fixed-ledger designs are checked first against the one-sample 
 level-alpha test of the ledger alone (Neyman-Pearson, randomized) bounds every gate's
 power, so when it is below ``1 - beta`` no cap helps and the answer says which ledger
 size would be needed (a necessary size) and what concurrent control takes.
+
+That is the ``max_runs`` objective. The default, ``null_runs`` (``objective``, ``weight``:
+``early_stop.Objective``), answers the two-sample families from their frontier instead
+(``early_stop``): from the smallest feasible cap to ``max_runs``, per cap the loosest
+accept level meeting both targets; the point with the fewest expected pairs when nothing
+changed at the worst p0 is refined and certified, and the answer carries the frontier and
+the Wald-Wolfowitz bound at its achieved error rates (``pairbound``). When the scan finds
+no cap because its early revert boundary spends more than alpha, the most powerful
+member at ``max_runs`` (boundaries calibrated, early revert raised) is certified before
+the family is called infeasible.
 """
 
 from __future__ import annotations
@@ -31,8 +41,8 @@ from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.gates import calibrated_sprt, two_sample
 from procmem_core.gates.base import Gate, OperatingCurve
 from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
-from procmem_core.gates.cap_scan import cap_scan
 from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS, P0_HIGH
+from procmem_core.gates.design_scans import SEARCH_POINTS, paired_scan, two_sample_scan
 from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.early_stop import (
     SHRINK,
@@ -51,8 +61,6 @@ from procmem_core.gates.sprt import SPRTGate
 from procmem_core.gates.two_sample import TwoSampleGate
 from procmem_core.gates.twolattice import expected_arm_runs
 from procmem_core.gates.worst import P0Range, worst_case
-
-SEARCH_POINTS = 13
 
 
 @dataclass(frozen=True)
@@ -140,35 +148,6 @@ class Family:
     used by the objectives other than ``max_runs``."""
 
 
-def _paired_scan(build: Callable[[int, float | None, bool], Gate], most: float) -> Callable:
-    """A paired gate that accepts only at its cap reverts with cap K exactly when the
-    uncapped test reverts by pair K: one recursion gives every cap's error rates."""
-
-    def scan(q: DesignQuestion) -> int | None:
-        gate = build(q.max_runs, most, True)
-        grid = q.p0_range.grid(SEARCH_POINTS)
-        design = np.full(grid.size, gate.design_p0)
-        null = np.cumsum(gate.reverts_by_pair(grid, grid, design), axis=1).max(axis=0)
-        alt = np.cumsum(gate.reverts_by_pair(grid, grid - q.min_drop, design), axis=1)
-        ok = (null <= q.alpha) & (alt.min(axis=0) >= 1.0 - q.beta)
-        ok[: q.min_runs] = False
-        return int(np.flatnonzero(ok)[0]) if ok.any() else None
-
-    return scan
-
-
-def _two_sample_scan(most: float, **fixed: object) -> Callable:
-    """Every cap of the two-sample family in one recursion (``cap_scan``)."""
-
-    def scan(q: DesignQuestion) -> int | None:
-        gate = TwoSampleGate(**fixed, max_runs=q.max_runs, accept_level=most, final_level=0.0)
-        res = cap_scan(gate, q.p0_range.grid(SEARCH_POINTS), q.min_drop, q.alpha, q.beta)
-        ok = (res.false_revert <= q.alpha) & (res.power >= 1.0 - q.beta) & (res.early <= q.alpha)
-        return int(np.flatnonzero(ok)[0]) if ok.any() else None
-
-    return scan
-
-
 def _calibrated(cls: type, fast_build: Callable, **fixed: object) -> Callable:
     def build(k: int, knob: float | None, fast: bool) -> Gate:
         params = {**fixed, "max_runs": k, "accept_level": knob}
@@ -202,16 +181,16 @@ def families(q: DesignQuestion) -> list[Family]:
                -60.0, wald_b, n0, True),
         Family("two_sample", "fixed",
                _calibrated(TwoSampleGate, two_sample.grid_calibrated, **fixed, design="fixed"),
-               -60.0, wald_b, n0, True, _two_sample_scan(-60.0, **fixed, design="fixed"),
+               -60.0, wald_b, n0, True, two_sample_scan(-60.0, **fixed, design="fixed"),
                {**fixed, "design": "fixed", "accept_shrink": SHRINK}),
         Family("two_sample", "concurrent",
                _calibrated(TwoSampleGate, two_sample.grid_calibrated, **concurrent),
-               -60.0, wald_b, q.ledger, False, _two_sample_scan(-60.0, **concurrent),
+               -60.0, wald_b, q.ledger, False, two_sample_scan(-60.0, **concurrent),
                {**concurrent, "accept_shrink": SHRINK}),
         Family("discordant_sprt", "concurrent", discordant, 1e-9, q.beta, 0, False,
-               _paired_scan(discordant, 1e-9)),
+               paired_scan(discordant, 1e-9)),
         Family("eprocess", "concurrent", eprocess, 0.0, 0.2, 0, False,
-               _paired_scan(eprocess, 0.0)),
+               paired_scan(eprocess, 0.0)),
     ]  # fmt: skip
 
 
@@ -310,14 +289,20 @@ def answer(family: Family, q: DesignQuestion) -> FamilyAnswer:
     else:
         biggest = evaluate(family, family.build(q.max_runs, family.most, True), q)
         found = q.max_runs if meets(biggest, q) else None
+    revert = None
     if found is None:
         fit = evaluate(family, family.build(q.max_runs, family.most, False), q, certify=True)
-        null, alt = _runs(fit.gate, fit, share)
-        return FamilyAnswer(family.name, family.design, False, q.max_runs, fit.gate.config(),
-                            fit.false_revert, fit.power, null, alt,
-                            infeasible_note(family, q, fit))  # fmt: skip
+        if not meets(fit, q):
+            null, alt = _runs(fit.gate, fit, share)
+            return FamilyAnswer(family.name, family.design, False, q.max_runs,
+                                fit.gate.config(), fit.false_revert, fit.power, null, alt,
+                                infeasible_note(family, q, fit))  # fmt: skip
+        # the scan keeps the early revert boundary; calibration raised it, and then it meets
+        found, revert = q.max_runs, getattr(fit.gate, "revert_level", None)
     if family.early_stop is not None and q.objective != "max_runs":
-        return _early_stop_answer(family, q, found, share)
+        early = _early_stop_answer(family, q, found, share, revert)
+        if early is not None:
+            return early
     cap = found if family.scan is not None else _smallest_cap(family, q)
     knob = _loosest_accept(family, q, cap)
     for _ in range(CERTIFY_STEPS):
@@ -336,13 +321,21 @@ def answer(family: Family, q: DesignQuestion) -> FamilyAnswer:
 BOUND_POINTS = 27
 
 
-def _early_stop_answer(family: Family, q: DesignQuestion, smallest: int, share: float):
+def _early_stop_answer(
+    family: Family, q: DesignQuestion, smallest: int, share: float, revert: float | None
+) -> FamilyAnswer | None:
     """The frontier from the smallest feasible cap to ``q.max_runs`` (``early_stop``), its
     point the objective prefers, refined and then certified: false revert bounded above and
     power below between grid points; the accept level is lowered (more power) until the
-    bound meets the target."""
-    grid, params = q.p0_range.grid(SEARCH_POINTS), family.early_stop
+    bound meets the target. ``revert``: an early revert level calibration had to raise.
+    None when no accept level of the search grid meets both targets (the caller then
+    answers with the most powerful member, as for the ``max_runs`` objective)."""
+    grid, params = q.p0_range.grid(SEARCH_POINTS), dict(family.early_stop or {})
+    if revert is not None:
+        params["revert_level"] = revert
     points = frontier(params, grid, q.alpha, q.beta, frontier_caps(smallest, q.max_runs))
+    if not points:  # no accept level on the search grid keeps the power: no early stop
+        return None
     point = refine(params, choose(points, q.goal), grid, q.alpha, q.beta)
     level = point.accept_level
     for _ in range(CERTIFY_STEPS):
