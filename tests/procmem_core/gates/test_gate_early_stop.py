@@ -9,6 +9,8 @@ import pytest
 
 from procmem_core.errors import ParameterError
 from procmem_core.gates import (
+    ACCEPT_CODE,
+    REVERT_CODE,
     DesignQuestion,
     TwoSampleGate,
     design_gate,
@@ -176,3 +178,22 @@ def test_max_runs_objective_keeps_the_former_answer():
     assert new.feasible and new.frontier and new.config["accept_shrink"] == 4.0
     assert new.runs_null[0] <= pick.runs_null[0]
     assert new.max_runs >= pick.max_runs
+
+
+@pytest.mark.parametrize(("p0", "p"), [(0.5, 0.5), (0.8, 0.55), (0.35, 0.6)])
+def test_shrunk_accept_recursion_equals_every_path_through_decide_batch(p0, p):
+    """With ``accept_shrink`` the recursion (P(revert), P(accept), E[runs]) equals the sum
+    over every ledger, revision and concurrent path of the batch path's first decision."""
+    small = dict(min_drop=0.3, max_runs=4, min_runs=1, revert_level=0.6, accept_level=-0.3)
+    gate = TwoSampleGate(**small, final_level=0.2, ledger=2, accept_shrink=2.0)
+    paths = np.array(np.meshgrid(*[[0, 1]] * 10, indexing="ij")).reshape(10, -1).T
+    ledger, rev, conc = paths[:, :2], paths[:, 2:6], paths[:, 6:]
+    w = np.prod(np.where(ledger, p0, 1 - p0), axis=1) * np.prod(np.where(rev, p, 1 - p), axis=1)
+    w *= np.prod(np.where(conc, p0, 1 - p0), axis=1)
+    d = gate.decide_batch(rev.astype(bool), ledger_successes=ledger.sum(axis=1), ledger_runs=2,
+                          concurrent=conc.astype(bool))  # fmt: skip
+    op = gate.operating_point(p, p0, prior_runs=2)
+    assert op.p_revert == pytest.approx(w @ (d.verdict == REVERT_CODE), abs=1e-12)
+    assert op.p_accept == pytest.approx(w @ (d.verdict == ACCEPT_CODE), abs=1e-12)
+    assert op.expected_runs == pytest.approx(w @ d.runs_used, abs=1e-12)
+    assert (d.verdict == ACCEPT_CODE).any() and (d.reason == "accept_boundary").any()
