@@ -10,8 +10,10 @@ gate's worst case at most 0.05; the concurrent design at 50 pairs with power at 
 STEP's (Snyder et al. 2025: about 0.38 at p0 0.5 to 0.56 at 0.9, read here as a line
 between the two) and expected pairs when nothing changed at most 0.6 of STEP's 49. Then
 the wall and CPU time of one design question (``design_gate``, ledger 20, concurrent share
-0.5, max_runs 150; CPU time counts every BLAS thread: set ``OMP_NUM_THREADS=1`` for one
-core).
+0.5, max_runs 200; CPU time counts every BLAS thread: set ``OMP_NUM_THREADS=1`` for one
+core), and the gate it prescribes beside STEP's reference figures (Snyder et al. 2025,
+quoted: at 157 pairs and alpha 0.05 about 153 pairs when nothing changed, power
+0.795-0.955 at a drop of 0.15 for p0 0.3-0.9), with the design at STEP's 157 pairs too.
 ``--throughput`` adds the vectorized SPRT's runs/s against drawing the outcomes and looping
 ``decide``. The last line is one JSON object.
 """
@@ -33,8 +35,10 @@ from procmem_core.gates import (
     SPRTGate,
     TwoSampleGate,
     design_gate,
+    make_gate,
     worst_case,
 )
+from procmem_core.gates.early_stop import null_runs_bound, null_runs_ceiling
 
 P0S = np.array([0.5, 0.7, 0.8, 0.9])
 DROP = 0.15
@@ -80,13 +84,78 @@ def characteristics() -> list[dict]:
     return out
 
 
-def design_time() -> tuple[float, float, str]:
-    """Wall and CPU seconds of one design question, and its answer."""
+QUICKSTART = DesignQuestion(ledger=20, concurrent=0.5, max_runs=200)
+STEP_SOURCE = (
+    "Snyder et al. 2025 (STEP, the exact sequential 2x2 test), as measured in issue 28 and "
+    "docs/statistics.md; quoted: STEP's package is not used (non-commercial licence)"
+)
+STEP = {
+    "n_max": 157,
+    "alpha": 0.05,
+    "pairs_null": 153.0,
+    "power_low": 0.795,
+    "power_high": 0.955,
+    "p0": (0.3, 0.9),
+    "drop": 0.15,
+    "source": STEP_SOURCE,
+}
+SIDE_P0S = np.array([0.3, 0.5, 0.7, 0.9])
+
+
+def design_time(question: DesignQuestion = QUICKSTART):
+    """Wall and CPU seconds of one design question, and its answers."""
     start, cpu = time.perf_counter(), time.process_time()
-    answer = design_gate(DesignQuestion(ledger=20, concurrent=0.5, max_runs=150))
+    answer = design_gate(question)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    best = answer.feasible[0] if answer.feasible else None
-    return seconds, cpu, "infeasible" if best is None else f"{best.family} at {best.max_runs}"
+    return seconds, cpu, answer
+
+
+def side_by_side(design) -> list[dict]:
+    """The prescribed gate, and the design at STEP's 157 pairs, beside STEP's figures: worst
+    false revert (bound), power at the drop, expected pairs when nothing changed and at the
+    drop (exact at SIDE_P0S; the worst over the range bounded between grid points), the ratio
+    to STEP's pairs and to the Wald-Wolfowitz bound."""
+    rng = QUICKSTART.p0_range
+    same_cap = design_gate(DesignQuestion(**{**QUICKSTART.__dict__, "max_runs": STEP["n_max"]}))
+    rows = []
+    for label, d in (("prescribed", design), (f"at STEP's {STEP['n_max']} pairs", same_cap)):
+        a = next(x for x in d.answers if (x.family, x.design) == ("two_sample", "concurrent"))
+        gate = make_gate(**a.config)
+        null = gate.operating_curve(SIDE_P0S, 0.0, 20)
+        alt = gate.operating_curve(SIDE_P0S, DROP, 20)
+        worst, ceiling = null_runs_ceiling(gate, rng, 20)
+        bound = null_runs_bound(gate, rng.grid(41), DROP, 20)
+        rows.append({
+            "gate": f"two-sample, {label}", "feasible": a.feasible, "max_runs": a.max_runs,
+            "accept_level": a.config["accept_level"], "false_revert_bound": a.false_revert,
+            "power_bound": a.power, "power": alt.p_revert.tolist(),
+            "pairs_null": null.expected_runs.tolist(), "pairs_alt": alt.expected_runs.tolist(),
+            "pairs_null_worst": worst, "pairs_null_ceiling": ceiling,
+            "ratio_to_step": ceiling / STEP["pairs_null"], "ww_ratio_max": bound.worst_ratio,
+            "sessions_null": sum(a.runs_null), "sessions_alt": sum(a.runs_alt),
+        })  # fmt: skip
+    return rows
+
+
+def print_side_by_side(rows: list[dict]) -> None:
+    print(f"\nquickstart question (alpha 0.05, beta 0.2, drop 0.15, ledger 20, share 0.5, p0 "
+          f"0.3-0.95); p0 = {SIDE_P0S.tolist()}")  # fmt: skip
+    print(f"STEP reference: n_max {STEP['n_max']}, alpha {STEP['alpha']}: about "
+          f"{STEP['pairs_null']:.0f} pairs when nothing changed, power {STEP['power_low']}-"
+          f"{STEP['power_high']} at a drop of 0.15 for p0 0.3-0.9 [{STEP['source']}]")  # fmt: skip
+    for r in rows:
+        print(
+            f"{r['gate']:<32} max {r['max_runs']}, accept {r['accept_level']:.3f}: worst FR "
+            f"<= {r['false_revert_bound']:.4f}, power >= {r['power_bound']:.3f} ("
+            + " ".join(f"{x:.3f}" for x in r["power"])
+            + "), pairs null "
+            + " ".join(f"{x:.1f}" for x in r["pairs_null"])
+            + " (worst <= "
+            f"{r['pairs_null_ceiling']:.1f}, {r['ratio_to_step']:.2f} x STEP's 153, "
+            f"{r['ww_ratio_max']:.3f} x Wald-Wolfowitz at most), pairs at drop "
+            + " ".join(f"{x:.1f}" for x in r["pairs_alt"])
+            + f"; sessions null {r['sessions_null']:.1f}, at drop {r['sessions_alt']:.1f}"
+        )
 
 
 def throughput(reps: int = 200_000, runs: int = 50) -> dict:
@@ -130,14 +199,19 @@ def main() -> None:
             + " ".join(f"{x:5.1f}" for x in r["runs_null"]).ljust(25)
             + " ".join(f"{x:5.1f}" for x in r["runs_alt"])
         )
-    seconds, cpu, best = design_time()
+    seconds, cpu, design = design_time()
+    pick = design.feasible[0] if design.feasible else None
+    best = "infeasible" if pick is None else f"{pick.family} at {pick.max_runs}"
     print(
-        f"one design question (ledger 20, concurrent 0.5, max_runs 150): {seconds:.2f} s wall, "
+        f"one design question (ledger 20, concurrent 0.5, max_runs 200): {seconds:.2f} s wall, "
         f"{cpu:.2f} s CPU (goal: under 2 s on one core) -> {best}"
     )
+    side = side_by_side(design)
+    print_side_by_side(side)
     result = {"gates": rows, "design_question_seconds": seconds,
               "design_question_cpu_seconds": cpu, "design_answer": best,
-              "step_power_reference": STEP_POWER.tolist()}  # fmt: skip
+              "step_power_reference": STEP_POWER.tolist(), "quickstart_vs_step": side,
+              "step_reference": STEP}  # fmt: skip
     if args.throughput:
         result["throughput"] = throughput()
         for k, v in result["throughput"].items():

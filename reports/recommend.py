@@ -1,8 +1,10 @@
 """Recommended defaults, as pure functions on pandas tables (one row per configuration).
 
-- Gates: the fewest expected runs at p0 and p1 (``mean_runs_null + mean_runs_alt``)
-  among configurations whose ``false_revert_rate`` and ``missed_regression_rate`` are
-  within targets (0.05 and 0.20 by default).
+- Gates: the fewest expected sessions when nothing changed (``mean_runs_null``; with
+  concurrent control both arms, ``mean_revision_runs_null + mean_prior_runs_null``), then
+  the fewest at the drop (``mean_runs_alt``), among configurations whose
+  ``false_revert_rate`` and ``missed_regression_rate`` are within targets (0.05 and 0.20 by
+  default): most revisions change nothing, so that is the cost users pay most often.
 - Explore: the smallest explore rate whose ``power`` reaches the target within the swept
   numbers of sessions, with its ``exploration_cost``.
 - Confidence rule: the reward/penalty/threshold that keeps the most helpful procedures
@@ -79,12 +81,45 @@ def _rank(t: pd.DataFrame, tie_breaks: list[str]) -> pd.DataFrame:
     return ranked.drop(columns=scratch).reset_index(drop=True)
 
 
-def _pick_best(ranked: pd.DataFrame, label_col: str) -> tuple[pd.Series, tuple[str, ...]]:
+def _pick_best(
+    ranked: pd.DataFrame, label_col: str, also: str | None = None
+) -> tuple[pd.Series, tuple[str, ...]]:
+    """The first row and the labels tied with it on the objective (and on ``also``)."""
     best = ranked.iloc[0]
     same = np.isclose(ranked["objective"], best["objective"], rtol=TIE_RTOL, atol=0.0)
     same &= np.isclose(ranked["shortfall"], best["shortfall"], rtol=TIE_RTOL, atol=0.0)
+    if also is not None:
+        col = ranked[also].astype(float)
+        same &= np.isclose(col, float(best[also]), rtol=TIE_RTOL, atol=0.0)
     tied = tuple(str(x) for x in ranked.loc[same, label_col].iloc[1:])
     return best, tied
+
+
+ARM_METRICS = ("mean_revision_runs", "mean_prior_runs")
+
+
+def null_sessions(t: pd.DataFrame) -> pd.Series:
+    """Sessions a revision takes when nothing changed, both arms counted where the rows
+    have them (concurrent control: ``mean_revision_runs_null + mean_prior_runs_null``),
+    else ``mean_runs_null`` (the fixed design: every session is the revision's)."""
+    runs = t["mean_runs_null"].astype(float)
+    cols = [f"{m}_null" for m in ARM_METRICS]
+    if not all(c in t.columns for c in cols):
+        return runs
+    both = t[cols[0]].astype(float) + t[cols[1]].astype(float)
+    return both.where(both.notna(), runs)
+
+
+def _sessions_note(pick: pd.Series) -> str:
+    """``" (S sessions ... )"`` when the row counts both arms at the concurrent share."""
+    null = [pick.get(f"{m}_null") for m in ARM_METRICS]
+    alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
+    if any(x is None or x != x for x in (*null, *alt)):
+        return ""
+    return (
+        f" (counting both arms: {float(null[0]) + float(null[1]):.1f} sessions when nothing "
+        f"changed, {float(alt[0]) + float(alt[1]):.1f} at the drop)"
+    )
 
 
 def _default_row(table: pd.DataFrame, label_col: str, default: str | None) -> pd.Series | None:
@@ -140,7 +175,8 @@ def recommend_gate(
     label_col: str = "config",
     default: str | None = None,
 ) -> Recommendation:
-    """The gate with the fewest ``mean_runs_null + mean_runs_alt`` within the error targets.
+    """The gate with the fewest sessions when nothing changed (``null_sessions``), then
+    the fewest runs at the drop, within the error targets.
 
     Infeasible rows are ranked by ``shortfall``, the summed relative excess over the
     targets, ``max(0, frr - t_fr)/t_fr + max(0, mrr - t_mr)/t_mr``; when no row is
@@ -149,15 +185,16 @@ def recommend_gate(
     targets = targets or GateTargets()
     require_columns(table, (label_col, *GATE_METRICS), "recommend_gate")
     t = table.copy()
-    t["objective"] = t["mean_runs_null"].astype(float) + t["mean_runs_alt"].astype(float)
+    t["objective"] = null_sessions(t)
+    t["_alt"] = t["mean_runs_alt"].astype(float)
     fr_excess = (t["false_revert_rate"] - targets.false_revert).clip(lower=0)
     mr_excess = (t["missed_regression_rate"] - targets.missed_regression).clip(lower=0)
     t["shortfall"] = fr_excess / targets.false_revert + mr_excess / targets.missed_regression
     t["feasible"] = t["shortfall"] <= 0
     t["total_error"] = t["false_revert_rate"] + t["missed_regression_rate"]
     t["_label"] = t[label_col].astype(str)
-    ranked = _rank(t, ["total_error", "_label"])
-    pick, tied = _pick_best(ranked, label_col)
+    ranked = _rank(t, ["_alt", "total_error", "_label"])
+    pick, tied = _pick_best(ranked, label_col, "mean_runs_alt")
     feasible = bool(pick["feasible"])
     default_row = _default_row(ranked, label_col, default)
     comparisons = compare(pick, default_row, GATE_METRICS) if default_row is not None else ()
@@ -166,7 +203,8 @@ def recommend_gate(
         f"{pick[label_col]}{_worst_note(pick, at)}: it decides in"
         f" {fmt_metric(pick, 'mean_runs_null')} runs when nothing changed{at['mean_runs_null']}"
         f" and {fmt_metric(pick, 'mean_runs_alt')} runs on a real regression"
-        f"{at['mean_runs_alt']}, with false revert rate {fmt_metric(pick, 'false_revert_rate')}"
+        f"{at['mean_runs_alt']}{_sessions_note(pick)}, with false revert rate"
+        f" {fmt_metric(pick, 'false_revert_rate')}"
         f"{at['false_revert_rate']} and missed regression rate"
         f" {fmt_metric(pick, 'missed_regression_rate')}{at['missed_regression_rate']}"
     )

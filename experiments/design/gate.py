@@ -1,22 +1,28 @@
 """``python -m experiments.design gate``: how many runs a revision gate needs.
 
     python -m experiments.design gate --alpha 0.05 --beta 0.2 --min-drop 0.15 \\
-        --ledger 20 [--concurrent 0.5] [--p0-range 0.3 0.95] [--max-runs 150]
+        --ledger 20 [--concurrent 0.5] [--p0-range 0.3 0.95] [--max-runs 200] \\
+        [--objective null_runs | max_runs | mixed WEIGHT]
 
-For each gate family (``procmem_core.gates.design``): the smallest ``max_runs`` at
-which the false-revert rate is at most alpha and the power against ``min_drop`` at least
-``1 - beta`` at every p0 in the range (exact, bounded between grid points), the expected
-runs of each arm when nothing changed and at the drop, and the gate's parameters; or
-"infeasible" with what is feasible instead. ``--json`` prints the answers as JSON.
+For each gate family (``procmem_core.gates.design``): a design at which the false-revert
+rate is at most alpha and the power against ``min_drop`` at least ``1 - beta`` at every p0
+in the range (exact, bounded between grid points), chosen by the objective (default: the
+fewest expected pairs when nothing changed at the worst p0; ``max_runs``: the smallest
+cap), the expected runs of each arm when nothing changed and at the drop, and the gate's
+parameters; or "infeasible" with what is feasible instead. For the two-sample families it
+prints the frontier (cap against expected pairs when nothing changed and at the drop) and
+the Wald-Wolfowitz bound at the achieved error rates. ``--json`` prints the answers as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from procmem_core.errors import ParameterError
-from procmem_core.gates.design import DesignQuestion, GateDesign, design_gate
+from procmem_core.gates.design import DesignQuestion, FamilyAnswer, GateDesign, design_gate
+from procmem_core.gates.early_stop import OBJECTIVES
 
 HELP = "smallest max runs per gate family meeting both error targets at every p0 (exact)"
 OPTIONS = {
@@ -30,6 +36,8 @@ OPTIONS = {
     "p0_range": "--p0-range",
     "max_runs": "--max-runs",
     "min_runs": "--min-runs",
+    "objective": "--objective",
+    "weight": "--objective",
 }
 """``DesignQuestion`` field -> the option that sets it (for one-line errors)."""
 
@@ -47,15 +55,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--p0-range", type=float, nargs=2, default=(0.3, 0.95), metavar=("LOW", "HIGH"),
         help="range of the prior's true success rate both targets must hold over",
     )  # fmt: skip
-    parser.add_argument("--max-runs", type=int, default=150, help="largest cap to consider")
+    parser.add_argument("--max-runs", type=int, default=200, help="largest cap to consider")
     parser.add_argument("--min-runs", type=int, default=3, help="runs before any decision")
+    parser.add_argument(
+        "--objective", nargs="+", default=["null_runs"], metavar="KIND",
+        help="what to minimise among the designs meeting both targets: null_runs (expected "
+        "pairs when nothing changed, the default), max_runs (the cap), or mixed WEIGHT "
+        "(WEIGHT x null runs + (1 - WEIGHT) x max_runs, WEIGHT in [0, 1])",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the answers as JSON")
+
+
+def objective_of(tokens: list[str]) -> tuple[str, float]:
+    """``(kind, weight)`` of ``--objective KIND [WEIGHT]``; bad input names the option."""
+    kind, rest = tokens[0], tokens[1:]
+    if kind not in OBJECTIVES:
+        raise ParameterError("--objective", kind, f"one of {', '.join(OBJECTIVES)}")
+    if kind != "mixed":
+        if rest:
+            raise ParameterError("--objective", " ".join(tokens), f"{kind} takes no weight")
+        return kind, 1.0
+    if len(rest) != 1:
+        raise ParameterError("--objective", " ".join(tokens), "mixed WEIGHT, one number in [0, 1]")
+    try:
+        weight = float(rest[0])
+    except ValueError:
+        raise ParameterError("--objective", rest[0], "mixed WEIGHT, a number in [0, 1]") from None
+    return kind, weight
 
 
 def question(args: argparse.Namespace) -> DesignQuestion:
     """The design question of the command line; a bad value names its option."""
     try:
+        kind, weight = objective_of(list(args.objective))
         return DesignQuestion(
+            objective=kind,
+            weight=weight,
             alpha=args.alpha,
             beta=args.beta,
             min_drop=args.min_drop,
@@ -95,15 +130,55 @@ def render(design: GateDesign) -> str:
     lines.append("")
     if best:
         lines.append(f"use {best[0].family} ({best[0].design}): make_gate(**{best[0].config})")
+        lines.append(f"  chosen for the objective {q.goal.label()}; " + sessions(best[0], q))
     else:
         lines.append("no family meets both targets with the runs available:")
+    for a in design.answers:
+        lines.extend(frontier_lines(a))
     return "\n".join(lines + notes)
+
+
+def sessions(a: FamilyAnswer, q: DesignQuestion) -> str:
+    """The sessions a revision takes when nothing changed and at the drop, both arms."""
+    share = q.concurrent if q.concurrent > 0 else 0.0
+    return (
+        f"sessions (revision + prior runs, share {share:g}, worst p0): "
+        f"{sum(a.runs_null):.1f} ({a.runs_null[0]:.1f} + {a.runs_null[1]:.1f}) when nothing "
+        f"changed, {sum(a.runs_alt):.1f} ({a.runs_alt[0]:.1f} + {a.runs_alt[1]:.1f}) at the drop"
+    )
+
+
+def frontier_lines(a: FamilyAnswer) -> list[str]:
+    """The family's frontier (cap against expected pairs) and the Wald-Wolfowitz bound."""
+    if not a.frontier:
+        return []
+    out = [
+        "",
+        f"frontier, {a.family} ({a.design}): per cap the loosest accept level meeting both "
+        "targets on the search grid (expected pairs: worst p0)",
+        f"{'max_runs':>10}{'accept_level':>14}{'pairs null':>12}{'pairs at drop':>15}"
+        f"{'false revert':>14}{'power':>8}",
+    ]
+    for p in a.frontier:
+        out.append(
+            f"{p.max_runs:>10}{p.accept_level:>14.3f}{p.runs_null:>12.1f}{p.runs_alt:>15.1f}"
+            f"{p.false_revert:>14.4f}{p.power:>8.3f}"
+        )
+    if a.bound is not None:
+        b = a.bound
+        out.append(
+            f"Wald-Wolfowitz bound when nothing changed, at the achieved error rates: "
+            f"{b.bound:.1f} pairs at p0 {b.p0:.3f}, where the gate takes {b.runs:.1f} "
+            f"(ratio {b.ratio:.3f}; largest ratio over p0 {b.worst_ratio:.3f} at "
+            f"{b.worst_ratio_p0:.3f})"
+        )
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     design = design_gate(question(args))
     if args.json:
-        out = [dict(a.__dict__) for a in design.answers]
+        out = [dataclasses.asdict(a) for a in design.answers]
         print(json.dumps(out, indent=1, default=float))
     else:
         print(render(design))

@@ -8,7 +8,9 @@ before its decision: with those, ``calibrate.final_level`` chooses the final bou
 the gate capped at ``k`` on a grid of p0, and its worst false revert and least power
 follow by reweighting the cells (``twolattice.HalfMasses``). ``cap_scan`` returns them for
 every cap at once, on the grid (not certified between grid points: ``design`` certifies
-the gate it answers with).
+the gate it answers with), with the worst expected runs when nothing changed and at the
+drop: ``E[min(N, K)] = sum_{k<K} k P(N = k) + K P(N >= K)`` for the uncapped stopping run
+``N`` (the cap changes which verdict is forced at ``K``, not when).
 """
 
 from __future__ import annotations
@@ -36,14 +38,24 @@ class CapScan:
     false_revert: np.ndarray
     power: np.ndarray
     early: np.ndarray
+    runs_null: np.ndarray
+    """Per cap, the largest expected runs (pairs) over the grid when nothing changed."""
+    runs_alt: np.ndarray
+    """Per cap, the largest expected runs over the grid at the drop."""
 
 
 def cap_scan(
-    gate: TwoSampleGate, grid: np.ndarray, drop: float, alpha: float, beta: float | None = None
+    gate: TwoSampleGate,
+    grid: np.ndarray,
+    drop: float,
+    alpha: float,
+    beta: float | None = None,
+    caps: np.ndarray | None = None,
 ) -> CapScan:
     """Scan every cap ``min_runs..gate.max_runs`` of ``gate`` (its early boundaries fixed)
     on the p0 ``grid``: no change at ``(p0, p0)``, the drop at ``(p0, p0 - drop)``. With
-    ``beta``, stop at the first cap that meets both targets (later caps stay NaN)."""
+    ``beta``, stop at the first cap that meets both targets (later caps stay NaN); with
+    ``caps``, evaluate only those (the others stay NaN)."""
     lat = gate.lattice
     k_max = lat.max_runs
     tables = gate.tables(lat, None)
@@ -53,7 +65,10 @@ def cap_scan(
     null_f, alt_f = transposed(up0, down0), transposed(upa, downa)
     mass = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)[None, :]
     early_null, early_alt = np.zeros(grid.size), np.zeros(grid.size)
-    out = np.full((4, k_max + 1), np.nan)
+    done = np.zeros((2, grid.size))  # P(decided before k): null, drop
+    spent = np.zeros((2, grid.size))  # sum_{j<k} j P(N = j)
+    out = np.full((6, k_max + 1), np.nan)
+    wanted = None if caps is None else {int(c) for c in np.asarray(caps).ravel()}
     for k in range(1, k_max + 1):
         nxt = np.zeros((k + 1, mass.shape[1]))
         nxt[:k] = 0.5 * mass
@@ -66,9 +81,10 @@ def cap_scan(
         n = lat.prior_runs(k)
         a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
         total = np.broadcast_to(a + b, nxt.shape).ravel()
-        if k >= gate.min_runs:
+        if k >= gate.min_runs and (wanted is None or k in wanted):
             lam = step_statistics(lat.ledger, lat.concurrent, k, gate.min_drop)[0].ravel()
-            null = NullPass(grid, early_null, lam, nxt.ravel(), total, k + n)
+            live = nxt.ravel() > 0  # unreachable cells cannot move the boundary's error
+            null = NullPass(grid, early_null, lam[live], nxt.ravel()[live], total[live], k + n)
             c = final_level(null, alpha)
             hit = (lam >= c) & (nxt.ravel() > 0)
             w_null = weights(null_f, total[hit], k + n)
@@ -76,13 +92,19 @@ def cap_scan(
             y = weights(null_f, np.broadcast_to(b, nxt.shape).ravel()[hit], n)
             fr = early_null + w_null @ nxt.ravel()[hit]
             pw = early_alt + (x * y) @ nxt.ravel()[hit]
-            out[:, k] = (c, fr.max(), pw.min(), early_null.max())
+            runs = spent + k * (1.0 - done)
+            out[:, k] = (c, fr.max(), pw.min(), early_null.max(), *runs.max(axis=1))
             met = at_most(fr.max(), alpha) and at_most(early_null.max(), alpha)
             if beta is not None and met and at_least(pw.min(), 1.0 - beta):
                 break
         i, j, revert = masked_cells(nxt, tables[k] == REVERT_CODE)
         early_null += weights(null_f, i + j, k + n) @ revert
         early_alt += (weights(alt_f, i, k) * weights(null_f, j, n)) @ revert
+        i, j, stopped = masked_cells(nxt, tables[k] != 0)
+        now = np.stack([weights(null_f, i + j, k + n) @ stopped,
+                        (weights(alt_f, i, k) * weights(null_f, j, n)) @ stopped])  # fmt: skip
+        done += now
+        spent += k * now
         nxt[tables[k] != 0] = 0.0
         mass = nxt
     return CapScan(*out)

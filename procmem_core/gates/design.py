@@ -17,6 +17,16 @@ nothing changed). Fixed-ledger designs are checked first against the one-sample 
 level-alpha test of the ledger alone (Neyman-Pearson, randomized) bounds every gate's
 power, so when it is below ``1 - beta`` no cap helps and the answer says which ledger
 size would be needed (a necessary size) and what concurrent control takes.
+
+That is the ``max_runs`` objective. The default, ``null_runs`` (``objective``, ``weight``:
+``early_stop.Objective``), answers the two-sample families from their frontier instead
+(``early_stop``): from the smallest feasible cap to ``max_runs``, per cap the loosest
+accept level meeting both targets; the point with the fewest expected pairs when nothing
+changed at the worst p0 is refined and certified, and the answer carries the frontier and
+the Wald-Wolfowitz bound at its achieved error rates (``pairbound``). When the scan finds
+no cap because its early revert boundary spends more than alpha, the most powerful
+member at ``max_runs`` (boundaries calibrated, early revert raised) is certified before
+the family is called infeasible.
 """
 
 from __future__ import annotations
@@ -26,24 +36,32 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.gates import calibrated_sprt, two_sample
 from procmem_core.gates.base import Gate, OperatingCurve
 from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
-from procmem_core.gates.cap_scan import cap_scan
 from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS, P0_HIGH
+from procmem_core.gates.design_scans import SEARCH_POINTS, paired_scan, two_sample_scan
 from procmem_core.gates.discordant import DiscordantSPRTGate
+from procmem_core.gates.early_stop import (
+    SHRINK,
+    FrontierPoint,
+    NullRunsBound,
+    Objective,
+    choose,
+    frontier,
+    frontier_caps,
+    null_runs_bound,
+    refine,
+)
 from procmem_core.gates.eprocess import MixtureEGate
+from procmem_core.gates.ledger_bound import ledger_needed, ledger_power_bound
 from procmem_core.gates.sprt import SPRTGate
 from procmem_core.gates.tolerance import at_least, at_most
 from procmem_core.gates.two_sample import TwoSampleGate
 from procmem_core.gates.twolattice import expected_arm_runs
 from procmem_core.gates.worst import P0Range, worst_case
-
-SEARCH_POINTS = 13
-LEDGER_LIMIT = 20_000
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,9 @@ class DesignQuestion:
     p0_high: float = P0_HIGH
     min_runs: int = MIN_RUNS
     max_runs: int = 200
+    objective: str = "null_runs"
+    weight: float = 1.0
+    """The ``mixed`` objective's weight on expected pairs when nothing changed."""
 
     def __post_init__(self) -> None:
         a = check_probability("alpha", self.alpha, open_low=True, open_high=True)
@@ -72,10 +93,15 @@ class DesignQuestion:
         check_probability("concurrent", self.concurrent, open_high=True)
         check_int("min_runs", self.min_runs, minimum=1)
         check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        Objective(self.objective, self.weight)
 
     @property
     def p0_range(self) -> P0Range:
         return P0Range(self.p0_low, self.p0_high)
+
+    @property
+    def goal(self) -> Objective:
+        return Objective(self.objective, self.weight)
 
 
 @dataclass(frozen=True)
@@ -96,6 +122,10 @@ class FamilyAnswer:
     runs_null: tuple[float, float]
     runs_alt: tuple[float, float]
     note: str = ""
+    frontier: tuple[FrontierPoint, ...] = ()
+    """Per cap, the best configuration on the search grid (families with a frontier)."""
+    bound: NullRunsBound | None = None
+    """Expected pairs when nothing changed against the Wald-Wolfowitz bound."""
 
 
 @dataclass(frozen=True)
@@ -114,39 +144,9 @@ class Family:
     scan: Callable[[DesignQuestion], int | None] | None = None
     """Every cap at once, where the family allows it: the smallest cap whose most
     powerful member meets both targets on the grid (None: none up to ``max_runs``)."""
-
-
-def _paired_scan(build: Callable[[int, float | None, bool], Gate], most: float) -> Callable:
-    """A paired gate that accepts only at its cap reverts with cap K exactly when the
-    uncapped test reverts by pair K: one recursion gives every cap's error rates."""
-
-    def scan(q: DesignQuestion) -> int | None:
-        gate = build(q.max_runs, most, True)
-        grid = q.p0_range.grid(SEARCH_POINTS)
-        design = np.full(grid.size, gate.design_p0)
-        null = np.cumsum(gate.reverts_by_pair(grid, grid, design), axis=1).max(axis=0)
-        alt = np.cumsum(gate.reverts_by_pair(grid, grid - q.min_drop, design), axis=1)
-        ok = at_most(null, q.alpha) & at_least(alt.min(axis=0), 1.0 - q.beta)
-        ok[: q.min_runs] = False
-        return int(np.flatnonzero(ok)[0]) if ok.any() else None
-
-    return scan
-
-
-def _two_sample_scan(most: float, **fixed: object) -> Callable:
-    """Every cap of the two-sample family in one recursion (``cap_scan``)."""
-
-    def scan(q: DesignQuestion) -> int | None:
-        gate = TwoSampleGate(**fixed, max_runs=q.max_runs, accept_level=most, final_level=0.0)
-        res = cap_scan(gate, q.p0_range.grid(SEARCH_POINTS), q.min_drop, q.alpha, q.beta)
-        ok = (
-            at_most(res.false_revert, q.alpha)
-            & at_least(res.power, 1.0 - q.beta)
-            & at_most(res.early, q.alpha)
-        )
-        return int(np.flatnonzero(ok)[0]) if ok.any() else None
-
-    return scan
+    early_stop: dict | None = None
+    """``TwoSampleGate`` parameters of the family's early-stopping members (``frontier``),
+    used by the objectives other than ``max_runs``."""
 
 
 def _calibrated(cls: type, fast_build: Callable, **fixed: object) -> Callable:
@@ -182,46 +182,17 @@ def families(q: DesignQuestion) -> list[Family]:
                -60.0, wald_b, n0, True),
         Family("two_sample", "fixed",
                _calibrated(TwoSampleGate, two_sample.grid_calibrated, **fixed, design="fixed"),
-               -60.0, wald_b, n0, True, _two_sample_scan(-60.0, **fixed, design="fixed")),
+               -60.0, wald_b, n0, True, two_sample_scan(-60.0, **fixed, design="fixed"),
+               {**fixed, "design": "fixed", "accept_shrink": SHRINK}),
         Family("two_sample", "concurrent",
                _calibrated(TwoSampleGate, two_sample.grid_calibrated, **concurrent),
-               -60.0, wald_b, q.ledger, False, _two_sample_scan(-60.0, **concurrent)),
+               -60.0, wald_b, q.ledger, False, two_sample_scan(-60.0, **concurrent),
+               {**concurrent, "accept_shrink": SHRINK}),
         Family("discordant_sprt", "concurrent", discordant, 1e-9, q.beta, 0, False,
-               _paired_scan(discordant, 1e-9)),
+               paired_scan(discordant, 1e-9)),
         Family("eprocess", "concurrent", eprocess, 0.0, 0.2, 0, False,
-               _paired_scan(eprocess, 0.0)),
+               paired_scan(eprocess, 0.0)),
     ]  # fmt: skip
-
-
-def ledger_power_bound(ledger: int, p0: float, drop: float, alpha: float) -> float:
-    """Power of the most powerful level-``alpha`` test of the ledger alone: with the
-    revision's rate ``r = p0 - drop`` known, H0 "the prior's rate is r" against H1 "it is
-    p0" from ``S ~ Binomial(ledger, .)``; reject for large ``S``, randomized at the edge
-    (Neyman-Pearson). No gate on a fixed ledger of this size has more power."""
-    r = p0 - drop
-    s = np.arange(ledger + 2)
-    tail = stats.binom.sf(s - 1, ledger, r)  # P_r(S >= s)
-    c = int(np.flatnonzero(tail <= alpha)[0])
-    gamma = 0.0 if c == 0 else (alpha - tail[c]) / stats.binom.pmf(c - 1, ledger, r)
-    return float(stats.binom.sf(c - 1, ledger, p0) + gamma * stats.binom.pmf(c - 1, ledger, p0))
-
-
-def ledger_needed(q: DesignQuestion, grid: np.ndarray) -> int | None:
-    """The smallest ledger whose one-sample bound reaches ``1 - beta`` over the grid."""
-
-    def enough(n: int) -> bool:
-        return min(ledger_power_bound(n, p, q.min_drop, q.alpha) for p in grid) >= 1 - q.beta
-
-    hi = max(q.ledger, 1)
-    while not enough(hi):
-        hi *= 2
-        if hi > LEDGER_LIMIT:
-            return None
-    lo = max(q.ledger, 1) - 1 if hi == max(q.ledger, 1) else hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
-    return hi
 
 
 @dataclass(frozen=True)
@@ -319,12 +290,20 @@ def answer(family: Family, q: DesignQuestion) -> FamilyAnswer:
     else:
         biggest = evaluate(family, family.build(q.max_runs, family.most, True), q)
         found = q.max_runs if meets(biggest, q) else None
+    revert = None
     if found is None:
         fit = evaluate(family, family.build(q.max_runs, family.most, False), q, certify=True)
-        null, alt = _runs(fit.gate, fit, share)
-        return FamilyAnswer(family.name, family.design, False, q.max_runs, fit.gate.config(),
-                            fit.false_revert, fit.power, null, alt,
-                            infeasible_note(family, q, fit))  # fmt: skip
+        if not meets(fit, q):
+            null, alt = _runs(fit.gate, fit, share)
+            return FamilyAnswer(family.name, family.design, False, q.max_runs,
+                                fit.gate.config(), fit.false_revert, fit.power, null, alt,
+                                infeasible_note(family, q, fit))  # fmt: skip
+        # the scan keeps the early revert boundary; calibration raised it, and then it meets
+        found, revert = q.max_runs, getattr(fit.gate, "revert_level", None)
+    if family.early_stop is not None and q.objective != "max_runs":
+        early = _early_stop_answer(family, q, found, share, revert)
+        if early is not None:
+            return early
     cap = found if family.scan is not None else _smallest_cap(family, q)
     knob = _loosest_accept(family, q, cap)
     for _ in range(CERTIFY_STEPS):
@@ -338,6 +317,41 @@ def answer(family: Family, q: DesignQuestion) -> FamilyAnswer:
         notes.append("needs concurrent control (--concurrent q > 0); runs shown at q = 0.5")
     return FamilyAnswer(family.name, family.design, meets(fit, q), cap, fit.gate.config(),
                         fit.false_revert, fit.power, null, alt, "; ".join(notes))  # fmt: skip
+
+
+BOUND_POINTS = 27
+
+
+def _early_stop_answer(
+    family: Family, q: DesignQuestion, smallest: int, share: float, revert: float | None
+) -> FamilyAnswer | None:
+    """The frontier from the smallest feasible cap to ``q.max_runs`` (``early_stop``), its
+    point the objective prefers, refined and then certified: false revert bounded above and
+    power below between grid points; the accept level is lowered (more power) until the
+    bound meets the target. ``revert``: an early revert level calibration had to raise.
+    None when no accept level of the search grid meets both targets (the caller then
+    answers with the most powerful member, as for the ``max_runs`` objective)."""
+    grid, params = q.p0_range.grid(SEARCH_POINTS), dict(family.early_stop or {})
+    if revert is not None:
+        params["revert_level"] = revert
+    points = frontier(params, grid, q.alpha, q.beta, frontier_caps(smallest, q.max_runs))
+    if not points:  # no accept level on the search grid keeps the power: no early stop
+        return None
+    point = refine(params, choose(points, q.goal), grid, q.alpha, q.beta)
+    level = point.accept_level
+    for _ in range(CERTIFY_STEPS):
+        gate = TwoSampleGate(**params, max_runs=point.max_runs, accept_level=level)
+        fit = evaluate(family, gate, q, certify=True)
+        if meets(fit, q):
+            break
+        level *= 1.1
+    null, alt = _runs(fit.gate, fit, share)
+    bound = null_runs_bound(fit.gate, q.p0_range.grid(BOUND_POINTS), q.min_drop,
+                            family.prior_runs or 0)  # fmt: skip
+    note = "" if meets(fit, q) else infeasible_note(family, q, fit)
+    return FamilyAnswer(family.name, family.design, meets(fit, q), point.max_runs,
+                        fit.gate.config(), fit.false_revert, fit.power, null, alt, note,
+                        points, bound)  # fmt: skip
 
 
 def infeasible_note(family: Family, q: DesignQuestion, fit: Fit) -> str:
@@ -368,11 +382,20 @@ class GateDesign:
 
     @property
     def feasible(self) -> tuple[FamilyAnswer, ...]:
-        """Feasible answers, fewest expected revision runs when nothing changed first
-        (the concurrent ones only when the question has concurrent control)."""
+        """Feasible answers (the concurrent ones only when the question has concurrent
+        control), best first: by the objective, with the sessions of both arms when nothing
+        changed as its null runs (``max_runs``: the former order, fewest expected revision
+        runs when nothing changed plus at the drop)."""
+        q = self.question
         usable = [a for a in self.answers if a.feasible and (
-            a.design == "fixed" or self.question.concurrent > 0)]  # fmt: skip
-        return tuple(sorted(usable, key=lambda a: (a.runs_null[0] + a.runs_alt[0], a.family)))
+            a.design == "fixed" or q.concurrent > 0)]  # fmt: skip
+
+        def key(a: FamilyAnswer) -> tuple:
+            if q.objective == "max_runs":
+                return (a.runs_null[0] + a.runs_alt[0], a.family)
+            return (q.goal.score(a.max_runs, sum(a.runs_null)), a.family)
+
+        return tuple(sorted(usable, key=key))
 
 
 def design_gate(question: DesignQuestion) -> GateDesign:

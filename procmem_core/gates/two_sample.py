@@ -16,11 +16,15 @@ with ``D = B/n - a/k`` (the observed drop), ``pbar = (a + B + 1)/(n + k + 2)`` a
 the log-likelihood ratio of drop ``d = min_drop`` against no drop for a normal estimate
 of the drop (Whitehead 1997, "The design and analysis of sequential clinical trials",
 ch. 3); ``lambda_ref`` is the same with the variance at its largest, ``pbar = 1/2``, so
-the accept boundary is a threshold on the observed drop that does not move with p0.
-From run ``min_runs`` on: revert when ``lambda >= revert_level``; accept when
-``lambda_ref <= accept_level``; at ``max_runs`` revert exactly when ``lambda >=
+the accept boundary is a threshold on the observed drop that does not move with p0, or
+(``accept_shrink = c``) with the variance at ``pc = (a + B + c)/(n + k + 2c)``: Wald's
+two-sided SPRT in the drop statistic, its information estimated with ``c`` pseudo-runs at
+1/2 so that a few early successes do not make it accept (``twostats``).
+From run ``min_runs`` on: revert when ``lambda >= revert_level``; accept when the accept
+statistic is ``<= accept_level``; at ``max_runs`` revert exactly when ``lambda >=
 final_level``, else accept. Defaults: Wald's ``ln((1-beta)/alpha)`` and
 ``ln(beta/(1-alpha))``; ``final_level`` calibrated (``revert_level`` raised if needed).
+Boundaries given by hand must not cross (``accept_level < revert_level``).
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ class TwoSampleGate(Gate):
     revert_level: float | None = None
     accept_level: float | None = None
     final_level: float | None = None
+    accept_shrink: float | None = None
     name: ClassVar[str] = "two_sample"
     label: ClassVar[str] = "exact two-sample test"
     exact: ClassVar[bool] = True
@@ -101,6 +106,10 @@ class TwoSampleGate(Gate):
         check_choice("design", self.design, DESIGNS)
         check_int("ledger", self.ledger, minimum=1 if self.design == "fixed" else 0)
         P0Range(self.p0_low, self.p0_high)
+        if self.accept_shrink is not None:
+            shrink = self.accept_shrink
+            if not isinstance(shrink, int | float) or not math.isfinite(shrink) or shrink < 1:
+                raise ParameterError("accept_shrink", shrink, "None or a number >= 1")
         wald_a, wald_b = sprt_boundaries(self.alpha, self.beta)
         for field, default in (("revert_level", wald_a), ("accept_level", wald_b)):
             value = getattr(self, field)
@@ -108,6 +117,12 @@ class TwoSampleGate(Gate):
                 object.__setattr__(self, field, float(default))
             elif not isinstance(value, int | float) or math.isnan(value):
                 raise ParameterError(field, value, "a number (or None for the default)")
+        if self.accept_level >= self.revert_level:
+            raise ParameterError(
+                "accept_level",
+                self.accept_level,
+                f"below revert_level={self.revert_level:g}: the boundaries must not cross",
+            )
         object.__setattr__(self, "_masses", {})
         if self.final_level is None:
             cal = _calibrated(self._key())
@@ -149,14 +164,17 @@ class TwoSampleGate(Gate):
 
     def verdicts(self, k, a, b, n, final: float | None) -> np.ndarray:
         """Verdict codes at cells ``(k, a, B, n)``; ``final=None`` leaves the cap undecided."""
-        return self._codes(k, *drop_statistics(k, a, b, n, self.min_drop), final)
+        stats = drop_statistics(k, a, b, n, self.min_drop, self.accept_shrink)
+        return self._codes(k, *stats, final)
 
     def tables(self, lat: twolattice.TwoSampleLattice, final: float | None) -> list[np.ndarray]:
         """``verdicts`` on every cell of every step of ``lat`` (``lat.tables(rule)``), the
         statistics of each step computed once for every gate on that lattice."""
         out = []
         for k in range(lat.max_runs + 1):
-            stats = step_statistics(lat.ledger, lat.concurrent, k, self.min_drop)
+            stats = step_statistics(
+                lat.ledger, lat.concurrent, k, self.min_drop, self.accept_shrink
+            )
             out.append(self._codes(np.int64(k), *stats, final))
         return out
 
@@ -196,7 +214,7 @@ class TwoSampleGate(Gate):
         code = int(self.rule(k, a, b, n))
         reason = str(self.reasons(np.array([k]), np.array([a]), np.array([b]),
                                   np.array([n]), np.array([code]))[0])  # fmt: skip
-        lam = float(drop_statistics(k, a, b, n, self.min_drop)[0])
+        lam = float(drop_statistics(k, a, b, n, self.min_drop, self.accept_shrink)[0])
         return GateDecision(
             verdict=VERDICT_NAMES[code],
             reason_code=reason,
@@ -209,7 +227,7 @@ class TwoSampleGate(Gate):
 
     def reasons(self, k, a, b, n, verdict) -> np.ndarray:
         """Reason codes (``verdicts.REASONS``) of verdicts reached at cells ``(k, a, B, n)``."""
-        lam, ref, valid = drop_statistics(k, a, b, n, self.min_drop)
+        lam, ref, valid = drop_statistics(k, a, b, n, self.min_drop, self.accept_shrink)
         k = np.asarray(k)
         out = np.where(np.asarray(verdict) != CONTINUE_CODE, "at_cap", "undecided").astype(object)
         early = (k < self.max_runs) & valid & (k >= self.min_runs)

@@ -2,7 +2,8 @@
 
 It opens with the design question the sweep poses (``gate_design``): a gate that meets
 the report's targets at every p0 in the range, checked exactly and by simulation, or what
-it would take. Then the figures (worst-case false revert against p0 per gate, power
+it would take, with its design frontier (cap against expected pairs when nothing changed
+and at the drop). Then the figures (worst-case false revert against p0 per gate, power
 against the drop with its reference lines, expected runs against the Wald-Wolfowitz bound
 at the achieved error rates), the swept configurations (worst cases naming their
 conditions, ranked only when run in every condition), why the SPRT misses its nominal
@@ -26,6 +27,7 @@ from reports.sections.gate_explain import explain_block
 from reports.sections.gate_figures import (
     Refs,
     factor_figure,
+    frontier_figure,
     oc_figure,
     runs_figure,
     tradeoff_figure,
@@ -70,6 +72,7 @@ def _prescription_blocks(p: Prescription) -> list:
                 p.check.drop(columns="replications"),
             )
         )
+        blocks.extend(_frontier_block(p))
         blocks.append(
             f"recommendations.json beside this report holds the gate: make_gate(**gate) "
             f"rebuilds it ({p.chosen.config}). Reproduce the question: {p.command}"
@@ -77,6 +80,36 @@ def _prescription_blocks(p: Prescription) -> list:
     else:
         blocks.append(f"Reproduce the question: {p.command}")
     return blocks
+
+
+def _frontier_block(p: Prescription) -> list:
+    """The design frontier of the prescribed family, or else of the first feasible family
+    that has one (the two-sample test's)."""
+    a = frontier_answer(p)
+    if a is None:
+        return []
+    points = pd.DataFrame([pt.__dict__ for pt in a.frontier])
+    bound = a.bound.bound if a.bound is not None else None
+    whose = "the prescribed" if a is p.chosen else "this family's chosen"
+    ratio = f"; {whose} gate is within {a.bound.ratio:.3f} of it" if a.bound else ""
+    return [
+        Figure(
+            "gate_frontier",
+            png_bytes(frontier_figure(points, a.max_runs, bound)),
+            f"The design frontier of the {a.family} gate ({a.design} design): for each cap "
+            "the configuration meeting both targets at every p0 with the fewest expected "
+            "pairs when nothing changed (its accept level searched), exact on the design "
+            "grid, worst p0; the horizontal line is the Wald-Wolfowitz lower bound on the "
+            f"expected pairs of any test with its chosen gate's error rates{ratio}.",
+        )
+    ]
+
+
+def frontier_answer(p: Prescription):
+    """The answer whose frontier the section shows (``_frontier_block``), if any."""
+    if p.chosen is not None and p.chosen.frontier:
+        return p.chosen
+    return next((a for a in p.design.answers if a.feasible and a.frontier), None)
 
 
 def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, refs) -> list:

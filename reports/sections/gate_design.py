@@ -7,12 +7,16 @@ tried (the hardest condition; 20 runs, the seeds', when every run knew p0), the 
 concurrent share it ran, and the prior's rates it ran (widened to at least [0.3, 0.95]).
 The answer's gate is then simulated (``GateScenario``) at the p0 where its false-revert
 rate is largest and where its power is least, and the simulated rates are compared with
-the exact ones (z-scores). ``recommendations.json`` holds the gate's ``make_gate``
-parameters, the question, the exact worst cases and the simulation check.
+the exact ones (z-scores). The question asks for the design objective ``null_runs`` (the
+fewest expected runs when nothing changed), and the sentence gives the sessions a revision
+takes when nothing changed and at the drop, both arms counted at the concurrent share.
+``recommendations.json`` holds the gate's ``make_gate`` parameters, the question, the
+objective, the sessions, the exact worst cases and the simulation check.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,7 +76,8 @@ def command_of(q: DesignQuestion) -> str:
     return (
         f"python -m experiments.design gate --alpha {q.alpha:g} --beta {q.beta:g} "
         f"--min-drop {q.min_drop:g} --ledger {q.ledger} --concurrent {q.concurrent:g} "
-        f"--p0-range {q.p0_low:g} {q.p0_high:g} --max-runs {q.max_runs}"
+        f"--p0-range {q.p0_low:g} {q.p0_high:g} --max-runs {q.max_runs} "
+        f"--objective {q.goal.label()}"
     )
 
 
@@ -103,11 +108,10 @@ class Prescription:
             a, gate = self.chosen, make_gate(**self.chosen.config)
             sim = "; simulation agrees" if self.agrees else "; simulation disagrees (see table)"
             return (
-                f"Use the {gate.describe()} with max_runs {a.max_runs}: it meets {goal} {where}"
-                f" (exact worst cases: false revert <= {a.false_revert:.4f}, power >= "
-                f"{a.power:.3f}), deciding after {a.runs_null[0]:.1f} expected sessions on the "
-                f"revision when nothing changed and {a.runs_alt[0]:.1f} at the drop (worst p0; "
-                f"{self.runs_basis(a)}){sim}."
+                f"Use the {gate.describe()} with max_runs {a.max_runs}{self.accepts(a)}: it "
+                f"meets {goal} {where} (exact worst cases: false revert <= "
+                f"{a.false_revert:.4f}, power >= {a.power:.3f}); {sessions_phrase(a, q)} "
+                f"(expected, worst p0; {self.runs_basis(a)}){sim}."
             )
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
@@ -115,6 +119,13 @@ class Prescription:
             f"{best.family} gate ({best.design} design), power {best.power:.3f} at "
             f"{best.max_runs} runs; {self.what_it_takes()}."
         )
+
+    def accepts(self, a: FamilyAnswer) -> str:
+        """How the gate stops when nothing changed (its accept boundary), if it has one."""
+        level = a.config.get("accept_level")
+        if level is None or level <= -10:
+            return ""
+        return f" and accept level {level:.3f} (it stops early when nothing changed)"
 
     def runs_basis(self, a: FamilyAnswer) -> str:
         """What the sessions count: with concurrent control the arms fill at random, so
@@ -162,8 +173,9 @@ class Prescription:
                 }
             )
         return Table(
-            f"The design question, exactly (`{self.command}`): per gate family the smallest "
-            "max_runs meeting both targets at every p0 in the range (false revert: a bound "
+            f"The design question, exactly (`{self.command}`): per gate family the design "
+            f"meeting both targets at every p0 in the range that the objective "
+            f"({self.question.goal.label()}) prefers (false revert: a bound "
             "over the range; power: a bound below it), or the best it can do; computed, not "
             "simulated: the runs in brackets only set the question (their hardest condition)",
             pd.DataFrame(rows),
@@ -184,6 +196,10 @@ class Prescription:
             "power_worst": a.power,
             "revision_runs_null": a.runs_null[0],
             "revision_runs_at_drop": a.runs_alt[0],
+            "prior_runs_null": a.runs_null[1],
+            "prior_runs_at_drop": a.runs_alt[1],
+            "sessions_null": sum(a.runs_null),
+            "sessions_at_drop": sum(a.runs_alt),
         }
 
     def recommendations(self) -> str:
@@ -194,10 +210,32 @@ class Prescription:
             "feasible": self.chosen is not None,
             "gate": None if self.chosen is None else self.chosen.config,
             "sentence": self.sentence(),
-            "answers": [dict(a.__dict__) for a in self.design.answers],
+            "objective": self.question.goal.label(),
+            "sessions_null": None if self.chosen is None else sum(self.chosen.runs_null),
+            "sessions_at_drop": None if self.chosen is None else sum(self.chosen.runs_alt),
+            "answers": [dataclasses.asdict(a) for a in self.design.answers],
             "simulation_check": self.check.to_dict(orient="records"),
         }
         return json.dumps(out, indent=1, default=_plain)
+
+
+def sessions_phrase(a: FamilyAnswer, q: DesignQuestion) -> str:
+    """The sessions a revision takes when nothing changed and when it drops by min_drop,
+    both arms counted (the prior's at the concurrent share; none in the fixed design)."""
+    both = a.design == "concurrent" and q.concurrent > 0
+
+    def arms(r):
+        return (
+            f" ({r[0]:.1f} on the revision + {r[1]:.1f} on the prior at share {q.concurrent:g})"
+            if both
+            else " (all on the revision)"
+        )
+
+    return (
+        f"a revision takes {sum(a.runs_null):.1f} sessions when nothing changed"
+        f"{arms(a.runs_null)} and {sum(a.runs_alt):.1f} when it drops by {q.min_drop:g}"
+        f"{arms(a.runs_alt)}"
+    )
 
 
 def _plain(value: object) -> object:

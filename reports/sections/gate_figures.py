@@ -220,3 +220,24 @@ def worst_case_figure(curves: pd.DataFrame, colours: Colours, alpha: float) -> F
     ax.grid(alpha=0.3)
     legend_outside(ax, "gate configuration")
     return fig
+
+
+def frontier_figure(points: pd.DataFrame, chosen: int, bound: float | None) -> Figure:
+    """The design frontier: per cap (``max_runs``) the worst expected pairs when nothing
+    changed and at the drop of its best configuration; the chosen cap marked, and the
+    Wald-Wolfowitz bound on pairs when nothing changed at the chosen gate's error rates.
+
+    ``points``: ``max_runs, runs_null, runs_alt`` (``FrontierPoint`` rows)."""
+    fig, (ax,) = new_figure(8.5, 4.6)
+    ax.plot(points["max_runs"], points["runs_null"], "o-", label="when nothing changed")
+    ax.plot(points["max_runs"], points["runs_alt"], "s--", label="at the drop")
+    ax.axvline(chosen, **REF_STYLE, linestyle=":", label=f"prescribed cap ({chosen})")
+    if bound is not None:
+        ax.axhline(bound, color="black", linewidth=1, label="Wald-Wolfowitz bound, nothing changed")
+    ax.set_xlabel("max_runs (pairs the gate may read)")
+    ax.set_ylabel("expected pairs to a decision (worst p0)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("Design frontier: the cap against the expected pairs (exact, search grid)")
+    ax.grid(alpha=0.3)
+    legend_outside(ax, "expected pairs")
+    return fig

@@ -54,3 +54,33 @@ def test_bad_input_is_one_line_naming_the_option_exit_2(args, option):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and option in lines[0] and proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--objective", "fastest"], "null_runs, max_runs, mixed"),
+        (["--objective", "mixed", "1.5"], "[0, 1]"),
+        (["--objective", "mixed", "-0.2"], "[0, 1]"),
+        (["--objective", "mixed"], "mixed WEIGHT"),
+        (["--objective", "mixed", "half"], "mixed WEIGHT"),
+        (["--objective", "null_runs", "0.5"], "takes no weight"),
+    ],
+)
+def test_bad_objective_is_one_line_naming_the_option_exit_2(args, fragment, capsys):
+    assert main(["gate", *args]) == 2
+    err = capsys.readouterr()
+    lines = err.err.strip().splitlines()
+    assert len(lines) == 1 and "--objective" in lines[0] and fragment in lines[0]
+    assert err.out == ""
+
+
+def test_prints_the_frontier_and_the_wald_wolfowitz_bound(capsys):
+    assert main(["gate", *EASY]) == 0
+    out = capsys.readouterr().out
+    assert "frontier, two_sample (concurrent)" in out
+    assert "Wald-Wolfowitz bound when nothing changed, at the achieved error rates" in out
+    assert "chosen for the objective null_runs; sessions (revision + prior runs, share 0.5" in out
+    rows = out.split("frontier, two_sample (concurrent)")[1].splitlines()[2:]
+    caps = [int(r.split()[0]) for r in rows if r.strip() and r.split()[0].isdigit()]
+    assert caps == sorted(caps) and len(caps) >= 2 and caps[-1] == 40

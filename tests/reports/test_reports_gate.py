@@ -252,11 +252,46 @@ def test_the_prescription_says_what_its_session_counts_count(section):
     rec = json.loads(section.files["recommendations.json"])
     chosen = [a for a in rec["answers"] if a["feasible"] and a["config"] == rec["gate"]]
     assert len(chosen) == 1
-    found = re.search(r"deciding after ([\d.]+) expected sessions on the revision", section.answer)
+    found = re.search(
+        r"a revision takes ([\d.]+) sessions when nothing changed \(([\d.]+) on the revision "
+        r"\+ ([\d.]+) on the prior at share 0.5\) and ([\d.]+) when it drops by 0.15 "
+        r"\(([\d.]+) on the revision \+ ([\d.]+) on the prior",
+        section.answer,
+    )
     assert found, section.answer
-    assert float(found.group(1)) == round(chosen[0]["runs_null"][0], 1)
+    null, alt = chosen[0]["runs_null"], chosen[0]["runs_alt"]
+    got = [float(x) for x in found.groups()]
+    assert got == [round(sum(null), 1), round(null[0], 1), round(null[1], 1),
+                   round(sum(alt), 1), round(alt[0], 1), round(alt[1], 1)]  # fmt: skip
+    assert rec["sessions_null"] == pytest.approx(sum(null), rel=1e-12)
+    assert rec["sessions_at_drop"] == pytest.approx(sum(alt), rel=1e-12)
+    assert rec["objective"] == "null_runs" and "--objective null_runs" in rec["command"]
     assert f"max_runs {rec['gate']['max_runs']}" in section.answer
     assert "max_runs caps the runs per arm the gate reads" in section.answer
+
+
+def test_the_prescription_shows_its_design_frontier():
+    """A prescribed two-sample gate stops early when nothing changed: the sentence says so and
+    the section shows its frontier (caps against expected pairs) with the Wald-Wolfowitz
+    bound; recommendations.json holds the frontier."""
+    from procmem_core.gates import DesignQuestion, design_gate
+    from reports.sections.gate import _frontier_block
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40)  # fmt: skip
+    design = design_gate(q)
+    chosen = next(a for a in design.answers if (a.family, a.design) == ("two_sample", "concurrent"))
+    p = Prescription(q, design, chosen, pd.DataFrame())
+    assert "stops early when nothing changed" in p.sentence()
+    (fig,) = _frontier_block(p)
+    assert fig.name == "gate_frontier" and fig.png.startswith(b"\x89PNG")
+    assert f"within {chosen.bound.ratio:.3f} of it" in fig.caption
+    rec = json.loads(p.recommendations())
+    got = next(a for a in rec["answers"] if a["config"] == rec["gate"])
+    caps = [x["max_runs"] for x in got["frontier"]]
+    assert caps == sorted(caps) and caps[-1] == 40 and chosen.max_runs in caps
+    assert got["bound"]["bound"] < got["bound"]["runs"]
 
 
 def test_the_reports_own_simulation_check_says_whose_replications_they_are(section):

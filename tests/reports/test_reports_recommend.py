@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -58,21 +59,44 @@ def test_gate_targets_are_settable():
 
 
 def test_gate_ties_broken_by_total_error_then_label_and_reported():
+    """Fewest runs when nothing changed first, then at the drop; ties on both go to the
+    lowest total error, then the label."""
     t = gate_table(
         [
             ("b", 0.03, 0.10, 10.0, 10.0),
-            ("a", 0.03, 0.10, 12.0, 8.0),
-            ("c", 0.01, 0.10, 15.0, 5.0),
+            ("a", 0.03, 0.10, 10.0, 10.0),
+            ("c", 0.01, 0.10, 10.0, 10.0),
+            ("e", 0.01, 0.10, 10.0, 12.0),  # same null runs, more at the drop
+            ("f", 0.01, 0.10, 9.0, 40.0),  # fewest null runs: preferred whatever the drop
             ("d", 0.01, 0.01, 30.0, 30.0),
         ]
     )
+    assert recommend_gate(t).label == "f"
+    t = t[t["config"] != "f"]
     rec = recommend_gate(t)
     assert rec.label == "c"  # same runs as a and b, lowest total error
     assert set(rec.tied_with) == {"a", "b"}
-    rec = recommend_gate(t[t["config"] != "c"])
+    rec = recommend_gate(t[~t["config"].isin(["c", "e"])])
     assert rec.label == "a"  # a and b identical in everything: label order
     assert rec.tied_with == ("b",)
     assert "tied with b" in rec.sentence
+
+
+def test_gate_counts_both_arms_under_concurrent_control():
+    """With the arms' runs in the table, sessions when nothing changed count both arms: a
+    gate with fewer pairs but more sessions loses, and the sentence gives the sessions."""
+    t = gate_table([("paired", 0.04, 0.15, 20.0, 25.0), ("solo", 0.04, 0.15, 30.0, 35.0)])
+    t["mean_revision_runs_null"] = [22.0, np.nan]
+    t["mean_prior_runs_null"] = [22.0, np.nan]
+    t["mean_revision_runs_alt"] = [27.0, np.nan]
+    t["mean_prior_runs_alt"] = [26.0, np.nan]
+    rec = recommend_gate(t)
+    assert rec.label == "solo"  # 30 sessions against 44
+    assert rec.ranked["objective"].tolist() == [30.0, 44.0]
+    rec = recommend_gate(t[t["config"] == "paired"])
+    assert "counting both arms: 44.0 sessions when nothing changed, 53.0 at the drop" in (
+        rec.sentence
+    )
 
 
 def test_gate_nothing_feasible_reports_nearest():
