@@ -140,3 +140,36 @@ def log_columns(world: LogWorld, draws: dict, r: int = 0) -> dict[str, np.ndarra
     if world.users:
         out["user_id"] = np.char.add("u", draws["user"][r].astype(str))
     return out
+
+
+def explore_log(
+    who: np.ndarray,
+    shown: np.ndarray,
+    signal: np.ndarray,
+    arrived: np.ndarray,
+    explore_rate: float,
+    delay: int,
+    truth: np.ndarray,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The explore scenario's replications ``(R, n)`` as one session log: replication
+    ``r`` is procedure ``explore-<r>`` top-matched in each of its sessions, its users
+    ``r<r>-u<u>``; a rating that did not arrive is empty, one that did arrives ``delay``
+    sessions later. Returns the sessions' columns and the truth (key, true lift)."""
+    reps, n = shown.shape
+    r = np.repeat(np.arange(reps), n)
+    t = np.tile(np.arange(n), reps)
+    keys = np.char.add("explore-", np.char.zfill(np.arange(reps).astype(str), 4))
+    rated = arrived.ravel()
+    outcome = np.where(rated, signal.ravel().astype(float), np.nan)
+    prefix = np.char.add(np.char.add("r", r.astype(str)), "-")
+    columns = {
+        "session_id": np.char.add(np.char.add(prefix, "s"), t.astype(str)),
+        "time": t.astype(np.int64),
+        "top_key": keys[r],
+        "withheld": ~shown.ravel(),
+        "explore_rate": np.full(r.size, explore_rate),
+        "outcome": outcome,
+        "user_id": np.char.add(np.char.add(prefix, "u"), who.ravel().astype(str)),
+        "rated_at": np.where(rated, t + delay, np.nan),
+    }
+    return columns, {"key": keys, "true_lift": np.asarray(truth, dtype=float)}

@@ -86,9 +86,9 @@ def srm_by_key(k, withheld, eps, size: int) -> np.ndarray:
     return np.where((n > 0) & (e1 == 0), np.where(w > 0, 0.0, np.nan), p)
 
 
-def cluster_se(k, shown, y, user, p1, p0, n1, n0, size: int) -> np.ndarray:
-    """Cluster-robust SE of ``p1 - p0`` per key, clusters = users (module docstring);
-    a session without ``user_id`` is its own cluster."""
+def cluster_se(k, shown, y, user, p1, p0, n1, n0, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster-robust SE of ``p1 - p0`` per key, clusters = users (module docstring), and
+    each key's number of clusters; a session without ``user_id`` is its own cluster."""
     u = np.where(user >= 0, user, user.max(initial=0) + 1 + np.arange(user.size))
     codes, kg = np.unique(k.astype(np.int64) * (u.max() + 1) + u, return_inverse=True)
     key_of_group = codes // (u.max() + 1)
@@ -99,7 +99,7 @@ def cluster_se(k, shown, y, user, p1, p0, n1, n0, size: int) -> np.ndarray:
     clusters = _count(key_of_group, size)
     v = _count(key_of_group, size, d**2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.sqrt(v * clusters / (clusters - 1))
+        return np.sqrt(v * clusters / (clusters - 1)), clusters
 
 
 def _sequences(s1, r1, s0, r0, share: float, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -167,10 +167,19 @@ def estimate_lifts(
         m = rated
         with np.errstate(divide="ignore", invalid="ignore"):
             p1, p0 = s1 / r1, s0 / r0
-        se = cluster_se(k[m], shown[m], y[m], user.codes[sel][m], p1, p0, r1, r0, size)
-        z = normal_z(level)
-        low, high, p = tau - z * se, tau + z * se, wald_p(tau, se)
-        notes.append("user_id present: standard errors clustered by user (Wald interval).")
+        se_c, g = cluster_se(k[m], shown[m], y[m], user.codes[sel][m], p1, p0, r1, r0, size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_ratio = stats.t.isf((1 - level) / 2, np.maximum(g - 1, 1)) / normal_z(level)
+            design = np.where(se > 0, se_c / se, 1.0) * t_ratio
+        design = np.where(g >= 2, design, 1.0)  # one user: nothing to cluster over
+        se_c = np.where(g >= 2, se_c, se)
+        low, high = tau - (tau - low) * design, tau + (high - tau) * design
+        se, p = se_c, _inflated_p(p, design)
+        notes.append(
+            "user_id present: standard errors clustered by user; Newcombe's interval "
+            "scaled by the ratio of the clustered to the per-session SE and by "
+            "t(G - 1) / z for G users."
+        )
     else:
         notes.append("Difference in means with Newcombe's hybrid score interval.")
     share = 1.0 - float(np.clip(np.mean(eps[w | shown]) if eps.size else 0.5, 0.01, 0.99))
@@ -198,6 +207,14 @@ def estimate_lifts(
     }  # fmt: skip
     plan = None if keep.size else withheld_needed(s, target_lift, level)
     return Lifts(cols, notes, plan, summary)
+
+
+def _inflated_p(p: np.ndarray, design: np.ndarray) -> np.ndarray:
+    """The p-value of an interval whose half-widths are scaled by ``design``: the
+    normal score of ``p`` divided by it, ``2 Phi(-z_p / design)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = stats.norm.isf(p / 2) / design
+    return np.where(np.isfinite(z), 2 * stats.norm.sf(z), p)
 
 
 def withheld_needed(s: Sessions, target_lift: float, level: float, power: float = 0.8) -> dict:
