@@ -17,6 +17,7 @@ from typing import Any
 
 from experiments.analyze.read import read_log
 from experiments.analyze.report import lift_section, lifts_frame, write_report
+from experiments.analyze.steps import gate_section, rule_section
 from procmem_core.logs import SCHEMA_VERSION, Log, estimate_lifts
 
 EXPERIMENT = "analyze"
@@ -33,9 +34,15 @@ class Analysis:
 
 
 def analyze_log(
-    log: Log, out: Path, source: str, level: float = 0.95, target_lift: float = 0.1
+    log: Log,
+    out: Path,
+    source: str,
+    level: float = 0.95,
+    target_lift: float = 0.1,
+    design: bool = True,
 ) -> Analysis:
-    """Every analysis of a checked log, its files written to ``out``."""
+    """Every analysis of a checked log, its files written to ``out`` (``design``: also
+    replay the flat rule designed for this log's base rate, ~20 s)."""
     out.mkdir(parents=True, exist_ok=True)
     lifts = estimate_lifts(log.sessions, level=level, target_lift=target_lift)
     lifts_frame(lifts).to_csv(out / "lifts.csv", index=False)
@@ -44,6 +51,8 @@ def analyze_log(
     metrics = {f"lifts_{k}": v for k, v in lifts.summary.items()}
     if lifts.plan is not None:
         metrics |= {f"plan_{k}": v for k, v in lifts.plan.items()}
+    sections.append(gate_section(log, out, metrics))
+    sections.append(rule_section(log, out, design))
     write_report(out, source, sections)
     return Analysis(out, sorted(p.name for p in out.iterdir()), metrics)
 
@@ -68,11 +77,13 @@ def analyze(
     target_lift: float = 0.1,
     tracking_uri: str | None = None,
     track_run: bool = True,
+    design: bool = True,
 ) -> Analysis:
     """Read and check ``source`` (every check before any output), analyze, track."""
     log = read_log(source)
-    analysis = analyze_log(log, Path(out), source, level, target_lift)
+    analysis = analyze_log(log, Path(out), source, level, target_lift, design)
     if track_run:
-        params = {"log": source, "confidence_level": level, "target_lift": target_lift}
+        params = {"log": source, "confidence_level": level, "target_lift": target_lift,
+                  "rule_design": design}  # fmt: skip
         analysis.run_id = track(analysis, source, params, tracking_uri)
     return analysis

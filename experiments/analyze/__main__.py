@@ -25,6 +25,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI")
     p.add_argument("--no-track", action="store_true", help="write the files only")
+    p.add_argument(
+        "--no-rule-design",
+        action="store_true",
+        help="replay the seed's flat rule only (skip designing one for this log, ~20 s)",
+    )
     return p
 
 
@@ -32,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         result = analyze(args.logs, args.out, args.level, args.target_lift,
-                         args.tracking_uri, not args.no_track)  # fmt: skip
+                         args.tracking_uri, not args.no_track, not args.no_rule_design)  # fmt: skip
     except ProcmemError as exc:  # a bad log: one message naming where, before any output
         print(f"python -m experiments.analyze: {exc}", file=sys.stderr)
         return 2

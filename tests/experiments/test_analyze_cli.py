@@ -14,7 +14,22 @@ from procmem_core.logs import estimate_lifts
 from simulators.scenarios.explore import ExploreScenario
 from simulators.session_log import LogWorld, log_columns, simulate
 
+RUNS = {
+    "key": ["a"] * 26,
+    "revision": ["1"] * 20 + ["2"] * 6,
+    "ok": [True] * 20 + [False] * 6,
+    "time": list(range(26)),
+}
+REVISIONS = {
+    "key": ["a", "a"],
+    "revision": ["1", "2"],
+    "prior_revision": ["", "1"],
+    "proposed_at": [0, 19],
+    "verdict": ["accepted", "reverted"],
+}
 
+
+@pytest.mark.slow
 def test_cli_writes_files_and_one_mlflow_run(tmp_path, tracking_store, capsys):
     world = LogWorld((0.5, 0.4, 0.7), (0.15, 0.0, -0.1), explore_rate=0.2, users=80,
                      user_sd=0.1, missing=0.1, delay=2.0)  # fmt: skip
@@ -22,9 +37,19 @@ def test_cli_writes_files_and_one_mlflow_run(tmp_path, tracking_store, capsys):
     log = tmp_path / "log"
     log.mkdir()
     pd.DataFrame(log_columns(world, d)).to_csv(log / "sessions.csv", index=False)
+    pd.DataFrame(RUNS).to_csv(log / "runs.csv", index=False)
+    pd.DataFrame(REVISIONS).to_json(log / "revisions.jsonl", orient="records", lines=True)
     assert main([str(log), "--out", str(tmp_path / "out")]) == 0
     out = tmp_path / "out"
-    assert {"lifts.csv", "report.md", "index.html"} <= {p.name for p in out.iterdir()}
+    files = {"lifts.csv", "gate_replay.csv", "rule_replay.csv", "report.md", "index.html"}
+    assert files <= {p.name for p in out.iterdir()}
+    gates = pd.read_csv(out / "gate_replay.csv")
+    # 6 failures after a perfect prior: every gate reverts (SPRT from run 3, min_runs)
+    assert gates["sprt_verdict"].tolist() == ["reverted"] and gates["sprt_runs"][0] == 3
+    assert gates["margin_verdict"].tolist() == ["reverted"] and gates["margin_runs"][0] == 5
+    assert gates["two_sample_verdict"][0] in ("reverted", "pending")
+    rules = pd.read_csv(out / "rule_replay.csv")
+    assert set(rules["rule"]) == {"seed", "designed"} and len(rules) == 6
     lifts = pd.read_csv(out / "lifts.csv")
     direct = estimate_lifts(read_log(log).sessions).columns
     for col in ("lift", "se", "ci_low", "ci_high", "cs_low", "cs_high", "p_holm", "srm_p"):
@@ -52,7 +77,8 @@ def test_log_with_no_withheld_session_says_what_it_would_take(tmp_path):
     cols["withheld"][:] = False
     (tmp_path / "log").mkdir()
     pd.DataFrame(cols).to_parquet(tmp_path / "log" / "sessions.parquet")
-    assert main([str(tmp_path / "log"), "--out", str(tmp_path / "out"), "--no-track"]) == 0
+    args = [str(tmp_path / "log"), "--out", str(tmp_path / "out"), "--no-track", "--no-rule-design"]
+    assert main(args) == 0
     assert pd.read_csv(tmp_path / "out" / "lifts.csv").empty
     report = (tmp_path / "out" / "report.md").read_text()
     assert "cannot be estimated" in report and "the planner needs" in report
