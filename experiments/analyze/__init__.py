@@ -17,7 +17,7 @@ from typing import Any
 
 from experiments.analyze.read import read_log
 from experiments.analyze.report import lift_section, lifts_frame, write_report
-from experiments.analyze.steps import gate_section, rule_section
+from experiments.analyze.steps import gate_section, rule_section, world_section
 from procmem_core.logs import SCHEMA_VERSION, Log, estimate_lifts
 
 EXPERIMENT = "analyze"
@@ -40,6 +40,7 @@ def analyze_log(
     level: float = 0.95,
     target_lift: float = 0.1,
     design: bool = True,
+    seed: int = 0,
 ) -> Analysis:
     """Every analysis of a checked log, its files written to ``out`` (``design``: also
     replay the flat rule designed for this log's base rate, ~20 s)."""
@@ -53,6 +54,7 @@ def analyze_log(
         metrics |= {f"plan_{k}": v for k, v in lifts.plan.items()}
     sections.append(gate_section(log, out, metrics))
     sections.append(rule_section(log, out, design))
+    sections.append(world_section(log, lifts, out, seed, metrics))
     write_report(out, source, sections)
     return Analysis(out, sorted(p.name for p in out.iterdir()), metrics)
 
@@ -78,12 +80,13 @@ def analyze(
     tracking_uri: str | None = None,
     track_run: bool = True,
     design: bool = True,
+    seed: int = 0,
 ) -> Analysis:
     """Read and check ``source`` (every check before any output), analyze, track."""
     log = read_log(source)
-    analysis = analyze_log(log, Path(out), source, level, target_lift, design)
+    analysis = analyze_log(log, Path(out), source, level, target_lift, design, seed)
     if track_run:
         params = {"log": source, "confidence_level": level, "target_lift": target_lift,
-                  "rule_design": design}  # fmt: skip
+                  "rule_design": design, "seed": seed}  # fmt: skip
         analysis.run_id = track(analysis, source, params, tracking_uri)
     return analysis

@@ -25,6 +25,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI")
     p.add_argument("--no-track", action="store_true", help="write the files only")
+    p.add_argument("--seed", type=int, default=0, help="seed of the world's bootstrap/checks")
     p.add_argument(
         "--no-rule-design",
         action="store_true",
@@ -37,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         result = analyze(args.logs, args.out, args.level, args.target_lift,
-                         args.tracking_uri, not args.no_track, not args.no_rule_design)  # fmt: skip
+                         args.tracking_uri, not args.no_track, not args.no_rule_design,
+                         args.seed)  # fmt: skip
     except ProcmemError as exc:  # a bad log: one message naming where, before any output
         print(f"python -m experiments.analyze: {exc}", file=sys.stderr)
         return 2

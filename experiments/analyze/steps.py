@@ -74,3 +74,83 @@ def rule_section(log: Log, out: Path, design: bool) -> Section:
         )
     text += "Each confidence walks over the sessions where its procedure was shown and rated."
     return "Rule replay", text, frame
+
+
+RATES_FAMILY = (
+    "beta-binomial over the procedures' shown success rates, by maximum marginal "
+    "likelihood (empirical Bayes)"
+)
+LIFTS_FAMILY = (
+    "normal (normal-normal random effects, maximum likelihood): a lift is a difference of "
+    "two rates, near-symmetric around its mean at logged sizes, each estimate is normal "
+    "given its SE, and conjugacy gives the shrinkage B = sigma^2 / (sigma^2 + se^2) in "
+    "closed form"
+)
+
+
+def _plain(value: Any) -> Any:
+    """Params as ``{"value", "se"}``, numpy numbers as floats, recursively."""
+    if hasattr(value, "as_dict"):
+        return _plain(value.as_dict())
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None  # JSON has no NaN: an SE that could not be estimated is null
+    return value
+
+
+def world_section(log: Log, lifts: Any, out: Path, seed: int, metrics: dict) -> Section:
+    """``world.json``: the fitted world (``procmem_core.logs.world``) and its checks."""
+    import json
+
+    from procmem_core.logs.world import fit_world
+
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    cols = lifts.columns
+    fit = fit_world(log.sessions, cols["lift"], cols["se"], rng)
+    shrunk = fit.pop("shrunk_lifts", None)
+    world = {
+        "schema_version": 1,
+        "seed": seed,
+        "rates": {"family": RATES_FAMILY, **_plain(fit["rates"])},
+        "ratings": {**_plain(fit["ratings"]), "time_unit": log.sessions.time_unit},
+        "checks": _plain(fit["checks"]),
+    }
+    if "lifts" in fit:
+        world["lifts"] = {"family": LIFTS_FAMILY, **_plain(fit["lifts"])}
+        world["lifts"]["shrunk"] = dict(zip(map(str, cols["key"]), map(float, shrunk),
+                                            strict=True))  # fmt: skip
+    if "users" in fit:
+        world["users"] = _plain(fit["users"])
+    (out / "world.json").write_text(json.dumps(world, indent=1) + "\n", "utf-8")
+    for part in ("rates", "lifts", "users", "ratings"):
+        for name, p in fit.get(part, {}).items():
+            metrics[f"world_{part}_{name}"] = float(p.value)
+    text = (
+        f"Success rates: {RATES_FAMILY}; mean {fit['rates']['mean'].value:.3f} +- "
+        f"{fit['rates']['mean'].se:.3f}, concentration {fit['rates']['concentration'].value:.1f}"
+        f" +- {fit['rates']['concentration'].se:.1f}. "
+    )
+    if "lifts" in fit:
+        lf = fit["lifts"]
+        text += (
+            f"Lifts: {LIFTS_FAMILY}; mean {lf['mean'].value:+.3f} +- {lf['mean'].se:.3f}, "
+            f"sd {lf['sd'].value:.3f} +- {lf['sd'].se:.3f}. "
+        )
+    if "users" in fit:
+        u = fit["users"]
+        text += (
+            f"Users: between-user sd of the success probability {u['user_sd'].value:.3f} +- "
+            f"{u['user_sd'].se:.3f} (icc {u['icc'].value:.3f}). "
+        )
+    text += fit["checks"]["summary"]
+    checks = pd.DataFrame(
+        [{"statistic": k, **{c: v for c, v in row.items() if c != "band"},
+          "band_low": row["band"][0], "band_high": row["band"][1]}
+         for k, row in fit["checks"]["checks"].items()]
+    )  # fmt: skip
+    return "Fitted world", text, checks

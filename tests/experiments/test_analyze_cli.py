@@ -4,6 +4,8 @@ export analyzed back to the scenario's own estimates."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -41,13 +43,26 @@ def test_cli_writes_files_and_one_mlflow_run(tmp_path, tracking_store, capsys):
     pd.DataFrame(REVISIONS).to_json(log / "revisions.jsonl", orient="records", lines=True)
     assert main([str(log), "--out", str(tmp_path / "out")]) == 0
     out = tmp_path / "out"
-    files = {"lifts.csv", "gate_replay.csv", "rule_replay.csv", "report.md", "index.html"}
+    files = {"lifts.csv", "gate_replay.csv", "rule_replay.csv", "world.json", "report.md",
+             "index.html"}  # fmt: skip
     assert files <= {p.name for p in out.iterdir()}
     gates = pd.read_csv(out / "gate_replay.csv")
     # 6 failures after a perfect prior: every gate reverts (SPRT from run 3, min_runs)
     assert gates["sprt_verdict"].tolist() == ["reverted"] and gates["sprt_runs"][0] == 3
     assert gates["margin_verdict"].tolist() == ["reverted"] and gates["margin_runs"][0] == 5
     assert gates["two_sample_verdict"][0] in ("reverted", "pending")
+    world = json.loads((out / "world.json").read_text())
+    assert world["rates"]["family"].startswith("beta-binomial")
+    assert world["lifts"]["family"].startswith("normal")
+    assert set(world["lifts"]["shrunk"]) == {"procedure-000", "procedure-001", "procedure-002"}
+    assert world["users"]["user_sd"]["se"] > 0
+    assert abs(world["ratings"]["missing_rate"]["value"] - 0.1) < 4 * 0.004
+    assert set(world["checks"]["checks"]) == {
+        "withheld_share",
+        "success_shown",
+        "success_withheld",
+        "dispersion_shown",
+    }
     rules = pd.read_csv(out / "rule_replay.csv")
     assert set(rules["rule"]) == {"seed", "designed"} and len(rules) == 6
     lifts = pd.read_csv(out / "lifts.csv")
@@ -82,6 +97,10 @@ def test_log_with_no_withheld_session_says_what_it_would_take(tmp_path):
     assert pd.read_csv(tmp_path / "out" / "lifts.csv").empty
     report = (tmp_path / "out" / "report.md").read_text()
     assert "cannot be estimated" in report and "the planner needs" in report
+    world = json.loads((tmp_path / "out" / "world.json").read_text())
+    assert "lifts" not in world and 0.5 < world["rates"]["mean"]["value"] < 0.8
+    # two procedures cannot show how the rates spread: the SE is unknown, written null
+    assert world["rates"]["concentration"]["se"] is None or world["rates"]["mean"]["se"] > 0
 
 
 @pytest.mark.parametrize("users", [1, 40])
