@@ -73,7 +73,8 @@ def _column(col: pa.ChunkedArray, text: bool) -> object:
     if text:
         enc = pc.dictionary_encode(col.cast(pa.string()))
         codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        return Text.from_codes(codes, enc.dictionary.to_numpy(zero_copy_only=False))
+        empty = pc.index(enc.dictionary, "").as_py()
+        return Text.from_codes(codes, enc.dictionary.to_numpy(zero_copy_only=False), empty)
     if pa.types.is_null(col.type):
         return np.full(len(col), np.nan)
     if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):

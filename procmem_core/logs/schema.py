@@ -77,12 +77,18 @@ class Text:
         return cls(np.where(codes >= 0, remap[np.maximum(codes, 0)], -1), values[keep])
 
     @classmethod
-    def from_codes(cls, codes: np.ndarray, values: np.ndarray) -> Text:
-        """Dictionary codes (``-1``: null) and their strings, "" folded into -1."""
-        values = np.asarray(values, dtype=object).astype(str)
-        keep = values != ""
-        if keep.all():
-            return cls(np.asarray(codes, dtype=np.int64), values)
+    def from_codes(cls, codes: np.ndarray, values: np.ndarray, empty: int | None = None) -> Text:
+        """Dictionary codes (``-1``: null) and their strings, "" folded into -1;
+        ``empty``: the index of "" in ``values`` (-1: none) when the caller knows it."""
+        values = np.asarray(values, dtype=object)
+        if empty is None:
+            hits = np.flatnonzero(values == "")
+            empty = int(hits[0]) if hits.size else -1
+        codes = np.asarray(codes, dtype=np.int64)
+        if empty < 0:
+            return cls(codes, values)
+        keep = np.ones(values.size, bool)
+        keep[empty] = False
         remap = np.append(np.where(keep, np.cumsum(keep) - 1, -1), -1)
         return cls(remap[np.where(codes >= 0, codes, -1)], values[keep])
 
