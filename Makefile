@@ -16,10 +16,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
-# The main job: the quickstart sweep into the embedded SQLite MLflow store, then its report.
+# The main job: the quickstart sweep into the embedded SQLite MLflow store, then its report;
+# then the same questions read from a deployment's logs (the committed example, docs/logs.md).
 run: $(STAMP)
 	$(BIN)/python -m experiments.run -m experiment=quickstart
 	$(BIN)/python -m reports quickstart
+	$(BIN)/python -m experiments.analyze examples/session_log --out reports/out/analyze/example
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=15
