@@ -17,7 +17,12 @@ from typing import Any
 
 from experiments.analyze.read import read_log
 from experiments.analyze.report import lift_section, lifts_frame, write_report
-from experiments.analyze.steps import gate_section, rule_section, world_section
+from experiments.analyze.steps import (
+    gate_section,
+    prescription_section,
+    rule_section,
+    world_section,
+)
 from procmem_core.logs import SCHEMA_VERSION, Log, estimate_lifts
 
 EXPERIMENT = "analyze"
@@ -41,6 +46,7 @@ def analyze_log(
     target_lift: float = 0.1,
     design: bool = True,
     seed: int = 0,
+    prescribe: bool = True,
 ) -> Analysis:
     """Every analysis of a checked log, its files written to ``out`` (``design``: also
     replay the flat rule designed for this log's base rate, ~20 s)."""
@@ -54,7 +60,10 @@ def analyze_log(
         metrics |= {f"plan_{k}": v for k, v in lifts.plan.items()}
     sections.append(gate_section(log, out, metrics))
     sections.append(rule_section(log, out, design))
-    sections.append(world_section(log, lifts, out, seed, metrics))
+    section, fit = world_section(log, lifts, out, seed, metrics)
+    sections.append(section)
+    if prescribe:
+        sections.append(prescription_section(log, fit, out, seed, target_lift, metrics))
     write_report(out, source, sections)
     return Analysis(out, sorted(p.name for p in out.iterdir()), metrics)
 
@@ -81,12 +90,13 @@ def analyze(
     track_run: bool = True,
     design: bool = True,
     seed: int = 0,
+    prescribe: bool = True,
 ) -> Analysis:
     """Read and check ``source`` (every check before any output), analyze, track."""
     log = read_log(source)
-    analysis = analyze_log(log, Path(out), source, level, target_lift, design, seed)
+    analysis = analyze_log(log, Path(out), source, level, target_lift, design, seed, prescribe)
     if track_run:
         params = {"log": source, "confidence_level": level, "target_lift": target_lift,
-                  "rule_design": design, "seed": seed}  # fmt: skip
+                  "rule_design": design, "seed": seed, "prescribe": prescribe}  # fmt: skip
         analysis.run_id = track(analysis, source, params, tracking_uri)
     return analysis

@@ -27,6 +27,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-track", action="store_true", help="write the files only")
     p.add_argument("--seed", type=int, default=0, help="seed of the world's bootstrap/checks")
     p.add_argument(
+        "--no-prescribe",
+        action="store_true",
+        help="skip the prescriptions (explore rate, flat rule, gate; about a minute)",
+    )
+    p.add_argument(
         "--no-rule-design",
         action="store_true",
         help="replay the seed's flat rule only (skip designing one for this log, ~20 s)",
@@ -39,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = analyze(args.logs, args.out, args.level, args.target_lift,
                          args.tracking_uri, not args.no_track, not args.no_rule_design,
-                         args.seed)  # fmt: skip
+                         args.seed, not args.no_prescribe)  # fmt: skip
     except ProcmemError as exc:  # a bad log: one message naming where, before any output
         print(f"python -m experiments.analyze: {exc}", file=sys.stderr)
         return 2

@@ -103,8 +103,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def world_section(log: Log, lifts: Any, out: Path, seed: int, metrics: dict) -> Section:
-    """``world.json``: the fitted world (``procmem_core.logs.world``) and its checks."""
+def world_section(
+    log: Log, lifts: Any, out: Path, seed: int, metrics: dict
+) -> tuple[Section, dict]:
+    """``world.json``: the fitted world (``procmem_core.logs.world``) and its checks; the
+    section and the fit."""
     import json
 
     from procmem_core.logs.world import fit_world
@@ -153,4 +156,30 @@ def world_section(log: Log, lifts: Any, out: Path, seed: int, metrics: dict) -> 
           "band_low": row["band"][0], "band_high": row["band"][1]}
          for k, row in fit["checks"]["checks"].items()]
     )  # fmt: skip
-    return "Fitted world", text, checks
+    return ("Fitted world", text, checks), fit
+
+
+def prescription_section(log: Log, fit: dict, out: Path, seed: int, target_lift: float,
+                         metrics: dict) -> Section:  # fmt: skip
+    """The explore rate, flat rule and gate for the fitted world, each at the worst of
+    the bootstrap draws (``procmem_core.logs.prescribe``)."""
+    from procmem_core.logs.prescribe import DRAWS, prescribe
+
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
+    s = log.sessions
+    matched = s.top[s.top >= 0]
+    horizon = int(np.bincount(matched).mean()) if matched.size else 0
+    found = prescribe(fit, rng, target_lift, max(horizon, 2))
+    frame = pd.DataFrame([{"prescription": p.name, "setting": p.setting, "meets": p.meets,
+                           "sentence": p.sentence} for p in found])  # fmt: skip
+    frame.to_csv(out / "prescriptions.csv", index=False)
+    for p in found:
+        metrics[f"prescribe_{p.name.replace(' ', '_')}_meets"] = float(p.meets)
+    text = (
+        f"For the world fitted to this log, its uncertainty carried by a parametric bootstrap "
+        f"({DRAWS} draws of the rates' mean and concentration); each prescription must meet "
+        f"its targets at the worst draw, or says it cannot. Horizon for the explore rate: "
+        f"{horizon} sessions per procedure (this log's mean).\n\n"
+        + "\n\n".join(p.sentence for p in found)
+    )
+    return "Prescriptions for this deployment", text, frame

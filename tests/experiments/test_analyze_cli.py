@@ -43,8 +43,8 @@ def test_cli_writes_files_and_one_mlflow_run(tmp_path, tracking_store, capsys):
     pd.DataFrame(REVISIONS).to_json(log / "revisions.jsonl", orient="records", lines=True)
     assert main([str(log), "--out", str(tmp_path / "out")]) == 0
     out = tmp_path / "out"
-    files = {"lifts.csv", "gate_replay.csv", "rule_replay.csv", "world.json", "report.md",
-             "index.html"}  # fmt: skip
+    files = {"lifts.csv", "gate_replay.csv", "rule_replay.csv", "world.json",
+             "prescriptions.csv", "report.md", "index.html"}  # fmt: skip
     assert files <= {p.name for p in out.iterdir()}
     gates = pd.read_csv(out / "gate_replay.csv")
     # 6 failures after a perfect prior: every gate reverts (SPRT from run 3, min_runs)
@@ -63,6 +63,9 @@ def test_cli_writes_files_and_one_mlflow_run(tmp_path, tracking_store, capsys):
         "success_withheld",
         "dispersion_shown",
     }
+    found = pd.read_csv(out / "prescriptions.csv")
+    assert list(found["prescription"]) == ["explore rate", "flat rule", "gate"]
+    assert "Prescriptions for this deployment" in (out / "report.md").read_text()
     rules = pd.read_csv(out / "rule_replay.csv")
     assert set(rules["rule"]) == {"seed", "designed"} and len(rules) == 6
     lifts = pd.read_csv(out / "lifts.csv")
@@ -92,7 +95,14 @@ def test_log_with_no_withheld_session_says_what_it_would_take(tmp_path):
     cols["withheld"][:] = False
     (tmp_path / "log").mkdir()
     pd.DataFrame(cols).to_parquet(tmp_path / "log" / "sessions.parquet")
-    args = [str(tmp_path / "log"), "--out", str(tmp_path / "out"), "--no-track", "--no-rule-design"]
+    args = [
+        str(tmp_path / "log"),
+        "--out",
+        str(tmp_path / "out"),
+        "--no-track",
+        "--no-rule-design",
+        "--no-prescribe",
+    ]
     assert main(args) == 0
     assert pd.read_csv(tmp_path / "out" / "lifts.csv").empty
     report = (tmp_path / "out" / "report.md").read_text()

@@ -184,7 +184,13 @@ def test_formats_give_identical_lifts(tmp_path):
     texts = []
     for fmt in ("csv", "parquet", "jsonl"):
         _write(tmp_path / fmt, f, fmt)
-        analyze(str(tmp_path / fmt), tmp_path / f"out-{fmt}", track_run=False, design=False)
+        analyze(
+            str(tmp_path / fmt),
+            tmp_path / f"out-{fmt}",
+            track_run=False,
+            design=False,
+            prescribe=False,
+        )
         texts.append((tmp_path / f"out-{fmt}" / "lifts.csv").read_text())
     assert texts[0] == texts[1] == texts[2]
     lifts = pd.read_csv(tmp_path / "out-csv" / "lifts.csv")
