@@ -7,6 +7,7 @@ Coverage is counted over keys, with its Monte Carlo SE in the message."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from procmem_core.logs import Table, Text, check_log, estimate_lifts
 from simulators.session_log import LogWorld, simulate
@@ -107,3 +108,40 @@ def test_no_withheld_session_gives_the_planners_answer():
     expect = plan_rate(Design(lift=0.1, base=float(y.mean())), 0.1)
     assert lifts.plan["sessions"] == expect.sessions
     assert lifts.plan["withheld"] == expect.withheld
+
+
+def test_covariate_switches_to_aipw_with_the_engines_estimator():
+    from procmem_core.ab import AugmentedIPW
+
+    world = LogWorld((0.5, 0.4), (0.1, 0.0), explore_rate=0.3)
+    d = simulate(world, np.random.default_rng(30), 3000)
+    table = stacked(world, d)
+    x = np.random.default_rng(31).normal(size=3000)
+    table.columns["covariate"] = x
+    s = check_log(table).sessions
+    lifts = estimate_lifts(s).columns
+    assert (lifts["estimator"] == "aipw").all()
+    for j in range(2):
+        rows = d["top"][0] == j
+        e = 1.0 - d["explore_rate"][0][rows]
+        y = d["outcome"][0][rows]
+        ref = AugmentedIPW().estimate(np.nan_to_num(y), ~d["withheld"][0][rows], x[rows],
+                                      ~np.isnan(y), e)  # fmt: skip
+        assert lifts["lift"][j] == pytest.approx(ref.tau[0])
+        assert lifts["ci_low"][j] == pytest.approx(ref.low[0])
+
+
+def test_a_changing_explore_rate_is_tested_against_what_was_logged():
+    """The rate moved from 0.1 to 0.3 halfway: honest logs pass the Poisson-binomial
+    test; withholding at 0.1 throughout while logging the change is flagged."""
+    world = LogWorld((0.5,), (0.0,), explore_rate=0.1)
+    rng = np.random.default_rng(32)
+    d = simulate(world, rng, 4000, 200)
+    half = np.arange(4000) >= 2000
+    d["explore_rate"][:, half] = 0.3
+    planted = stacked(world, d)
+    flagged = estimate_lifts(check_log(planted).sessions).columns["srm_flag"]
+    assert flagged.mean() >= 0.95
+    d["withheld"][:, half] = rng.random((200, 2000)) < 0.3
+    honest = estimate_lifts(check_log(stacked(world, d)).sessions).columns["srm_flag"]
+    assert honest.mean() <= 0.02
