@@ -131,3 +131,12 @@ def test_explore_scenario_export_analyzes_back_to_its_estimates(tmp_path, users)
         assert np.allclose(lifts["ci_high"], dim["ci_high"][:8])
     truth = result.tables["sessions_truth"]
     assert np.allclose(truth["true_lift"], dim["true_lift"][:8])
+
+
+def test_export_is_a_config_switch(compose_preset):
+    from experiments.build import build_scenario
+
+    cfg = compose_preset("quickstart", ["case=explore_seed", "scenario.export_log=3"])
+    assert build_scenario(cfg).export_log == 3
+    cfg = compose_preset("quickstart", ["case=explore_seed"])
+    assert build_scenario(cfg).export_log == 0
