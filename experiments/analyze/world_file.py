@@ -12,7 +12,8 @@ from procmem_core.logs.world import Param
 
 
 def load_world(path: str | Path) -> dict:
-    """``{"rates": {"mean": Param, "concentration": Param}, ...}`` from ``world.json``
+    """``{"rates": {"mean": Param, "concentration": Param}, "lifts": {"mean", "sd"},
+    "users": {"user_sd", "icc"}}`` (the last two when fitted) from ``world.json``
     (an SE written null, unknown, becomes NaN: the draws then keep the estimate)."""
     p = Path(path)
     try:
@@ -20,7 +21,9 @@ def load_world(path: str | Path) -> dict:
     except (OSError, ValueError) as exc:
         raise ParameterError("--world", str(p), f"a world.json file ({exc})") from None
     out: dict = {}
-    for part, names in (("rates", ("mean", "concentration")), ("lifts", ("mean", "sd"))):
+    parts = (("rates", ("mean", "concentration")), ("lifts", ("mean", "sd")),
+             ("users", ("user_sd", "icc")))  # fmt: skip
+    for part, names in parts:
         if part not in data:
             if part == "rates":
                 raise ParameterError("--world", str(p), "a world.json with 'rates'")
