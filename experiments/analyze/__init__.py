@@ -93,7 +93,7 @@ def analyze(
     prescribe: bool = True,
 ) -> Analysis:
     """Read and check ``source`` (every check before any output), analyze, track."""
-    log = read_log(source)
+    log = read_log(source, tracking_uri)
     analysis = analyze_log(log, Path(out), source, level, target_lift, design, seed, prescribe)
     if track_run:
         params = {"log": source, "confidence_level": level, "target_lift": target_lift,

@@ -14,7 +14,11 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m experiments.analyze",
         description="Read a procmem session log: lifts, SRM, replays, a fitted world.",
     )
-    p.add_argument("logs", help="a log directory (sessions.*, runs.*, revisions.*)")
+    p.add_argument(
+        "logs",
+        help="a log directory (sessions.*, runs.*, revisions.*) or an MLflow run's log "
+        "folder, runs:/<run id>[/<folder>] (default folder: tables)",
+    )
     p.add_argument("--out", required=True, help="directory for the files and report")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
     p.add_argument(

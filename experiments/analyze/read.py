@@ -122,7 +122,39 @@ def read_tables(directory: str | Path) -> dict[str, Table]:
     return {n: arrow_table(_read_arrow(p, n), n, str(p)) for n, p in files.items()}
 
 
-def read_log(directory: str | Path) -> Log:
-    """A log directory read and checked (``LogError`` on the first bad value)."""
-    t = read_tables(directory)
+RUN_PREFIX = "runs:/"
+
+
+def run_tables(source: str, tracking_uri: str | None, into: Path) -> Path:
+    """``runs:/<run id>[/<folder>]``: the run's artifact folder (default ``tables``, where
+    a scenario with ``export_log`` writes ``sessions.parquet``) downloaded into ``into``."""
+    from mlflow.artifacts import download_artifacts
+
+    from experiments.stores import tracking_uri as resolve
+
+    rest = source[len(RUN_PREFIX) :].strip("/")
+    run_id, _, folder = rest.partition("/")
+    if not run_id:
+        raise LogError(source, None, None, source, "runs:/<run id>[/<artifact folder>]")
+    try:
+        path = download_artifacts(
+            artifact_uri=f"{RUN_PREFIX}{run_id}/{folder or 'tables'}",
+            dst_path=str(into),
+            tracking_uri=resolve(tracking_uri),
+        )
+    except Exception as exc:  # MLflow raises its own types for a missing run or folder
+        first = str(exc).splitlines()[0][:200]
+        raise LogError(source, None, None, first, "an MLflow run with a log folder") from None
+    return Path(path)
+
+
+def read_log(source: str | Path, tracking_uri: str | None = None) -> Log:
+    """A log read and checked (``LogError`` on the first bad value): a directory, or an
+    MLflow run's artifact folder (``runs:/<run id>[/<folder>]``)."""
+    if str(source).startswith(RUN_PREFIX):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            return read_log(run_tables(str(source), tracking_uri, Path(tmp)))
+    t = read_tables(source)
     return check_log(t["sessions"], t.get("runs"), t.get("revisions"))

@@ -140,3 +140,28 @@ def test_export_is_a_config_switch(compose_preset):
     assert build_scenario(cfg).export_log == 3
     cfg = compose_preset("quickstart", ["case=explore_seed"])
     assert build_scenario(cfg).export_log == 0
+
+
+def test_reads_an_mlflow_runs_exported_log(tmp_path, tracking_store):
+    """A scenario job's ``tables/`` artifacts (``export_log``) are a log: analyzed by run id."""
+    from experiments.analyze import analyze
+    from experiments.tracking import Tracker
+
+    result = ExploreScenario(sessions=300, users=20, replications=6, export_log=4).run(5)
+    folder = tmp_path / "artifacts"
+    (folder / "tables").mkdir(parents=True)
+    result.tables["sessions"].to_parquet(folder / "tables" / "sessions.parquet")
+    result.tables["sessions_truth"].to_parquet(folder / "tables" / "sessions_truth.parquet")
+    tracker = Tracker("explore")
+    run_id = tracker.start_run("explore export", {})
+    tracker.log_artifacts(run_id, folder)
+    tracker.finish(run_id)
+    out = tmp_path / "out"
+    analyze(f"runs:/{run_id}", out, track_run=False, design=False, prescribe=False)
+    lifts = pd.read_csv(out / "lifts.csv")
+    direct = estimate_lifts(read_log(folder / "tables").sessions).columns
+    assert list(lifts["key"]) == list(direct["key"]) and np.allclose(lifts["lift"], direct["lift"])
+    from procmem_core.logs import LogError
+
+    with pytest.raises(LogError, match="runs:/nope.*an MLflow run with a log folder"):
+        read_log("runs:/nope")
