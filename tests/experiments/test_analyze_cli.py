@@ -163,5 +163,5 @@ def test_reads_an_mlflow_runs_exported_log(tmp_path, tracking_store):
     assert list(lifts["key"]) == list(direct["key"]) and np.allclose(lifts["lift"], direct["lift"])
     from procmem_core.logs import LogError
 
-    with pytest.raises(LogError, match="runs:/nope.*an MLflow run with a log folder"):
+    with pytest.raises(LogError, match=r"runs:/nope.*an MLflow run with a log folder"):
         read_log("runs:/nope")
