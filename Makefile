@@ -16,11 +16,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
-# The main job: the quickstart sweep into the embedded SQLite MLflow store, then its report.
+# The main job: the quickstart sweep into the embedded SQLite MLflow store, then its report;
+# then the same questions read from a deployment's logs (the committed example, docs/logs.md).
 run: $(STAMP)
 	$(BIN)/python -m experiments.run -m experiment=quickstart
 	$(BIN)/python -m reports quickstart
 	$(BIN)/python -m experiments.run experiment=live live.sessions=20
+	$(BIN)/python -m experiments.analyze examples/session_log --out reports/out/analyze/example
 
 # The suite on every core (pytest-xdist); a test file runs on one worker, so its
 # module-scoped fixtures (a sweep, a tracking server, a Ray head) start once.

@@ -81,6 +81,19 @@ def _feedback(node: dict[str, Any]) -> Feedback:
     return Feedback(tuple(channels))
 
 
+def _users(node: dict[str, Any]) -> UserPopulation:
+    """``UserPopulation`` from the node; with ``world`` (``users=fitted``), the population
+    matched to that fitted world (``simulators.fitted``), ``interference`` kept."""
+    node = dict(node)
+    world = node.pop("world", None)
+    if world is None:
+        return UserPopulation(**node)
+    from experiments.analyze.world_file import load_world
+    from simulators.fitted import fitted_population
+
+    return fitted_population(load_world(world), interference=node.get("interference", 0.0))
+
+
 def _gate(group: str) -> Callable[[dict[str, Any]], Any]:
     def build(node: dict[str, Any]) -> Any:
         return within(group, lambda: make_gate(**node))
@@ -90,7 +103,7 @@ def _gate(group: str) -> Callable[[dict[str, Any]], Any]:
 
 GROUP_BUILDERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "rule": _rule,
-    "users": lambda node: within("users", lambda: UserPopulation(**node)),
+    "users": lambda node: within("users", lambda: _users(node)),
     "feedback": _feedback,
     "gate": _gate("gate"),
     "cost_gate": _gate("cost_gate"),

@@ -55,6 +55,9 @@ def identity_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     from experiments.build import SCENARIO_TASK, used_groups
 
     data = job_container(cfg)
+    users = data.get("users")
+    if isinstance(users, dict) and users.get("world") is None:  # unset: hashes as before it
+        data["users"] = {k: v for k, v in users.items() if k != "world"}
     keep = {"task", "seed", *used_groups(cfg)}
     if data.get("task") == SCENARIO_TASK:
         keep.add("scenario")

@@ -179,6 +179,9 @@ def explore_schema() -> type:
     return schema("ExploreConf", spec)
 
 
+USERS_WORLD = ("world", Optional[str], None)  # noqa: UP045 (OmegaConf reads typing.Optional)
+
+
 def register(store: ConfigStore | None = None) -> ConfigStore:
     """Store every schema: ``procmem_schema`` and ``<group>/<option>_schema``."""
     cs = store or ConfigStore.instance()
@@ -187,7 +190,10 @@ def register(store: ConfigStore | None = None) -> ConfigStore:
     for name, cls in FLAT_RULES.items():
         cs.store(group="rule", name=f"{name}_schema", node=named_schema(name, cls, prompt))
     cs.store(
-        group="users", name="users_schema", node=schema("UsersConf", plain_fields(UserPopulation))
+        group="users",
+        name="users_schema",
+        # world: a fitted world.json (docs/logs.md) the population is matched to (users=fitted)
+        node=schema("UsersConf", [*plain_fields(UserPopulation), USERS_WORLD]),
     )
     cs.store(group="feedback", name="feedback_schema", node=feedback_schema())
     cs.store(group="explore", name="explore_schema", node=explore_schema())

@@ -27,7 +27,13 @@ def _rates(text: str) -> tuple[float, ...]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lift", type=float, required=True, help="lift to detect (e.g. 0.05)")
-    parser.add_argument("--base", type=float, required=True, help="success rate when withheld")
+    parser.add_argument("--base", type=float, default=None, help="success rate when withheld")
+    parser.add_argument(
+        "--world",
+        default=None,
+        help="a fitted world.json (python -m experiments.analyze): the base rate is the "
+        "worst of 200 draws from its fitted rates (instead of --base)",
+    )
     parser.add_argument("--power", type=float, default=0.8, help="target power (0.8)")
     parser.add_argument("--alpha", type=float, default=0.05, help="two-sided level (0.05)")
     parser.add_argument(
@@ -96,8 +102,34 @@ def _answer(p: ExplorePlan) -> str:
     )
 
 
+def world_base(path: str, lift: float, seed: int = 0) -> tuple[float, str]:
+    """The worst base rate among 200 bootstrap draws of a fitted world's rates (the
+    largest ``p1 q1 + p0 q0``: the most sessions), and a sentence saying so."""
+    import numpy as np
+
+    from experiments.analyze.world_file import load_world
+    from procmem_core.logs.prescribe import DRAWS, draws
+
+    rates = load_world(path)["rates"]
+    ms, _ = draws(rates, np.random.default_rng(np.random.SeedSequence(seed)))
+    ms = ms[(ms + lift >= 0) & (ms + lift <= 1)]
+    if ms.size == 0:
+        raise ParameterError("--lift", lift, "a lift that keeps base + lift in [0, 1]")
+    v = (ms + lift) * (1 - ms - lift) + ms * (1 - ms)
+    base = float(ms[np.argmax(v)])
+    m = rates["mean"]
+    return base, (f"Base rate {base:.3f}: the worst of {DRAWS} draws from {path} (fitted mean "
+                  f"{m.value:.3f} +- {m.se:.3f}).")  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
-    design = Design(args.lift, args.base, args.power, args.alpha)
+    if (args.base is None) == (args.world is None):
+        raise ParameterError("--base", args.base, "exactly one of --base and --world")
+    base = args.base
+    if args.world is not None:
+        base, sentence = world_base(args.world, args.lift)
+        print(sentence)
+    design = Design(args.lift, base, args.power, args.alpha)
     p = plan(design, args.rates, args.horizon, args.sequential, args.tuning)
     print("\n".join(describe(p)))
     return 0

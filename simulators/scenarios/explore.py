@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from procmem_core.ab import (
@@ -55,6 +56,7 @@ from simulators.scenarios.explore_tables import (
     estimates_table,
     path_table,
 )
+from simulators.session_log import explore_log
 from simulators.users import UserPopulation
 
 TRACED = ("cs_aipw", "cs_eb_aipw")
@@ -134,6 +136,10 @@ class ExploreScenario(Scenario):
     threshold: float = DEFAULT_THRESHOLD
     replications: int = 200
     chunk_size: int | None = None
+    export_log: int = 0
+    """Export this many replications (of the first chunk) as one session log
+    (docs/logs.md): tables ``sessions`` (one procedure per replication) and
+    ``sessions_truth`` (each one's pool lift); 0: none."""
     units_per_second: ClassVar[float] = 1e6  # sessions
 
     def __post_init__(self) -> None:
@@ -150,6 +156,7 @@ class ExploreScenario(Scenario):
         check_instance("rule", self.rule, FlatRule)
         check_probability("threshold", self.threshold)
         self.check_replications()
+        check_int("export_log", self.export_log, minimum=0)
         if self.feedback.delay >= self.sessions:
             raise ParameterError(
                 "feedback", self.feedback, f"expected delay < sessions ({self.sessions})"
@@ -180,6 +187,10 @@ class ExploreScenario(Scenario):
         arrived = fb.arrived_by(sig, s)
         y = signal.astype(float)
         out: dict[str, np.ndarray] = {"pool_lift": pool_lift}
+        if trace is not None and self.export_log:
+            m = min(n, self.export_log)
+            parts = (who[:m], shown[:m], signal[:m], arrived[:m])
+            trace["session_log"] = explore_log(*parts, self.explore_rate, fb.delay, pool_lift[:m])
         out |= self._analyse(y, shown, b, arrived, pool_lift, trace)
         out["withheld"] = (~shown).sum(axis=1).astype(float)
         for arm, sel in (("shown", shown), ("withheld", ~shown)):
@@ -260,6 +271,7 @@ class ExploreScenario(Scenario):
         jobs = self.map_chunks(seed, self._chunk_job)
         parts = [part for part, _ in jobs]
         trace = jobs[0][1]
+        log = trace.pop("session_log", None)
         d = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         reps = self.replications
         result = self.new_result()
@@ -286,6 +298,9 @@ class ExploreScenario(Scenario):
         result.tables["ab_arms_by_replication"] = deployment_arms(d, reps)
         result.tables["estimates"] = estimates_table(d, reps)
         result.tables["cs_path"] = path_table(trace)
+        if log is not None:
+            result.tables["sessions"] = pd.DataFrame(log[0])
+            result.tables["sessions_truth"] = pd.DataFrame(log[1])
         return result
 
     def _online_metrics(self, result: ScenarioResult, d: dict, truth: np.ndarray) -> None:

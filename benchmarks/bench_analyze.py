@@ -1,0 +1,90 @@
+"""Reading and analyzing a deployment's session log: 1,000,000 sessions over 200 procedures.
+
+    .venv/bin/python benchmarks/bench_analyze.py [--sessions 1000000] [--procedures 200]
+
+Writes a simulated log (``simulators.session_log``: 2,000 users, 10 % withheld, 10 %
+ratings missing) as Parquet and as CSV to a temporary directory (not timed), then times
+reading and checking it (``experiments.analyze.read.read_log``), the lifts
+(``estimate_lifts``), the seed rule's replay and the fitted world with its predictive
+checks, all on one process. Goal (issue 26): at most 10 s and 2 GB on one core
+(``OMP_NUM_THREADS=1``) for the whole analysis. Prints each step's wall time, the sessions
+per second and the peak resident memory; the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.analyze.read import read_log
+from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD
+from procmem_core.logs import estimate_lifts
+from procmem_core.logs.replay import rule_replay
+from procmem_core.logs.world import fit_world
+from simulators.session_log import LogWorld, log_columns, simulate
+
+
+def world(procedures: int, rng: np.random.Generator) -> LogWorld:
+    p1 = rng.beta(18, 12, procedures)
+    lift = np.clip(rng.normal(0.03, 0.05, procedures), p1 - 0.99, p1 - 0.01)
+    return LogWorld(tuple(p1 - lift), tuple(lift), explore_rate=0.1, users=2000,
+                    user_sd=0.05, missing=0.1, delay=3.0)  # fmt: skip
+
+
+def analyze(directory: Path) -> dict[str, float]:
+    times = {}
+    t = time.perf_counter()
+    log = read_log(directory)
+    times["read_and_check"] = time.perf_counter() - t
+    t = time.perf_counter()
+    lifts = estimate_lifts(log.sessions)
+    times["lifts"] = time.perf_counter() - t
+    t = time.perf_counter()
+    rule_replay(log.sessions, {"seed": (DEFAULT_RULE, DEFAULT_THRESHOLD)})
+    times["rule_replay"] = time.perf_counter() - t
+    t = time.perf_counter()
+    fit_world(log.sessions, lifts.columns["lift"], lifts.columns["se"],
+              np.random.default_rng(0))  # fmt: skip
+    times["world"] = time.perf_counter() - t
+    times["total"] = sum(times.values())
+    return times
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sessions", type=int, default=1_000_000)
+    p.add_argument("--procedures", type=int, default=200)
+    args = p.parse_args()
+    rng = np.random.default_rng(2026)
+    w = world(args.procedures, rng)
+    frame = pd.DataFrame(log_columns(w, simulate(w, rng, args.sessions)))
+    out = {"sessions": args.sessions, "procedures": args.procedures}
+    with tempfile.TemporaryDirectory() as tmp:
+        for fmt in ("parquet", "csv"):
+            d = Path(tmp) / fmt
+            d.mkdir()
+            if fmt == "parquet":
+                frame.to_parquet(d / "sessions.parquet", index=False)
+            else:
+                frame.to_csv(d / "sessions.csv", index=False)
+            times = analyze(d)
+            rate = args.sessions / times["total"]
+            steps = ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
+            print(f"{fmt}: {steps}; {rate:,.0f} sessions/s")
+            out[fmt] = {k: round(v, 3) for k, v in times.items()}
+            out[f"{fmt}_sessions_per_second"] = round(rate)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB on Linux
+    print(f"peak resident memory {peak:,.0f} MiB (the simulated frame included)")
+    out["peak_rss_mib"] = round(peak)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

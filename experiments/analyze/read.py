@@ -1,0 +1,160 @@
+"""Reading a session log (docs/logs.md) into the schema's raw ``Table``s: CSV, Parquet and
+JSON Lines through pyarrow's C readers (no Python loop per row); string columns arrive as
+dictionary codes (``Text``). ``procmem_core.logs.check_log`` then checks every value.
+
+A log is a directory with ``sessions.<ext>`` and optionally ``runs.<ext>``,
+``revisions.<ext>``; a file that is not in the format its name says is refused naming it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.json as pjson
+import pyarrow.parquet as pq
+
+from procmem_core.logs import Log, LogError, Table, Text, check_log, columns
+from procmem_core.logs.schema import FORMATS, TABLES
+
+TEXT_KINDS = ("id", "text", "json", "verdict")
+
+
+def _text_columns(table: str) -> list[str]:
+    return [c for c, kind in columns(table).items() if kind in TEXT_KINDS]
+
+
+def _read_arrow(path: Path, table: str) -> pa.Table:
+    try:
+        if path.suffix == ".csv":
+            types = {c: pa.string() for c in _text_columns(table)}
+            convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=False)
+            return pcsv.read_csv(path, convert_options=convert)
+        if path.suffix == ".parquet":
+            return pq.read_table(path)
+        return pjson.read_json(path)
+    except pa.ArrowInvalid as exc:
+        if path.suffix == ".jsonl" and "changed from" in str(exc):
+            return _mixed_json(path)  # valid JSON whose column mixes types: checked later
+        raise _not_format(path, exc) from None
+    except (pa.ArrowTypeError, OSError) as exc:
+        raise _not_format(path, exc) from None
+
+
+def _not_format(path: Path, exc: Exception) -> LogError:
+    first = str(exc).splitlines()[0][:200]
+    return LogError(
+        str(path), None, None, f"unreadable ({first})",
+        f"a {FORMATS[path.suffix]} file, as its name ends in {path.suffix!r}",
+    )  # fmt: skip
+
+
+def _mixed_json(path: Path) -> pa.Table:
+    """JSON Lines whose columns mix types (a number and a string): pandas' C reader; a
+    column pyarrow cannot type becomes strings (the checks then name the bad value)."""
+    frame = pd.read_json(path, lines=True, dtype=False)
+    cols = {}
+    for c in frame.columns:
+        try:
+            cols[c] = pa.array(frame[c], from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            cols[c] = pa.array([None if v is None else str(v) for v in frame[c]], pa.string())
+    return pa.table(cols)
+
+
+def _column(col: pa.ChunkedArray, text: bool) -> object:
+    """A column as numpy: ``Text`` for string columns, else a numeric / bool / datetime /
+    object array (nulls: NaN for numbers, None otherwise)."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if text:
+        enc = pc.dictionary_encode(col.cast(pa.string()))
+        codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        empty = pc.index(enc.dictionary, "").as_py()
+        return Text.from_codes(codes, enc.dictionary.to_numpy(zero_copy_only=False), empty)
+    if pa.types.is_null(col.type):
+        return np.full(len(col), np.nan)
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+        return col.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    if pa.types.is_boolean(col.type) and col.null_count == 0:
+        return col.to_numpy(zero_copy_only=False)
+    if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+        return col.cast(pa.timestamp("ns")).to_numpy(zero_copy_only=False)
+    return col.to_numpy(zero_copy_only=False).astype(object)
+
+
+def arrow_table(arrow: pa.Table, name: str, file: str) -> Table:
+    """A pyarrow table as the schema's raw ``Table`` (only the schema's columns converted;
+    extra columns are kept out and ignored)."""
+    known = columns(name)
+    cols = {
+        c: _column(arrow.column(c), known[c] in TEXT_KINDS)
+        for c in arrow.column_names
+        if c in known
+    }
+    extras = tuple(c for c in arrow.column_names if c not in known)
+    return Table(name, file, arrow.num_rows, cols, extras)
+
+
+def find_files(directory: Path) -> dict[str, Path]:
+    """``sessions`` (required), ``runs``, ``revisions`` of a log directory by name."""
+    if not directory.is_dir():
+        raise LogError(str(directory), None, None, "not a directory", "a log directory")
+    found: dict[str, Path] = {}
+    for name in TABLES:
+        hits = sorted(p for p in directory.glob(f"{name}.*") if p.suffix in FORMATS)
+        if len(hits) > 1:
+            raise LogError(str(directory), None, None, [p.name for p in hits], f"one {name} file")
+        if hits:
+            found[name] = hits[0]
+    if "sessions" not in found:
+        allowed = "a sessions.csv, sessions.parquet or sessions.jsonl file"
+        raise LogError(str(directory), None, None, "no sessions file", allowed)
+    return found
+
+
+def read_tables(directory: str | Path) -> dict[str, Table]:
+    """Every file of a log directory as a raw ``Table``."""
+    files = find_files(Path(directory))
+    return {n: arrow_table(_read_arrow(p, n), n, str(p)) for n, p in files.items()}
+
+
+RUN_PREFIX = "runs:/"
+
+
+def run_tables(source: str, tracking_uri: str | None, into: Path) -> Path:
+    """``runs:/<run id>[/<folder>]``: the run's artifact folder (default ``tables``, where
+    a scenario with ``export_log`` writes ``sessions.parquet``) downloaded into ``into``."""
+    from mlflow.artifacts import download_artifacts
+
+    from experiments.stores import tracking_uri as resolve
+
+    rest = source[len(RUN_PREFIX) :].strip("/")
+    run_id, _, folder = rest.partition("/")
+    if not run_id:
+        raise LogError(source, None, None, source, "runs:/<run id>[/<artifact folder>]")
+    try:
+        path = download_artifacts(
+            artifact_uri=f"{RUN_PREFIX}{run_id}/{folder or 'tables'}",
+            dst_path=str(into),
+            tracking_uri=resolve(tracking_uri),
+        )
+    except Exception as exc:  # MLflow raises its own types for a missing run or folder
+        first = str(exc).splitlines()[0][:200]
+        raise LogError(source, None, None, first, "an MLflow run with a log folder") from None
+    return Path(path)
+
+
+def read_log(source: str | Path, tracking_uri: str | None = None) -> Log:
+    """A log read and checked (``LogError`` on the first bad value): a directory, or an
+    MLflow run's artifact folder (``runs:/<run id>[/<folder>]``)."""
+    if str(source).startswith(RUN_PREFIX):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            return read_log(run_tables(str(source), tracking_uri, Path(tmp)))
+    t = read_tables(source)
+    return check_log(t["sessions"], t.get("runs"), t.get("revisions"))

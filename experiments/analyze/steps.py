@@ -1,0 +1,185 @@
+"""The analysis's parts after the lifts: the gate replay, the rule replay and (in
+``world``) the fitted world, each writing its file and returning its report section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD
+from procmem_core.flat.design import RuleTargets, design_rule
+from procmem_core.gates import Gate, MarginGate, SPRTGate, TwoSampleGate
+from procmem_core.logs import Log
+from procmem_core.logs.replay import agreement, gate_replay, rule_replay
+
+Section = tuple[str, str, Any]
+
+
+def default_gates() -> dict[str, Gate]:
+    """The seed's SPRT (its cap rule), the seed server's margin gate and the exact
+    two-sample test (concurrent design, grid-calibrated: docs/gates.md)."""
+    return {"sprt": SPRTGate(), "margin": MarginGate(), "two_sample": TwoSampleGate()}
+
+
+def gate_section(log: Log, out: Path, metrics: dict) -> Section:
+    title = "Gate replay"
+    if log.runs is None or log.revisions is None:
+        return title, "The log has no runs and revisions files: no gate to replay.", None
+    gates = default_gates()
+    replay = gate_replay(log, gates)
+    frame = pd.DataFrame(replay)
+    frame.to_csv(out / "gate_replay.csv", index=False)
+    counts = agreement(replay, gates)
+    metrics |= {f"gate_{k}": float(v) for k, v in counts.items()}
+    labels = "; ".join(f"{name}: {g.describe()}" for name, g in gates.items())
+    text = (
+        f"{counts.get('revisions', 0)} revisions with a prior replayed on the logged ledger as "
+        "ProcedureStore.evolve judges them (each gate with the cost gate's veto; the prior "
+        f"served after the proposal counts as concurrent). Gates: {labels}. "
+    )
+    if counts.get("with_logged_verdict"):
+        agree = ", ".join(f"{g} {counts[f'{g}_agree']}" for g in gates)
+        text += f"Agreement with the {counts['with_logged_verdict']} logged verdicts: {agree}."
+    return title, text, frame
+
+
+def designed_rule(log: Log) -> tuple[Any, float, str]:
+    """The flat rule ``design_rule`` picks for this log's base rate (the withheld arm's
+    success rate, else all rated sessions', rounded to 0.05), the seed's other targets."""
+    s = log.sessions
+    pick = ~np.isnan(s.outcome) & (s.withheld if s.withheld.any() else True)
+    base = float(np.clip(np.round(np.nanmean(s.outcome[pick]) / 0.05) * 0.05, 0.15, 0.85))
+    design = design_rule(RuleTargets(base=base))
+    note = "meets" if design.feasible else "cannot meet (closest shown)"
+    return design.pick.rule, design.pick.threshold, f"{design.targets.describe()}: {note}"
+
+
+def rule_section(log: Log, out: Path, design: bool) -> Section:
+    rules = {"seed": (DEFAULT_RULE, DEFAULT_THRESHOLD)}
+    text = f"Seed rule: {DEFAULT_RULE.describe()}, threshold {DEFAULT_THRESHOLD:g}. "
+    if design:
+        rule, threshold, note = designed_rule(log)
+        rules["designed"] = (rule, threshold)
+        text += f"Designed rule: {rule.describe()}, threshold {threshold:g} ({note}). "
+    frame = pd.DataFrame(rule_replay(log.sessions, rules))
+    frame.to_csv(out / "rule_replay.csv", index=False)
+    for name in rules:
+        mine = frame[frame["rule"] == name]
+        text += (
+            f"{name}: drops {int(mine['dropped_at'].notna().sum())} of {len(mine)} procedures "
+            "on their logged shown outcomes. "
+        )
+    text += "Each confidence walks over the sessions where its procedure was shown and rated."
+    return "Rule replay", text, frame
+
+
+RATES_FAMILY = (
+    "beta-binomial over the procedures' shown success rates, by maximum marginal "
+    "likelihood (empirical Bayes)"
+)
+LIFTS_FAMILY = (
+    "normal (normal-normal random effects, maximum likelihood): a lift is a difference of "
+    "two rates, near-symmetric around its mean at logged sizes, each estimate is normal "
+    "given its SE, and conjugacy gives the shrinkage B = sigma^2 / (sigma^2 + se^2) in "
+    "closed form"
+)
+
+
+def _plain(value: Any) -> Any:
+    """Params as ``{"value", "se"}``, numpy numbers as floats, recursively."""
+    if hasattr(value, "as_dict"):
+        return _plain(value.as_dict())
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None  # JSON has no NaN: an SE that could not be estimated is null
+    return value
+
+
+def world_section(
+    log: Log, lifts: Any, out: Path, seed: int, metrics: dict
+) -> tuple[Section, dict]:
+    """``world.json``: the fitted world (``procmem_core.logs.world``) and its checks; the
+    section and the fit."""
+    import json
+
+    from procmem_core.logs.world import fit_world
+
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    cols = lifts.columns
+    fit = fit_world(log.sessions, cols["lift"], cols["se"], rng)
+    shrunk = fit.pop("shrunk_lifts", None)
+    world = {
+        "schema_version": 1,
+        "seed": seed,
+        "rates": {"family": RATES_FAMILY, **_plain(fit["rates"])},
+        "ratings": {**_plain(fit["ratings"]), "time_unit": log.sessions.time_unit},
+        "checks": _plain(fit["checks"]),
+    }
+    if "lifts" in fit:
+        world["lifts"] = {"family": LIFTS_FAMILY, **_plain(fit["lifts"])}
+        world["lifts"]["shrunk"] = dict(zip(map(str, cols["key"]), map(float, shrunk),
+                                            strict=True))  # fmt: skip
+    if "users" in fit:
+        world["users"] = _plain(fit["users"])
+    (out / "world.json").write_text(json.dumps(world, indent=1) + "\n", "utf-8")
+    for part in ("rates", "lifts", "users", "ratings"):
+        for name, p in fit.get(part, {}).items():
+            metrics[f"world_{part}_{name}"] = float(p.value)
+    text = (
+        f"Success rates: {RATES_FAMILY}; mean {fit['rates']['mean'].value:.3f} +- "
+        f"{fit['rates']['mean'].se:.3f}, concentration {fit['rates']['concentration'].value:.1f}"
+        f" +- {fit['rates']['concentration'].se:.1f}. "
+    )
+    if "lifts" in fit:
+        lf = fit["lifts"]
+        text += (
+            f"Lifts: {LIFTS_FAMILY}; mean {lf['mean'].value:+.3f} +- {lf['mean'].se:.3f}, "
+            f"sd {lf['sd'].value:.3f} +- {lf['sd'].se:.3f}. "
+        )
+    if "users" in fit:
+        u = fit["users"]
+        text += (
+            f"Users: between-user sd of the success probability {u['user_sd'].value:.3f} +- "
+            f"{u['user_sd'].se:.3f} (icc {u['icc'].value:.3f}). "
+        )
+    text += fit["checks"]["summary"]
+    checks = pd.DataFrame(
+        [{"statistic": k, **{c: v for c, v in row.items() if c != "band"},
+          "band_low": row["band"][0], "band_high": row["band"][1]}
+         for k, row in fit["checks"]["checks"].items()]
+    )  # fmt: skip
+    return ("Fitted world", text, checks), fit
+
+
+def prescription_section(log: Log, fit: dict, out: Path, seed: int, target_lift: float,
+                         metrics: dict) -> Section:  # fmt: skip
+    """The explore rate, flat rule and gate for the fitted world, each at the worst of
+    the bootstrap draws (``procmem_core.logs.prescribe``)."""
+    from procmem_core.logs.prescribe import DRAWS, prescribe
+
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
+    s = log.sessions
+    matched = s.top[s.top >= 0]
+    horizon = int(np.bincount(matched).mean()) if matched.size else 0
+    found = prescribe(fit, rng, target_lift, max(horizon, 2))
+    frame = pd.DataFrame([{"prescription": p.name, "setting": p.setting, "meets": p.meets,
+                           "sentence": p.sentence} for p in found])  # fmt: skip
+    frame.to_csv(out / "prescriptions.csv", index=False)
+    for p in found:
+        metrics[f"prescribe_{p.name.replace(' ', '_')}_meets"] = float(p.meets)
+    text = (
+        f"For the world fitted to this log, its uncertainty carried by a parametric bootstrap "
+        f"({DRAWS} draws of the rates' mean and concentration); each prescription must meet "
+        f"its targets at the worst draw, or says it cannot. Horizon for the explore rate: "
+        f"{horizon} sessions per procedure (this log's mean).\n\n"
+        + "\n\n".join(p.sentence for p in found)
+    )
+    return "Prescriptions for this deployment", text, frame

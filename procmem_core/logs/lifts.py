@@ -1,0 +1,233 @@
+"""Every procedure's lift from a checked log: shown minus withheld, one row per procedure
+with withheld sessions, on arrays grouped by ``np.bincount`` (no loop over sessions).
+
+Each procedure's comparison is the sessions it top-matched: shown (arm 1) or withheld by
+the explore rate (arm 0). The estimators, intervals, tests and adjustments are the ones of
+``procmem_core.ab`` (one rule, one place):
+
+- fixed-n: the difference in means with Newcombe's interval (``newcombe_estimate``);
+  with ``user_id`` its SE is cluster-robust by user, ``V = G/(G-1) sum_g (r1_g/n1 -
+  r0_g/n0)^2`` with ``r_a_g`` the user's residuals in arm ``a`` (Liang and Zeger 1986),
+  and the interval Wald on it; with ``covariate``, AIPW (``AugmentedIPW``);
+- always valid: the arms' Beta-mixture confidence sequence (``BetaMixtureArms``);
+- sample-ratio mismatch: the exact binomial test of the withheld count against the logged
+  rate (``srm_p_value``), a normal test when the rate changed during the log, flagged at
+  ``SRM_ALPHA``; a flagged procedure leaves the adjusted family and is never an effect;
+- Holm and Benjamini-Hochberg across the procedures (``holm``, ``benjamini_hochberg``).
+
+Sessions without a rating are left out and counted (missing completely at random).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from procmem_core.ab import (
+    SRM_ALPHA,
+    AugmentedIPW,
+    BetaMixtureArms,
+    Design,
+    benjamini_hochberg,
+    holm,
+    newcombe_estimate,
+    normal_z,
+    plan_rate,
+    srm_flagged,
+    srm_p_value,
+    wald_p,
+)
+from procmem_core.errors import check_probability
+from procmem_core.logs.schema import Sessions
+
+COLUMNS = (
+    "key", "n_shown", "n_withheld", "successes_shown", "successes_withheld",
+    "rated_shown", "rated_withheld", "missing", "explore_rate",
+    "lift", "se", "ci_low", "ci_high", "cs_low", "cs_high",
+    "p_value", "p_holm", "p_bh", "srm_p", "srm_flag", "effect", "estimator",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Lifts:
+    """``columns``: ``COLUMNS`` -> one array per procedure with withheld sessions;
+    ``notes``: how it was estimated (one sentence each); ``plan``: when no procedure has a
+    withheld session, the planner's answer for how many it would take."""
+
+    columns: dict[str, np.ndarray]
+    notes: list[str]
+    plan: dict[str, float] | None = None
+    summary: dict[str, float] = field(default_factory=dict)
+
+
+def _count(k: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
+    return np.bincount(k, weights=weights, minlength=size).astype(float)
+
+
+def srm_by_key(k, withheld, eps, size: int) -> np.ndarray:
+    """Each key's mismatch p-value: exact binomial where its logged rate was constant,
+    else the normal test of the Poisson-binomial count ``(W - sum e) / sqrt(sum e (1-e))``."""
+    n = _count(k, size)
+    w = _count(k, size, withheld.astype(float))
+    e1, e2 = _count(k, size, eps), _count(k, size, eps**2)
+    mean = np.divide(e1, n, out=np.zeros(size), where=n > 0)
+    constant = np.abs(e2 / np.maximum(n, 1) - mean**2) < 1e-12
+    mean = np.round(mean, 12)
+    p = np.full(size, np.nan)
+    var = _count(k, size, eps * (1 - eps))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_norm = 2 * stats.norm.sf(np.abs(w - e1) / np.sqrt(var))
+    p = np.where((n > 0) & ~constant, p_norm, p)
+    for rate in np.unique(mean[constant & (n > 0) & (mean > 0)]):
+        sel = constant & (n > 0) & (mean == rate)
+        p[sel] = srm_p_value(w[sel], n[sel], float(rate))
+    return np.where((n > 0) & (e1 == 0), np.where(w > 0, 0.0, np.nan), p)
+
+
+def cluster_se(k, shown, y, user, p1, p0, n1, n0, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster-robust SE of ``p1 - p0`` per key, clusters = users (module docstring), and
+    each key's number of clusters; a session without ``user_id`` is its own cluster."""
+    u = np.where(user >= 0, user, user.max(initial=0) + 1 + np.arange(user.size))
+    codes, kg = np.unique(k.astype(np.int64) * (u.max() + 1) + u, return_inverse=True)
+    key_of_group = codes // (u.max() + 1)
+    r1 = np.where(shown, y - p1[k], 0.0)
+    r0 = np.where(~shown, y - p0[k], 0.0)
+    g = codes.size
+    d = np.bincount(kg, r1, g) / n1[key_of_group] - np.bincount(kg, r0, g) / n0[key_of_group]
+    clusters = _count(key_of_group, size)
+    v = _count(key_of_group, size, d**2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt(v * clusters / (clusters - 1)), clusters
+
+
+def _sequences(s1, r1, s0, r0, share: float, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The arms' Beta-mixture sequence at every procedure's last session, all tuned at
+    one size (the mean rated sessions of a compared procedure) and share: the tuning only
+    moves where the sequence is narrowest, never its validity."""
+    both = (r1 > 0) & (r0 > 0)
+    low, high = np.full(s1.size, -1.0), np.full(s1.size, 1.0)
+    if both.any():
+        tuning = max(1, round(float(np.mean(r1[both] + r0[both]))))
+        path = BetaMixtureArms(tuning_sessions=tuning).bounds(
+            s1[both], r1[both], s0[both], r0[both], share, tuning, level
+        )
+        low[both], high[both] = path.low, path.high
+    return low, high
+
+
+def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level) -> tuple[np.ndarray, ...]:
+    est = AugmentedIPW()
+    out = np.full((4, keys_idx.size), np.nan)
+    order = np.argsort(k, kind="stable")
+    bounds = np.searchsorted(k[order], np.arange(keys_idx.max(initial=-1) + 2))
+    for j, key in enumerate(keys_idx):
+        rows = order[bounds[key] : bounds[key + 1]]
+        sh, m = shown[rows], rated[rows]
+        if (sh & m).sum() < 3 or (~sh & m).sum() < 3:
+            continue
+        e = 1.0 - s.explore_rate[s.top >= 0][rows]
+        r = est.estimate(np.nan_to_num(y[rows]), sh, x[rows], m, e, level)
+        out[:, j] = r.tau[0], r.se[0], r.low[0], r.high[0]
+    return tuple(out)
+
+
+def estimate_lifts(
+    s: Sessions, level: float = 0.95, srm_alpha: float = SRM_ALPHA, target_lift: float = 0.1
+) -> Lifts:
+    """The lifts table of a log (module docstring)."""
+    check_probability("confidence_level", level, open_low=True, open_high=True)
+    sel = s.top >= 0
+    k, w, y = s.top[sel], s.withheld[sel], s.outcome[sel]
+    eps, size = s.explore_rate[sel], s.keys.size
+    rated = ~np.isnan(y)
+    shown = ~w
+    n1, n0 = _count(k[shown], size), _count(k[w], size)
+    r1, r0 = _count(k[shown & rated], size), _count(k[w & rated], size)
+    yz = np.nan_to_num(y)
+    s1 = _count(k[shown & rated], size, yz[shown & rated])
+    s0 = _count(k[w & rated], size, yz[w & rated])
+    srm = srm_by_key(k, w, eps, size)
+    est = newcombe_estimate(s1, r1, s0, r0, level)
+    tau, se, low, high, p = est.tau, est.se, est.low, est.high, est.p
+    notes = [
+        "Missing outcomes (no rating) are taken as missing completely at random: "
+        f"{int((~rated).sum())} of {int(sel.sum())} matched sessions, left out and counted."
+    ]
+    name = "dim"
+    user = s.user
+    if s.covariate is not None:
+        name = "aipw"
+        tau, se, low, high = _aipw(s, k, shown, y, rated, s.covariate[sel], np.arange(size), level)
+        p = wald_p(tau, se)
+        notes.append("Covariate present: AIPW with a per-arm line in the covariate (Wald).")
+    elif user is not None:
+        name = "dim, cluster-robust by user_id"
+        m = rated
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p1, p0 = s1 / r1, s0 / r0
+        se_c, g = cluster_se(k[m], shown[m], y[m], user.codes[sel][m], p1, p0, r1, r0, size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_ratio = stats.t.isf((1 - level) / 2, np.maximum(g - 1, 1)) / normal_z(level)
+            design = np.where(se > 0, se_c / se, 1.0) * t_ratio
+        design = np.where(g >= 2, design, 1.0)  # one user: nothing to cluster over
+        se_c = np.where(g >= 2, se_c, se)
+        low, high = tau - (tau - low) * design, tau + (high - tau) * design
+        se, p = se_c, _inflated_p(p, design)
+        notes.append(
+            "user_id present: standard errors clustered by user; Newcombe's interval "
+            "scaled by the ratio of the clustered to the per-session SE and by "
+            "t(G - 1) / z for G users."
+        )
+    else:
+        notes.append("Difference in means with Newcombe's hybrid score interval.")
+    share = 1.0 - float(np.clip(np.mean(eps[w | shown]) if eps.size else 0.5, 0.01, 0.99))
+    cs_low, cs_high = _sequences(s1, r1, s0, r0, share, level)
+    rate = np.divide(_count(k, size, eps), n1 + n0, out=np.zeros(size), where=n1 + n0 > 0)
+    rate = np.round(rate, 12)
+    flag = srm_flagged(srm, srm_alpha)
+    family = np.where(flag | ~np.isfinite(p), np.nan, p)
+    p_holm, p_bh = holm(family), benjamini_hochberg(family)
+    effect = np.where(np.isnan(p_holm), False, p_holm < 1 - level) & ~flag
+    cols = dict(
+        key=s.keys, n_shown=n1, n_withheld=n0, successes_shown=s1, successes_withheld=s0,
+        rated_shown=r1, rated_withheld=r0, missing=(n1 + n0) - (r1 + r0),
+        explore_rate=rate, lift=tau, se=se, ci_low=low, ci_high=high,
+        cs_low=cs_low, cs_high=cs_high, p_value=p, p_holm=p_holm, p_bh=p_bh,
+        srm_p=srm, srm_flag=flag, effect=effect, estimator=np.full(size, name, dtype=object),
+    )  # fmt: skip
+    keep = np.flatnonzero(n0 > 0)
+    keep = keep[np.argsort(s.keys[keep].astype(str), kind="stable")]  # rows by key
+    cols = {c: np.asarray(cols[c])[keep] for c in COLUMNS}
+    summary = {
+        "sessions": float(s.n), "matched": float(sel.sum()), "procedures": float(size),
+        "procedures_with_withheld": float(keep.size), "missing_outcomes": float((~rated).sum()),
+        "srm_flagged": float(cols["srm_flag"].sum()), "effects": float(cols["effect"].sum()),
+    }  # fmt: skip
+    plan = None if keep.size else withheld_needed(s, target_lift, level)
+    return Lifts(cols, notes, plan, summary)
+
+
+def _inflated_p(p: np.ndarray, design: np.ndarray) -> np.ndarray:
+    """The p-value of an interval whose half-widths are scaled by ``design``: the
+    normal score of ``p`` divided by it, ``2 Phi(-z_p / design)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = stats.norm.isf(p / 2) / design
+    return np.where(np.isfinite(z), 2 * stats.norm.sf(z), p)
+
+
+def withheld_needed(s: Sessions, target_lift: float, level: float, power: float = 0.8) -> dict:
+    """The planner's sessions (and withheld among them) to detect ``target_lift`` on a
+    procedure at the log's success rate and explore rate (0.1 when the log's is 0)."""
+    y = s.outcome[~np.isnan(s.outcome)]
+    base = float(np.clip(y.mean() if y.size else 0.5, 0.05, 0.95))
+    lift = target_lift if base + target_lift <= 1 else -target_lift
+    eps = float(np.mean(s.explore_rate)) if s.n else 0.0
+    eps = eps if 0 < eps < 1 else 0.1
+    design = Design(lift=lift, base=base, power=power, alpha=1 - level)
+    r = plan_rate(design, round(eps, 6))
+    return {
+        "target_lift": lift, "base": base, "explore_rate": r.explore_rate,
+        "power": power, "sessions": float(r.sessions), "withheld": float(r.withheld),
+    }  # fmt: skip

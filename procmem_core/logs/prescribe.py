@@ -1,0 +1,166 @@
+"""Prescriptions for one deployment: the explore rate, the flat rule and the revision gate
+for the world fitted to its log, with the fit's uncertainty carried by a parametric
+bootstrap over the fitted parameters (docs/statistics.md, "Reading a deployment's logs").
+
+Draws: ``m ~ N(m_hat, se)`` (clipped to [0.02, 0.98]), ``log kappa ~ N(log kappa_hat,
+se / kappa_hat)``; a parameter without an SE stays at its estimate (and the answer says
+so). Each prescription must meet its targets at the worst draw, or say it cannot:
+
+- explore rate: the planner's sessions to detect ``target_lift`` at each rate and each
+  draw's base rate ``m``; the worst draw is the largest; the pick is the smallest rate
+  whose worst sessions fit ``horizon`` (least successes forgone), else the rate and the
+  horizon it would take;
+- flat rule: ``design_rule`` at the estimated base, then ``evaluate``d at the lowest and
+  the highest base among the draws (kept falls and excluded rises with the success rate,
+  so these are the worst draws for each target);
+- gate: ``design_gate`` over the p0 range that holds the 5-95 % quantiles of every
+  draw's Beta of success rates (a guarantee over a range holds for every p0 in it),
+  starting above ``min_drop`` (a lower p0 cannot drop by it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from procmem_core.ab import Design, plan_rate
+from procmem_core.ab.planner import DEFAULT_RATES
+from procmem_core.flat.design import RuleTargets, design_rule, evaluate
+from procmem_core.gates import DesignQuestion, design_gate
+
+DRAWS = 200
+
+
+@dataclass(frozen=True)
+class Prescription:
+    """One prescription: what to use, whether it meets its targets at the worst draw,
+    and a sentence saying so (or what it would take)."""
+
+    name: str
+    setting: str
+    meets: bool
+    sentence: str
+    details: dict
+
+
+def draws(rates: dict, rng: np.random.Generator, n: int = DRAWS) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap draws of the rates' mean and concentration (module docstring)."""
+    m, k = rates["mean"], rates["concentration"]
+    m_se = m.se if np.isfinite(m.se) else 0.0
+    k_se = k.se / k.value if np.isfinite(k.se) else 0.0
+    ms = np.clip(rng.normal(m.value, m_se, n), 0.02, 0.98)
+    ks = np.exp(rng.normal(np.log(k.value), k_se, n))
+    return ms, ks
+
+
+def explore_rate(ms: np.ndarray, target_lift: float, horizon: int, power: float = 0.8,
+                 alpha: float = 0.05) -> Prescription:  # fmt: skip
+    """The smallest explore rate whose worst-draw sessions fit ``horizon``. The worst
+    draw is the one with the largest ``v = p1 q1 / (1 - eps) + p0 q0 / eps`` (the sessions
+    grow with it), checked by the planner together with the lowest and highest draw: by
+    its normal approximation, and where that is within twice the horizon by its default
+    (exact where the smaller arm is small), so rates far out of reach cost no exact search."""
+    worst = {}
+    for eps in DEFAULT_RATES:
+        lifts = np.array([_lift(b, target_lift) for b in ms])
+        p1 = ms + lifts
+        v = p1 * (1 - p1) / (1 - eps) + ms * (1 - ms) / eps
+        bases = {float(ms[np.argmax(v)]), float(ms.min()), float(ms.max())}
+        designs = [Design(_lift(b, target_lift), b, power, alpha) for b in sorted(bases)]
+        need = max(plan_rate(d, eps, method="normal").sessions for d in designs)
+        if need <= 2 * horizon:  # near the horizon: the planner's exact answer where it has one
+            need = max(plan_rate(d, eps).sessions for d in designs)
+        worst[eps] = int(need)
+    fits = [e for e in DEFAULT_RATES if worst[e] <= horizon]
+    details = {"worst_sessions": worst, "horizon": horizon, "target_lift": target_lift}
+    if fits:
+        eps = min(fits)
+        return Prescription("explore rate", f"{eps:g}", True,
+                            f"Explore rate {eps:g}: detects a lift of {target_lift:g} with power "
+                            f"{power:g} within {worst[eps]} sessions of a procedure at the "
+                            f"worst of {ms.size} draws, inside the horizon of {horizon}.",
+                            details)  # fmt: skip
+    eps = max(DEFAULT_RATES)
+    return Prescription("explore rate", f"{eps:g}", False,
+                        f"No explore rate up to {eps:g} detects a lift of {target_lift:g} with "
+                        f"power {power:g} within {horizon} sessions at the worst draw: at "
+                        f"{eps:g} it would take {worst[eps]} sessions of a procedure.",
+                        details)  # fmt: skip
+
+
+def _lift(base: float, lift: float) -> float:
+    return lift if base + lift <= 1 else -lift
+
+
+def flat_rule(m_hat: float, ms: np.ndarray, targets: RuleTargets) -> Prescription:
+    """The designed rule at the estimated base, checked at the extreme draws."""
+    lo, hi = float(ms.min()), float(ms.max())
+    fit = _targets(targets, m_hat)
+    design = design_rule(fit)
+    pick = design.pick
+    low, high = evaluate(pick.rule, pick.threshold, _targets(targets, lo)), evaluate(
+        pick.rule, pick.threshold, _targets(targets, hi))  # fmt: skip
+    kept, excluded = low.kept, high.excluded
+    meets = kept >= targets.keep - 1e-12 and excluded >= targets.exclude - 1e-12
+    setting = f"{pick.rule.describe()}, threshold {pick.threshold:g}"
+    sentence = (f"Flat rule {setting}: at the worst draws (base {lo:.3f} for keeping, {hi:.3f} "
+                f"for excluding) it keeps {kept:.3f} of helpful and excludes {excluded:.3f} of "
+                f"harmful procedures within {targets.within} sessions")  # fmt: skip
+    if meets:
+        sentence += f", meeting {targets.keep:g} and {targets.exclude:g}."
+    else:
+        more = f" (some rule meets them within {design.shortest[0]} sessions at the estimate)" if (
+            design.shortest) else ""  # fmt: skip
+        sentence += f": it cannot meet {targets.keep:g} and {targets.exclude:g}{more}."
+    details = {"kept_worst": kept, "excluded_worst": excluded, "base_draws": [lo, hi],
+               "rule": pick.rule, "threshold": pick.threshold}  # fmt: skip
+    return Prescription("flat rule", setting, meets, sentence, details)
+
+
+def _targets(t: RuleTargets, base: float) -> RuleTargets:
+    base = float(np.clip(base, -t.harmful_lift, 1 - t.helpful_lift))
+    return RuleTargets(t.helpful_lift, t.harmful_lift, base, t.keep, t.exclude, t.within)
+
+
+def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescription:
+    """``design_gate`` over the p0 range of every draw (module docstring)."""
+    a, b = ms * ks, (1 - ms) * ks
+    # a p0 at or below the drop cannot fall by it: the range starts just above
+    low = float(np.clip(stats.beta.ppf(0.05, a, b).min(), question.min_drop + 0.01, 0.9))
+    high = float(np.clip(stats.beta.ppf(0.95, a, b).max(), low + 0.05, 0.95))
+    q = DesignQuestion(question.alpha, question.beta, question.min_drop, question.ledger,
+                       question.concurrent, np.floor(low * 100) / 100, np.ceil(high * 100) / 100,
+                       question.min_runs,
+                       question.max_runs)  # fmt: skip
+    found = design_gate(q).feasible
+    details = {"p0_low": q.p0_low, "p0_high": q.p0_high}
+    if found:
+        best = found[0]
+        return Prescription("gate", f"{best.family} ({best.design}), max_runs {best.max_runs}",
+                            True,
+                            f"Gate {best.family} ({best.design} design), max_runs "
+                            f"{best.max_runs}: false revert <= {q.alpha:g} and power >= "
+                            f"{1 - q.beta:g} at a drop of {q.min_drop:g} for every p0 in "
+                            f"[{q.p0_low:g}, {q.p0_high:g}], the range of every draw.",
+                            details | {"config": best.config})  # fmt: skip
+    return Prescription("gate", "none feasible", False,
+                        f"No gate family meets false revert <= {q.alpha:g} and power >= "
+                        f"{1 - q.beta:g} within {q.max_runs} runs over p0 in "
+                        f"[{q.p0_low:g}, {q.p0_high:g}]; it would take a larger max_runs, a longer "
+                        "ledger or concurrent control (the prior served in a share of sessions "
+                        "while a revision is pending).", details)  # fmt: skip
+
+
+def prescribe(world: dict, rng: np.random.Generator, target_lift: float, horizon: int,
+              targets: RuleTargets | None = None,
+              question: DesignQuestion | None = None) -> list[Prescription]:  # fmt: skip
+    """The three prescriptions for a fitted world (``fit_world``'s dict)."""
+    ms, ks = draws(world["rates"], rng)
+    m_hat = float(world["rates"]["mean"].value)
+    return [
+        explore_rate(ms, target_lift, horizon),
+        flat_rule(m_hat, ms, targets or RuleTargets()),
+        gate(ms, ks, question or DesignQuestion()),
+    ]
