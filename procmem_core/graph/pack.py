@@ -42,6 +42,7 @@ from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.locate import pitfall_text
 from procmem_core.graph.records import Match
 from procmem_core.graph.store import ProcedureStore
+from procmem_core.quarantine.select import Waiting, serve_order
 
 PACK_HEADING = "PROCEDURES TO FOLLOW (steps learned from earlier runs):"
 UNPROVEN = "(unproven)"
@@ -104,6 +105,8 @@ class ContextPacker:
     fan_out: int = MAX_NAMESPACE_FAN_OUT
     concurrent_share: float = 0.0
     utility_weight: float = 0.0
+    include_quarantined: bool = False
+    waiting: Waiting = field(default_factory=Waiting, init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_instance("store", self.store, ProcedureStore)
@@ -112,8 +115,10 @@ class ContextPacker:
         self.concurrent_share = check_probability(
             "concurrent_share", self.concurrent_share, open_high=True
         )
-        self.rng = check_rng(self.rng, max(self.explore_rate, self.concurrent_share))
+        floor = self.store.quarantine.floor
+        self.rng = check_rng(self.rng, max(self.explore_rate, self.concurrent_share, floor))
         check_bool("auth", self.auth)
+        check_bool("include_quarantined", self.include_quarantined)
         check_principal("principal", self.principal, required=self.auth)
         if self.namespace_scope == "all_mine" and self.principal is None:
             raise ParameterError("principal", None, "a principal for namespace_scope='all_mine'")
@@ -121,16 +126,28 @@ class ContextPacker:
     def pack(
         self, situation: str, goal: str | None = None, recent_tools: Sequence[str] = ()
     ) -> Pack:
-        """Match, withhold the top match with probability ``explore_rate``, serve pending
-        priors with probability ``concurrent_share``, render the rest."""
+        """Match, let the quarantine policy pick what it serves, withhold the top match with
+        probability ``explore_rate``, serve pending priors with probability
+        ``concurrent_share``, render the rest."""
+        policy = self.store.quarantine
+        serving = policy.serves_quarantined and not self.include_quarantined
+        top_k = 2 * self.max_procedures + policy.candidates if serving else self.max_procedures
         matches = self.store.match(
-            situation, goal, recent_tools, top_k=self.max_procedures, namespace=self.namespace,
+            situation, goal, recent_tools, top_k=top_k, namespace=self.namespace,
             namespace_scope=self.namespace_scope, principal=self.principal,
             fan_out=self.fan_out, written_by=self.principal if self.auth else None,
             utility_weight=self.utility_weight,
+            include_quarantined=self.include_quarantined or serving,
         )  # fmt: skip
-        withhold = withhold_top(draw(self.rng), self.explore_rate) and bool(matches)
+        u = draw(self.rng)
         prior_draws = self.rng.random(self.max_procedures) if self.concurrent_share > 0 else None
+        if serving:
+            floor_u = draw(self.rng) if policy.floor > 0 else 1.0
+            matches = serve_order(
+                matches, policy, self.store.strike_limit, self.waiting, floor_u,
+                self.max_procedures,
+            )  # fmt: skip
+        withhold = withhold_top(u, self.explore_rate) and bool(matches)
         shown = matches[1:] if withhold else matches
         withheld = matches[:1] if withhold else []
         blocks, revisions = [], []

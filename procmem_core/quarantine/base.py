@@ -21,6 +21,7 @@ names it (``make_quarantine_policy(**config)`` builds it, every key checked).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -62,6 +63,9 @@ class QuarantinePolicy(ABC):
     name: ClassVar[str]
     serves_quarantined: ClassVar[bool] = True
     """False for the seed's policy: the pack then matches exactly as before."""
+    lifts_below_limit: ClassVar[bool] = True
+    """True: ``evolve`` lifts a quarantine whose streak is below the strike limit (the
+    seed's recomputation); False: only a run the policy releases on lifts it."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -108,3 +112,41 @@ def make_quarantine_policy(name: str | None = None, **params: Any) -> Quarantine
     """Build a policy by name ("seed", "probation", "half_open", "decay") with its
     parameters; an unregistered name or an unknown key is refused naming it."""
     return QUARANTINE_POLICIES.build(name, **params)
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuarantineRelease:
+    """One release the store made: the procedure, the graph revision, the run that
+    released it, the policy's name and its reason."""
+
+    key: str
+    namespace: str
+    revision: int
+    run_id: int
+    policy: str
+    reason: str
+
+
+LOGGER = logging.getLogger("procmem.quarantine")
+
+
+def log_release(r: QuarantineRelease) -> None:
+    """Log one release at INFO on the ``procmem.quarantine`` logger."""
+    LOGGER.info(
+        "released %s/%s (revision %d) at run %d by policy %s: %s",
+        r.namespace, r.key, r.revision, r.run_id, r.policy, r.reason,
+    )  # fmt: skip
+
+
+def policy_sees_run(policy: QuarantinePolicy, state: Any, run: Any) -> list[QuarantineRelease]:
+    """Show ``policy`` a run about to be folded into a quarantined graph ``state``: [] or
+    the one release it made (``run`` is the ledger's ``RunRecord``)."""
+    reason = policy.on_run(state, run.ok)
+    if reason is None:
+        return []
+    return [
+        QuarantineRelease(
+            key=run.key, namespace=run.namespace, revision=state.revision,
+            run_id=run.run_id, policy=policy.name, reason=reason,
+        )
+    ]  # fmt: skip

@@ -25,6 +25,7 @@ class HalfOpenPolicy(QuarantinePolicy):
     """``cool_down`` c >= 1 sessions, ``probes`` k >= 1, ``release_after`` m in [1, k]."""
 
     name: ClassVar[str] = "half_open"
+    lifts_below_limit: ClassVar[bool] = False  # a probe success resets the streak
     cool_down: int = 20
     probes: int = 3
     release_after: int = 2
