@@ -135,7 +135,7 @@ class LoopWorld:
         self.line = ArrivalLine(sc.feedback.delay)
         self.noiseless = sc.feedback.noiseless  # the signal is the outcome: nothing to draw
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
-        self.store = ProcedureStore(strike_limit=sc.strike_limit)
+        self.store = ProcedureStore(strike_limit=sc.strike_limit, quarantine=sc.quarantine)
         self.packer = ContextPacker(
             self.store, sc.explore_rate, 1, self.rng, concurrent_share=sc.concurrent_share,
             utility_weight=sc.utility_weight,
