@@ -1,0 +1,122 @@
+"""The loop's prescriptive answer (issue 29, item 3): the setting under which the regret
+falls, with its 95 % interval, or that none does and why, from the quarantine chain.
+
+``loop_verdict.json`` (beside the report): ``learns`` (the interval lies below 0),
+``regret_change``, ``ci_low``, ``ci_high`` (Student-t over replications,
+``loop_evidence.Verdict``), ``replications`` and ``setting``: the swept config overrides
+of that row (``key=value``, a group's choice as ``group=name``). With no learning row the
+file names the row whose interval reaches lowest, with ``learns`` false.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from procmem_core.quarantine import (
+    QuarantinePolicy,
+    SeedPolicy,
+    make_quarantine_policy,
+    quarantine_fate,
+)
+from reports.sections.loop_evidence import verdict_of
+
+CHAIN_P = 0.7
+"""The success rate the chain's numbers are quoted at (the statistics doc's example)."""
+
+
+def swept_overrides(row: pd.Series, rows: pd.DataFrame) -> list[str]:
+    """The params that vary across ``rows``, at ``row``'s values, as config overrides."""
+    out = []
+    for col in sorted(c for c in rows.columns if c.startswith("params.")):
+        values = rows[col].astype(str).unique()  # unset (NaN) differs from a value
+        if len(values) < 2 or pd.isna(row.get(col)):
+            continue
+        key = col.removeprefix("params.")
+        value = row[col]
+        if key.endswith(".name") and key.count(".") == 1:
+            out.append(f"{key.split('.')[0]}={value}")
+        else:
+            out.append(f"{key}={_plain(value)}")
+    return out
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def best_row(rows: pd.DataFrame) -> pd.Series:
+    """The row whose 95 % interval of the regret change reaches lowest."""
+    upper = pd.Series([verdict_of(r).interval[1] for _, r in rows.iterrows()], index=rows.index)
+    return rows.loc[upper.fillna(math.inf).idxmin()]
+
+
+def verdict_json(row: pd.Series, rows: pd.DataFrame) -> str:
+    """``loop_verdict.json`` for ``row`` (see the module doc)."""
+    v = verdict_of(row)
+    lo, hi = v.interval
+    data = {
+        "learns": bool(hi < 0),
+        "regret_change": float(v.change),
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "replications": int(v.replications),
+        "setting": swept_overrides(row, rows),
+        "configuration": str(row.get("config", "")),
+    }
+    return json.dumps(data, indent=2, allow_nan=True) + "\n"
+
+
+def chain_reason(sessions: float, strike_limit: int = 3) -> str:
+    """Why no setting learns, in the quarantine chain's numbers (``quarantine_fate``)."""
+    runs = max(1, int(sessions) // 4)
+    fate = quarantine_fate(CHAIN_P, runs, strike_limit)
+    parts = [
+        f"The quarantine chain says why quarantine alone cannot make it learn: at strike "
+        f"limit {strike_limit} a procedure succeeding {CHAIN_P:.0%} of the time is "
+        f"quarantined within {runs} runs with probability {fate.p_quarantined:.3f} (after "
+        f"{fate.expected_runs_to_quarantine:.0f} runs on average)"
+    ]
+    for e in fate.exits:
+        if math.isinf(e.expected_release):
+            parts.append(f"under {e.policy} it never returns (share of time quarantined 1)")
+        else:
+            parts.append(
+                f"under {e.policy} it returns after {e.expected_release:.0f} sessions and "
+                f"spends {e.share_quarantined:.0%} of its sessions quarantined"
+            )
+    return "; ".join(parts) + (
+        ". An exit removes the rise that absorbing quarantine causes, but the regret left "
+        "(withheld sessions, revisions on trial, the floor's own traffic) is the same in the "
+        "first quarter and the last."
+    )
+
+
+def policy_of(row: pd.Series) -> QuarantinePolicy:
+    """The quarantine policy a row ran with (``params.quarantine.*``; the seed's if unset)."""
+    prefix = "params.quarantine."
+    params = {
+        c.removeprefix(prefix): _plain(row[c])
+        for c in row.index
+        if c.startswith(prefix) and pd.notna(row[c])
+    }
+    return make_quarantine_policy(**params) if params.get("name") else SeedPolicy()
+
+
+def exposure_cost(row: pd.Series) -> str:
+    """What a row's quarantine setting costs in harmful exposures against the seed's, from
+    the chain (a procedure succeeding ``DEFAULT_P_HARMFUL``, its first 1,000 sessions)."""
+    limit = row.get("params.scenario.strike_limit")
+    limit = 3 if pd.isna(limit) else int(float(limit))
+    policy = policy_of(row)
+    fate = quarantine_fate(CHAIN_P, 1, limit, (policy, SeedPolicy()))
+    ours, seed = (e.harmful_exposures_first_1000 for e in fate.exits)
+    return (
+        f"Its cost in harmful exposures (a procedure succeeding {fate.p_harmful:.0%} of the "
+        f"time, its first 1,000 sessions, the quarantine chain): {ours:.1f} under "
+        f"{policy.describe()} at strike limit {limit} against {seed:.1f} under the seed's."
+    )
