@@ -90,9 +90,9 @@ def chain_reason(sessions: float, strike_limit: int = 3) -> str:
                 f"spends {e.share_quarantined:.0%} of its sessions quarantined"
             )
     return "; ".join(parts) + (
-        ". An exit removes the rise that absorbing quarantine causes, but the regret left "
-        "(withheld sessions, revisions on trial, the floor's own traffic) is the same in the "
-        "first quarter and the last."
+        ". An exit gives a quarantined procedure its traffic back, which removes the rise "
+        "that absorbing quarantine causes, but it cannot make the regret fall by itself: what "
+        "else moves it is in the regret-by-source table below."
     )
 
 
