@@ -19,8 +19,11 @@ Returned:
 
 and for each exit policy (``ExitFate``):
 
-- ``expected_release``: E[sessions from quarantine to release], ``(I - S)^-1 1`` over the
-  quarantined states S, from the entry state (inf when release is impossible);
+- ``expected_release``: E[sessions spent quarantined per quarantine], ``(I - S)^-1 1``
+  over the quarantined states S, from the entry state (inf when release can fail to
+  come). A session that runs it while quarantined (probation, a half-open probe) counts
+  as quarantined; decay releases it as its last strike decays, so the session that runs
+  it again does not;
 - ``share_quarantined``: the long-run share of sessions spent quarantined, the
   stationary distribution of the whole chain (1 when quarantine is absorbing);
 - harmful exposures: a *harmful* procedure is one whose runs succeed with probability
