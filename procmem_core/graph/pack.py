@@ -19,6 +19,12 @@ shown procedure has a revision pending, the pack serves its prior graph instead 
 probability q, so both revisions accrue runs side by side; ``procedure_revisions`` says
 which graph revision each shown procedure was served at (pass it to ``record_run``). With
 q > 0 the pack draws ``max_procedures`` more uniforms, whatever matched.
+
+Quarantine: the pack follows its store's ``QuarantinePolicy`` (``procmem_core.quarantine``):
+under the seed's it matches without quarantined procedures, exactly as before; under an
+exit policy it serves the quarantined matches the policy opens (``quarantine.select``)
+and, with a probation floor f, draws one more uniform per pack for the additive floor.
+``include_quarantined=True`` matches quarantined procedures like any other.
 """
 
 from __future__ import annotations

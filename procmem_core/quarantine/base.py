@@ -24,7 +24,7 @@ import dataclasses
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class ExitChain:
     serve: np.ndarray
 
 
-class QuarantineView:
+class QuarantineView(Protocol):
     """What a policy reads of one quarantined graph state (the store's ``GraphState`` or a
     pack's ``Match``): ``probe_runs`` and ``probe_successes`` since the quarantine (or since
     the last failed set of probes)."""
