@@ -31,7 +31,14 @@ from reports.sections.loop_evidence import (
     verdict_of,
 )
 from reports.sections.loop_figures import bars, over_time, sources_bars
-from reports.sections.loop_verdict import best_row, chain_reason, exposure_cost, verdict_json
+from reports.sections.loop_verdict import (
+    best_row,
+    chain_reason,
+    exposure_cost,
+    quarantine_conditions,
+    selection_note,
+    verdict_json,
+)
 from reports.source import Sweep
 
 LEARNING_METRICS = (
@@ -68,14 +75,16 @@ def _rows(sweep: Sweep) -> pd.DataFrame | None:
     if lab is None:
         return None
     rows = lab.rows
+    reference = lab.rows["condition"] == lab.reference_condition
     if lab.condition_cols:
+        rows, reference = quarantine_conditions(rows, lab.condition_cols, reference)
         rows = rows.assign(
             config=[
                 f"{a}; {b}" if lab.config_cols else b
                 for a, b in zip(rows["config"], rows["condition"], strict=True)
             ]
         )
-    rows = rows.assign(at_reference=lab.rows["condition"] == lab.reference_condition)
+    rows = rows.assign(at_reference=reference)
     return rows.sort_values("config").reset_index(drop=True)
 
 
@@ -85,7 +94,8 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
     if best is not None:
         v = verdict_of(best)
         return (
-            f"The loop learns with {best['config']}: regret {fmt_metric(best, 'regret_early')} "
+            f"The loop learns with {best['config']}{selection_note(best, len(rows))}: regret "
+            f"{fmt_metric(best, 'regret_early')} "
             f"-> {fmt_metric(best, 'regret_late')}, {v.describe()}; success rate "
             f"{fmt_metric(best, 'success_rate_early')} -> {fmt_metric(best, 'success_rate_late')}. "
             + exposure_cost(best)

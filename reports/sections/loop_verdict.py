@@ -21,8 +21,10 @@ from procmem_core.quarantine import (
     make_quarantine_policy,
     quarantine_fate,
 )
+from reports.configs import label
 from reports.sections.loop_evidence import verdict_of
 
+SEED_STRIKE_LIMIT = 3
 CHAIN_P = 0.7
 """The success rate the chain's numbers are quoted at (the statistics doc's example)."""
 
@@ -111,12 +113,53 @@ def exposure_cost(row: pd.Series) -> str:
     """What a row's quarantine setting costs in harmful exposures against the seed's, from
     the chain (a procedure succeeding ``DEFAULT_P_HARMFUL``, its first 1,000 sessions)."""
     limit = row.get("params.scenario.strike_limit")
-    limit = 3 if pd.isna(limit) else int(float(limit))
+    limit = SEED_STRIKE_LIMIT if pd.isna(limit) else int(float(limit))
     policy = policy_of(row)
-    fate = quarantine_fate(CHAIN_P, 1, limit, (policy, SeedPolicy()))
-    ours, seed = (e.harmful_exposures_first_1000 for e in fate.exits)
+    fate = quarantine_fate(CHAIN_P, 1, limit, policy)
+    seed = quarantine_fate(CHAIN_P, 1, SEED_STRIKE_LIMIT, SeedPolicy())
+    ours, theirs = fate.exits[0], seed.exits[0]
     return (
         f"Its cost in harmful exposures (a procedure succeeding {fate.p_harmful:.0%} of the "
-        f"time, its first 1,000 sessions, the quarantine chain): {ours:.1f} under "
-        f"{policy.describe()} at strike limit {limit} against {seed:.1f} under the seed's."
+        f"time, its first 1,000 sessions, the quarantine chain): "
+        f"{ours.harmful_exposures_first_1000:.1f} under {policy.describe()} at strike limit "
+        f"{limit} against {theirs.harmful_exposures_first_1000:.1f} under the seed's "
+        f"(absorbing quarantine at strike limit {SEED_STRIKE_LIMIT})."
     )
+
+
+def quarantine_conditions(
+    rows: pd.DataFrame, condition_cols: list[str], reference: pd.Series
+) -> tuple[pd.DataFrame, pd.Series]:
+    """Conditions labelled with the quarantine policy by name (``policy.describe()``), not
+    by the parameters that imply it, and the reference at the seed's policy."""
+    name = "params.quarantine.name"
+    if name not in rows or rows[name].astype(str).nunique() < 2:
+        return rows, reference
+    others = [c for c in condition_cols if not c.startswith("params.quarantine.")]
+    rest = [label(r, others, "") for _, r in rows.iterrows()]
+    first = rows.index[reference][0] if reference.any() else rows.index[0]
+    words = [
+        "; ".join(x for x in (f"quarantine {policy_of(r).describe()}", o) if x)
+        for (_, r), o in zip(rows.iterrows(), rest, strict=True)
+    ]
+    at_seed = pd.Series(
+        [r[name] == "seed" and o == rest[rows.index.get_loc(first)]
+         for (_, r), o in zip(rows.iterrows(), rest, strict=True)],
+        index=rows.index,
+    )  # fmt: skip
+    return rows.assign(condition=words), at_seed if at_seed.any() else reference
+
+
+def selection_note(row: pd.Series, n: int) -> str:
+    """A learning row picked as the lowest of ``n`` intervals: what chance gives, and
+    that the exit policy plays no part at strike limit 0."""
+    notes = []
+    if n > 1:
+        notes.append(
+            f"the lowest of {n} intervals; about {0.025 * n:.1f} would lie below 0 by chance "
+            "alone, so confirm it with fresh seeds"
+        )
+    limit = row.get("params.scenario.strike_limit")
+    if pd.notna(limit) and float(limit) == 0:
+        notes.append("strike limit 0 turns quarantine off, so the exit policy plays no part")
+    return f" ({'; '.join(notes)})" if notes else ""

@@ -53,7 +53,11 @@ def test_the_learning_setting_opens_the_section_and_fills_the_json():
     best = rows.iloc[1]
     text = _opening(rows, best)
     v = Verdict(-0.05, 0.01, 10)
-    assert text.startswith("The loop learns with c1: ") and v.describe() in text
+    assert text.startswith(
+        "The loop learns with c1 (the lowest of 4 intervals; about 0.1 would lie below 0 by "
+        "chance alone, so confirm it with fresh seeds): "
+    )
+    assert v.describe() in text
     data = json.loads(verdict_json(best, rows))
     lo, hi = v.interval
     assert data == {
@@ -66,7 +70,7 @@ def test_the_learning_setting_opens_the_section_and_fills_the_json():
         "configuration": "c1",
     }
     ours = quarantine_fate(0.7, 1, 3, HalfOpenPolicy(cool_down=5)).exits[0]
-    seed = quarantine_fate(0.7, 1, 3, SeedPolicy()).exits[0]
+    seed = quarantine_fate(0.7, 1, 3, SeedPolicy()).exits[0]  # the seed's: strike limit 3
     assert f"{ours.harmful_exposures_first_1000:.1f} under half_open(cool_down=5" in text
     assert f"against {seed.harmful_exposures_first_1000:.1f} under the seed's" in text
 
@@ -96,4 +100,5 @@ def test_the_seed_row_and_the_main_effects_read_the_quarantine_group():
     assert policy_of(rows.iloc[1]) == HalfOpenPolicy(cool_down=5)
     assert policy_of(pd.Series({"x": 1})) == SeedPolicy()
     assert "quarantine=seed" in swept_overrides(rows.iloc[0], rows)
-    assert "exposures" in exposure_cost(rows.iloc[0])
+    off = exposure_cost(rows.iloc[3])  # strike limit 0: never quarantined, every session
+    assert "1000.0 under seed() at strike limit 0 against 3.7 under the seed's" in off
