@@ -4,11 +4,12 @@ Each config group has one builder (``GROUP_BUILDERS``), and each builder asks a 
 for the class the config names, so no code here decodes a config by type or by field
 names: ``rule`` -> ``FLAT_RULES[rule.name]`` (its ``threshold`` and ``limit`` are the prompt
 filter's), ``users`` -> ``UserPopulation``, ``feedback`` -> one channel per key
-(``CHANNELS``) in a ``Feedback``, ``gate`` / ``cost_gate`` -> ``make_gate``, ``explore`` ->
-plain values. A scenario (``SCENARIOS[scenario.name]``) declares which of its fields a
-group feeds (``Scenario.inputs``); every other field comes from the ``scenario`` node.
-A task (``TASKS``) is a module of ``experiments.tasks`` with ``run_task`` and the
-``GROUPS`` it reads. The engine's own ``__post_init__`` checks do the range validation
+(``CHANNELS``) in a ``Feedback``, ``gate`` / ``cost_gate`` -> ``make_gate``, ``quarantine``
+-> ``make_quarantine_policy``, ``explore`` -> plain values. A scenario
+(``SCENARIOS[scenario.name]``) declares which of its fields a group feeds
+(``Scenario.inputs``); every other field comes from the ``scenario`` node. A task
+(``TASKS``) is a module of ``experiments.tasks`` with ``run_task`` and the ``GROUPS`` it
+reads. The engine's own ``__post_init__`` checks do the range validation
 (one rule, one check); every error is re-raised as ``ParameterError`` with the full
 config key (``gate.alpha``, ``scenario.sessions``, ``explore.explore_rate``).
 """
@@ -34,6 +35,7 @@ from procmem_core.errors import (
 )
 from procmem_core.flat import FLAT_RULES, PromptFilter
 from procmem_core.gates import make_gate
+from procmem_core.quarantine import make_quarantine_policy
 from simulators import CHANNELS, SCENARIOS, Feedback, UserPopulation
 from simulators.scenarios.base import Budget
 
@@ -107,6 +109,7 @@ GROUP_BUILDERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "feedback": _feedback,
     "gate": _gate("gate"),
     "cost_gate": _gate("cost_gate"),
+    "quarantine": lambda node: within("quarantine", lambda: make_quarantine_policy(**node)),
     "explore": dict,
 }
 """Config group -> the function that builds its object from the group's node."""

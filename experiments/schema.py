@@ -9,6 +9,7 @@ an edit here:
 - ``users/users_schema``: ``UserPopulation``;
 - ``feedback/feedback_schema``: one optional node per feedback channel (``CHANNELS``);
 - ``gate/<name>_schema`` and ``cost_gate/<name>_schema``: each gate (``GATES``) plus ``name``;
+- ``quarantine/<name>_schema``: each quarantine exit policy (``QUARANTINE_POLICIES``);
 - ``scenario/<name>_schema``: each scenario's plain fields except the ones a group feeds
   (``Scenario.inputs``);
 - ``explore/explore_schema``: every ``explore.*`` input of a scenario, typed and defaulted
@@ -33,6 +34,7 @@ from hydra.core.config_store import ConfigStore
 from experiments.build import PROGRESS_MODES  # noqa: F401 (re-exported for callers)
 from procmem_core.flat import FLAT_RULES, PromptFilter
 from procmem_core.gates import GATES
+from procmem_core.quarantine import QUARANTINE_POLICIES
 from simulators import CHANNELS, SCENARIOS, UserPopulation
 
 
@@ -78,6 +80,7 @@ class ProcmemConf:
     feedback: Any = None
     gate: Any = None
     cost_gate: Any = None
+    quarantine: Any = None  # group ``quarantine`` (procmem_core.quarantine), read by the loop
     explore: Any = None
     llm: Any = None  # group ``llm`` (procmem_core.learn.LLMConfig), chosen by llm_replay
     replay: Any = None  # the llm_replay task's settings (experiments/tasks/llm_replay.py)
@@ -201,6 +204,8 @@ def register(store: ConfigStore | None = None) -> ConfigStore:
         cs.store(group="gate", name=f"{name}_schema", node=named_schema(name, cls))
         node = named_schema(name, cls, group="cost_gate")
         cs.store(group="cost_gate", name=f"{name}_schema", node=node)
+    for name, cls in QUARANTINE_POLICIES.items():
+        cs.store(group="quarantine", name=f"{name}_schema", node=named_schema(name, cls))
     for name, cls in SCENARIOS.items():
         cs.store(group="scenario", name=f"{name}_schema", node=scenario_schema(name, cls))
     return cs

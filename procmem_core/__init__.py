@@ -3,7 +3,8 @@
 Every public name is here (``from procmem_core import ProcedureStore, SPRTGate``); the
 subpackages hold the design: ``flat`` (the notebook seed's confidence rule, prompt and
 exact fate), ``graph`` (the loom seed's procedure graphs, ledger, evolve, store, packs),
-``gates`` (revision gates and their exact operating points), ``ab`` (withheld-vs-shown
+``gates`` (revision gates and their exact operating points), ``quarantine`` (exit
+policies for quarantined graph procedures and their exact chain), ``ab`` (withheld-vs-shown
 estimators) and ``learn`` (learning from transcripts through an OpenAI-compatible model;
 imported on first use, so ``import procmem_core`` does not load the ``openai`` client).
 docs/architecture.md maps them.
@@ -91,6 +92,18 @@ from procmem_core.graph import (
     RunRecord,
     StoredProcedure,
     UnknownProcedure,
+)
+from procmem_core.quarantine import (
+    QUARANTINE_POLICIES,
+    DecayPolicy,
+    ExitFate,
+    HalfOpenPolicy,
+    ProbationPolicy,
+    QuarantineFate,
+    QuarantinePolicy,
+    SeedPolicy,
+    make_quarantine_policy,
+    quarantine_fate,
 )
 
 _LAZY = {
@@ -195,5 +208,15 @@ __all__ = [
     "TwoSampleGate",
     "BaselineRule",
     "PosteriorRule",
+    "QUARANTINE_POLICIES",
+    "DecayPolicy",
+    "ExitFate",
+    "HalfOpenPolicy",
+    "ProbationPolicy",
+    "QuarantineFate",
+    "QuarantinePolicy",
+    "SeedPolicy",
+    "make_quarantine_policy",
+    "quarantine_fate",
     *_LAZY,
 ]

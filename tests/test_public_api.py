@@ -10,6 +10,7 @@ import simulators
 from procmem_core.ab import ESTIMATORS
 from procmem_core.flat.rule import FLAT_RULES
 from procmem_core.gates import GATES
+from procmem_core.quarantine import QUARANTINE_POLICIES
 from simulators.feedback import CHANNELS
 from simulators.scenarios import SCENARIOS
 
@@ -50,11 +51,20 @@ def test_the_engine_exports_every_name_the_issue_lists(name):
         (procmem_core, GATES),
         (procmem_core, ESTIMATORS),
         (procmem_core, FLAT_RULES),
+        (procmem_core, QUARANTINE_POLICIES),
         (simulators, ESTIMATORS),
         (simulators, CHANNELS),
         (simulators, SCENARIOS),
     ],
-    ids=["gates", "engine-estimators", "rules", "estimators", "channels", "scenarios"],
+    ids=[
+        "gates",
+        "engine-estimators",
+        "rules",
+        "quarantine",
+        "estimators",
+        "channels",
+        "scenarios",
+    ],
 )
 def test_every_registered_part_is_exported_under_its_class_name(package, registry):
     missing = [

@@ -163,6 +163,7 @@ class ProcedureEntry:
             pending_revision=self.pending,
             run_stats_by_agent=c.agg.agents(),
             agent_stats=None if for_agent is None else c.agg.agent_stats(for_agent),
+            probe_runs=c.probe_runs,
         )
 
     def snapshot(self) -> StoredProcedure:

@@ -54,10 +54,16 @@ def ledger_streak(entry: ProcedureEntry) -> int:
 
 
 def refresh_findings(
-    entry: ProcedureEntry, min_runs: int, strike_limit: int, streak_scope: str
+    entry: ProcedureEntry,
+    min_runs: int,
+    strike_limit: int,
+    streak_scope: str,
+    keep_quarantine: bool = False,
 ) -> bool:
     """Recompute the findings and flags of the current graph from its aggregates; True
-    when the topology signature changed since the previous evolve."""
+    when the topology signature changed since the previous evolve. ``keep_quarantine``:
+    a quarantine stands until the policy releases it at a run (half-open probes), even
+    with the streak below the limit."""
     state = entry.current
     agg, graph = state.agg, state.graph
     before = (graph.canonical_hash(), state.proven_path, state.dead_ends)
@@ -68,7 +74,8 @@ def refresh_findings(
     stable = state.stable_runs >= min_runs and entry.held is None
     state.template = meets_template_bar(agg.successes, agg.runs, stable)
     streak = agg.failure_streak if streak_scope == "revision" else ledger_streak(entry)
-    state.quarantined = should_quarantine(streak, strike_limit)
+    held = keep_quarantine and state.quarantined and strike_limit > 0  # released at a run
+    state.quarantined = should_quarantine(streak, strike_limit) or held
     return before != (graph.canonical_hash(), state.proven_path, state.dead_ends)
 
 
@@ -79,6 +86,7 @@ def evolve_entry(
     gate: Gate,
     cost_gate: Gate,
     streak_scope: str = "revision",
+    keep_quarantine: bool = False,
 ) -> tuple[EvolveReport, tuple[GateRecord, ...]]:
     """Evolve ``entry`` in place (see the module doc); return the report and gate records."""
     previous = entry.status
@@ -89,7 +97,11 @@ def evolve_entry(
         outcome, records = judge_revision(entry, gate, cost_gate)
     agg = entry.agg
     evolved = agg.runs >= min_runs
-    changed = refresh_findings(entry, min_runs, strike_limit, streak_scope) if evolved else False
+    changed = (
+        refresh_findings(entry, min_runs, strike_limit, streak_scope, keep_quarantine)
+        if evolved
+        else False
+    )
     state = entry.current
     report = EvolveReport(
         key=entry.key,

@@ -28,6 +28,12 @@ shown procedure has a revision pending, the pack serves its prior graph instead 
 probability q, so both revisions accrue runs side by side; ``procedure_revisions`` says
 which graph revision each shown procedure was served at (pass it to ``record_run``). With
 q > 0 the pack draws ``max_procedures`` more uniforms, whatever matched.
+
+Quarantine: the pack follows its store's ``QuarantinePolicy`` (``procmem_core.quarantine``):
+under the seed's it matches without quarantined procedures, exactly as before; under an
+exit policy it serves the quarantined matches the policy opens (``quarantine.select``)
+and, with a probation floor f, draws one more uniform per pack for the additive floor.
+``include_quarantined=True`` matches quarantined procedures like any other.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.locate import pitfall_text
 from procmem_core.graph.records import Match
 from procmem_core.graph.store import ProcedureStore
+from procmem_core.quarantine.select import Waiting, serve_order
 
 PACK_MIN_SIMILARITY = 0.3
 """The pack's default relevance floor (procmem's choice; see the module docstring)."""
@@ -120,6 +127,7 @@ class ContextPacker:
     min_similarity: float | None = PACK_MIN_SIMILARITY
     include_quarantined: bool = False
     include_candidates: bool = True
+    waiting: Waiting = field(default_factory=Waiting, init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_instance("store", self.store, ProcedureStore)
@@ -128,7 +136,8 @@ class ContextPacker:
         self.concurrent_share = check_probability(
             "concurrent_share", self.concurrent_share, open_high=True
         )
-        self.rng = check_rng(self.rng, max(self.explore_rate, self.concurrent_share))
+        floor = self.store.quarantine.floor
+        self.rng = check_rng(self.rng, max(self.explore_rate, self.concurrent_share, floor))
         check_bool("auth", self.auth)
         check_bool("include_quarantined", self.include_quarantined)
         check_bool("include_candidates", self.include_candidates)
@@ -143,18 +152,29 @@ class ContextPacker:
     def pack(
         self, situation: str, goal: str | None = None, recent_tools: Sequence[str] = ()
     ) -> Pack:
-        """Match, withhold the top match with probability ``explore_rate``, serve pending
-        priors with probability ``concurrent_share``, render the rest."""
+        """Match, let the quarantine policy pick what it serves, withhold the top match with
+        probability ``explore_rate``, serve pending priors with probability
+        ``concurrent_share``, render the rest."""
+        policy = self.store.quarantine
+        serving = policy.serves_quarantined and not self.include_quarantined
+        top_k = 2 * self.max_procedures + policy.candidates if serving else self.max_procedures
         matches = self.store.match(
-            situation, goal, recent_tools, top_k=self.max_procedures, namespace=self.namespace,
+            situation, goal, recent_tools, top_k=top_k, namespace=self.namespace,
             namespace_scope=self.namespace_scope, principal=self.principal,
             fan_out=self.fan_out, written_by=self.principal if self.auth else None,
             utility_weight=self.utility_weight, min_similarity=self.min_similarity,
-            include_quarantined=self.include_quarantined,
+            include_quarantined=self.include_quarantined or serving,
             include_candidates=self.include_candidates,
         )  # fmt: skip
-        withhold = withhold_top(draw(self.rng), self.explore_rate) and bool(matches)
+        u = draw(self.rng)
         prior_draws = self.rng.random(self.max_procedures) if self.concurrent_share > 0 else None
+        if serving:
+            floor_u = draw(self.rng) if policy.floor > 0 else 1.0
+            matches = serve_order(
+                matches, policy, self.store.strike_limit, self.waiting, floor_u,
+                self.max_procedures,
+            )  # fmt: skip
+        withhold = withhold_top(u, self.explore_rate) and bool(matches)
         shown = matches[1:] if withhold else matches
         withheld = matches[:1] if withhold else []
         blocks, revisions = [], []

@@ -111,6 +111,8 @@ class Match:
     pending_revision: PendingRevision | None
     run_stats_by_agent: tuple[AgentStats, ...]
     agent_stats: AgentStats | None
+    probe_runs: int = 0
+    """Half-open probe runs made since the quarantine (``procmem_core.quarantine``)."""
 
     @property
     def ref(self) -> str:

@@ -52,6 +52,8 @@ class GraphState:
     trace_ids: list[int] = field(default_factory=list)
     template: bool = False
     quarantined: bool = False
+    probe_runs: int = 0
+    probe_successes: int = 0
     stable_runs: int = 0
     signature: Signature | None = None
     proven_path: tuple[str, ...] = ()
@@ -64,12 +66,12 @@ class GraphState:
             self.signature = topology_signature(self.graph, self.agg)
 
     def fold(self, run: RunRecord) -> None:
-        """Add one run made on this graph: aggregates, trace window, streak, stability."""
+        """Add one run made on this graph: aggregates, trace window, streak, stability. A
+        quarantine is lifted by the store's policy, which sees the run first
+        (``ProcedureStore._append``), not here."""
         self.agg.fold(run, self.graph.edge_pairs())
         self.trace_ids.append(run.run_id)
         del self.trace_ids[:-TRACE_LIMIT]
-        if run.ok:
-            self.quarantined = False
         signature = topology_signature(self.graph, self.agg)
         self.stable_runs = self.stable_runs + 1 if signature == self.signature else 0
         self.signature = signature
@@ -97,6 +99,8 @@ class GraphState:
             "trace_ids": list(self.trace_ids),
             "template": self.template,
             "quarantined": self.quarantined,
+            "probe_runs": self.probe_runs,
+            "probe_successes": self.probe_successes,
             "stable_runs": self.stable_runs,
             "signature": [sig[0], list(sig[1]), list(sig[2])],
             "proven_path": list(self.proven_path),
@@ -116,6 +120,8 @@ class GraphState:
             trace_ids=[int(i) for i in d["trace_ids"]],
             template=bool(d["template"]),
             quarantined=bool(d["quarantined"]),
+            probe_runs=int(d.get("probe_runs", 0)),
+            probe_successes=int(d.get("probe_successes", 0)),
             stable_runs=int(d["stable_runs"]),
             signature=(sig[0], tuple(sig[1]), tuple(sig[2])),
             proven_path=tuple(d["proven_path"]),

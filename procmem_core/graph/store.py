@@ -59,6 +59,13 @@ from procmem_core.graph.sqlite import SQLiteJournal
 from procmem_core.graph.writes import InMemoryWrite, Write
 from procmem_core.limits import MAX_NAME, MAX_NOTE, MAX_SITUATION
 from procmem_core.locking import thread_safe
+from procmem_core.quarantine.base import (
+    QuarantinePolicy,
+    QuarantineRelease,
+    log_release,
+    policy_sees_run,
+)
+from procmem_core.quarantine.seed import SeedPolicy
 
 __all__ = [
     "STRIKE_LIMIT_ENV",
@@ -79,16 +86,26 @@ class ProcedureStore(StoreReads):
 
     ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
     ``PROCMEM_PROCEDURE_STRIKE_LIMIT`` or ``LOOM_PROCEDURE_STRIKE_LIMIT``, default 3;
-    0 = off; ``graph.settings``).
+    0 = off; ``graph.settings``). ``quarantine``: the exit policy (``procmem_core.quarantine``;
+    None: the seed's, a success lifts it), which ``record_run`` and ``ContextPacker`` both
+    follow; ``releases()`` lists its releases.
     """
 
-    def __init__(self, embedder: Any = None, strike_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Any = None,
+        strike_limit: int | None = None,
+        quarantine: QuarantinePolicy | None = None,
+    ) -> None:
         super().__init__(embedder)
         self.strike_limit = (
             default_strike_limit()
             if strike_limit is None
             else check_int("strike_limit", strike_limit)
         )
+        self.quarantine = SeedPolicy() if quarantine is None else quarantine
+        check_instance("quarantine", self.quarantine, QuarantinePolicy)
+        self._releases: list[QuarantineRelease] = []
 
     @classmethod
     def open(
@@ -98,12 +115,13 @@ class ProcedureStore(StoreReads):
         synchronous: str = "NORMAL",
         busy_timeout: float = 60.0,
         strike_limit: int | None = None,
+        quarantine: QuarantinePolicy | None = None,
     ) -> ProcedureStore:
         """A store kept in the SQLite file ``path`` (created if there is no file or a
         zero-byte one, else loaded; a file that is not procmem's raises
         ``StoreFileError`` naming the path, and nothing is written to it).
         ``busy_timeout``: seconds a write waits for another process's write lock."""
-        store = cls(embedder, strike_limit)
+        store = cls(embedder, strike_limit, quarantine)
         store._journal = SQLiteJournal(path, synchronous, busy_timeout)
         try:
             store._refresh()
@@ -283,8 +301,9 @@ class ProcedureStore(StoreReads):
         The run carries the graph revision it was made on: the current one, or
         (``revision=``) the prior graph a pack served while a revision is pending (the
         concurrent-control design). Every node id in ``path`` must be a node of that
-        graph; an empty path (``run.complete``) is evidence about no node. A success
-        lifts that graph's quarantine at once.
+        graph; an empty path (``run.complete``) is evidence about no node. A run on a
+        quarantined graph goes to the quarantine policy first (the seed's: a success
+        lifts it at once), and a release is logged (``releases``).
         """
         fields = check_run_fields(path, ok, note, cost, duration_ms, tokens, agent)
         with self._write() as w:
@@ -294,7 +313,8 @@ class ProcedureStore(StoreReads):
                 run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
                 revision=state.revision, **fields,
             )  # fmt: skip
-            self._append(w, entry, state, [run])
+            released = self._append(w, entry, state, [run])
+        self._log_releases(released)
         return run
 
     def complete_run(
@@ -330,14 +350,15 @@ class ProcedureStore(StoreReads):
         with self._write() as w:
             found = (self._resolve(k, principal, "complete_run") for k in wanted)
             entries = {e.ref: e for e in found}
-            runs = []
+            runs, released = [], []
             for entry in entries.values():
                 run = RunRecord(
                     run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
                     revision=entry.revision, reflection=reflection, **fields,
                 )  # fmt: skip
-                self._append(w, entry, entry.current, [run])
+                released += self._append(w, entry, entry.current, [run])
                 runs.append(run)
+        self._log_releases(released)
         if memory is not None and reflection is not None:
             from procmem_core.reflections import Reflection, run_key, write_reflection
 
@@ -362,15 +383,33 @@ class ProcedureStore(StoreReads):
                 )
         return state
 
-    @staticmethod
-    def _append(w: Write, entry: ProcedureEntry, state: Any, runs: list[RunRecord]) -> None:
+    def _append(
+        self, w: Write, entry: ProcedureEntry, state: Any, runs: list[RunRecord]
+    ) -> list[QuarantineRelease]:
+        """Fold ``runs`` into ``state``; a run on a quarantined graph goes to the quarantine
+        policy first. Returns the releases, logged once the write has committed."""
         w.guard(entry)
+        released = []
         for run in runs:
+            if state.quarantined:
+                released += policy_sees_run(self.quarantine, state, run)
             state.fold(run)
             entry.revision_tally(run.revision).add(run)
             entry.runs.append(run)
         w.put(entry)
         w.add_runs(runs)
+        return released
+
+    def _log_releases(self, released: list[QuarantineRelease]) -> None:
+        for r in released:
+            log_release(r)
+        self._releases.extend(released)
+
+    def releases(self, key: str | None = None) -> tuple[QuarantineRelease, ...]:
+        """The quarantine releases this store object made (one procedure's, or all), in
+        order, each with its policy's reason (also logged to ``procmem.quarantine``)."""
+        ref = None if key is None else self._get(key).ref
+        return tuple(r for r in self._releases if ref in (None, f"{r.namespace}/{r.key}"))
 
     # -- evolve and revise -------------------------------------------------------------
 
@@ -420,7 +459,10 @@ class ProcedureStore(StoreReads):
         check_streak_scope(streak_scope)
         with self._write() as w:
             entry = w.guard(self._resolve(key, principal, "evolve"))
-            report, records = evolve_entry(entry, min_runs, strike, gate, cost_gate, streak_scope)
+            report, records = evolve_entry(
+                entry, min_runs, strike, gate, cost_gate, streak_scope,
+                not self.quarantine.lifts_below_limit,
+            )  # fmt: skip
             w.put(entry, graph_changed=report.revision_outcome == "reverted")
             w.add_decisions(list(records))
         self._decisions.extend(records)

@@ -31,6 +31,14 @@ from reports.sections.loop_evidence import (
     verdict_of,
 )
 from reports.sections.loop_figures import bars, over_time, sources_bars
+from reports.sections.loop_verdict import (
+    best_row,
+    chain_reason,
+    exposure_cost,
+    quarantine_conditions,
+    selection_note,
+    verdict_json,
+)
 from reports.source import Sweep
 
 LEARNING_METRICS = (
@@ -67,22 +75,44 @@ def _rows(sweep: Sweep) -> pd.DataFrame | None:
     if lab is None:
         return None
     rows = lab.rows
+    reference = lab.rows["condition"] == lab.reference_condition
     if lab.condition_cols:
+        rows, reference = quarantine_conditions(rows, lab.condition_cols, reference)
         rows = rows.assign(
             config=[
                 f"{a}; {b}" if lab.config_cols else b
                 for a, b in zip(rows["config"], rows["condition"], strict=True)
             ]
         )
-    rows = rows.assign(at_reference=lab.rows["condition"] == lab.reference_condition)
+    rows = rows.assign(at_reference=reference)
     return rows.sort_values("config").reset_index(drop=True)
+
+
+def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
+    """The section's first sentence: the setting under which the regret falls, with its
+    interval, or that none of the swept ones does and why (the quarantine chain)."""
+    if best is not None:
+        v = verdict_of(best)
+        return (
+            f"The loop learns with {best['config']}{selection_note(best, len(rows))}: regret "
+            f"{fmt_metric(best, 'regret_early')} "
+            f"-> {fmt_metric(best, 'regret_late')}, {v.describe()}; success rate "
+            f"{fmt_metric(best, 'success_rate_early')} -> {fmt_metric(best, 'success_rate_late')}. "
+            + exposure_cost(best)
+        )
+    n = rows.iloc[0].get("params.scenario.sessions")
+    sessions = float(n) if pd.notna(n) else 1000.0
+    return (
+        f"None of the {len(rows)} swept settings makes the loop learn: in every one the 95 % "
+        "interval of the regret change reaches 0 or above. " + chain_reason(sessions)
+    )
 
 
 def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) -> str:
     sessions = seed if seed is not None else rows.iloc[0]
     n = sessions.get("params.scenario.sessions")
     each = f" of {int(n)} sessions" if isinstance(n, int | float) and n == n else ""
-    parts = []
+    parts = [] if len(rows) == 1 else [_opening(rows, best)]
     if seed is not None:
         v = verdict_of(seed)
         answer = v.answer.capitalize()
@@ -100,18 +130,6 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
             "utility term, concurrent control): python -m experiments.run -m experiment=loop."
         )
         return " ".join(parts)
-    if best is not None:
-        v = verdict_of(best)
-        parts.append(
-            f"It learns with {best['config']}: regret {fmt_metric(best, 'regret_early')} -> "
-            f"{fmt_metric(best, 'regret_late')}, {v.describe()}; success rate "
-            f"{fmt_metric(best, 'success_rate_early')} -> {fmt_metric(best, 'success_rate_late')}."
-        )
-    else:
-        parts.append(
-            "No swept setting makes the loop learn: in every configuration the 95 % interval "
-            "of the regret change reaches 0 or above."
-        )
     rising = rows.loc[rows["success_change"].idxmax()]
     parts.append(
         f"Success rises most with {rising['config']}: "
@@ -131,9 +149,12 @@ def _why(row: pd.Series, sources: pd.DataFrame) -> str:
             f"the regret from '{source}' moves from {early:.3f} to {late:.3f} per session "
             f"({s_early:.0%} -> {s_late:.0%} of sessions);"
         )
+    policy = row.get("params.quarantine.name")
     why_quarantine = (
         " (a quarantined procedure is never matched again, so no success can lift it: once "
         "all of a task's procedures are quarantined its sessions go off task)"
+        if row["quarantines"] > 0 and (pd.isna(policy) or policy == "seed")
+        else f" (exit policy {policy})"
         if row["quarantines"] > 0
         else ""
     )
@@ -284,10 +305,12 @@ def loop_section(sweep: Sweep) -> Section | None:
             blocks.append(Table(caption, sources_table(sources)))
             blocks.append(_why(row, sources))
     blocks += _figures(sweep, rows, per_run)
+    verdict = verdict_json(best if best is not None else best_row(rows), rows)
     return Section(
         "loop", "Closed loop: does the engine learn the right procedures",
         " ".join(x for x in (_answer(rows, seed, best),
                              decisive_setting(effects, "regret_change")) if x), blocks,
+        files={"loop_verdict.json": verdict},
     )  # fmt: skip
 
 

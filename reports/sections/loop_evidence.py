@@ -43,6 +43,17 @@ SEED_LOOP = {
 """The seeds' settings of the loop (by the last part of the param name); gate and
 feedback are left to the reference condition."""
 
+SEED_GROUPS = {"params.quarantine.name": "seed"}
+"""The seeds' choice of a config group the loop reads (by the full param name)."""
+
+
+def _seed_value(col: str) -> object | None:
+    """The seed's value of a swept loop param, or None when it is not a loop setting."""
+    if col in SEED_GROUPS:
+        return SEED_GROUPS[col]
+    last = col.split(".")[-1]
+    return SEED_LOOP[last] if col.startswith("params.") and last in SEED_LOOP else None
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -89,9 +100,9 @@ def seed_row(rows: pd.DataFrame) -> pd.Series | None:
     """The row at the seeds' loop settings, at the reference condition when it is there."""
     keep = np.ones(len(rows), dtype=bool)
     for col in rows.columns:
-        last = col.split(".")[-1]
-        if col.startswith("params.") and last in SEED_LOOP:
-            keep &= [_same(v, SEED_LOOP[last]) for v in rows[col]]
+        want = _seed_value(col)
+        if want is not None:
+            keep &= [_same(v, want) for v in rows[col]]
     hits = rows[keep]
     if hits.empty:
         return None
@@ -197,9 +208,10 @@ def main_effects(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
     condition. Columns ``<metric>`` (text) and ``<metric>_mean``, ``<metric>_se``."""
     out = []
     for col in rows.columns:
-        last = col.split(".")[-1]
-        if not (col.startswith("params.scenario.") and last in SEED_LOOP):
+        want = _seed_value(col)
+        if want is None or not (col.startswith("params.scenario.") or col in SEED_GROUPS):
             continue
+        last = "quarantine" if col in SEED_GROUPS else col.split(".")[-1]
         values = rows[col].dropna().unique()
         if len(values) < 2:
             continue
@@ -209,7 +221,7 @@ def main_effects(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
                 "setting": last,
                 "value": f"{v:g}" if isinstance(v, float) else str(v),
                 "configurations": len(sel),
-                "seed's": "yes" if _same(v, SEED_LOOP[last]) else "",
+                "seed's": "yes" if _same(v, want) else "",
             }
             for m in metrics:
                 mean = float(sel[m].mean())

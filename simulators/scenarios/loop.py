@@ -23,6 +23,7 @@ from procmem_core.errors import (
 )
 from procmem_core.gates import CostGate, Gate, SPRTGate
 from procmem_core.graph.evolve import check_streak_scope
+from procmem_core.quarantine import QuarantinePolicy, SeedPolicy
 from simulators.feedback import Feedback
 from simulators.replication import Chunk
 from simulators.result import ScenarioResult
@@ -44,7 +45,8 @@ class LoopScenario(Scenario):
     Settings beyond the world's: ``strike_limit`` (0 = no quarantine), ``streak_scope``
     (``graph.evolve``), ``concurrent_share`` q (while a revision is pending the pack serves
     the prior graph with probability q: the concurrent-control design; 0 = the seed's),
-    ``utility_weight`` (the match term for the smoothed success rate; 0 = the seed's off).
+    ``utility_weight`` (the match term for the smoothed success rate; 0 = the seed's off),
+    ``quarantine`` (the exit policy, group ``quarantine``; the seed's: absorbing).
 
     Metrics (``_se`` over replications, the independent unit): ``success_rate``,
     ``success_rate_early`` / ``success_rate_late`` (first / last quarter of sessions) and
@@ -69,6 +71,7 @@ class LoopScenario(Scenario):
     inputs: ClassVar[dict[str, str]] = {
         "gate": "gate",
         "cost_gate": "cost_gate",
+        "quarantine": "quarantine",
         "feedback": "feedback",
         "explore_rate": "explore.explore_rate",
     }
@@ -93,6 +96,7 @@ class LoopScenario(Scenario):
     utility_weight: float = 0.0
     gate: Gate = field(default_factory=SPRTGate)
     cost_gate: Gate = field(default_factory=CostGate)
+    quarantine: QuarantinePolicy = field(default_factory=SeedPolicy)
     feedback: Feedback = field(default_factory=Feedback)
     window: int = 50
     replications: int = 2
@@ -132,6 +136,7 @@ class LoopScenario(Scenario):
         if self.gate.veto_only:
             raise ParameterError("gate", self.gate.name, "a gate that can accept (not a veto)")
         check_veto("cost_gate", self.cost_gate)
+        check_instance("quarantine", self.quarantine, QuarantinePolicy)
         check_instance("feedback", self.feedback, Feedback)
         check_int("window", self.window, minimum=1)
         self.check_replications()

@@ -135,7 +135,7 @@ class LoopWorld:
         self.line = ArrivalLine(sc.feedback.delay)
         self.noiseless = sc.feedback.noiseless  # the signal is the outcome: nothing to draw
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
-        self.store = ProcedureStore(strike_limit=sc.strike_limit)
+        self.store = ProcedureStore(strike_limit=sc.strike_limit, quarantine=sc.quarantine)
         # min_similarity=None: the world's pack has no relevance floor (the engine's default
         # since issue 25 is 0.3), so a task whose procedures are all quarantined is still
         # shown another task's procedure, as the recorded decisions and published loop

@@ -1,0 +1,238 @@
+"""``quarantine_fate``: what quarantine does to a procedure, exactly (issue 29, item 1).
+
+The model. A procedure's runs succeed independently with probability p. Time is counted
+in its *sessions* (packs in which it is a candidate: the only procedure for its task, or
+the one the pack would serve). While not quarantined it is run every session; its state
+is the current failure streak s in 0..L-1 (L = ``strike_limit``): a success sets s = 0, a
+failure s + 1, and the L-th failure in a row quarantines it at once (the store's
+``evolve`` after every run). While quarantined the exit policy rules
+(``QuarantinePolicy.exit_chain``): which sessions serve it, and when it is released (to
+s = 0). The whole is a finite Markov chain on L + r states (docs/statistics.md,
+"Quarantine"; Feller, *An Introduction to Probability Theory*, vol. 1, XIII.7 for runs).
+
+Returned:
+
+- ``p_quarantined``: P(at least one quarantine within ``runs`` runs), the streak chain
+  with quarantine absorbing, propagated ``runs`` steps;
+- ``expected_runs_to_quarantine``: E[runs to the first quarantine] from s = 0, the
+  fundamental matrix ``(I - T)^-1 1`` of the streak states (inf when p = 1);
+
+and for each exit policy (``ExitFate``):
+
+- ``expected_release``: E[sessions spent quarantined per quarantine], ``(I - S)^-1 1``
+  over the quarantined states S, from the entry state (inf when release can fail to
+  come). A session that runs it while quarantined (probation, a half-open probe) counts
+  as quarantined; decay releases it as its last strike decays, so the session that runs
+  it again does not;
+- ``share_quarantined``: the long-run share of sessions spent quarantined, the
+  stationary distribution of the whole chain (1 when quarantine is absorbing);
+- harmful exposures: a *harmful* procedure is one whose runs succeed with probability
+  ``p_harmful`` (default 0.1: worse than the loop's working without a procedure, 0.3);
+  an exposure is a session that runs it. ``harmful_exposures_first_1000``: expected
+  exposures in its first 1,000 sessions from a fresh start (s = 0, not quarantined);
+  ``harmful_exposures_per_1000``: 1,000 times the long-run share of sessions that run it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from procmem_core.errors import check_int, check_probability
+from procmem_core.quarantine.base import QUARANTINE_POLICIES, QuarantinePolicy
+
+SESSIONS = 1000
+DEFAULT_P_HARMFUL = 0.1
+
+
+@dataclass(frozen=True)
+class ExitFate:
+    """One exit policy's numbers (see the module doc); ``policy`` is its ``describe()``."""
+
+    name: str
+    policy: str
+    expected_release: float
+    share_quarantined: float
+    harmful_exposures_first_1000: float
+    harmful_exposures_per_1000: float
+
+
+@dataclass(frozen=True)
+class QuarantineFate:
+    """``quarantine_fate``'s answer; ``exits`` one ``ExitFate`` per policy asked."""
+
+    p: float
+    runs: int
+    strike_limit: int
+    p_harmful: float
+    p_quarantined: float
+    expected_runs_to_quarantine: float
+    exits: tuple[ExitFate, ...]
+
+    def exit(self, name: str) -> ExitFate:
+        """The first exit fate of the policy named ``name``."""
+        for e in self.exits:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+
+def full_chain(
+    p: float, strike_limit: int, policy: QuarantinePolicy
+) -> tuple[np.ndarray, np.ndarray]:
+    """(P, serve): the transition matrix over streak states 0..L-1 then the policy's
+    quarantined states, and the probability each state runs the procedure."""
+    L = strike_limit
+    ex = policy.exit_chain(p, L)
+    r = len(ex.release)
+    P = np.zeros((L + r, L + r))
+    for s in range(L):
+        P[s, 0] += p
+        P[s, s + 1 if s + 1 < L else L] += 1.0 - p
+    P[L:, L:] = ex.stay
+    P[L:, 0] += ex.release
+    return P, np.concatenate([np.ones(L), ex.serve])
+
+
+def p_quarantined(p: float, runs: int, strike_limit: int) -> float:
+    """P(L failures in a row within ``runs`` runs): the streak chain, quarantine absorbing."""
+    L = strike_limit
+    if L == 0:
+        return 0.0
+    v = np.zeros(L + 1)
+    v[0] = 1.0
+    for _ in range(runs):
+        w = np.zeros(L + 1)
+        w[0] = p * v[:L].sum()
+        w[1:] = (1.0 - p) * v[:L]
+        w[L] += v[L]
+        v = w
+    return float(v[L])
+
+
+def expected_runs_to_quarantine(p: float, strike_limit: int) -> float:
+    """E[runs until the first quarantine] from streak 0: ``((I - T)^-1 1)[0]``."""
+    L = strike_limit
+    if L == 0 or p >= 1.0:
+        return float("inf")
+    T = np.zeros((L, L))
+    T[:, 0] = p
+    for s in range(L - 1):
+        T[s, s + 1] = 1.0 - p
+    return float(np.linalg.solve(np.eye(L) - T, np.ones(L))[0])
+
+
+def _releases_surely(stay: np.ndarray, release: np.ndarray) -> bool:
+    """Every quarantined state reachable from the entry can still reach release."""
+    r = len(release)
+    reach, todo = {0}, [0]
+    while todo:
+        i = todo.pop()
+        for j in np.flatnonzero(stay[i] > 0):
+            if int(j) not in reach:
+                reach.add(int(j))
+                todo.append(int(j))
+    can = set(np.flatnonzero(release > 0).tolist())
+    grew = True
+    while grew:
+        grew = False
+        for i in range(r):
+            if i not in can and any(stay[i, j] > 0 for j in can):
+                can.add(i)
+                grew = True
+    return reach <= can
+
+
+def expected_release(p: float, strike_limit: int, policy: QuarantinePolicy) -> float:
+    """E[sessions from quarantine to release] (inf when release can fail to come)."""
+    ex = policy.exit_chain(p, strike_limit)
+    if not _releases_surely(ex.stay, ex.release):
+        return float("inf")
+    r = len(ex.release)
+    return float(np.linalg.solve(np.eye(r) - ex.stay, np.ones(r))[0])
+
+
+def _stationary(P: np.ndarray) -> np.ndarray:
+    """The stationary distribution: ``pi (P - I) = 0``, ``sum(pi) = 1`` (least squares)."""
+    n = len(P)
+    A = np.vstack([(P - np.eye(n)).T, np.ones((1, n))])
+    b = np.zeros(n + 1)
+    b[-1] = 1.0
+    return np.linalg.lstsq(A, b, rcond=None)[0]
+
+
+def long_run(p: float, strike_limit: int, policy: QuarantinePolicy) -> tuple[float, float]:
+    """(share of sessions quarantined, share of sessions that run the procedure)."""
+    L = strike_limit
+    if L == 0 or p >= 1.0:
+        return 0.0, 1.0
+    if not np.isfinite(expected_release(p, L, policy)):
+        return 1.0, 0.0  # quarantine is reached surely and never left
+    P, serve = full_chain(p, L, policy)
+    pi = _stationary(P)
+    return float(pi[L:].sum()), float(pi @ serve)
+
+
+def exposures_from_fresh(
+    p: float, strike_limit: int, policy: QuarantinePolicy, sessions: int = SESSIONS
+) -> float:
+    """Expected sessions that run the procedure among its first ``sessions``, from s = 0."""
+    if strike_limit == 0:
+        return float(sessions)
+    P, serve = full_chain(p, strike_limit, policy)
+    v = np.zeros(len(P))
+    v[0] = 1.0
+    total = 0.0
+    for _ in range(sessions):
+        total += float(v @ serve)
+        v = v @ P
+    return total
+
+
+def _policies(policy: QuarantinePolicy | Sequence[QuarantinePolicy] | None):
+    if policy is None:
+        return tuple(cls() for cls in QUARANTINE_POLICIES.values())
+    if isinstance(policy, QuarantinePolicy):
+        return (policy,)
+    return tuple(policy)
+
+
+def quarantine_fate(
+    p: float,
+    runs: int,
+    strike_limit: int = 3,
+    policy: QuarantinePolicy | Sequence[QuarantinePolicy] | None = None,
+    p_harmful: float = DEFAULT_P_HARMFUL,
+) -> QuarantineFate:
+    """The quarantine chain of a procedure whose runs succeed with probability ``p`` (see
+    the module doc); ``policy``: one policy, several, or None for every registered policy
+    with its defaults. Strike limit 3: p 0.7 in 50 runs gives 0.625, p 0.8 in 100 0.474."""
+    p = check_probability("p", p)
+    runs = check_int("runs", runs)
+    L = check_int("strike_limit", strike_limit)
+    p_harmful = check_probability("p_harmful", p_harmful)
+    exits = []
+    for pol in _policies(policy):
+        share, _ = long_run(p, L, pol)
+        _, harmful_served = long_run(p_harmful, L, pol)
+        exits.append(
+            ExitFate(
+                name=pol.name,
+                policy=pol.describe(),
+                expected_release=expected_release(p, L, pol) if L else float("nan"),
+                share_quarantined=share,
+                harmful_exposures_first_1000=exposures_from_fresh(p_harmful, L, pol),
+                harmful_exposures_per_1000=SESSIONS * harmful_served,
+            )
+        )
+    return QuarantineFate(
+        p=p,
+        runs=runs,
+        strike_limit=L,
+        p_harmful=p_harmful,
+        p_quarantined=p_quarantined(p, runs, L),
+        expected_runs_to_quarantine=expected_runs_to_quarantine(p, L),
+        exits=tuple(exits),
+    )

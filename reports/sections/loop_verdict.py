@@ -1,0 +1,165 @@
+"""The loop's prescriptive answer (issue 29, item 3): the setting under which the regret
+falls, with its 95 % interval, or that none does and why, from the quarantine chain.
+
+``loop_verdict.json`` (beside the report): ``learns`` (the interval lies below 0),
+``regret_change``, ``ci_low``, ``ci_high`` (Student-t over replications,
+``loop_evidence.Verdict``), ``replications`` and ``setting``: the swept config overrides
+of that row (``key=value``, a group's choice as ``group=name``). With no learning row the
+file names the row whose interval reaches lowest, with ``learns`` false.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from procmem_core.quarantine import (
+    QuarantinePolicy,
+    SeedPolicy,
+    make_quarantine_policy,
+    quarantine_fate,
+)
+from reports.configs import label
+from reports.sections.loop_evidence import verdict_of
+
+SEED_STRIKE_LIMIT = 3
+CHAIN_P = 0.7
+"""The success rate the chain's numbers are quoted at (the statistics doc's example)."""
+
+
+def swept_overrides(row: pd.Series, rows: pd.DataFrame) -> list[str]:
+    """The params that vary across ``rows``, at ``row``'s values, as config overrides."""
+    out = []
+    for col in sorted(c for c in rows.columns if c.startswith("params.")):
+        values = rows[col].astype(str).unique()  # unset (NaN) differs from a value
+        if len(values) < 2 or pd.isna(row.get(col)):
+            continue
+        key = col.removeprefix("params.")
+        value = row[col]
+        if key.endswith(".name") and key.count(".") == 1:
+            out.append(f"{key.split('.')[0]}={value}")
+        else:
+            out.append(f"{key}={_plain(value)}")
+    return out
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def best_row(rows: pd.DataFrame) -> pd.Series:
+    """The row whose 95 % interval of the regret change reaches lowest."""
+    upper = pd.Series([verdict_of(r).interval[1] for _, r in rows.iterrows()], index=rows.index)
+    return rows.loc[upper.fillna(math.inf).idxmin()]
+
+
+def verdict_json(row: pd.Series, rows: pd.DataFrame) -> str:
+    """``loop_verdict.json`` for ``row`` (see the module doc)."""
+    v = verdict_of(row)
+    lo, hi = v.interval
+    data = {
+        "learns": bool(hi < 0),
+        "regret_change": float(v.change),
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "replications": int(v.replications),
+        "setting": swept_overrides(row, rows),
+        "configuration": str(row.get("config", "")),
+    }
+    return json.dumps(data, indent=2, allow_nan=True) + "\n"
+
+
+def chain_reason(sessions: float, strike_limit: int = 3) -> str:
+    """Why no setting learns, in the quarantine chain's numbers (``quarantine_fate``)."""
+    runs = max(1, int(sessions) // 4)
+    fate = quarantine_fate(CHAIN_P, runs, strike_limit)
+    parts = [
+        f"The quarantine chain says why quarantine alone cannot make it learn: at strike "
+        f"limit {strike_limit} a procedure succeeding {CHAIN_P:.0%} of the time is "
+        f"quarantined within {runs} runs with probability {fate.p_quarantined:.3f} (after "
+        f"{fate.expected_runs_to_quarantine:.0f} runs on average)"
+    ]
+    for e in fate.exits:
+        if math.isinf(e.expected_release):
+            parts.append(f"under {e.policy} it never returns (share of time quarantined 1)")
+        else:
+            parts.append(
+                f"under {e.policy} it returns after {e.expected_release:.0f} sessions and "
+                f"spends {e.share_quarantined:.0%} of its sessions quarantined"
+            )
+    return "; ".join(parts) + (
+        ". An exit gives a quarantined procedure its traffic back, which removes the rise "
+        "that absorbing quarantine causes, but it cannot make the regret fall by itself: what "
+        "else moves it is in the regret-by-source table below."
+    )
+
+
+def policy_of(row: pd.Series) -> QuarantinePolicy:
+    """The quarantine policy a row ran with (``params.quarantine.*``; the seed's if unset)."""
+    prefix = "params.quarantine."
+    params = {
+        c.removeprefix(prefix): _plain(row[c])
+        for c in row.index
+        if c.startswith(prefix) and pd.notna(row[c])
+    }
+    return make_quarantine_policy(**params) if params.get("name") else SeedPolicy()
+
+
+def exposure_cost(row: pd.Series) -> str:
+    """What a row's quarantine setting costs in harmful exposures against the seed's, from
+    the chain (a procedure succeeding ``DEFAULT_P_HARMFUL``, its first 1,000 sessions)."""
+    limit = row.get("params.scenario.strike_limit")
+    limit = SEED_STRIKE_LIMIT if pd.isna(limit) else int(float(limit))
+    policy = policy_of(row)
+    fate = quarantine_fate(CHAIN_P, 1, limit, policy)
+    seed = quarantine_fate(CHAIN_P, 1, SEED_STRIKE_LIMIT, SeedPolicy())
+    ours, theirs = fate.exits[0], seed.exits[0]
+    return (
+        f"Its cost in harmful exposures (a procedure succeeding {fate.p_harmful:.0%} of the "
+        f"time, its first 1,000 sessions, the quarantine chain): "
+        f"{ours.harmful_exposures_first_1000:.1f} under {policy.describe()} at strike limit "
+        f"{limit} against {theirs.harmful_exposures_first_1000:.1f} under the seed's "
+        f"(absorbing quarantine at strike limit {SEED_STRIKE_LIMIT})."
+    )
+
+
+def quarantine_conditions(
+    rows: pd.DataFrame, condition_cols: list[str], reference: pd.Series
+) -> tuple[pd.DataFrame, pd.Series]:
+    """Conditions labelled with the quarantine policy by name (``policy.describe()``), not
+    by the parameters that imply it, and the reference at the seed's policy."""
+    name = "params.quarantine.name"
+    if name not in rows or rows[name].astype(str).nunique() < 2:
+        return rows, reference
+    others = [c for c in condition_cols if not c.startswith("params.quarantine.")]
+    rest = [label(r, others, "") for _, r in rows.iterrows()]
+    first = rows.index[reference][0] if reference.any() else rows.index[0]
+    words = [
+        "; ".join(x for x in (f"quarantine {policy_of(r).describe()}", o) if x)
+        for (_, r), o in zip(rows.iterrows(), rest, strict=True)
+    ]
+    at_seed = pd.Series(
+        [r[name] == "seed" and o == rest[rows.index.get_loc(first)]
+         for (_, r), o in zip(rows.iterrows(), rest, strict=True)],
+        index=rows.index,
+    )  # fmt: skip
+    return rows.assign(condition=words), at_seed if at_seed.any() else reference
+
+
+def selection_note(row: pd.Series, n: int) -> str:
+    """A learning row picked as the lowest of ``n`` intervals: what chance gives, and
+    that the exit policy plays no part at strike limit 0."""
+    notes = []
+    if n > 1:
+        notes.append(
+            f"the lowest of {n} intervals; about {0.025 * n:.1f} would lie below 0 by chance "
+            "alone, so confirm it with fresh seeds"
+        )
+    limit = row.get("params.scenario.strike_limit")
+    if pd.notna(limit) and float(limit) == 0:
+        notes.append("strike limit 0 turns quarantine off, so the exit policy plays no part")
+    return f" ({'; '.join(notes)})" if notes else ""

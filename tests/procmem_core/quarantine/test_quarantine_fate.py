@@ -1,0 +1,249 @@
+"""``quarantine_fate`` against independent references (issue 29, item 1): brute-force
+enumeration of outcome sequences, Feller's recurrence for runs, closed forms, renewal
+arguments (Wald's identity, renewal-reward), each to 1e-9; and a direct simulation of the
+policies' rules within 4 standard errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from procmem_core.errors import ParameterError
+from procmem_core.quarantine import (
+    DecayPolicy,
+    HalfOpenPolicy,
+    ProbationPolicy,
+    SeedPolicy,
+    quarantine_fate,
+)
+from procmem_core.quarantine.fate import (
+    expected_release,
+    expected_runs_to_quarantine,
+    exposures_from_fresh,
+    long_run,
+    p_quarantined,
+)
+
+TOL = 1e-9
+
+
+def brute_force_p_quarantined(p: float, runs: int, L: int) -> float:
+    """Sum over all 2^runs outcome sequences of those holding L failures in a row."""
+    total = 0.0
+    for seq in itertools.product((True, False), repeat=runs):
+        streak, hit = 0, False
+        for ok in seq:
+            streak = 0 if ok else streak + 1
+            hit = hit or streak >= L
+        if hit:
+            k = sum(seq)
+            total += p**k * (1 - p) ** (runs - k)
+    return total
+
+
+def feller_no_run(p: float, n_max: int, L: int) -> list[float]:
+    """P(no L failures in a row within n runs), n = 0..n_max: Feller's recurrence
+    u_n = u_{n-1} - p q^L u_{n-L-1} (u_n = 1 for n < L, u_L = 1 - q^L)."""
+    q = 1 - p
+    u = [1.0] * min(L, n_max + 1)
+    for n in range(L, n_max + 1):
+        u.append(1 - q**L if n == L else u[n - 1] - p * q**L * u[n - L - 1])
+    return u
+
+
+@pytest.mark.parametrize(
+    ("p", "runs", "L"), [(0.7, 10, 3), (0.5, 12, 2), (0.3, 11, 4), (0.9, 9, 1)]
+)
+def test_p_quarantined_equals_the_enumeration_of_every_sequence(p, runs, L):
+    assert abs(p_quarantined(p, runs, L) - brute_force_p_quarantined(p, runs, L)) < TOL
+
+
+@pytest.mark.parametrize(
+    ("p", "runs", "L"), [(0.7, 50, 3), (0.8, 100, 3), (0.6, 200, 5), (0.95, 77, 2)]
+)
+def test_p_quarantined_equals_fellers_recurrence(p, runs, L):
+    assert abs(p_quarantined(p, runs, L) - (1 - feller_no_run(p, runs, L)[runs])) < TOL
+
+
+def test_the_numbers_statistics_md_states():
+    assert round(quarantine_fate(0.7, 50).p_quarantined, 3) == 0.625
+    assert round(quarantine_fate(0.8, 100).p_quarantined, 3) == 0.474
+
+
+@pytest.mark.parametrize(("p", "L"), [(0.7, 3), (0.8, 3), (0.5, 1), (0.25, 6), (0.99, 2)])
+def test_expected_runs_to_quarantine_equals_the_closed_form(p, L):
+    q = 1 - p
+    closed = (1 - q**L) / (p * q**L)  # Feller XIII.7: mean waiting time for a run of L
+    assert abs(expected_runs_to_quarantine(p, L) - closed) < TOL * closed
+
+
+def probe_attempt(p: float, k: int, m: int) -> tuple[float, float]:
+    """(P(release in one set of probes), E[probes it runs]) by enumerating all 2^k
+    outcome sequences and stopping each where the policy decides."""
+    p_release = e_probes = 0.0
+    for seq in itertools.product((True, False), repeat=k):
+        s = f = 0
+        for ok in seq:
+            s, f = s + ok, f + (not ok)
+            if s >= m or f > k - m:
+                break
+        w = math.prod(p if ok else 1 - p for ok in seq)
+        p_release += w * (s >= m)
+        e_probes += w * (s + f)
+    return p_release, e_probes
+
+
+def release_reference(p: float, L: int, policy) -> tuple[float, float]:
+    """(E[release time], E[sessions run while quarantined]) per quarantine, by renewal
+    arguments: geometric for probation, deterministic for decay, Wald's identity over
+    i.i.d. cool-down + probe attempts for half-open."""
+    if isinstance(policy, ProbationPolicy):
+        r = 1 / (policy.floor * p)
+        return r, policy.floor * r
+    if isinstance(policy, DecayPolicy):
+        return float(L * policy.decay_sessions), 0.0
+    a, d = probe_attempt(p, policy.probes, policy.release_after)
+    return (policy.cool_down + d) / a, d / a
+
+
+EXITS = [
+    ProbationPolicy(floor=0.05, candidates=2),
+    ProbationPolicy(floor=0.3, candidates=1),
+    HalfOpenPolicy(cool_down=20, probes=3, release_after=2),
+    HalfOpenPolicy(cool_down=1, probes=5, release_after=5),
+    HalfOpenPolicy(cool_down=7, probes=4, release_after=1),
+    DecayPolicy(decay_sessions=10),
+    DecayPolicy(decay_sessions=1),
+]
+
+
+@pytest.mark.parametrize("policy", EXITS, ids=lambda x: x.describe())
+@pytest.mark.parametrize(("p", "L"), [(0.7, 3), (0.4, 2), (0.85, 4)])
+def test_release_share_and_exposures_equal_renewal_references(policy, p, L):
+    r_ref, served_q = release_reference(p, L, policy)
+    assert abs(expected_release(p, L, policy) - r_ref) < TOL * r_ref
+    t = (1 - (1 - p) ** L) / (p * (1 - p) ** L)  # sessions served before a quarantine
+    share, served = long_run(p, L, policy)
+    assert abs(share - r_ref / (t + r_ref)) < TOL  # renewal-reward
+    assert abs(served - (t + served_q) / (t + r_ref)) < TOL
+
+
+def test_seed_quarantine_is_absorbing():
+    fate = quarantine_fate(0.7, 50, policy=SeedPolicy())
+    e = fate.exit("seed")
+    assert e.expected_release == math.inf
+    assert e.share_quarantined == 1.0
+    assert e.harmful_exposures_per_1000 == 0.0
+    # from a fresh start the harmful procedure runs until its first quarantine:
+    # sum over sessions t < 1000 of P(no quarantine in its first t runs)
+    u = feller_no_run(0.1, 999, 3)
+    assert abs(e.harmful_exposures_first_1000 - sum(u)) < TOL
+
+
+def test_release_never_comes_when_it_cannot():
+    assert expected_release(0.0, 3, ProbationPolicy()) == math.inf
+    assert expected_release(0.0, 3, HalfOpenPolicy()) == math.inf
+    assert expected_release(0.0, 3, DecayPolicy(decay_sessions=2)) == 6.0
+    assert long_run(1.0, 3, SeedPolicy()) == (0.0, 1.0)
+    fate = quarantine_fate(0.7, 50, strike_limit=0)
+    assert fate.p_quarantined == 0.0 and fate.expected_runs_to_quarantine == math.inf
+    assert all(e.share_quarantined == 0.0 for e in fate.exits)
+    assert all(e.harmful_exposures_first_1000 == 1000.0 for e in fate.exits)
+
+
+def test_every_registered_policy_is_reported_by_default():
+    names = {e.name for e in quarantine_fate(0.7, 50).exits}
+    assert names == {"seed", "probation", "half_open", "decay"}
+
+
+@pytest.mark.parametrize(
+    ("field", "kwargs"),
+    [("p", {"p": 1.2, "runs": 5}), ("runs", {"p": 0.5, "runs": -1}),
+     ("strike_limit", {"p": 0.5, "runs": 5, "strike_limit": 1.5}),
+     ("p_harmful", {"p": 0.5, "runs": 5, "p_harmful": -0.1})],
+)  # fmt: skip
+def test_bad_input_names_the_field(field, kwargs):
+    with pytest.raises(ParameterError) as err:
+        quarantine_fate(**kwargs)
+    assert err.value.field == field
+
+
+# -- simulation of the rules, written from their definitions -----------------------
+
+
+def simulate(policy, p: float, L: int, sessions: int, rng: np.random.Generator):
+    """One procedure through ``sessions`` sessions: (quarantined within the first 50 runs,
+    sessions run, sessions quarantined, completed release times). A session counts as
+    quarantined when the procedure starts it quarantined and is not released before it
+    runs: probation and probe runs are quarantined sessions; decay releases as the last
+    strike decays, so the session that runs it again is not."""
+    streak, quarantined, waited, probes, wins = 0, False, 0, 0, 0
+    runs = served = q_sessions = 0
+    first_q, releases, since = None, [], 0
+    for _ in range(sessions):
+        if quarantined and isinstance(policy, DecayPolicy) and waited >= L * policy.decay_sessions:
+            quarantined, streak = False, 0  # strikes decayed to 0: served as released
+            releases.append(since)
+        if quarantined:
+            q_sessions += 1
+            since += 1
+            if isinstance(policy, ProbationPolicy):
+                serve = rng.random() < policy.floor
+            elif isinstance(policy, HalfOpenPolicy):
+                serve = probes > 0 or waited >= policy.cool_down
+            else:
+                serve = False
+            if not serve:
+                waited += 1
+                continue
+        ok = rng.random() < p
+        served += 1
+        if quarantined:
+            waited = 0
+            if isinstance(policy, HalfOpenPolicy):
+                probes, wins = probes + 1, wins + ok
+                lifted = wins >= policy.release_after
+                if not lifted and probes - wins > policy.probes - policy.release_after:
+                    probes = wins = 0
+            else:
+                lifted = ok
+            if lifted:
+                quarantined, probes, wins = False, 0, 0
+                releases.append(since)
+        else:
+            runs += 1
+        streak = 0 if ok else streak + 1
+        if not quarantined and streak >= L:
+            quarantined, waited, since = True, 0, 0
+            first_q = runs if first_q is None else first_q
+    hit50 = first_q is not None and first_q <= 50
+    return hit50, served, q_sessions, releases
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [ProbationPolicy(floor=0.1, candidates=2), HalfOpenPolicy(cool_down=5, probes=3,
+     release_after=2), DecayPolicy(decay_sessions=3), SeedPolicy()],
+    ids=lambda x: x.name,
+)  # fmt: skip
+def test_simulation_agrees_with_the_chain_within_4_se(policy):
+    p, L, n_rep, sessions = 0.7, 3, 300, 400
+    rng = np.random.default_rng(np.random.SeedSequence([29, len(policy.name)]))
+    out = [simulate(policy, p, L, sessions, rng) for _ in range(n_rep)]
+    hit = np.array([o[0] for o in out], dtype=float)
+    exact = p_quarantined(p, 50, L)
+    assert abs(hit.mean() - exact) <= 4 * math.sqrt(exact * (1 - exact) / n_rep)
+    releases = np.array([r for o in out for r in o[3]], dtype=float)
+    if isinstance(policy, SeedPolicy):
+        assert releases.size == 0
+        return
+    r = expected_release(p, L, policy)
+    se = releases.std(ddof=1) / math.sqrt(releases.size)
+    assert abs(releases.mean() - r) <= 4 * se
+    # exposures from a fresh start over 400 sessions, per replication
+    served = np.array([o[1] for o in out], dtype=float)
+    exact_served = exposures_from_fresh(p, L, policy, sessions)
+    assert abs(served.mean() - exact_served) <= 4 * served.std(ddof=1) / math.sqrt(n_rep)

@@ -1,0 +1,67 @@
+"""The store and the pack under each exit policy agree with ``quarantine_fate``'s chain
+within 4 standard errors (issue 29, item 2): one procedure alone for its task, served by
+``ContextPacker``, its runs recorded and evolved after every run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from procmem_core.graph import ContextPacker, ProcedureStore
+from procmem_core.quarantine import DecayPolicy, HalfOpenPolicy, ProbationPolicy, SeedPolicy
+from procmem_core.quarantine.fate import expected_release, exposures_from_fresh, p_quarantined
+
+P, L, SESSIONS, REPS, FIRST = 0.5, 2, 150, 24, 10
+SITUATION = "a customer asks for a refund on a paid invoice"
+
+
+def replicate(policy, seed: int) -> dict:
+    """One procedure through ``SESSIONS`` sessions: sessions that ran it, whether its first
+    quarantine came within ``FIRST`` runs, and the quarantined sessions before each
+    release (decay releases as its last strike decays, before the session that runs it)."""
+    rng = np.random.default_rng(np.random.SeedSequence([29, seed]))
+    store = ProcedureStore(strike_limit=L, quarantine=policy)
+    key = store.add("refund", SITUATION, ["look up", "check", "issue"]).key
+    packer = ContextPacker(store, rng=rng, max_procedures=1)
+    served = runs = 0
+    first, since, waits = None, None, []
+    for t in range(SESSIONS):
+        if not packer.pack(SITUATION).procedure_keys:
+            continue
+        served += 1
+        before = len(store.releases())
+        store.record_run(key, ["n1"], ok=bool(rng.random() < P))
+        if len(store.releases()) > before:
+            waits.append(t - since - (1 if isinstance(policy, DecayPolicy) else 0))
+        if store.status(key) != "quarantined":
+            runs += 1
+        if store.evolve(key, min_runs=1).previous_status != "quarantined" == store.status(key):
+            since = t
+            first = runs if first is None else first
+    return {"served": served, "hit": first is not None and first <= FIRST, "waits": waits}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "policy",
+    [SeedPolicy(), ProbationPolicy(floor=0.3, candidates=1),
+     HalfOpenPolicy(cool_down=3, probes=2, release_after=1), DecayPolicy(decay_sessions=2)],
+    ids=lambda x: x.name,
+)  # fmt: skip
+def test_store_and_pack_agree_with_the_chain_within_4_se(policy):
+    out = [replicate(policy, i) for i in range(REPS)]
+    hit = np.array([o["hit"] for o in out], dtype=float)
+    exact = p_quarantined(P, FIRST, L)
+    assert abs(hit.mean() - exact) <= 4 * math.sqrt(exact * (1 - exact) / REPS)
+    served = np.array([o["served"] for o in out], dtype=float)
+    exact_served = exposures_from_fresh(P, L, policy, SESSIONS)
+    assert abs(served.mean() - exact_served) <= 4 * served.std(ddof=1) / math.sqrt(REPS)
+    waits = np.array([w for o in out for w in o["waits"]], dtype=float)
+    if isinstance(policy, SeedPolicy):
+        assert waits.size == 0 and served.max() < SESSIONS
+        return
+    r = expected_release(P, L, policy)
+    se = waits.std(ddof=1) / math.sqrt(waits.size) if waits.std() > 0 else 0.0
+    assert abs(waits.mean() - r) <= max(4 * se, 1e-12)

@@ -1,0 +1,104 @@
+"""The loop's prescriptive answer (issue 29, item 3): the section opens with the setting
+that learns (or says none does, with the quarantine chain's numbers), states its cost in
+harmful exposures, and writes ``loop_verdict.json``. Synthetic rows with known numbers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from procmem_core.quarantine import HalfOpenPolicy, SeedPolicy, quarantine_fate
+from reports.sections.loop import _opening
+from reports.sections.loop_evidence import Verdict, main_effects, seed_row
+from reports.sections.loop_verdict import (
+    best_row,
+    chain_reason,
+    exposure_cost,
+    policy_of,
+    swept_overrides,
+    verdict_json,
+)
+
+
+def _rows(changes: list[tuple[float, float]]) -> pd.DataFrame:
+    names = ["seed", "half_open", "decay", "seed"]
+    rows = []
+    for i, (change, se) in enumerate(changes):
+        rows.append(
+            {
+                "config": f"c{i}",
+                "params.quarantine.name": names[i],
+                "params.quarantine.cool_down": 5.0 if names[i] == "half_open" else np.nan,
+                "params.scenario.strike_limit": 3 if i < 3 else 0,
+                "params.scenario.replications": "10",
+                "params.scenario.sessions": "1000",
+                "regret_change": change,
+                "regret_change_se": se,
+                **{
+                    f"{m}{s}": 0.1
+                    for m in ("regret_early", "regret_late", "success_rate_early",
+                              "success_rate_late")
+                    for s in ("", "_se")
+                },
+            }
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_learning_setting_opens_the_section_and_fills_the_json():
+    rows = _rows([(0.08, 0.02), (-0.05, 0.01), (-0.02, 0.02), (0.0, 0.01)])
+    best = rows.iloc[1]
+    text = _opening(rows, best)
+    v = Verdict(-0.05, 0.01, 10)
+    assert text.startswith(
+        "The loop learns with c1 (the lowest of 4 intervals; about 0.1 would lie below 0 by "
+        "chance alone, so confirm it with fresh seeds): "
+    )
+    assert v.describe() in text
+    data = json.loads(verdict_json(best, rows))
+    lo, hi = v.interval
+    assert data == {
+        "learns": True,
+        "regret_change": -0.05,
+        "ci_low": pytest.approx(lo),
+        "ci_high": pytest.approx(hi),
+        "replications": 10,
+        "setting": ["quarantine.cool_down=5", "quarantine=half_open", "scenario.strike_limit=3"],
+        "configuration": "c1",
+    }
+    ours = quarantine_fate(0.7, 1, 3, HalfOpenPolicy(cool_down=5)).exits[0]
+    seed = quarantine_fate(0.7, 1, 3, SeedPolicy()).exits[0]  # the seed's: strike limit 3
+    assert f"{ours.harmful_exposures_first_1000:.1f} under half_open(cool_down=5" in text
+    assert f"against {seed.harmful_exposures_first_1000:.1f} under the seed's" in text
+
+
+def test_no_learning_setting_is_said_with_the_chain_and_the_json_says_false():
+    rows = _rows([(0.08, 0.02), (0.01, 0.01), (-0.02, 0.02), (0.0, 0.01)])
+    text = _opening(rows, None)
+    assert text.startswith("None of the 4 swept settings makes the loop learn")
+    fate = quarantine_fate(0.7, 250, 3)
+    assert f"probability {fate.p_quarantined:.3f}" in text
+    assert chain_reason(1000) in text
+    half = fate.exit("half_open")
+    assert f"returns after {half.expected_release:.0f} sessions" in text
+    data = json.loads(verdict_json(best_row(rows), rows))
+    # the lowest upper end, t(0.975, 9) = 2.262157: 0 + 0.0226 (c3) against -0.02 + 0.0452
+    assert data["learns"] is False and data["configuration"] == "c3"
+    assert data["ci_high"] == pytest.approx(2.262157 * 0.01, abs=1e-6)
+
+
+def test_the_seed_row_and_the_main_effects_read_the_quarantine_group():
+    rows = _rows([(0.08, 0.02), (0.01, 0.01), (-0.02, 0.02), (0.0, 0.01)])
+    assert seed_row(rows)["config"] == "c0"  # quarantine seed and strike limit 3
+    effects = main_effects(rows, ("regret_change",))
+    q = effects[effects.setting == "quarantine"].set_index("value")
+    assert q.loc["seed", "regret_change_mean"] == pytest.approx(0.04)
+    assert q.loc["seed", "seed's"] == "yes" and q.loc["decay", "seed's"] == ""
+    assert policy_of(rows.iloc[1]) == HalfOpenPolicy(cool_down=5)
+    assert policy_of(pd.Series({"x": 1})) == SeedPolicy()
+    assert "quarantine=seed" in swept_overrides(rows.iloc[0], rows)
+    off = exposure_cost(rows.iloc[3])  # strike limit 0: never quarantined, every session
+    assert "1000.0 under seed() at strike limit 0 against 3.7 under the seed's" in off
