@@ -42,7 +42,7 @@ ROLES = ("viewer", "writer", "admin")
 """Roles in increasing order of what they may do."""
 OPERATION_ROLES = {
     **dict.fromkeys(("match", "locate", "list", "get", "runs", "traces", "revisions"), "viewer"),
-    **dict.fromkeys(("status", "live_revisions", "gate_decisions", "pack"), "viewer"),
+    **dict.fromkeys(("status", "live_revisions", "gate_decisions", "releases", "pack"), "viewer"),
     **dict.fromkeys(("add", "record_run", "evolve", "revise", "fork", "delete"), "writer"),
     "complete_run": "writer",
     "grant": "admin",

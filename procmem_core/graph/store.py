@@ -35,6 +35,7 @@ from procmem_core.graph.access import (
     acting_actor,
     check_principal,
     check_role,
+    readable_namespaces,
     require_role,
 )
 from procmem_core.graph.entry import ProcedureEntry
@@ -405,11 +406,22 @@ class ProcedureStore(StoreReads):
             log_release(r)
         self._releases.extend(released)
 
-    def releases(self, key: str | None = None) -> tuple[QuarantineRelease, ...]:
-        """The quarantine releases this store object made (one procedure's, or all), in
-        order, each with its policy's reason (also logged to ``procmem.quarantine``)."""
-        ref = None if key is None else self._get(key).ref
-        return tuple(r for r in self._releases if ref in (None, f"{r.namespace}/{r.key}"))
+    def releases(
+        self, key: str | None = None, principal: str | None = None
+    ) -> tuple[QuarantineRelease, ...]:
+        """The quarantine releases this store object made (one procedure's, or all in the
+        namespaces the principal can read), in order, each with its policy's reason (also
+        logged to ``procmem.quarantine``)."""
+        principal = check_principal("principal", principal)
+        if key is None:
+            if principal is None:
+                return tuple(self._releases)
+            readable = set(readable_namespaces(principal, self._grants))
+            return tuple(r for r in self._releases if r.namespace in readable)
+        entry = self._resolve(key, principal, "releases")
+        return tuple(
+            r for r in self._releases if (r.namespace, r.key) == (entry.namespace, entry.key)
+        )
 
     # -- evolve and revise -------------------------------------------------------------
 

@@ -131,6 +131,8 @@ PROCEDURE_CALLS = [
         lambda b, c: b.procedures.gate_decisions(principal="mallory"),
         "empty",
     ),
+    ("releases", "mallory", lambda b, c: b.procedures.releases(REF, principal="mallory"), "deny"),
+    ("releases", "mallory", lambda b, c: b.procedures.releases(principal="mallory"), "empty"),
     (
         "namespaces_of",
         "mallory",
