@@ -244,8 +244,8 @@ class SweepTracking(Callback):
         try:
             for run in tracker.children(state.parent_id):
                 if run.info.status == "RUNNING":
-                    tracker.finish(run.info.run_id, "KILLED", reason)
-            tracker.finish(state.parent_id, "KILLED", reason)
+                    tracker.end_if_running(run.info.run_id, "KILLED", reason)
+            tracker.end_if_running(state.parent_id, "KILLED", reason)
         except Exception as exc:  # the store may be what failed
             print(f"could not mark the sweep KILLED ({exc})", file=sys.stderr)
 

@@ -23,7 +23,8 @@ written to ``artifacts/`` before it failed.
 In a sweep the job then returns normally so the other jobs go on (the sweep callback
 fails the parent and the command); a single run re-raises. SIGTERM, SIGINT and the death
 of the sweep's main process (``experiments.stopping``) mark the run KILLED with the
-reason (tag ``procmem.end_reason``).
+reason (tag ``procmem.end_reason``). A terminal status is written once: a stop that
+arrives after the run was marked FINISHED leaves it FINISHED (``Tracker.end_if_running``).
 """
 
 from __future__ import annotations
@@ -246,9 +247,9 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         if not ctx.multirun:
             raise
     except BaseException as exc:
-        outcome.status = "killed"
         reason = exc.reason if isinstance(exc, Stopped) else f"interrupted ({type(exc).__name__})"
-        tracker.finish(run_id, "KILLED", reason)
+        ended = tracker.end_if_running(run_id, "KILLED", reason)  # FINISHED stays FINISHED
+        outcome.status = "finished" if ended == "FINISHED" else "killed"
         raise
     finally:
         outcome.tracking_seconds = tracker.seconds
@@ -306,5 +307,5 @@ def _log_failure(
     tracker.log_artifacts(run_id, failure)
     tracker.log_artifacts(run_id, ctx.out_dir / "artifacts")  # what the job wrote before it failed
     error = traceback.format_exception_only(*sys.exc_info()[:2])[-1].strip()
-    tracker.finish(run_id, "FAILED", f"the job raised {error[:500]} (traceback.txt)")
+    tracker.end_if_running(run_id, "FAILED", f"the job raised {error[:500]} (traceback.txt)")
     log.error("job %s (%s) FAILED; traceback logged to run %s", ctx.job_num, name, run_id)

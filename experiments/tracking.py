@@ -114,6 +114,7 @@ class Tracker:
         self.calls = 0
         self._client: MlflowClient | None = None
         self._experiment_id: str | None = None
+        self.ended: dict[str, str] = {}  # run id -> the terminal status this tracker wrote
 
     @property
     def client(self) -> MlflowClient:
@@ -208,10 +209,29 @@ class Tracker:
 
     def finish(self, run_id: str, status: str = "FINISHED", reason: str | None = None) -> None:
         """End a run: FINISHED, FAILED or KILLED, with the ``reason`` (tag
-        ``procmem.end_reason``) when it did not finish."""
+        ``procmem.end_reason``) when it did not finish. A run this tracker has ended is
+        never ended again."""
+        if run_id in self.ended:
+            return
         if reason:
             self.log(run_id, tags={TAG_END_REASON: reason})
         self.call(self.client.set_terminated, run_id, status)
+        self.ended[run_id] = status
+
+    def end_if_running(self, run_id: str, status: str, reason: str) -> str:
+        """End ``run_id`` with ``status`` only if the store still has it RUNNING; returns
+        the status it has now. For the paths that handle an exception or a stop: a
+        signal that arrives just after ``set_terminated(FINISHED)`` committed (before
+        this process could note it) must not relabel a finished run, so the store is
+        asked, not this process's memory. A terminal status is written once."""
+        if run_id not in self.ended:
+            current = self.call(self.client.get_run, run_id).info.status
+            if current != "RUNNING":
+                self.ended[run_id] = current
+        if run_id in self.ended:
+            return self.ended[run_id]
+        self.finish(run_id, status, reason)
+        return status
 
     def log_table(self, run_id: str, frame: Any, name: str) -> None:
         """``frame`` as an MLflow table (``tables/<name>.json``), shown by the MLflow UI."""
