@@ -53,7 +53,7 @@ from experiments.identity import (
 )
 from experiments.progress import chunk_progress
 from experiments.stopping import Stopped
-from experiments.stores import check_uri, uri_source
+from experiments.stores import announce_new, check_uri, uri_source
 from experiments.summary import print_single
 from procmem_core.errors import ParameterError
 from simulators.parallel import available_cores, chunk_workers
@@ -226,7 +226,8 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
     tracker = tr.Tracker(str(cfg.tracking.experiment), configured)
     outcome = JobOutcome("finished", digest)
     if not ctx.multirun:  # a sweep's main process checked the store and reaped orphans
-        check_uri(tracker.uri, uri_source(configured))
+        if check_uri(tracker.uri, uri_source(configured)):
+            announce_new(tracker.uri)
         tracker.reap_orphans()
     if cfg.resume and _already_finished(tracker, outcome):
         outcome.tracking_seconds = tracker.seconds
