@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -28,6 +29,25 @@ CONNECT_SECONDS = 5.0
 
 class TrackingError(ProcmemError):
     """The tracking store cannot be used: unreachable, or not an MLflow store."""
+
+
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""An experiment name is a folder name (``outputs/<name>``, ``multirun/<name>``,
+``mlartifacts/<name>``): letters, digits, ``.``, ``_``, ``-``, starting with a letter or
+digit, so no name (``..``, ``a/b``, empty) leads outside those roots."""
+
+
+def check_experiment_name(name: object, field: str = "tracking.experiment") -> str:
+    """``name`` if it is a safe experiment name (``EXPERIMENT_NAME``), else raise."""
+    if not isinstance(name, str) or not EXPERIMENT_NAME.fullmatch(name):
+        raise ParameterError(
+            field,
+            name,
+            "a name of letters, digits, '.', '_' or '-' (at most 100, starting with a letter "
+            "or digit): it names the folders outputs/<name>, multirun/<name> and "
+            "mlartifacts/<name>",
+        )
+    return name
 
 
 def tracking_uri(configured: str | None = None) -> str:

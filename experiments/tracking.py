@@ -34,7 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from experiments.stopping import is_dead, this_process
-from experiments.stores import DEFAULT_DB, sqlite_path, tracking_uri  # noqa: F401
+from experiments.stores import (  # noqa: F401
+    DEFAULT_DB,
+    check_experiment_name,
+    sqlite_path,
+    tracking_uri,
+)
 
 # MLflow prints "View run ... at: <url>" on stdout when a run on a server ends; stdout is
 # the job's own (the seed demo prints exactly the seed's text), so that stays off.
@@ -108,7 +113,7 @@ class Tracker:
     """One MLflow experiment, reached through ``MlflowClient``; every call retried and timed."""
 
     def __init__(self, experiment: str, uri: str | None = None) -> None:
-        self.experiment = experiment
+        self.experiment = check_experiment_name(experiment)
         self.uri = tracking_uri(uri)
         self.seconds = 0.0
         self.calls = 0

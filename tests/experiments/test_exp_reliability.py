@@ -7,12 +7,16 @@ by ``sweep_barrier``; tests wait on files and process exits, never on seconds of
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
@@ -21,17 +25,17 @@ FATE = ["experiment=quickstart", "case=fate_seed", "scenario.replications=200", 
 WAIT_SECONDS = 120.0
 
 
-def run_cli(tmp: Path, args: list[str], uri: str | None = None, **env: str):
-    """``python -m experiments.run <args>`` against ``uri`` (default ``tmp/mlflow.db``)."""
+def run_cli(tmp: Path, args: list[str], uri: str | None = None, cwd: Path = ROOT):
+    """``python -m experiments.run <args>`` in ``cwd`` against ``uri`` (default
+    ``tmp/mlflow.db``)."""
     full = dict(
         os.environ,
         MLFLOW_TRACKING_URI=uri or f"sqlite:///{tmp / 'mlflow.db'}",
-        PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-        **env,
+        PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]),
     )
     return subprocess.run(
         [sys.executable, "-m", "experiments.run", *args],
-        cwd=ROOT, env=full, capture_output=True, text=True, timeout=WAIT_SECONDS,
+        cwd=cwd, env=full, capture_output=True, text=True, timeout=WAIT_SECONDS,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 
@@ -49,7 +53,79 @@ def test_a_stop_just_after_finished_leaves_the_run_finished(tmp_path):
          f"hydra.run.dir={tmp_path / 'run'}"],
     )  # fmt: skip
     assert proc.returncode == 143, proc.stderr[-2000:]  # the stop did arrive, after the commit
+    assert f"creating a new MLflow store at {tmp_path / 'mlflow.db'}" in proc.stderr
     (run,) = all_runs(tmp_path / "mlflow.db")
     assert run.info.status == "FINISHED"
     assert "procmem.end_reason" not in run.data.tags
     assert 0.0 <= run.data.metrics["p_excluded"] <= 1.0
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def error_lines(proc) -> list[str]:
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return [line for line in proc.stderr.splitlines() if line.startswith("Error")]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """A new, empty MLflow store of the installed MLflow."""
+    path = tmp_path_factory.mktemp("store") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
+def test_a_changed_mlflow_schema_stops_the_sweep_before_anything(tmp_path, template):
+    db = tmp_path / "changed.db"
+    shutil.copy(template, db)
+    with sqlite3.connect(db) as con:  # latest_metrics replaced by a table of other columns
+        con.executescript(
+            "alter table latest_metrics rename to latest_metrics_old;"
+            "create table latest_metrics (run_uuid text, key text, v real);"
+        )
+    con.close()
+    before = digest(db)
+    proc = run_cli(tmp_path, ["-m", *FATE, f"hydra.sweep.dir={tmp_path / 's'}"], f"sqlite:///{db}")
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert line.startswith("Error: the sweep cannot start: tracking store") and str(db) in line
+    assert "table latest_metrics was changed (no column is_nan, step, timestamp, value" in line
+    assert digest(db) == before and not (tmp_path / "s").exists()
+
+
+def test_a_sweep_failing_after_its_parent_exists_ends_it_failed(tmp_path):
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    (sweep / "parent_artifacts").write_text("a file where the sweep keeps its folder")
+    proc = run_cli(tmp_path, ["-m", *FATE, f"hydra.sweep.dir={sweep}"])
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert line.startswith("Error: the sweep cannot start: "), line
+    (parent,) = all_runs(tmp_path / "mlflow.db")
+    assert parent.data.tags["procmem.role"] == "parent" and parent.info.status == "FAILED"
+    assert parent.data.tags["procmem.end_reason"].startswith("the sweep could not start: ")
+
+
+NAME_RULE = "a name of letters, digits, '.', '_' or '-' (at most 100, starting with"
+
+
+@pytest.mark.parametrize(
+    ("args", "uri", "message"),
+    [
+        (["tracking.experiment="], None, f"tracking.experiment='' is not allowed: {NAME_RULE}"),
+        (["tracking.experiment=../../../escape"], None, "tracking.experiment='../../../escape'"),
+        (["case=gate_sprt", "gate.alpha=1.5"], None, "gate.alpha=1.5 is not allowed"),
+        ([], "sqlite:///{tmp}/missing/folder/mlflow.db", "the folder {tmp}/missing/folder does"),
+    ],
+)
+def test_a_refused_single_run_creates_nothing(tmp_path, args, uri, message):
+    work = tmp_path / "work"  # the run's working directory, where outputs/ would go
+    work.mkdir()
+    uri = uri and uri.format(tmp=tmp_path)
+    proc = run_cli(tmp_path, ["experiment=quickstart", "progress=off", *args], uri, cwd=work)
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert message.format(tmp=tmp_path) in line, line
+    assert sorted(tmp_path.rglob("*")) == [work], sorted(tmp_path.rglob("*"))
