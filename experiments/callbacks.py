@@ -30,6 +30,7 @@ FAILED when a job failed or never reported, prints the summary and sets
 from __future__ import annotations
 
 import atexit
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -255,22 +256,37 @@ class SweepTracking(Callback):
         SWEEP_STATUS["exit"] = 1 if len(bad) else 0
         print_summary(jobs, metrics, tracker, state.parent_id, elapsed)
 
-    def abandon(self, reason: str = "the sweep's main process exited before the end") -> None:
-        """Close a sweep that did not end: RUNNING children and the parent KILLED."""
+    def abandon(self, reason: str = "the sweep's main process exited before the end") -> str:
+        """Close a sweep that did not end: RUNNING children and the parent KILLED.
+        Returns what had finished and how to resume, in words (one line)."""
         state = self.state
         if state is None or state.closed:
-            return
+            return ""
         state.closed = True
         if state.progress is not None:
             state.progress.stop(final=False)
         tracker = state.tracker
+        finished = killed = 0
         try:
             for run in tracker.children(state.parent_id):
-                if run.info.status == "RUNNING":
-                    tracker.end_if_running(run.info.run_id, "KILLED", reason)
+                status = run.info.status
+                if status == "RUNNING":
+                    status = tracker.end_if_running(run.info.run_id, "KILLED", reason)
+                finished += status == "FINISHED"
+                killed += status == "KILLED"
             tracker.end_if_running(state.parent_id, "KILLED", reason)
         except Exception as exc:  # the store may be what failed
             print(f"could not mark the sweep KILLED ({exc})", file=sys.stderr)
+        skipped = sum(job.skipped_by is not None for job in state.jobs)
+        command = shlex.join(
+            ["python", "-m", "experiments.run", "-m", *state.overrides, "resume=true"]
+        )
+        return (
+            f"{finished + skipped} of {len(state.jobs)} jobs finished"
+            + (f" ({skipped} by an earlier sweep)" if skipped else "")
+            + f", {killed} in flight marked KILLED, parent run {state.parent_id} KILLED; "
+            f"resume with: {command}"
+        )
 
 
 def job_status(

@@ -144,9 +144,9 @@ def cli() -> None:
     try:
         main()
     except Stopped as stop:
-        for sweep in ACTIVE:
-            sweep.abandon(f"the sweep was {stop.reason}")
-        print(f"experiments.run: {stop.reason}; runs in flight marked KILLED", file=sys.stderr)
+        done = [sweep.abandon(f"the sweep was {stop.reason}") for sweep in ACTIVE]
+        what = "; ".join(d for d in done if d) or "any run in flight marked KILLED"
+        print(f"experiments.run: {stop.reason}: {what}", file=sys.stderr)
         sys.exit(stop.exit_code)
     sys.exit(SWEEP_STATUS["exit"])
 

@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from mlflow.tracking import MlflowClient
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 HERE = Path(__file__).resolve().parent
 FATE = ["experiment=quickstart", "case=fate_seed", "scenario.replications=200", "progress=off"]
-WAIT_SECONDS = 120.0
+WAIT_SECONDS = 300.0  # a bound on events, generous: up to 9 agents share 2 cores
 
 
 def run_cli(tmp: Path, args: list[str], uri: str | None = None, cwd: Path = ROOT):
@@ -38,6 +39,16 @@ def run_cli(tmp: Path, args: list[str], uri: str | None = None, cwd: Path = ROOT
         cwd=cwd, env=full, capture_output=True, text=True, timeout=WAIT_SECONDS,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
+
+
+def wait_for(check, what: str, timeout: float = WAIT_SECONDS) -> None:
+    """Poll ``check`` until it is true; fail after ``timeout`` seconds (a bound, not a
+    measure: what is waited for is an event, a file the job writes)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
 
 
 def all_runs(db: Path, experiment: str = "quickstart") -> list:
@@ -129,3 +140,59 @@ def test_a_refused_single_run_creates_nothing(tmp_path, args, uri, message):
     (line,) = error_lines(proc)
     assert message.format(tmp=tmp_path) in line, line
     assert sorted(tmp_path.rglob("*")) == [work], sorted(tmp_path.rglob("*"))
+
+
+def test_a_stop_inside_deferred_waits_for_the_block_and_a_second_is_ignored():
+    from experiments.stopping import Stopped, deferred, install_handlers
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        install_handlers()
+        steps = []
+        with pytest.raises(Stopped) as stop, deferred():
+            os.kill(os.getpid(), signal.SIGTERM)  # handled at once: recorded, not raised
+            steps.append("block ran to its end")
+        assert steps == ["block ran to its end"] and stop.value.exit_code == 143
+        os.kill(os.getpid(), signal.SIGTERM)  # the process is already stopping: ignored
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def test_ctrl_c_on_a_sweep_prints_one_line_with_what_finished_and_how_to_resume(tmp_path):
+    gate = tmp_path / "barrier"
+    gate.mkdir()
+    env = dict(
+        os.environ,
+        MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "experiments.run", "-m", *FATE, "scenario.p=0.6,0.7,0.8",
+         "hydra.launcher.n_jobs=2", "+hydra.callbacks.barrier._target_=sweep_barrier.Barrier",
+         f"+hydra.callbacks.barrier.folder={gate}", "+hydra.callbacks.barrier.hold=[1,2]",
+         f"hydra.sweep.dir={tmp_path / 's'}"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    for num in (1, 2):  # job 2 starts only once job 0 has finished and freed its slot
+        wait_for(lambda n=num: (gate / f"reached-{n}").exists(), f"job {num} at the barrier")
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: every process of the group gets it
+    _, err = proc.communicate(timeout=WAIT_SECONDS)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "Error" not in err, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(
+        "experiments.run: stopped by SIGINT: 1 of 3 jobs finished, 2 in flight marked KILLED"
+    ), last
+    assert "; resume with: python -m experiments.run -m experiment=quickstart" in last
+    assert last.endswith(" resume=true")
+    by_num = {
+        int(r.data.tags.get("procmem.job_num", -1)): r for r in all_runs(tmp_path / "mlflow.db")
+    }
+    assert by_num[0].info.status == "FINISHED"
+    for num in (1, 2):
+        assert by_num[num].info.status == "KILLED"
+        assert by_num[num].data.tags["procmem.end_reason"] == "stopped by SIGINT"
