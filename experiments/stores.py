@@ -4,10 +4,15 @@
   a worker on another machine never guesses from its own environment), else
   ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<absolute repo root>/mlflow.db``;
 - ``check_uri``: a malformed URI is named as such; an unreachable server or database
-  fails within ``CONNECT_SECONDS`` (MLflow itself retries for minutes), naming it; a file
-  that is not a SQLite database, or a SQLite database that is not an MLflow store, is
-  named;
+  fails within ``CONNECT_SECONDS`` (MLflow itself retries for minutes), naming it; a
+  SQLite file is identified read-only (``sqlite_problem``: not SQLite, truncated,
+  another program's database, another MLflow schema, a changed table) and named, its
+  bytes unchanged; a new store is made only in a folder that exists;
+- ``check_experiment_name``: an experiment name is a safe folder name;
 - ``browse_hint``: the server's page, or the ``mlflow ui`` command for a local store.
+
+``reports.source.check_store`` is the reader's side of the same identification (reports
+never import experiments): it refuses a missing store instead of creating one.
 """
 
 from __future__ import annotations
