@@ -26,6 +26,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from experiments.stores import check_experiment_name
 from procmem_core.errors import (
     ParameterError,
     check_choice,
@@ -232,6 +233,9 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
     if str(workers) != "auto" and not (str(workers).isdigit() and int(str(workers)) >= 1):
         raise ParameterError("workers", workers, "auto or an integer >= 1")
     check_int("seed", cfg.get("seed"), minimum=0)
+    tracking = cfg.get("tracking")
+    if tracking is not None:  # absent in a bare scenario config
+        check_experiment_name(tracking.get("experiment"))
     budget = budget_of(cfg)
     for group in GROUP_BUILDERS:  # every group set, read by this job or not
         build_group(cfg, group)

@@ -30,6 +30,7 @@ FAILED when a job failed or never reported, prints the summary and sets
 from __future__ import annotations
 
 import atexit
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ from experiments.plan import (
     sweep_params,
 )
 from experiments.progress import SweepProgress
-from experiments.stores import check_uri, uri_source
+from experiments.stores import announce_new, check_uri, uri_source
 from experiments.summary import print_summary
 
 SWEEP_STATUS = {"exit": 0}
@@ -113,7 +114,8 @@ class SweepTracking(Callback):
         try:
             self._open(config)
         except Exception as exc:
-            print(f"Error: the sweep cannot start: {exc}", file=sys.stderr)
+            text = str(exc).strip() or type(exc).__name__
+            print(f"Error: the sweep cannot start: {text.splitlines()[0]}", file=sys.stderr)
             raise SystemExit(1) from None
 
     def _open(self, config: DictConfig) -> None:
@@ -122,13 +124,42 @@ class SweepTracking(Callback):
         configured = OmegaConf.select(config, "tracking.uri")
         tracker = tr.Tracker(str(config.tracking.experiment), configured)
         jobs = planned_jobs(config, label)  # every value checked before the store is touched
-        check_uri(tracker.uri, uri_source(configured))
+        new_store = check_uri(tracker.uri, uri_source(configured))
         check_writable(Path(str(config.hydra.sweep.dir)))
+        if new_store:
+            announce_new(tracker.uri)
         tracker.experiment_id  # noqa: B018 (creates the database and the experiment now)
         reaped = tracker.reap_orphans()
         mark_skipped(jobs, tracker.finished_hashes() if config.resume else {})
         overrides = own_overrides(list(config.hydra.overrides.task))
         parent_id = self._start_parent(config, tracker, jobs, overrides)
+        try:
+            self._launch_parent(config, tracker, jobs, parent_id, reaped)
+        except BaseException as exc:  # the parent exists: it ends FAILED, with the reason
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            try:
+                tracker.end_if_running(parent_id, "FAILED", f"the sweep could not start: {why}")
+            except Exception as again:  # the store may be what failed
+                print(f"could not mark parent run {parent_id} FAILED ({again})", file=sys.stderr)
+            raise
+
+    def _launch_parent(
+        self,
+        config: DictConfig,
+        tracker: tr.Tracker,
+        jobs: list[PlannedJob],
+        parent_id: str,
+        reaped: list[str],
+    ) -> None:
+        """Log the sweep's params and planned jobs on the parent, tell the jobs their store
+        and parent, start the progress."""
+        skipped = sum(job.skipped_by is not None for job in jobs)
+        tracker.log(
+            parent_id,
+            params={f"sweep.{k}": str(v) for k, v in sweep_params(config).items()},
+            metrics={"jobs_total": len(jobs), "jobs_skipped": skipped},
+        )
+        overrides = own_overrides(list(config.hydra.overrides.task))
         vary = varying_keys([(job.label, job.params) for job in jobs])
         with read_write(config.hydra):
             config.hydra.overrides.task.extend(job_overrides(tracker.uri, parent_id, vary))
@@ -139,7 +170,6 @@ class SweepTracking(Callback):
         log_jobs(tracker, parent_id, jobs_frame(jobs), Path(str(config.hydra.sweep.dir)))
         ACTIVE.append(self)
         atexit.register(self.abandon)
-        skipped = sum(job.skipped_by is not None for job in jobs)
         print(
             f"sweep: {len(jobs)} jobs ({skipped} already finished, skipped) -> experiment "
             f"{tracker.experiment!r}, parent run {parent_id}"
@@ -173,12 +203,6 @@ class SweepTracking(Callback):
                 "procmem.resume": str(bool(config.resume)).lower(),
                 tr.TAG_HEARTBEAT: f"{time.time():.0f}",
             },
-        )
-        skipped = sum(job.skipped_by is not None for job in jobs)
-        tracker.log(
-            parent_id,
-            params={f"sweep.{k}": str(v) for k, v in swept.items()},
-            metrics={"jobs_total": len(jobs), "jobs_skipped": skipped},
         )
         return parent_id
 
@@ -232,22 +256,37 @@ class SweepTracking(Callback):
         SWEEP_STATUS["exit"] = 1 if len(bad) else 0
         print_summary(jobs, metrics, tracker, state.parent_id, elapsed)
 
-    def abandon(self, reason: str = "the sweep's main process exited before the end") -> None:
-        """Close a sweep that did not end: RUNNING children and the parent KILLED."""
+    def abandon(self, reason: str = "the sweep's main process exited before the end") -> str:
+        """Close a sweep that did not end: RUNNING children and the parent KILLED.
+        Returns what had finished and how to resume, in words (one line)."""
         state = self.state
         if state is None or state.closed:
-            return
+            return ""
         state.closed = True
         if state.progress is not None:
             state.progress.stop(final=False)
         tracker = state.tracker
+        finished = killed = 0
         try:
             for run in tracker.children(state.parent_id):
-                if run.info.status == "RUNNING":
-                    tracker.finish(run.info.run_id, "KILLED", reason)
-            tracker.finish(state.parent_id, "KILLED", reason)
+                status = run.info.status
+                if status == "RUNNING":
+                    status = tracker.end_if_running(run.info.run_id, "KILLED", reason)
+                finished += status == "FINISHED"
+                killed += status == "KILLED"
+            tracker.end_if_running(state.parent_id, "KILLED", reason)
         except Exception as exc:  # the store may be what failed
             print(f"could not mark the sweep KILLED ({exc})", file=sys.stderr)
+        skipped = sum(job.skipped_by is not None for job in state.jobs)
+        command = shlex.join(
+            ["python", "-m", "experiments.run", "-m", *state.overrides, "resume=true"]
+        )
+        return (
+            f"{finished + skipped} of {len(state.jobs)} jobs finished"
+            + (f" ({skipped} by an earlier sweep)" if skipped else "")
+            + f", {killed} in flight marked KILLED, parent run {state.parent_id} KILLED; "
+            f"resume with: {command}"
+        )
 
 
 def job_status(

@@ -21,6 +21,7 @@ same figures, drawn where they are looked at, not in every job).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from procmem_core.errors import ProcmemError
 from simulators.result import ScenarioResult
 
 Z95 = 1.96
@@ -187,9 +189,12 @@ def draw_logged(experiment: str, run_id: str | None = None, uri: str | None = No
     """
     import tempfile
 
+    from experiments.stores import TrackingError, check_uri, uri_source
     from experiments.tracking import TAG_PARENT, TAG_ROLE, TAG_SCENARIO, Tracker
 
     tracker = Tracker(experiment, uri)
+    if check_uri(tracker.uri, uri_source(uri)):  # a reading command creates no store
+        raise TrackingError(f"tracking store {tracker.uri}: no store there; nothing to draw")
     if run_id is None:
         parents = tracker.search(
             f"tags.`{TAG_ROLE}` = 'parent'", order_by=["attributes.start_time DESC"]
@@ -224,7 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("experiment")
     p.add_argument("--run", default=None, help="a sweep's parent run or one run")
     args = p.parse_args(argv)
-    drawn = draw_logged(args.experiment, args.run)
+    try:
+        drawn = draw_logged(args.experiment, args.run)
+    except ProcmemError as exc:  # a refused name or store: one line
+        print(f"python -m experiments.figures: {exc}", file=sys.stderr)
+        return 2
     for run_id, names in drawn.items():
         print(f"{run_id}: {', '.join(names) or 'no figure for its tables'}")
     return 0

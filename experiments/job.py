@@ -23,7 +23,8 @@ written to ``artifacts/`` before it failed.
 In a sweep the job then returns normally so the other jobs go on (the sweep callback
 fails the parent and the command); a single run re-raises. SIGTERM, SIGINT and the death
 of the sweep's main process (``experiments.stopping``) mark the run KILLED with the
-reason (tag ``procmem.end_reason``).
+reason (tag ``procmem.end_reason``). A terminal status is written once: a stop that
+arrives after the run was marked FINISHED leaves it FINISHED (``Tracker.end_if_running``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from experiments.identity import (
 )
 from experiments.progress import chunk_progress
 from experiments.stopping import Stopped
-from experiments.stores import check_uri, uri_source
+from experiments.stores import announce_new, check_uri, uri_source
 from experiments.summary import print_single
 from procmem_core.errors import ParameterError
 from simulators.parallel import available_cores, chunk_workers
@@ -236,7 +237,8 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
     tracker = tr.Tracker(str(cfg.tracking.experiment), configured)
     outcome = JobOutcome("finished", digest)
     if not ctx.multirun:  # a sweep's main process checked the store and reaped orphans
-        check_uri(tracker.uri, uri_source(configured))
+        if check_uri(tracker.uri, uri_source(configured)):
+            announce_new(tracker.uri)
         tracker.reap_orphans()
     if cfg.resume and _already_finished(tracker, outcome):
         outcome.tracking_seconds = tracker.seconds
@@ -257,9 +259,9 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         if not ctx.multirun:
             raise
     except BaseException as exc:
-        outcome.status = "killed"
         reason = exc.reason if isinstance(exc, Stopped) else f"interrupted ({type(exc).__name__})"
-        tracker.finish(run_id, "KILLED", reason)
+        ended = tracker.end_if_running(run_id, "KILLED", reason)  # FINISHED stays FINISHED
+        outcome.status = "finished" if ended == "FINISHED" else "killed"
         raise
     finally:
         outcome.tracking_seconds = tracker.seconds
@@ -317,5 +319,5 @@ def _log_failure(
     tracker.log_artifacts(run_id, failure)
     tracker.log_artifacts(run_id, ctx.out_dir / "artifacts")  # what the job wrote before it failed
     error = traceback.format_exception_only(*sys.exc_info()[:2])[-1].strip()
-    tracker.finish(run_id, "FAILED", f"the job raised {error[:500]} (traceback.txt)")
+    tracker.end_if_running(run_id, "FAILED", f"the job raised {error[:500]} (traceback.txt)")
     log.error("job %s (%s) FAILED; traceback logged to run %s", ctx.job_num, name, run_id)

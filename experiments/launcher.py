@@ -9,9 +9,12 @@ forked from a server that has already imported the heavy modules (``PRELOAD``), 
   why in ``LOST`` (the sweep callback marks its run FAILED with that reason and the
   command exits non-zero), and the other jobs go on;
 - a job process stops itself when the main process dies (``stopping.watch_parent``);
-- SIGTERM or SIGINT to the main process stops every job in flight (each marks its run
-  KILLED with the reason), then the main process ends the parent run and exits with
-  143 or 130 (``experiments.run.cli``).
+- SIGTERM or SIGINT to the main process stops every job in flight (the main process
+  sends each the reason; each marks its run KILLED with it), then the main process ends
+  the parent run and exits with 143 or 130 (``experiments.run.cli``). Job processes
+  ignore SIGINT (``experiments.forkserver_signals``), so a Ctrl-C, which reaches every
+  process of the terminal, stops each job once, through the main process, and never
+  interrupts the main process while it hands a job its payload (``stopping.deferred``).
 
 A job runs exactly as under Hydra's other launchers (``hydra.core.utils.run_job`` on
 the sweep config composed for its overrides), so its numbers do not depend on the
@@ -20,9 +23,11 @@ launcher.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -36,12 +41,19 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
 from omegaconf import open_dict
 
-from experiments.stopping import STOP_GRACE_SECONDS, install_handlers, watch_parent
+from experiments.stopping import (
+    STOP_GRACE_SECONDS,
+    Stopped,
+    deferred,
+    install_handlers,
+    watch_parent,
+)
 from procmem_core.errors import check_int
 
 log = logging.getLogger(__name__)
 
 PRELOAD = (
+    "experiments.forkserver_signals",
     "numpy",
     "scipy.stats",
     "pandas",
@@ -95,19 +107,28 @@ def job_process(payload: bytes, result: Connection, alive: Connection) -> None:
     the job, send its ``JobReturn`` back."""
     import cloudpickle
 
-    install_handlers()
+    install_handlers()  # SIGTERM; SIGINT stays ignored (forkserver_signals): see stop_all
     done = threading.Event()
-    watch_parent(alive, done)
-    num, overrides, shared = cloudpickle.loads(payload)
-    ret = execute_job(num, overrides, shared)
+    try:
+        watch_parent(alive, done)
+        num, overrides, shared = cloudpickle.loads(payload)
+        ret = execute_job(num, overrides, shared)
+        with deferred():  # the result goes back whole; a stop now waits, then exits
+            send_return(result, ret)
+            done.set()
+    except Stopped as stop:  # a job with a run marked it KILLED; no traceback
+        sys.exit(stop.exit_code)
+
+
+def send_return(result: Connection, ret: JobReturn) -> None:
+    """Send the job's return; one that cannot be pickled goes back as its text."""
     try:
         result.send(ret)
-    except Exception:  # an unpicklable return value or error: report its text
+    except Exception:
         ret.cfg = ret.hydra_cfg = None
         if ret.status == JobStatus.FAILED:
             ret._return_value = RuntimeError(repr(ret._return_value))
         result.send(ret)
-    done.set()
 
 
 def why_lost(exitcode: int | None) -> str:
@@ -166,10 +187,13 @@ def collect(slot: Slot, ready: list) -> JobReturn | None:
 
 
 def stop_all(running: list[Slot], why: str) -> None:
-    """SIGTERM every job in flight, wait for them to close their runs, kill stragglers."""
+    """Tell every job in flight to stop, with ``why`` (its watch thread raises the stop
+    in the job, which marks its run KILLED with that reason), wait for them to close
+    their runs, kill stragglers. Job processes ignore SIGINT: a Ctrl-C reaches every
+    process of the terminal's group, and each job must be stopped once, by this."""
     for slot in running:
-        if slot.process.is_alive():
-            slot.process.terminate()
+        with contextlib.suppress(OSError):
+            slot.alive.send(why)
     for slot in running:
         slot.process.join(STOP_GRACE_SECONDS)
         if slot.process.is_alive():
@@ -202,7 +226,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     try:
         while queue or running:
             while queue and len(running) < n_jobs:
-                running.append(start(ctx, *queue.popleft(), shared))
+                with deferred():  # a stop waits until the job's process has its payload
+                    running.append(start(ctx, *queue.popleft(), shared))
             ready = wait([s.result for s in running] + [s.process.sentinel for s in running])
             for slot in list(running):
                 ret = collect(slot, ready)
@@ -210,6 +235,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
                     returns[slot.num] = ret
                     running.remove(slot)
     except BaseException as exc:
-        stop_all(running, f"stopped with the sweep: {exc}" if str(exc) else "stopped")
+        why = exc.reason if isinstance(exc, Stopped) else f"stopped with the sweep: {exc!r}"
+        stop_all(running, why)
         raise
     return [returns[initial_job_idx + i] for i in range(len(job_overrides))]

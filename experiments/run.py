@@ -10,6 +10,7 @@ in flight KILLED. docs/experiments.md has the details.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +24,8 @@ import experiments.schema  # noqa: F401 (registers the structured configs)
 from experiments.callbacks import ACTIVE, SWEEP_STATUS
 from experiments.job import JobContext, run_job
 from experiments.stopping import Stopped, install_handlers
-from procmem_core.errors import ProcmemError
+from experiments.stores import check_experiment_name
+from procmem_core.errors import ParameterError, ProcmemError
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -71,9 +73,16 @@ def group_options(group: str) -> list[str] | None:
 
 def check_choices(arguments: Sequence[str]) -> str | None:
     """The one-line error for a group option that does not exist (``gate=sprtt``), naming
-    the options a user can choose (Hydra's own message also lists internal schemas)."""
+    the options a user can choose (Hydra's own message also lists internal schemas), or
+    for an experiment name that is not a safe folder name (``tracking.experiment=``,
+    ``../x``): checked before Hydra creates the run's folder from it."""
     for argument in arguments:
         key, sep, value = argument.lstrip("+").partition("=")
+        if sep and key == "tracking.experiment":
+            try:
+                check_experiment_name(value.strip("'\""))
+            except ParameterError as exc:
+                return str(exc)
         options = group_options(key) if sep and not key.startswith("~") else None
         if options is None or any(c in value for c in "()[]{}*$"):
             continue
@@ -92,8 +101,36 @@ def main(cfg: DictConfig) -> str:
     except ProcmemError as exc:  # a refused value or store: one line, as in a sweep
         if ctx.multirun:
             raise
+        discard_outputs(ctx.out_dir)
         print(f"Error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+HYDRA_FILES = (".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
+
+
+def discard_outputs(out_dir: Path, stop_at: Path | None = None) -> None:
+    """A refused single run leaves nothing: the files Hydra wrote into its folder before
+    the job ran (``.hydra/*.yaml``, the job's log) are removed, then the folder if it is
+    empty, and its parents left empty below ``stop_at`` (default: the working
+    directory, where ``outputs/`` lives)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, logging.FileHandler):
+            path = Path(handler.baseFilename)
+            if path.parent == out_dir.resolve():
+                root.removeHandler(handler)
+                handler.close()
+                path.unlink(missing_ok=True)
+    for name in HYDRA_FILES:
+        (out_dir / name).unlink(missing_ok=True)
+    stop = (stop_at or Path.cwd()).resolve()
+    parents = [p for p in out_dir.resolve().parents if stop in p.parents]
+    for folder in (out_dir / ".hydra", out_dir, *parents):
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            break
 
 
 def cli() -> None:
@@ -107,9 +144,9 @@ def cli() -> None:
     try:
         main()
     except Stopped as stop:
-        for sweep in ACTIVE:
-            sweep.abandon(f"the sweep was {stop.reason}")
-        print(f"experiments.run: {stop.reason}; runs in flight marked KILLED", file=sys.stderr)
+        done = [sweep.abandon(f"the sweep was {stop.reason}") for sweep in ACTIVE]
+        what = "; ".join(d for d in done if d) or "any run in flight marked KILLED"
+        print(f"experiments.run: {stop.reason}: {what}", file=sys.stderr)
         sys.exit(stop.exit_code)
     sys.exit(SWEEP_STATUS["exit"])
 

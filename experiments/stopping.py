@@ -4,10 +4,13 @@
   and SIGINT (Ctrl-C) are raised as this exception in the main thread, so the code that
   owns an MLflow run can mark it KILLED with the reason before the process exits with
   ``128 + signal`` (143, 130). ``install_handlers`` sets both; an inherited "ignore" on
-  SIGINT (a background job of a non-interactive shell) is respected.
+  SIGINT (a background job of a non-interactive shell, or a sweep's job process, which
+  its main process stops) is respected. Only the first stop is raised (a second one
+  would cut the closing of the runs in two); ``deferred`` holds a stop back until a
+  block that must not be cut in two ends.
 - ``watch_parent``: a job process started by the sweep's main process stops itself (as
-  if sent SIGTERM, with the reason) when the main process dies, so no worker outlives a
-  killed sweep.
+  if sent SIGTERM, with the reason) when the main process sends it the reason (the
+  sweep was stopped) or dies, so no worker outlives a stopped or killed sweep.
 - ``this_process`` / ``is_dead``: every run is tagged with the process that owns it
   (host, boot, pid, start time); a RUNNING run whose process is gone from this machine
   is an orphan (``experiments.tracking.Tracker.reap_orphans``). The start time and the
@@ -22,6 +25,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from functools import cache
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -46,10 +50,37 @@ class Stopped(KeyboardInterrupt):
 
 
 _pending_reason: dict[str, str] = {}
+_deferred: dict[str, Any] = {"depth": 0, "stop": None}
 
 
 def _raise_stopped(signum: int, _frame: Any) -> None:
-    raise Stopped(signum, _pending_reason.pop("reason", None))
+    """Raise the first stop (later ones are ignored: the process is already closing its
+    runs, and a second exception in the middle of that would leave them half-closed);
+    inside ``deferred()`` the stop waits until the block ends."""
+    stop = Stopped(signum, _pending_reason.pop("reason", None))
+    if _deferred["depth"]:
+        _deferred["stop"] = _deferred["stop"] or stop
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    raise stop
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A block a stop must not cut in two (handing a job to its new process: a stop in
+    the middle leaves the child reading half a message); a stop that arrives inside is
+    raised when the block ends."""
+    _deferred["depth"] += 1
+    try:
+        yield
+    finally:
+        _deferred["depth"] -= 1
+    stop, _deferred["stop"] = _deferred["stop"], None
+    if stop is not None and not _deferred["depth"]:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        raise stop
 
 
 def install_handlers() -> None:
@@ -70,16 +101,17 @@ def stop_self(reason: str) -> None:
 def watch_parent(
     alive: Connection, done: threading.Event, grace: float = STOP_GRACE_SECONDS
 ) -> threading.Thread:
-    """A daemon thread that stops this process when ``alive``'s other end closes (the
-    sweep's main process died) before ``done`` is set; it exits hard if the stop takes
-    longer than ``grace``."""
+    """A daemon thread that stops this process when the main process sends a reason on
+    ``alive`` (the sweep was stopped) or its other end closes (the main process died)
+    before ``done`` is set; it exits hard if the stop takes longer than ``grace``."""
 
     def watch() -> None:
+        reason = None
         with contextlib.suppress(EOFError, OSError):
-            alive.recv()
+            reason = alive.recv()
         if done.is_set():
             return
-        stop_self("the sweep's main process died")
+        stop_self(str(reason) if reason else "the sweep's main process died")
         time.sleep(grace)
         os._exit(137)
 

@@ -4,15 +4,22 @@
   a worker on another machine never guesses from its own environment), else
   ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<absolute repo root>/mlflow.db``;
 - ``check_uri``: a malformed URI is named as such; an unreachable server or database
-  fails within ``CONNECT_SECONDS`` (MLflow itself retries for minutes), naming it; a file
-  that is not a SQLite database, or a SQLite database that is not an MLflow store, is
-  named;
+  fails within ``CONNECT_SECONDS`` (MLflow itself retries for minutes), naming it; a
+  SQLite file is identified read-only (``sqlite_problem``: not SQLite, truncated,
+  another program's database, another MLflow schema, a changed table) and named, its
+  bytes unchanged; a new store is made only in a folder that exists;
+- ``check_experiment_name``: an experiment name is a safe folder name;
 - ``browse_hint``: the server's page, or the ``mlflow ui`` command for a local store.
+
+``reports.source.check_store`` is the reader's side of the same identification (reports
+never import experiments): it refuses a missing store instead of creating one.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -27,6 +34,25 @@ CONNECT_SECONDS = 5.0
 
 class TrackingError(ProcmemError):
     """The tracking store cannot be used: unreachable, or not an MLflow store."""
+
+
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""An experiment name is a folder name (``outputs/<name>``, ``multirun/<name>``,
+``mlartifacts/<name>``): letters, digits, ``.``, ``_``, ``-``, starting with a letter or
+digit, so no name (``..``, ``a/b``, empty) leads outside those roots."""
+
+
+def check_experiment_name(name: object, field: str = "tracking.experiment") -> str:
+    """``name`` if it is a safe experiment name (``EXPERIMENT_NAME``), else raise."""
+    if not isinstance(name, str) or not EXPERIMENT_NAME.fullmatch(name):
+        raise ParameterError(
+            field,
+            name,
+            "a name of letters, digits, '.', '_' or '-' (at most 100, starting with a letter "
+            "or digit): it names the folders outputs/<name>, multirun/<name> and "
+            "mlartifacts/<name>",
+        )
+    return name
 
 
 def tracking_uri(configured: str | None = None) -> str:
@@ -68,32 +94,127 @@ def check_uri_form(uri: str, source: str = "MLFLOW_TRACKING_URI") -> None:
         )
 
 
-def _check_sqlite(path: Path, uri: str) -> None:
+def _check_sqlite(path: Path, uri: str) -> bool:
+    """Identify the file read-only; True when there is no store yet (MLflow creates one).
+
+    A new store is made only in a folder that exists (a URI into a missing folder is
+    refused, not created) and that can be written; an existing file must be a whole
+    MLflow store of this MLflow's schema (``sqlite_problem``), else nothing writes to it.
+    """
     if path.is_dir():
         raise TrackingError(f"tracking store {uri}: {path} is a folder, not a database file")
     if not path.exists() or path.stat().st_size == 0:
-        folder = next(p for p in (path.parent, *path.parents) if p.exists())
-        if not os.access(folder, os.W_OK):
+        if not path.parent.is_dir():
             raise TrackingError(
-                f"tracking store {uri}: cannot create {path} ({folder} is read-only)"
+                f"tracking store {uri}: the folder {path.parent} does not exist; create it "
+                "first or choose another path (nothing was created)"
             )
-        return
-    with path.open("rb") as fh:
-        header = fh.read(16)
-    if header != b"SQLite format 3\x00":
-        raise TrackingError(f"tracking store {uri}: {path} is not a SQLite database")
+        if not os.access(path.parent, os.W_OK):
+            raise TrackingError(
+                f"tracking store {uri}: cannot create {path} ({path.parent} is read-only)"
+            )
+        return True
+    problem = sqlite_problem(path)
+    if problem is not None:
+        raise TrackingError(f"tracking store {uri}: {path} {problem}")
+    return False
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+TRACKING_TABLES = ("experiments", "runs", "tags", "params", "metrics", "latest_metrics")
+"""The tables a job writes; their columns are checked against MLflow's models."""
+
+
+def sqlite_size_problem(path: Path, header: bytes) -> str | None:
+    """A file shorter than its SQLite header says (page size x page count, bytes 16-17
+    and 28-31, valid when bytes 24-27 equal 92-95: sqlite.org/fileformat2.html)."""
+    page = int.from_bytes(header[16:18], "big")
+    page = 65536 if page == 1 else page
+    size = path.stat().st_size
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96] and pages > 0
+    if size % page or (valid and size < page * pages):
+        expected = f"{page * pages} bytes" if valid else f"a multiple of {page} bytes"
+        return f"is truncated ({size} bytes; its header says {expected})"
+    return None
+
+
+def read_only_uri(path: Path) -> str:
+    """A SQLite URI that reads ``path`` without creating or changing any file: a
+    WAL-mode file with no ``-wal`` beside it is whole in itself and read ``immutable``
+    (``mode=ro`` would leave ``-wal`` and ``-shm`` files beside a file that is not ours);
+    with a ``-wal`` (a writer at work), ``mode=ro`` reads through it."""
+    wal = path.with_name(path.name + "-wal")
+    return f"file:{path}?" + ("mode=ro" if wal.exists() else "immutable=1")
+
+
+def sqlite_problem(path: Path) -> str | None:
+    """What makes the SQLite file at ``path`` unusable as this MLflow's store, read
+    without writing a byte (``mode=ro``); None for a whole store of the current schema.
+
+    In order: not SQLite (header), truncated, unreadable, another program's database
+    (no ``experiments``/``runs``), no or another alembic version than this MLflow's
+    head (an older store: ``mlflow db upgrade``), a table MLflow writes whose columns
+    changed.
+    """
     import sqlite3
 
+    with path.open("rb") as fh:
+        header = fh.read(100)
+    if not header.startswith(SQLITE_HEADER) or len(header) < 100:
+        return "is not a SQLite database"
+    truncated = sqlite_size_problem(path, header)
+    if truncated:
+        return truncated
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=CONNECT_SECONDS) as db:
+        with sqlite3.connect(read_only_uri(path), uri=True, timeout=CONNECT_SECONDS) as db:
             tables = {r[0] for r in db.execute("select name from sqlite_master")}
+            if tables and not {"experiments", "runs"} <= tables:
+                shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
+                return f"is a SQLite database but not an MLflow store (its tables: {shown})"
+            if not tables:
+                return None
+            versions = (
+                [r[0] for r in db.execute("select version_num from alembic_version")]
+                if "alembic_version" in tables
+                else []
+            )
+            columns = {t: {r[1] for r in db.execute(f"pragma table_info('{t}')")} for t in tables}
     except sqlite3.DatabaseError as exc:
-        raise TrackingError(f"tracking store {uri}: {path} cannot be read ({exc})") from None
-    if tables and not {"experiments", "runs"} <= tables:
-        raise TrackingError(
-            f"tracking store {uri}: {path} is a SQLite database but not an MLflow store "
-            f"(its tables: {', '.join(sorted(tables)[:6])})"
-        )
+        return f"cannot be read ({exc})"
+    return schema_problem(versions, columns)
+
+
+def schema_problem(versions: list[str], columns: dict[str, set[str]]) -> str | None:
+    """An MLflow store's alembic version and tables against this MLflow's."""
+    import mlflow
+    from alembic.script import ScriptDirectory
+    from mlflow.store.db.base_sql_model import Base
+    from mlflow.store.db.utils import _get_alembic_config
+    from mlflow.store.tracking.dbmodels import models  # noqa: F401 (fills Base.metadata)
+
+    scripts = ScriptDirectory.from_config(_get_alembic_config("sqlite://"))
+    head, mine = scripts.get_current_head(), f"MLflow {mlflow.__version__}"
+    if len(versions) != 1:
+        return f"is an MLflow store without a schema version (alembic_version: {versions})"
+    if versions[0] != head:
+        known = {r.revision for r in scripts.walk_revisions()}
+        if versions[0] in known:
+            return (
+                f"has an older MLflow schema ({versions[0]}) than {mine} uses ({head}): "
+                "back it up, then run `mlflow db upgrade` on this URI"
+            )
+        return f"has MLflow schema version {versions[0]!r}, unknown to {mine} (a newer MLflow?)"
+    for name in TRACKING_TABLES:
+        table = Base.metadata.tables[name]
+        needed = {c.name for c in table.columns if c.computed is None}
+        missing = needed - columns.get(name, set())
+        if missing:
+            return (
+                f"is an MLflow store whose table {name} was changed (no column "
+                f"{', '.join(sorted(missing))}, which {mine} writes)"
+            )
+    return None
 
 
 def _check_server(uri: str) -> None:
@@ -133,16 +254,24 @@ def _check_database(uri: str) -> None:
         raise TrackingError(f"the tracking database {shown} cannot be used: {text}") from None
 
 
-def check_uri(uri: str, source: str = "MLFLOW_TRACKING_URI") -> None:
-    """Before any run: the URI is well formed and its store answers within seconds."""
+def check_uri(uri: str, source: str = "MLFLOW_TRACKING_URI") -> bool:
+    """Before any run: the URI is well formed and its store answers within seconds, or,
+    for SQLite, is a whole MLflow store identified without writing to it. True when the
+    SQLite store does not exist yet (the caller says where it creates it)."""
     check_uri_form(uri, source)
     path = sqlite_path(uri)
     if path is not None:
-        _check_sqlite(path, uri)
-    elif urlsplit(uri).scheme in ("http", "https"):
+        return _check_sqlite(path, uri)
+    if urlsplit(uri).scheme in ("http", "https"):
         _check_server(uri)
     else:
         _check_database(uri)
+    return False
+
+
+def announce_new(uri: str) -> None:
+    """Say on stderr where a new SQLite store is being created."""
+    print(f"tracking: creating a new MLflow store at {sqlite_path(uri)}", file=sys.stderr)
 
 
 def browse_hint(uri: str, experiment_id: str | None = None, run_id: str | None = None) -> str:

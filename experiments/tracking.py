@@ -34,7 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from experiments.stopping import is_dead, this_process
-from experiments.stores import DEFAULT_DB, sqlite_path, tracking_uri  # noqa: F401
+from experiments.stores import (  # noqa: F401
+    DEFAULT_DB,
+    check_experiment_name,
+    sqlite_path,
+    tracking_uri,
+)
 
 # MLflow prints "View run ... at: <url>" on stdout when a run on a server ends; stdout is
 # the job's own (the seed demo prints exactly the seed's text), so that stays off.
@@ -108,12 +113,13 @@ class Tracker:
     """One MLflow experiment, reached through ``MlflowClient``; every call retried and timed."""
 
     def __init__(self, experiment: str, uri: str | None = None) -> None:
-        self.experiment = experiment
+        self.experiment = check_experiment_name(experiment)
         self.uri = tracking_uri(uri)
         self.seconds = 0.0
         self.calls = 0
         self._client: MlflowClient | None = None
         self._experiment_id: str | None = None
+        self.ended: dict[str, str] = {}  # run id -> the terminal status this tracker wrote
 
     @property
     def client(self) -> MlflowClient:
@@ -208,10 +214,29 @@ class Tracker:
 
     def finish(self, run_id: str, status: str = "FINISHED", reason: str | None = None) -> None:
         """End a run: FINISHED, FAILED or KILLED, with the ``reason`` (tag
-        ``procmem.end_reason``) when it did not finish."""
+        ``procmem.end_reason``) when it did not finish. A run this tracker has ended is
+        never ended again."""
+        if run_id in self.ended:
+            return
         if reason:
             self.log(run_id, tags={TAG_END_REASON: reason})
         self.call(self.client.set_terminated, run_id, status)
+        self.ended[run_id] = status
+
+    def end_if_running(self, run_id: str, status: str, reason: str) -> str:
+        """End ``run_id`` with ``status`` only if the store still has it RUNNING; returns
+        the status it has now. For the paths that handle an exception or a stop: a
+        signal that arrives just after ``set_terminated(FINISHED)`` committed (before
+        this process could note it) must not relabel a finished run, so the store is
+        asked, not this process's memory. A terminal status is written once."""
+        if run_id not in self.ended:
+            current = self.call(self.client.get_run, run_id).info.status
+            if current != "RUNNING":
+                self.ended[run_id] = current
+        if run_id in self.ended:
+            return self.ended[run_id]
+        self.finish(run_id, status, reason)
+        return status
 
     def log_table(self, run_id: str, frame: Any, name: str) -> None:
         """``frame`` as an MLflow table (``tables/<name>.json``), shown by the MLflow UI."""

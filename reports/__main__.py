@@ -12,6 +12,7 @@ of ``index.html``. Exit status 2 with a one-line reason when there is nothing to
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from reports.build import make_report
 from reports.errors import ReportError
 from reports.options import ReportOptions
 from reports.recommend import GateTargets
+from reports.source import HTTP_BOUNDS, tracking_uri
 
 OPTION_OF = {
     "false_revert": "--max-false-revert",
@@ -85,6 +87,8 @@ def options_of(args: argparse.Namespace) -> ReportOptions:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
+    for name, value in HTTP_BOUNDS.items():  # every call to a server ends in seconds
+        os.environ.setdefault(name, value)
     command = "python -m reports " + " ".join(shlex.quote(a) for a in argv)
     try:
         options = options_of(args)
@@ -97,11 +101,25 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"python -m reports: invalid option: {exc}", file=sys.stderr)
         return 2
+    except store_errors() as exc:  # the store failed while being read: one line, named
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        print(f"python -m reports: tracking store {tracking_uri()}: {first}", file=sys.stderr)
+        return 2
     print(f"reporting {report.chosen}: run {report.parent_id}", file=sys.stderr)
     for s in report.sections:
         print(f"[{s.title}] {s.answer}", file=sys.stderr)
     print(written["index.html"])
     return 0
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """What MLflow raises when its store fails (a server that errs, a broken database)."""
+    import sqlite3
+
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return (MlflowException, SQLAlchemyError, sqlite3.Error)
 
 
 if __name__ == "__main__":

@@ -203,12 +203,26 @@ class Prescription:
         }
 
     def recommendations(self) -> str:
-        """``recommendations.json``: ``make_gate(**gate)`` rebuilds the recommended gate."""
-        out = {
+        """``recommendations.json``: ``make_gate(**gate)`` rebuilds the recommended gate.
+        When no gate meets the targets there is no ``gate``: ``instead`` says what to do
+        (what each family would need), and ``closest_gate`` is the best it can do, which
+        ``make_gate(**closest_gate)`` builds knowing it misses the targets."""
+        out: dict[str, object] = {
             "question": self.question.__dict__,
             "command": self.command,
             "feasible": self.chosen is not None,
-            "gate": None if self.chosen is None else self.chosen.config,
+        }
+        if self.chosen is not None:
+            out["gate"] = self.chosen.config
+        else:
+            q = self.question
+            best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
+            out["instead"] = (
+                f"no gate meets the targets within {q.max_runs} runs; to get one: "
+                f"{self.what_it_takes()}, or relax the targets (a larger drop, alpha or beta)"
+            )
+            out["closest_gate"] = best.config
+        out |= {
             "sentence": self.sentence(),
             "objective": self.question.goal.label(),
             "sessions_null": None if self.chosen is None else sum(self.chosen.runs_null),

@@ -28,7 +28,7 @@ from experiments.stopping import is_dead
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 HERE = Path(__file__).resolve().parent
 FATE = ["experiment=quickstart", "case=fate_seed", "scenario.replications=400", "progress=off"]
-WAIT_SECONDS = 120.0
+WAIT_SECONDS = 300.0  # a bound on events, generous: up to 9 agents share 2 cores
 
 
 def wait_for(check: Callable[[], object], what: str, timeout: float = WAIT_SECONDS) -> object:

@@ -318,3 +318,25 @@ def test_the_design_table_says_it_is_computed_not_simulated(section):
     assert len(design.frame) == len(
         {(a, b) for a, b in zip(design.frame["gate family"], design.frame["design"], strict=True)}
     )
+
+
+def test_an_infeasible_recommendations_file_says_what_to_do_instead():
+    """No gate can meet these targets within 10 runs: the file has no ``gate`` (which
+    ``make_gate(**rec["gate"])`` could not build), says what to do, and names the
+    closest gate, which ``make_gate`` builds."""
+    from procmem_core.gates.design import DesignQuestion, design_gate
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(
+        alpha=0.01, beta=0.01, min_drop=0.05, ledger=20, concurrent=0.0,
+        p0_low=0.3, p0_high=0.95, max_runs=10,
+    )  # fmt: skip
+    design = design_gate(q)
+    assert not design.feasible
+    rec = json.loads(Prescription(q, design, None, pd.DataFrame()).recommendations())
+    assert rec["feasible"] is False and "gate" not in rec
+    assert rec["instead"].startswith("no gate meets the targets within 10 runs; to get one: ")
+    closest = make_gate(**rec["closest_gate"])
+    best = max(design.answers, key=lambda a: (a.false_revert <= q.alpha, a.power))
+    assert closest.config() == make_gate(**best.config).config()
+    assert rec["sentence"].startswith("No gate meets false revert <= 0.01")

@@ -1,0 +1,198 @@
+"""Issue 31 on real processes, files and signals: a terminal status is written once,
+refusals create nothing, a store that is not ours is never written, nothing hangs.
+
+Stops are raised at a chosen point by a callback (``stop_points``) and sweeps are held
+by ``sweep_barrier``; tests wait on files and process exits, never on seconds of work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+HERE = Path(__file__).resolve().parent
+FATE = ["experiment=quickstart", "case=fate_seed", "scenario.replications=200", "progress=off"]
+WAIT_SECONDS = 300.0  # a bound on events, generous: up to 9 agents share 2 cores
+
+
+def run_cli(tmp: Path, args: list[str], uri: str | None = None, cwd: Path = ROOT):
+    """``python -m experiments.run <args>`` in ``cwd`` against ``uri`` (default
+    ``tmp/mlflow.db``)."""
+    full = dict(
+        os.environ,
+        MLFLOW_TRACKING_URI=uri or f"sqlite:///{tmp / 'mlflow.db'}",
+        PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.run", *args],
+        cwd=cwd, env=full, capture_output=True, text=True, timeout=WAIT_SECONDS,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+
+
+def wait_for(check, what: str, timeout: float = WAIT_SECONDS) -> None:
+    """Poll ``check`` until it is true; fail after ``timeout`` seconds (a bound, not a
+    measure: what is waited for is an event, a file the job writes)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def all_runs(db: Path, experiment: str = "quickstart") -> list:
+    client = MlflowClient(f"sqlite:///{db}")
+    exp = client.get_experiment_by_name(experiment)
+    return client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def test_a_stop_just_after_finished_leaves_the_run_finished(tmp_path):
+    proc = run_cli(
+        tmp_path,
+        [*FATE, "+hydra.callbacks.stop._target_=stop_points.StopAfterFinished",
+         f"hydra.run.dir={tmp_path / 'run'}"],
+    )  # fmt: skip
+    assert proc.returncode == 143, proc.stderr[-2000:]  # the stop did arrive, after the commit
+    assert f"creating a new MLflow store at {tmp_path / 'mlflow.db'}" in proc.stderr
+    (run,) = all_runs(tmp_path / "mlflow.db")
+    assert run.info.status == "FINISHED"
+    assert "procmem.end_reason" not in run.data.tags
+    assert 0.0 <= run.data.metrics["p_excluded"] <= 1.0
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def error_lines(proc) -> list[str]:
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return [line for line in proc.stderr.splitlines() if line.startswith("Error")]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """A new, empty MLflow store of the installed MLflow."""
+    path = tmp_path_factory.mktemp("store") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
+def test_a_changed_mlflow_schema_stops_the_sweep_before_anything(tmp_path, template):
+    db = tmp_path / "changed.db"
+    shutil.copy(template, db)
+    with sqlite3.connect(db) as con:  # latest_metrics replaced by a table of other columns
+        con.executescript(
+            "alter table latest_metrics rename to latest_metrics_old;"
+            "create table latest_metrics (run_uuid text, key text, v real);"
+        )
+    con.close()
+    before = digest(db)
+    proc = run_cli(tmp_path, ["-m", *FATE, f"hydra.sweep.dir={tmp_path / 's'}"], f"sqlite:///{db}")
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert line.startswith("Error: the sweep cannot start: tracking store") and str(db) in line
+    assert "table latest_metrics was changed (no column is_nan, step, timestamp, value" in line
+    assert digest(db) == before and not (tmp_path / "s").exists()
+
+
+def test_a_sweep_failing_after_its_parent_exists_ends_it_failed(tmp_path):
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    (sweep / "parent_artifacts").write_text("a file where the sweep keeps its folder")
+    proc = run_cli(tmp_path, ["-m", *FATE, f"hydra.sweep.dir={sweep}"])
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert line.startswith("Error: the sweep cannot start: "), line
+    (parent,) = all_runs(tmp_path / "mlflow.db")
+    assert parent.data.tags["procmem.role"] == "parent" and parent.info.status == "FAILED"
+    assert parent.data.tags["procmem.end_reason"].startswith("the sweep could not start: ")
+
+
+NAME_RULE = "a name of letters, digits, '.', '_' or '-' (at most 100, starting with"
+
+
+@pytest.mark.parametrize(
+    ("args", "uri", "message"),
+    [
+        (["tracking.experiment="], None, f"tracking.experiment='' is not allowed: {NAME_RULE}"),
+        (["tracking.experiment=../../../escape"], None, "tracking.experiment='../../../escape'"),
+        (["case=gate_sprt", "gate.alpha=1.5"], None, "gate.alpha=1.5 is not allowed"),
+        ([], "sqlite:///{tmp}/missing/folder/mlflow.db", "the folder {tmp}/missing/folder does"),
+    ],
+)
+def test_a_refused_single_run_creates_nothing(tmp_path, args, uri, message):
+    work = tmp_path / "work"  # the run's working directory, where outputs/ would go
+    work.mkdir()
+    uri = uri and uri.format(tmp=tmp_path)
+    proc = run_cli(tmp_path, ["experiment=quickstart", "progress=off", *args], uri, cwd=work)
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert message.format(tmp=tmp_path) in line, line
+    assert sorted(tmp_path.rglob("*")) == [work], sorted(tmp_path.rglob("*"))
+
+
+def test_a_stop_inside_deferred_waits_for_the_block_and_a_second_is_ignored():
+    from experiments.stopping import Stopped, deferred, install_handlers
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        install_handlers()
+        steps = []
+        with pytest.raises(Stopped) as stop, deferred():
+            os.kill(os.getpid(), signal.SIGTERM)  # handled at once: recorded, not raised
+            steps.append("block ran to its end")
+        assert steps == ["block ran to its end"] and stop.value.exit_code == 143
+        os.kill(os.getpid(), signal.SIGTERM)  # the process is already stopping: ignored
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def test_ctrl_c_on_a_sweep_prints_one_line_with_what_finished_and_how_to_resume(tmp_path):
+    gate = tmp_path / "barrier"
+    gate.mkdir()
+    env = dict(
+        os.environ,
+        MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "experiments.run", "-m", *FATE, "scenario.p=0.6,0.7,0.8",
+         "hydra.launcher.n_jobs=2", "+hydra.callbacks.barrier._target_=sweep_barrier.Barrier",
+         f"+hydra.callbacks.barrier.folder={gate}", "+hydra.callbacks.barrier.hold=[1,2]",
+         f"hydra.sweep.dir={tmp_path / 's'}"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    for num in (1, 2):  # job 2 starts only once job 0 has finished and freed its slot
+        wait_for(lambda n=num: (gate / f"reached-{n}").exists(), f"job {num} at the barrier")
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: every process of the group gets it
+    _, err = proc.communicate(timeout=WAIT_SECONDS)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "Error" not in err, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(
+        "experiments.run: stopped by SIGINT: 1 of 3 jobs finished, 2 in flight marked KILLED"
+    ), last
+    assert "; resume with: python -m experiments.run -m experiment=quickstart" in last
+    assert last.endswith(" resume=true")
+    by_num = {
+        int(r.data.tags.get("procmem.job_num", -1)): r for r in all_runs(tmp_path / "mlflow.db")
+    }
+    assert by_num[0].info.status == "FINISHED"
+    for num in (1, 2):
+        assert by_num[num].info.status == "KILLED"
+        assert by_num[num].data.tags["procmem.end_reason"] == "stopped by SIGINT"

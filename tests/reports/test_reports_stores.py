@@ -1,0 +1,132 @@
+"""``python -m reports`` on a store it cannot read: one line naming the file, exit 2, and
+nothing written (the file's bytes hashed before and after), nothing created, nothing
+that hangs (issue 31, items 2, 4, 5 and 7)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from reports.__main__ import main
+
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """A new, empty MLflow store of the installed MLflow (its tables and version)."""
+    path = tmp_path_factory.mktemp("store") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
+def report(uri: str, capsys, monkeypatch) -> list[str]:
+    """Run ``python -m reports quickstart`` in this process; its stderr lines."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert main(["quickstart", "--no-log"]) == 2
+    return capsys.readouterr().err.strip().splitlines()
+
+
+def procedure_store(path: Path) -> None:
+    from procmem_core.graph.store import ProcedureStore
+
+    with ProcedureStore.open(path):
+        pass
+
+
+def text_file(path: Path) -> None:
+    path.write_text("not a database\n")
+
+
+def truncated(template: Path):
+    def make(path: Path) -> None:
+        data = template.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+
+    return make
+
+
+def bad_version(template: Path):
+    def make(path: Path) -> None:
+        shutil.copy(template, path)
+        with sqlite3.connect(path) as db:
+            db.execute("update alembic_version set version_num = 'not-a-revision'")
+
+    return make
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("text", "is not a SQLite database"),
+        ("truncated", "is truncated ("),
+        ("version", "has MLflow schema version ['not-a-revision'], not the one MLflow"),
+        ("procedures", "is not an MLflow store (its tables: "),
+    ],
+)
+def test_a_file_that_is_not_a_whole_mlflow_store_is_refused_unchanged(
+    kind, message, template, tmp_path, capsys, monkeypatch
+):
+    path = tmp_path / "store.db"
+    makers = {
+        "text": text_file,
+        "truncated": truncated(template),
+        "version": bad_version(template),
+        "procedures": procedure_store,
+    }
+    makers[kind](path)
+    before, files = digest(path), sorted(tmp_path.iterdir())
+    lines = report(f"sqlite:///{path}", capsys, monkeypatch)
+    assert len(lines) == 1 and message in lines[0] and str(path) in lines[0], lines
+    assert digest(path) == before and sorted(tmp_path.iterdir()) == files
+    if kind == "procedures":
+        with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as db:
+            tables = {r[0] for r in db.execute("select name from sqlite_master")}
+        assert not tables & {"experiments", "alembic_version", "metrics", "params", "tags"}
+
+
+def test_a_store_that_does_not_exist_is_named_and_not_created(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "nowhere" / "mlflow.db"
+    lines = report(f"sqlite:///{path}", capsys, monkeypatch)
+    assert len(lines) == 1 and f"{path} does not exist" in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_server_that_is_not_there_fails_in_seconds_naming_it(tmp_path):
+    uri = f"http://127.0.0.1:{closed_port()}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "reports", "quickstart"],
+        cwd=ROOT, env=dict(os.environ, MLFLOW_TRACKING_URI=uri), capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"the tracking server {uri} cannot be reached" in lines[0], lines
+
+
+def test_a_server_that_never_answers_is_given_up_naming_it(capsys, monkeypatch):
+    with socket.socket() as silent:  # accepts connections (the backlog), never replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        lines = report(uri, capsys, monkeypatch)
+    assert len(lines) == 1 and f"{uri} cannot be reached (ReadTimeout)" in lines[0], lines
