@@ -18,8 +18,9 @@ says by how much each target is missed and, up to ``4 * within``, the shortest h
 at which some rule meets both.
 
 Step rules (their state is the confidence) are evaluated for every threshold and
-initial at once by a backward recursion on the confidence grid built from the rule's own
-``update`` (``chain.confidence_space``): ``V_k(x) = p V_{k-1}(up(x)) + (1 - p)
+initial at once by a backward recursion on the confidences built from the rule's own
+``update`` (``chain.confidence_space``; in the seed's float arithmetic, the doubles
+reachable within the horizon, which is all the recursion reads from the starts): ``V_k(x) = p V_{k-1}(up(x)) + (1 - p)
 V_{k-1}(down(x))`` for ``x`` at or above the threshold (``V = 0`` below), ``V_0 = 1``,
 so ``P(kept) = V_n(x0)`` and ``E[sessions shown] = sum_{k<n} V_k(x0)``, the same numbers
 as ``flat_fate`` from each start. Rules whose state is their counts go through
@@ -42,7 +43,7 @@ from procmem_core.errors import (
 from procmem_core.flat.chain import confidence_space, run_lengths
 from procmem_core.flat.fate import flat_fate
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
-from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, THRESHOLD_TOLERANCE, FlatRule
+from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, FlatRule
 
 HORIZON_FACTOR = 4
 """How far past ``within`` the design looks for the shortest feasible horizon."""
@@ -274,7 +275,7 @@ def _by_fate(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
 
 def _by_grid(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
     """Step rules: one confidence space per member, all thresholds and starts at once."""
-    batch = _Batch(grid, targets)
+    batch = _Batch(grid, targets, horizon=horizon)
     vh = batch.survival(targets.p_helpful, horizon)
     vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
     g = batch.cand_g
@@ -288,17 +289,18 @@ class _Batch:
     threshold; a higher threshold keeps the states at or above it (a suffix: states are
     sorted), and a move below it goes to the sentinel."""
 
-    def __init__(self, grid, targets: RuleTargets, members=None) -> None:
+    def __init__(self, grid, targets: RuleTargets, members=None, horizon=None) -> None:
         self.skipped = 0
         parts: list[list[np.ndarray]] = [[] for _ in range(6)]
         size = 0
         for i in range(len(grid)) if members is None else members:
             ds = grid[i]
             low = min(ds.thresholds)
-            starts = [x for x in ds.initials if x >= low - THRESHOLD_TOLERANCE]
+            starts = [x for x in ds.initials if x >= low]
             b = targets.base if ds.rule.needs_baseline else None
+            bound = horizon if ds.rule.arithmetic == "float" else None
             try:
-                sp = confidence_space(ds.rule, low, starts, b)
+                sp = confidence_space(ds.rule, low, starts, b, horizon=bound)
             except ParameterError:  # too fine a grid for a chain: left out, and counted
                 self.skipped += 1
                 continue
@@ -316,7 +318,7 @@ class _Batch:
     def _add(parts, i, ds, sp, size, starts) -> int:
         n = len(sp.states)
         thr = np.asarray(ds.thresholds, dtype=float)
-        first = np.searchsorted(sp.states, thr - THRESHOLD_TOLERANCE)
+        first = np.searchsorted(sp.states, thr)
         counts = n - first
         offsets = size + np.concatenate(([0], np.cumsum(counts)[:-1]))
         block_first = np.repeat(first, counts)
@@ -374,7 +376,7 @@ def _shortest(grid, table: _Table, targets: RuleTargets, counts: bool):
     # (a separating search passes only separating members' candidates, so only they are here)
     if hopeful.size == 0:
         return None
-    batch = _Batch(grid, targets, members=hopeful)
+    batch = _Batch(grid, targets, members=hopeful, horizon=longest)
     g = batch.cand_g
     for k, (vh, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
         if k <= targets.within:
