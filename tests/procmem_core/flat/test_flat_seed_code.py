@@ -51,7 +51,7 @@ def seed_code() -> dict:
     module = types.ModuleType("notebook_seed")  # dataclass looks its module up
     sys.modules[module.__name__] = module
     try:
-        exec(compile(source + "\n" + prompt, str(SEED), "exec"), module.__dict__)  # noqa: S102
+        exec(compile(source + "\n" + prompt, str(SEED), "exec"), module.__dict__)
     finally:
         del sys.modules[module.__name__]
     return module.__dict__
@@ -122,7 +122,9 @@ def test_prompt_membership_and_text_match_the_seed_on_every_sequence(seed_code):
             theirs.append(a), ours.append(b)
         assert build_system_prompt(ours) == seed_code["build_system_prompt"](theirs), trial
         mask = shown_mask([p.confidence for p in ours])
-        expected = seed_code["build_system_prompt"]([p for p, m in zip(theirs, mask) if m])
+        expected = seed_code["build_system_prompt"](
+            [p for p, m in zip(theirs, mask, strict=True) if m]
+        )
         assert expected == seed_code["build_system_prompt"](theirs)
 
 
