@@ -21,7 +21,8 @@ Step rules (their state is the confidence) are evaluated for every threshold and
 initial at once by a backward recursion on the confidences built from the rule's own
 ``update`` (``chain.confidence_space``; in the seed's float arithmetic, the doubles
 reachable within the horizon, which is all the recursion reads from the starts):
-``V_k(x) = p V_{k-1}(up(x)) + (1 - p) V_{k-1}(down(x))`` for ``x`` at or above the threshold (``V = 0`` below), ``V_0 = 1``,
+``V_k(x) = p V_{k-1}(up(x)) + (1 - p) V_{k-1}(down(x))`` for ``x`` at or above the
+threshold (``V = 0`` below), ``V_0 = 1``,
 so ``P(kept) = V_n(x0)`` and ``E[sessions shown] = sum_{k<n} V_k(x0)``, the same numbers
 as ``flat_fate`` from each start. Rules whose state is their counts go through
 ``flat_fate``. The frontier is the Pareto set of (kept, excluded).
