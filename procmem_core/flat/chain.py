@@ -230,6 +230,9 @@ def run_lengths(
         starts = rule.start(baseline)
     if rule.arithmetic == "float":
         at = np.unique(np.atleast_1d(np.asarray(starts, dtype=float)))
+        bad = ~((at >= 0) & (at <= 1))  # NaN fails both
+        if bad.any():
+            raise ParameterError("starts", float(at[bad][0]), "confidences in [0, 1]")
         at = at[np.asarray(passes_threshold(at, threshold), bool)]
         runs = float_run_lengths(p, rule, threshold, at, baseline)
         return RunLengths(p, threshold, at, runs.expected, runs.sd, runs.p_excluded_eventually)

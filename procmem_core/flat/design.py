@@ -274,14 +274,28 @@ def _by_fate(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
     return table, 0
 
 
+MEMBERS_PER_BATCH = 64
+"""Members walked together (bounds the memory of the float spaces, which hold a few
+doubles per decimal value)."""
+
+
+def _chunks(members) -> list[np.ndarray]:
+    members = np.asarray(members, dtype=int)
+    return [members[i : i + MEMBERS_PER_BATCH] for i in range(0, len(members), MEMBERS_PER_BATCH)]
+
+
 def _by_grid(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
-    """Step rules: one confidence space per member, all thresholds and starts at once."""
-    batch = _Batch(grid, targets, horizon=horizon)
-    vh = batch.survival(targets.p_helpful, horizon)
-    vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
-    g = batch.cand_g
-    table = _Table(batch.cand_space, batch.cand_thr, batch.states[g], vh[g], 1.0 - vx[g], sx[g])
-    return table, batch.skipped
+    """Step rules: one confidence space per member, all thresholds and starts at once
+    (``MEMBERS_PER_BATCH`` members at a time)."""
+    parts, skipped = [], 0
+    for members in _chunks(range(len(grid))):
+        batch = _Batch(grid, targets, members=members, horizon=horizon)
+        vh = batch.survival(targets.p_helpful, horizon)
+        vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
+        g = batch.cand_g
+        parts.append((batch.cand_space, batch.cand_thr, batch.states[g], vh[g], 1.0 - vx[g], sx[g]))
+        skipped += batch.skipped
+    return _Table(*(np.concatenate(col) for col in zip(*parts, strict=True))), skipped
 
 
 class _Batch:
@@ -377,20 +391,29 @@ def _shortest(grid, table: _Table, targets: RuleTargets, counts: bool):
     # (a separating search passes only separating members' candidates, so only they are here)
     if hopeful.size == 0:
         return None
-    batch = _Batch(grid, targets, members=hopeful, horizon=longest)
-    g = batch.cand_g
-    for k, (vh, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
-        if k <= targets.within:
-            continue
-        kept, excl = vh[g], 1.0 - vx[g]
-        good = (kept >= targets.keep - 1e-12) & (excl >= targets.exclude - 1e-12)
-        if good.any():
-            margin = np.where(good, np.minimum(kept - targets.keep, excl - targets.exclude), -1)
-            i = int(np.argmax(margin))
-            member = grid[int(batch.cand_space[i])].rule
-            rule = member.with_initial(float(batch.states[g[i]]))
-            return k, evaluate(rule, float(batch.cand_thr[i]), _at(targets, k))
-    return None
+    best = None  # (k, -margin, rule, threshold): the earliest, then the largest margin
+    for members in _chunks(hopeful):
+        batch = _Batch(grid, targets, members=members, horizon=longest)
+        g = batch.cand_g
+        for k, (vh, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
+            if best is not None and k > best[0]:
+                break
+            if k <= targets.within:
+                continue
+            kept, excl = vh[g], 1.0 - vx[g]
+            good = (kept >= targets.keep - 1e-12) & (excl >= targets.exclude - 1e-12)
+            if good.any():
+                margin = np.where(good, np.minimum(kept - targets.keep, excl - targets.exclude), -1)
+                i = int(np.argmax(margin))
+                if best is None or (k, -margin[i]) < best[:2]:
+                    member = grid[int(batch.cand_space[i])].rule
+                    rule = member.with_initial(float(batch.states[g[i]]))
+                    best = (k, -float(margin[i]), rule, float(batch.cand_thr[i]))
+                break
+    if best is None:
+        return None
+    k, _, rule, threshold = best
+    return k, evaluate(rule, threshold, _at(targets, k))
 
 
 def _at(targets: RuleTargets, within: int) -> RuleTargets:
