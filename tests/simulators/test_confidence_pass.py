@@ -112,12 +112,12 @@ def test_the_seeds_floats_keep_the_index_path_within_the_run():
     the index path and the float path (the rule's own update on every cell) agree."""
     space, start = reachable(DEFAULT_RULE, 0.55, 30)
     assert space.states[start] == 0.6 and len(space.states) > 101  # more doubles than cents
-    assert 0.5499999999999997 in space.states.tolist() and 0.55 in space.states.tolist()
+    assert 0.5499999999999997 in space.states.tolist()  # the seed's 5 up, 3 down
     assert reachable(DEFAULT_RULE, 0.55, 200) is None  # too many doubles: floats
 
 
 def test_a_rule_without_a_small_grid_keeps_floats():
-    fine = ConfidenceRule(reward=0.0123457, penalty=0.1500001)
+    fine = ConfidenceRule(reward=0.0123457, penalty=0.1500001, arithmetic="grid")
     assert reachable(fine, 0.55, 30) is None
     sim = SessionPass(ConfidenceScenario(rule=fine), np.random.default_rng(0), 4)
     assert isinstance(sim.state, confidence_library.FloatConfidences)
