@@ -30,6 +30,7 @@ as ``flat_fate`` from each start. Rules whose state is their counts go through
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,7 +175,9 @@ def design_rule(
     separating: bool = False,
     objective: str = "exposure",
 ) -> RuleDesign:
-    """Search the family's grid exactly (module docstring).
+    """Search the family's grid exactly (module docstring). Remembered per arguments
+    (the search over the seed's float arithmetic takes tens of seconds; the answer is
+    frozen).
 
     ``separating``: only rules whose break-even success rate lies strictly between the
     harmful and the helpful one's, so that beyond the horizon too the helpful procedure
@@ -184,6 +187,13 @@ def design_rule(
     if not isinstance(targets, RuleTargets):
         raise ParameterError("targets", targets, "a RuleTargets")
     check_choice("objective", objective, OBJECTIVES)
+    FLAT_RULES.get(family, "family")
+    return _design(targets, family, bool(separating), objective)
+
+
+@functools.lru_cache(maxsize=16)
+def _design(targets: RuleTargets, family: str, separating: bool, objective: str) -> RuleDesign:
+    """``design_rule`` after its checks, remembered per arguments."""
     grid = FLAT_RULES.get(family, "family").design_grid(targets.base)
     counts = grid[0].rule.needs_counts
     table, skipped = (_by_fate if counts else _by_grid)(grid, targets, targets.within)

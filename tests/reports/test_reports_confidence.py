@@ -28,7 +28,10 @@ from reports.sections.confidence_runs import confidence_runs
 from reports.sections.fate import fate_section
 from reports.source import load_sweep
 
-pytestmark = pytest.mark.slow
+# The confidence family's design runs over the doubles the seed's float arithmetic
+# reaches (docs/flat.md, "Float or grid"): tens of seconds of CPU, remembered per
+# targets within a process, so a generous limit on a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 CASES = "confidence_single,confidence_mixed,confidence_crowded_2,confidence_crowded_6,fate_seed"
