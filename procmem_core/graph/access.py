@@ -8,7 +8,8 @@ pack injects", ``procedure.fork``).
 - A principal can read the namespaces it was granted (``ProcedureStore.grant``) and those
   it wrote a procedure in: ``readable_namespaces``. ``match(namespace_scope="all_mine",
   principal=p)`` searches them, the first ``fan_out`` in name order
-  (``MAX_NAMESPACE_FAN_OUT`` by default, as the seed caps its fan-out);
+  (``MAX_NAMESPACE_FAN_OUT`` by default: the seed caps its fan-out without stating the
+  cap, 16 is procmem's choice, docs/seed-fidelity.md);
   ``fork(key, namespace, actor=p)`` copies only from a namespace ``p`` can read.
 - Without a principal (auth off) nothing is checked, as in the seed with auth off.
 """
