@@ -43,7 +43,8 @@ def test_issue_example_says_none_exists_what_is_closest_and_from_when(capsys):
     assert 2 <= len(frontier) <= 9
     kept = [float(k) for k, _, _ in frontier]
     assert kept == sorted(kept, reverse=True)
-    assert "The seed's rule (confidence +0.08/-0.15 from 0.6, threshold 0.55): keeps 0.198" in out
+    # the seed's float arithmetic (the decimal grid keeps 0.198)
+    assert "The seed's rule (confidence +0.08/-0.15 from 0.6, threshold 0.55): keeps 0.170" in out
 
 
 @pytest.mark.parametrize(
