@@ -57,8 +57,8 @@ MUTANTS: tuple[Mutant, ...] = (
             ("np.minimum(moved, self.ceiling, out=moved)", "np.minimum(moved, 1.0, out=moved)"),
             ("np.maximum(moved, self.floor, out=moved)", "np.maximum(moved, 0.0, out=moved)"),
             (
-                "snap(min(self.ceiling, max(self.floor, float(confidence) + step)))",
-                "snap(min(1.0, max(0.0, float(confidence) + step)))",
+                "self.settle(min(self.ceiling, max(self.floor, float(confidence) + step)))",
+                "self.settle(min(1.0, max(0.0, float(confidence) + step)))",
             ),
         ),
         (
@@ -87,8 +87,8 @@ MUTANTS: tuple[Mutant, ...] = (
         RULE,
         (
             (
-                "np.asarray(confidence) >= threshold - THRESHOLD_TOLERANCE",
-                "np.asarray(confidence) > threshold + THRESHOLD_TOLERANCE",
+                "np.asarray(confidence) >= threshold",
+                "np.asarray(confidence) > threshold",
             ),
         ),
         FLAT,

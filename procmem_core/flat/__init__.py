@@ -18,10 +18,10 @@ from procmem_core.flat.prompt import (
     shown_mask,
 )
 from procmem_core.flat.rule import (
+    ARITHMETICS,
     DEFAULT_RULE,
     FLAT_RULES,
     GRID_DECIMALS,
-    THRESHOLD_TOLERANCE,
     ConfidenceRule,
     FlatRule,
     StepRule,
@@ -30,6 +30,7 @@ from procmem_core.flat.rule import (
 )
 
 __all__ = [
+    "ARITHMETICS",
     "BASE_PROMPT",
     "DEFAULT_FILTER",
     "DEFAULT_LIMIT",
@@ -38,7 +39,6 @@ __all__ = [
     "FLAT_RULES",
     "GRID_DECIMALS",
     "PROCEDURES_HEADING",
-    "THRESHOLD_TOLERANCE",
     "BaselineRule",
     "ConfidenceRule",
     "FlatFate",

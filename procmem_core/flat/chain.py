@@ -1,9 +1,19 @@
 """The flat rule as a Markov chain on its confidence grid: run lengths, first passages and
 the chain that never absorbs because excluded procedures are shown again.
 
-A step rule's confidence lives on a finite set closed under its ``update`` (sums of its
-moves with the clamps, on the ``snap`` grid): ``confidence_space`` finds it by calling
-the rule's own ``update`` from the starting confidences. On that set:
+A step rule on the decimal grid (``arithmetic="grid"``) keeps its confidence on a finite
+set closed under its ``update`` (sums of its moves with the clamps, on the ``snap``
+grid): ``confidence_space`` finds it by calling the rule's own ``update`` from the
+starting confidences. In the seed's float arithmetic two orders of the same outcomes
+can land on different doubles, and the walks that balance ``reward`` against
+``penalty`` reach new doubles without end, so no closed set exists: ``confidence_space``
+then takes a ``horizon`` (the doubles reachable within that many updates, exact for
+any question about at most that many sessions), and the questions without a horizon are
+answered by renewal at the clamps (``float_excursions``: ``min(ceiling, .)`` and
+``max(floor, .)`` return the same double whatever the path, so a walk that reaches one
+starts afresh; between two such returns the walk leaves a bounded interval in
+geometrically distributed time, so a forward recursion over the doubles it reaches ends
+with a residual mass below ``FLOAT_TOLERANCE``). On the grid:
 
 - ``run_lengths``: the expected number of applied sessions until the confidence falls
   below the threshold, from every state at once, by the Markov-chain method of Brook and
@@ -26,6 +36,9 @@ the rule's own ``update`` from the starting confidences. On that set:
 
 A rule whose state is its counts (``needs_counts``: the posterior rule) has no finite
 chain; ``flat_fate`` gives its fate over a horizon.
+
+In float arithmetic ``run_lengths`` and ``hit_before`` give the same figures from the
+starts asked for, by the renewal argument (module ``flat.excursion``).
 """
 
 from __future__ import annotations
@@ -39,15 +52,9 @@ from scipy import optimize, sparse
 from scipy.sparse import linalg as splinalg
 
 from procmem_core.errors import ParameterError, check_instance, check_probability
+from procmem_core.flat.excursion import excursion, float_run_lengths
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
-from procmem_core.flat.rule import (
-    DEFAULT_RULE,
-    THRESHOLD_TOLERANCE,
-    FlatRule,
-    StepRule,
-    passes_threshold,
-    snap,
-)
+from procmem_core.flat.rule import DEFAULT_RULE, FlatRule, StepRule, passes_threshold
 
 MAX_STATES = 50_000
 """The largest confidence set a chain is built on (a rule with steps off a coarse
@@ -67,7 +74,7 @@ class ConfidenceSpace:
 
     def index(self, confidence: float) -> int:
         """The state's position; a ``ParameterError`` when it is not in the space."""
-        c = snap(float(confidence))
+        c = float(confidence)
         i = int(np.searchsorted(self.states, c))
         if i >= len(self.states) or self.states[i] != c:
             raise ParameterError("confidence", confidence, "a confidence the chain reaches")
@@ -96,13 +103,22 @@ def confidence_space(
     baseline: float | None = None,
     keep_below: bool = False,
     max_states: int = MAX_STATES,
+    horizon: int | None = None,
 ) -> ConfidenceSpace:
-    """The confidences reachable from ``starts`` by ``rule.update`` (breadth first).
+    """The confidences reachable from ``starts`` by ``rule.update`` (breadth first),
+    within ``horizon`` updates when given (required in float arithmetic: module
+    docstring); a move from a state first reached at the horizon that leaves the space
+    is marked ``-1``, and no question about ``horizon`` sessions follows it.
 
     Below the threshold the walk stops unless ``keep_below`` (a procedure that can be
     shown again keeps moving there).
     """
-    start = np.unique(snap(np.atleast_1d(np.asarray(starts, dtype=float))))
+    if horizon is None and rule.arithmetic == "float":
+        raise ParameterError(
+            "horizon", None, "a number of sessions: in the seed's float arithmetic the "
+            "reachable doubles form no closed set (use flat_fate, or arithmetic='grid')",
+        )  # fmt: skip
+    start = np.unique(rule.settle(np.atleast_1d(np.asarray(starts, dtype=float))))
     bad = ~((start >= 0) & (start <= 1))  # NaN fails both
     if bad.any():
         raise ParameterError("starts", float(start[bad][0]), "confidences in [0, 1]")
@@ -110,10 +126,14 @@ def confidence_space(
     frontier = start[np.asarray(ok, bool)]
     done, ups, downs = [], [], []  # every state's two moves, each computed once
     known = frontier
+    depth = 0  # of the frontier's states
     while frontier.size:
         up = rule.update(frontier, True, baseline=baseline)
         down = rule.update(frontier, False, baseline=baseline)
         done.append(frontier), ups.append(up), downs.append(down)
+        if horizon is not None and depth >= horizon:
+            break
+        depth += 1
         moved = np.concatenate([up, down])
         if not keep_below:
             moved = moved[np.asarray(passes_threshold(moved, threshold), bool)]
@@ -122,7 +142,8 @@ def confidence_space(
         if known.size > max_states:
             raise ParameterError(
                 "rule", rule.describe(), f"a chain of at most {max_states} confidences "
-                "(put reward, penalty, threshold and initial on a coarser decimal grid)",
+                "(put reward, penalty, threshold and initial on a coarser decimal grid, or "
+                "ask about fewer sessions)",
             )  # fmt: skip
     if not done:
         empty = np.zeros(0, dtype=np.int64)
@@ -132,21 +153,24 @@ def confidence_space(
     states = states[order]
     up, down = np.concatenate(ups)[order], np.concatenate(downs)[order]
     shown = np.asarray(passes_threshold(states, threshold), bool)
+    bounded = horizon is not None
     return ConfidenceSpace(
         states,
-        _positions(states, up, keep_below, threshold),
-        _positions(states, down, keep_below, threshold),
+        _positions(states, up, keep_below, threshold, bounded),
+        _positions(states, down, keep_below, threshold, bounded),
         shown,
     )
 
 
-def _positions(states, moved, keep_below, threshold) -> np.ndarray:
+def _positions(states, moved, keep_below, threshold, bounded=False) -> np.ndarray:
     idx = np.searchsorted(states, moved).clip(max=max(len(states) - 1, 0))
     found = states[idx] == moved if len(states) else np.zeros(0, bool)
     if not keep_below:
         below = ~np.asarray(passes_threshold(moved, threshold), bool)
         idx = np.where(below, -1, idx)
         found |= below
+    if bounded:  # beyond the horizon: never followed
+        return np.where(found, idx, -1)
     if not found.all():  # a closed set by construction: this is a bug, not bad input
         raise RuntimeError("confidence_space is not closed under the rule's update")
     return idx
@@ -183,8 +207,8 @@ class RunLengths:
 
     def at(self, confidence: float) -> float:
         """The expected run length from ``confidence`` (a state of the chain)."""
-        i = int(np.searchsorted(self.states, snap(float(confidence))))
-        if i >= len(self.states) or self.states[i] != snap(float(confidence)):
+        i = int(np.searchsorted(self.states, float(confidence)))
+        if i >= len(self.states) or self.states[i] != float(confidence):
             raise ParameterError(
                 "confidence", confidence, f"one of the chain's {len(self.states)} states"
             )
@@ -199,11 +223,20 @@ def run_lengths(
     baseline: float | None = None,
 ) -> RunLengths:
     """Brook-Evans run lengths from every state reachable from ``starts`` (default: the
-    rule's start)."""
+    rule's start); in float arithmetic, from ``starts`` only, by renewal at the clamps
+    (``flat.excursion``)."""
     p, threshold, baseline = _check_chain(p, rule, threshold, baseline)
-    space = confidence_space(
-        rule, threshold, rule.start(baseline) if starts is None else starts, baseline
-    )
+    if starts is None:
+        starts = rule.start(baseline)
+    if rule.arithmetic == "float":
+        at = np.unique(np.atleast_1d(np.asarray(starts, dtype=float)))
+        bad = ~((at >= 0) & (at <= 1))  # NaN fails both
+        if bad.any():
+            raise ParameterError("starts", float(at[bad][0]), "confidences in [0, 1]")
+        at = at[np.asarray(passes_threshold(at, threshold), bool)]
+        runs = float_run_lengths(p, rule, threshold, at, baseline)
+        return RunLengths(p, threshold, at, runs.expected, runs.sd, runs.p_excluded_eventually)
+    space = confidence_space(rule, threshold, starts, baseline)
     n = len(space.states)
     q, out = _transient_matrix(space, p)
     # P(excluded eventually): solve on the states that can reach exclusion at all
@@ -250,15 +283,17 @@ def hit_before(
     start = check_probability("start", start)
     if not passes_threshold(start, threshold):
         return 0.0
-    if start >= upper - THRESHOLD_TOLERANCE:
+    if start >= upper:
         return 1.0
+    if rule.arithmetic == "float":
+        return excursion(rule, threshold, p, start, np.zeros(0), baseline, upper)[2].prob
     space = confidence_space(rule, threshold, start, baseline)
-    top = space.states >= upper - THRESHOLD_TOLERANCE
+    top = space.states >= upper
     q, _ = _transient_matrix(space, p)
     inner = np.flatnonzero(~top)
     b = np.asarray(q[inner][:, np.flatnonzero(top)].sum(axis=1)).ravel()
     h = _solve(sparse.identity(len(inner)) - q[inner][:, inner], b)
-    return float(h[int(np.searchsorted(space.states[inner], snap(start)))])
+    return float(h[int(np.searchsorted(space.states[inner], rule.settle(start)))])
 
 
 def wald_hit_before(

@@ -18,9 +18,11 @@ says by how much each target is missed and, up to ``4 * within``, the shortest h
 at which some rule meets both.
 
 Step rules (their state is the confidence) are evaluated for every threshold and
-initial at once by a backward recursion on the confidence grid built from the rule's own
-``update`` (``chain.confidence_space``): ``V_k(x) = p V_{k-1}(up(x)) + (1 - p)
-V_{k-1}(down(x))`` for ``x`` at or above the threshold (``V = 0`` below), ``V_0 = 1``,
+initial at once by a backward recursion on the confidences built from the rule's own
+``update`` (``chain.confidence_space``; in the seed's float arithmetic, the doubles
+reachable within the horizon, which is all the recursion reads from the starts):
+``V_k(x) = p V_{k-1}(up(x)) + (1 - p) V_{k-1}(down(x))`` for ``x`` at or above the
+threshold (``V = 0`` below), ``V_0 = 1``,
 so ``P(kept) = V_n(x0)`` and ``E[sessions shown] = sum_{k<n} V_k(x0)``, the same numbers
 as ``flat_fate`` from each start. Rules whose state is their counts go through
 ``flat_fate``. The frontier is the Pareto set of (kept, excluded).
@@ -28,6 +30,7 @@ as ``flat_fate`` from each start. Rules whose state is their counts go through
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +45,7 @@ from procmem_core.errors import (
 from procmem_core.flat.chain import confidence_space, run_lengths
 from procmem_core.flat.fate import flat_fate
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
-from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, THRESHOLD_TOLERANCE, FlatRule
+from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, FlatRule
 
 HORIZON_FACTOR = 4
 """How far past ``within`` the design looks for the shortest feasible horizon."""
@@ -172,7 +175,9 @@ def design_rule(
     separating: bool = False,
     objective: str = "exposure",
 ) -> RuleDesign:
-    """Search the family's grid exactly (module docstring).
+    """Search the family's grid exactly (module docstring). Remembered per arguments
+    (the search over the seed's float arithmetic takes tens of seconds; the answer is
+    frozen).
 
     ``separating``: only rules whose break-even success rate lies strictly between the
     harmful and the helpful one's, so that beyond the horizon too the helpful procedure
@@ -182,6 +187,13 @@ def design_rule(
     if not isinstance(targets, RuleTargets):
         raise ParameterError("targets", targets, "a RuleTargets")
     check_choice("objective", objective, OBJECTIVES)
+    FLAT_RULES.get(family, "family")
+    return _design(targets, family, bool(separating), objective)
+
+
+@functools.lru_cache(maxsize=16)
+def _design(targets: RuleTargets, family: str, separating: bool, objective: str) -> RuleDesign:
+    """``design_rule`` after its checks, remembered per arguments."""
     grid = FLAT_RULES.get(family, "family").design_grid(targets.base)
     counts = grid[0].rule.needs_counts
     table, skipped = (_by_fate if counts else _by_grid)(grid, targets, targets.within)
@@ -272,14 +284,28 @@ def _by_fate(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
     return table, 0
 
 
+MEMBERS_PER_BATCH = 64
+"""Members walked together (bounds the memory of the float spaces, which hold a few
+doubles per decimal value)."""
+
+
+def _chunks(members) -> list[np.ndarray]:
+    members = np.asarray(members, dtype=int)
+    return [members[i : i + MEMBERS_PER_BATCH] for i in range(0, len(members), MEMBERS_PER_BATCH)]
+
+
 def _by_grid(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
-    """Step rules: one confidence space per member, all thresholds and starts at once."""
-    batch = _Batch(grid, targets)
-    vh = batch.survival(targets.p_helpful, horizon)
-    vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
-    g = batch.cand_g
-    table = _Table(batch.cand_space, batch.cand_thr, batch.states[g], vh[g], 1.0 - vx[g], sx[g])
-    return table, batch.skipped
+    """Step rules: one confidence space per member, all thresholds and starts at once
+    (``MEMBERS_PER_BATCH`` members at a time)."""
+    parts, skipped = [], 0
+    for members in _chunks(range(len(grid))):
+        batch = _Batch(grid, targets, members=members, horizon=horizon)
+        vh = batch.survival(targets.p_helpful, horizon)
+        vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
+        g = batch.cand_g
+        parts.append((batch.cand_space, batch.cand_thr, batch.states[g], vh[g], 1.0 - vx[g], sx[g]))
+        skipped += batch.skipped
+    return _Table(*(np.concatenate(col) for col in zip(*parts, strict=True))), skipped
 
 
 class _Batch:
@@ -288,17 +314,18 @@ class _Batch:
     threshold; a higher threshold keeps the states at or above it (a suffix: states are
     sorted), and a move below it goes to the sentinel."""
 
-    def __init__(self, grid, targets: RuleTargets, members=None) -> None:
+    def __init__(self, grid, targets: RuleTargets, members=None, horizon=None) -> None:
         self.skipped = 0
         parts: list[list[np.ndarray]] = [[] for _ in range(6)]
         size = 0
         for i in range(len(grid)) if members is None else members:
             ds = grid[i]
             low = min(ds.thresholds)
-            starts = [x for x in ds.initials if x >= low - THRESHOLD_TOLERANCE]
+            starts = [x for x in ds.initials if x >= low]
             b = targets.base if ds.rule.needs_baseline else None
+            bound = horizon if ds.rule.arithmetic == "float" else None
             try:
-                sp = confidence_space(ds.rule, low, starts, b)
+                sp = confidence_space(ds.rule, low, starts, b, horizon=bound)
             except ParameterError:  # too fine a grid for a chain: left out, and counted
                 self.skipped += 1
                 continue
@@ -316,7 +343,7 @@ class _Batch:
     def _add(parts, i, ds, sp, size, starts) -> int:
         n = len(sp.states)
         thr = np.asarray(ds.thresholds, dtype=float)
-        first = np.searchsorted(sp.states, thr - THRESHOLD_TOLERANCE)
+        first = np.searchsorted(sp.states, thr)
         counts = n - first
         offsets = size + np.concatenate(([0], np.cumsum(counts)[:-1]))
         block_first = np.repeat(first, counts)
@@ -374,20 +401,29 @@ def _shortest(grid, table: _Table, targets: RuleTargets, counts: bool):
     # (a separating search passes only separating members' candidates, so only they are here)
     if hopeful.size == 0:
         return None
-    batch = _Batch(grid, targets, members=hopeful)
-    g = batch.cand_g
-    for k, (vh, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
-        if k <= targets.within:
-            continue
-        kept, excl = vh[g], 1.0 - vx[g]
-        good = (kept >= targets.keep - 1e-12) & (excl >= targets.exclude - 1e-12)
-        if good.any():
-            margin = np.where(good, np.minimum(kept - targets.keep, excl - targets.exclude), -1)
-            i = int(np.argmax(margin))
-            member = grid[int(batch.cand_space[i])].rule
-            rule = member.with_initial(float(batch.states[g[i]]))
-            return k, evaluate(rule, float(batch.cand_thr[i]), _at(targets, k))
-    return None
+    best = None  # (k, -margin, rule, threshold): the earliest, then the largest margin
+    for members in _chunks(hopeful):
+        batch = _Batch(grid, targets, members=members, horizon=longest)
+        g = batch.cand_g
+        for k, (vh, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
+            if best is not None and k > best[0]:
+                break
+            if k <= targets.within:
+                continue
+            kept, excl = vh[g], 1.0 - vx[g]
+            good = (kept >= targets.keep - 1e-12) & (excl >= targets.exclude - 1e-12)
+            if good.any():
+                margin = np.where(good, np.minimum(kept - targets.keep, excl - targets.exclude), -1)
+                i = int(np.argmax(margin))
+                if best is None or (k, -margin[i]) < best[:2]:
+                    member = grid[int(batch.cand_space[i])].rule
+                    rule = member.with_initial(float(batch.states[g[i]]))
+                    best = (k, -float(margin[i]), rule, float(batch.cand_thr[i]))
+                break
+    if best is None:
+        return None
+    k, _, rule, threshold = best
+    return k, evaluate(rule, threshold, _at(targets, k))
 
 
 def _at(targets: RuleTargets, within: int) -> RuleTargets:

@@ -1,10 +1,12 @@
 """The flat rule's exact fate: a random walk with an absorbing barrier at the threshold.
 
 docs/statistics.md, "The flat confidence rule": a procedure below the threshold is not
-shown, so not applied, so never updated again. The reachable confidences form a finite
-set (sums of the rule's moves from ``initial``, with the clamps, on the ``snap`` grid), so
-the probability of exclusion within n sessions follows from a forward recursion over that
-set, with no sampling. The recursion calls the rule's own ``update``.
+shown, so not applied, so never updated again. The confidences reachable within n
+sessions form a finite set (the rule's moves from ``initial``, with the clamps, as the
+rule's ``arithmetic`` computes them: the seed's raw floats, where two orders of the same
+outcomes can land on different doubles, or the ``snap`` grid), so the probability of
+exclusion within n sessions follows from a forward recursion over that set, with no
+sampling. The recursion calls the rule's own ``update`` and merges equal doubles only.
 
 A rule that reads the procedure's counts (``needs_counts``: the posterior rule) has the
 state ``(confidence, successes, failures)``; its recursion runs over that lattice,
@@ -85,25 +87,24 @@ def flat_fate(
 
 
 def _walk_confidence(p, sessions, rule, threshold, baseline, excluded) -> tuple:
-    """The recursion keyed by confidence alone (every rule that does not read counts)."""
-    states: dict[float, float] = {rule.start(baseline): 1.0}
-    seen = set(states)
-    gone = 0.0
-    applied = 0.0
+    """The recursion keyed by confidence alone (every rule that does not read counts):
+    per session one vectorized ``update`` of every state, equal doubles merged."""
+    conf = np.array([rule.start(baseline)], dtype=float)
+    mass = np.ones(1)
+    seen = conf
+    gone = applied = 0.0
     for k in range(sessions):
-        applied += sum(states.values())
-        nxt: dict[float, float] = {}
-        for c, mass in states.items():
-            for positive, w in ((True, p), (False, 1.0 - p)):
-                if w == 0.0:
-                    continue
-                c2 = rule.update(c, positive, baseline=baseline)
-                if passes_threshold(c2, threshold):
-                    nxt[c2] = nxt.get(c2, 0.0) + mass * w
-                else:
-                    gone += mass * w
-        states = nxt
-        seen.update(states)
+        applied += float(mass.sum())
+        n = len(conf)
+        positive = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
+        c2 = rule.update(np.concatenate([conf, conf]), positive, baseline=baseline)
+        w = np.concatenate([mass * p, mass * (1.0 - p)])
+        inside = np.asarray(passes_threshold(c2, threshold), bool)
+        gone += float(w[~inside].sum())
+        keep = inside & (w > 0)
+        conf, at = np.unique(c2[keep], return_inverse=True)
+        mass = np.bincount(at, weights=w[keep], minlength=len(conf))
+        seen = np.union1d(seen, conf)
         excluded[k] = gone
     return gone, applied, len(seen)
 

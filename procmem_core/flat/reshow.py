@@ -16,6 +16,12 @@ above the threshold, and with probability ``e`` from one below it (else it stays
 - Over a horizon (exact): the forward recursion ``d_{t+1} = d_t P`` gives the chance it
   is shown in each session and the expected sessions shown, the time a harmful one
   spends in the prompt.
+
+In the seed's float arithmetic the doubles reached form no closed set (``flat.chain``):
+the horizon figures run on the doubles reachable within ``sessions`` updates, and the
+long run by renewal-reward over cycles between the clamps (``flat.excursion
+.float_long_run``); ``states`` and ``long_run`` are then the doubles visited in those
+cycles and their long-run shares.
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ from scipy import sparse
 from scipy.sparse import csgraph
 from scipy.sparse import linalg as splinalg
 
-from procmem_core.errors import check_int, check_probability
+from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.flat.chain import _check_chain, confidence_space
+from procmem_core.flat.excursion import float_long_run
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
 from procmem_core.flat.rule import DEFAULT_RULE, FlatRule
 
@@ -73,23 +80,38 @@ def reshow_fate(
     sessions = check_int("sessions", sessions, minimum=1)
     p, threshold, baseline = _check_chain(p, rule, threshold, baseline)
     start = rule.start(baseline)
-    space = confidence_space(rule, threshold, start, baseline, keep_below=True)
+    floating = rule.arithmetic == "float"
+    if floating and reshow == 0:
+        raise ParameterError(
+            "reshow", reshow, "a rate above 0 (at 0 the threshold absorbs: flat_fate and "
+            "run_lengths give that chain)",
+        )  # fmt: skip
+    horizon = sessions if floating else None
+    space = confidence_space(rule, threshold, start, baseline, keep_below=True, horizon=horizon)
     a = space.shown
     s = np.where(a, 1.0, reshow)  # P(shown) in each state: also P(the chain moves)
-    trans = _transitions(space.up, space.down, s, p)
+    here = np.arange(len(a))
+    up, down = (np.where(m < 0, here, m) for m in (space.up, space.down))  # -1: never taken
+    trans = _transitions(up, down, s, p)
     i0 = space.index(start)
-    pi = _long_run(trans, i0)
     shown_by, in_prompt, dist = _forward(trans, i0, s, a, sessions)
-    entry = float(pi[~a] @ np.asarray(trans[~a][:, a].sum(axis=1)).ravel())
-    stay_share = float(pi[a].sum())
-    mean_stay = stay_share / entry if entry > 0 else (math.inf if stay_share > 0 else 0.0)
+    if floating:
+        lr = float_long_run(p, reshow, rule, threshold, start)
+        states, pi, lr_shown, stay_share, mean_stay = (
+            lr.states, lr.long_run, lr.shown, lr.in_prompt, lr.mean_stay
+        )  # fmt: skip
+    else:
+        states, pi = space.states, _long_run(trans, i0)
+        entry = float(pi[~a] @ np.asarray(trans[~a][:, a].sum(axis=1)).ravel())
+        stay_share, lr_shown = float(pi[a].sum()), float(pi @ s)
+        mean_stay = stay_share / entry if entry > 0 else (math.inf if stay_share > 0 else 0.0)
     return ReshowFate(
         p=p,
         reshow=reshow,
         sessions=sessions,
-        states=space.states,
+        states=states,
         long_run=pi,
-        long_run_shown=float(pi @ s),
+        long_run_shown=lr_shown,
         long_run_in_prompt=stay_share,
         mean_stay=mean_stay,
         shown_by_session=shown_by,

@@ -19,11 +19,17 @@ Every rule is one function that takes a scalar or a numpy array alike, so the ob
 rule, two speeds"); the exact analyses (``flat.fate``, ``flat.chain``, ``flat.design``)
 walk the same ``update``.
 
-Exactness: ``0.6 + 5 * 0.08 - 3 * 0.15`` is 0.55 in arithmetic but 0.5499999999999999 in
-binary floats. Confidences are therefore snapped to a decimal grid of
-``GRID_DECIMALS`` places after every update (``snap``), and threshold comparisons allow
-``THRESHOLD_TOLERANCE`` (far below any grid step the rule can produce), so a procedure
-landing exactly on the threshold is shown.
+Arithmetic (docs/flat.md, "Float or grid"): the seed's code adds and compares raw binary
+floats, so after five successes and three failures from 0.6 (in the seed's order) its
+confidence is 0.5499999999999997, below 0.55, and the procedure is hidden. A rule's
+``arithmetic`` says which reading it computes: ``"float"`` (the seed's code, bit for bit:
+``min(1.0, c + 0.08)``, ``max(0.0, c - 0.15)``, no rounding; the default of the seed's
+rule) or ``"grid"`` (the confidence is snapped to ``GRID_DECIMALS`` decimals after every
+update, ``snap``, so that walk sits on 0.55 and is shown). The threshold test is the
+seed's ``confidence >= threshold`` in both (``passes_threshold``); on the grid a snapped
+confidence equal in decimals to a threshold of at most ``GRID_DECIMALS`` decimals is the
+same double, so it passes. The baseline and posterior rules (procmem's, not the seed's)
+always use the grid.
 """
 
 from __future__ import annotations
@@ -36,11 +42,12 @@ from typing import ClassVar, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_number
+from procmem_core.errors import ParameterError, check_choice, check_number
 from procmem_core.registry import Registry
 
 GRID_DECIMALS = 12
-THRESHOLD_TOLERANCE = 1e-9
+ARITHMETICS = ("float", "grid")
+"""How a rule computes: the seed's raw binary floats, or snapped to the decimal grid."""
 
 Conf = TypeVar("Conf", float, np.ndarray)
 
@@ -53,8 +60,8 @@ def snap(confidence: Conf) -> Conf:
 
 
 def passes_threshold(confidence: ArrayLike, threshold: float) -> np.ndarray | bool:
-    """``confidence >= threshold`` up to ``THRESHOLD_TOLERANCE`` (scalar or array)."""
-    out = np.asarray(confidence) >= threshold - THRESHOLD_TOLERANCE
+    """``confidence >= threshold`` (scalar or array): the seed's comparison, raw."""
+    out = np.asarray(confidence) >= threshold
     return bool(out) if out.ndim == 0 else out
 
 
@@ -88,14 +95,23 @@ class FlatRule(ABC):
     """What every flat learning rule provides (see the module docstring).
 
     ``update(confidence, positive, successes=, failures=, baseline=)`` works on floats
-    and bools, or on arrays that broadcast, and returns values on the ``snap`` grid. A
-    subclass with a ``name`` joins ``FLAT_RULES`` by itself.
+    and bools, or on arrays that broadcast, and returns values ``settle``d by the rule's
+    ``arithmetic`` (raw floats, or on the ``snap`` grid). A subclass with a ``name`` joins
+    ``FLAT_RULES`` by itself.
     """
 
     name: ClassVar[str]
     needs_baseline: ClassVar[bool] = False
     needs_counts: ClassVar[bool] = False
     initial: float
+    arithmetic: str = "grid"
+
+    def settle(self, confidence: Conf) -> Conf:
+        """A computed confidence as the rule keeps it: ``snap``ped on the grid, the raw
+        float (a Python float for scalar input) in float arithmetic."""
+        if self.arithmetic == "grid":
+            return snap(confidence)
+        return confidence if isinstance(confidence, np.ndarray) else float(confidence)
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -104,7 +120,7 @@ class FlatRule(ABC):
 
     def start(self, baseline: ArrayLike | None = None) -> float | np.ndarray:
         """The confidence of a procedure never applied (an array for an array baseline)."""
-        c = snap(self.initial)
+        c = self.settle(self.initial)
         return c if baseline is None or np.ndim(baseline) == 0 else np.full(np.shape(baseline), c)
 
     @abstractmethod
@@ -184,7 +200,9 @@ class StepRule(FlatRule):
         """``(up, down)``: the move on a good and on a bad session (both >= 0)."""
 
     def check_bounds(self) -> None:
-        """``0 <= floor < ceiling <= 1`` and ``floor <= initial <= ceiling``."""
+        """``0 <= floor < ceiling <= 1``, ``floor <= initial <= ceiling`` and a known
+        ``arithmetic``."""
+        check_choice("arithmetic", self.arithmetic, ARITHMETICS)
         for name in ("initial", "floor", "ceiling"):
             check_number(name, getattr(self, name))
         if not 0.0 <= self.floor < self.ceiling <= 1.0:
@@ -207,7 +225,11 @@ class StepRule(FlatRule):
         failures: ArrayLike | None = None,
         baseline: ArrayLike | None = None,
     ) -> Conf:
-        """``clamp(c + up)`` or ``clamp(c - down)``, snapped; a float for scalar input."""
+        """``clamp(c + up)`` or ``clamp(c - down)``, ``settle``d; a float for scalar input.
+
+        In float arithmetic this is the seed's ``min(1.0, c + 0.08)`` and ``max(0.0, c -
+        0.15)`` bit for bit (``c + (-d)`` is ``c - d`` in IEEE arithmetic, and the other
+        clamp never binds), on scalars and arrays alike."""
         self.check_evidence(successes, failures, baseline)
         up, down = self.steps(baseline)
         if _is_array(confidence, positive, up):
@@ -216,9 +238,11 @@ class StepRule(FlatRule):
             moved = np.asarray(np.add(np.where(positive, up, -down), confidence))
             np.minimum(moved, self.ceiling, out=moved)
             np.maximum(moved, self.floor, out=moved)
-            return np.round(moved, GRID_DECIMALS, out=moved)
+            if self.arithmetic == "grid":
+                np.round(moved, GRID_DECIMALS, out=moved)
+            return moved
         step = up if positive else -down
-        return snap(min(self.ceiling, max(self.floor, float(confidence) + step)))
+        return self.settle(min(self.ceiling, max(self.floor, float(confidence) + step)))
 
     def drift(self, p: ArrayLike, baseline: float | None = None) -> np.ndarray | float:
         """Expected change per applied session: ``p * up - (1 - p) * down``."""
@@ -236,7 +260,9 @@ class StepRule(FlatRule):
 
 @dataclass(frozen=True)
 class ConfidenceRule(StepRule):
-    """The seed's confidence update: ``c <- clamp(c + reward)`` or ``clamp(c - penalty)``.
+    """The seed's confidence update: ``c <- clamp(c + reward)`` or ``clamp(c - penalty)``,
+    in the seed's raw float arithmetic by default (``arithmetic="grid"``: the decimal
+    reading, snapped after every update; module docstring).
 
     Expected drift per applied session at success probability p is
     ``p * reward - (1 - p) * penalty``; it is positive only above ``break_even``
@@ -249,6 +275,7 @@ class ConfidenceRule(StepRule):
     penalty: float = 0.15
     floor: float = 0.0
     ceiling: float = 1.0
+    arithmetic: str = "float"
     name: ClassVar[str] = "confidence"
 
     def __post_init__(self) -> None:
@@ -262,12 +289,13 @@ class ConfidenceRule(StepRule):
         return self.reward, self.penalty
 
     def describe(self) -> str:
-        return f"confidence +{self.reward:g}/-{self.penalty:g} from {self.initial:g}"
+        grid = ", decimal grid" if self.arithmetic == "grid" else ""
+        return f"confidence +{self.reward:g}/-{self.penalty:g} from {self.initial:g}{grid}"
 
     @classmethod
     def design_grid(cls, base: float) -> list[DesignSpace]:
         """Reward 0.01-0.30 by 0.01 x penalty 0.01-0.40 by 0.01, every design threshold
-        and initial confidence (the walk does not depend on ``base``)."""
+        and initial confidence (the walk does not depend on ``base``), in float arithmetic."""
         return [
             DesignSpace(cls(1.0, r / 100, q / 100), DESIGN_THRESHOLDS, DESIGN_INITIALS)
             for r in range(1, 31)
@@ -276,4 +304,5 @@ class ConfidenceRule(StepRule):
 
 
 DEFAULT_RULE = ConfidenceRule()
-"""The seed's rule: initial 0.6, reward 0.08, penalty 0.15, clamped to [0, 1]."""
+"""The seed's rule: initial 0.6, reward 0.08, penalty 0.15, clamped to [0, 1], in the
+seed's float arithmetic."""

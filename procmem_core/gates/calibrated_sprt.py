@@ -1,6 +1,7 @@
 """``CalibratedSPRTGate``: the seed's SPRT with boundaries that hold at the worst case.
 
-The seed's SPRT plugs the prior's estimated rate into Wald's boundaries, so its
+The seed's SPRT, with p0 plugged in from the prior's ledger (procmem's default: the seed
+does not say how p0 is estimated, docs/seed-fidelity.md), uses Wald's boundaries, so its
 false-revert rate is alpha only when p0 is known; estimated from a 20-run ledger it is
 0.13-0.16 (docs/statistics.md). This gate keeps the SPRT's statistic (the LLR of
 ``p1 = p0_hat - min_drop`` against ``p0_hat``, ``p0_hat`` the ledger's estimate by

@@ -1,7 +1,8 @@
-"""The seed's gate defaults, one source for every gate and the design question (the graph
-seed: ``gate_min_drop`` 0.15, ``gate_alpha`` 0.05, ``gate_beta`` 0.20, ``gate_max_runs``
-50, ``gate_min_runs`` 3; a prior ledger of 20 runs; the p0 range every calibrated gate
-certifies by default)."""
+"""The gate defaults, one source for every gate and the design question: the graph seed's
+``gate_min_drop`` 0.15, ``gate_alpha`` 0.05, ``gate_beta`` 0.20, ``gate_max_runs`` 50,
+``gate_min_runs`` 3; and procmem's own choices, which the seed does not state
+(docs/seed-fidelity.md): a prior ledger of 20 runs and the p0 range 0.05-0.95 every
+calibrated gate certifies by default."""
 
 from __future__ import annotations
 

@@ -38,8 +38,8 @@ LLR_TOLERANCE = 1e-9
 """An LLR within this of a boundary (or of 0, for the cap's sign rule) counts as on it.
 The two increments can sum to a boundary exactly in arithmetic and an ulp short in
 floats (p0 0.8, min_drop 0.2, alpha = beta = 0.1: four failures and two successes give
-``ln 16 + 2 ln(3/4) = ln 9 = ln A``), as ``flat.rule.THRESHOLD_TOLERANCE`` does for the
-flat rule's threshold."""
+``ln 16 + 2 ln(3/4) = ln 9 = ln A``). (The flat rule has no such tolerance: it compares
+as the seed's code does, docs/flat.md "Float or grid".)"""
 
 AT_CAP_RULES = ("accept", "revert", "llr")
 _SCALARS = (int, float, np.integer, np.floating)

@@ -26,8 +26,9 @@ class MarginGate(LatticeGate):
     ``p_prior - s/n > margin``; at ``max_runs`` (or later) a revision never reverted is
     accepted; otherwise continue. The prior's rate is its raw ``s/n`` unless ``p0`` is
     given; a prior with no runs has no rate, so the gate only accepts at ``max_runs``.
-    The statistic is ``p_prior - s/n``. The seed's server default is a margin gate with
-    the SDK's ``gate_min_runs=5`` and ``gate_margin=0.05``.
+    The statistic is ``p_prior - s/n``. The seed's server default is the SPRT
+    (``gate_mode="sprt"``); the margin gate is its ``gate_mode="margin"``, here with the
+    values the seed's SDK sends (``gate_min_runs=5``, ``gate_margin=0.05``).
     """
 
     margin: float = 0.05

@@ -19,7 +19,7 @@ own code) nothing is checked, as in the seed with auth off.
   ``actor`` is refused, so nobody injects a procedure into another principal's pack.
 - ``match(namespace_scope="all_mine", principal=p)`` searches p's readable namespaces,
   the first ``fan_out`` in name order (``MAX_NAMESPACE_FAN_OUT``, procmem's default: the
-  seed names a fan-out cap but not its value).
+  seed caps its fan-out without stating the cap, docs/seed-fidelity.md).
 """
 
 from __future__ import annotations

@@ -32,7 +32,12 @@ from reports.sections.confidence_evidence import (
     crowding_text,
     mixed_table,
 )
-from reports.sections.confidence_runs import ConfidenceRuns, confidence_runs, worlds_table
+from reports.sections.confidence_runs import (
+    ConfidenceRuns,
+    arithmetic_note,
+    confidence_runs,
+    worlds_table,
+)
 from reports.sections.confidence_worst import rank_worst, worst_by_rule, worst_sentence, worst_table
 from reports.sections.rule_figures import (
     frontier_figure,
@@ -106,9 +111,10 @@ def _design_blocks(ev, world_rows: pd.DataFrame) -> list:
         ),
         "A rule is designed by an exact search (python -m experiments.design rule): among those "
         "meeting both targets, the one whose harmful procedure is shown the fewest sessions. "
-        "'Helpful lost after' is its mean run length without a horizon (Brook-Evans); a rule "
-        "whose break-even lies above the helpful success rate meets the targets only within "
-        "the horizon.",
+        "'Helpful lost after' is its mean run length without a horizon (Brook-Evans on the "
+        "decimal grid; by renewal at the clamps in float arithmetic); a rule whose break-even "
+        "lies above the helpful success rate meets the targets only within the horizon. "
+        + arithmetic_note(seed.rule),
         Figure("rule_frontier", png_bytes(fig), caption),
     ]
 

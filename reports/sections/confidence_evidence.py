@@ -19,7 +19,7 @@ import pandas as pd
 
 from procmem_core.flat import DEFAULT_RULE, flat_fate
 from reports.evidence import NOISE_Z, fmt
-from reports.sections.confidence_runs import ConfidenceRuns
+from reports.sections.confidence_runs import ConfidenceRuns, arithmetic_note
 from reports.source import Sweep, find_param
 
 
@@ -67,7 +67,7 @@ def break_even_text(sweep: Sweep, runs: ConfidenceRuns) -> str:
         "success rate without the procedure, estimated from withheld sessions, so it drifts "
         "up exactly when the procedure beats having none; the posterior rule hides a "
         "procedure once the posterior probability that it beats that baseline falls below "
-        "its threshold."
+        "its threshold. " + arithmetic_note(r)
     )
 
 

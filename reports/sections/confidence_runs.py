@@ -50,6 +50,20 @@ def rule_of(sweep: Sweep, row: pd.Series) -> tuple[FlatRule, float, int]:
     return FLAT_RULES.build(name, **params), threshold, limit
 
 
+def arithmetic_note(rule: FlatRule) -> str:
+    """Which arithmetic a rule's figures use, in one sentence (docs/flat.md, "Float or
+    grid")."""
+    if rule.arithmetic == "float":
+        return (
+            "Confidences are computed as the seed's code does, in raw binary floats "
+            "(rule.arithmetic=float; arithmetic=grid is the decimal reading)."
+        )
+    return (
+        "Confidences are snapped to the decimal grid (rule.arithmetic=grid), not the seed's "
+        "float arithmetic."
+    )
+
+
 def same_rule(a: FlatRule, b: FlatRule) -> bool:
     """The same class and every parameter equal (floats by ``numpy.isclose``)."""
     if type(a) is not type(b):

@@ -17,7 +17,7 @@ from reports.document import Figure, Section, Table
 from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
-from reports.sections.confidence_runs import is_seed, rule_of
+from reports.sections.confidence_runs import arithmetic_note, is_seed, rule_of
 from reports.sections.rule_figures import fate_figure
 from reports.source import Sweep, find_param
 
@@ -112,7 +112,7 @@ def fate_section(sweep: Sweep) -> Section | None:
     lead = next((c for c, b in built.items() if is_seed(*b)), cfgs["config"].iloc[0])
     first = rows[rows["config"] == lead]
     rule, threshold, _ = built[lead]
-    answer = headline(first, rule, threshold, horizon)
+    answer = headline(first, rule, threshold, horizon) + " " + arithmetic_note(rule)
     extras = [c for c in TABLE_EXTRAS if c in rows]
     table = rows[["config", "p", "p_excluded", "p_excluded_se", *extras]]
     return Section(

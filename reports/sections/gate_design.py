@@ -3,8 +3,8 @@ it would take (``procmem_core.gates.design``), verified by simulation.
 
 The question is read off the sweep: the report's targets (false revert, missed
 regression), the drop the swept gates are designed to catch, the shortest ledger the sweep
-tried (the hardest condition; 20 runs, the seeds', when every run knew p0), the largest
-concurrent share it ran, and the prior's rates it ran (widened to at least [0.3, 0.95]).
+tried (the hardest condition; 20 runs, procmem's default ledger, when every run knew p0),
+the largest concurrent share it ran, and the prior's rates it ran (widened to at least [0.3, 0.95]).
 The answer's gate is then simulated (``GateScenario``) at the p0 where its false-revert
 rate is largest and where its power is least, and the simulated rates are compared with
 the exact ones (z-scores). The question asks for the design objective ``null_runs`` (the
@@ -39,7 +39,7 @@ from reports.sections.gate_tables import GateRuns
 from reports.source import Sweep, find_param
 from simulators.scenarios.gate import GateScenario
 
-SEED_LEDGER = 20
+DEFAULT_LEDGER = 20
 DESIGN_MAX_RUNS = 200
 CHECK_REPLICATIONS = 20_000
 CHECK_SEED = 13
@@ -63,7 +63,7 @@ def question_of(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> DesignQu
         alpha=targets.false_revert,
         beta=targets.missed_regression,
         min_drop=drop,
-        ledger=min(ledgers) if ledgers else SEED_LEDGER,
+        ledger=min(ledgers) if ledgers else DEFAULT_LEDGER,
         concurrent=max(shares) if shares else 0.0,
         p0_low=max(low, drop + 0.05),
         p0_high=max([P0_RANGE[1], *priors]),

@@ -92,7 +92,7 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
     """The section's first sentence: the setting under which the regret falls, with its
     interval, or that none of the swept ones does and why (the quarantine chain)."""
     if best is not None:
-        v = verdict_of(best)
+        v = verdict_of(best, len(rows))
         return (
             f"The loop learns with {best['config']}{selection_note(best, len(rows))}: regret "
             f"{fmt_metric(best, 'regret_early')} "
@@ -103,8 +103,11 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
     n = rows.iloc[0].get("params.scenario.sessions")
     sessions = float(n) if pd.notna(n) else 1000.0
     return (
-        f"None of the {len(rows)} swept settings makes the loop learn: in every one the 95 % "
-        "interval of the regret change reaches 0 or above. " + chain_reason(sessions)
+        f"None of the {len(rows)} swept settings makes the loop learn detectably: in every one "
+        "the 95 % interval of the regret change"
+        + (" (simultaneous over the settings, Bonferroni)" if len(rows) > 1 else "")
+        + " reaches 0 or above. "
+        + chain_reason(sessions)
     )
 
 

@@ -10,6 +10,11 @@ replications (the SE is itself estimated from them: with 4, t = 3.18, not 1.96).
 verdict is "yes" when
 the interval lies below 0, "it gets worse" when it lies above, and "no detectable change"
 otherwise (with few replications the interval is wide: the verdict says so).
+
+When a sweep compares ``m`` settings and the report names the best, each interval is a
+simultaneous one (Bonferroni: level ``1 - 0.05 / m`` each, so all ``m`` hold together with
+probability at least 0.95): picking the lowest of 32 plain 95 % intervals would name a
+setting by chance about half the time.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from reports.evidence import fmt
 LEVEL = 0.95
 
 
-def t95(replications: float) -> float:
-    """``t(0.975, n - 1)``, the two-sided 95 % Student-t quantile over ``n`` replications
-    (NaN below 2: no standard error)."""
+def t95(replications: float, family: int = 1) -> float:
+    """``t(1 - 0.025 / m, n - 1)``: the two-sided 95 % Student-t quantile over ``n``
+    replications, simultaneous over ``m = family`` intervals (Bonferroni); NaN below 2
+    replications (no standard error)."""
     n = float(replications)
-    return float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) if n >= 2 else float("nan")
+    tail = (1.0 - LEVEL) / (2.0 * max(int(family), 1))
+    return float(stats.t.ppf(1.0 - tail, n - 1)) if n >= 2 else float("nan")
 
 
 SEED_LOOP = {
@@ -62,10 +69,12 @@ class Verdict:
     change: float
     se: float
     replications: int
+    family: int = 1
+    """How many settings' intervals hold together (Bonferroni); 1: a plain 95 % interval."""
 
     @property
     def interval(self) -> tuple[float, float]:
-        half = t95(self.replications) * self.se
+        half = t95(self.replications, self.family) * self.se
         return (self.change - half, self.change + half)
 
     @property
@@ -82,18 +91,23 @@ class Verdict:
     def describe(self) -> str:
         lo, hi = self.interval
         return (
-            f"regret change {fmt(self.change, self.se)} (95 % interval [{lo:+.3f}, {hi:+.3f}], "
-            f"{self.replications} replications)"
+            f"regret change {fmt(self.change, self.se)} ({self.level_words()} "
+            f"[{lo:+.3f}, {hi:+.3f}], {self.replications} replications)"
         )
 
+    def level_words(self) -> str:
+        if self.family <= 1:
+            return "95 % interval"
+        return f"95 % interval simultaneous over {self.family} settings, Bonferroni"
 
-def verdict_of(row: pd.Series) -> Verdict:
+
+def verdict_of(row: pd.Series, family: int = 1) -> Verdict:
     se = row.get("regret_change_se", float("nan"))
     try:
         n = int(float(row.get("params.scenario.replications", float("nan"))))
     except (TypeError, ValueError):
         n = 0
-    return Verdict(float(row["regret_change"]), float(se), n)
+    return Verdict(float(row["regret_change"]), float(se), n, max(int(family), 1))
 
 
 def seed_row(rows: pd.DataFrame) -> pd.Series | None:
@@ -121,8 +135,10 @@ def _same(value: object, want: object) -> bool:
 
 def learning_row(rows: pd.DataFrame) -> pd.Series | None:
     """The configuration with the strongest evidence that its regret falls: the lowest
-    upper end of its 95 % interval (``Verdict.interval``), if that lies below 0."""
-    upper = pd.Series([verdict_of(r).interval[1] for _, r in rows.iterrows()], index=rows.index)
+    upper end of its interval, simultaneous over the ``len(rows)`` settings (Bonferroni),
+    if that lies below 0."""
+    m = len(rows)
+    upper = pd.Series([verdict_of(r, m).interval[1] for _, r in rows.iterrows()], index=rows.index)
     upper = upper.fillna(np.inf)
     if not (upper < 0).any():
         return None

@@ -2,10 +2,11 @@
 falls, with its 95 % interval, or that none does and why, from the quarantine chain.
 
 ``loop_verdict.json`` (beside the report): ``learns`` (the interval lies below 0),
-``regret_change``, ``ci_low``, ``ci_high`` (Student-t over replications,
-``loop_evidence.Verdict``), ``replications`` and ``setting``: the swept config overrides
-of that row (``key=value``, a group's choice as ``group=name``). With no learning row the
-file names the row whose interval reaches lowest, with ``learns`` false.
+``regret_change``, ``ci_low``, ``ci_high`` (Student-t over replications, simultaneous
+over the swept settings by Bonferroni, ``loop_evidence.Verdict``; ``ci_level`` says so),
+``replications`` and ``setting``: the swept config overrides of that row (``key=value``,
+a group's choice as ``group=name``). With no learning row the file names the row whose
+interval reaches lowest, with ``learns`` false.
 """
 
 from __future__ import annotations
@@ -52,20 +53,22 @@ def _plain(value: object) -> object:
 
 
 def best_row(rows: pd.DataFrame) -> pd.Series:
-    """The row whose 95 % interval of the regret change reaches lowest."""
-    upper = pd.Series([verdict_of(r).interval[1] for _, r in rows.iterrows()], index=rows.index)
+    """The row whose (simultaneous) interval of the regret change reaches lowest."""
+    m = len(rows)
+    upper = pd.Series([verdict_of(r, m).interval[1] for _, r in rows.iterrows()], index=rows.index)
     return rows.loc[upper.fillna(math.inf).idxmin()]
 
 
 def verdict_json(row: pd.Series, rows: pd.DataFrame) -> str:
     """``loop_verdict.json`` for ``row`` (see the module doc)."""
-    v = verdict_of(row)
+    v = verdict_of(row, len(rows))
     lo, hi = v.interval
     data = {
         "learns": bool(hi < 0),
         "regret_change": float(v.change),
         "ci_low": float(lo),
         "ci_high": float(hi),
+        "ci_level": v.level_words(),
         "replications": int(v.replications),
         "setting": swept_overrides(row, rows),
         "configuration": str(row.get("config", "")),
@@ -156,8 +159,8 @@ def selection_note(row: pd.Series, n: int) -> str:
     notes = []
     if n > 1:
         notes.append(
-            f"the lowest of {n} intervals; about {0.025 * n:.1f} would lie below 0 by chance "
-            "alone, so confirm it with fresh seeds"
+            f"the lowest of {n} intervals, each widened so that all {n} hold together "
+            "(Bonferroni); confirm it with fresh seeds before relying on it"
         )
     limit = row.get("params.scenario.strike_limit")
     if pd.notna(limit) and float(limit) == 0:

@@ -14,8 +14,9 @@ Two ways to hold the confidences, each calling the rule's own ``update``:
 
 - ``GridConfidences``, for a rule whose update reads only the confidence and the outcome
   (the seed's and any step rule with fixed steps): the confidence of each cell is an
-  index into the finite set of confidences the rule reaches
-  (``flat.chain.confidence_space``, found by calling ``rule.update``, sorted). Ranked by
+  index into the finite set of confidences the rule reaches within the run's sessions
+  (``flat.chain.confidence_space``, found by calling ``rule.update``, sorted; in the
+  seed's float arithmetic the doubles its code reaches, at most one update a session). Ranked by
   ``state * k + (k - 1 - j)``, larger first with ties to the earlier procedure
   (``shown_mask``'s order); an update is a fixed step clamped to the grid where the
   rule's moves are (the seed's), else one lookup into the table of its moves.
@@ -25,6 +26,7 @@ Two ways to hold the confidences, each calling the rule's own ``update``:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -77,16 +79,28 @@ decimal grid keeps its floats)."""
 
 
 @functools.lru_cache(maxsize=64)
-def reachable(rule: FlatRule, threshold: float):
+def reachable(rule: FlatRule, threshold: float, sessions: int):
     """``(confidence_space, index of the start)`` of a rule whose update reads only the
-    confidence and the outcome, or None (found once per rule and threshold)."""
+    confidence and the outcome, or None (found once per rule, threshold and sessions).
+    In float arithmetic the space holds the doubles reachable within ``sessions``
+    updates; a move from one reached only at the last is never taken (it points to
+    itself)."""
     if rule.needs_baseline or rule.needs_counts:
         return None
     start = rule.start()
+    horizon = sessions if rule.arithmetic == "float" else None
     try:
-        space = confidence_space(rule, threshold, start, keep_below=True, max_states=GRID_STATES)
+        space = confidence_space(
+            rule, threshold, start, keep_below=True, max_states=GRID_STATES, horizon=horizon
+        )
     except ParameterError:
         return None
+    if horizon is not None:
+        here = np.arange(len(space.states))
+        space = dataclasses.replace(
+            space, up=np.where(space.up < 0, here, space.up),
+            down=np.where(space.down < 0, here, space.down),
+        )  # fmt: skip
     i = int(np.searchsorted(space.states, start))
     if i >= len(space.states) or space.states[i] != start:
         return None  # snapping moved the start: keep the floats the rule gives
@@ -141,10 +155,12 @@ class GridConfidences:
         self._moves = self._moves.astype(self.dtype)
 
     @classmethod
-    def build(cls, rule: FlatRule, threshold: float, k: int, n: int) -> GridConfidences | None:
+    def build(
+        cls, rule: FlatRule, threshold: float, k: int, n: int, sessions: int
+    ) -> GridConfidences | None:
         """The grid for ``rule``, or None when its update reads more than the confidence
         or its reachable set is too large (then the floats are kept)."""
-        found = reachable(rule, threshold)
+        found = reachable(rule, threshold, sessions)
         return None if found is None else cls(*found, k, n)
 
     def active(self) -> np.ndarray:

@@ -65,9 +65,9 @@ class SessionPass:
         self.helpful = np.ascontiguousarray(kt == HELPFUL)
         self.harmful = np.ascontiguousarray(kt == HARMFUL)
         self.weights = KindWeights(self.helpful, self.harmful)
-        self.state = GridConfidences.build(sc.rule, sc.threshold, k, n) or FloatConfidences(
-            sc.rule, sc.threshold, k, n
-        )
+        self.state = GridConfidences.build(
+            sc.rule, sc.threshold, k, n, sc.sessions
+        ) or FloatConfidences(sc.rule, sc.threshold, k, n)
         self.absorbing = sc.reshow_rate == 0 and sc.feedback.delay == 0
         self.out_seen = None if self.absorbing else np.zeros((k, n), bool)
         self.gone = np.zeros(n)

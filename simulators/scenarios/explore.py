@@ -45,7 +45,7 @@ from procmem_core.errors import (
     check_probability,
 )
 from procmem_core.explore import withhold_top
-from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold, snap
+from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold
 from simulators.feedback import Feedback
 from simulators.replication import Chunk
 from simulators.result import ScenarioResult
@@ -197,7 +197,7 @@ class ExploreScenario(Scenario):
             out[f"{arm}_sessions"] = sel.sum(axis=1).astype(float)
             out[f"{arm}_successes"] = (outcome & sel).sum(axis=1).astype(float)
         update = shown & arrived
-        conf = np.full(n, snap(self.rule.initial))
+        conf = np.full(n, self.rule.start())
         for t in range(s):
             conf = np.where(update[:, t], self.rule.update(conf, signal[:, t]), conf)
         out["confidence"] = conf

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import check_instance, check_int, check_probability
-from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, flat_fate, shown_mask, snap
+from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, flat_fate, shown_mask
 from simulators.replication import DEFAULT_CHUNK, Chunk
 from simulators.result import ScenarioResult, rate_and_se
 from simulators.scenarios.base import Scenario, Work
@@ -70,7 +70,7 @@ class ProcedureFateScenario(Scenario):
         n_sessions, rule = self.sessions, self.rule
         baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
         excluded_by = np.zeros(n_sessions)
-        conf = np.full(chunk.size, snap(rule.start(baseline)))
+        conf = np.full(chunk.size, rule.start(baseline))
         applied = np.zeros(chunk.size)
         extra = {} if baseline is None else {"baseline": baseline}
         succ, fail = np.zeros(chunk.size), np.zeros(chunk.size)

@@ -13,6 +13,11 @@ from procmem_core.flat.design import RuleTargets, design_rule
 from simulators.scenarios.confidence import ConfidenceScenario
 from simulators.users import UserPopulation
 
+# The confidence family's design runs over the doubles the seed's float arithmetic
+# reaches (docs/flat.md, "Float or grid"): tens of seconds of CPU, remembered per
+# targets within a process, so a generous limit on a loaded machine.
+pytestmark = pytest.mark.timeout(1800)
+
 AT_60 = RuleTargets(0.10, -0.10, 0.6, 0.9, 0.9, 60)
 
 
@@ -21,6 +26,7 @@ def designs():
     return {f: design_rule(AT_60, f) for f in ("confidence", "baseline", "posterior")}
 
 
+@pytest.mark.slow
 def test_issue_example_says_none_exists_what_is_closest_and_from_when(capsys):
     argv = "rule --helpful-lift 0.10 --harmful-lift -0.10 --base 0.6 --keep 0.9 --exclude 0.9"
     argv = [*argv.split(), "--within", "30", "--family", "confidence"]
@@ -37,7 +43,8 @@ def test_issue_example_says_none_exists_what_is_closest_and_from_when(capsys):
     assert 2 <= len(frontier) <= 9
     kept = [float(k) for k, _, _ in frontier]
     assert kept == sorted(kept, reverse=True)
-    assert "The seed's rule (confidence +0.08/-0.15 from 0.6, threshold 0.55): keeps 0.198" in out
+    # the seed's float arithmetic (the decimal grid keeps 0.198)
+    assert "The seed's rule (confidence +0.08/-0.15 from 0.6, threshold 0.55): keeps 0.170" in out
 
 
 @pytest.mark.parametrize(
@@ -61,6 +68,7 @@ def test_bad_input_is_one_line_naming_the_field_and_exit_2(argv, field, capsys):
     assert len(lines) == 1 and f"{field}=" in lines[0]
 
 
+@pytest.mark.slow
 def test_designed_rule_in_the_config_tree_is_the_tools_pick(compose_preset, designs):
     sc = validate(compose_preset("confidence_sweep", ["case=confidence_single", "rule=designed"]))
     pick = designs["confidence"].pick

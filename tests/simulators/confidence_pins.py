@@ -46,7 +46,7 @@ NOISY = {"false_negative": 0.2, "false_positive": 0.1, "missing": 0.3, "delay": 
 
 
 OFF_GRID = ConfidenceRule(initial=0.6033)  # two interleaved grids: moves by table lookup
-FINE = ConfidenceRule(reward=0.0123457, penalty=0.1500001)  # too many confidences: floats
+FINE = ConfidenceRule(reward=0.0123457, penalty=0.1500001, arithmetic="grid")  # floats kept
 
 
 def cases(c: type = ConfidenceScenario) -> dict[str, tuple[ConfidenceScenario, int]]:

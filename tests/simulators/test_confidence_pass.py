@@ -58,7 +58,7 @@ def results_equal(a, b) -> None:
 
 def floats(monkeypatch) -> None:
     """Make every rule keep its confidences as floats (no grid)."""
-    monkeypatch.setattr(confidence_library, "reachable", lambda rule, threshold: None)
+    monkeypatch.setattr(confidence_library, "reachable", lambda rule, threshold, sessions: None)
 
 
 NOISY = Feedback.of(false_negative=0.2, missing=0.2, delay=1)
@@ -86,27 +86,39 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_grid_and_float_paths_give_the_same_numbers(name, monkeypatch):
     sc = ConfidenceScenario(replications=600, sessions=30, chunk_size=256, **CASES[name])
-    assert reachable(sc.rule, sc.threshold) is not None
+    assert reachable(sc.rule, sc.threshold, sc.sessions) is not None
     grid = sc.run(3)
     floats(monkeypatch)
     results_equal(grid, sc.run(3))
 
 
 def test_the_ladder_takes_the_table_and_the_seed_the_fixed_step():
-    ladder = reachable(LadderRule(), 0.55)[0]
+    ladder = reachable(LadderRule(), 0.55, 30)[0]
     assert np.array_equal(ladder.states, LADDER)
     assert uniform_steps(ladder) is None
-    seed = confidence_space(DEFAULT_RULE, 0.55, 0.6, keep_below=True)
+    grid = ConfidenceRule(arithmetic="grid")
+    seed = confidence_space(grid, 0.55, 0.6, keep_below=True)
     assert len(seed.states) == 101  # 0, 0.01, ..., 1: +8 and -15 states, clamped
     assert uniform_steps(seed) == (8, 15)
-    coarse = confidence_space(ConfidenceRule(reward=0.3, penalty=0.3), 0.55, 0.6, keep_below=True)
+    coarse = confidence_space(
+        ConfidenceRule(reward=0.3, penalty=0.3, arithmetic="grid"), 0.55, 0.6, keep_below=True
+    )
     assert coarse.states.tolist() == [0.0, 0.1, 0.3, 0.4, 0.6, 0.7, 0.9, 1.0]
     assert uniform_steps(coarse) == (2, 2)  # 0.3 is two states up or down, clamped
 
 
+def test_the_seeds_floats_keep_the_index_path_within_the_run():
+    """In float arithmetic the space is the doubles reachable within the run's sessions;
+    the index path and the float path (the rule's own update on every cell) agree."""
+    space, start = reachable(DEFAULT_RULE, 0.55, 30)
+    assert space.states[start] == 0.6 and len(space.states) > 101  # more doubles than cents
+    assert 0.5499999999999997 in space.states.tolist()  # the seed's 5 up, 3 down
+    assert reachable(DEFAULT_RULE, 0.55, 200) is None  # too many doubles: floats
+
+
 def test_a_rule_without_a_small_grid_keeps_floats():
-    fine = ConfidenceRule(reward=0.0123457, penalty=0.1500001)
-    assert reachable(fine, 0.55) is None
+    fine = ConfidenceRule(reward=0.0123457, penalty=0.1500001, arithmetic="grid")
+    assert reachable(fine, 0.55, 30) is None
     sim = SessionPass(ConfidenceScenario(rule=fine), np.random.default_rng(0), 4)
     assert isinstance(sim.state, confidence_library.FloatConfidences)
 

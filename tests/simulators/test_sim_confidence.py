@@ -136,9 +136,11 @@ def test_invalid_seed():
 
 
 def _library(conf: np.ndarray, **kw) -> SessionPass:
-    """A one-chunk session pass whose users (rows of ``conf``) hold those confidences."""
+    """A one-chunk session pass whose users (rows of ``conf``) hold those confidences (on
+    the decimal grid, where every value here is a state)."""
     n, k = conf.shape
-    sim = SessionPass(ConfidenceScenario(procedures=k, **kw), np.random.default_rng(0), n)
+    sc = ConfidenceScenario(procedures=k, rule=ConfidenceRule(arithmetic="grid"), **kw)
+    sim = SessionPass(sc, np.random.default_rng(0), n)
     states = sim.state.states
     index = np.searchsorted(states, conf)
     assert (states[index] == conf).all()

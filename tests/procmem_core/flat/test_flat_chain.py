@@ -1,4 +1,6 @@
-"""The seed rule as a Markov chain: the issue's figures against an exact reference.
+"""The seed rule as a Markov chain on the decimal grid (``arithmetic="grid"``): the
+issue's figures against an exact reference. (The seed's float arithmetic is checked
+against the seed's own code and simulated walks in ``test_flat_seed_code.py``.)
 
 The reference side never calls the code under test: the seed rule is re-written here on
 integers (confidence in hundredths: +8 / -15, clamped to [0, 100], shown from 55) and
@@ -20,6 +22,8 @@ from procmem_core.flat.chain import confidence_space, hit_before, run_lengths, w
 from procmem_core.flat.reshow import reshow_fate
 
 UP, DOWN, THRESHOLD, TOP = 8, 15, 55, 100  # the seed's rule in hundredths
+GRID = ConfidenceRule(arithmetic="grid")  # the decimal reading these references compute
+GRID_FINE = ConfidenceRule(reward=0.0123457, penalty=0.0154321, arithmetic="grid")
 
 
 def step(c: int, good: bool) -> int:
@@ -59,7 +63,7 @@ def reference_run_lengths(p: F) -> dict[int, F]:
 )
 def test_run_lengths_from_one_match_the_issue_and_exact_fractions(p, issue):
     ref = reference_run_lengths(p)
-    got = run_lengths(float(p), starts=1.0)
+    got = run_lengths(float(p), GRID, starts=1.0)
     assert got.at(1.0) == pytest.approx(float(ref[TOP]), rel=1e-12, abs=1e-9)
     assert round(got.at(1.0), 1 if issue < 1000 else 0) == pytest.approx(issue, abs=1e-9)
     # from every starting confidence (Brook and Evans: all states at once)
@@ -82,7 +86,7 @@ def test_run_length_sd_matches_a_fraction_second_moment():
                 rhs[at[c]] += 2 * w * m[nxt]
     second = dict(zip(states, solve(a, rhs), strict=True))
     sd = math.sqrt(float(second[60] - m[60] ** 2))
-    got = run_lengths(0.7, starts=0.6)
+    got = run_lengths(0.7, GRID, starts=0.6)
     i = int(np.searchsorted(got.states, 0.6))
     assert got.sd[i] == pytest.approx(sd, rel=1e-10)
 
@@ -99,7 +103,7 @@ def test_excluded_within_20_at_p07_is_074_by_a_fraction_walk():
                 else:
                     gone += w * q
         mass = nxt
-    assert flat_fate(0.7, 20).p_excluded == pytest.approx(float(gone), abs=1e-12)
+    assert flat_fate(0.7, 20, GRID).p_excluded == pytest.approx(float(gone), abs=1e-12)
     assert round(float(gone), 2) == 0.74
     # the finding behind it: one failure in the first session takes 0.60 below 0.55
     assert step(60, False) < THRESHOLD and float(gone) > 0.3
@@ -124,7 +128,7 @@ def test_hit_one_before_exclusion_from_070_at_08_exact_and_wald():
             elif nxt >= THRESHOLD:
                 a[at[c]][at[nxt]] -= w
     exact = float(solve(a, b)[at[70]])
-    assert hit_before(0.8, 1.0, 0.7) == pytest.approx(exact, abs=1e-12)
+    assert hit_before(0.8, 1.0, 0.7, GRID) == pytest.approx(exact, abs=1e-12)
     assert round(exact, 3) == 0.813
     # Wald without overshoot: t solves 0.8 e^{0.08 t} + 0.2 e^{-0.15 t} = 1 (t < 0)
     lo, hi = -50.0, -1e-3
@@ -141,7 +145,7 @@ def test_hit_one_before_exclusion_from_070_at_08_exact_and_wald():
 
 
 def test_space_is_closed_and_matches_the_integer_grid():
-    space = confidence_space(ConfidenceRule(), 0.55, [1.0])
+    space = confidence_space(GRID, 0.55, [1.0])
     assert np.allclose(space.states * 100, np.arange(55, 101))
     for i, c in enumerate(np.rint(space.states * 100).astype(int)):
         up, down = step(c, True), step(c, False)
@@ -150,9 +154,10 @@ def test_space_is_closed_and_matches_the_integer_grid():
 
 
 def test_certain_success_never_ends_and_certain_failure_ends_at_once():
-    assert run_lengths(1.0, starts=1.0).at(1.0) == math.inf
-    assert run_lengths(0.0).at(0.6) == 1.0
-    assert run_lengths(0.9, starts=1.0).p_excluded_eventually[-1] == pytest.approx(1.0)
+    for rule in (GRID, ConfidenceRule()):
+        assert run_lengths(1.0, rule, starts=1.0).at(1.0) == math.inf
+        assert run_lengths(0.0, rule).at(0.6) == 1.0
+        assert run_lengths(0.9, rule, starts=1.0).p_excluded_eventually[-1] == pytest.approx(1.0)
 
 
 def simulate_reshow(p, e, sessions, burn, chains, seed):
@@ -174,7 +179,7 @@ def simulate_reshow(p, e, sessions, burn, chains, seed):
 
 @pytest.mark.parametrize(("p", "e"), [(0.5, 0.1), (0.7, 0.05)])
 def test_long_run_shown_share_matches_a_long_simulation(p, e):
-    exact = reshow_fate(p, e, 3000)
+    exact = reshow_fate(p, e, 3000, GRID)
     # the horizon average has converged to the long-run share (transient negligible)
     assert exact.shown_by_session[1500:].mean() == pytest.approx(exact.long_run_shown, abs=2e-4)
     sim, se = simulate_reshow(p, e, 3000, 1500, 4000, seed=3)
@@ -182,14 +187,14 @@ def test_long_run_shown_share_matches_a_long_simulation(p, e):
 
 
 def test_reshow_zero_is_the_absorbing_fate():
-    r = reshow_fate(0.6, 0.0, 25)
-    f = flat_fate(0.6, 25)
+    r = reshow_fate(0.6, 0.0, 25, GRID)
+    f = flat_fate(0.6, 25, GRID)
     assert r.expected_shown == pytest.approx(f.expected_sessions_applied, abs=1e-12)
     assert r.long_run_shown == 0.0 and r.mean_stay == 0.0
 
 
 def test_reshow_mean_stay_by_renewal_reward_matches_simulated_visits():
-    exact = reshow_fate(0.5, 0.2, 50)
+    exact = reshow_fate(0.5, 0.2, 50, GRID)
     rng = np.random.default_rng(5)
     c, runs, current = 60, [], 0
     for _ in range(400_000):
@@ -218,7 +223,10 @@ def test_reshow_mean_stay_by_renewal_reward_matches_simulated_visits():
         (lambda: run_lengths(0.5, starts=[1.5]), "starts"),
         (lambda: hit_before(0.5, 1.2, 0.7), "upper"),
         (lambda: wald_hit_before(0.5, 1.0, 0.7, PosteriorRule(), 0.05), "rule"),
-        (lambda: run_lengths(0.5, ConfidenceRule(reward=0.0123457, penalty=0.0154321)), "rule"),
+        (lambda: run_lengths(0.5, GRID_FINE), "rule"),
+        (lambda: confidence_space(ConfidenceRule(), 0.55, 0.6), "horizon"),
+        (lambda: reshow_fate(0.5, 0.0, 10), "reshow"),
+        (lambda: run_lengths(0.5, GRID, starts=[1.5]), "starts"),
     ],
 )
 def test_bad_input_names_the_field(call, field):

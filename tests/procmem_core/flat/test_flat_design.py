@@ -15,6 +15,11 @@ from procmem_core.errors import ParameterError
 from procmem_core.flat import flat_fate
 from procmem_core.flat.design import RuleTargets, design_rule
 
+# The confidence family's design runs over the doubles the seed's float arithmetic
+# reaches (docs/flat.md, "Float or grid"): tens of seconds of CPU, remembered per
+# targets within a process, so a generous limit on a loaded machine.
+pytestmark = pytest.mark.timeout(1800)
+
 AT_30 = RuleTargets(0.10, -0.10, 0.6, 0.9, 0.9, 30)
 AT_60 = RuleTargets(0.10, -0.10, 0.6, 0.9, 0.9, 60)
 
@@ -38,12 +43,14 @@ def recheck(d, t: RuleTargets) -> None:
     assert d.harmful_sessions == pytest.approx(fx.expected_sessions_applied, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_frontier_figures_equal_flat_fate(infeasible):
     rows = infeasible.frontier
     for d in rows[:: max(1, len(rows) // 25)]:
         recheck(d, AT_30)
 
 
+@pytest.mark.slow
 def test_frontier_is_a_pareto_front(infeasible):
     kept = [d.kept for d in infeasible.frontier]
     excl = [d.excluded for d in infeasible.frontier]
@@ -51,6 +58,7 @@ def test_frontier_is_a_pareto_front(infeasible):
     assert all(b > a for a, b in itertools.pairwise(excl))
 
 
+@pytest.mark.slow
 def test_targets_out_of_reach_within_30_say_by_how_much_and_from_when(infeasible):
     d = infeasible
     assert not d.feasible and not d.pick.meets(AT_30)
@@ -68,6 +76,7 @@ def test_targets_out_of_reach_within_30_say_by_how_much_and_from_when(infeasible
     assert d.reference.kept == pytest.approx(1 - flat_fate(0.7, 30).p_excluded, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_feasible_pick_meets_both_with_the_least_exposure(feasible):
     d = feasible
     assert d.feasible and d.pick.meets(AT_60)
@@ -77,6 +86,7 @@ def test_feasible_pick_meets_both_with_the_least_exposure(feasible):
     assert d.pick.helpful_run_length > 60  # Brook-Evans, beyond the horizon
 
 
+@pytest.mark.slow
 def test_margin_objective_picks_the_largest_smaller_margin(feasible):
     d = design_rule(AT_60, "confidence", objective="margin")
 
@@ -87,6 +97,7 @@ def test_margin_objective_picks_the_largest_smaller_margin(feasible):
     assert all(margin(d.pick) >= margin(f) - 1e-12 for f in d.frontier)
 
 
+@pytest.mark.slow
 def test_separating_rules_drift_the_right_way():
     d = design_rule(AT_30, "confidence", separating=True)
     be = d.pick.rule.break_even

@@ -13,17 +13,21 @@ from procmem_core.flat import ConfidenceRule, flat_fate
 
 def brute_force(p, n, rule, threshold):
     """Enumerate all 2^n outcome sequences; a procedure stops updating once excluded. The
-    walk is the seed's clamped step in exact arithmetic (never ``rule.update``), and
-    "shown" is ``c >= threshold`` between exact fractions."""
-    up, down, lo, hi = (F(str(getattr(rule, k))) for k in ("reward", "penalty", "floor", "ceiling"))
-    bar = F(str(threshold))
+    walk is the seed's clamped step (never ``rule.update``) in exact fractions for a grid
+    rule, in Python floats as the seed's code for a float rule, and "shown" is ``c >=
+    threshold`` in the same arithmetic."""
+    num = F if rule.arithmetic == "grid" else float
+    up, down, lo, hi = (
+        num(str(getattr(rule, k))) for k in ("reward", "penalty", "floor", "ceiling")
+    )
+    bar = num(str(threshold))
     p_excl = 0.0
     applied = 0.0
     for seq in itertools.product([True, False], repeat=n):
         w = 1.0
         for o in seq:
             w *= p if o else 1 - p
-        c = F(str(rule.initial))
+        c = num(str(rule.initial))
         shown = c >= bar
         used = 0
         for o in seq:
@@ -42,7 +46,10 @@ def brute_force(p, n, rule, threshold):
     ("rule", "threshold"),
     [
         (ConfidenceRule(), 0.55),
+        (ConfidenceRule(arithmetic="grid"), 0.55),
+        (ConfidenceRule(initial=0.6, reward=0.05, penalty=0.05, arithmetic="grid"), 0.5),
         (ConfidenceRule(initial=0.6, reward=0.05, penalty=0.05), 0.5),
+        (ConfidenceRule(initial=0.9, reward=0.1, penalty=0.2, arithmetic="grid"), 0.55),
         (ConfidenceRule(initial=0.9, reward=0.1, penalty=0.2), 0.55),
     ],
 )

@@ -37,16 +37,20 @@ def test_seed_paths_and_counts():
     assert (proc.successes, proc.failures) == (0, 2)
 
 
-def test_landing_exactly_on_threshold_is_shown():
+def test_landing_on_threshold_in_decimals_is_shown_on_the_grid_and_not_in_floats():
     outcomes = [True, False, True, False, True, False, True, True]  # 5 up, 3 down
     raw = 0.6
     for o in outcomes:
         raw = min(1.0, raw + 0.08) if o else max(0.0, raw - 0.15)
-    assert raw < 0.55  # the bug the grid prevents is real in plain floats
-    proc, _ = _run(outcomes)
+    assert raw < 0.55  # the seed's code: below the threshold in plain floats
+    proc, _ = _run(outcomes, ConfidenceRule(arithmetic="grid"))
     assert proc.confidence == 0.55
     assert proc.title in build_system_prompt([proc])
     assert shown_mask(np.array([proc.confidence]))[0]
+    seed, _ = _run(outcomes)  # the default: the seed's float arithmetic
+    assert seed.confidence == raw
+    assert build_system_prompt([seed]) == build_system_prompt([])
+    assert not shown_mask(np.array([seed.confidence]))[0]
 
 
 def test_clamps_at_floor_and_ceiling():

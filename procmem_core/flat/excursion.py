@@ -1,0 +1,260 @@
+"""Questions without a horizon in the seed's float arithmetic, answered by renewal.
+
+In float arithmetic (``flat.rule``, docs/flat.md "Float or grid") the doubles a walk
+reaches form no closed set: the orders of +reward and -penalty that balance each other
+leave ever new rounding residues. Two things make the questions without a horizon exact
+anyway:
+
+- the clamps renew the walk: ``min(ceiling, .)`` and ``max(floor, .)`` return the same
+  double whatever the path, so a walk that reaches one of those *renewal points* starts
+  afresh from it;
+- between two renewals the walk stays in a bounded interval, which it leaves (by a
+  renewal or by falling below the threshold) in geometrically distributed time, so a
+  forward recursion over the doubles it reaches, merging equal ones, ends with a
+  residual mass below ``FLOAT_TOLERANCE``, spread over the endings pro rata (so a walk
+  that ends below the threshold with certainty is reported with probability 1).
+
+``excursion`` walks one excursion from a start and returns, for each way it ends (below
+the threshold, or at each renewal point), the probability and the first two moments of
+its length. With ``M`` the probabilities of moving between renewal points, ``t``, ``t2``
+the moments of an excursion's length and ``A[r, r']`` = E_r[T 1{ends at r'}]:
+
+    h = e + M h                      (P(excluded eventually); minimal solution)
+    m = t + M m                      (E[applied sessions until exclusion])
+    v = t2 + 2 A m + M v             (E[its square])
+
+solved on the renewal points (at most two), then one row more for each start.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from procmem_core.errors import ParameterError
+from procmem_core.flat.rule import FlatRule, passes_threshold
+
+FLOAT_TOLERANCE = 1e-15
+"""The mass an excursion's forward recursion may leave undecided."""
+MAX_EXCURSION = 200_000
+"""The most sessions one excursion is followed for."""
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How one excursion ends: ``prob``, ``t1`` = E[T 1{this end}], ``t2`` = E[T^2 1{.}]."""
+
+    prob: float
+    t1: float
+    t2: float
+
+
+def renewal_points(rule: FlatRule, threshold: float) -> np.ndarray:
+    """The clamps' doubles at or above the threshold (sorted)."""
+    ends = [getattr(rule, name, None) for name in ("floor", "ceiling")]
+    pts = [rule.settle(float(x)) for x in ends if x is not None]
+    return np.unique([x for x in pts if passes_threshold(x, threshold)])
+
+
+def excursion(
+    rule: FlatRule,
+    threshold: float,
+    p: float,
+    start: float,
+    stops: np.ndarray,
+    baseline: float | None = None,
+    upper: float | None = None,
+) -> tuple[Ending, list[Ending], Ending]:
+    """``(excluded, [ending at each of stops], reaching upper)`` of the walk from ``start``
+    until it falls below ``threshold``, lands on one of ``stops`` (after at least one
+    session) or reaches ``upper`` (when given)."""
+    conf, mass = np.array([float(start)]), np.ones(1)
+    acc = np.zeros((len(stops) + 2, 3))  # rows: excluded, each stop, upper
+    k = 0
+    while mass.sum() > FLOAT_TOLERANCE:
+        k += 1
+        if k > MAX_EXCURSION:
+            raise ParameterError(
+                "p", p, f"a walk that ends within {MAX_EXCURSION} sessions (from {start!r} "
+                "it neither falls below the threshold nor returns to a clamp)",
+            )  # fmt: skip
+        n = len(conf)
+        c2 = rule.update(
+            np.concatenate([conf, conf]),
+            np.concatenate([np.ones(n, bool), np.zeros(n, bool)]),
+            baseline=baseline,
+        )
+        w = np.concatenate([mass * p, mass * (1.0 - p)])
+        end = np.full(len(c2), -1)
+        end[~np.asarray(passes_threshold(c2, threshold), bool)] = 0
+        at = np.searchsorted(stops, c2).clip(max=max(len(stops) - 1, 0))
+        hit = (end < 0) & (stops[at] == c2) if len(stops) else np.zeros(len(c2), bool)
+        end[hit] = 1 + at[hit]
+        if upper is not None:
+            end[(end < 0) & (c2 >= upper)] = len(stops) + 1
+        done = end >= 0
+        np.add.at(acc, end[done], np.stack([w[done], k * w[done], k * k * w[done]], axis=1))
+        live = ~done & (w > 0)
+        conf, idx = np.unique(c2[live], return_inverse=True)
+        mass = np.bincount(idx, weights=w[live], minlength=len(conf))
+    acc /= acc[:, 0].sum()  # the undecided residual (< FLOAT_TOLERANCE) spread pro rata
+    rows = [Ending(*map(float, r)) for r in acc]
+    return rows[0], rows[1:-1], rows[-1]
+
+
+@dataclass(frozen=True)
+class FloatRuns:
+    """From each start: P(excluded eventually), E[N] and SD[N] of the applied sessions
+    until exclusion (``inf`` where exclusion is not sure)."""
+
+    starts: np.ndarray
+    expected: np.ndarray
+    sd: np.ndarray
+    p_excluded_eventually: np.ndarray
+
+
+def float_run_lengths(
+    p: float, rule: FlatRule, threshold: float, starts: np.ndarray, baseline: float | None
+) -> FloatRuns:
+    """Run lengths from ``starts`` by renewal at the clamps (module docstring)."""
+    pts = renewal_points(rule, threshold)
+    rows = [excursion(rule, threshold, p, r, pts, baseline) for r in pts]
+    h, m, v = _renewal(rows)
+    out = np.zeros((3, len(starts)))
+    for j, s in enumerate(starts):
+        gone, ends, _ = excursion(rule, threshold, p, s, pts, baseline)
+        back = np.array([e.prob for e in ends])
+        out[0, j] = gone.prob + _dot(back, h)
+        if not math.isclose(out[0, j], 1.0, rel_tol=0, abs_tol=1e-12):
+            out[1, j] = out[2, j] = math.inf
+            continue
+        t1 = gone.t1 + sum(e.t1 for e in ends)
+        t2 = gone.t2 + sum(e.t2 for e in ends)
+        mean = t1 + _dot(back, m)
+        second = t2 + 2 * _dot(np.array([e.t1 for e in ends]), m) + _dot(back, v)
+        out[1, j], out[2, j] = mean, math.sqrt(max(second - mean * mean, 0.0))
+    return FloatRuns(np.asarray(starts, float), out[1], out[2], out[0])
+
+
+def _dot(weights: np.ndarray, values: np.ndarray) -> float:
+    """``sum w_i x_i`` over ``w_i > 0`` (an unreachable point's ``inf`` counts for 0)."""
+    used = weights > 0
+    return float(weights[used] @ values[used]) if used.any() else 0.0
+
+
+def _renewal(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``h``, ``m``, ``v`` on the renewal points (``inf`` where exclusion is not sure)."""
+    n = len(rows)
+    if n == 0:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    e = np.array([r[0].prob for r in rows])
+    big_m = np.array([[x.prob for x in r[1]] for r in rows])
+    reach = e > 0
+    for _ in range(n):  # points with a path to exclusion
+        reach |= (big_m[:, reach] > 0).any(axis=1)
+    h = np.zeros(n)
+    f = np.flatnonzero(reach)
+    h[f] = np.linalg.solve(np.eye(len(f)) - big_m[np.ix_(f, f)], e[f])
+    sure = np.isclose(h, 1.0, rtol=0, atol=1e-12)
+    m, v = np.full(n, math.inf), np.full(n, math.inf)
+    s = np.flatnonzero(sure)
+    t1 = np.array([r[0].t1 + sum(x.t1 for x in r[1]) for r in rows])
+    t2 = np.array([r[0].t2 + sum(x.t2 for x in r[1]) for r in rows])
+    a = np.array([[x.t1 for x in r[1]] for r in rows])
+    lhs = np.eye(len(s)) - big_m[np.ix_(s, s)]
+    m[s] = np.linalg.solve(lhs, t1[s])
+    v[s] = np.linalg.solve(lhs, t2[s] + 2 * a[np.ix_(s, s)] @ m[s])
+    return h, m, v
+
+
+@dataclass(frozen=True)
+class FloatLongRun:
+    """The re-shown chain's long run in float arithmetic (``flat.reshow``): the doubles
+    visited, their long-run shares, the share of sessions shown and in the prompt, and
+    the mean stay in the prompt per visit."""
+
+    states: np.ndarray
+    long_run: np.ndarray
+    shown: float
+    in_prompt: float
+    mean_stay: float
+
+
+def float_long_run(
+    p: float, reshow: float, rule: FlatRule, threshold: float, start: float
+) -> FloatLongRun:
+    """Renewal-reward over the chain's jumps (``0 < reshow``): from a state the chain
+    jumps (up with ``p``, else down) with probability ``s`` (1 at or above the threshold,
+    ``reshow`` below) and else stays, so a visit lasts ``1 / s`` sessions on average.
+    Cycles run between the clamps' doubles; with ``nu`` the stationary law of the clamps
+    the jump chain returns to (the class it ends in from ``start``), the long-run share
+    of a double ``x`` is ``sum_r nu_r V_r(x) / s(x)`` normalised, ``V_r`` the expected
+    visits per cycle from ``r``; the stay is the share in the prompt over the entries
+    into it per session."""
+    ends = [rule.settle(float(getattr(rule, n))) for n in ("floor", "ceiling")]
+    pts = np.unique(ends)
+    cycles = [_jump_cycle(rule, p, r, pts) for r in pts]
+    big_m = np.array([c[2] for c in cycles])
+    first = _jump_cycle(rule, p, start, pts)[2] if start not in pts else (pts == start) * 1.0
+    nu = _ending_law(big_m, first)
+    states = np.unique(np.concatenate([c[0] for c in cycles]))
+    visits = np.zeros(len(states))
+    for w, (xs, vs, _) in zip(nu, cycles, strict=True):
+        if w > 0:
+            np.add.at(visits, np.searchsorted(states, xs), w * vs)
+    a = np.asarray(passes_threshold(states, threshold), bool)
+    stay = 1.0 / np.where(a, 1.0, reshow)
+    time = visits * stay
+    pi = time / time.sum()
+    up = rule.update(states, True)
+    down = rule.update(states, False)
+    into = p * passes_threshold(up, threshold) + (1 - p) * passes_threshold(down, threshold)
+    entries = float((visits[~a] * into[~a]).sum()) / time.sum()  # per session
+    in_prompt = float(pi[a].sum())
+    shown = float(pi @ np.where(a, 1.0, reshow))
+    mean_stay = in_prompt / entries if entries > 0 else (math.inf if in_prompt > 0 else 0.0)
+    return FloatLongRun(states, pi, shown, in_prompt, mean_stay)
+
+
+def _ending_law(big_m: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The long-run share of cycles starting at each clamp, for a chain whose first
+    cycle starts at the clamps with probabilities ``first`` (Cesaro limit of the clamps'
+    chain ``big_m``, at most 2 x 2)."""
+    n = len(first)
+    if n == 1 or (big_m[0, 1] == 0 and big_m[1, 0] == 0):
+        return first  # each clamp returns only to itself
+    if big_m[0, 1] == 0 or big_m[1, 0] == 0:  # one clamp absorbs the other
+        sink = 0 if big_m[0, 1] == 0 else 1
+        return np.eye(n)[sink]
+    nu = np.array([big_m[1, 0], big_m[0, 1]])
+    return nu / nu.sum()
+
+
+def _jump_cycle(rule: FlatRule, p: float, start: float, stops: np.ndarray):
+    """``(doubles, expected visits, P(ending at each stop))`` of the jump chain's walk
+    from ``start`` until it lands on a stop (``start`` is visited once at step 0)."""
+    conf, mass = np.array([float(start)]), np.ones(1)
+    xs, vs = [conf], [mass]
+    ended = np.zeros(len(stops))
+    k = 0
+    while mass.sum() > FLOAT_TOLERANCE:
+        k += 1
+        if k > MAX_EXCURSION:
+            raise ParameterError("p", p, f"a walk that reaches a clamp within {MAX_EXCURSION}")
+        n = len(conf)
+        c2 = rule.update(
+            np.concatenate([conf, conf]), np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
+        )
+        w = np.concatenate([mass * p, mass * (1.0 - p)])
+        at = np.searchsorted(stops, c2).clip(max=len(stops) - 1)
+        hit = stops[at] == c2
+        np.add.at(ended, at[hit], w[hit])
+        live = ~hit & (w > 0)
+        conf, idx = np.unique(c2[live], return_inverse=True)
+        mass = np.bincount(idx, weights=w[live], minlength=len(conf))
+        xs.append(conf), vs.append(mass)
+    x = np.concatenate(xs)
+    states, idx = np.unique(x, return_inverse=True)
+    return states, np.bincount(idx, weights=np.concatenate(vs)), ended / ended.sum()
