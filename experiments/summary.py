@@ -31,6 +31,13 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
 MAX_ROWS = 60
 
 
+def clock(seconds: float) -> str:
+    """``h:mm:ss`` (or ``m:ss`` under an hour)."""
+    s = round(seconds)
+    h, m = divmod(s // 60, 60)
+    return f"{h}:{m:02d}:{s % 60:02d}" if h else f"{m}:{s % 60:02d}"
+
+
 def key_metrics(scenario: str, metrics: dict[str, float]) -> list[str]:
     """The metric names to show for one job."""
     names = [m for m in KEY_METRICS.get(scenario, ()) if m in metrics]
@@ -103,7 +110,6 @@ def print_summary(
     seconds: float,
 ) -> None:
     """Print the summary table, the failed jobs, the report and the browse commands."""
-    from experiments.progress import clock
 
     out = sys.stdout
     counts = jobs["status"].value_counts().to_dict()
