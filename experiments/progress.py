@@ -26,7 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from experiments.summary import clock, fmt, key_metrics
+from experiments.summary import clock, headline
 from simulators.replication import CHUNK_LISTENER, Chunk
 
 POLL_SECONDS = 2.0
@@ -100,7 +100,7 @@ class SweepProgress:
         done = len(self.seen) + self.skipped
         metrics = dict(run.data.metrics)
         label = run.data.tags.get("procmem.scenario", "")
-        shown = " ".join(f"{m}={fmt(metrics, m)}" for m in key_metrics(label, metrics))
+        shown = headline(label, metrics)
         status = "" if run.info.status == "FINISHED" else f" {run.info.status}"
         extra = [f"{self.failed} failed"] * bool(self.failed)
         extra += [f"{self.skipped} skipped"] * bool(self.skipped)

@@ -92,6 +92,7 @@ from procmem_core.graph import (
     StoredProcedure,
     UnknownProcedure,
 )
+from procmem_core.metric import Metric, metrics_of
 
 _LAZY = {
     name: "procmem_core.learn"
@@ -180,6 +181,8 @@ __all__ = [
     "sprt_operating_point",
     "wald_operating_point",
     "withhold_top",
+    "Metric",
+    "metrics_of",
     "BernsteinAIPW",
     "BernsteinIPW",
     "BetaMixtureArms",

@@ -99,6 +99,12 @@ class GateScenario(Scenario):
     """
 
     name: ClassVar[str] = "gate"
+    key_metrics: ClassVar[tuple[str, ...]] = (
+        "false_revert_rate",
+        "missed_regression_rate",
+        "mean_runs_null",
+        "mean_runs_alt",
+    )
     inputs: ClassVar[dict[str, str]] = {
         "gate": "gate",
         "cost_gate": "cost_gate",

@@ -21,7 +21,7 @@ from procmem_core.gates import (
 from simulators.result import mean_and_se, rate_and_se
 
 
-class GateDesign(Protocol):
+class GateScenarioFields(Protocol):
     """What the tables read of a ``GateScenario`` (a protocol, so this module does not
     import the scenario that imports it)."""
 
@@ -50,7 +50,7 @@ CONCURRENT_COLUMNS = ("revision_runs_total", "prior_concurrent_runs")
 
 
 def operating_points_table(
-    scenario: GateDesign, sims: dict, exact: dict, means: dict | None = None
+    scenario: GateScenarioFields, sims: dict, exact: dict, means: dict | None = None
 ) -> pd.DataFrame:
     """One row per true drop: simulated revert and accept rates, runs and sessions (each
     with its SE; ``means[drop][key]``, where given, is ``mean_and_se(sims[drop][key])``
@@ -91,7 +91,7 @@ def operating_points_table(
     return pd.DataFrame(rows)
 
 
-def decisions_table(scenario: GateDesign, sims: dict) -> pd.DataFrame:
+def decisions_table(scenario: GateScenarioFields, sims: dict) -> pd.DataFrame:
     """The first ``table_rows`` replications' decisions at every drop, in the one
     ``gate_decisions`` schema (``DECISION_COLUMNS``), then the truth the simulation knows
     and, in the concurrent design, each arm's runs at the decision."""
