@@ -96,7 +96,6 @@ class SweepProgress:
                 self.print_line(run)
 
     def print_line(self, run: Any) -> None:
-
         done = len(self.seen) + self.skipped
         metrics = dict(run.data.metrics)
         label = run.data.tags.get("procmem.scenario", "")

@@ -110,7 +110,6 @@ def print_summary(
     seconds: float,
 ) -> None:
     """Print the summary table, the failed jobs, the report and the browse commands."""
-
     out = sys.stdout
     counts = jobs["status"].value_counts().to_dict()
     tally = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
