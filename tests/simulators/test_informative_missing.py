@@ -99,3 +99,15 @@ def test_the_naive_lift_on_rated_sessions_is_biased_by_the_exact_amount():
     exact_bias = float(fb.positive_rate(p1) - fb.positive_rate(p0)) - (p1 - p0)
     assert abs((naive - (p1 - p0)) - exact_bias) < Z * se
     assert abs(exact_bias) > 20 * se  # a bias the experiment sees, not noise
+
+
+def test_the_config_option_reaches_the_scenarios():
+    """``feedback=failures_rated`` builds the channel; the gate scenario names the field."""
+    from experiments.build import build_scenario
+    from experiments.run import compose_job
+
+    conf = build_scenario(compose_job("confidence_sweep", ["feedback=failures_rated"]))
+    channel = conf.feedback.channel("informative_missing")
+    assert (channel.missing_if_success, channel.missing_if_failure) == (0.5, 0.1)
+    with pytest.raises(ParameterError, match="feedback"):
+        build_scenario(compose_job("gate_tuning", ["feedback=failures_rated"]))
