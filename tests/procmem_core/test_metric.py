@@ -3,6 +3,7 @@ HTML views of the engine's records."""
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -92,3 +93,16 @@ def test_records_show_themselves_as_tables():
     assert "<th>max_runs</th><td>120</td>" in page  # the question
     assert page.count("<tr><td>sprt</td><td>fixed</td><td>True</td><td>120</td>") == 2
     assert "<td>0.048</td><td>0.81</td><td>(40.5, 0.0)</td>" in page
+
+
+def test_the_rule_design_shows_its_pick_and_frontier():
+    from procmem_core import ConfidenceRule
+    from procmem_core.flat.design import DesignedRule, RuleDesign, RuleTargets
+
+    pick = DesignedRule(ConfidenceRule(), 0.55, 0.91, 0.88, 6.5)
+    other = DesignedRule(ConfidenceRule(), 0.6, 0.85, 0.93, 5.25)
+    page = RuleDesign("confidence", RuleTargets(), False, pick, (other,), 12, 0, pick)._repr_html_()
+    assert "<th>feasible</th><td>False</td>" in page
+    for rule, cells in ((pick, "0.91 0.88 6.5"), (other, "0.85 0.93 5.25")):
+        row = "".join(f"<td>{c}</td>" for c in (html.escape(rule.describe()), *cells.split()))
+        assert row in page
