@@ -46,6 +46,13 @@ FILTER_KEYS = tuple(f.name for f in dataclasses.fields(PromptFilter))
 """Keys of the ``rule`` group that belong to the prompt filter (threshold, limit)."""
 
 
+def label(cfg: DictConfig) -> str:
+    """The scenario name for scenario jobs, else the task name."""
+    if cfg.task == SCENARIO_TASK:
+        return str(cfg.scenario.name)
+    return str(cfg.task)
+
+
 def node_of(cfg: DictConfig | Mapping[str, Any], key: str) -> dict[str, Any] | None:
     """The group ``key`` as a plain dict (None when the group is unset)."""
     value = cfg.get(key) if isinstance(cfg, Mapping | DictConfig) else None

@@ -43,8 +43,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, read_write
 
 from experiments import tracking as tr
+from experiments.build import label
 from experiments.identity import git_commit, package_versions, varying_keys
-from experiments.job import label
 from experiments.plan import (
     PlannedJob,
     check_launcher,

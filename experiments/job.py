@@ -40,7 +40,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import tracking as tr
-from experiments.build import SCENARIO_TASK, task_module, validate
+from experiments.build import label, task_module, validate
 from experiments.figures import scenario_figures
 from experiments.identity import (
     config_hash,
@@ -87,13 +87,6 @@ class JobOutcome:
     tracking_seconds: float = 0.0
     artifact_seconds: float = 0.0
     figure_seconds: float = 0.0
-
-
-def label(cfg: DictConfig) -> str:
-    """The scenario name for scenario jobs, else the task name."""
-    if cfg.task == SCENARIO_TASK:
-        return str(cfg.scenario.name)
-    return str(cfg.task)
 
 
 def parent_run(cfg: DictConfig) -> str:

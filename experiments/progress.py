@@ -26,18 +26,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from experiments.summary import clock, headline
 from simulators.replication import CHUNK_LISTENER, Chunk
 
 POLL_SECONDS = 2.0
 HEARTBEAT_SECONDS = 60.0
 ENDED = ("FINISHED", "FAILED", "KILLED")
-
-
-def clock(seconds: float) -> str:
-    """``h:mm:ss`` (or ``m:ss`` under an hour)."""
-    s = round(seconds)
-    h, m = divmod(s // 60, 60)
-    return f"{h}:{m:02d}:{s % 60:02d}" if h else f"{m}:{s % 60:02d}"
 
 
 class SweepProgress:
@@ -102,12 +96,10 @@ class SweepProgress:
                 self.print_line(run)
 
     def print_line(self, run: Any) -> None:
-        from experiments.summary import fmt, key_metrics
-
         done = len(self.seen) + self.skipped
         metrics = dict(run.data.metrics)
         label = run.data.tags.get("procmem.scenario", "")
-        shown = " ".join(f"{m}={fmt(metrics, m)}" for m in key_metrics(label, metrics))
+        shown = headline(label, metrics)
         status = "" if run.info.status == "FINISHED" else f" {run.info.status}"
         extra = [f"{self.failed} failed"] * bool(self.failed)
         extra += [f"{self.skipped} skipped"] * bool(self.skipped)

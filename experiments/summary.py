@@ -8,44 +8,51 @@ job's stdout stays its own, as the seed demo's must): its run id, status and met
 
 from __future__ import annotations
 
-import math
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from experiments.build import tasks
 from experiments.stores import browse_hint
-
-KEY_METRICS: dict[str, tuple[str, ...]] = {
-    "fate": ("p_excluded", "expected_sessions_applied"),
-    "confidence": ("session_success_rate", "helpful_retained", "harmful_excluded"),
-    "gate": ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt"),
-    "explore": ("true_lift", "estimate", "coverage", "power", "exploration_cost"),
-    "loop": ("success_rate", "regret", "correct_verdict_rate", "missed_harmful_rate"),
-    "llm_replay": ("failed", "failed_stage", "n_procedures", "n_shown_session_2"),
-}
-"""The metrics the summary shows per scenario (others: the first three with an SE)."""
+from procmem_core.metric import Metric
+from simulators.scenarios import SCENARIOS
 
 MAX_ROWS = 60
 
 
-def key_metrics(scenario: str, metrics: dict[str, float]) -> list[str]:
-    """The metric names to show for one job."""
-    names = [m for m in KEY_METRICS.get(scenario, ()) if m in metrics]
+def clock(seconds: float) -> str:
+    """``h:mm:ss`` (or ``m:ss`` under an hour)."""
+    s = round(seconds)
+    h, m = divmod(s // 60, 60)
+    return f"{h}:{m:02d}:{s % 60:02d}" if h else f"{m}:{s % 60:02d}"
+
+
+def declared_metrics(label: str) -> tuple[str, ...]:
+    """The headline metrics a job declares: its scenario's ``key_metrics`` class attribute,
+    or its task module's ``KEY_METRICS``; () for an unknown label."""
+    if label in SCENARIOS:
+        return SCENARIOS[label].key_metrics
+    return tuple(getattr(tasks().get(label), "KEY_METRICS", ()))
+
+
+def key_metrics(label: str, metrics: Mapping[str, float]) -> list[str]:
+    """The metric names to show for one job: the declared ones it logged, else the
+    first three (by name) with an SE."""
+    names = [m for m in declared_metrics(label) if m in metrics]
     if names:
         return names
     return [m for m in sorted(metrics) if f"{m}_se" in metrics][:3]
 
 
-def fmt(metrics: dict[str, float], name: str) -> str:
-    """``value±se`` with 3 significant digits (``value`` alone when there is no SE)."""
-    value = metrics[name]
-    se = metrics.get(f"{name}_se")
-    if se is None or math.isnan(se):
-        return f"{value:.3g}"
-    return f"{value:.3g}±{se:.2g}"
+def headline(label: str, metrics: Mapping[str, float]) -> str:
+    """``name=value ± se`` of each key metric, space-separated (``Metric.fmt``)."""
+    return "  ".join(
+        f"{m}={Metric.from_flat(metrics, m).fmt()}" for m in key_metrics(label, metrics)
+    )
 
 
 def summary_table(jobs: pd.DataFrame, metrics: dict[str, dict[str, float]]) -> pd.DataFrame:
@@ -56,7 +63,7 @@ def summary_table(jobs: pd.DataFrame, metrics: dict[str, dict[str, float]]) -> p
     for job, overrides in zip(jobs.to_dict("records"), split, strict=True):
         run_id = job.get("run_id")
         m = metrics.get(run_id, {}) if isinstance(run_id, str) else {}
-        shown = " ".join(f"{n}={fmt(m, n)}" for n in key_metrics(job["scenario"], m))
+        shown = headline(job["scenario"], m)
         rows.append(
             {
                 "job": job["job"],
@@ -103,8 +110,6 @@ def print_summary(
     seconds: float,
 ) -> None:
     """Print the summary table, the failed jobs, the report and the browse commands."""
-    from experiments.progress import clock
-
     out = sys.stdout
     counts = jobs["status"].value_counts().to_dict()
     tally = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
@@ -137,7 +142,7 @@ def print_summary(
 def print_single(run_id: str, name: str, outcome: Any, tracker: Any) -> None:
     """A single run's id, status, time and key metrics (stderr), and its report command."""
     label = name.split(":")[0]
-    shown = " ".join(f"{m}={fmt(outcome.metrics, m)}" for m in key_metrics(label, outcome.metrics))
+    shown = headline(label, outcome.metrics)
     err = sys.stderr
     print(
         f"run {run_id} ({name}) {outcome.status} in {outcome.total_seconds:.1f} s"

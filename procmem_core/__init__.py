@@ -93,6 +93,7 @@ from procmem_core.graph import (
     StoredProcedure,
     UnknownProcedure,
 )
+from procmem_core.metric import Metric, metrics_of
 from procmem_core.quarantine import (
     QUARANTINE_POLICIES,
     DecayPolicy,
@@ -195,6 +196,8 @@ __all__ = [
     "sprt_operating_point",
     "wald_operating_point",
     "withhold_top",
+    "Metric",
+    "metrics_of",
     "BernsteinAIPW",
     "BernsteinIPW",
     "BetaMixtureArms",

@@ -9,9 +9,10 @@ no write half done. The lock is re-entrant, so a method may call another.
 
 Methods named in ``unlocked`` take the lock themselves for the part that reads or writes
 the store, so that they hold no store lock while they call another store:
-``ProcedureStore.complete_run`` (its write block takes the lock; the reflection goes to
-the memory store after) and ``MemoryStore.set_procedural`` (it delegates to ``set`` or
-to the procedure store's ``add``). The only nesting left is ``LearningsQueue.review``
+``MemoryStore.set_procedural`` (it delegates to ``set`` or to the procedure store's
+``add``). A run's lesson goes to memory through ``reflections.complete_run``, a function
+above both stores that calls the procedure store, then the memory store, holding neither
+lock across the two. The only nesting left is ``LearningsQueue.review``
 promoting into the memory store (queue, then memory), so the locks cannot deadlock.
 
 Throughput: the calls of one store run one at a time (``benchmarks/bench_threads.py``

@@ -81,6 +81,10 @@ class Report:
     provenance: list[Table | str] = field(default_factory=list)
     chosen: str = ""  # which run was reported and why
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the report as the HTML page ``write_report`` writes."""
+        return render_html(self)
+
 
 def _cell(value: object) -> str:
     if isinstance(value, float):

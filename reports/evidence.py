@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from procmem_core.proportions import clopper_pearson_lower
+from procmem_core.metric import fmt
 from reports.errors import ReportError
 
 NOISE_Z = 2.0
-LEVEL = 0.95
 
 
 @dataclass(frozen=True)
@@ -57,15 +56,6 @@ class MetricComparison:
         )
 
 
-def fmt(value: float, se: float | None = None) -> str:
-    """``value ± se`` with three significant digits; the SE is dropped when unknown."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if se is None or (isinstance(se, float) and math.isnan(se)):
-        return f"{value:.3g}"
-    return f"{value:.3g} ± {se:.2g}"
-
-
 def fmt_share(rate: float, n: int) -> str:
     """A simulated share over ``n`` independent units, ``r ± sqrt(r (1 - r) / n)``; at
     exactly 0 or 1 (plug-in SE 0: every unit agreed) its exact one-sided 95 %
@@ -73,12 +63,7 @@ def fmt_share(rate: float, n: int) -> str:
     ``procmem_core.proportions``), so four of four never reads as certainty."""
     if rate is None or math.isnan(rate) or n <= 0:
         return "n/a"
-    if rate in (0.0, 1.0):
-        all_of = float(clopper_pearson_lower(n, n, 1 - LEVEL))
-        if rate == 1.0:
-            return f"1 (all {n:,}; > {all_of:.3g} at 95 %)"
-        return f"0 (none of {n:,}; < {1 - all_of:.3g} at 95 %)"
-    return f"{rate:.3g} ± {math.sqrt(rate * (1 - rate) / n):.2g}"
+    return fmt(rate, math.sqrt(rate * (1 - rate) / n), n)
 
 
 def se_of(row: pd.Series, metric: str) -> float:

@@ -14,10 +14,11 @@ import shutil
 import sqlite3
 import tempfile
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -111,6 +112,41 @@ class Sweep:
                     out.append(name)
                     break
         return tuple(out)
+
+    @classmethod
+    def from_results(cls, results: Sequence[Any], experiment: str = "notebook") -> Sweep:
+        """A sweep of in-memory results, laid out as ``load_sweep`` lays out a logged one,
+        with no MLflow: each entry a ``ScenarioResult`` or ``(params, ScenarioResult)``,
+        ``params`` a mapping by dotted key (``{"gate.alpha": 0.05}``) or nested by group;
+        run ids ``run000``, ``run001``, ... in order."""
+        rows, tables, params, metrics = [], {}, set(), set()
+        for i, entry in enumerate(results):
+            given, result = entry if isinstance(entry, tuple) else ({}, entry)
+            if not all(hasattr(result, a) for a in ("scenario", "metrics", "tables")):
+                raise ReportError(f"results[{i}] is {type(result).__name__}: expected a "
+                                  "ScenarioResult or a (params, ScenarioResult) pair")  # fmt: skip
+            flat = {f"params.{k}": v for k, v in _dotted(given).items()}
+            run_id = f"run{i:03d}"
+            rows.append({"run_id": run_id, "run_name": f"{result.scenario}-{i}",
+                         "status": "FINISHED", "scenario": result.scenario, "start_time": i}
+                        | flat | dict(result.metrics))  # fmt: skip
+            params |= set(flat)
+            metrics |= set(result.metrics)
+            tables[run_id] = dict(result.tables)
+        return cls(experiment, "memory", "in-memory", pd.DataFrame(rows),
+                   tuple(sorted(params)), tuple(sorted(metrics)), tables,
+                   chosen="results built in memory")  # fmt: skip
+
+
+def _dotted(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested mapping flattened to dotted keys (``{"gate": {"alpha": 1}}`` -> ``gate.alpha``)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if isinstance(value, Mapping):
+            out |= _dotted(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def _client(uri: str | None):

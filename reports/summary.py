@@ -5,14 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from procmem_core.metric import Metric
 from reports.document import Section, Table
 from reports.source import Sweep
 
 AGREEMENT_Z = 4.0
 """A simulated figure and its exact counterpart must agree within this many SEs."""
-ROUNDING = 1e-9
-"""Relative tolerance for a figure with no sampling noise (SE 0, e.g. every replication
-decides at ``max_runs``): it agrees when it equals the exact value up to float rounding."""
 
 RUN_COLUMNS = ("run_id", "run_name", "scenario", "status", "config_hash", "seed")
 
@@ -22,7 +20,7 @@ def short_name(param: str) -> str:
     return param.removeprefix("params.")
 
 
-def key_metrics(metric_names: tuple[str, ...]) -> list[str]:
+def measured_metrics(metric_names: tuple[str, ...]) -> list[str]:
     """Metrics with a standard error or an exact counterpart, each followed by them."""
     names = set(metric_names)
     out = []
@@ -39,7 +37,7 @@ def summary_table(sweep: Sweep) -> pd.DataFrame:
     runs = sweep.runs
     cols = [c for c in RUN_COLUMNS if c in runs.columns]
     params = list(sweep.swept_params)
-    metrics = [m for m in key_metrics(sweep.metric_names) if m in runs.columns]
+    metrics = [m for m in measured_metrics(sweep.metric_names) if m in runs.columns]
     out = runs[cols + params + metrics].copy()
     return out.rename(columns={p: short_name(p) for p in params}).reset_index(drop=True)
 
@@ -54,7 +52,7 @@ def agreement_table(sweep: Sweep) -> pd.DataFrame:
             sim, se, exact = r.get(m), r.get(f"{m}_se"), r.get(f"{m}_exact")
             if any(v is None or np.isnan(v) for v in (sim, se, exact)):
                 continue
-            z = (sim - exact) / se if se > 0 else _noiseless_z(sim, exact)
+            z = Metric(sim, se, exact).z  # SE 0: 0 when equal up to rounding, else inf
             rows.append(
                 {
                     "scenario": r["scenario"],
@@ -69,14 +67,6 @@ def agreement_table(sweep: Sweep) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["scenario", "run", "metric", "simulated", "se", "exact", "z"]
     )
-
-
-def _noiseless_z(sim: float, exact: float) -> float:
-    """z of a figure with SE 0: 0 when it equals the exact value up to ``ROUNDING``
-    (relative), else signed infinity."""
-    if np.isclose(sim, exact, rtol=ROUNDING, atol=ROUNDING):
-        return 0.0
-    return float(np.sign(sim - exact) * np.inf)
 
 
 def agreement_section(sweep: Sweep) -> Section | None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from procmem_core.metric import Metric, metrics_of
+
+FRAME_COLUMNS = ("metric", "value", "se", "exact", "z")
 
 
 @dataclass
@@ -19,6 +24,27 @@ class ScenarioResult:
     scenario: str
     metrics: dict[str, float] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def metric(self, name: str) -> Metric:
+        """The metric ``name`` as a record: its value, ``name_se`` and ``name_exact``."""
+        return Metric.from_flat(self.metrics, name)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per metric (``x_se``/``x_exact`` folded into their ``x``), columns
+        ``metric, value, se, exact, z`` with ``z = (value - exact) / se`` (NaN where
+        there is no SE or no exact value; ``Metric.z``). ``metrics`` is unchanged."""
+        rows = [(name, m.value, m.se, m.exact, m.z) for name, m in metrics_of(self.metrics).items()]
+        frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+        return frame.astype({c: float for c in FRAME_COLUMNS[1:]})
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the metrics frame, then each table's name and shape."""
+        tables = "".join(
+            f"<li>{html.escape(name)}: {len(t)} rows x {t.shape[1]} columns</li>"
+            for name, t in self.tables.items()
+        )
+        caption = f"<p><b>{html.escape(self.scenario)}</b></p>"
+        return caption + self.frame().to_html(index=False) + (f"<ul>{tables}</ul>" * bool(tables))
 
     def add_rate(self, name: str, hits: float, total: float) -> None:
         """Add a rate ``r = hits / total`` and its Monte Carlo SE ``sqrt(r (1 - r) / total)``."""

@@ -81,6 +81,8 @@ named alternative."""
 SESSION_2 = "Hi again. My FD matured. I have ₹50,000 to invest."
 """The opening message of the seed's session 2."""
 GROUPS = ("llm", "replay", "rule")
+KEY_METRICS = ("failed", "failed_stage", "n_procedures", "n_shown_session_2")
+"""The headline metrics of a job's summary line (as a scenario's ``key_metrics``)."""
 """Config groups the task reads."""
 ENDPOINTS = ("offline", "remote")
 ON_ERROR = ("raise", "record")

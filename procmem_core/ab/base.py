@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -25,9 +25,6 @@ from scipy import stats
 
 from procmem_core.errors import ParameterError, check_probability
 from procmem_core.registry import Registry
-
-if TYPE_CHECKING:
-    from procmem_core.ab.sequential import ConfidencePath
 
 ESTIMATORS: Registry[LiftEstimator] = Registry("estimator", "procmem_core.ab")
 """Every lift estimator by name ("dim", "ipw", "ipw_ht", "aipw", "cuped", "cs_aipw", ...)."""
@@ -51,6 +48,38 @@ class Estimate:
     low: np.ndarray
     high: np.ndarray
     p: np.ndarray
+
+
+@dataclass(frozen=True)
+class ConfidencePath:
+    """A confidence sequence over sessions: arrays ``(R, n)``, column ``t`` after ``t + 1``
+    sessions; ``p`` is the always-valid p-value of "no lift" (running)."""
+
+    centre: np.ndarray
+    se: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    p: np.ndarray
+
+    def excludes(self, value: ArrayLike) -> np.ndarray:
+        """``(R, n)``: where ``value`` (one number, or one per replication) is outside."""
+        v = np.asarray(value, dtype=float)
+        v = v[:, None] if v.ndim == 1 else v
+        return (self.low > v) | (self.high < v)
+
+    def ever_excludes(self, value: ArrayLike) -> np.ndarray:
+        """``(R,)``: whether ``value`` left the sequence at some session."""
+        return self.excludes(value).any(axis=1)
+
+    def final(self) -> Estimate:
+        """The sequence at the last session (copies: a view would keep the whole path)."""
+        return Estimate(
+            tau=self.centre[:, -1].copy(),
+            se=self.se[:, -1].copy(),
+            low=self.low[:, -1].copy(),
+            high=self.high[:, -1].copy(),
+            p=self.p[:, -1].copy(),
+        )
 
 
 @dataclass(frozen=True)

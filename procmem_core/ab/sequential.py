@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike
 
 from procmem_core.ab.base import (
     ALWAYS_VALID,
+    ConfidencePath,
     Estimate,
     LiftEstimator,
     check_sessions,
@@ -52,38 +53,6 @@ from procmem_core.ab.boundaries import (
 )
 from procmem_core.ab.pseudo import PseudoOutcomes, aipw_pseudo_outcomes, ipw_pseudo_outcomes
 from procmem_core.errors import ParameterError, check_int
-
-
-@dataclass(frozen=True)
-class ConfidencePath:
-    """A confidence sequence over sessions: arrays ``(R, n)``, column ``t`` after ``t + 1``
-    sessions; ``p`` is the always-valid p-value of "no lift" (running)."""
-
-    centre: np.ndarray
-    se: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    p: np.ndarray
-
-    def excludes(self, value: ArrayLike) -> np.ndarray:
-        """``(R, n)``: where ``value`` (one number, or one per replication) is outside."""
-        v = np.asarray(value, dtype=float)
-        v = v[:, None] if v.ndim == 1 else v
-        return (self.low > v) | (self.high < v)
-
-    def ever_excludes(self, value: ArrayLike) -> np.ndarray:
-        """``(R,)``: whether ``value`` left the sequence at some session."""
-        return self.excludes(value).any(axis=1)
-
-    def final(self) -> Estimate:
-        """The sequence at the last session (copies: a view would keep the whole path)."""
-        return Estimate(
-            tau=self.centre[:, -1].copy(),
-            se=self.se[:, -1].copy(),
-            low=self.low[:, -1].copy(),
-            high=self.high[:, -1].copy(),
-            p=self.p[:, -1].copy(),
-        )
 
 
 def design_sd(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from procmem_core.display import column_table, field_table
 from procmem_core.errors import (
     ParameterError,
     check_choice,
@@ -135,6 +136,15 @@ class RuleDesign:
     skipped: int
     reference: DesignedRule
     shortest: tuple[int, DesignedRule] | None = None
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the answer, then the pick and the frontier, a row per rule."""
+        rows, fields = (self.pick, *self.frontier), ("kept", "excluded", "harmful_sessions")
+        cols = {"rule": [r.describe() for r in rows]} | {
+            f: [getattr(r, f) for r in rows] for f in fields
+        }
+        head = {"family": self.family, "feasible": self.feasible, "candidates": self.candidates}
+        return field_table("RuleDesign", head) + column_table("pick, then frontier", cols)
 
 
 def evaluate(rule: FlatRule, threshold: float, targets: RuleTargets) -> DesignedRule:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from procmem_core.display import record_html
 from procmem_core.errors import check_int, check_probability
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
 from procmem_core.flat.rule import DEFAULT_RULE, FlatRule, passes_threshold
@@ -44,6 +45,10 @@ class FlatFate:
     excluded_by_session: np.ndarray
     break_even: float
     n_states: int
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the fields, then P(excluded within k sessions) by k."""
+        return record_html(self)
 
 
 def flat_fate(

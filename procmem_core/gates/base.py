@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
+from procmem_core.display import record_html
 from procmem_core.errors import ParameterError, ProcmemError, check_probability
 from procmem_core.gates import lattice
 from procmem_core.gates.llr import sprt_hypotheses
@@ -75,6 +76,10 @@ class OperatingPoint:
     expected_prior_runs: float | np.ndarray | None = None
     """Concurrent runs of the prior the gate used (two-sample gates; None: it uses none)."""
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the fields, then one row per ``p`` for an array ``p``."""
+        return record_html(self)
+
 
 DESIGNS = ("fixed", "concurrent")
 """How the prior arm accrues evidence: "fixed" (its ledger of ``prior_runs`` runs is all
@@ -105,6 +110,10 @@ class OperatingCurve:
     p0_dependent: bool
     stop: np.ndarray | None = None
     """``stop[i, k]`` = P(decision at run k) at ``p0[i]``, where the gate computes it."""
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the fields, then one row per ``p0``."""
+        return record_html(self)
 
 
 def check_p_values(p: float | np.ndarray) -> np.ndarray:

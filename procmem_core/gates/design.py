@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
+from procmem_core.display import column_table, record_html
 from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.gates import calibrated_sprt, two_sample
 from procmem_core.gates.base import Gate, OperatingCurve
@@ -396,6 +397,11 @@ class GateDesign:
             return (q.goal.score(a.max_runs, sum(a.runs_null)), a.family)
 
         return tuple(sorted(usable, key=key))
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the question, then one row per family's answer."""
+        columns = {f.name: [getattr(a, f.name) for a in self.answers] for f in fields(FamilyAnswer)}
+        return record_html(self.question, "question") + column_table("answers", columns)
 
 
 def design_gate(question: DesignQuestion) -> GateDesign:

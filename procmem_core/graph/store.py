@@ -78,12 +78,13 @@ __all__ = [
 ]
 
 
-@thread_safe(unlocked=("complete_run",))
+@thread_safe()
 class ProcedureStore(StoreReads):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
 
-    Thread-safe (``procmem_core.locking``): every public method holds the store's lock,
-    ``complete_run`` only for its write (its reflection goes to memory after).
+    Thread-safe (``procmem_core.locking``): every public method holds the store's lock;
+    the store calls no other store (a lesson goes to memory through
+    ``procmem_core.reflections.complete_run``, after this store's write).
 
     ``strike_limit``: consecutive failed runs before ``evolve`` quarantines (None: from
     ``PROCMEM_PROCEDURE_STRIKE_LIMIT`` or ``LOOM_PROCEDURE_STRIKE_LIMIT``, default 3;
@@ -328,18 +329,16 @@ class ProcedureStore(StoreReads):
         duration_ms: int | None = None,
         tokens: int | None = None,
         agent: str | None = None,
-        memory: Any = None,
         principal: str | None = None,
     ) -> tuple[RunRecord, ...]:
         """The seed's ``run.complete``: one run with an empty path for every procedure key
         in ``memories_used`` (other memory keys are skipped; a procedure listed twice
         gets one run), all in one transaction, each carrying ``reflection`` (the agent's
-        lesson, kept on the run record). With a ``memory`` store
-        (``procmem_core.memory.MemoryStore``) the lesson is also written there as a
-        reflection record whose evidence is the runs and the procedures
-        (``reflections.write_reflection``). An agent that calls ``record_run`` for a
-        procedure itself leaves that key out, or the session counts twice. ``principal``
-        (auth on) needs the writer role in every listed procedure's namespace."""
+        lesson, kept on the run record). To also store the lesson as a reflection memory,
+        call ``procmem_core.reflections.complete_run(store, ..., memory=)``. An agent that
+        calls ``record_run`` for a procedure itself leaves that key out, or the session
+        counts twice. ``principal`` (auth on) needs the writer role in every listed
+        procedure's namespace."""
         if isinstance(memories_used, str) or not isinstance(memories_used, Sequence):
             raise ParameterError("memories_used", memories_used, "expected a list of keys")
         for i, k in enumerate(memories_used):
@@ -360,14 +359,6 @@ class ProcedureStore(StoreReads):
                 released += self._append(w, entry, entry.current, [run])
                 runs.append(run)
         self._log_releases(released)
-        if memory is not None and reflection is not None:
-            from procmem_core.reflections import Reflection, run_key, write_reflection
-
-            evidence = [run_key(r.run_id) for r in runs] + [f"{r.namespace}/{r.key}" for r in runs]
-            namespace = runs[0].namespace if runs else "default"
-            lesson = Reflection.coerce(reflection, evidence)
-            actor = principal if principal is not None else agent
-            write_reflection(memory, lesson, namespace=namespace, actor=actor)
         return tuple(runs)
 
     def _run_state(self, entry: ProcedureEntry, revision: int | None, path: tuple[str, ...]):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from procmem_core.reflections.completion import complete_run
 from procmem_core.reflections.ledger import DistillAttempt, DistillLedger
 from procmem_core.reflections.pairing import Pairing, SessionOutcome, SessionPair, pair_sessions
 from procmem_core.reflections.records import (
@@ -57,6 +58,7 @@ __all__ = [
     "Reflection",
     "SessionOutcome",
     "SessionPair",
+    "complete_run",
     "pair_sessions",
     "read_reflection",
     "record_reflection",

@@ -1,5 +1,5 @@
-"""Feedback channels: label flips, a biased judge, missing and delayed ratings, composed by
-``Feedback`` (``feedback.base``)."""
+"""Feedback channels: label flips, a biased judge, missing (at random or by outcome) and
+delayed ratings, composed by ``Feedback`` (``feedback.base``)."""
 
 from simulators.feedback.base import (
     CHANNELS,
@@ -10,6 +10,7 @@ from simulators.feedback.base import (
 )
 from simulators.feedback.delay import DelayedRatings
 from simulators.feedback.flips import LabelFlips
+from simulators.feedback.informative import InformativeMissing
 from simulators.feedback.judge import BiasedJudge
 from simulators.feedback.missing import MissingRatings
 
@@ -20,6 +21,7 @@ __all__ = [
     "DelayedRatings",
     "Feedback",
     "FeedbackChannel",
+    "InformativeMissing",
     "LabelFlips",
     "MissingRatings",
     "Signals",

@@ -6,7 +6,8 @@ and does one thing:
 
 - a *label* channel changes what is reported (``LabelFlips``, ``BiasedJudge``);
 - an *arrival* channel changes whether and when a report arrives (``MissingRatings``,
-  ``DelayedRatings``).
+  ``DelayedRatings``, ``InformativeMissing``: the chance of a report depends on the
+  outcome, so the reported sessions are a biased sample of the sessions).
 
 ``Feedback`` composes channels (label channels first, then arrival ones, each in name
 order) and owns arrival timing for every scenario: ``transmit`` gives the reported
@@ -80,9 +81,21 @@ class FeedbackChannel(ABC):
         """P(reported positive) when the true success rate is ``q`` (label channels)."""
         return np.asarray(q, dtype=float)
 
-    def observe(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray | None:
-        """Which sessions report (None: all; an arrival channel overrides this)."""
+    informative: ClassVar[bool] = False
+    """True when whether a session reports depends on its outcome (then the reported
+    sessions' success rate is not the sessions', ``reported_rate``)."""
+
+    def observe(
+        self, rng: np.random.Generator, outcome: np.ndarray, user: np.ndarray | float
+    ) -> np.ndarray | None:
+        """Which of the sessions with true ``outcome``s (bool array) of users with base
+        success rate ``user`` report (None: all; an arrival channel overrides this)."""
         return None
+
+    def reported_rate(self, outcome: bool, user: np.ndarray | float) -> np.ndarray | float:
+        """P(a session reports | its outcome) (an informative arrival channel overrides
+        this; a constant rate cancels out of every conditional rate)."""
+        return 1.0
 
     @property
     def lag(self) -> int:
@@ -146,8 +159,28 @@ class Feedback:
         """Sessions between a session and its report."""
         return sum(c.lag for c in self.channels)
 
+    @property
+    def informative(self) -> bool:
+        """True when whether a session reports depends on its outcome."""
+        return any(c.active and c.informative for c in self.channels)
+
     def positive_rate(self, q: np.ndarray | float, user: np.ndarray | float = 0.5) -> np.ndarray:
-        """P(reported positive | reported) at true success rate ``q``."""
+        """P(reported positive | reported) at true success rate ``q``. With an informative
+        arrival channel, Bayes over the outcome: ``(q r1 a + (1 - q) r0 b) / (q r1 +
+        (1 - q) r0)``, ``r1``/``r0`` the report rates after a success/failure and ``a``/
+        ``b`` the label channels' positive rates at ``q = 1``/``0``."""
+        rate = np.asarray(q, dtype=float)
+        if self.informative:
+            a, b = self._label_rate(1.0, user), self._label_rate(0.0, user)
+            arrival = [c for c in self.channels if c.active and c.stage == ARRIVAL]
+            r1 = np.prod([c.reported_rate(True, user) for c in arrival], axis=0)
+            r0 = np.prod([c.reported_rate(False, user) for c in arrival], axis=0)
+            w1, w0 = rate * r1, (1.0 - rate) * r0
+            return (w1 * a + w0 * b) / (w1 + w0)
+        return self._label_rate(rate, user)
+
+    def _label_rate(self, q: np.ndarray | float, user: np.ndarray | float) -> np.ndarray:
+        """P(reported positive) at true rate ``q`` through the label channels."""
         rate = np.asarray(q, dtype=float)
         for c in self.channels:
             if c.stage == LABEL and c.active:
@@ -170,17 +203,26 @@ class Feedback:
     ) -> Signals:
         """Labels, then which sessions report, for a batch of true ``outcome``s of users
         with base success rate ``user`` (an array broadcasting against it, or a number)."""
+        outcome = np.asarray(outcome, dtype=bool)
         label = self.relabel(rng, outcome, user)
         observed = None
         for c in self.channels:
             if c.active and c.stage == ARRIVAL:
-                mask = c.observe(rng, label.shape)
+                mask = c.observe(rng, outcome, user)
                 if mask is not None:
                     observed = mask if observed is None else observed & mask
         return Signals(label=label, observed=observed, delay=self.delay)
 
     def sessions_to_collect(self, rng: np.random.Generator, reports: np.ndarray) -> np.ndarray:
-        """Sessions until ``reports`` reports have arrived (each array entry on its own)."""
+        """Sessions until ``reports`` reports have arrived (each array entry on its own);
+        not defined when reporting depends on the outcome (``informative``)."""
+        if self.informative:
+            raise ParameterError(
+                "feedback",
+                self,
+                "channels whose reports do not depend on the outcome here: "
+                "the sessions behind k reports then depend on what the sessions were",
+            )
         reports = np.asarray(reports)
         sessions = reports.astype(float)
         for c in self.channels:

@@ -30,8 +30,10 @@ class MissingRatings(FeedbackChannel):
     def active(self) -> bool:
         return self.missing > 0
 
-    def observe(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-        return rng.random(shape) >= self.missing
+    def observe(
+        self, rng: np.random.Generator, outcome: np.ndarray, user: np.ndarray | float
+    ) -> np.ndarray:
+        return rng.random(np.shape(outcome)) >= self.missing
 
     def extra_sessions(self, rng: np.random.Generator, reports: np.ndarray) -> np.ndarray:
         reports = np.asarray(reports)

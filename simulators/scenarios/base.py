@@ -82,6 +82,10 @@ class Scenario(ABC):
     (``"users"``) or group key (``"rule.threshold"``) that sets it. A key in an optional
     group (``explore.*``) falls back to the field's own value when the group is unset."""
 
+    key_metrics: ClassVar[tuple[str, ...]] = ()
+    """The headline metrics (names in ``ScenarioResult.metrics``) a sweep's summary and
+    progress lines show for this scenario; () shows the first three with an SE."""
+
     unset_words: ClassVar[dict[str, str]] = {}
     """What a field left unset means, in words, for run names and report labels
     (``{"ledger_size": "p0 known"}``: no prior ledger, the gate is given the true rate)."""

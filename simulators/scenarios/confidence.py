@@ -81,6 +81,11 @@ class ConfidenceScenario(Scenario):
     """
 
     name: ClassVar[str] = "confidence"
+    key_metrics: ClassVar[tuple[str, ...]] = (
+        "session_success_rate",
+        "helpful_retained",
+        "harmful_excluded",
+    )
     inputs: ClassVar[dict[str, str]] = {
         "population": "users",
         "feedback": "feedback",

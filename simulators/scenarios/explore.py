@@ -111,6 +111,13 @@ class ExploreScenario(Scenario):
     """
 
     name: ClassVar[str] = "explore"
+    key_metrics: ClassVar[tuple[str, ...]] = (
+        "true_lift",
+        "estimate",
+        "coverage",
+        "power",
+        "exploration_cost",
+    )
     inputs: ClassVar[dict[str, str]] = {
         "population": "users",
         "feedback": "feedback",

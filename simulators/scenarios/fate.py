@@ -37,6 +37,7 @@ class ProcedureFateScenario(Scenario):
     """
 
     name: ClassVar[str] = "fate"
+    key_metrics: ClassVar[tuple[str, ...]] = ("p_excluded", "expected_sessions_applied")
     inputs: ClassVar[dict[str, str]] = {"rule": "rule", "threshold": "rule.threshold"}
 
     p: float = 0.7

@@ -99,6 +99,12 @@ class GateScenario(Scenario):
     """
 
     name: ClassVar[str] = "gate"
+    key_metrics: ClassVar[tuple[str, ...]] = (
+        "false_revert_rate",
+        "missed_regression_rate",
+        "mean_runs_null",
+        "mean_runs_alt",
+    )
     inputs: ClassVar[dict[str, str]] = {
         "gate": "gate",
         "cost_gate": "cost_gate",
@@ -138,6 +144,10 @@ class GateScenario(Scenario):
             raise ParameterError("p_prior", p, "expected 0 < p_prior < 1 with heterogeneity")
         check_int("pool_size", self.pool_size, minimum=1)
         check_instance("feedback", self.feedback, Feedback)
+        if self.feedback.informative:  # the runs it draws are the rated sessions' outcomes
+            raise ParameterError(
+                "feedback", self.feedback, "channels whose ratings do not depend on the outcome"
+            )
         if self.cost_gate is not None:
             check_veto("cost_gate", self.cost_gate)
             if self.ledger_size is None:

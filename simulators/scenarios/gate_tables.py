@@ -5,16 +5,42 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from procmem_core.gates import ACCEPT_CODE, DECISION_COLUMNS, REASONS, REVERT_CODE, verdict_names
+from procmem_core.gates import (
+    ACCEPT_CODE,
+    DECISION_COLUMNS,
+    REASONS,
+    REVERT_CODE,
+    Gate,
+    verdict_names,
+)
 from simulators.result import mean_and_se, rate_and_se
 
-if TYPE_CHECKING:
-    from simulators.scenarios.gate import GateScenario
+
+class GateScenarioFields(Protocol):
+    """What the tables read of a ``GateScenario`` (a protocol, so this module does not
+    import the scenario that imports it)."""
+
+    @property
+    def gate(self) -> Gate: ...
+    @property
+    def p_prior(self) -> float: ...
+    @property
+    def drop_grid(self) -> tuple[float, ...]: ...
+    @property
+    def ledger_size(self) -> int | None: ...
+    @property
+    def concurrent(self) -> bool: ...
+    @property
+    def replications(self) -> int: ...
+    @property
+    def table_rows(self) -> int: ...
+    def p_new_grid(self) -> np.ndarray: ...
+
 
 OUTCOME_OF = {0: "pending", 1: "accepted", 2: "reverted"}
 TRUTH_COLUMNS = ("replication", "true_drop", "p_prior", "p_new", "sessions")
@@ -24,7 +50,7 @@ CONCURRENT_COLUMNS = ("revision_runs_total", "prior_concurrent_runs")
 
 
 def operating_points_table(
-    scenario: GateScenario, sims: dict, exact: dict, means: dict | None = None
+    scenario: GateScenarioFields, sims: dict, exact: dict, means: dict | None = None
 ) -> pd.DataFrame:
     """One row per true drop: simulated revert and accept rates, runs and sessions (each
     with its SE; ``means[drop][key]``, where given, is ``mean_and_se(sims[drop][key])``
@@ -65,7 +91,7 @@ def operating_points_table(
     return pd.DataFrame(rows)
 
 
-def decisions_table(scenario: GateScenario, sims: dict) -> pd.DataFrame:
+def decisions_table(scenario: GateScenarioFields, sims: dict) -> pd.DataFrame:
     """The first ``table_rows`` replications' decisions at every drop, in the one
     ``gate_decisions`` schema (``DECISION_COLUMNS``), then the truth the simulation knows
     and, in the concurrent design, each arm's runs at the decision."""

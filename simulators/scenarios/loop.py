@@ -68,6 +68,12 @@ class LoopScenario(Scenario):
     """
 
     name: ClassVar[str] = "loop"
+    key_metrics: ClassVar[tuple[str, ...]] = (
+        "success_rate",
+        "regret",
+        "correct_verdict_rate",
+        "missed_harmful_rate",
+    )
     inputs: ClassVar[dict[str, str]] = {
         "gate": "gate",
         "cost_gate": "cost_gate",

@@ -159,7 +159,7 @@ def test_summary_is_aligned_names_failures_and_prints_pasteable_commands(capsys,
     table = summary_table(jobs, metrics)
     assert list(table["overrides"]) == ["case=a", "case=b", "case=c"]
     assert list(table["run"]) == ["fate: p 0.7", "gate: SPRT", "gate: margin"]
-    assert table["key metrics (±SE)"][0] == "p_excluded=0.25±0.01"
+    assert table["key metrics (±SE)"][0] == "p_excluded=0.25 ± 0.01"
 
     class Store:
         experiment, experiment_id, uri = "q", "1", "sqlite:///x.db"
@@ -260,7 +260,7 @@ def test_sweep_progress_prints_jobs_done_elapsed_and_the_last_jobs_metrics(capsy
         rf"\[2/4 jobs \(1 failed, 1 skipped\), {elapsed}\] #1 gate: SPRT FAILED$", lines[0]
     )
     assert re.match(rf"\[3/4 jobs \(1 failed, 1 skipped\), {elapsed}\] #0 gate: SPRT: ", lines[1])
-    assert lines[1].endswith("false_revert_rate=0.089±0.0009 mean_runs_null=23.9")
+    assert lines[1].endswith("false_revert_rate=0.089 ± 0.0009  mean_runs_null=23.9")
     quiet = SweepProgress("sqlite:///unused.db", "x", "parent", jobs, "off")
     quiet.tracker = bar.tracker
     quiet.update()
@@ -280,7 +280,7 @@ def test_a_single_run_prints_its_id_status_metrics_and_report_command(capsys):
     assert out == ""  # stdout stays the job's own
     first, second = err.strip().splitlines()
     assert first == (
-        "run abc123 (fate: p 0.7) FINISHED in 1.3 s: p_excluded=0.74±0.00044 "
+        "run abc123 (fate: p 0.7) FINISHED in 1.3 s: p_excluded=0.74 ± 0.00044  "
         "expected_sessions_applied=8"
     )
     assert second == f"report: {command('python')} -m reports quickstart --run abc123"

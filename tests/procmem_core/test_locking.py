@@ -12,10 +12,11 @@ from procmem_core.graph import HashingEmbedder, ProcedureStore
 from procmem_core.learnings import LearningsQueue
 from procmem_core.locking import thread_safe
 from procmem_core.memory import MemoryStore
+from procmem_core.reflections import complete_run
 from procmem_core.reflections.ledger import DistillLedger
 
 WAIT = 600.0  # seconds: the bound on every wait (never reached when it works)
-STORES = {ProcedureStore: ("complete_run",), MemoryStore: ("set_procedural",), LearningsQueue: (),
+STORES = {ProcedureStore: (), MemoryStore: ("set_procedural",), LearningsQueue: (),
           DistillLedger: ()}  # fmt: skip
 
 
@@ -79,9 +80,7 @@ def test_complete_run_holds_no_procedure_lock_while_it_writes_to_memory():
     done: list = []
     worker = threading.Thread(
         target=lambda: done.append(
-            procedures.complete_run(
-                ["procedure_refund"], True, reflection="ask first", memory=memory
-            )
+            complete_run(procedures, ["procedure_refund"], True, "ask first", memory=memory)
         )
     )
     worker.start()

@@ -1,43 +1,20 @@
 """Sweeps built in memory from real scenario runs, read back as ``reports.source.Sweep``.
 
-``sweep_of([(params, result), ...])`` lays out the runs as ``load_sweep`` does (params
-under ``params.<group>.<key>``, metrics under their names, tables per run id), so a
-section can be tested on real simulator output without an MLflow round trip (the real
-round trip is ``test_reports_sweep.py``).
+``sweep_of([(params, result), ...])`` is ``Sweep.from_results``: the runs laid out as
+``load_sweep`` lays them out (params under ``params.<group>.<key>``, metrics under their
+names, tables per run id), so a section can be tested on real simulator output without
+an MLflow round trip (the real round trip is ``test_reports_sweep.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import pandas as pd
 import pytest
 
 from reports.source import Sweep
 
 
-def _sweep(entries: list[tuple[dict, object]], experiment: str = "memory") -> Sweep:
-    rows, tables, params, metrics = [], {}, set(), set()
-    for i, (p, result) in enumerate(entries):
-        run_id = f"run{i:03d}"
-        row = {
-            "run_id": run_id,
-            "run_name": f"{result.scenario}-{i}",
-            "status": "FINISHED",
-            "scenario": result.scenario,
-            "start_time": i,
-        }
-        row |= {f"params.{k}": v for k, v in p.items()}
-        row |= result.metrics
-        params |= {f"params.{k}" for k in p}
-        metrics |= set(result.metrics)
-        rows.append(row)
-        tables[run_id] = dict(result.tables)
-    runs = pd.DataFrame(rows)
-    return Sweep(experiment, "parent", "parent", runs, tuple(sorted(params)),
-                 tuple(sorted(metrics)), tables)  # fmt: skip
-
-
 @pytest.fixture(scope="session")
 def sweep_of() -> Callable[..., Sweep]:
-    return _sweep
+    return lambda entries, experiment="memory": Sweep.from_results(entries, experiment)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 from foreign_server import GOOD, ForeignServer, foreign_overrides
 from mlflow.tracking import MlflowClient
 
+from experiments.analyze.__main__ import main as analyze_main
 from experiments.job import JobContext, run_job
 from experiments.run import compose_job
 from experiments.tasks.live import run_task
@@ -61,6 +63,15 @@ def test_200_sessions_against_a_foreign_server_learn_show_and_trace(
     estimate, se = lift(sessions, good)
     assert estimate - 1.96 * se > 0  # the server's 0.9 against 0.3
     assert abs(estimate - 0.6) < 4 * se
+    # the live run's log read as a deployment's: experiments.analyze finds the same lift
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(art / "sessions.csv", logs / "sessions.csv")
+    argv = [str(logs), "--out", str(tmp_path / "an"), "--no-track", "--no-prescribe"]
+    assert analyze_main([*argv, "--no-rule-design"]) == 0
+    lifts = pd.read_csv(tmp_path / "an" / "lifts.csv").set_index("key")
+    assert lifts.loc[good, "ci_low"] > 0 and not lifts.loc[good, "srm_flag"]
+    assert lifts.loc[good, "lift"] == pytest.approx(estimate, abs=1e-12)
     experiment = client.get_run(outcome.run_id).info.experiment_id
     mlflow.set_tracking_uri(f"sqlite:///{tracking_store}")
     traces = mlflow.search_traces(locations=[experiment], run_id=outcome.run_id, return_type="list")

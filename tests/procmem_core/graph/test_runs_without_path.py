@@ -82,12 +82,14 @@ def test_complete_run_writes_the_lesson_as_a_reflection_record(store):
     reflection record citing the runs and procedures; unfiltered recall never returns it,
     a search filtered to reflections does."""
     from procmem_core.memory import MemoryStore
+    from procmem_core.reflections import complete_run
 
     memory = MemoryStore()
     key = store.add("refund", "a customer asks for a refund", STEPS).key
-    runs = store.complete_run(
-        [key], ok=False, reflection="check the refund window before promising", memory=memory
-    )
+    runs = complete_run(
+        store, [key], ok=False, reflection="check the refund window before promising",
+        memory=memory,
+    )  # fmt: skip
     hits = memory.search("refund window", memory_type="reflection")
     assert len(hits) == 1
     record = hits[0].record
@@ -95,3 +97,14 @@ def test_complete_run_writes_the_lesson_as_a_reflection_record(store):
     assert "check the refund window before promising" in record.text
     assert set(record.lineage) == {f"run:{runs[0].run_id}", f"default/{key}"}
     assert memory.search("refund window") == []  # unfiltered recall never returns it
+
+
+def test_complete_run_checks_the_memory_store_before_writing(store):
+    """The service names a wrong ``memory`` before any run is recorded."""
+    from procmem_core.reflections import complete_run
+
+    key = store.add("refund", "a customer asks for a refund", STEPS).key
+    with pytest.raises(ParameterError) as err:
+        complete_run(store, [key], ok=True, reflection="ask first", memory={"not": "a store"})
+    assert "memory" in str(err.value) and "MemoryStore" in str(err.value)
+    assert store.runs(key) == ()

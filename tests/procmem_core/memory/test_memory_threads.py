@@ -15,6 +15,7 @@ import traceback
 import numpy as np
 
 from procmem_core.memory import Principal
+from procmem_core.reflections import complete_run
 
 THREADS = 8
 OPS = 120
@@ -79,8 +80,8 @@ class Worker:
             key = f"procedure_proc_w{self.n}n{j}"
             if key not in {p.key for p in b.procedures.list(prefix=key)}:
                 b.procedures.add(f"proc w{self.n}n{j}", f"when {tag}", STEPS)
-            runs = b.procedures.complete_run([key], ok=True, reflection=f"lesson {tag}",
-                                             memory=b.memory)  # fmt: skip
+            runs = complete_run(b.procedures, [key], ok=True, reflection=f"lesson {tag}",
+                                memory=b.memory)  # fmt: skip
             self.reflections += len(runs)
 
 
