@@ -48,6 +48,11 @@ def job_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
+HASHED_WHEN_SET = (("users", "world"), ("feedback", "informative_missing"))
+"""Optional nodes added after jobs were first logged: hashed only when set, so adding
+one (a fitted world, a feedback channel) keeps every existing job's identity and seed."""
+
+
 def identity_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     """The part of the config that determines the job's numbers: the task, the seed, the
     ``scenario`` node and the groups the job reads (``experiments.build.used_groups``);
@@ -55,9 +60,10 @@ def identity_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     from experiments.build import SCENARIO_TASK, used_groups
 
     data = job_container(cfg)
-    users = data.get("users")
-    if isinstance(users, dict) and users.get("world") is None:  # unset: hashes as before it
-        data["users"] = {k: v for k, v in users.items() if k != "world"}
+    for group, key in HASHED_WHEN_SET:  # unset: the job hashes as before the node existed
+        node = data.get(group)
+        if isinstance(node, dict) and node.get(key) is None:
+            data[group] = {k: v for k, v in node.items() if k != key}
     keep = {"task", "seed", *used_groups(cfg)}
     if data.get("task") == SCENARIO_TASK:
         keep.add("scenario")
