@@ -12,7 +12,7 @@ import pytest
 
 from procmem_core.quarantine import HalfOpenPolicy, SeedPolicy, quarantine_fate
 from reports.sections.loop import _opening
-from reports.sections.loop_evidence import Verdict, main_effects, seed_row
+from reports.sections.loop_evidence import Verdict, learning_row, main_effects, seed_row
 from reports.sections.loop_verdict import (
     best_row,
     chain_reason,
@@ -52,10 +52,11 @@ def test_the_learning_setting_opens_the_section_and_fills_the_json():
     rows = _rows([(0.08, 0.02), (-0.05, 0.01), (-0.02, 0.02), (0.0, 0.01)])
     best = rows.iloc[1]
     text = _opening(rows, best)
-    v = Verdict(-0.05, 0.01, 10)
+    v = Verdict(-0.05, 0.01, 10, family=4)  # simultaneous over the 4 settings
+    assert v.interval[1] == pytest.approx(-0.05 + 3.110935 * 0.01, abs=1e-5)  # t(1-.025/4, 9)
     assert text.startswith(
-        "The loop learns with c1 (the lowest of 4 intervals; about 0.1 would lie below 0 by "
-        "chance alone, so confirm it with fresh seeds): "
+        "The loop learns with c1 (the lowest of 4 intervals, each widened so that all 4 hold "
+        "together (Bonferroni); confirm it with fresh seeds before relying on it): "
     )
     assert v.describe() in text
     data = json.loads(verdict_json(best, rows))
@@ -65,6 +66,7 @@ def test_the_learning_setting_opens_the_section_and_fills_the_json():
         "regret_change": -0.05,
         "ci_low": pytest.approx(lo),
         "ci_high": pytest.approx(hi),
+        "ci_level": "95 % interval simultaneous over 4 settings, Bonferroni",
         "replications": 10,
         "setting": ["quarantine.cool_down=5", "quarantine=half_open", "scenario.strike_limit=3"],
         "configuration": "c1",
@@ -85,9 +87,19 @@ def test_no_learning_setting_is_said_with_the_chain_and_the_json_says_false():
     half = fate.exit("half_open")
     assert f"returns after {half.expected_release:.0f} sessions" in text
     data = json.loads(verdict_json(best_row(rows), rows))
-    # the lowest upper end, t(0.975, 9) = 2.262157: 0 + 0.0226 (c3) against -0.02 + 0.0452
+    # the lowest upper end, simultaneous over 4 (Bonferroni), t(1 - 0.025/4, 9) = 3.110935:
+    # 0 + 0.0311 (c3) against -0.02 + 0.0622 (c2)
     assert data["learns"] is False and data["configuration"] == "c3"
-    assert data["ci_high"] == pytest.approx(2.262157 * 0.01, abs=1e-6)
+    assert data["ci_high"] == pytest.approx(3.110935 * 0.01, abs=1e-6)
+
+
+def test_a_setting_clear_of_zero_alone_but_not_among_many_does_not_learn():
+    # c1's own 95 % interval, -0.025 + 2.262 * 0.01 = -0.0024, lies below 0; simultaneous
+    # over the 4 settings it reaches +0.0061: the best of 4 by chance is not "learns"
+    rows = _rows([(0.08, 0.02), (-0.025, 0.01), (0.01, 0.02), (0.0, 0.01)])
+    assert Verdict(-0.025, 0.01, 10).interval[1] < 0
+    assert learning_row(rows) is None
+    assert json.loads(verdict_json(best_row(rows), rows))["learns"] is False
 
 
 def test_the_seed_row_and_the_main_effects_read_the_quarantine_group():
