@@ -50,9 +50,32 @@ def thread_safe(*, unlocked: tuple[str, ...] = ()) -> Callable[[T], T]:
             init(self, *args, **kwargs)
 
         cls.__init__ = __init__
+        _picklable(cls)
         return cls
 
     return apply
+
+
+def _picklable(cls: type) -> None:
+    """Pickle a store without its lock and give the copy a new one (a store crosses to a
+    worker process inside a scenario; a lock cannot be pickled, and the copy is another
+    store whose threads need their own lock anyway)."""
+    get, put = cls.__getstate__, getattr(cls, "__setstate__", None)
+
+    def __getstate__(self: Any) -> Any:
+        state = get(self)
+        if isinstance(state, dict) and "_lock" in state:
+            state = {k: v for k, v in state.items() if k != "_lock"}
+        return state
+
+    def __setstate__(self: Any, state: Any) -> None:
+        if put is not None:
+            put(self, state)
+        else:
+            self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    cls.__getstate__, cls.__setstate__ = __getstate__, __setstate__
 
 
 def _locked(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -111,3 +111,21 @@ def test_the_lock_is_re_entrant_and_one_per_instance():
     a, b = Counter(), Counter()
     assert (a.bump_twice(), b.bump()) == (2, 1)
     assert a._lock is not b._lock
+
+
+def test_a_locked_store_pickles_without_its_lock_and_the_copy_has_its_own():
+    import pickle
+
+    from procmem_core.graph import ProcedureStore
+
+    store = ProcedureStore()
+    store.add("refund", "customer wants a refund", steps=["check the order", "refund it"])
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy._lock is not store._lock
+    assert [p.key for p in copy.list()] == [p.key for p in store.list()]
+    assert (
+        copy.match("customer wants a refund")[0].key
+        == store.match("customer wants a refund")[0].key
+    )
+    with copy._lock:  # re-entrant, like the original's
+        copy.list()
