@@ -14,9 +14,10 @@ unit; ``add_ratio`` where rules of one replication are pooled):
   their agents' conversations served a harmful rule, per replication;
 - with multi-user writers: ``pushed_count_per_writer`` (``supporter_count /
   supporter_writers`` over pushed rules at the end: how far one writer inflates the
-  count), ``fabricated_ids_per_writer`` (distinct ids one writer sent per pushed rule)
-  with its exact value ``pool (1 - (1 - q / pool)^T)``, ``q = share x push_rate /
-  writers``; ``pushed_promoted_rate`` (non-helpful pushed rules promoted);
+  count), ``fabricated_ids_per_writer`` (distinct ids one writer sent per pushed rule,
+  a ratio over replications: the rules one writer pushes share its sessions, so they
+  are not independent units) with its exact value ``pool (1 - (1 - q / pool)^T)``,
+  ``q = share x push_rate / writers``; ``pushed_promoted_rate`` (non-helpful pushed rules promoted);
 - ``reach_writers_<kind>`` / ``reach_users_<kind>``: share of rules not pushed that had
   ``min_writers`` / ``min_users`` distinct honest supporters within the horizon (erasures
   ignored), with the exact ``reach_probability((1 - share) rate / agents, k, T, users)``
@@ -243,17 +244,20 @@ class LearningsScenario(Scenario):
     def _writer_metrics(self, result: ScenarioResult, worlds: list[LearningsWorld]) -> None:
         if self.multi_user_share == 0 or self.pushed_rules == 0:
             return
-        counts, writers, ids, bad, pushed_bad = [], [], [], [], []
+        counts, writers, ids, pairs, bad, pushed_bad = [], [], [], [], [], []
         for w in worlds:
             pushed = [r for r in w.rules if r.pushed_by]
             final = [w.final_counts(r) for r in pushed]
             counts.append(sum(c for c, _ in final))
             writers.append(sum(x for _, x in final))
-            ids += [len(r.fabricated.get(v, ())) for r in pushed for v in r.pushed_by]
+            sent = [len(r.fabricated.get(v, ())) for r in pushed for v in r.pushed_by]
+            ids.append(sum(sent))
+            pairs.append(len(sent))
             pushed_bad.append(sum(r.kind != "helpful" for r in pushed))
             bad.append(sum(r.kind != "helpful" and r.promoted_at is not None for r in pushed))
         result.add_ratio("pushed_count_per_writer", counts, writers)
-        result.add_mean("fabricated_ids_per_writer", np.array(ids, dtype=float))
+        # one writer's pushed rules share its sessions: a cluster per replication
+        result.add_ratio("fabricated_ids_per_writer", ids, pairs)
         q = self.multi_user_share * self.push_rate / self.multi_user_writers
         result.metrics["fabricated_ids_per_writer_exact"] = expected_distinct_ids(
             q, self.fabricated_ids, self.sessions
