@@ -40,11 +40,14 @@ def key_metrics(scenario: str, metrics: dict[str, float]) -> list[str]:
 
 
 def fmt(metrics: dict[str, float], name: str) -> str:
-    """``value±se`` with 3 significant digits (``value`` alone when there is no SE)."""
+    """``value±se`` with 3 significant digits (``value`` alone when there is no SE;
+    ``value(no variation)`` with SE 0: the report gives its exact bound)."""
     value = metrics[name]
     se = metrics.get(f"{name}_se")
     if se is None or math.isnan(se):
         return f"{value:.3g}"
+    if se == 0:
+        return f"{value:.3g}(no variation)"
     return f"{value:.3g}±{se:.2g}"
 
 

@@ -57,13 +57,28 @@ class MetricComparison:
         )
 
 
-def fmt(value: float, se: float | None = None) -> str:
-    """``value ± se`` with three significant digits; the SE is dropped when unknown."""
+def fmt(value: float, se: float | None = None, n: int | None = None) -> str:
+    """``value ± se`` with three significant digits; the SE is dropped when unknown. A
+    figure with SE 0 did not vary across replications: ``fmt_constant`` (its exact bound
+    over ``n`` replications) instead of "± 0"."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if se is None or (isinstance(se, float) and math.isnan(se)):
         return f"{value:.3g}"
+    if se == 0:
+        return fmt_constant(value, n)
     return f"{value:.3g} ± {se:.2g}"
+
+
+def fmt_constant(value: float, n: int | None) -> str:
+    """A figure that was ``value`` in every one of ``n`` replications: the exact one-sided
+    95 % Clopper-Pearson bound on the share of replications that would differ, ``1 -
+    0.05^(1/n)`` (none of n differed; ``procmem_core.proportions``). Without ``n`` it
+    says only that the figure did not vary."""
+    if n is None or n <= 0:
+        return f"{value:.3g} (the same in every replication)"
+    differ = 1.0 - float(clopper_pearson_lower(n, n, 1 - LEVEL))
+    return f"{value:.3g} (in all {n:,} replications; another value in < {differ:.2g} at 95 %)"
 
 
 def fmt_share(rate: float, n: int) -> str:
@@ -87,9 +102,19 @@ def se_of(row: pd.Series, metric: str) -> float:
     return float("nan") if value is None else float(value)
 
 
+def replications_of(row: pd.Series) -> int | None:
+    """The row's ``params.scenario.replications``, None when it has none."""
+    value = row.get("params.scenario.replications")
+    try:
+        n = int(float(value))
+    except (TypeError, ValueError):
+        return None
+    return n if n > 0 else None
+
+
 def fmt_metric(row: pd.Series, metric: str) -> str:
-    """``fmt`` of a row's metric with its ``<metric>_se``."""
-    return fmt(float(row[metric]), se_of(row, metric))
+    """``fmt`` of a row's metric with its ``<metric>_se`` and the row's replications."""
+    return fmt(float(row[metric]), se_of(row, metric), replications_of(row))
 
 
 def compare(pick: pd.Series, default: pd.Series, metrics: tuple[str, ...]) -> tuple:
