@@ -32,14 +32,15 @@ def test_fabricated_ids_se_is_the_se_of_per_replication_means():
 
 @pytest.mark.slow
 def test_z_scores_of_many_configurations_look_standard_normal():
-    """At least 100 simulated-vs-exact pairs from 16 small runs (each its own seed): the
+    """At least 100 simulated-vs-exact pairs from 18 small runs (each its own seed; low
+    thresholds, so every kind's reach share is away from 0 and 1 and logged): the
     z-scores' variance is in [0.8, 1.25] and the tail counts in their Binomial 99 %
     ranges."""
     rows = []
-    policies = [(1, 6), (3, 4), (6, 12), (4, 8)]
-    for i in range(16):
+    policies = [(3, 2), (2, 3), (3, 4), (4, 3)]
+    for i in range(18):
         k, m = policies[i % 4]
-        share = (0.0, 0.2)[i // 4 % 2]
+        share = (0.0, 0.2)[i % 2]
         sc = LearningsScenario(
             replications=30, sessions=80, users=20, min_writers=k, min_users=m,
             multi_user_share=share, erasure_share=0.0,
@@ -49,6 +50,6 @@ def test_z_scores_of_many_configurations_look_standard_normal():
             se = got[f"{name}_se"]
             rows.append({"z": (got[name] - got[f"{name}_exact"]) / se, "se": se})
     cal = calibration(pd.DataFrame(rows))
-    assert cal.pairs >= 100, cal.pairs
+    assert cal.pairs >= 100, cal.describe()
     assert 0.8 <= cal.variance <= 1.25, cal.describe()
     assert all(t.ok for t in cal.tails), cal.describe()
