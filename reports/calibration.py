@@ -46,7 +46,7 @@ class Tail:
     def describe(self) -> str:
         return (
             f"{self.count} beyond |z| > {self.cut:g} (expected {self.expected:.1f}, "
-            f"{LEVEL:.0%} range {self.low} to {self.high})"
+            f"{LEVEL * 100:g} % range {self.low} to {self.high})"
         )
 
 
@@ -68,7 +68,7 @@ class Calibration:
     def describe(self) -> str:
         """One sentence: the variance, its interval, the tails, and what they say."""
         if self.ok:
-            verdict = "consistent with standard normal z-scores: the standard errors fit"
+            verdict = "consistent with standard normal z-scores, so the standard errors fit"
         elif self.low > 1.0 or not all(t.count <= t.high for t in self.tails):
             verdict = "the standard errors look too small (a dependence they ignore)"
         else:
@@ -76,8 +76,8 @@ class Calibration:
         tails = " and ".join(t.describe() for t in self.tails)
         return (
             f"Over {self.pairs} simulated-vs-exact pairs the z-scores have variance "
-            f"{self.variance:.2f} ({LEVEL:.0%} interval {self.low:.2f} to {self.high:.2f}, "
-            f"1 if the standard errors are right), with {tails}: {verdict}."
+            f"{self.variance:.2f} ({LEVEL * 100:g} % interval {self.low:.2f} to {self.high:.2f}, "
+            f"1 if the standard errors are right), with {tails}; {verdict}."
         )
 
 

@@ -148,7 +148,8 @@ def _waits(pick: pd.Series, most: str) -> str:
     median = float(pick["helpful_wait_median"])
     low, high = (float(pick.get(f"helpful_wait_median_{e}", median)) for e in ("low", "high"))
     half = (
-        f"half the helpful rules are promoted within {most}{median:.0f} sessions"
+        f"half the helpful rules are promoted within {median:.0f} sessions"
+        + (" in its worst condition" if most else "")
         if median < beyond
         else f"fewer than half the helpful rules are promoted within the {horizon}-session horizon"
     )
@@ -157,6 +158,22 @@ def _waits(pick: pd.Series, most: str) -> str:
         f"{most}{fmt_metric(pick, 'helpful_unpromoted')} of them not promoted by session "
         f"{horizon}, the horizon, where the restricted mean wait of {mean} sessions counts them)"
     )
+
+
+def _median_interval(rows: pd.DataFrame, worst: pd.DataFrame) -> pd.DataFrame:
+    """The worst median's interval from the run that gave it (``worst_case`` keeps the
+    first run's other columns)."""
+    if "helpful_wait_median" not in rows or rows["helpful_wait_median"].isna().all():
+        return worst
+    worst = worst.copy()
+    for i, policy in worst["policy"].items():
+        group = rows[rows["policy"] == policy]
+        if group["helpful_wait_median"].isna().all():
+            continue
+        top = group.loc[group["helpful_wait_median"].astype(float).idxmax()]
+        for end in ("low", "high"):
+            worst.at[i, f"helpful_wait_median_{end}"] = top[f"helpful_wait_median_{end}"]
+    return worst
 
 
 def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFrame) -> str:
@@ -291,7 +308,9 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
     if runs is None:
         return None
     rows = runs.rows
-    worst = worst_case(rows, "policy", {m: w for m, w in WORST.items() if m in rows})
+    worst = _median_interval(
+        rows, worst_case(rows, "policy", {m: w for m, w in WORST.items() if m in rows})
+    )
     rec = recommend_policy(worst, target)
     conds = ", ".join(short_name(c) for c in runs.condition_cols) or "none"
     blocks: list = [
