@@ -56,3 +56,21 @@ def test_an_empty_figure_and_a_claim_without_its_marks_are_problems():
         "no data point is drawn",
         "the caption describes bars but none are drawn",
     ]
+
+
+def test_a_factor_varies_at_the_reference_of_float_conditions():
+    """The gate_design preset's factor figures were empty: ``at_reference`` compared
+    ``repr(np.float64(0.25))`` (from an ``iloc`` row) with the column's ``'0.25'``."""
+    from reports.configs import Labelled, at_reference
+
+    rows = pd.DataFrame(
+        {
+            "config": ["SPRT"] * 4,
+            "share": [0.25, 0.25, 0.5, 0.5],
+            "ledger": [20.0, 50.0, 20.0, 50.0],
+            "condition": ["a", "b", "c", "d"],
+        }
+    )
+    lab = Labelled(rows, ["gate"], ["share", "ledger"], "a")
+    assert at_reference(lab, keep="ledger")["ledger"].tolist() == [20.0, 50.0]
+    assert at_reference(lab, keep="share")["share"].tolist() == [0.25, 0.5]
