@@ -33,12 +33,18 @@ def _missing(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def fmt(value: float | None, se: float | None = None, n: int | None = None) -> str:
+def fmt(
+    value: float | None,
+    se: float | None = None,
+    n: int | None = None,
+    replications: int | None = None,
+) -> str:
     """``value ± se`` (value to 3 significant digits, SE to 2); ``value`` alone when the SE
     is unknown; "n/a" for a missing value. With ``n`` independent units, a share at
     exactly 0 or 1 (plug-in SE 0) reads as its exact one-sided Clopper-Pearson bound
     (``1 - 0.05^(1/n)`` for none, ``0.05^(1/n)`` for all), so 4 of 4 never reads as
-    certainty."""
+    certainty. Any other figure with SE 0 did not vary over its ``replications``: it reads
+    as ``fmt_constant`` (its exact bound), never "± 0"."""
     if _missing(value):
         return "n/a"
     if n is not None and n > 0 and value in (0.0, 1.0) and (_missing(se) or se == 0):
@@ -49,7 +55,20 @@ def fmt(value: float | None, se: float | None = None, n: int | None = None) -> s
         return f"0 (none of {n:,}; < {1 - all_of:.3g} at {level})"
     if _missing(se):
         return f"{value:.3g}"
+    if se == 0:
+        return fmt_constant(value, replications)
     return f"{value:.3g} ± {se:.2g}"
+
+
+def fmt_constant(value: float, n: int | None) -> str:
+    """A figure that was ``value`` in every one of ``n`` replications, instead of "± 0":
+    the exact one-sided 95 % Clopper-Pearson bound on the share of replications that would
+    differ, ``1 - 0.05^(1/n)`` (none of n differed). Without ``n`` it says only that the
+    figure did not vary."""
+    if n is None or n <= 0:
+        return f"{value:.3g} (the same in every replication)"
+    differ = 1.0 - float(clopper_pearson_lower(n, n, 1 - BOUND_LEVEL))
+    return f"{value:.3g} (in all {n:,} replications; another value in < {differ:.2g} at 95 %)"
 
 
 def _optional_number(field: str, x: Any) -> float | None:

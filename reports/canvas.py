@@ -9,7 +9,8 @@ per family and passes it to each figure function.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 
 import matplotlib
 import pandas as pd
@@ -41,12 +42,23 @@ def new_figure(width: float = 7.5, height: float = 4.2, ncols: int = 1) -> tuple
     return fig, list(axes[0])
 
 
+RENDER_LISTENER: ContextVar[Callable[[Figure, bytes], None] | None] = ContextVar(
+    "RENDER_LISTENER", default=None
+)
+"""Called as ``listener(fig, png)`` for every figure rendered (``reports.captions``
+checks captions against what was drawn); the reports never set it, tests do."""
+
+
 def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
     """Render ``fig`` to PNG bytes and close it (figures are never shown interactively)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
+    png = buf.getvalue()
+    listener = RENDER_LISTENER.get()
+    if listener is not None:
+        listener(fig, png)
     plt.close(fig)
-    return buf.getvalue()
+    return png
 
 
 def legend_outside(ax, title: str | None = None) -> None:

@@ -165,6 +165,12 @@ def label_runs(
     return Labelled(runs, config_cols, condition_cols, str(runs.at[order[0], "condition"]))
 
 
+def _same(value: object) -> str:
+    """``repr`` of a cell, numpy scalars as Python ones: a row taken with ``iloc`` holds
+    ``np.float64(0.25)`` where its column's cells read ``0.25``."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def at_reference(lab: Labelled, keep: str | None = None) -> pd.DataFrame:
     """Rows at the reference condition; with ``keep``, that condition param may vary."""
     if keep is None:
@@ -173,5 +179,5 @@ def at_reference(lab: Labelled, keep: str | None = None) -> pd.DataFrame:
     t = lab.rows
     for c in lab.condition_cols:
         if c != keep:
-            t = t[t[c].map(repr) == repr(ref[c])]
+            t = t[t[c].map(_same) == _same(ref[c])]
     return t

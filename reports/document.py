@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +32,16 @@ class Figure:
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "/\\ "):
             raise ParameterError("name", self.name, "a non-empty file stem without / \\ or spaces")
+        listener = FIGURE_LISTENER.get()
+        if listener is not None:
+            listener(self)
+
+
+FIGURE_LISTENER: ContextVar[Callable[[Figure], None] | None] = ContextVar(
+    "FIGURE_LISTENER", default=None
+)
+"""Called with every ``Figure`` built (``reports.captions.Recorder`` checks its caption
+against what its PNG drew); the reports never set it, tests do."""
 
 
 @dataclass(frozen=True)

@@ -72,9 +72,19 @@ def se_of(row: pd.Series, metric: str) -> float:
     return float("nan") if value is None else float(value)
 
 
+def replications_of(row: pd.Series) -> int | None:
+    """The row's ``params.scenario.replications``, None when it has none."""
+    value = row.get("params.scenario.replications")
+    try:
+        n = int(float(value))
+    except (TypeError, ValueError):
+        return None
+    return n if n > 0 else None
+
+
 def fmt_metric(row: pd.Series, metric: str) -> str:
-    """``fmt`` of a row's metric with its ``<metric>_se``."""
-    return fmt(float(row[metric]), se_of(row, metric))
+    """``fmt`` of a row's metric with its ``<metric>_se`` and the row's replications."""
+    return fmt(float(row[metric]), se_of(row, metric), replications=replications_of(row))
 
 
 def compare(pick: pd.Series, default: pd.Series, metrics: tuple[str, ...]) -> tuple:

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.metric import Metric
+from reports.calibration import calibration
 from reports.document import Section, Table
 from reports.source import Sweep
 
@@ -70,16 +71,21 @@ def agreement_table(sweep: Sweep) -> pd.DataFrame:
 
 
 def agreement_section(sweep: Sweep) -> Section | None:
-    """Do the simulated figures agree with the exact ones? None when nothing is exact."""
+    """Do the simulated figures agree with the exact ones, and are their SEs right? The
+    answer rests on every pair within ``AGREEMENT_Z`` SEs and on the z-scores'
+    calibration (``reports.calibration``). None when nothing is exact."""
     t = agreement_table(sweep)
     if t.empty:
         return None
     bad = t[t["z"].abs() > AGREEMENT_Z]
     worst = float(t["z"].abs().max())
+    cal = calibration(t)
+    calibrated = cal is None or cal.ok
     if bad.empty:
         answer = (
-            f"Yes: all {len(t)} simulated figures with an exact counterpart agree with it "
-            f"within {AGREEMENT_Z:g} standard errors (largest |z| = {worst:.2f})."
+            f"{'Yes' if calibrated else 'Not quite'}: all {len(t)} simulated figures with an "
+            f"exact counterpart agree with it within {AGREEMENT_Z:g} standard errors "
+            f"(largest |z| = {worst:.2f})."
         )
     else:
         answer = (
@@ -87,6 +93,8 @@ def agreement_section(sweep: Sweep) -> Section | None:
             f"more than {AGREEMENT_Z:g} standard errors (largest |z| = {worst:.2f}); "
             "treat those configurations' simulated numbers with suspicion."
         )
+    if cal is not None:
+        answer += " " + cal.describe()
     shown = t.reindex(t["z"].abs().sort_values(ascending=False).index).head(40)
     return Section(
         "exact",

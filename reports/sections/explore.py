@@ -173,9 +173,10 @@ def _estimator_figures(rows: pd.DataFrame, estimators: list[str]) -> list:
     fixed = [e for e in estimators if ESTIMATORS[e].guarantee == "fixed-n"]
     note = ""
     if _coincide(rows, "dim", "ipw"):
+        marks = "curves" if rows["explore_rate"].nunique() > 1 else "points"  # one rate: no line
         note = (
             " dim and ipw give the same point estimate wherever both are defined (a constant "
-            "propensity: Hajek's weights cancel), so their curves differ only through their "
+            f"propensity: Hajek's weights cancel), so their {marks} differ only through their "
             "intervals (Newcombe's vs a sandwich Wald) and nearly coincide."
         )
     top = readable(rows["sessions"].max())

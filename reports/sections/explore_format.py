@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
+from procmem_core.metric import fmt_constant
 from procmem_core.proportions import wilson_interval
 
 Z95 = 1.959963984540054
@@ -30,10 +31,13 @@ def readable(x: object, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
-def with_se(value: float, se: float | None) -> str:
-    """``value ± se`` (the SE to two significant figures), readable."""
+def with_se(value: float, se: float | None, n: int | None = None) -> str:
+    """``value ± se`` (the SE to two significant figures), readable; with SE 0 (the same
+    in every one of ``n`` replications) its exact bound, ``procmem_core.metric.fmt_constant``."""
     if se is None or (isinstance(se, float) and math.isnan(se)):
         return readable(value)
+    if se == 0:
+        return fmt_constant(value, n)
     return f"{readable(value)} ± {se:.2g}"
 
 

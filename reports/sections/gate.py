@@ -12,10 +12,12 @@ alpha, and the factors. ``recommendations.json`` is written beside ``index.html`
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from procmem_core.gates import make_gate
 from reports.canvas import palette, png_bytes
+from reports.captions import drawn
 from reports.configs import at_reference, label
 from reports.document import Figure, Section, Table
 from reports.evidence import NOISE_Z
@@ -197,7 +199,8 @@ def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
     for col in [*gates.config_cols, *gates.condition_cols]:
         key = col.split(".")[-1]
         if key in FACTOR_NAMES:
-            blocks.append(_factor_block(rows, gates, col, key, colours, shown))
+            factor = _factor_block(rows, gates, col, key, colours, shown)
+            blocks += [factor] if factor is not None else []
     files = {"recommendations.json": prescription.recommendations()}
     return Section(
         "gates",
@@ -223,12 +226,14 @@ def _tradeoff_block(
     )
 
 
-def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, shown) -> Figure:
-    """Error rates against one factor, other conditions at their reference value.
+def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, shown) -> Figure | None:
+    """Error rates against one factor, other conditions at their reference value; None
+    when no shown configuration has an error rate there (no empty figure).
 
-    For a condition (ledger size, heterogeneity) the lines are the highlighted gate
+    For a condition (ledger size, heterogeneity) the points are the highlighted gate
     configurations, in their usual colours; for a gate setting (the cap rule) they are
     the configurations without that setting, limited to those of the highlighted ones.
+    The caption says only what was drawn (``reports.captions.drawn``).
     """
     t = at_reference(gates, keep=col if col in gates.condition_cols else None)
     if col in gates.config_cols:
@@ -240,16 +245,25 @@ def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, shown) -> 
     else:
         t = t[t["config"].isin(shown)]
         cols = colours
+    metrics = ["false_revert_rate", "missed_regression_rate"]
+    if t.empty or not np.isfinite(t[metrics].to_numpy(dtype=float)).any():
+        return None
     none_label = "p0 known" if key == "ledger_size" else "none"
     fig = factor_figure(t, col, cols, FACTOR_NAMES[key], none_label)
-    return Figure(
-        f"gate_factor_{key}",
-        png_bytes(fig),
-        f"Effect of the {FACTOR_NAMES[key]} on both error rates (bars: 95 % Monte Carlo "
-        "intervals; other conditions at their reference value"
-        + ("; lines: the other gate settings" if col in gates.config_cols else "")
-        + "; categories such as 'p0 known' are not joined by lines).",
+    seen = drawn(fig)
+    caption = (
+        f"Effect of the {FACTOR_NAMES[key]} on both error rates, one colour per "
+        + ("combination of the other gate settings" if col in gates.config_cols else "gate")
+        + " configuration; other conditions at their reference value"
+        + ("; bars: 95 % Monte Carlo intervals" if seen.bars else "; no Monte Carlo error bar")
+        + (
+            "; lines join one configuration's points"
+            if seen.lines
+            else "; categories such as 'p0 known' are not joined by lines"
+        )
+        + "."
     )
+    return Figure(f"gate_factor_{key}", png_bytes(fig), caption)
 
 
 @report_section("gate", order=10)

@@ -40,6 +40,8 @@ WORST = {
     "helpful_wait": True,
     "sessions_to_promotion": True,
     "harmful_served_sessions": True,
+    "helpful_unpromoted": True,
+    "helpful_wait_median": True,
 }
 """Metric -> higher is worse (for ``worst_case``)."""
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -130,6 +132,50 @@ def _se0(row: pd.Series, metric: str) -> float:
     return 0.0 if math.isnan(se) else se
 
 
+def _waits(pick: pd.Series, most: str) -> str:
+    """The wait as censored data: the Kaplan-Meier median with its interval and the share
+    not promoted by the horizon (``helpful_wait_median``, ``helpful_unpromoted``), beside
+    the restricted mean; the restricted mean alone for runs without them."""
+    mean = fmt_metric(pick, "helpful_wait")
+    if "helpful_wait_median" not in pick.index or pd.isna(pick["helpful_wait_median"]):
+        return f"a helpful rule waits {most}{mean} sessions (never promoted counted at the horizon)"
+    horizon = int(float(_param(pick, "sessions", float(pick["helpful_wait_median"]) - 1)))
+    beyond = horizon + 1
+
+    def session(v: float) -> str:
+        return f"beyond the {horizon}-session horizon" if v >= beyond else f"{v:.0f}"
+
+    median = float(pick["helpful_wait_median"])
+    low, high = (float(pick.get(f"helpful_wait_median_{e}", median)) for e in ("low", "high"))
+    half = (
+        f"half the helpful rules are promoted within {median:.0f} sessions"
+        + (" in its worst condition" if most else "")
+        if median < beyond
+        else f"fewer than half the helpful rules are promoted within the {horizon}-session horizon"
+    )
+    return (
+        f"{half} (Kaplan-Meier median, 95 % interval {session(low)} to {session(high)}; "
+        f"{most}{fmt_metric(pick, 'helpful_unpromoted')} of them not promoted by session "
+        f"{horizon}, the horizon, where the restricted mean wait of {mean} sessions counts them)"
+    )
+
+
+def _median_interval(rows: pd.DataFrame, worst: pd.DataFrame) -> pd.DataFrame:
+    """The worst median's interval from the run that gave it (``worst_case`` keeps the
+    first run's other columns)."""
+    if "helpful_wait_median" not in rows or rows["helpful_wait_median"].isna().all():
+        return worst
+    worst = worst.copy()
+    for i, policy in worst["policy"].items():
+        group = rows[rows["policy"] == policy]
+        if group["helpful_wait_median"].isna().all():
+            continue
+        top = group.loc[group["helpful_wait_median"].astype(float).idxmax()]
+        for end in ("low", "high"):
+            worst.at[i, f"helpful_wait_median_{end}"] = top[f"helpful_wait_median_{end}"]
+    return worst
+
+
 def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFrame) -> str:
     n = int(pick.get("conditions", 1))
     if n > 1:
@@ -139,8 +185,7 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
         where, least, most = "in the one condition run", "", ""
     what = (
         f"{pick['policy']}, {where}: precision {least}{fmt_metric(pick, 'precision')} (target "
-        f"{target:g}), a helpful rule waits {most}{fmt_metric(pick, 'helpful_wait')} sessions "
-        f"(never promoted counted at the horizon), recall {least}{fmt_metric(pick, 'recall')}, "
+        f"{target:g}), {_waits(pick, most)}, recall {least}{fmt_metric(pick, 'recall')}, "
         f"harmful rules served in {most}{fmt_metric(pick, 'harmful_served_sessions')} "
         "conversations per replication"
     )
@@ -263,7 +308,9 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
     if runs is None:
         return None
     rows = runs.rows
-    worst = worst_case(rows, "policy", {m: w for m, w in WORST.items() if m in rows})
+    worst = _median_interval(
+        rows, worst_case(rows, "policy", {m: w for m, w in WORST.items() if m in rows})
+    )
     rec = recommend_policy(worst, target)
     conds = ", ".join(short_name(c) for c in runs.condition_cols) or "none"
     blocks: list = [

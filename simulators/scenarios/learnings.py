@@ -10,13 +10,18 @@ unit; ``add_ratio`` where rules of one replication are pooled):
 - ``sessions_to_promotion``: sessions until a promoted helpful rule was promoted (1 =
   the first session); ``helpful_wait``: the same over every helpful rule with a rule
   never promoted counted at the horizon (a restricted mean, which penalises low recall);
+  ``helpful_unpromoted``: share of helpful rules not promoted by the horizon;
+  ``helpful_wait_median`` with ``_low`` / ``_high``: the Kaplan-Meier median wait (rules
+  not promoted censored at the horizon) and its 95 % interval, ``sessions + 1`` for
+  "beyond the horizon" (``median_wait``);
 - ``harmful_served``: harmful rules promoted per replication; ``harmful_served_sessions``:
   their agents' conversations served a harmful rule, per replication;
 - with multi-user writers: ``pushed_count_per_writer`` (``supporter_count /
   supporter_writers`` over pushed rules at the end: how far one writer inflates the
-  count), ``fabricated_ids_per_writer`` (distinct ids one writer sent per pushed rule)
-  with its exact value ``pool (1 - (1 - q / pool)^T)``, ``q = share x push_rate /
-  writers``; ``pushed_promoted_rate`` (non-helpful pushed rules promoted);
+  count), ``fabricated_ids_per_writer`` (distinct ids one writer sent per pushed rule,
+  a ratio over replications: the rules one writer pushes share its sessions, so they
+  are not independent units) with its exact value ``pool (1 - (1 - q / pool)^T)``,
+  ``q = share x push_rate / writers``; ``pushed_promoted_rate`` (non-helpful pushed rules promoted);
 - ``reach_writers_<kind>`` / ``reach_users_<kind>``: share of rules not pushed that had
   ``min_writers`` / ``min_users`` distinct honest supporters within the horizon (erasures
   ignored), with the exact ``reach_probability((1 - share) rate / agents, k, T, users)``
@@ -171,6 +176,7 @@ class LearningsScenario(Scenario):
                 "t_good",
                 "wait",
                 "served",
+                "waits",
             )
         }
         for w in worlds:
@@ -192,12 +198,19 @@ class LearningsScenario(Scenario):
                 )
             )
             per["served"].append(sum(w.served_sessions(r) for r in promoted if r.kind == "harmful"))
+            per["waits"].append([r.promoted_at + 1 for r in good])
         result.add_ratio("precision", per["good"], per["promoted"])
         result.add_ratio("recall", per["good"], per["helpful"])
         result.add_ratio("harmful_promoted_rate", per["bad"], per["harmful"])
         result.add_ratio("neutral_promoted_rate", per["mid"], per["neutral"])
         result.add_ratio("sessions_to_promotion", per["t_good"], per["good"])
         result.add_ratio("helpful_wait", per["wait"], per["helpful"])
+        unpromoted = np.subtract(per["helpful"], per["good"])
+        result.add_ratio("helpful_unpromoted", unpromoted, per["helpful"])
+        median, low, high = median_wait(per["waits"], per["helpful"], T)
+        result.metrics["helpful_wait_median"] = median
+        result.metrics["helpful_wait_median_low"] = low
+        result.metrics["helpful_wait_median_high"] = high
         result.add_mean("harmful_served", np.array(per["bad"], dtype=float))
         result.add_mean("harmful_served_sessions", np.array(per["served"], dtype=float))
         result.add_mean("promoted", np.array(per["promoted"], dtype=float))
@@ -243,22 +256,57 @@ class LearningsScenario(Scenario):
     def _writer_metrics(self, result: ScenarioResult, worlds: list[LearningsWorld]) -> None:
         if self.multi_user_share == 0 or self.pushed_rules == 0:
             return
-        counts, writers, ids, bad, pushed_bad = [], [], [], [], []
+        counts, writers, ids, pairs, bad, pushed_bad = [], [], [], [], [], []
         for w in worlds:
             pushed = [r for r in w.rules if r.pushed_by]
             final = [w.final_counts(r) for r in pushed]
             counts.append(sum(c for c, _ in final))
             writers.append(sum(x for _, x in final))
-            ids += [len(r.fabricated.get(v, ())) for r in pushed for v in r.pushed_by]
+            sent = [len(r.fabricated.get(v, ())) for r in pushed for v in r.pushed_by]
+            ids.append(sum(sent))
+            pairs.append(len(sent))
             pushed_bad.append(sum(r.kind != "helpful" for r in pushed))
             bad.append(sum(r.kind != "helpful" and r.promoted_at is not None for r in pushed))
         result.add_ratio("pushed_count_per_writer", counts, writers)
-        result.add_mean("fabricated_ids_per_writer", np.array(ids, dtype=float))
+        # one writer's pushed rules share its sessions: a cluster per replication
+        result.add_ratio("fabricated_ids_per_writer", ids, pairs)
         q = self.multi_user_share * self.push_rate / self.multi_user_writers
         result.metrics["fabricated_ids_per_writer_exact"] = expected_distinct_ids(
             q, self.fabricated_ids, self.sessions
         )
         result.add_ratio("pushed_promoted_rate", bad, pushed_bad)
+
+
+def median_wait(waits: list[list[int]], totals: list[int], horizon: int) -> tuple[int, ...]:
+    """Kaplan-Meier median of the wait to promotion and its 95 % interval; ``horizon + 1``
+    stands for "not within the horizon".
+
+    A helpful rule not promoted by the horizon (or rejected) is censored there, so the
+    estimator is the share promoted by session t, ``F(t) = sum_i x_i(t) / sum_i n_i``
+    over replications i (a ratio estimator, its SE by linearization over replications:
+    ``simulators.result.ratio_and_se``). Median: the first t with ``F(t) >= 1/2``;
+    interval: the t with ``|F(t) - 1/2| <= 1.96 SE(F(t))`` (test inversion, Brookmeyer
+    and Crowley 1982).
+    """
+    y = np.asarray(totals, dtype=float)
+    hits = np.zeros((len(waits), horizon + 1))
+    for i, w in enumerate(waits):
+        hits[i] = np.bincount(np.asarray(w, dtype=int), minlength=horizon + 1)[: horizon + 1]
+    x = np.cumsum(hits, axis=1)[:, 1:]  # promoted by session t = 1..horizon
+    n, total = len(y), float(y.sum())
+    if total <= 0 or n < 2:
+        return horizon + 1, horizon + 1, horizon + 1
+    f = x.sum(axis=0) / total
+    resid = x - f[None, :] * y[:, None]
+    se = np.sqrt(n / (n - 1) * (resid**2).sum(axis=0)) / total
+    t = np.arange(1, horizon + 1)
+    reached = t[f >= 0.5]
+    near = t[np.abs(f - 0.5) <= 1.96 * se]
+    median = int(reached[0]) if reached.size else horizon + 1
+    low = int(near[0]) if near.size else median
+    last = int(near[-1]) if near.size else median
+    high = horizon + 1 if f[-1] - 1.96 * se[-1] < 0.5 else last  # beyond the horizon?
+    return median, min(low, median), max(high, median)
 
 
 def rules_table(worlds: list[LearningsWorld]) -> pd.DataFrame:

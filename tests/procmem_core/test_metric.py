@@ -56,7 +56,7 @@ def test_fmt_value_se_and_the_exact_bound_at_0_and_1():
     # all 20 of 20: the exact one-sided 95 % Clopper-Pearson bound 0.05^(1/20)
     assert Metric(1.0, 0.0, n=20).fmt() == f"1 (all 20; > {0.05 ** (1 / 20):.3g} at 95 %)"
     assert Metric(0.0, 0.0, n=20).fmt() == f"0 (none of 20; < {1 - 0.05 ** (1 / 20):.3g} at 95 %)"
-    assert Metric(0.0, 0.0).fmt() == "0 ± 0"  # no unit count: no bound to give
+    assert Metric(0.0, 0.0).fmt() == "0 (the same in every replication)"  # never "0 ± 0"
 
 
 def test_the_report_and_the_console_share_the_one_fmt():

@@ -340,3 +340,27 @@ def test_an_infeasible_recommendations_file_says_what_to_do_instead():
     best = max(design.answers, key=lambda a: (a.false_revert <= q.alpha, a.power))
     assert closest.config() == make_gate(**best.config).config()
     assert rec["sentence"].startswith("No gate meets false revert <= 0.01")
+
+
+def test_factor_figures_have_data_and_captions_that_match(sweep, section, caption_recorder):
+    """Issue 30, item 8: ``gate_factor_ledger_size`` and ``_concurrent_share`` were drawn
+    with no data under a caption of error bars. A factor whose shown configurations have
+    no error rate gives no figure; the real one has its points and bars, and every figure
+    of the section passed the caption check (conftest.py)."""
+    from dataclasses import replace
+
+    from reports.canvas import palette
+    from reports.sections.gate import _factor_block
+
+    figures = {b.name: b for b in section.blocks if hasattr(b, "png")}
+    ledger = figures["gate_factor_ledger_size"]
+    assert "bars: 95 % Monte Carlo intervals" in ledger.caption
+    assert "not joined by lines" in ledger.caption  # 'p0 known' is a category
+    assert caption_recorder.checked >= len(figures)
+    assert not [f for f in caption_recorder.found if f[0] in figures]
+    gates = gate_runs(sweep)
+    blank = gates.rows.assign(false_revert_rate=np.nan, missed_regression_rate=np.nan)
+    gates = replace(gates, rows=blank)
+    shown = tuple(blank["config"].unique())
+    col = "params.scenario.ledger_size"
+    assert _factor_block(blank, gates, col, "ledger_size", palette(shown), shown) is None

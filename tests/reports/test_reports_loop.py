@@ -151,4 +151,7 @@ def test_a_rate_every_replication_agreed_on_is_not_shown_as_plus_minus_zero():
         _rate(row, "wrong_revert_rate") == "0 in all 4 replications (no spread: SE not estimable)"
     )
     assert _rate(row, "off_task_rate") == "0.1 ± 0.05"
-    assert _rate(row, "quarantines") == "0 ± 0"  # a count, not a rate: left as it is
+    # a count that did not vary: its exact bound over 4 replications, 1 - 0.05^(1/4)
+    assert _rate(row, "quarantines") == (
+        "0 (in all 4 replications; another value in < 0.53 at 95 %)"
+    )

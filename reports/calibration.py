@@ -1,0 +1,108 @@
+"""Are a sweep's standard errors right? The z-scores of its simulated-vs-exact pairs.
+
+With the right SE, ``z = (simulated - exact) / SE`` is close to standard normal over
+many pairs (docs/statistics.md, "Monte Carlo hygiene"), so:
+
+- the variance ``V = mean(z^2)`` (about 0, the exact value's mean) is near 1: ``n V`` is
+  chi-square with ``n`` degrees of freedom, so the 99 % interval for the ratio of the true
+  variance to 1 is ``[n V / chi2_{0.995, n}, n V / chi2_{0.005, n}]``; an interval above
+  1 means the SEs are too small (a dependence ignored: several figures from one
+  replication, users seen many times), below 1 too large;
+- the counts beyond ``|z| > 2`` and ``|z| > 3`` are Binomial(n, P(|N(0,1)| > c)); each is
+  checked against its central 99 % range.
+
+Pairs with SE 0 (no sampling noise) that match their exact value carry no information
+and are left out; one that does not match has ``|z| = inf`` and counts in both tails.
+Pairs from one run share replications, so the interval is a guide, not a test at 1 %.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+LEVEL = 0.99
+"""Coverage of the variance-ratio interval and of the tail counts' ranges."""
+TAILS = (2.0, 3.0)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """How many ``|z| > cut`` against Binomial(n, p) with ``p = 2 (1 - Phi(cut))``."""
+
+    cut: float
+    count: int
+    expected: float
+    low: int
+    high: int
+
+    @property
+    def ok(self) -> bool:
+        return self.low <= self.count <= self.high
+
+    def describe(self) -> str:
+        return (
+            f"{self.count} beyond |z| > {self.cut:g} (expected {self.expected:.1f}, "
+            f"{LEVEL * 100:g} % range {self.low} to {self.high})"
+        )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The z-scores' variance with its chi-square interval, and their tail counts."""
+
+    pairs: int
+    variance: float
+    low: float
+    high: float
+    tails: tuple[Tail, ...]
+
+    @property
+    def ok(self) -> bool:
+        """The variance interval holds 1 and every tail count is within its range."""
+        return self.low <= 1.0 <= self.high and all(t.ok for t in self.tails)
+
+    def describe(self) -> str:
+        """One sentence: the variance, its interval, the tails, and what they say."""
+        if self.ok:
+            verdict = "consistent with standard normal z-scores, so the standard errors fit"
+        elif self.low > 1.0 or not all(t.count <= t.high for t in self.tails):
+            verdict = "the standard errors look too small (a dependence they ignore)"
+        else:
+            verdict = "the standard errors look too large"
+        tails = " and ".join(t.describe() for t in self.tails)
+        return (
+            f"Over {self.pairs} simulated-vs-exact pairs the z-scores have variance "
+            f"{self.variance:.2f} ({LEVEL * 100:g} % interval {self.low:.2f} to {self.high:.2f}, "
+            f"1 if the standard errors are right), with {tails}; {verdict}."
+        )
+
+
+def tail(z: np.ndarray, cut: float) -> Tail:
+    """The count of ``|z| > cut`` against its Binomial expectation and central range."""
+    n = int(z.size)
+    p = float(2.0 * stats.norm.sf(cut))
+    a = (1.0 - LEVEL) / 2.0
+    low, high = stats.binom.ppf([a, 1.0 - a], n, p)
+    return Tail(cut, int((np.abs(z) > cut).sum()), n * p, int(low), int(high))
+
+
+def calibration(pairs: pd.DataFrame) -> Calibration | None:
+    """The calibration of the z-scores of ``pairs`` (columns ``z`` and ``se``, as
+    ``reports.summary.agreement_table``); None with no informative pair."""
+    z = pairs["z"].to_numpy(dtype=float)
+    se = pairs["se"].to_numpy(dtype=float)
+    z = z[~np.isnan(z) & ((se > 0) | np.isinf(z))]
+    n = int(z.size)
+    if n == 0:
+        return None
+    v = float(np.mean(z**2))
+    a = (1.0 - LEVEL) / 2.0
+    hi_q, lo_q = stats.chi2.ppf([1.0 - a, a], n)
+    return Calibration(n, v, n * v / hi_q, n * v / lo_q, tuple(tail(z, c) for c in TAILS))
+
+
+__all__ = ["Calibration", "Tail", "calibration", "tail"]

@@ -1,0 +1,65 @@
+"""The calibration of a sweep's simulated-vs-exact z-scores (reports.calibration): the
+variance with its chi-square interval and the tail counts against their Binomial range,
+and the agreement sentence that rests on them."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from reports.calibration import calibration
+from reports.summary import agreement_section
+
+
+def pairs(z: np.ndarray, se: float = 0.01) -> pd.DataFrame:
+    return pd.DataFrame({"z": z, "se": np.full(len(z), se)})
+
+
+def test_the_issue_numbers_166_pairs_expect_7_6_beyond_two():
+    z = np.r_[np.full(14, 2.5), np.full(152, 0.5)]
+    cal = calibration(pairs(z))
+    two, three = cal.tails
+    assert cal.pairs == 166 and two.count == 14 and three.count == 0
+    assert abs(two.expected - 166 * 2 * stats.norm.sf(2.0)) < 1e-12
+    assert round(two.expected, 1) == 7.6
+    assert two.low == stats.binom.ppf(0.005, 166, 2 * stats.norm.sf(2.0))
+    assert two.high == stats.binom.ppf(0.995, 166, 2 * stats.norm.sf(2.0)) == 15
+    assert abs(cal.variance - (14 * 6.25 + 152 * 0.25) / 166) < 1e-12
+    lo = 166 * cal.variance / stats.chi2.ppf(0.995, 166)
+    assert abs(cal.low - lo) < 1e-12
+
+
+def test_standard_normal_z_pass_and_inflated_z_fail():
+    z = np.random.default_rng(5).standard_normal(400)
+    good = calibration(pairs(z))
+    assert good.ok and 0.85 < good.variance < 1.15
+    assert "the standard errors fit" in good.describe()
+    bad = calibration(pairs(1.4 * z))  # SEs 1.4 times too small
+    assert not bad.ok and bad.low > 1.0
+    assert "the standard errors look too small" in bad.describe()
+    wide = calibration(pairs(0.6 * z))
+    assert not wide.ok and wide.high < 1.0 and "too large" in wide.describe()
+
+
+def test_noiseless_matches_are_left_out_and_a_noiseless_miss_counts():
+    t = pd.DataFrame({"z": [0.0, 0.0, 1.0, np.inf], "se": [0.0, 0.0, 0.1, 0.0]})
+    cal = calibration(t)
+    assert cal.pairs == 2 and cal.tails[0].count == 1 and cal.tails[1].count == 1
+    assert calibration(pd.DataFrame({"z": [0.0], "se": [0.0]})) is None
+
+
+def test_the_agreement_sentence_says_when_all_within_4_se_is_not_enough():
+    """All 200 within 4 SE, but 30 beyond 2 (9.1 expected): not a plain Yes."""
+    z = np.r_[np.full(30, 2.5), np.full(170, 0.3)]
+    runs = pd.DataFrame(
+        {"scenario": "s", "run_id": [f"r{i}" for i in range(200)], "x": 0.5 + 0.01 * z,
+         "x_se": 0.01, "x_exact": 0.5}
+    )  # fmt: skip
+    sweep = SimpleNamespace(runs=runs, metric_names=("x", "x_se", "x_exact"))
+    answer = agreement_section(sweep).answer
+    assert answer.startswith("Not quite: all 200 simulated figures")
+    assert "30 beyond |z| > 2 (expected 9.1" in answer
+    assert "the standard errors look too small" in answer

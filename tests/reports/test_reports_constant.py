@@ -1,0 +1,64 @@
+"""A figure that did not vary across replications (SE 0) reads as its exact bound, never
+as "0 ± 0" or "1 ± 0" (README, "A report never states more than its numbers")."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from reports.evidence import fmt, fmt_metric
+from reports.sections.explore_format import with_se
+from reports.sections.learnings import recommend_policy
+
+
+def test_a_constant_figure_gives_the_exact_bound_over_its_replications():
+    # none of 100 replications differed: 1 - 0.05^(1/100) = 0.0295
+    assert (
+        fmt(0.0, 0.0, replications=100)
+        == "0 (in all 100 replications; another value in < 0.03 at 95 %)"
+    )
+    assert (
+        fmt(1.0, 0.0, replications=4)
+        == "1 (in all 4 replications; another value in < 0.53 at 95 %)"
+    )
+    assert fmt(3.0, 0.0) == "3 (the same in every replication)"
+    assert fmt(0.5, 0.01, 100) == "0.5 ± 0.01"
+    row = pd.Series({"x": 1.0, "x_se": 0.0, "params.scenario.replications": "20"})
+    assert fmt_metric(row, "x") == "1 (in all 20 replications; another value in < 0.14 at 95 %)"
+    assert with_se(0.0, 0.0, 100) == fmt(0.0, 0.0, replications=100)
+
+
+def test_the_learnings_sentence_has_no_plus_minus_zero():
+    t = pd.DataFrame(
+        [("slow and precise", 1.0, 0.0, 150.0, 1.0, 0.5, 0.02, 0.0, 0.0, 4, "100")],
+        columns=[
+            "policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se",
+            "recall", "recall_se", "harmful_served_sessions", "harmful_served_sessions_se",
+            "conditions", "params.scenario.replications",
+        ],
+    )  # fmt: skip
+    sentence = recommend_policy(t).sentence
+    assert "± 0 " not in sentence and "± 0," not in sentence
+    assert "precision at least 1 (in all 100 replications; another value in < 0.03" in sentence
+    assert "served in at most 0 (in all 100 replications;" in sentence
+
+
+def test_the_wait_is_read_as_censored_data_with_its_horizon():
+    """Issue 30, item 5: "waits at most 176 ± 1.2 sessions" at recall 0.468 was mostly the
+    200-session horizon; the sentence gives the Kaplan-Meier median and the share not
+    promoted by the horizon, and names the horizon."""
+    cols = [
+        "policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
+        "recall_se", "harmful_served_sessions", "harmful_served_sessions_se", "conditions",
+        "helpful_wait_median", "helpful_wait_median_low", "helpful_wait_median_high",
+        "helpful_unpromoted", "helpful_unpromoted_se", "params.scenario.sessions",
+    ]  # fmt: skip
+    low_recall = ("k", 0.95, 0.01, 176.0, 1.2, 0.468, 0.02, 1.0, 0.5, 1, 201, 180, 201, 0.532,
+                  0.02, "200")  # fmt: skip
+    s = recommend_policy(pd.DataFrame([low_recall], columns=cols)).sentence
+    assert "fewer than half the helpful rules are promoted within the 200-session horizon" in s
+    assert "95 % interval 180 to beyond the 200-session horizon" in s
+    assert "0.532 ± 0.02 of them not promoted by session 200, the horizon" in s
+    fast = ("k", 0.95, 0.01, 90.0, 1.2, 0.9, 0.02, 1.0, 0.5, 1, 61, 55, 70, 0.1, 0.01, "200")
+    s = recommend_policy(pd.DataFrame([fast], columns=cols)).sentence
+    assert "half the helpful rules are promoted within 61 sessions (Kaplan-Meier median" in s
+    assert "restricted mean wait of 90 ± 1.2 sessions counts them" in s
