@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from experiments.identity import ROOT
 from procmem_core.errors import ParameterError, ProcmemError
 
+ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DB = ROOT / "mlflow.db"
 URI_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql")
 CONNECT_SECONDS = 5.0

@@ -15,7 +15,7 @@ from procmem_core.gates.tolerance import at_least, at_most
 from procmem_core.gates.two_sample import TwoSampleGate
 
 if TYPE_CHECKING:
-    from procmem_core.gates.design import DesignQuestion
+    from procmem_core.gates.question import DesignQuestion
 
 SEARCH_POINTS = 13
 """Points of the coarse p0 grid every design search evaluates on."""

@@ -9,7 +9,7 @@ import numpy as np
 from scipy import stats
 
 if TYPE_CHECKING:
-    from procmem_core.gates.design import DesignQuestion
+    from procmem_core.gates.question import DesignQuestion
 
 LEDGER_LIMIT = 20_000
 

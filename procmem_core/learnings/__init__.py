@@ -4,8 +4,9 @@ destinations and lineage, per-agent serving, user erasure; a reviewer's policy a
 exact support arithmetic behind it. docs/learnings.md.
 """
 
+from procmem_core.learnings.agent_rules import file_session
 from procmem_core.learnings.exact import expected_distinct_ids, first_reach, reach_probability
-from procmem_core.learnings.extraction import AgentRuleStatement, file_session, self_rules
+from procmem_core.learnings.extraction import AgentRuleStatement, self_rules
 from procmem_core.learnings.policy import COMBINE, ReviewPolicy
 from procmem_core.learnings.publish import default_destination, memory_zone
 from procmem_core.learnings.queue import LearningsQueue

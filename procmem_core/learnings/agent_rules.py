@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from procmem_core.errors import ParameterError
 from procmem_core.learn.client import complete_checked
 from procmem_core.learn.config import CallRecord, LLMConfig
 from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, _unfenced
@@ -24,8 +25,12 @@ from procmem_core.learn.reply_cache import ReplyCache
 from procmem_core.learnings.extraction import (
     AgentRuleStatement,
     check_messages,
+    self_rules,
 )
+from procmem_core.learnings.queue import LearningsQueue
+from procmem_core.learnings.records import Learning
 from procmem_core.limits import MAX_NOTE
+from procmem_core.memory import Principal
 
 AGENT_RULES_PROMPT = """You read a conversation between a user and an assistant bot.
 List every rule the assistant states about its OWN behaviour ("I always ...", "I never ...",
@@ -100,3 +105,42 @@ def model_self_rules(
         cache=cache,
     )
     return rules, calls
+
+
+def file_session(
+    queue: LearningsQueue,
+    messages: Sequence[dict],
+    *,
+    principal: Principal,
+    agent: str | None,
+    user_id: str | None,
+    session_id: str,
+    namespace: str = "default",
+    client: Any = None,
+    config: Any = None,
+    cache: Any = None,
+) -> list[Learning]:
+    """File the session's bot rules as ``assistant_turn`` candidates (none while the
+    setting is off, or when the call acts as no agent); returns the candidates filed.
+    With a ``client`` and its ``LLMConfig`` the model reads the rules
+    (``agent_rules.model_self_rules``); without, the regex does (``self_rules``)."""
+    if client is not None:
+        if config is None:
+            raise ParameterError("config", config, "the LLMConfig of the client")
+        statements, _ = model_self_rules(messages, client, config, cache)
+    else:
+        statements = self_rules(messages)
+    filed = []
+    for statement in statements:
+        got = queue.file_agent_rule(
+            statement.rule,
+            principal=principal,
+            agent=agent,
+            user_id=user_id,
+            session_id=session_id,
+            quotes=statement.quotes,
+            namespace=namespace,
+        )
+        if got is not None:
+            filed.append(got)
+    return filed

@@ -20,12 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from procmem_core.errors import ParameterError
-from procmem_core.learnings.queue import LearningsQueue
-from procmem_core.learnings.records import Learning
-from procmem_core.memory import Principal
 
 _RULE = re.compile(
     r"(?:^|(?<=[.!?:;]\s))"  # the start of a line or of a clause
@@ -74,44 +70,3 @@ def self_rules(messages: Sequence[dict]) -> list[AgentRuleStatement]:
             for rule in rule_clauses(text):
                 found.append(AgentRuleStatement(rule=rule, quotes=tuple(said)))
     return found
-
-
-def file_session(
-    queue: LearningsQueue,
-    messages: Sequence[dict],
-    *,
-    principal: Principal,
-    agent: str | None,
-    user_id: str | None,
-    session_id: str,
-    namespace: str = "default",
-    client: Any = None,
-    config: Any = None,
-    cache: Any = None,
-) -> list[Learning]:
-    """File the session's bot rules as ``assistant_turn`` candidates (none while the
-    setting is off, or when the call acts as no agent); returns the candidates filed.
-    With a ``client`` and its ``LLMConfig`` the model reads the rules
-    (``agent_rules.model_self_rules``); without, the regex does (``self_rules``)."""
-    if client is not None:
-        if config is None:
-            raise ParameterError("config", config, "the LLMConfig of the client")
-        from procmem_core.learnings.agent_rules import model_self_rules
-
-        statements, _ = model_self_rules(messages, client, config, cache)
-    else:
-        statements = self_rules(messages)
-    filed = []
-    for statement in statements:
-        got = queue.file_agent_rule(
-            statement.rule,
-            principal=principal,
-            agent=agent,
-            user_id=user_id,
-            session_id=session_id,
-            quotes=statement.quotes,
-            namespace=namespace,
-        )
-        if got is not None:
-            filed.append(got)
-    return filed

@@ -1,0 +1,51 @@
+"""The gate design question: the targets and the evidence available (``design_gate``
+answers it; the scans and ledger bounds read it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS, P0_HIGH
+from procmem_core.gates.early_stop import Objective
+from procmem_core.gates.worst import P0Range
+
+
+@dataclass(frozen=True)
+class DesignQuestion:
+    """Targets and the evidence available. ``concurrent``: the share q of sessions that
+    serve the prior while a revision is pending (0: the fixed-ledger design)."""
+
+    alpha: float = ALPHA
+    beta: float = BETA
+    min_drop: float = MIN_DROP
+    ledger: int = LEDGER
+    concurrent: float = 0.0
+    p0_low: float = 0.3
+    p0_high: float = P0_HIGH
+    min_runs: int = MIN_RUNS
+    max_runs: int = 200
+    objective: str = "null_runs"
+    weight: float = 1.0
+    """The ``mixed`` objective's weight on expected pairs when nothing changed."""
+
+    def __post_init__(self) -> None:
+        a = check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        b = check_probability("beta", self.beta, open_low=True, open_high=True)
+        if a + b >= 1.0:
+            raise ParameterError("alpha", (a, b), "alpha + beta < 1 (with beta)")
+        rng = P0Range(self.p0_low, self.p0_high)
+        rng.check_drop(self.min_drop)
+        check_int("ledger", self.ledger)
+        check_probability("concurrent", self.concurrent, open_high=True)
+        check_int("min_runs", self.min_runs, minimum=1)
+        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        Objective(self.objective, self.weight)
+
+    @property
+    def p0_range(self) -> P0Range:
+        return P0Range(self.p0_low, self.p0_high)
+
+    @property
+    def goal(self) -> Objective:
+        return Objective(self.objective, self.weight)
