@@ -72,7 +72,7 @@ def store_path(path: object, expected: str = STORE_EXPECTED) -> Path:
     except OSError as exc:
         raise StoreFileError(p, f"cannot be examined ({exc.strerror or exc})", expected) from None
     if not parent_ok:
-        raise ParameterError("path", text, "expected a file in an existing directory")
+        raise StoreFileError(p, "is in a folder that does not exist", expected)
     return p
 
 

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from procmem_core.errors import ParameterError
 
@@ -43,6 +43,15 @@ class ExtractedProcedure(BaseModel):
     trigger: str = Field(min_length=1)
     description: str = Field(min_length=1)
     confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @field_validator("title", "trigger", "description")
+    @classmethod
+    def _visible(cls, v: str) -> str:
+        """Blank by Python's ``str.strip`` (which also strips separators such as
+        ``\x1f`` that pydantic keeps) is blank: ``Procedure`` would refuse it."""
+        if not v.strip():
+            raise ValueError("blank after stripping white space")
+        return v.strip()
 
 
 class LearnError(RuntimeError):

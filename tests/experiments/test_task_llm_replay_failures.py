@@ -66,7 +66,7 @@ def test_on_error_record_set_explicitly_finishes_and_the_summary_shows_the_failu
     proc = run_cli(["-m", *unreachable(tmp_path), "replay.on_error=record"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "llm_replay FAILED at stage session_1" in proc.stderr
-    assert "failed=1 failed_stage=1" in proc.stdout  # the end-of-sweep summary
+    assert "failed=1  failed_stage=1" in proc.stdout  # the end-of-sweep summary (Metric.fmt)
     run, artifacts = only_run(tmp_path)
     assert run.info.status == "FINISHED" and run.data.metrics["failed"] == 1.0
     assert "error.json" in artifacts

@@ -45,8 +45,11 @@ def test_results_do_not_depend_on_concurrency_and_follow_the_seed_rule(tmp_path)
     assert list(one.columns) == list(SESSION_COLUMNS)
     assert one["session_id"].is_unique and list(one["time"]) == list(range(20))
     assert (one["explore_rate"] == 0.3).all()
-    # round 1 (sessions 0-4) runs on the base prompt; learned procedures show from round 2
-    assert (one["top_key"].iloc[:5] == "").all() and (one["top_key"].iloc[5:] != "").all()
+    # round 1 (sessions 0-4) runs on the base prompt; learned procedures show in round 2
+    # (later the seed's rule may drop every one below 0.55: then nothing is shown)
+    assert (one["top_key"].iloc[:5] == "").all() and (one["top_key"].iloc[5:10] != "").all()
+    empty = one["top_key"] == ""
+    assert (one.loc[empty, "shown_keys"].map(json.loads).map(len) == 0).all()
     assert len(procs_one) >= 3 and m_one["n_procedures"] == len(procs_one)
     # every shown procedure got exactly one outcome per session that showed it
     shown = [k for keys in one["shown_keys"] for k in json.loads(keys)]
@@ -158,6 +161,8 @@ def test_a_rerun_with_the_cache_replays_without_calls(tmp_path):
     first, _, m1 = run(tmp_path, "first", offline(tmp_path, "first", cache))
     again, _, m2 = run(tmp_path, "again", offline(tmp_path, "again", cache))
     pd.testing.assert_frame_equal(first.drop(columns="tokens"), again.drop(columns="tokens"))
-    assert m1["n_cached_calls"] == 0 and m1["tokens_total"] > 0
+    # the first run calls the endpoint for every distinct request (two sessions that send
+    # the very same request share one reply); the rerun calls it for none
+    assert m1["n_cached_calls"] < m1["n_calls"] and m1["tokens_total"] > 0
     assert m2["n_cached_calls"] == m2["n_calls"] == m1["n_calls"]
     assert m2["tokens_total"] == 0 and (again["tokens"] == 0).all()
