@@ -18,15 +18,16 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import openai
-from openai import OpenAI
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from procmem_core.errors import ParameterError
 from procmem_core.learn.config import CallRecord, LLMConfig
 from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, LearnError
 from procmem_core.learn.reply_cache import CachedReply, ReplyCache
+
+if TYPE_CHECKING:  # openai loads on the first call, so the engine imports without it
+    import openai
+    from openai import OpenAI
 
 T = TypeVar("T")
 
@@ -36,6 +37,8 @@ RETRIED_STATUSES = (408, 409, 429)
 
 def make_client(config: LLMConfig) -> OpenAI:
     """An ``openai.OpenAI`` client for ``config``; the key is read from ``api_key_env``."""
+    from openai import OpenAI
+
     if config.api_key_env is None:
         key = "no-key-needed"
     else:
@@ -74,6 +77,8 @@ class LLMCallError(LearnError):
 
 
 def _call_error(exc: openai.APIError, config: LLMConfig, purpose: str) -> LLMCallError:
+    import openai
+
     status = getattr(exc, "status_code", None)
     code = exc.code if isinstance(exc.code, str) else None
     if isinstance(exc, openai.APITimeoutError):
@@ -163,6 +168,8 @@ def complete(
 
 def _send(client: OpenAI, config: LLMConfig, request: dict[str, Any], purpose: str) -> CachedReply:
     """Send ``request`` to the model; its first choice and token usage as a ``CachedReply``."""
+    import openai
+
     try:
         response = client.chat.completions.create(**request)
     except openai.APIError as exc:

@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from procmem_core.errors import ParameterError
-from procmem_core.learn.client import complete_checked
-from procmem_core.learn.config import CallRecord, LLMConfig
-from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, _unfenced
-from procmem_core.learn.reply_cache import ReplyCache
 from procmem_core.learnings.extraction import (
     AgentRuleStatement,
     check_messages,
@@ -31,6 +27,10 @@ from procmem_core.learnings.queue import LearningsQueue
 from procmem_core.learnings.records import Learning
 from procmem_core.limits import MAX_NOTE
 from procmem_core.memory import Principal
+
+if TYPE_CHECKING:  # learn (openai, pydantic) loads only when a model reads a session
+    from procmem_core.learn.config import CallRecord, LLMConfig
+    from procmem_core.learn.reply_cache import ReplyCache
 
 AGENT_RULES_PROMPT = """You read a conversation between a user and an assistant bot.
 List every rule the assistant states about its OWN behaviour ("I always ...", "I never ...",
@@ -57,6 +57,8 @@ def rules_request(messages: Sequence[dict]) -> list[dict]:
 def validate_rules(raw: str, messages: Sequence[dict]) -> list[AgentRuleStatement]:
     """The rules of one reply; ``InvalidJSONReply`` when it is not JSON (retried), else
     ``ExtractionError`` ("shape" or "invalid_entry", naming the entry)."""
+    from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, _unfenced
+
     try:
         data = json.loads(_unfenced(raw))
     except (json.JSONDecodeError, TypeError) as exc:
@@ -96,6 +98,8 @@ def model_self_rules(
 ) -> tuple[list[AgentRuleStatement], list[CallRecord]]:
     """The rules the model reads in ``messages`` and the record of every call; raises
     ``LLMCallError`` or ``ExtractionError`` as ``learn`` does."""
+    from procmem_core.learn.client import complete_checked
+
     _, rules, calls = complete_checked(
         client,
         config,

@@ -169,13 +169,10 @@ def test_the_groq_preset_is_the_seeds_endpoint():
 
 
 def compose(*overrides: str):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    """The job config ``experiment=llm_replay`` runs, HydraConfig set as during a run."""
+    from experiments.run import compose_job
 
-    import experiments.schema  # noqa: F401 (registers the structured configs)
-
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return hydra_compose("config", overrides=["experiment=llm_replay", *overrides])
+    return compose_job("llm_replay", overrides)
 
 
 def test_preset_composes_with_the_config_tree_and_runs(tmp_path):

@@ -30,6 +30,7 @@ from procmem_core.graph import (
 )
 from procmem_core.graph import sqlite as journal
 from procmem_core.graph.ledger import TRACE_LIMIT
+from procmem_core.storefile import StoreFileError
 
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
@@ -258,14 +259,18 @@ def test_sqlite_schema_is_versioned_and_in_wal_mode(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "fragment"),
+    ("kwargs", "error", "fragment"),
     [
-        ({"path": "/no/such/dir/p.db"}, "path='/no/such/dir/p.db'"),
-        ({"synchronous": "OFF"}, "synchronous='OFF'"),
+        (
+            {"path": "/no/such/dir/p.db"},
+            StoreFileError,
+            "/no/such/dir/p.db: is in a folder that does not exist",
+        ),
+        ({"synchronous": "OFF"}, ParameterError, "synchronous='OFF'"),
     ],
 )
-def test_open_rejects_bad_arguments(tmp_path, kwargs, fragment):
-    with pytest.raises(ParameterError) as err:
+def test_open_rejects_bad_arguments(tmp_path, kwargs, error, fragment):
+    with pytest.raises(error) as err:
         ProcedureStore.open(**{"path": tmp_path / "p.db", **kwargs})
     assert fragment in str(err.value)
 
