@@ -1,102 +1,42 @@
 """Matching situations to procedures (seed: loom-procedures.txt, "Matching").
 
-- ``Embedder``: the protocol (``dim`` and ``embed(texts) -> (n, dim)`` L2-normalised rows);
-  any sentence-embedding model can be plugged in behind it.
-- ``HashingEmbedder``: the deterministic, dependency-free default: hashed word and
-  word-bigram counts (CRC-32 buckets), L2-normalised. Counts are non-negative, so cosine
-  similarities lie in [0, 1].
-- ``match_scores``: the ranking rule, one vectorized function over all procedures.
+- ``match_scores``: the ranking rule, one vectorized function over all procedures
+  (``match_score``: the same for one procedure, on Python floats).
 - ``MatchIndex``: the embedding matrix and per-procedure arrays the store scores in one
   matrix-vector product, so 10,000 procedures match in milliseconds.
+
+The vectors come from an ``Embedder`` (``graph.embedding``: the protocol and the default
+``HashingEmbedder``, re-exported here).
 """
 
 from __future__ import annotations
 
 import math
-import re
-import zlib
 from collections.abc import Iterable, Sequence
-from contextlib import suppress
-from dataclasses import dataclass, field
-from itertools import pairwise
 from math import inf
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_int, check_text, is_number
+from procmem_core.graph.embedding import Embedder, HashingEmbedder
 from procmem_core.graph.status import CANDIDATE, QUARANTINED, STATUSES, TEMPLATE
 from procmem_core.limits import MAX_IDENTIFIER, MAX_SITUATION
 from procmem_core.proportions import smoothed_rate
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+__all__ = [
+    "SMALL_INDEX",
+    "Embedder",
+    "HashingEmbedder",
+    "MatchIndex",
+    "check_match_request",
+    "match_score",
+    "match_scores",
+]
+
 SMALL_INDEX = 64
 """``MatchIndex.rank`` scores at most this many procedures row by row, more with numpy."""
-EMBED_CACHE_TEXTS = 4096
-"""``HashingEmbedder`` keeps the rows of at most this many distinct texts."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into L2-normalised row vectors of a fixed width ``dim``."""
-
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return an ``(len(texts), dim)`` float array with unit-norm (or zero) rows."""
-        ...
-
-
-@dataclass(frozen=True)
-class HashingEmbedder:
-    """Hashed bag of words plus word bigrams (weight ``bigram_weight``), L2-normalised.
-
-    Deterministic across processes and machines (CRC-32, not Python's salted ``hash``).
-    An empty text embeds to the zero vector (similarity 0 to everything).
-    """
-
-    dim: int = 512
-    bigram_weight: float = 0.5
-    _rows: dict[str, np.ndarray] = field(
-        init=False, repr=False, compare=False, default_factory=dict
-    )  # text -> its row: the embedding is deterministic, so a repeated text is embedded once
-
-    def __post_init__(self) -> None:
-        check_int("dim", self.dim, minimum=16)
-        if not 0.0 <= float(self.bigram_weight) <= 10.0:
-            raise ParameterError("bigram_weight", self.bigram_weight, "expected 0 <= w <= 10")
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        rows = self._rows
-        for i, text in enumerate(texts):
-            text = str(text)
-            row = rows.get(text)
-            if row is None:
-                row = self._embed_one(text)
-                if len(rows) >= EMBED_CACHE_TEXTS:
-                    _forget_oldest(rows)
-                rows[text] = row
-            out[i] = row
-        return out
-
-    def _embed_one(self, text: str) -> np.ndarray:
-        out = np.zeros((1, self.dim), dtype=np.float32)
-        words = _TOKEN.findall(text.lower())
-        for w in words:
-            out[0, zlib.crc32(b"w:" + w.encode()) % self.dim] += 1.0
-        for a, b in pairwise(words):
-            out[0, zlib.crc32(f"b:{a} {b}".encode()) % self.dim] += self.bigram_weight
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return np.divide(out, norms, out=out, where=norms > 0)[0]
-
-
-def _forget_oldest(rows: dict[str, np.ndarray]) -> None:
-    """Drop the oldest cached row; safe when threads share the embedder (another thread
-    may change the dict between ``iter`` and ``next``, or drop the same row first)."""
-    with suppress(StopIteration, RuntimeError):
-        rows.pop(next(iter(rows)), None)
 
 
 def check_match_request(

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from procmem_core.gates import CostGate, SPRTGate
-from procmem_core.graph import ProcedureGraph, ProcedureStore, Tally, matching
+from procmem_core.graph import ProcedureGraph, ProcedureStore, Tally, embedding, matching
 from procmem_core.graph import findings as fd
 from procmem_core.graph import status as st
 from procmem_core.graph.matching import HashingEmbedder, match_score, match_scores
@@ -161,7 +161,7 @@ def reference_embed(dim: int, weight: float, texts: list[str]) -> np.ndarray:
     """The embedding as the engine computed it before rows were cached."""
     out = np.zeros((len(texts), dim), dtype=np.float32)
     for row, text in enumerate(texts):
-        words = matching._TOKEN.findall(str(text).lower())
+        words = embedding._TOKEN.findall(str(text).lower())
         for w in words:
             out[row, zlib.crc32(b"w:" + w.encode()) % dim] += 1.0
         for a, b in pairwise(words):
@@ -171,7 +171,7 @@ def reference_embed(dim: int, weight: float, texts: list[str]) -> np.ndarray:
 
 
 def test_the_embedding_cache_returns_fresh_rows_equal_to_the_computation(monkeypatch):
-    monkeypatch.setattr(matching, "EMBED_CACHE_TEXTS", 5)
+    monkeypatch.setattr(embedding, "EMBED_CACHE_TEXTS", 5)
     e = HashingEmbedder(dim=64, bigram_weight=0.75)
     texts = [f"refund invoice number {i} for the customer" for i in range(8)] + ["", "x y"]
     for batch in (texts, texts[::-1], texts[:3] * 2):
