@@ -11,13 +11,14 @@ Keys: a procedure is ``key`` within its ``namespace``. Every method taking ``key
 accepts the bare key when exactly one namespace holds it, or ``"namespace/key"``.
 Rules live in pure functions (``graph.findings``, ``graph.status``, ``graph.matching``,
 ``graph.access``, ``procmem_core.gates``) and state in ``graph.entry`` and
-``graph.state``; this class orchestrates them (reads and match in ``graph.reading``).
+``graph.state``; this class orchestrates them (reads and match in ``graph.reading``; one
+write and the run ledger's writes, ``record_run`` and ``complete_run``, in
+``graph.recording``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +36,12 @@ from procmem_core.graph.access import (
     acting_actor,
     check_principal,
     check_role,
-    readable_namespaces,
     require_role,
 )
 from procmem_core.graph.entry import ProcedureEntry
 from procmem_core.graph.evolve import check_streak_scope, evolve_entry
 from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.keys import (
-    KEY_PREFIX,
     UnknownProcedure,
     check_key,
     check_metadata,
@@ -51,21 +50,14 @@ from procmem_core.graph.keys import (
     procedure_key,
     slugify,
 )
-from procmem_core.graph.ledger import RunRecord, check_run_fields
-from procmem_core.graph.reading import StoreReads
+from procmem_core.graph.recording import StoreRecording
 from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
 from procmem_core.graph.settings import STRIKE_LIMIT_ENV, default_strike_limit
 from procmem_core.graph.sqlite import SQLiteJournal
-from procmem_core.graph.writes import InMemoryWrite, Write
 from procmem_core.limits import MAX_NAME, MAX_NOTE, MAX_SITUATION
 from procmem_core.locking import thread_safe
-from procmem_core.quarantine.base import (
-    QuarantinePolicy,
-    QuarantineRelease,
-    log_release,
-    policy_sees_run,
-)
+from procmem_core.quarantine.base import QuarantinePolicy, QuarantineRelease
 from procmem_core.quarantine.seed import SeedPolicy
 
 __all__ = [
@@ -79,7 +71,7 @@ __all__ = [
 
 
 @thread_safe()
-class ProcedureStore(StoreReads):
+class ProcedureStore(StoreRecording):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
 
     Thread-safe (``procmem_core.locking``): every public method holds the store's lock;
@@ -142,34 +134,6 @@ class ProcedureStore(StoreReads):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _write(self) -> AbstractContextManager[Write]:
-        """One write, under the store's thread lock: in memory, or one SQLite transaction
-        under the file's write lock with the cache synced first (see ``graph.writes``)."""
-        if self._journal is None:
-            return InMemoryWrite(Write(None, self._index), self._seen, self._lock)
-        return self._file_write()
-
-    @contextmanager
-    def _file_write(self) -> Iterator[Write]:
-        w = None
-        with self._lock:
-            try:
-                with self._journal.transaction() as tx:
-                    self._sync(tx.cur)
-                    w = Write(tx, self._index)
-                    yield w
-            except BaseException:
-                if w is not None:
-                    w.restore(self._entries)
-                raise
-            w.committed(self._seen)
-            self._last_run_id = max(self._last_run_id, w.last_run_id)
-
-    def _next_run_id(self, w: Write) -> int:
-        run_id = w.tx.next_run_id() if w.tx is not None else self._last_run_id + 1
-        self._last_run_id = max(self._last_run_id, run_id)
-        return run_id
 
     # -- add, fork, grant, delete -----------------------------------------------------
 
@@ -282,137 +246,6 @@ class ProcedureStore(StoreReads):
                 w.tx.delete(entry.namespace, entry.key)
         self._drop(entry.ref)
         self._seen.rows.pop(entry.ref, None)
-
-    # -- the ledger ---------------------------------------------------------------
-
-    def record_run(
-        self,
-        key: str,
-        path: Sequence[str],
-        ok: bool,
-        note: str | None = None,
-        cost: float | None = None,
-        duration_ms: int | None = None,
-        tokens: int | None = None,
-        agent: str | None = None,
-        revision: int | None = None,
-        principal: str | None = None,
-    ) -> RunRecord:
-        """Append one run to the ledger (one transaction) and return it as stored.
-
-        The run carries the graph revision it was made on: the current one, or
-        (``revision=``) the prior graph a pack served while a revision is pending (the
-        concurrent-control design). Every node id in ``path`` must be a node of that
-        graph; an empty path (``run.complete``) is evidence about no node. A run on a
-        quarantined graph goes to the quarantine policy first (the seed's: a success
-        lifts it at once), and a release is logged (``releases``).
-        """
-        fields = check_run_fields(path, ok, note, cost, duration_ms, tokens, agent)
-        with self._write() as w:
-            entry = self._resolve(key, principal, "record_run")
-            state = self._run_state(entry, revision, fields["path"])
-            run = RunRecord(
-                run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
-                revision=state.revision, **fields,
-            )  # fmt: skip
-            released = self._append(w, entry, state, [run])
-        self._log_releases(released)
-        return run
-
-    def complete_run(
-        self,
-        memories_used: Sequence[str],
-        ok: bool,
-        reflection: str | None = None,
-        note: str | None = None,
-        cost: float | None = None,
-        duration_ms: int | None = None,
-        tokens: int | None = None,
-        agent: str | None = None,
-        principal: str | None = None,
-    ) -> tuple[RunRecord, ...]:
-        """The seed's ``run.complete``: one run with an empty path for every procedure key
-        in ``memories_used`` (other memory keys are skipped; a procedure listed twice
-        gets one run), all in one transaction, each carrying ``reflection`` (the agent's
-        lesson, kept on the run record). To also store the lesson as a reflection memory,
-        call ``procmem_core.reflections.complete_run(store, ..., memory=)``. An agent that
-        calls ``record_run`` for a procedure itself leaves that key out, or the session
-        counts twice. ``principal`` (auth on) needs the writer role in every listed
-        procedure's namespace."""
-        if isinstance(memories_used, str) or not isinstance(memories_used, Sequence):
-            raise ParameterError("memories_used", memories_used, "expected a list of keys")
-        for i, k in enumerate(memories_used):
-            check_text(f"memories_used[{i}]", k)
-        if reflection is not None:
-            check_text("reflection", reflection, MAX_NOTE)
-        fields = check_run_fields((), ok, note, cost, duration_ms, tokens, agent)
-        wanted = [k for k in memories_used if k.rsplit("/", 1)[-1].startswith(KEY_PREFIX)]
-        with self._write() as w:
-            found = (self._resolve(k, principal, "complete_run") for k in wanted)
-            entries = {e.ref: e for e in found}
-            runs, released = [], []
-            for entry in entries.values():
-                run = RunRecord(
-                    run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
-                    revision=entry.revision, reflection=reflection, **fields,
-                )  # fmt: skip
-                released += self._append(w, entry, entry.current, [run])
-                runs.append(run)
-        self._log_releases(released)
-        return tuple(runs)
-
-    def _run_state(self, entry: ProcedureEntry, revision: int | None, path: tuple[str, ...]):
-        state = entry.current if revision is None else entry.state_of(revision)
-        if state is None:
-            held = f" or {entry.held.revision} (the pending prior)" if entry.held else ""
-            raise ParameterError(
-                "revision", revision, f"expected None, {entry.revision} (current){held}"
-            )
-        for i, node in enumerate(path):
-            if not state.graph.has_node(node):
-                raise ParameterError(
-                    f"path[{i}]", node, f"expected a node id of {state.graph.node_ids}"
-                )
-        return state
-
-    def _append(
-        self, w: Write, entry: ProcedureEntry, state: Any, runs: list[RunRecord]
-    ) -> list[QuarantineRelease]:
-        """Fold ``runs`` into ``state``; a run on a quarantined graph goes to the quarantine
-        policy first. Returns the releases, logged once the write has committed."""
-        w.guard(entry)
-        released = []
-        for run in runs:
-            if state.quarantined:
-                released += policy_sees_run(self.quarantine, state, run)
-            state.fold(run)
-            entry.revision_tally(run.revision).add(run)
-            entry.runs.append(run)
-        w.put(entry)
-        w.add_runs(runs)
-        return released
-
-    def _log_releases(self, released: list[QuarantineRelease]) -> None:
-        for r in released:
-            log_release(r)
-        self._releases.extend(released)
-
-    def releases(
-        self, key: str | None = None, principal: str | None = None
-    ) -> tuple[QuarantineRelease, ...]:
-        """The quarantine releases this store object made (one procedure's, or all in the
-        namespaces the principal can read), in order, each with its policy's reason (also
-        logged to ``procmem.quarantine``)."""
-        principal = check_principal("principal", principal)
-        if key is None:
-            if principal is None:
-                return tuple(self._releases)
-            readable = set(readable_namespaces(principal, self._grants))
-            return tuple(r for r in self._releases if r.namespace in readable)
-        entry = self._resolve(key, principal, "releases")
-        return tuple(
-            r for r in self._releases if (r.namespace, r.key) == (entry.namespace, entry.key)
-        )
 
     # -- evolve and revise -------------------------------------------------------------
 
