@@ -26,6 +26,9 @@ threshold (``V = 0`` below), ``V_0 = 1``,
 so ``P(kept) = V_n(x0)`` and ``E[sessions shown] = sum_{k<n} V_k(x0)``, the same numbers
 as ``flat_fate`` from each start. Rules whose state is their counts go through
 ``flat_fate``. The frontier is the Pareto set of (kept, excluded).
+
+The targets are ``flat.targets.RuleTargets``; the table of every candidate with its exact
+figures is built in ``flat.design_table``; this module picks from it.
 """
 
 from __future__ import annotations
@@ -36,61 +39,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from procmem_core.display import column_table, field_table
-from procmem_core.errors import (
-    ParameterError,
-    check_choice,
-    check_int,
-    check_number,
-    check_probability,
-)
-from procmem_core.flat.chain import confidence_space, run_lengths
+from procmem_core.errors import ParameterError, check_choice
+from procmem_core.flat.chain import run_lengths
+from procmem_core.flat.design_table import Batch, Table, by_fate, by_grid, chunks
 from procmem_core.flat.fate import flat_fate
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
 from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, FlatRule
+from procmem_core.flat.targets import RuleTargets
+
+__all__ = [
+    "HORIZON_FACTOR",
+    "OBJECTIVES",
+    "DesignedRule",
+    "RuleDesign",
+    "RuleTargets",
+    "design_rule",
+    "evaluate",
+]
 
 HORIZON_FACTOR = 4
 """How far past ``within`` the design looks for the shortest feasible horizon."""
-
-
-@dataclass(frozen=True)
-class RuleTargets:
-    """What the rule must achieve (checked before any work: one ``ParameterError``)."""
-
-    helpful_lift: float = 0.10
-    harmful_lift: float = -0.10
-    base: float = 0.6
-    keep: float = 0.9
-    exclude: float = 0.9
-    within: int = 30
-
-    def __post_init__(self) -> None:
-        base = check_probability("base", self.base)
-        for name in ("helpful_lift", "harmful_lift"):
-            lift = check_number(name, getattr(self, name), minimum=-1.0, maximum=1.0)
-            if not 0.0 <= base + lift <= 1.0:
-                raise ParameterError(name, lift, f"base + {name} in [0, 1] (base={base:g})")
-        if not self.harmful_lift < self.helpful_lift:
-            raise ParameterError(
-                "harmful_lift", self.harmful_lift, f"below helpful_lift ({self.helpful_lift:g})"
-            )
-        check_probability("keep", self.keep, open_low=True, open_high=True)
-        check_probability("exclude", self.exclude, open_low=True, open_high=True)
-        check_int("within", self.within, minimum=1)
-
-    @property
-    def p_helpful(self) -> float:
-        return self.base + self.helpful_lift
-
-    @property
-    def p_harmful(self) -> float:
-        return self.base + self.harmful_lift
-
-    def describe(self) -> str:
-        return (
-            f"keep >= {self.keep:g} of helpful ({self.helpful_lift:+g}) and exclude >= "
-            f"{self.exclude:g} of harmful ({self.harmful_lift:+g}) procedures within "
-            f"{self.within} sessions at base {self.base:g}"
-        )
 
 
 @dataclass(frozen=True)
@@ -161,18 +129,6 @@ def evaluate(rule: FlatRule, threshold: float, targets: RuleTargets) -> Designed
     )
 
 
-@dataclass
-class _Table:
-    """Every candidate of a family: the member, threshold, initial and exact figures."""
-
-    space: np.ndarray
-    threshold: np.ndarray
-    initial: np.ndarray
-    kept: np.ndarray
-    excluded: np.ndarray
-    sessions: np.ndarray
-
-
 OBJECTIVES = ("exposure", "margin")
 """How the pick is chosen among the rules meeting both targets: the fewest sessions a
 harmful procedure is shown (``exposure``), or the largest smaller margin over the two
@@ -206,7 +162,7 @@ def _design(targets: RuleTargets, family: str, separating: bool, objective: str)
     """``design_rule`` after its checks, remembered per arguments."""
     grid = FLAT_RULES.get(family, "family").design_grid(targets.base)
     counts = grid[0].rule.needs_counts
-    table, skipped = (_by_fate if counts else _by_grid)(grid, targets, targets.within)
+    table, skipped = (by_fate if counts else by_grid)(grid, targets, targets.within)
     if separating:
         table = _separating(grid, table, targets)
     ok = (table.kept >= targets.keep - 1e-12) & (table.excluded >= targets.exclude - 1e-12)
@@ -228,7 +184,7 @@ def _design(targets: RuleTargets, family: str, separating: bool, objective: str)
     )
 
 
-def _separating(grid, table: _Table, targets: RuleTargets) -> _Table:
+def _separating(grid, table: Table, targets: RuleTargets) -> Table:
     be = np.array(
         [ds.rule.break_even_rate(targets.base if ds.rule.needs_baseline else None) for ds in grid]
     )
@@ -238,10 +194,10 @@ def _separating(grid, table: _Table, targets: RuleTargets) -> _Table:
             "separating", True, "a family with a rule whose break-even lies between the "
             f"harmful and helpful success rates ({targets.p_harmful:g}, {targets.p_helpful:g})",
         )  # fmt: skip
-    return _Table(*(getattr(table, f)[ok] for f in _Table.__dataclass_fields__))
+    return Table(*(getattr(table, f)[ok] for f in Table.__dataclass_fields__))
 
 
-def _pick(table: _Table, targets: RuleTargets, ok: np.ndarray, objective: str) -> int:
+def _pick(table: Table, targets: RuleTargets, ok: np.ndarray, objective: str) -> int:
     margin = np.minimum(table.kept - targets.keep, table.excluded - targets.exclude)
     if ok.any():
         idx = np.flatnonzero(ok)
@@ -255,7 +211,7 @@ def _pick(table: _Table, targets: RuleTargets, ok: np.ndarray, objective: str) -
     return int(order[0])
 
 
-def _designed(grid, table: _Table, i: int, targets: RuleTargets, runs: bool = True):
+def _designed(grid, table: Table, i: int, targets: RuleTargets, runs: bool = True):
     member = grid[int(table.space[i])].rule
     rule = member if member.needs_counts else member.with_initial(float(table.initial[i]))
     if runs:
@@ -266,7 +222,7 @@ def _designed(grid, table: _Table, i: int, targets: RuleTargets, runs: bool = Tr
     )  # fmt: skip
 
 
-def _pareto(table: _Table) -> np.ndarray:
+def _pareto(table: Table) -> np.ndarray:
     """Candidates no other beats on both kept and excluded (fewest sessions among ties)."""
     kept, excl = np.round(table.kept, 12), np.round(table.excluded, 12)
     order = np.lexsort((table.sessions, -excl, -kept))
@@ -275,128 +231,13 @@ def _pareto(table: _Table) -> np.ndarray:
     return order[better]
 
 
-def _by_fate(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
-    """Rules whose state is their counts: ``flat_fate`` per member and threshold."""
-    rows = []
-    for i, ds in enumerate(grid):
-        for t in ds.thresholds:
-            fh = flat_fate(targets.p_helpful, horizon, ds.rule, t, targets.base)
-            fx = flat_fate(targets.p_harmful, horizon, ds.rule, t, targets.base)
-            alive = np.concatenate(([1.0], 1.0 - fx.excluded_by_session[:-1]))
-            n = targets.within
-            rows.append(
-                (i, t, ds.rule.start(targets.base), 1 - fh.excluded_by_session[n - 1],
-                 fx.excluded_by_session[n - 1], alive[:n].sum(), fh, fx)
-            )  # fmt: skip
-    cols = list(zip(*rows, strict=True))
-    table = _Table(*(np.array(c, dtype=float) for c in cols[:6]))
-    table.curves = (cols[6], cols[7])  # for the shortest-horizon search
-    return table, 0
-
-
-MEMBERS_PER_BATCH = 64
-"""Members walked together (bounds the memory of the float spaces, which hold a few
-doubles per decimal value)."""
-
-
-def _chunks(members) -> list[np.ndarray]:
-    members = np.asarray(members, dtype=int)
-    return [members[i : i + MEMBERS_PER_BATCH] for i in range(0, len(members), MEMBERS_PER_BATCH)]
-
-
-def _by_grid(grid, targets: RuleTargets, horizon: int) -> tuple[_Table, int]:
-    """Step rules: one confidence space per member, all thresholds and starts at once
-    (``MEMBERS_PER_BATCH`` members at a time)."""
-    parts, skipped = [], 0
-    for members in _chunks(range(len(grid))):
-        batch = _Batch(grid, targets, members=members, horizon=horizon)
-        vh = batch.survival(targets.p_helpful, horizon)
-        vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
-        g = batch.cand_g
-        parts.append((batch.cand_space, batch.cand_thr, batch.states[g], vh[g], 1.0 - vx[g], sx[g]))
-        skipped += batch.skipped
-    return _Table(*(np.concatenate(col) for col in zip(*parts, strict=True))), skipped
-
-
-class _Batch:
-    """Every (member, threshold) chain in one flat index; the sentinel (index ``size``)
-    is "excluded", where ``V = 0``. A member's space is built once, at its lowest
-    threshold; a higher threshold keeps the states at or above it (a suffix: states are
-    sorted), and a move below it goes to the sentinel."""
-
-    def __init__(self, grid, targets: RuleTargets, members=None, horizon=None) -> None:
-        self.skipped = 0
-        parts: list[list[np.ndarray]] = [[] for _ in range(6)]
-        size = 0
-        for i in range(len(grid)) if members is None else members:
-            ds = grid[i]
-            low = min(ds.thresholds)
-            starts = [x for x in ds.initials if x >= low]
-            b = targets.base if ds.rule.needs_baseline else None
-            bound = horizon if ds.rule.arithmetic == "float" else None
-            try:
-                sp = confidence_space(ds.rule, low, starts, b, horizon=bound)
-            except ParameterError:  # too fine a grid for a chain: left out, and counted
-                self.skipped += 1
-                continue
-            size = self._add(parts, i, ds, sp, size, np.asarray(starts, dtype=float))
-        states, up, down, self.cand_space, self.cand_thr, self.cand_g = (
-            np.concatenate(x) if x else np.zeros(0) for x in parts
-        )
-        self.states = states
-        self.size = size
-        self.up = np.where(up < 0, size, up).astype(np.int64)
-        self.down = np.where(down < 0, size, down).astype(np.int64)
-        self.cand_g = self.cand_g.astype(np.int64)
-
-    @staticmethod
-    def _add(parts, i, ds, sp, size, starts) -> int:
-        n = len(sp.states)
-        thr = np.asarray(ds.thresholds, dtype=float)
-        first = np.searchsorted(sp.states, thr)
-        counts = n - first
-        offsets = size + np.concatenate(([0], np.cumsum(counts)[:-1]))
-        block_first = np.repeat(first, counts)
-        block_offset = np.repeat(offsets, counts)
-        local = np.arange(int(counts.sum())) - (block_offset - size) + block_first
-        for moves, slot in ((sp.up, 1), (sp.down, 2)):
-            to = moves[local]
-            parts[slot].append(np.where(to >= block_first, to - block_first + block_offset, -1))
-        parts[0].append(sp.states[local])
-        at = np.searchsorted(sp.states, starts)
-        use = at[None, :] >= first[:, None]
-        where = at[None, :] - first[:, None] + offsets[:, None]
-        parts[3].append(np.full(int(use.sum()), i))
-        parts[4].append(np.broadcast_to(thr[:, None], use.shape)[use])
-        parts[5].append(where[use])
-        return size + int(counts.sum())
-
-    def walk(self, ps: tuple[float, ...], horizon: int):
-        """Yield ``(k, [V_k for each p])`` for k = 1..horizon (one value per state)."""
-        vs = [np.concatenate((np.ones(self.size), [0.0])) for _ in ps]
-        for k in range(1, horizon + 1):
-            for p, v in zip(ps, vs, strict=True):
-                v[:-1] = p * v[self.up] + (1.0 - p) * v[self.down]
-            yield k, [v[:-1] for v in vs]
-
-    def survival(self, p: float, horizon: int, sessions: bool = False):
-        """``V_horizon`` (thresholds x states), and ``sum_{k<horizon} V_k`` with
-        ``sessions``."""
-        total = np.ones(self.size) if sessions else None
-        v = np.ones(self.size)
-        for k, (v,) in self.walk((p,), horizon):
-            if sessions and k < horizon:
-                total += v
-        return (v, total) if sessions else v
-
-
-def _shortest(grid, table: _Table, targets: RuleTargets, counts: bool):
+def _shortest(grid, table: Table, targets: RuleTargets, counts: bool):
     """The shortest horizon up to ``HORIZON_FACTOR * within`` at which some candidate
     meets both targets (kept only falls with the horizon, so only the members with a
     candidate keeping enough at ``within`` can meet both later)."""
     longest = HORIZON_FACTOR * targets.within
     if counts:
-        fh, fx = _by_fate(grid, _at(targets, longest), longest)[0].curves
+        fh, fx = by_fate(grid, _at(targets, longest), longest)[0].curves
         kept = 1.0 - np.array([f.excluded_by_session for f in fh])
         excl = np.array([f.excluded_by_session for f in fx])
         good = (kept >= targets.keep - 1e-12) & (excl >= targets.exclude - 1e-12)
@@ -412,8 +253,8 @@ def _shortest(grid, table: _Table, targets: RuleTargets, counts: bool):
     if hopeful.size == 0:
         return None
     best = None  # (k, -margin, rule, threshold): the earliest, then the largest margin
-    for members in _chunks(hopeful):
-        batch = _Batch(grid, targets, members=members, horizon=longest)
+    for members in chunks(hopeful):
+        batch = Batch(grid, targets, members=members, horizon=longest)
         g = batch.cand_g
         for k, (vh, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
             if best is not None and k > best[0]:

@@ -1,0 +1,154 @@
+"""Every candidate of a flat rule family's design grid with its exact figures at a horizon
+(``flat.design`` searches this table).
+
+``by_fate``: rules whose state is their counts, ``flat_fate`` per member and threshold.
+``by_grid``: step rules (their state is the confidence), every threshold and initial of a
+member at once by the backward recursion on the confidences the rule reaches
+(``chain.confidence_space``):
+``V_k(x) = p V_{k-1}(up(x)) + (1 - p) V_{k-1}(down(x))`` for ``x`` at or above the
+threshold (``V = 0`` below), ``V_0 = 1``, so ``P(kept) = V_n(x0)`` and
+``E[sessions shown] = sum_{k<n} V_k(x0)``, the same numbers as ``flat_fate`` (``Batch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from procmem_core.errors import ParameterError
+from procmem_core.flat.chain import confidence_space
+from procmem_core.flat.fate import flat_fate
+from procmem_core.flat.rule import DesignSpace
+from procmem_core.flat.targets import RuleTargets
+
+__all__ = ["MEMBERS_PER_BATCH", "Batch", "Table", "by_fate", "by_grid", "chunks"]
+
+
+@dataclass
+class Table:
+    """Every candidate of a family: the member, threshold, initial and exact figures."""
+
+    space: np.ndarray
+    threshold: np.ndarray
+    initial: np.ndarray
+    kept: np.ndarray
+    excluded: np.ndarray
+    sessions: np.ndarray
+
+
+def by_fate(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> tuple[Table, int]:
+    """Rules whose state is their counts: ``flat_fate`` per member and threshold."""
+    rows = []
+    for i, ds in enumerate(grid):
+        for t in ds.thresholds:
+            fh = flat_fate(targets.p_helpful, horizon, ds.rule, t, targets.base)
+            fx = flat_fate(targets.p_harmful, horizon, ds.rule, t, targets.base)
+            alive = np.concatenate(([1.0], 1.0 - fx.excluded_by_session[:-1]))
+            n = targets.within
+            rows.append(
+                (i, t, ds.rule.start(targets.base), 1 - fh.excluded_by_session[n - 1],
+                 fx.excluded_by_session[n - 1], alive[:n].sum(), fh, fx)
+            )  # fmt: skip
+    cols = list(zip(*rows, strict=True))
+    table = Table(*(np.array(c, dtype=float) for c in cols[:6]))
+    table.curves = (cols[6], cols[7])  # for the shortest-horizon search
+    return table, 0
+
+
+MEMBERS_PER_BATCH = 64
+"""Members walked together (bounds the memory of the float spaces, which hold a few
+doubles per decimal value)."""
+
+
+def chunks(members: Iterable[int]) -> list[np.ndarray]:
+    """``members`` in batches of ``MEMBERS_PER_BATCH``."""
+    members = np.asarray(members, dtype=int)
+    return [members[i : i + MEMBERS_PER_BATCH] for i in range(0, len(members), MEMBERS_PER_BATCH)]
+
+
+def by_grid(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> tuple[Table, int]:
+    """Step rules: one confidence space per member, all thresholds and starts at once
+    (``MEMBERS_PER_BATCH`` members at a time)."""
+    parts, skipped = [], 0
+    for members in chunks(range(len(grid))):
+        batch = Batch(grid, targets, members=members, horizon=horizon)
+        vh = batch.survival(targets.p_helpful, horizon)
+        vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
+        g = batch.cand_g
+        parts.append((batch.cand_space, batch.cand_thr, batch.states[g], vh[g], 1.0 - vx[g], sx[g]))
+        skipped += batch.skipped
+    return Table(*(np.concatenate(col) for col in zip(*parts, strict=True))), skipped
+
+
+class Batch:
+    """Every (member, threshold) chain in one flat index; the sentinel (index ``size``)
+    is "excluded", where ``V = 0``. A member's space is built once, at its lowest
+    threshold; a higher threshold keeps the states at or above it (a suffix: states are
+    sorted), and a move below it goes to the sentinel."""
+
+    def __init__(self, grid, targets: RuleTargets, members=None, horizon=None) -> None:
+        self.skipped = 0
+        parts: list[list[np.ndarray]] = [[] for _ in range(6)]
+        size = 0
+        for i in range(len(grid)) if members is None else members:
+            ds = grid[i]
+            low = min(ds.thresholds)
+            starts = [x for x in ds.initials if x >= low]
+            b = targets.base if ds.rule.needs_baseline else None
+            bound = horizon if ds.rule.arithmetic == "float" else None
+            try:
+                sp = confidence_space(ds.rule, low, starts, b, horizon=bound)
+            except ParameterError:  # too fine a grid for a chain: left out, and counted
+                self.skipped += 1
+                continue
+            size = self._add(parts, i, ds, sp, size, np.asarray(starts, dtype=float))
+        states, up, down, self.cand_space, self.cand_thr, self.cand_g = (
+            np.concatenate(x) if x else np.zeros(0) for x in parts
+        )
+        self.states = states
+        self.size = size
+        self.up = np.where(up < 0, size, up).astype(np.int64)
+        self.down = np.where(down < 0, size, down).astype(np.int64)
+        self.cand_g = self.cand_g.astype(np.int64)
+
+    @staticmethod
+    def _add(parts, i, ds, sp, size, starts) -> int:
+        n = len(sp.states)
+        thr = np.asarray(ds.thresholds, dtype=float)
+        first = np.searchsorted(sp.states, thr)
+        counts = n - first
+        offsets = size + np.concatenate(([0], np.cumsum(counts)[:-1]))
+        block_first = np.repeat(first, counts)
+        block_offset = np.repeat(offsets, counts)
+        local = np.arange(int(counts.sum())) - (block_offset - size) + block_first
+        for moves, slot in ((sp.up, 1), (sp.down, 2)):
+            to = moves[local]
+            parts[slot].append(np.where(to >= block_first, to - block_first + block_offset, -1))
+        parts[0].append(sp.states[local])
+        at = np.searchsorted(sp.states, starts)
+        use = at[None, :] >= first[:, None]
+        where = at[None, :] - first[:, None] + offsets[:, None]
+        parts[3].append(np.full(int(use.sum()), i))
+        parts[4].append(np.broadcast_to(thr[:, None], use.shape)[use])
+        parts[5].append(where[use])
+        return size + int(counts.sum())
+
+    def walk(self, ps: tuple[float, ...], horizon: int) -> Iterator[tuple[int, list[np.ndarray]]]:
+        """Yield ``(k, [V_k for each p])`` for k = 1..horizon (one value per state)."""
+        vs = [np.concatenate((np.ones(self.size), [0.0])) for _ in ps]
+        for k in range(1, horizon + 1):
+            for p, v in zip(ps, vs, strict=True):
+                v[:-1] = p * v[self.up] + (1.0 - p) * v[self.down]
+            yield k, [v[:-1] for v in vs]
+
+    def survival(self, p: float, horizon: int, sessions: bool = False):
+        """``V_horizon`` (thresholds x states), and ``sum_{k<horizon} V_k`` with
+        ``sessions``."""
+        total = np.ones(self.size) if sessions else None
+        v = np.ones(self.size)
+        for k, (v,) in self.walk((p,), horizon):
+            if sessions and k < horizon:
+                total += v
+        return (v, total) if sessions else v
