@@ -29,27 +29,23 @@ SQLite tables ``learnings_queue`` and ``learnings_supporters``.
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from procmem_core.errors import ParameterError, check_choice, check_text
 from procmem_core.graph.keys import check_namespace
-from procmem_core.learnings.candidate import CandidateState, check_support, fingerprint, quality
+from procmem_core.learnings.candidate import CandidateState, check_support, fingerprint
 from procmem_core.learnings.erasure import plan_erasure
 from procmem_core.learnings.publish import check_destination, promote
+from procmem_core.learnings.reading import QueueReads, principal_of
 from procmem_core.learnings.records import (
     DECISIONS,
-    SOURCE_KINDS,
-    STATUSES,
     Decision,
     Erasure,
     Learning,
-    Quality,
     ReviewResult,
     Supporter,
-    UnknownLearning,
 )
 from procmem_core.learnings.settings import LearningsSettings
 from procmem_core.limits import MAX_NOTE, MAX_RECORD_TEXT, check_identifier
@@ -63,23 +59,10 @@ CALLER_KINDS = ("conversation", "supporters")
 
 
 @thread_safe()
-class LearningsQueue:
-    """Candidates and their supporters; see the module docstring. Thread-safe: every
-    public method runs under the queue's lock (``procmem_core.locking``)."""
-
-    def __init__(
-        self, memory: MemoryStore | None = None, settings: LearningsSettings | None = None
-    ) -> None:
-        if memory is not None and not isinstance(memory, MemoryStore):
-            raise ParameterError("memory", memory, "expected a MemoryStore or None")
-        self.memory = memory
-        self.settings = settings if settings is not None else LearningsSettings()
-        if not isinstance(self.settings, LearningsSettings):
-            raise ParameterError("settings", settings, "expected LearningsSettings")
-        self._candidates: dict[str, CandidateState] = {}
-        self._by_print: dict[str, str] = {}
-        self._seq = 0
-        self._journal: RowJournal | None = None
+class LearningsQueue(QueueReads):
+    """Candidates and their supporters; see the module docstring (reads in
+    ``learnings.reading``). Thread-safe: every public method runs under the queue's lock
+    (``procmem_core.locking``)."""
 
     @classmethod
     def open(
@@ -117,9 +100,6 @@ class LearningsQueue:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __len__(self) -> int:
-        return len(self._candidates)
-
     # -- bookkeeping --------------------------------------------------------------
 
     def _next(self) -> int:
@@ -143,12 +123,6 @@ class LearningsQueue:
             {CANDIDATES: list(dropped), SUPPORTERS: list(dropped_rows)},
             {"seq": self._seq},
         )
-
-    def _live(self, candidate_id: str) -> CandidateState:
-        c = self._candidates.get(candidate_id) if isinstance(candidate_id, str) else None
-        if c is None or c.hidden:
-            raise UnknownLearning(f"no learning {candidate_id!r}")
-        return c
 
     def _find_or_new(
         self, text: str, source_kind: str, agent: str | None, namespace: str
@@ -200,7 +174,7 @@ class LearningsQueue:
     ) -> Learning:
         """A candidate written by the caller's process (``conversation`` or ``supporters``);
         the same rule proposed again is the same candidate, whatever its status."""
-        _principal(principal).require("writer", "learnings.propose", check_namespace(namespace))
+        principal_of(principal).require("writer", "learnings.propose", check_namespace(namespace))
         check_text("text", text, MAX_RECORD_TEXT)
         if source_kind == "assistant_turn":
             raise ParameterError(
@@ -225,7 +199,7 @@ class LearningsQueue:
         confidence: float | None = None,
     ) -> Learning:
         """Add one supporter row (the user's own quotes) to a caller's candidate."""
-        _principal(principal).require("writer", "learnings.support")
+        principal_of(principal).require("writer", "learnings.support")
         c = self._live(candidate_id)
         principal.require("writer", "learnings.support", c.namespace)
         if c.source_kind == "assistant_turn":
@@ -253,7 +227,7 @@ class LearningsQueue:
         this session's supporter row; None when assistant-turn learnings are off or the
         call acts as no agent (a pinned token naming none)."""
         namespace = check_namespace(namespace)
-        _principal(principal).require("writer", "learnings.file_agent_rule", namespace)
+        principal_of(principal).require("writer", "learnings.file_agent_rule", namespace)
         check_text("rule", rule, MAX_RECORD_TEXT)
         if not self.settings.agent_learnings:
             return None
@@ -282,69 +256,6 @@ class LearningsQueue:
             seq=seq,
         )
 
-    # -- reading --------------------------------------------------------------------
-
-    def get(self, candidate_id: str, *, principal: Principal) -> Learning:
-        _principal(principal).require("viewer", "learnings.get")
-        c = self._live(candidate_id)
-        principal.require("viewer", "learnings.get", c.namespace)
-        return c.snapshot()
-
-    def supporter_rows(self, candidate_id: str, *, principal: Principal) -> tuple[Supporter, ...]:
-        """The candidate's remaining supporter rows, oldest first."""
-        _principal(principal).require("viewer", "learnings.supporters")
-        c = self._live(candidate_id)
-        principal.require("viewer", "learnings.supporters", c.namespace)
-        return tuple(c.rows)
-
-    def list(
-        self,
-        *,
-        principal: Principal,
-        status: str = "pending",
-        source_kind: str | None = None,
-        namespace: str | None = None,
-        agent: str | None = None,
-    ) -> builtins.list[Learning]:
-        """``learnings.list``: candidates by status (pending by default), source kind,
-        namespace (or every namespace the principal can read) and agent, oldest first."""
-        spaces = allowed_namespaces(_principal(principal), "viewer", "learnings.list", namespace)
-        check_choice("status", status, STATUSES)
-        if source_kind is not None:
-            check_choice("source_kind", source_kind, SOURCE_KINDS)
-        return [
-            c.snapshot()
-            for c in sorted(self._candidates.values(), key=lambda c: c.seq)
-            if not c.hidden
-            and c.status == status
-            and (source_kind is None or c.source_kind == source_kind)
-            and (spaces is None or c.namespace in spaces)
-            and (agent is None or c.agent == agent)
-        ]
-
-    def quality(
-        self,
-        *,
-        principal: Principal,
-        namespace: str | None = None,
-        source_kind: str = "conversation",
-    ) -> tuple[Quality, ...]:
-        """``learnings.quality``: per namespace, counts of every status row of the kind
-        (blanked ones included: their decision was made) and the approve ratio."""
-        allowed = allowed_namespaces(
-            _principal(principal), "viewer", "learnings.quality", namespace
-        )
-        check_choice("source_kind", source_kind, SOURCE_KINDS)
-        spaces = sorted(
-            ns
-            for ns in {c.namespace for c in self._candidates.values()}
-            | ({namespace} if namespace is not None else set())
-            if allowed is None or ns in allowed
-        )
-        return quality(
-            self._candidates.values(), spaces if namespace is None else [namespace], source_kind
-        )
-
     # -- review and erasure ----------------------------------------------------------
 
     def review(
@@ -357,7 +268,7 @@ class LearningsQueue:
         destination: str | None = None,
     ) -> ReviewResult:
         """``learnings.review`` (admin); see the module docstring."""
-        _principal(principal).require("admin", "learnings.review")
+        principal_of(principal).require("admin", "learnings.review")
         check_choice("decision", decision, tuple(DECISIONS))
         check_text("reason", reason, MAX_NOTE)
         c = self._live(candidate_id)
@@ -391,7 +302,7 @@ class LearningsQueue:
     def erase_user(self, user_id: str, *, principal: Principal) -> Erasure:
         """A user erasure (admin; a principal scoped to namespaces erases in those where it
         is admin); see the module docstring."""
-        spaces = allowed_namespaces(_principal(principal), "admin", "learnings.erase_user")
+        spaces = allowed_namespaces(principal_of(principal), "admin", "learnings.erase_user")
         check_identifier("user_id", user_id)
         mine = [c for c in self._candidates.values() if spaces is None or c.namespace in spaces]
         plan = plan_erasure(mine, user_id)
@@ -410,9 +321,3 @@ class LearningsQueue:
             deleted=tuple(c.candidate_id for c in plan.deleted),
             blanked=tuple(c.candidate_id for c in plan.blanked),
         )
-
-
-def _principal(principal: Principal) -> Principal:
-    if not isinstance(principal, Principal):
-        raise ParameterError("principal", principal, "expected a Principal (name and role)")
-    return principal
