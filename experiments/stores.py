@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from procmem_core.errors import ParameterError, ProcmemError
+from procmem_core.storefile import read_only_uri, sqlite_file_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DB = ROOT / "mlflow.db"
@@ -120,32 +121,8 @@ def _check_sqlite(path: Path, uri: str) -> bool:
     return False
 
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 TRACKING_TABLES = ("experiments", "runs", "tags", "params", "metrics", "latest_metrics")
 """The tables a job writes; their columns are checked against MLflow's models."""
-
-
-def sqlite_size_problem(path: Path, header: bytes) -> str | None:
-    """A file shorter than its SQLite header says (page size x page count, bytes 16-17
-    and 28-31, valid when bytes 24-27 equal 92-95: sqlite.org/fileformat2.html)."""
-    page = int.from_bytes(header[16:18], "big")
-    page = 65536 if page == 1 else page
-    size = path.stat().st_size
-    pages = int.from_bytes(header[28:32], "big")
-    valid = header[24:28] == header[92:96] and pages > 0
-    if size % page or (valid and size < page * pages):
-        expected = f"{page * pages} bytes" if valid else f"a multiple of {page} bytes"
-        return f"is truncated ({size} bytes; its header says {expected})"
-    return None
-
-
-def read_only_uri(path: Path) -> str:
-    """A SQLite URI that reads ``path`` without creating or changing any file: a
-    WAL-mode file with no ``-wal`` beside it is whole in itself and read ``immutable``
-    (``mode=ro`` would leave ``-wal`` and ``-shm`` files beside a file that is not ours);
-    with a ``-wal`` (a writer at work), ``mode=ro`` reads through it."""
-    wal = path.with_name(path.name + "-wal")
-    return f"file:{path}?" + ("mode=ro" if wal.exists() else "immutable=1")
 
 
 def sqlite_problem(path: Path) -> str | None:
@@ -159,13 +136,9 @@ def sqlite_problem(path: Path) -> str | None:
     """
     import sqlite3
 
-    with path.open("rb") as fh:
-        header = fh.read(100)
-    if not header.startswith(SQLITE_HEADER) or len(header) < 100:
-        return "is not a SQLite database"
-    truncated = sqlite_size_problem(path, header)
-    if truncated:
-        return truncated
+    problem = sqlite_file_problem(path)
+    if problem is not None:
+        return problem
     try:
         with sqlite3.connect(read_only_uri(path), uri=True, timeout=CONNECT_SECONDS) as db:
             tables = {r[0] for r in db.execute("select name from sqlite_master")}

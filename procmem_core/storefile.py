@@ -19,6 +19,10 @@ table set, another ``application_id``), a directory, a device or FIFO, a path wi
 byte, a name too long, a place where no file can be created (e.g. under ``/proc``).
 ``classify(path, tables)`` is the same rule on a table list read under the write lock,
 so the openers check again inside the transaction that creates their tables.
+
+The read-only reading is shared with the MLflow store checks (``experiments.stores``,
+``reports.source``): ``read_only_uri`` (the URI that reads a file without writing a
+byte) and ``sqlite_file_problem`` (not SQLite, or shorter than its header says).
 """
 
 from __future__ import annotations
@@ -108,8 +112,7 @@ def identify(path: Path, expected: str = STORE_EXPECTED) -> str:
             path, f"is an SQLite database of another application (application_id {app_id:#x})",
             expected,
         )  # fmt: skip
-    wal_idle = head[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
-    tables = _tables_read_only(path, immutable=wal_idle, expected=expected)
+    tables = _tables_read_only(path, read_only_uri(path, head), expected)
     return classify(path, tables, app_id == APPLICATION_ID, expected)
 
 
@@ -127,8 +130,40 @@ def classify(
     raise StoreFileError(path, f"is an SQLite database of another kind ({found})", expected)
 
 
-def _tables_read_only(path: Path, immutable: bool, expected: str) -> list[str]:
-    uri = path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
+def read_only_uri(path: Path, head: bytes | None = None) -> str:
+    """An SQLite URI that reads ``path`` without creating or changing any file: ``mode=ro``,
+    and ``immutable=1`` when the header (``head``, its first 100 bytes; read when None)
+    says WAL mode and no ``-wal`` is beside it (the file is then whole in itself, and
+    ``mode=ro`` alone would leave ``-wal`` and ``-shm`` files beside a file that may not
+    be ours); with a ``-wal`` (a writer at work), ``mode=ro`` reads through it."""
+    if head is None:
+        with path.open("rb") as f:
+            head = f.read(100)
+    wal_idle = head[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
+    return path.resolve().as_uri() + ("?mode=ro&immutable=1" if wal_idle else "?mode=ro")
+
+
+def sqlite_file_problem(path: Path) -> str | None:
+    """Why the file at ``path`` is not a whole SQLite database, read without writing: its
+    first 100 bytes are not an SQLite header, or it is shorter than its header says (page
+    size x page count, bytes 16-17 and 28-31, the count valid when bytes 24-27 equal
+    92-95; sqlite.org/fileformat2.html). None for a whole one."""
+    with path.open("rb") as f:
+        head = f.read(100)
+    if len(head) < 100 or not head.startswith(SQLITE_HEADER):
+        return "is not a SQLite database"
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    size = path.stat().st_size
+    pages = int.from_bytes(head[28:32], "big")
+    valid = head[24:28] == head[92:96] and pages > 0
+    if size % page or (valid and size < page * pages):
+        expected = f"{page * pages} bytes" if valid else f"a multiple of {page} bytes"
+        return f"is truncated ({size} bytes; its header says {expected})"
+    return None
+
+
+def _tables_read_only(path: Path, uri: str, expected: str) -> list[str]:
     try:
         con = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:

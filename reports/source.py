@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from procmem_core.storefile import read_only_uri, sqlite_file_problem
 from reports.errors import NoSweepError, ReportError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -167,7 +168,6 @@ HTTP_BOUNDS = {
 gone). Set by ``python -m reports`` unless the variable is already set."""
 PROBE_SECONDS = 5.0
 """How long the check before a report waits for a tracking server's ``/health``."""
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 @cache
@@ -191,29 +191,14 @@ def check_store(uri: str) -> None:
         _probe_server(uri)
 
 
-def read_only_uri(path: Path) -> str:
-    """A SQLite URI that reads ``path`` without creating or changing any file: a
-    WAL-mode file with no ``-wal`` beside it is whole in itself and read ``immutable``
-    (``mode=ro`` would leave ``-wal`` and ``-shm`` files beside a file that is not ours);
-    with a ``-wal`` (a writer at work), ``mode=ro`` reads through it."""
-    wal = path.with_name(path.name + "-wal")
-    return f"file:{path}?" + ("mode=ro" if wal.exists() else "immutable=1")
-
-
 def _sqlite_problem(path: Path) -> str | None:
     """What makes ``path`` not a whole MLflow store of this MLflow's schema, read with
     ``mode=ro`` (no byte written): not SQLite, truncated (shorter than page size x
     page count of its header), unreadable, another program's database, or another
     alembic version than this MLflow's head."""
-    with path.open("rb") as fh:
-        header = fh.read(100)
-    if len(header) < 100 or not header.startswith(SQLITE_HEADER):
-        return "is not a SQLite database"
-    page = int.from_bytes(header[16:18], "big")
-    page, pages = (65536 if page == 1 else page), int.from_bytes(header[28:32], "big")
-    size = path.stat().st_size
-    if size % page or (header[24:28] == header[92:96] and size < page * pages):
-        return f"is truncated ({size} bytes; its header says {page * pages})"
+    problem = sqlite_file_problem(path)
+    if problem is not None:
+        return problem
     try:
         with sqlite3.connect(read_only_uri(path), uri=True, timeout=PROBE_SECONDS) as db:
             tables = {r[0] for r in db.execute("select name from sqlite_master")}
