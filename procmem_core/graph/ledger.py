@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -103,6 +103,18 @@ class RevisionTally:
         self.successes += int(run.ok)
         if run.ok and run.cost is not None:
             self.success_costs.append(run.cost)
+
+
+class RunDetails(TypedDict, total=False):
+    """The optional details of a run report, as keywords (``ProcedureStore.record_run`` and
+    ``complete_run``; ``reflections.complete_run`` passes them on as given); checked by
+    ``check_run_fields``."""
+
+    note: str | None
+    cost: float | None
+    duration_ms: int | None
+    tokens: int | None
+    agent: str | None
 
 
 def check_run_fields(

@@ -12,9 +12,11 @@ memory store as a reflection record whose evidence is the runs and the procedure
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Unpack
 
 from procmem_core.errors import ParameterError
 from procmem_core.graph import ProcedureStore, RunRecord
+from procmem_core.graph.ledger import RunDetails
 from procmem_core.memory import MemoryStore
 from procmem_core.reflections.records import Reflection, run_key, write_reflection
 
@@ -26,30 +28,27 @@ def complete_run(
     reflection: str | None = None,
     *,
     memory: MemoryStore | None = None,
-    note: str | None = None,
-    cost: float | None = None,
-    duration_ms: int | None = None,
-    tokens: int | None = None,
-    agent: str | None = None,
     principal: str | None = None,
+    **details: Unpack[RunDetails],
 ) -> tuple[RunRecord, ...]:
     """Record the session's runs in ``procedures`` and, with a ``memory`` store and a
     ``reflection``, store the lesson there (evidence: ``run:<id>`` of each run and
     ``<namespace>/<key>`` of each procedure; namespace: the first run's, else
     "default"). Both stores are checked before anything is written. ``principal`` (auth on)
-    needs the writer role in every listed procedure's namespace, and is the lesson's actor."""
+    needs the writer role in every listed procedure's namespace, and is the lesson's actor
+    (else the ``agent``). ``details``: the run's ``note``, ``cost``, ``duration_ms``,
+    ``tokens`` and ``agent``, passed to ``ProcedureStore.complete_run`` as given."""
     if not isinstance(procedures, ProcedureStore):
         raise ParameterError("procedures", procedures, "expected a ProcedureStore")
     if memory is not None and not isinstance(memory, MemoryStore):
         raise ParameterError("memory", memory, "expected a MemoryStore or None")
     runs = procedures.complete_run(
-        memories_used, ok, reflection=reflection, note=note, cost=cost,
-        duration_ms=duration_ms, tokens=tokens, agent=agent, principal=principal,
-    )  # fmt: skip
+        memories_used, ok, reflection=reflection, principal=principal, **details
+    )
     if memory is not None and reflection is not None:
         evidence = [run_key(r.run_id) for r in runs] + [f"{r.namespace}/{r.key}" for r in runs]
         namespace = runs[0].namespace if runs else "default"
         lesson = Reflection.coerce(reflection, evidence)
-        actor = principal if principal is not None else agent
+        actor = principal if principal is not None else details.get("agent")
         write_reflection(memory, lesson, namespace=namespace, actor=actor)
     return runs
