@@ -4,7 +4,8 @@ Every public name is here (``from procmem_core import ProcedureStore, SPRTGate``
 subpackages hold the design: ``flat`` (the notebook seed's confidence rule, prompt and
 exact fate), ``graph`` (the loom seed's procedure graphs, ledger, evolve, store, packs),
 ``gates`` (revision gates and their exact operating points), ``quarantine`` (exit
-policies for quarantined graph procedures and their exact chain), ``ab`` (withheld-vs-shown
+policies for quarantined graph procedures and their exact chain; every name of its
+``__all__`` is here), ``ab`` (withheld-vs-shown
 estimators) and ``learn`` (learning from transcripts through an OpenAI-compatible model;
 imported on first use, so ``import procmem_core`` does not load the ``openai`` client).
 docs/architecture.md maps them.
@@ -94,18 +95,8 @@ from procmem_core.graph import (
     UnknownProcedure,
 )
 from procmem_core.metric import Metric, metrics_of
-from procmem_core.quarantine import (
-    QUARANTINE_POLICIES,
-    DecayPolicy,
-    ExitFate,
-    HalfOpenPolicy,
-    ProbationPolicy,
-    QuarantineFate,
-    QuarantinePolicy,
-    SeedPolicy,
-    make_quarantine_policy,
-    quarantine_fate,
-)
+from procmem_core.quarantine import *  # noqa: F403 (every name of quarantine.__all__)
+from procmem_core.quarantine import __all__ as _QUARANTINE
 
 _LAZY = {
     name: "procmem_core.learn"
@@ -211,15 +202,6 @@ __all__ = [
     "TwoSampleGate",
     "BaselineRule",
     "PosteriorRule",
-    "QUARANTINE_POLICIES",
-    "DecayPolicy",
-    "ExitFate",
-    "HalfOpenPolicy",
-    "ProbationPolicy",
-    "QuarantineFate",
-    "QuarantinePolicy",
-    "SeedPolicy",
-    "make_quarantine_policy",
-    "quarantine_fate",
+    *_QUARANTINE,
     *_LAZY,
 ]
