@@ -19,6 +19,9 @@ table set, another ``application_id``), a directory, a device or FIFO, a path wi
 byte, a name too long, a place where no file can be created (e.g. under ``/proc``).
 ``classify(path, tables)`` is the same rule on a table list read under the write lock,
 so the openers check again inside the transaction that creates their tables.
+``open_store`` is that opening, the one every store's journal uses (``graph.sqlite``,
+``memory.journal``): identify, connect, create the tables in one write transaction
+(``write_transaction``) that checks the table set again, then WAL mode.
 
 The read-only reading is shared with the MLflow store checks (``experiments.stores``,
 ``reports.source``): ``read_only_uri`` (the URI that reads a file without writing a
@@ -30,10 +33,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from procmem_core.errors import ParameterError, ProcmemError
+from procmem_core.errors import ParameterError, ProcmemError, check_number
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 APPLICATION_ID = 0x706D656D  # "pmem", at byte 68 of every SQLite file procmem creates
@@ -192,3 +196,67 @@ def mark_new(cur: sqlite3.Cursor, tables: Iterable[str]) -> None:
     is creating); call inside the transaction that creates the tables."""
     if not [t for t in tables if not t.startswith("sqlite_")]:
         cur.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+SYNCHRONOUS = ("NORMAL", "FULL")
+"""SQLite's ``synchronous`` settings a store may run with (NORMAL: a committed transaction
+survives the death of the process; FULL: an OS crash or power loss too, at an fsync per
+write)."""
+
+
+def check_durability(synchronous: object, busy_timeout: object) -> float:
+    """Check a store's ``synchronous`` (``SYNCHRONOUS``) and ``busy_timeout`` (seconds a
+    write waits for another process's write lock, >= 0) before any work; the timeout."""
+    if synchronous not in SYNCHRONOUS:
+        raise ParameterError("synchronous", synchronous, "expected 'NORMAL' or 'FULL'")
+    return check_number("busy_timeout", busy_timeout, minimum=0.0)
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Cursor]:
+    """One write transaction under SQLite's write lock (``BEGIN IMMEDIATE``, waiting up to
+    the connection's busy timeout): all of it or none."""
+    cur = conn.cursor()
+    cur.execute("BEGIN IMMEDIATE")
+    try:
+        yield cur
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
+    cur.execute("COMMIT")
+
+
+def open_store(
+    path: object,
+    synchronous: str,
+    busy_timeout: float,
+    create: Callable[[sqlite3.Cursor, set[str]], None],
+    expected: str = STORE_EXPECTED,
+) -> tuple[Path, sqlite3.Connection]:
+    """Open the store file ``path`` (settings checked by ``check_durability``): identify it
+    read-only (a file that is not procmem's is refused untouched), connect, then in one
+    write transaction check the table set again under the lock, stamp a new file
+    (``mark_new``) and ``create(cursor, tables)`` the owner's tables; then WAL mode and
+    ``synchronous``. A database error is a ``StoreFileError`` naming the path; on any
+    failure the connection is closed. Returns the path and the connection."""
+    p = store_path(path, expected)
+    identify(p, expected)
+    conn = connect(p, busy_timeout, expected)
+    try:
+        with write_transaction(conn) as cur:
+            tables = {
+                r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            (app_id,) = cur.execute("PRAGMA application_id").fetchone()
+            classify(p, tables, app_id == APPLICATION_ID, expected)  # again, under the lock
+            mark_new(cur, tables)
+            create(cur, tables)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreFileError(p, f"cannot be read as a store ({exc})", expected) from None
+    except BaseException:
+        conn.close()
+        raise
+    return p, conn

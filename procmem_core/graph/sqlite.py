@@ -30,7 +30,8 @@ raises ``StoreFileError`` naming the path, and its bytes are left as they were. 
 with no file, a zero-byte file or an SQLite file with no tables becomes a new store;
 a file holding procmem's other stores (``memory.journal``) gains the procedure tables.
 Only then does the opener write: its tables in one transaction (checking the table set
-again under the write lock), then WAL mode. The connection may be used from any thread;
+again under the write lock), then WAL mode (``storefile.open_store``, as every store's
+journal opens). The connection may be used from any thread;
 ``ProcedureStore`` serialises its use (``procmem_core.locking``).
 """
 
@@ -43,18 +44,15 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from procmem_core.errors import ParameterError, check_number
+from procmem_core.errors import ParameterError
 from procmem_core.gates import GateRecord
 from procmem_core.graph.entry import ProcedureEntry
 from procmem_core.graph.ledger import RunRecord
 from procmem_core.storefile import (
-    APPLICATION_ID,
     StoreFileError,
-    classify,
-    connect,
-    identify,
-    mark_new,
-    store_path,
+    check_durability,
+    open_store,
+    write_transaction,
 )
 
 __all__ = ["EXPECTED", "SCHEMA_VERSION", "SQLiteJournal", "StoreFileError", "Transaction"]
@@ -204,37 +202,16 @@ class SQLiteJournal:
     def __init__(
         self, path: str | Path, synchronous: str = "NORMAL", busy_timeout: float = 60.0
     ) -> None:
-        if synchronous not in ("NORMAL", "FULL"):
-            raise ParameterError("synchronous", synchronous, "expected 'NORMAL' or 'FULL'")
-        self.busy_timeout = check_number("busy_timeout", busy_timeout, minimum=0.0)
-        self.path = store_path(path, EXPECTED)
-        identify(self.path, EXPECTED)  # read-only: a foreign file is refused untouched
-        self.conn = connect(self.path, self.busy_timeout, EXPECTED)
-        try:
-            with self.transaction() as tx:
-                self._create_schema(tx.cur)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute(f"PRAGMA synchronous={synchronous}")
-        except sqlite3.DatabaseError as exc:
-            self.conn.close()
-            raise StoreFileError(
-                self.path, f"cannot be read as a store ({exc})", EXPECTED
-            ) from None
-        except BaseException:
-            self.conn.close()
-            raise
+        self.busy_timeout = check_durability(synchronous, busy_timeout)
+        self.path, self.conn = open_store(
+            path, synchronous, self.busy_timeout, self._create_schema, EXPECTED
+        )
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """One write transaction under SQLite's write lock (all of it or none)."""
-        cur = self.conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self.conn) as cur:
             yield Transaction(self, cur)
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        cur.execute("COMMIT")
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Cursor]:
@@ -246,11 +223,8 @@ class SQLiteJournal:
         finally:
             cur.execute("COMMIT")
 
-    def _create_schema(self, cur: sqlite3.Cursor) -> None:
-        tables = {r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        (app_id,) = cur.execute("PRAGMA application_id").fetchone()
-        classify(self.path, tables, app_id == APPLICATION_ID, EXPECTED)  # again, under the lock
-        mark_new(cur, tables)
+    def _create_schema(self, cur: sqlite3.Cursor, tables: set[str]) -> None:
+        """The procedure tables (``open_store`` checked ``tables`` under the lock)."""
         if "procedures" in tables:
             columns = {r[1] for r in cur.execute("PRAGMA table_info(procedures)")}
             for column in ("version", "created"):

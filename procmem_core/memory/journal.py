@@ -17,8 +17,8 @@ not procmem's (text, another application's database such as MLflow's, a bad path
 ``StoreFileError`` naming the path and is left byte for byte as it was; no file, a
 zero-byte file or an SQLite file with no tables becomes a new store. Only then are the
 tables created (one transaction that checks the table set again under the write lock)
-and WAL mode set. The connection may be used from any thread; its owner serialises the
-calls (``procmem_core.locking``).
+and WAL mode set (``storefile.open_store``, as ``graph.sqlite`` opens). The connection
+may be used from any thread; its owner serialises the calls (``procmem_core.locking``).
 """
 
 from __future__ import annotations
@@ -30,15 +30,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from procmem_core.errors import ParameterError, check_number
+from procmem_core.errors import ParameterError
 from procmem_core.storefile import (
-    APPLICATION_ID,
     StoreFileError,
-    classify,
-    connect,
-    identify,
-    mark_new,
-    store_path,
+    check_durability,
+    open_store,
+    write_transaction,
 )
 
 _TABLE = re.compile(r"[a-z][a-z0-9_]{0,62}")
@@ -57,43 +54,19 @@ class RowJournal:
         synchronous: str = "NORMAL",
         busy_timeout: float = 60.0,
     ) -> None:
-        if synchronous not in ("NORMAL", "FULL"):
-            raise ParameterError("synchronous", synchronous, "expected 'NORMAL' or 'FULL'")
-        busy_timeout = check_number("busy_timeout", busy_timeout, minimum=0.0)
+        busy_timeout = check_durability(synchronous, busy_timeout)
         self.owner = owner
         self.tables = tuple(tables)
         for t in self.tables:
             if not _TABLE.fullmatch(t):
                 raise ParameterError("table", t, f"expected a name matching {_TABLE.pattern}")
-        self.path = store_path(path)
-        identify(self.path)  # read-only: a foreign file is refused untouched
-        self.conn = connect(self.path, busy_timeout)
-        try:
-            self._transaction(self._create, version)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute(f"PRAGMA synchronous={synchronous}")
-        except sqlite3.DatabaseError as exc:
-            self.conn.close()
-            raise StoreFileError(self.path, f"cannot be read as a store ({exc})") from None
-        except BaseException:
-            self.conn.close()
-            raise
-
-    def _transaction(self, work: Any, *args: Any) -> None:
-        cur = self.conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            work(cur, *args)
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        cur.execute("COMMIT")
+        self.path, self.conn = open_store(
+            path, synchronous, busy_timeout, lambda cur, _: self._create(cur, version)
+        )
 
     def _create(self, cur: sqlite3.Cursor, version: int) -> None:
-        tables = [r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        (app_id,) = cur.execute("PRAGMA application_id").fetchone()
-        classify(self.path, tables, app_id == APPLICATION_ID)  # again, under the lock
-        mark_new(cur, tables)
+        """The journal's tables and this owner's schema version (``open_store`` checked the
+        file's table set under the lock)."""
         cur.execute(
             f"CREATE TABLE IF NOT EXISTS {_META} (owner TEXT NOT NULL, key TEXT NOT NULL, "
             "value TEXT NOT NULL, PRIMARY KEY (owner, key))"
@@ -124,7 +97,8 @@ class RowJournal:
     ) -> None:
         """Write ``upserts`` (table -> ``(id, seq, body)``), ``deletes`` (table -> ids) and
         ``meta`` (key -> JSON value) in one transaction: all of them or none."""
-        self._transaction(self._write, upserts or {}, deletes or {}, meta or {})
+        with write_transaction(self.conn) as cur:
+            self._write(cur, upserts or {}, deletes or {}, meta or {})
 
     def _write(
         self, cur: sqlite3.Cursor, upserts: Mapping, deletes: Mapping, meta: Mapping
