@@ -71,6 +71,7 @@ class ConfidenceSpace:
     up: np.ndarray
     down: np.ndarray
     shown: np.ndarray  # states at or above the threshold
+    depth: np.ndarray | None = None  # updates from the nearest start (breadth first)
 
     def index(self, confidence: float) -> int:
         """The state's position; a ``ParameterError`` when it is not in the space."""
@@ -137,8 +138,8 @@ def confidence_space(
         moved = np.concatenate([up, down])
         if not keep_below:
             moved = moved[np.asarray(passes_threshold(moved, threshold), bool)]
-        frontier = np.setdiff1d(moved, known)
-        known = np.union1d(known, frontier)
+        frontier = _new(np.unique(moved), known)
+        known = np.sort(np.concatenate((known, frontier)), kind="stable")  # two sorted runs
         if known.size > max_states:
             raise ParameterError(
                 "rule", rule.describe(), f"a chain of at most {max_states} confidences "
@@ -147,10 +148,11 @@ def confidence_space(
             )  # fmt: skip
     if not done:
         empty = np.zeros(0, dtype=np.int64)
-        return ConfidenceSpace(np.zeros(0), empty, empty, np.zeros(0, bool))
+        return ConfidenceSpace(np.zeros(0), empty, empty, np.zeros(0, bool), empty)
     states = np.concatenate(done)
     order = np.argsort(states, kind="stable")
     states = states[order]
+    depth = np.concatenate([np.full(f.size, d, dtype=np.int64) for d, f in enumerate(done)])
     up, down = np.concatenate(ups)[order], np.concatenate(downs)[order]
     shown = np.asarray(passes_threshold(states, threshold), bool)
     bounded = horizon is not None
@@ -159,7 +161,17 @@ def confidence_space(
         _positions(states, up, keep_below, threshold, bounded),
         _positions(states, down, keep_below, threshold, bounded),
         shown,
+        depth[order],
     )
+
+
+def _new(values: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """The sorted unique ``values`` not in the sorted ``known`` (``np.setdiff1d`` without
+    re-sorting ``known``: a binary search per value)."""
+    if not known.size:
+        return values
+    at = np.searchsorted(known, values).clip(max=known.size - 1)
+    return values[known[at] != values]
 
 
 def _positions(states, moved, keep_below, threshold, bounded=False) -> np.ndarray:

@@ -256,12 +256,12 @@ def _shortest(grid, table: Table, targets: RuleTargets, counts: bool):
     for members in chunks(hopeful):
         batch = Batch(grid, targets, members=members, horizon=longest)
         g = batch.cand_g
-        for k, (vh, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
+        for k, (kept, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
             if best is not None and k > best[0]:
                 break
             if k <= targets.within:
                 continue
-            kept, excl = vh[g], 1.0 - vx[g]
+            excl = 1.0 - vx
             good = (kept >= targets.keep - 1e-12) & (excl >= targets.exclude - 1e-12)
             if good.any():
                 margin = np.where(good, np.minimum(kept - targets.keep, excl - targets.exclude), -1)

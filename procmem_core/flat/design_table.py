@@ -76,8 +76,8 @@ def by_grid(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> 
         batch = Batch(grid, targets, members=members, horizon=horizon)
         vh = batch.survival(targets.p_helpful, horizon)
         vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
-        g = batch.cand_g
-        parts.append((batch.cand_space, batch.cand_thr, batch.states[g], vh[g], 1.0 - vx[g], sx[g]))
+        start = batch.states[batch.cand_g]
+        parts.append((batch.cand_space, batch.cand_thr, start, vh, 1.0 - vx, sx))
         skipped += batch.skipped
     return Table(*(np.concatenate(col) for col in zip(*parts, strict=True))), skipped
 
@@ -88,9 +88,9 @@ class Batch:
     threshold; a higher threshold keeps the states at or above it (a suffix: states are
     sorted), and a move below it goes to the sentinel."""
 
-    def __init__(self, grid, targets: RuleTargets, members=None, horizon=None) -> None:
+    def __init__(self, grid, targets: RuleTargets, members=None, *, horizon: int) -> None:
         self.skipped = 0
-        parts: list[list[np.ndarray]] = [[] for _ in range(6)]
+        parts: list[list[np.ndarray]] = [[] for _ in range(7)]
         size = 0
         for i in range(len(grid)) if members is None else members:
             ds = grid[i]
@@ -104,14 +104,19 @@ class Batch:
                 self.skipped += 1
                 continue
             size = self._add(parts, i, ds, sp, size, np.asarray(starts, dtype=float))
-        states, up, down, self.cand_space, self.cand_thr, self.cand_g = (
+        states, up, down, self.cand_space, self.cand_thr, g, depth = (
             np.concatenate(x) if x else np.zeros(0) for x in parts
         )
-        self.states = states
+        # states in order of depth, so the states within j updates of a start are a prefix
+        order = np.argsort(depth, kind="stable")
+        at = np.empty(size + 1, dtype=np.int64)
+        at[order], at[size] = np.arange(size), size  # old index -> new; the sentinel stays
         self.size = size
-        self.up = np.where(up < 0, size, up).astype(np.int64)
-        self.down = np.where(down < 0, size, down).astype(np.int64)
-        self.cand_g = self.cand_g.astype(np.int64)
+        self.states = states[order]
+        self.up = at[np.where(up < 0, size, up).astype(np.int64)[order]]
+        self.down = at[np.where(down < 0, size, down).astype(np.int64)[order]]
+        self.cand_g = at[g.astype(np.int64)]
+        self.within = np.searchsorted(depth[order], np.arange(horizon + 1), side="right")
 
     @staticmethod
     def _add(parts, i, ds, sp, size, starts) -> int:
@@ -127,6 +132,7 @@ class Batch:
             to = moves[local]
             parts[slot].append(np.where(to >= block_first, to - block_first + block_offset, -1))
         parts[0].append(sp.states[local])
+        parts[6].append(sp.depth[local])
         at = np.searchsorted(sp.states, starts)
         use = at[None, :] >= first[:, None]
         where = at[None, :] - first[:, None] + offsets[:, None]
@@ -136,18 +142,27 @@ class Batch:
         return size + int(counts.sum())
 
     def walk(self, ps: tuple[float, ...], horizon: int) -> Iterator[tuple[int, list[np.ndarray]]]:
-        """Yield ``(k, [V_k for each p])`` for k = 1..horizon (one value per state)."""
+        """Yield ``(k, [V_k at every candidate's start, for each p])`` for k = 1..horizon.
+
+        ``V_horizon`` at a start reads ``V_k`` only at states within ``horizon - k``
+        updates of a start, so step ``k`` updates only those (a prefix: ``within``).
+        """
+        if horizon > len(self.within) - 1:
+            raise ValueError(f"a walk of {horizon} steps on a batch built for fewer")
         vs = [np.concatenate((np.ones(self.size), [0.0])) for _ in ps]
+        g = self.cand_g
         for k in range(1, horizon + 1):
+            n = self.within[horizon - k]
+            up, down = self.up[:n], self.down[:n]
             for p, v in zip(ps, vs, strict=True):
-                v[:-1] = p * v[self.up] + (1.0 - p) * v[self.down]
-            yield k, [v[:-1] for v in vs]
+                v[:n] = p * v[up] + (1.0 - p) * v[down]
+            yield k, [v[g] for v in vs]
 
     def survival(self, p: float, horizon: int, sessions: bool = False):
-        """``V_horizon`` (thresholds x states), and ``sum_{k<horizon} V_k`` with
-        ``sessions``."""
-        total = np.ones(self.size) if sessions else None
-        v = np.ones(self.size)
+        """``V_horizon`` at every candidate's start, and ``sum_{k<horizon} V_k`` there
+        with ``sessions``."""
+        total = np.ones(self.cand_g.size) if sessions else None
+        v = np.ones(self.cand_g.size)
         for k, (v,) in self.walk((p,), horizon):
             if sessions and k < horizon:
                 total += v
