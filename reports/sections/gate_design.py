@@ -10,8 +10,13 @@ rate is largest and where its power is least, and the simulated rates are compar
 the exact ones (z-scores). The question asks for the design objective ``null_runs`` (the
 fewest expected runs when nothing changed), and the sentence gives the sessions a revision
 takes when nothing changed and at the drop, both arms counted at the concurrent share.
+A two-sample gate recalibrates its levels for the ledger it sees, so its guarantee holds
+at any ledger size; the section shows its exact worst cases against the ledger size
+(``ledger_profile``: the sizes in ``LEDGER_SIZES`` and those swept) and the sessions it
+takes against the concurrent share (its error rates, read in pairs, do not depend on it).
 ``recommendations.json`` holds the gate's ``make_gate`` parameters, the question, the
-objective, the sessions, the exact worst cases and the simulation check.
+objective, the sessions, the exact worst cases (also per ledger size) and the simulation
+check.
 """
 
 from __future__ import annotations
@@ -25,13 +30,18 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.gates import (
+    LEDGER_SIZES,
     DesignQuestion,
     FamilyAnswer,
     GateDesign,
+    LedgerRow,
+    TwoSampleGate,
     design_gate,
+    ledger_profile,
     make_gate,
     worst_case,
 )
+from procmem_core.gates.design import arm_runs
 from reports.document import Table
 from reports.evidence import fmt
 from reports.recommend import GateTargets
@@ -44,6 +54,8 @@ DESIGN_MAX_RUNS = 200
 CHECK_REPLICATIONS = 20_000
 CHECK_SEED = 13
 P0_RANGE = (0.3, 0.95)
+SHARES = (0.25, 0.5, 0.75)
+"""Concurrent shares at which the section gives the prescribed gate's sessions."""
 
 
 def _values(sweep: Sweep, gates: GateRuns, key: str) -> list:
@@ -59,11 +71,13 @@ def question_of(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> DesignQu
     shares = [float(v) for v in _values(sweep, gates, "concurrent_share") if v == v and v]
     priors = [float(v) for v in _values(sweep, gates, "p_prior") if v == v and v is not None]
     low = min([P0_RANGE[0], *priors])
+    ledger = min(ledgers) if ledgers else DEFAULT_LEDGER
     return DesignQuestion(
+        ledger_sizes=tuple(sorted({*LEDGER_SIZES, ledger, *ledgers})),
         alpha=targets.false_revert,
         beta=targets.missed_regression,
         min_drop=drop,
-        ledger=min(ledgers) if ledgers else DEFAULT_LEDGER,
+        ledger=ledger,
         concurrent=max(shares) if shares else 0.0,
         p0_low=max(low, drop + 0.05),
         p0_high=max([P0_RANGE[1], *priors]),
@@ -89,6 +103,8 @@ class Prescription:
     design: GateDesign
     chosen: FamilyAnswer | None
     check: pd.DataFrame
+    profile: tuple[LedgerRow, ...] = ()
+    """The chosen gate's exact worst cases per ledger size (two-sample gates)."""
 
     @property
     def command(self) -> str:
@@ -111,13 +127,84 @@ class Prescription:
                 f"Use the {gate.describe()} with max_runs {a.max_runs}{self.accepts(a)}: it "
                 f"meets {goal} {where} (exact worst cases: false revert <= "
                 f"{a.false_revert:.4f}, power >= {a.power:.3f}); {sessions_phrase(a, q)} "
-                f"(expected, worst p0; {self.runs_basis(a)}){sim}."
+                f"(expected, worst p0; {self.runs_basis(a)}){sim}.{self.ledger_phrase()}"
             )
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
             f"No gate meets {goal} {where} within {q.max_runs} runs: the closest is the "
             f"{best.family} gate ({best.design} design), power {best.power:.3f} at "
             f"{best.max_runs} runs; {self.what_it_takes()}."
+        )
+
+    def ledger_phrase(self) -> str:
+        """How the guarantee holds when the prior's ledger is not the question's."""
+        if not self.profile:
+            return ""
+        q, rows = self.question, self.profile
+        worst = max(rows, key=lambda r: r.false_revert)
+        kept = max(rows, key=lambda r: r.false_revert_kept)
+        weakest = min(rows, key=lambda r: r.power)
+        return (
+            f" It recalibrates its revert levels for the ledger a revision has (cached per "
+            f"size), so false revert stays <= {q.alpha:g} at every ledger size: exact worst "
+            f"case <= {worst.false_revert:.4f} over ledgers "
+            f"{', '.join(str(r.ledger) for r in rows)} (with its {q.ledger}-run levels kept "
+            f"it would reach {kept.false_revert_kept:.4f} at {kept.ledger}); power is not "
+            f"recalibrated and falls to {weakest.power:.3f} at ledger {weakest.ledger}."
+        )
+
+    def ledger_table(self) -> Table | None:
+        """The chosen gate's exact worst cases against the ledger size."""
+        if not self.profile:
+            return None
+        q = self.question
+        rows = [
+            {
+                "ledger (runs)": r.ledger,
+                "false revert, recalibrated (worst, bound)": round(r.false_revert, 4),
+                f"false revert, {q.ledger}-run levels kept (worst, bound)": round(
+                    r.false_revert_kept, 4
+                ),
+                "power (least, bound)": round(r.power, 3),
+                "expected pairs when nothing changed (worst p0)": round(r.runs_null, 1),
+                "revert / final level": f"{r.revert_level:.3f} / {r.final_level:.3f}",
+            }
+            for r in self.profile
+        ]
+        return Table(
+            f"The prescribed gate against the prior's ledger size, exact over p0 in "
+            f"[{q.p0_low:g}, {q.p0_high:g}] (false revert: a bound above over the range; "
+            f"power: a bound below, at a drop of {q.min_drop:g}): designed for a "
+            f"{q.ledger}-run ledger, it recalibrates its revert and final levels for the "
+            "ledger it sees (its accept level is kept, so power and pairs move); the "
+            "'levels kept' column is the same gate without recalibration",
+            pd.DataFrame(rows),
+        )
+
+    def share_table(self) -> Table | None:
+        """Sessions of the prescribed concurrent gate against the concurrent share."""
+        a = self.chosen
+        if a is None or a.design != "concurrent" or not self.question.concurrent:
+            return None
+        q, gate = self.question, make_gate(**a.config)
+        grid = q.p0_range.grid(27)
+        shares = sorted({*SHARES, q.concurrent})
+        rows = []
+        for share in shares:
+            row = {
+                "concurrent share": share,
+                "false revert (worst, bound)": round(a.false_revert, 4),
+            }
+            for what, drop in (("when nothing changed", 0.0), ("at the drop", q.min_drop)):
+                rev, prior = arm_runs(gate, gate.operating_curve(grid, drop, q.ledger), share)
+                row[f"sessions {what} (worst p0)"] = round(float(np.max(rev + prior)), 1)
+            rows.append(row)
+        return Table(
+            "The prescribed gate against the concurrent share: it reads pairs (the "
+            "revision's i-th run with the prior's i-th concurrent run), so its exact error "
+            "rates are the same at every share in (0, 1); the share sets only the sessions "
+            f"(both arms, expected, worst p0 of 27; ledger {q.ledger})",
+            pd.DataFrame(rows),
         )
 
     def accepts(self, a: FamilyAnswer) -> str:
@@ -229,6 +316,7 @@ class Prescription:
             "sessions_at_drop": None if self.chosen is None else sum(self.chosen.runs_alt),
             "answers": [dataclasses.asdict(a) for a in self.design.answers],
             "simulation_check": self.check.to_dict(orient="records"),
+            "ledger_profile": [dataclasses.asdict(r) for r in self.profile],
         }
         return json.dumps(out, indent=1, default=_plain)
 
@@ -300,4 +388,15 @@ def prescribe(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> Prescripti
     usable = design.feasible
     chosen = usable[0] if usable else None
     check = simulation_check(chosen, q) if chosen is not None else pd.DataFrame()
-    return Prescription(q, design, chosen, check)
+    return Prescription(q, design, chosen, check, _profile(chosen, q))
+
+
+def _profile(chosen: FamilyAnswer | None, q: DesignQuestion) -> tuple[LedgerRow, ...]:
+    """``ledger_profile`` of the chosen gate at the question's sizes (two-sample gates)."""
+    if chosen is None:
+        return ()
+    gate = make_gate(**chosen.config)
+    if not isinstance(gate, TwoSampleGate):
+        return ()
+    low = 1 if gate.design == "fixed" else 0
+    return ledger_profile(gate, [m for m in q.ledger_sizes if m >= low])
