@@ -54,7 +54,7 @@ def check_ledger_sizes(
 class LedgerRow:
     """One ledger size: ``false_revert`` (certified bound, levels for this size),
     ``false_revert_kept`` (bound with the levels for the design ledger), ``power`` (bound
-    below, at the gate's ``min_drop``), ``runs_null`` (largest expected pairs over the grid
+    below, at the gate's ``min_drop``; NaN when ``min_drop >= p0_low``), ``runs_null`` (largest expected pairs over the grid
     when nothing changed) and the levels used."""
 
     ledger: int
@@ -81,8 +81,10 @@ def ledger_profile(
     for m in sizes:
         null = worst_case(live, 0.0, m, rng, target=gate.alpha)
         old = worst_case(kept, 0.0, m, rng, target=gate.alpha)
-        power = worst_case(live, gate.min_drop, m, rng, target=1.0 - gate.beta)
+        power = np.nan  # undefined where p0 - min_drop <= 0 lies in the range
+        if gate.min_drop < rng.low:
+            power = worst_case(live, gate.min_drop, m, rng, target=1.0 - gate.beta).bound
         revert, final = live.levels(m)
-        row = (null.bound, old.bound, power.bound, null.curve.expected_runs.max())
+        row = (null.bound, old.bound, power, null.curve.expected_runs.max())
         rows.append(LedgerRow(m, *(float(x) for x in row), revert, final))
     return tuple(rows)

@@ -395,8 +395,14 @@ def _profile(chosen: FamilyAnswer | None, q: DesignQuestion) -> tuple[LedgerRow,
     """``ledger_profile`` of the chosen gate at the question's sizes (two-sample gates)."""
     if chosen is None:
         return ()
-    gate = make_gate(**chosen.config)
+    return _gate_profile(tuple(chosen.config.items()), q.ledger_sizes)
+
+
+@lru_cache(maxsize=16)
+def _gate_profile(config: tuple, sizes: tuple[int, ...]) -> tuple[LedgerRow, ...]:
+    """Once per gate and sizes in a process (reports are built more than once)."""
+    gate = make_gate(**dict(config))
     if not isinstance(gate, TwoSampleGate):
         return ()
     low = 1 if gate.design == "fixed" else 0
-    return ledger_profile(gate, [m for m in q.ledger_sizes if m >= low])
+    return ledger_profile(gate, [m for m in sizes if m >= low])

@@ -93,7 +93,9 @@ def test_bad_ledger_sizes_and_recalibrate_name_field_value_and_allowed():
         with pytest.raises(ParameterError, match="ledger_sizes") as info:
             ledger_profile(gate, bad)
         assert "distinct whole numbers >= 0" in str(info.value)
-    fixed = TwoSampleGate(**{**SMALL, "design": "fixed", "accept_shrink": None, "accept_level": None})
+    fixed = TwoSampleGate(
+        **{**SMALL, "design": "fixed", "accept_shrink": None, "accept_level": None}
+    )
     with pytest.raises(ParameterError, match="ledger_sizes.*>= 1"):
         ledger_profile(fixed, (0, 10))
     with pytest.raises(ParameterError, match="recalibrate='yes'.*True or False"):
