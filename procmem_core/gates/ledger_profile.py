@@ -54,8 +54,8 @@ def check_ledger_sizes(
 class LedgerRow:
     """One ledger size: ``false_revert`` (certified bound, levels for this size),
     ``false_revert_kept`` (bound with the levels for the design ledger), ``power`` (bound
-    below, at the gate's ``min_drop``; NaN when ``min_drop >= p0_low``), ``runs_null`` (largest expected pairs over the grid
-    when nothing changed) and the levels used."""
+    below, at the gate's ``min_drop``; NaN when ``min_drop >= p0_low``), ``runs_null``
+    (largest expected pairs over the grid when nothing changed) and the levels used."""
 
     ledger: int
     false_revert: float
