@@ -25,6 +25,11 @@ statistic is ``<= accept_level``; at ``max_runs`` revert exactly when ``lambda >
 final_level``, else accept. Defaults: Wald's ``ln((1-beta)/alpha)`` and
 ``ln(beta/(1-alpha))``; ``final_level`` calibrated (``revert_level`` raised if needed).
 Boundaries given by hand must not cross (``accept_level < revert_level``).
+
+The levels are for a ledger of ``ledger`` runs. Shown another size ``m`` (read off each
+cell: ``n - k`` concurrent, ``n`` fixed), the gate with ``recalibrate`` (the default) uses
+revert and final levels calibrated for ``m`` (``levels``: the same calibration, cached per
+size), so its guarantee holds at the ledger a revision has; ``ledger_profile`` shows it.
 """
 
 from __future__ import annotations
@@ -45,7 +50,6 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
-    first_codes,
     make_point,
 )
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
@@ -59,13 +63,12 @@ from procmem_core.gates.defaults import (
     P0_HIGH,
     P0_LOW,
 )
-from procmem_core.gates.lattice import check_outcomes
 from procmem_core.gates.llr import sprt_boundaries
+from procmem_core.gates.two_sample_batch import TwoSampleBatch
 from procmem_core.gates.twostats import drop_statistics, step_statistics
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     VERDICT_NAMES,
-    BatchDecision,
     GateDecision,
     RevisionStats,
 )
@@ -73,7 +76,7 @@ from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 
 @dataclass(frozen=True)
-class TwoSampleGate(Gate):
+class TwoSampleGate(TwoSampleBatch, Gate):
     """Exact two-sample sequential test (module docstring); guarantee: worst-case false
     revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` for its design and ledger."""
 
@@ -291,62 +294,6 @@ class TwoSampleGate(Gate):
             "undecided": f"lambda={lam:.4f} between the boundaries",
         }[reason_code]
         return f"{why}; {arm}"
-
-    # --- many revisions ----------------------------------------------------------------
-
-    def cells(self, outcomes, ledger_successes, ledger_runs, concurrent):
-        """``(k, a, B, n)`` after every run of every row (``(rows, T)`` arrays)."""
-        outcomes = check_outcomes(outcomes)
-        rows = outcomes.shape[0]
-        s0 = arms.ledger_array(ledger_successes, rows, ledger_runs)
-        t = min(outcomes.shape[1], self.max_runs)
-        if self.design == "concurrent":
-            conc = arms.check_concurrent(concurrent, outcomes)
-            t = min(t, conc.shape[1])
-            b = s0[:, None] + np.cumsum(conc[:, :t], axis=1)
-        k = np.arange(1, t + 1)[None, :]
-        a = np.cumsum(outcomes[:, :t], axis=1)
-        if self.design == "fixed":
-            b = np.broadcast_to(s0[:, None], a.shape)
-        n = ledger_runs + (k if self.design == "concurrent" else 0)
-        return np.broadcast_to(k, a.shape), a, b, np.broadcast_to(n, a.shape)
-
-    def run_codes(
-        self, outcomes, p0=None, costs=None, prior_costs=None, *,
-        ledger_successes=None, ledger_runs: int = 0, concurrent=None,
-    ) -> np.ndarray:  # fmt: skip
-        """The verdict after each run (pair), ``(rows, min(T, max_runs))`` int8."""
-        k, a, b, n = self.cells(outcomes, ledger_successes, ledger_runs, concurrent)
-        return np.asarray(self.rule(k, a, b, n), dtype=np.int8)
-
-    def decide_batch(
-        self, outcomes, p0=None, costs=None, prior_costs=None, *,
-        ledger_successes=None, ledger_runs: int = 0, concurrent=None,
-    ) -> BatchDecision:  # fmt: skip
-        """First decision of each row: ``runs_used`` counts revision runs (pairs)."""
-        k, a, b, n = self.cells(outcomes, ledger_successes, ledger_runs, concurrent)
-        codes = np.asarray(self.rule(k, a, b, n), dtype=np.int8)
-        verdict, runs = first_codes(codes)
-        rows = np.arange(codes.shape[0])
-        col = np.clip(runs - 1, 0, max(codes.shape[1] - 1, 0))
-        if codes.shape[1] == 0:
-            zero = np.zeros(codes.shape[0])
-            return BatchDecision(verdict, runs, zero, np.full(zero.shape, "too_few_runs", object))
-        at = (k[rows, col], a[rows, col], b[rows, col], n[rows, col])
-        lam = drop_statistics(*at, self.min_drop)[0]
-        return BatchDecision(verdict, runs, lam, self.reasons(*at, verdict))
-
-    def decide_evidence(
-        self, outcomes, *, p0=None, ledger_successes=None, ledger_runs: int = 0, concurrent=None
-    ) -> BatchDecision:
-        return self.decide_batch(
-            outcomes, ledger_successes=ledger_successes, ledger_runs=ledger_runs,
-            concurrent=concurrent,
-        )  # fmt: skip
-
-    def arm_runs(self, runs_used: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        runs = np.asarray(runs_used, dtype=np.int64)
-        return runs, runs if self.design == "concurrent" else np.zeros_like(runs)
 
     # --- exact ---------------------------------------------------------------------------
 
