@@ -79,7 +79,9 @@ def ledger_profile(
     kept = dataclasses.replace(gate, recalibrate=False)
     rows = []
     for m in sizes:
-        null = worst_case(live, 0.0, m, rng, target=gate.alpha)
+        null = live.certificate_at(m)  # the calibration's own certificate, when it ran
+        if null is None:
+            null = worst_case(live, 0.0, m, rng, target=gate.alpha)
         old = worst_case(kept, 0.0, m, rng, target=gate.alpha)
         power = np.nan  # undefined where p0 - min_drop <= 0 lies in the range
         if gate.min_drop < rng.low:
