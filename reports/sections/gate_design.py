@@ -35,16 +35,14 @@ from procmem_core.gates import (
     FamilyAnswer,
     GateDesign,
     LedgerRow,
-    TwoSampleGate,
     design_gate,
-    ledger_profile,
     make_gate,
     worst_case,
 )
-from procmem_core.gates.design import arm_runs
 from reports.document import Table
 from reports.evidence import fmt
 from reports.recommend import GateTargets
+from reports.sections import gate_ledger
 from reports.sections.gate_tables import GateRuns
 from reports.source import Sweep, find_param
 from simulators.scenarios.gate import GateScenario
@@ -54,8 +52,6 @@ DESIGN_MAX_RUNS = 200
 CHECK_REPLICATIONS = 20_000
 CHECK_SEED = 13
 P0_RANGE = (0.3, 0.95)
-SHARES = (0.25, 0.5, 0.75)
-"""Concurrent shares at which the section gives the prescribed gate's sessions."""
 
 
 def _values(sweep: Sweep, gates: GateRuns, key: str) -> list:
@@ -138,74 +134,15 @@ class Prescription:
 
     def ledger_phrase(self) -> str:
         """How the guarantee holds when the prior's ledger is not the question's."""
-        if not self.profile:
-            return ""
-        q, rows = self.question, self.profile
-        worst = max(rows, key=lambda r: r.false_revert)
-        kept = max(rows, key=lambda r: r.false_revert_kept)
-        weakest = min(rows, key=lambda r: r.power)
-        return (
-            f" It recalibrates its revert levels for the ledger a revision has (cached per "
-            f"size), so false revert stays <= {q.alpha:g} at every ledger size: exact worst "
-            f"case <= {worst.false_revert:.4f} over ledgers "
-            f"{', '.join(str(r.ledger) for r in rows)} (with its {q.ledger}-run levels kept "
-            f"it would reach {kept.false_revert_kept:.4f} at {kept.ledger}); power is not "
-            f"recalibrated and falls to {weakest.power:.3f} at ledger {weakest.ledger}."
-        )
+        return gate_ledger.ledger_phrase(self.question, self.profile)
 
     def ledger_table(self) -> Table | None:
         """The chosen gate's exact worst cases against the ledger size."""
-        if not self.profile:
-            return None
-        q = self.question
-        rows = [
-            {
-                "ledger (runs)": r.ledger,
-                "false revert, recalibrated (worst, bound)": round(r.false_revert, 4),
-                f"false revert, {q.ledger}-run levels kept (worst, bound)": round(
-                    r.false_revert_kept, 4
-                ),
-                "power (least, bound)": round(r.power, 3),
-                "expected pairs when nothing changed (worst p0)": round(r.runs_null, 1),
-                "revert / final level": f"{r.revert_level:.3f} / {r.final_level:.3f}",
-            }
-            for r in self.profile
-        ]
-        return Table(
-            f"The prescribed gate against the prior's ledger size, exact over p0 in "
-            f"[{q.p0_low:g}, {q.p0_high:g}] (false revert: a bound above over the range; "
-            f"power: a bound below, at a drop of {q.min_drop:g}): designed for a "
-            f"{q.ledger}-run ledger, it recalibrates its revert and final levels for the "
-            "ledger it sees (its accept level is kept, so power and pairs move); the "
-            "'levels kept' column is the same gate without recalibration",
-            pd.DataFrame(rows),
-        )
+        return gate_ledger.ledger_table(self.question, self.profile)
 
     def share_table(self) -> Table | None:
         """Sessions of the prescribed concurrent gate against the concurrent share."""
-        a = self.chosen
-        if a is None or a.design != "concurrent" or not self.question.concurrent:
-            return None
-        q, gate = self.question, make_gate(**a.config)
-        grid = q.p0_range.grid(27)
-        shares = sorted({*SHARES, q.concurrent})
-        rows = []
-        for share in shares:
-            row = {
-                "concurrent share": share,
-                "false revert (worst, bound)": round(a.false_revert, 4),
-            }
-            for what, drop in (("when nothing changed", 0.0), ("at the drop", q.min_drop)):
-                rev, prior = arm_runs(gate, gate.operating_curve(grid, drop, q.ledger), share)
-                row[f"sessions {what} (worst p0)"] = round(float(np.max(rev + prior)), 1)
-            rows.append(row)
-        return Table(
-            "The prescribed gate against the concurrent share: it reads pairs (the "
-            "revision's i-th run with the prior's i-th concurrent run), so its exact error "
-            "rates are the same at every share in (0, 1); the share sets only the sessions "
-            f"(both arms, expected, worst p0 of 27; ledger {q.ledger})",
-            pd.DataFrame(rows),
-        )
+        return gate_ledger.share_table(self.question, self.chosen)
 
     def accepts(self, a: FamilyAnswer) -> str:
         """How the gate stops when nothing changed (its accept boundary), if it has one."""
@@ -388,21 +325,4 @@ def prescribe(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> Prescripti
     usable = design.feasible
     chosen = usable[0] if usable else None
     check = simulation_check(chosen, q) if chosen is not None else pd.DataFrame()
-    return Prescription(q, design, chosen, check, _profile(chosen, q))
-
-
-def _profile(chosen: FamilyAnswer | None, q: DesignQuestion) -> tuple[LedgerRow, ...]:
-    """``ledger_profile`` of the chosen gate at the question's sizes (two-sample gates)."""
-    if chosen is None:
-        return ()
-    return _gate_profile(tuple(chosen.config.items()), q.ledger_sizes)
-
-
-@lru_cache(maxsize=16)
-def _gate_profile(config: tuple, sizes: tuple[int, ...]) -> tuple[LedgerRow, ...]:
-    """Once per gate and sizes in a process (reports are built more than once)."""
-    gate = make_gate(**dict(config))
-    if not isinstance(gate, TwoSampleGate):
-        return ()
-    low = 1 if gate.design == "fixed" else 0
-    return ledger_profile(gate, [m for m in sizes if m >= low])
+    return Prescription(q, design, chosen, check, gate_ledger.profile(chosen, q))

@@ -372,13 +372,14 @@ def test_the_prescription_shows_its_guarantee_against_ledger_size_and_share():
     sentence says which design holds the guarantee, and the share table's error rate is the
     same at every share while the sessions move with it (exact)."""
     from procmem_core.gates import DesignQuestion, design_gate, ledger_profile
-    from reports.sections.gate_design import Prescription, _profile
+    from reports.sections.gate_design import Prescription
+    from reports.sections.gate_ledger import profile
 
     q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
                        p0_low=0.4, p0_high=0.9, max_runs=40, ledger_sizes=(0, 10, 40))  # fmt: skip
     design = design_gate(q)
     chosen = next(a for a in design.answers if (a.family, a.design) == ("two_sample", "concurrent"))
-    p = Prescription(q, design, chosen, pd.DataFrame(), _profile(chosen, q))
+    p = Prescription(q, design, chosen, pd.DataFrame(), profile(chosen, q))
     rows = ledger_profile(make_gate(**chosen.config), (0, 10, 40))
     assert p.profile == rows
     table = p.ledger_table()
@@ -389,8 +390,13 @@ def test_the_prescription_shows_its_guarantee_against_ledger_size_and_share():
         round(r.false_revert_kept, 4) for r in rows
     ]
     assert "recalibrates its revert and final levels for the ledger it sees" in table.caption
-    assert "It recalibrates its revert levels for the ledger a revision has" in p.sentence()
-    assert "over ledgers 0, 10, 40" in p.sentence()
+    sentence = p.sentence()
+    assert "recalibrates its revert and final levels for the ledger a revision has" in sentence
+    worst, kept = max(r.false_revert for r in rows), max(r.false_revert_kept for r in rows)
+    assert f"exact worst case <= {worst:.4f} at ledgers 0, 10, 40" in sentence
+    assert f"levels kept would reach {kept:.4f}" in sentence
+    weakest = min(rows, key=lambda r: r.power)
+    assert f"least at ledger {weakest.ledger} ({weakest.power:.3f})" in sentence
     shares = p.share_table().frame
     assert list(shares["concurrent share"]) == [0.25, 0.5, 0.75]
     assert shares["false revert (worst, bound)"].nunique() == 1
