@@ -2,7 +2,7 @@
 
     python -m experiments.design gate --alpha 0.05 --beta 0.2 --min-drop 0.15 \\
         --ledger 20 [--concurrent 0.5] [--p0-range 0.3 0.95] [--max-runs 200] \\
-        [--objective null_runs | max_runs | mixed WEIGHT]
+        [--objective null_runs | max_runs | mixed WEIGHT] [--ledger-sizes 0 20 50 100]
 
 For each gate family (``procmem_core.gates.design``): a design at which the false-revert
 rate is at most alpha and the power against ``min_drop`` at least ``1 - beta`` at every p0
@@ -11,7 +11,10 @@ fewest expected pairs when nothing changed at the worst p0; ``max_runs``: the sm
 cap), the expected runs of each arm when nothing changed and at the drop, and the gate's
 parameters; or "infeasible" with what is feasible instead. For the two-sample families it
 prints the frontier (cap against expected pairs when nothing changed and at the drop) and
-the Wald-Wolfowitz bound at the achieved error rates. ``--json`` prints the answers as JSON.
+the Wald-Wolfowitz bound at the achieved error rates. ``--ledger-sizes`` adds the chosen
+two-sample gate's exact worst cases at those ledger sizes (it recalibrates its levels for
+the ledger it sees: ``procmem_core.gates.ledger_profile``). ``--json`` prints the answers
+as JSON.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ import json
 from procmem_core.errors import ParameterError
 from procmem_core.gates.design import DesignQuestion, FamilyAnswer, GateDesign, design_gate
 from procmem_core.gates.early_stop import OBJECTIVES
+from procmem_core.gates.ledger_profile import ledger_profile
+from procmem_core.gates.registry import make_gate
+from procmem_core.gates.two_sample import TwoSampleGate
 
 HELP = "smallest max runs per gate family meeting both error targets at every p0 (exact)"
 OPTIONS = {
@@ -38,6 +44,7 @@ OPTIONS = {
     "min_runs": "--min-runs",
     "objective": "--objective",
     "weight": "--objective",
+    "ledger_sizes": "--ledger-sizes",
 }
 """``DesignQuestion`` field -> the option that sets it (for one-line errors)."""
 
@@ -62,6 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what to minimise among the designs meeting both targets: null_runs (expected "
         "pairs when nothing changed, the default), max_runs (the cap), or mixed WEIGHT "
         "(WEIGHT x null runs + (1 - WEIGHT) x max_runs, WEIGHT in [0, 1])",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ledger-sizes", type=int, nargs="+", default=(), metavar="N",
+        help="ledger sizes at which to show the chosen gate's exact worst cases (it "
+        "recalibrates for the ledger it sees)",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the answers as JSON")
 
@@ -100,6 +112,7 @@ def question(args: argparse.Namespace) -> DesignQuestion:
             p0_high=args.p0_range[1],
             min_runs=args.min_runs,
             max_runs=args.max_runs,
+            ledger_sizes=tuple(args.ledger_sizes),
         )
     except ParameterError as exc:
         raise ParameterError(OPTIONS.get(exc.field, exc.field), exc.value, exc.allowed) from None
@@ -135,7 +148,28 @@ def render(design: GateDesign) -> str:
         lines.append("no family meets both targets with the runs available:")
     for a in design.answers:
         lines.extend(frontier_lines(a))
+    if best and q.ledger_sizes:
+        lines.extend(profile_lines(best[0], q))
     return "\n".join(lines + notes)
+
+
+def profile_lines(a: FamilyAnswer, q: DesignQuestion) -> list[str]:
+    """The chosen gate's exact worst cases against the ledger size (``ledger_profile``)."""
+    gate = make_gate(**a.config)
+    if not isinstance(gate, TwoSampleGate):
+        return ["", f"ledger sizes: {a.family} does not recalibrate per ledger size"]
+    out = [
+        "",
+        f"the chosen gate against the prior's ledger size (p0 in [{q.p0_low:g}, "
+        f"{q.p0_high:g}]; designed for {q.ledger} runs, levels recalibrated per size):",
+        f"{'ledger':>8}{'false revert':>14}{'levels kept':>13}{'power':>8}{'pairs null':>12}",
+    ]
+    for r in ledger_profile(gate, q.ledger_sizes):
+        out.append(
+            f"{r.ledger:>8}{r.false_revert:>14.4f}{r.false_revert_kept:>13.4f}"
+            f"{r.power:>8.3f}{r.runs_null:>12.1f}"
+        )
+    return out
 
 
 def sessions(a: FamilyAnswer, q: DesignQuestion) -> str:

@@ -32,6 +32,7 @@ from procmem_core.gates.design import (
 from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.eprocess import MixtureEGate
 from procmem_core.gates.lattice_gate import LatticeGate
+from procmem_core.gates.ledger_profile import LEDGER_SIZES, LedgerRow, ledger_profile
 from procmem_core.gates.margin import MarginGate
 from procmem_core.gates.operating import (
     margin_operating_point,
@@ -68,6 +69,7 @@ __all__ = [
     "DECISION_COLUMNS",
     "DESIGNS",
     "GATES",
+    "LEDGER_SIZES",
     "REASONS",
     "REVERT",
     "REVERT_CODE",
@@ -85,6 +87,7 @@ __all__ = [
     "GateError",
     "GateRecord",
     "LatticeGate",
+    "LedgerRow",
     "MarginGate",
     "MixtureEGate",
     "OperatingCurve",
@@ -99,6 +102,7 @@ __all__ = [
     "decide_together",
     "design_gate",
     "ledger_power_bound",
+    "ledger_profile",
     "make_gate",
     "margin_operating_point",
     "sprt_expected_runs_lower_bound",

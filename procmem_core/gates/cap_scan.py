@@ -58,7 +58,7 @@ def cap_scan(
     ``caps``, evaluate only those (the others stay NaN)."""
     lat = gate.lattice
     k_max = lat.max_runs
-    tables = gate.tables(lat, None)
+    tables = gate.tables(lat, at_cap=False)
     p_alt = grid - drop
     up0, down0 = powers(grid, k_max + lat.prior_runs(k_max))
     upa, downa = powers(p_alt, k_max)

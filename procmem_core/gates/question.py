@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS, P0_HIGH
 from procmem_core.gates.early_stop import Objective
+from procmem_core.gates.ledger_profile import check_ledger_sizes
 from procmem_core.gates.worst import P0Range
 
 
@@ -28,6 +29,9 @@ class DesignQuestion:
     objective: str = "null_runs"
     weight: float = 1.0
     """The ``mixed`` objective's weight on expected pairs when nothing changed."""
+    ledger_sizes: tuple[int, ...] = ()
+    """Ledger sizes at which to show the answer's guarantee (``ledger_profile``; the gate
+    recalibrates for the ledger it sees); empty: not asked."""
 
     def __post_init__(self) -> None:
         a = check_probability("alpha", self.alpha, open_low=True, open_high=True)
@@ -41,6 +45,8 @@ class DesignQuestion:
         check_int("min_runs", self.min_runs, minimum=1)
         check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
         Objective(self.objective, self.weight)
+        if self.ledger_sizes != ():
+            object.__setattr__(self, "ledger_sizes", check_ledger_sizes(self.ledger_sizes))
 
     @property
     def p0_range(self) -> P0Range:

@@ -25,6 +25,11 @@ statistic is ``<= accept_level``; at ``max_runs`` revert exactly when ``lambda >
 final_level``, else accept. Defaults: Wald's ``ln((1-beta)/alpha)`` and
 ``ln(beta/(1-alpha))``; ``final_level`` calibrated (``revert_level`` raised if needed).
 Boundaries given by hand must not cross (``accept_level < revert_level``).
+
+The levels are for a ledger of ``ledger`` runs. Shown another size ``m`` (read off each
+cell: ``n - k`` concurrent, ``n`` fixed), the gate with ``recalibrate`` (the default) uses
+revert and final levels calibrated for ``m`` (``levels``: the same calibration, cached per
+size), so its guarantee holds at the ledger a revision has; ``ledger_profile`` shows it.
 """
 
 from __future__ import annotations
@@ -45,7 +50,6 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
-    first_codes,
     make_point,
 )
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
@@ -59,13 +63,12 @@ from procmem_core.gates.defaults import (
     P0_HIGH,
     P0_LOW,
 )
-from procmem_core.gates.lattice import check_outcomes
 from procmem_core.gates.llr import sprt_boundaries
+from procmem_core.gates.two_sample_batch import TwoSampleBatch
 from procmem_core.gates.twostats import drop_statistics, step_statistics
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     VERDICT_NAMES,
-    BatchDecision,
     GateDecision,
     RevisionStats,
 )
@@ -73,7 +76,7 @@ from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 
 @dataclass(frozen=True)
-class TwoSampleGate(Gate):
+class TwoSampleGate(TwoSampleBatch, Gate):
     """Exact two-sample sequential test (module docstring); guarantee: worst-case false
     revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` for its design and ledger."""
 
@@ -90,6 +93,10 @@ class TwoSampleGate(Gate):
     accept_level: float | None = None
     final_level: float | None = None
     accept_shrink: float | None = None
+    recalibrate: bool = True
+    """With a ledger of another size than ``ledger``: ``True`` calibrates the revert and
+    final levels for the ledger it sees (``levels``, cached per size), so the guarantee
+    holds at that size; ``False`` keeps the levels calibrated for ``ledger``."""
     name: ClassVar[str] = "two_sample"
     label: ClassVar[str] = "exact two-sample test"
     exact: ClassVar[bool] = True
@@ -106,6 +113,8 @@ class TwoSampleGate(Gate):
         check_choice("design", self.design, DESIGNS)
         check_int("ledger", self.ledger, minimum=1 if self.design == "fixed" else 0)
         P0Range(self.p0_low, self.p0_high)
+        if not isinstance(self.recalibrate, bool):
+            raise ParameterError("recalibrate", self.recalibrate, "True or False")
         if self.accept_shrink is not None:
             shrink = self.accept_shrink
             if not isinstance(shrink, int | float) or not math.isfinite(shrink) or shrink < 1:
@@ -125,13 +134,10 @@ class TwoSampleGate(Gate):
             )
         object.__setattr__(self, "_masses", {})
         if self.final_level is None:
-            cal = _calibrated(self._key())
+            cal = _calibrated(self.key_at(self.ledger))
             object.__setattr__(self, "revert_level", cal.revert_level)
             object.__setattr__(self, "final_level", cal.final_level)
             object.__setattr__(self, "_certificate", cal.worst)
-
-    def _key(self) -> tuple:
-        return tuple(self.params().items())
 
     @property
     def designs(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -162,28 +168,64 @@ class TwoSampleGate(Gate):
         s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
 
-    def verdicts(self, k, a, b, n, final: float | None) -> np.ndarray:
-        """Verdict codes at cells ``(k, a, B, n)``; ``final=None`` leaves the cap undecided."""
-        stats = drop_statistics(k, a, b, n, self.min_drop, self.accept_shrink)
-        return self._codes(k, *stats, final)
+    def levels(self, ledger: int) -> tuple[float, float]:
+        """``(revert_level, final_level)`` with a ledger of ``ledger`` runs: the gate's own
+        at ``self.ledger`` (or with ``recalibrate`` off), else calibrated for that ledger
+        from its own early revert level (``_calibrated``, certified, cached per size)."""
+        m = int(ledger)
+        if m == self.ledger or not self.recalibrate or (self.design == "fixed" and m < 1):
+            return float(self.revert_level), float(self.final_level)
+        cal = _calibrated(self.key_at(m))
+        return cal.revert_level, cal.final_level
 
-    def tables(self, lat: twolattice.TwoSampleLattice, final: float | None) -> list[np.ndarray]:
+    def key_at(self, ledger: int) -> tuple:
+        """The calibration key of this gate's boundaries for a ledger of ``ledger`` runs."""
+        at = {**self.params(), "ledger": int(ledger), "final_level": None, "recalibrate": False}
+        return tuple(at.items())
+
+    def certificate_at(self, ledger: int) -> WorstCase | None:
+        """The worst case certifying the levels used with a ledger of ``ledger`` runs."""
+        if int(ledger) == self.ledger or not self.recalibrate:
+            return self.certificate() if int(ledger) == self.ledger else None
+        return _calibrated(self.key_at(ledger)).worst
+
+    def cell_levels(self, k, n) -> tuple[np.ndarray | float, np.ndarray | float]:
+        """Per cell ``(k, n)``, the levels for its ledger (``n - k`` concurrent, ``n`` fixed)."""
+        k, n = np.asarray(k), np.asarray(n)
+        ledger = n - k if self.design == "concurrent" else n
+        sizes = np.unique(ledger)
+        if sizes.size == 1:
+            return self.levels(int(sizes[0]))
+        table = np.array([self.levels(int(m)) for m in sizes])
+        at = np.searchsorted(sizes, ledger)
+        return table[at, 0], table[at, 1]
+
+    def verdicts(self, k, a, b, n, at_cap: bool = True) -> np.ndarray:
+        """Verdict codes at cells ``(k, a, B, n)`` with the levels for their ledger
+        (``cell_levels``); ``at_cap=False`` leaves the cap undecided."""
+        stats = drop_statistics(k, a, b, n, self.min_drop, self.accept_shrink)
+        revert, final = self.cell_levels(k, n)
+        return self._codes(k, *stats, final if at_cap else None, revert)
+
+    def tables(self, lat: twolattice.TwoSampleLattice, at_cap: bool = True) -> list[np.ndarray]:
         """``verdicts`` on every cell of every step of ``lat`` (``lat.tables(rule)``), the
-        statistics of each step computed once for every gate on that lattice."""
+        statistics of each step computed once for every gate on that lattice; the levels
+        are those for ``lat.ledger`` (``at_cap=False``: the cap left undecided)."""
+        revert, final = self.levels(lat.ledger)
         out = []
         for k in range(lat.max_runs + 1):
             stats = step_statistics(
                 lat.ledger, lat.concurrent, k, self.min_drop, self.accept_shrink
             )
-            out.append(self._codes(np.int64(k), *stats, final))
+            out.append(self._codes(np.int64(k), *stats, final if at_cap else None, revert))
         return out
 
-    def _codes(self, k, lam, ref, valid, final: float | None) -> np.ndarray:
+    def _codes(self, k, lam, ref, valid, final, revert_level) -> np.ndarray:
         k = np.asarray(k)
         live = (k >= self.min_runs) & valid
         cap = k >= self.max_runs
-        level = self.revert_level if final is None else final
-        revert = live & np.where(cap, lam >= level, lam >= self.revert_level)
+        level = revert_level if final is None else final
+        revert = live & np.where(cap, lam >= level, lam >= revert_level)
         accept = live & ~revert & (ref <= self.accept_level) & ~cap
         if final is not None:
             accept |= cap & ~revert
@@ -193,7 +235,7 @@ class TwoSampleGate(Gate):
 
     def rule(self, k, a, b, n) -> np.ndarray:
         """The gate's verdict codes at cells ``(k, a, B, n)``: the one rule every path calls."""
-        return self.verdicts(k, a, b, n, self.final_level)
+        return self.verdicts(k, a, b, n)
 
     # --- one revision ------------------------------------------------------------------
 
@@ -232,78 +274,26 @@ class TwoSampleGate(Gate):
         out = np.where(np.asarray(verdict) != CONTINUE_CODE, "at_cap", "undecided").astype(object)
         early = (k < self.max_runs) & valid & (k >= self.min_runs)
         out[early & (ref <= self.accept_level)] = "accept_boundary"
-        out[early & (lam >= self.revert_level)] = "revert_boundary"
+        out[early & (lam >= self.cell_levels(k, n)[0])] = "revert_boundary"
         out[(k < self.min_runs) | ~valid & (k < self.max_runs)] = "too_few_runs"
         return out
 
     def explain(self, reason_code: str, k: int, a: int, b: int, n: int, lam: float) -> str:
+        ledger = n - k if self.design == "concurrent" else n
+        revert, final = self.levels(ledger)
         arm = f"revision {a}/{k} vs prior {b}/{n} ({self.design} design)"
+        if ledger != self.ledger and self.recalibrate:
+            arm += f"; levels calibrated for its {ledger}-run ledger (designed for {self.ledger})"
         why = {
             "too_few_runs": f"fewer than min_runs={self.min_runs} comparable runs",
-            "revert_boundary": f"lambda={lam:.4f} >= {self.revert_level:.4f}: worse by min_drop",
+            "revert_boundary": f"lambda={lam:.4f} >= {revert:.4f}: worse by min_drop",
             "accept_boundary": f"the observed drop is below the accept boundary "
             f"{self.accept_level:.4f}: no drop of min_drop",
             "at_cap": f"at max_runs={self.max_runs}: revert iff lambda >= "
-            f"{self.final_level:.4f} (lambda={lam:.4f})",
+            f"{final:.4f} (lambda={lam:.4f})",
             "undecided": f"lambda={lam:.4f} between the boundaries",
         }[reason_code]
         return f"{why}; {arm}"
-
-    # --- many revisions ----------------------------------------------------------------
-
-    def cells(self, outcomes, ledger_successes, ledger_runs, concurrent):
-        """``(k, a, B, n)`` after every run of every row (``(rows, T)`` arrays)."""
-        outcomes = check_outcomes(outcomes)
-        rows = outcomes.shape[0]
-        s0 = arms.ledger_array(ledger_successes, rows, ledger_runs)
-        t = min(outcomes.shape[1], self.max_runs)
-        if self.design == "concurrent":
-            conc = arms.check_concurrent(concurrent, outcomes)
-            t = min(t, conc.shape[1])
-            b = s0[:, None] + np.cumsum(conc[:, :t], axis=1)
-        k = np.arange(1, t + 1)[None, :]
-        a = np.cumsum(outcomes[:, :t], axis=1)
-        if self.design == "fixed":
-            b = np.broadcast_to(s0[:, None], a.shape)
-        n = ledger_runs + (k if self.design == "concurrent" else 0)
-        return np.broadcast_to(k, a.shape), a, b, np.broadcast_to(n, a.shape)
-
-    def run_codes(
-        self, outcomes, p0=None, costs=None, prior_costs=None, *,
-        ledger_successes=None, ledger_runs: int = 0, concurrent=None,
-    ) -> np.ndarray:  # fmt: skip
-        """The verdict after each run (pair), ``(rows, min(T, max_runs))`` int8."""
-        k, a, b, n = self.cells(outcomes, ledger_successes, ledger_runs, concurrent)
-        return np.asarray(self.rule(k, a, b, n), dtype=np.int8)
-
-    def decide_batch(
-        self, outcomes, p0=None, costs=None, prior_costs=None, *,
-        ledger_successes=None, ledger_runs: int = 0, concurrent=None,
-    ) -> BatchDecision:  # fmt: skip
-        """First decision of each row: ``runs_used`` counts revision runs (pairs)."""
-        k, a, b, n = self.cells(outcomes, ledger_successes, ledger_runs, concurrent)
-        codes = np.asarray(self.rule(k, a, b, n), dtype=np.int8)
-        verdict, runs = first_codes(codes)
-        rows = np.arange(codes.shape[0])
-        col = np.clip(runs - 1, 0, max(codes.shape[1] - 1, 0))
-        if codes.shape[1] == 0:
-            zero = np.zeros(codes.shape[0])
-            return BatchDecision(verdict, runs, zero, np.full(zero.shape, "too_few_runs", object))
-        at = (k[rows, col], a[rows, col], b[rows, col], n[rows, col])
-        lam = drop_statistics(*at, self.min_drop)[0]
-        return BatchDecision(verdict, runs, lam, self.reasons(*at, verdict))
-
-    def decide_evidence(
-        self, outcomes, *, p0=None, ledger_successes=None, ledger_runs: int = 0, concurrent=None
-    ) -> BatchDecision:
-        return self.decide_batch(
-            outcomes, ledger_successes=ledger_successes, ledger_runs=ledger_runs,
-            concurrent=concurrent,
-        )  # fmt: skip
-
-    def arm_runs(self, runs_used: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        runs = np.asarray(runs_used, dtype=np.int64)
-        return runs, runs if self.design == "concurrent" else np.zeros_like(runs)
 
     # --- exact ---------------------------------------------------------------------------
 
@@ -318,16 +308,14 @@ class TwoSampleGate(Gate):
             int(prior_runs or 0), self.design == "concurrent", self.max_runs
         )
 
-    def half_masses(self, prior_runs: int | None, final: float | None = None):
-        """The recursion at 1/2 (``twolattice.half_masses``) for this gate; ``final=None``
-        with ``cap_open`` is the calibration's variant (cached per ledger size)."""
-        key = (int(prior_runs or 0), final)
+    def half_masses(self, prior_runs: int | None):
+        """The recursion at 1/2 (``twolattice.half_masses``) for this gate with a ledger of
+        ``prior_runs`` runs, at the levels it uses there (cached per ledger size)."""
+        key = int(prior_runs or 0)
         cache = self.__dict__["_masses"]
         if key not in cache:
             lat = self.lattice_for(prior_runs)
-            level = self.final_level if final is None else final
-            tables = self.tables(lat, level)
-            cache[key] = twolattice.half_masses(lat, tables)
+            cache[key] = twolattice.half_masses(lat, self.tables(lat))
         return cache[key]
 
     def passes(self, p0, p, prior_runs: int | None) -> twolattice.TwoSamplePass:
@@ -380,7 +368,7 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
 
     def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
         gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        tables = gate.tables(lat, None)
+        tables = gate.tables(lat, at_cap=False)
         masses = twolattice.half_masses(lat, tables)
         res = twolattice.evaluate(lat, masses, grid, grid)
         a, b, n = lat.cells(lat.max_runs)

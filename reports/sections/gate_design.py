@@ -10,8 +10,13 @@ rate is largest and where its power is least, and the simulated rates are compar
 the exact ones (z-scores). The question asks for the design objective ``null_runs`` (the
 fewest expected runs when nothing changed), and the sentence gives the sessions a revision
 takes when nothing changed and at the drop, both arms counted at the concurrent share.
+A two-sample gate recalibrates its levels for the ledger it sees, so its guarantee holds
+at any ledger size; the section shows its exact worst cases against the ledger size
+(``ledger_profile``: the sizes in ``LEDGER_SIZES`` and those swept) and the sessions it
+takes against the concurrent share (its error rates, read in pairs, do not depend on it).
 ``recommendations.json`` holds the gate's ``make_gate`` parameters, the question, the
-objective, the sessions, the exact worst cases and the simulation check.
+objective, the sessions, the exact worst cases (also per ledger size) and the simulation
+check.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.gates import (
+    LEDGER_SIZES,
     DesignQuestion,
     FamilyAnswer,
     GateDesign,
+    LedgerRow,
     design_gate,
     make_gate,
     worst_case,
@@ -35,6 +42,7 @@ from procmem_core.gates import (
 from reports.document import Table
 from reports.evidence import fmt
 from reports.recommend import GateTargets
+from reports.sections import gate_ledger
 from reports.sections.gate_tables import GateRuns
 from reports.source import Sweep, find_param
 from simulators.scenarios.gate import GateScenario
@@ -59,11 +67,13 @@ def question_of(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> DesignQu
     shares = [float(v) for v in _values(sweep, gates, "concurrent_share") if v == v and v]
     priors = [float(v) for v in _values(sweep, gates, "p_prior") if v == v and v is not None]
     low = min([P0_RANGE[0], *priors])
+    ledger = min(ledgers) if ledgers else DEFAULT_LEDGER
     return DesignQuestion(
+        ledger_sizes=tuple(sorted({*LEDGER_SIZES, ledger, *ledgers})),
         alpha=targets.false_revert,
         beta=targets.missed_regression,
         min_drop=drop,
-        ledger=min(ledgers) if ledgers else DEFAULT_LEDGER,
+        ledger=ledger,
         concurrent=max(shares) if shares else 0.0,
         p0_low=max(low, drop + 0.05),
         p0_high=max([P0_RANGE[1], *priors]),
@@ -89,6 +99,8 @@ class Prescription:
     design: GateDesign
     chosen: FamilyAnswer | None
     check: pd.DataFrame
+    profile: tuple[LedgerRow, ...] = ()
+    """The chosen gate's exact worst cases per ledger size (two-sample gates)."""
 
     @property
     def command(self) -> str:
@@ -111,7 +123,7 @@ class Prescription:
                 f"Use the {gate.describe()} with max_runs {a.max_runs}{self.accepts(a)}: it "
                 f"meets {goal} {where} (exact worst cases: false revert <= "
                 f"{a.false_revert:.4f}, power >= {a.power:.3f}); {sessions_phrase(a, q)} "
-                f"(expected, worst p0; {self.runs_basis(a)}){sim}."
+                f"(expected, worst p0; {self.runs_basis(a)}){sim}.{self.ledger_phrase()}"
             )
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
@@ -119,6 +131,18 @@ class Prescription:
             f"{best.family} gate ({best.design} design), power {best.power:.3f} at "
             f"{best.max_runs} runs; {self.what_it_takes()}."
         )
+
+    def ledger_phrase(self) -> str:
+        """How the guarantee holds when the prior's ledger is not the question's."""
+        return gate_ledger.ledger_phrase(self.question, self.profile)
+
+    def ledger_table(self) -> Table | None:
+        """The chosen gate's exact worst cases against the ledger size."""
+        return gate_ledger.ledger_table(self.question, self.profile)
+
+    def share_table(self) -> Table | None:
+        """Sessions of the prescribed concurrent gate against the concurrent share."""
+        return gate_ledger.share_table(self.question, self.chosen)
 
     def accepts(self, a: FamilyAnswer) -> str:
         """How the gate stops when nothing changed (its accept boundary), if it has one."""
@@ -229,6 +253,7 @@ class Prescription:
             "sessions_at_drop": None if self.chosen is None else sum(self.chosen.runs_alt),
             "answers": [dataclasses.asdict(a) for a in self.design.answers],
             "simulation_check": self.check.to_dict(orient="records"),
+            "ledger_profile": [dataclasses.asdict(r) for r in self.profile],
         }
         return json.dumps(out, indent=1, default=_plain)
 
@@ -300,4 +325,4 @@ def prescribe(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> Prescripti
     usable = design.feasible
     chosen = usable[0] if usable else None
     check = simulation_check(chosen, q) if chosen is not None else pd.DataFrame()
-    return Prescription(q, design, chosen, check)
+    return Prescription(q, design, chosen, check, gate_ledger.profile(chosen, q))

@@ -44,6 +44,8 @@ def test_json_output_rebuilds_gates(capsys):
         (["--concurrent", "1.0"], "--concurrent"),
         (["--max-runs", "2"], "--max-runs"),
         (["--ledger", "-3"], "--ledger"),
+        (["--ledger-sizes", "20", "-1"], "--ledger-sizes"),
+        (["--ledger-sizes", "20", "20"], "--ledger-sizes"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_option_exit_2(args, option):
@@ -84,3 +86,26 @@ def test_prints_the_frontier_and_the_wald_wolfowitz_bound(capsys):
     rows = out.split("frontier, two_sample (concurrent)")[1].splitlines()[2:]
     caps = [int(r.split()[0]) for r in rows if r.strip() and r.split()[0].isdigit()]
     assert caps == sorted(caps) and len(caps) >= 2 and caps[-1] == 40
+
+
+def test_prints_the_chosen_gates_worst_cases_against_the_ledger_size(capsys):
+    """``--ledger-sizes``: the chosen two-sample gate recalibrated per size, each false
+    revert within alpha, the figures those of ``ledger_profile``."""
+    from procmem_core.gates import ledger_profile, make_gate
+    from procmem_core.gates.design import design_gate
+    from procmem_core.gates.question import DesignQuestion
+
+    assert main(["gate", *EASY, "--ledger-sizes", "40", "0", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "designed for 10 runs, levels recalibrated per size" in out
+    rows = out.split("levels recalibrated per size")[1].splitlines()[2:5]
+    got = [r.split() for r in rows]
+    assert [int(r[0]) for r in got] == [0, 10, 40]
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40)  # fmt: skip
+    best = design_gate(q).feasible[0]
+    want = ledger_profile(make_gate(**best.config), (0, 10, 40))
+    for r, w in zip(got, want, strict=True):
+        assert float(r[1]) == round(w.false_revert, 4) <= 0.1
+        assert float(r[2]) == round(w.false_revert_kept, 4)
+        assert float(r[3]) == round(w.power, 3)

@@ -364,3 +364,44 @@ def test_factor_figures_have_data_and_captions_that_match(sweep, section, captio
     shown = tuple(blank["config"].unique())
     col = "params.scenario.ledger_size"
     assert _factor_block(blank, gates, col, "ledger_size", palette(shown), shown) is None
+
+
+def test_the_prescription_shows_its_guarantee_against_ledger_size_and_share():
+    """The prescribed two-sample gate recalibrates per ledger size: the section's table holds
+    its exact worst cases per size (each <= alpha) beside the levels-kept figures, the
+    sentence says which design holds the guarantee, and the share table's error rate is the
+    same at every share while the sessions move with it (exact)."""
+    from procmem_core.gates import DesignQuestion, design_gate, ledger_profile
+    from reports.sections.gate_design import Prescription
+    from reports.sections.gate_ledger import profile
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40, ledger_sizes=(0, 10, 40))  # fmt: skip
+    design = design_gate(q)
+    chosen = next(a for a in design.answers if (a.family, a.design) == ("two_sample", "concurrent"))
+    p = Prescription(q, design, chosen, pd.DataFrame(), profile(chosen, q))
+    rows = ledger_profile(make_gate(**chosen.config), (0, 10, 40))
+    assert p.profile == rows
+    table = p.ledger_table()
+    assert list(table.frame["ledger (runs)"]) == [0, 10, 40]
+    fr = table.frame["false revert, recalibrated (worst, bound)"]
+    assert list(fr) == [round(r.false_revert, 4) for r in rows] and (fr <= 0.1).all()
+    assert list(table.frame["false revert, 10-run levels kept (worst, bound)"]) == [
+        round(r.false_revert_kept, 4) for r in rows
+    ]
+    assert "recalibrates its revert and final levels for the ledger it sees" in table.caption
+    sentence = p.sentence()
+    assert "recalibrates its revert and final levels for the ledger a revision has" in sentence
+    worst, kept = max(r.false_revert for r in rows), max(r.false_revert_kept for r in rows)
+    assert f"exact worst case <= {worst:.4f} at ledgers 0, 10, 40" in sentence
+    assert f"levels kept would reach {kept:.4f}" in sentence
+    weakest = min(rows, key=lambda r: r.power)
+    assert f"least at ledger {weakest.ledger} ({weakest.power:.3f})" in sentence
+    shares = p.share_table().frame
+    assert list(shares["concurrent share"]) == [0.25, 0.5, 0.75]
+    assert shares["false revert (worst, bound)"].nunique() == 1
+    null = shares["sessions when nothing changed (worst p0)"]
+    # both arms must reach the pairs: the total is symmetric in q <-> 1 - q, least at 1/2
+    assert null[0] == pytest.approx(null[2], abs=0.11) and null[1] < null[0]
+    rec = json.loads(p.recommendations())
+    assert [r["ledger"] for r in rec["ledger_profile"]] == [0, 10, 40]

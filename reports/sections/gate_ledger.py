@@ -1,0 +1,118 @@
+"""The gate section's prescribed gate against the prior's ledger size and the concurrent
+share: it recalibrates its levels per ledger size (``TwoSampleGate.levels``), so the
+section states its exact worst cases per size (``ledger_profile``) beside those with its
+levels kept, and its sessions per share (its error rates, read in pairs, do not move)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.gates import (
+    DesignQuestion,
+    FamilyAnswer,
+    LedgerRow,
+    TwoSampleGate,
+    ledger_profile,
+    make_gate,
+)
+from procmem_core.gates.design import arm_runs
+from reports.document import Table
+
+SHARES = (0.25, 0.5, 0.75)
+"""Concurrent shares at which the section gives the prescribed gate's sessions."""
+
+
+def ledger_phrase(q: DesignQuestion, rows: tuple[LedgerRow, ...]) -> str:
+    """How the guarantee holds when the prior's ledger is not the question's."""
+    if not rows:
+        return ""
+    worst = max(rows, key=lambda r: r.false_revert)
+    kept = max(rows, key=lambda r: r.false_revert_kept)
+    powers = [r for r in rows if r.power == r.power]
+    weakest = min(powers, key=lambda r: r.power) if powers else None
+    power = (
+        f"; power, not recalibrated, is least at ledger {weakest.ledger} ({weakest.power:.3f})"
+        if weakest is not None
+        else ""
+    )
+    return (
+        f" It recalibrates its revert and final levels for the ledger a revision has "
+        f"(certified per size when first seen), so false revert stays <= {q.alpha:g} "
+        f"there: exact worst case <= {worst.false_revert:.4f} at ledgers "
+        f"{', '.join(str(r.ledger) for r in rows)}, where its {q.ledger}-run levels "
+        f"kept would reach {kept.false_revert_kept:.4f} (at {kept.ledger}){power}."
+    )
+
+
+def ledger_table(q: DesignQuestion, profile: tuple[LedgerRow, ...]) -> Table | None:
+    """The chosen gate's exact worst cases against the ledger size."""
+    if not profile:
+        return None
+    rows = [
+        {
+            "ledger (runs)": r.ledger,
+            "false revert, recalibrated (worst, bound)": round(r.false_revert, 4),
+            f"false revert, {q.ledger}-run levels kept (worst, bound)": round(
+                r.false_revert_kept, 4
+            ),
+            "power (least, bound)": round(r.power, 3),
+            "expected pairs when nothing changed (worst p0)": round(r.runs_null, 1),
+            "revert / final level": f"{r.revert_level:.3f} / {r.final_level:.3f}",
+        }
+        for r in profile
+    ]
+    return Table(
+        f"The prescribed gate against the prior's ledger size, exact over p0 in "
+        f"[{q.p0_low:g}, {q.p0_high:g}] (false revert: a bound above over the range; "
+        f"power: a bound below, at a drop of {q.min_drop:g}): designed for a "
+        f"{q.ledger}-run ledger, it recalibrates its revert and final levels for the "
+        "ledger it sees (its accept level is kept, so power and pairs move); the "
+        "'levels kept' column is the same gate without recalibration",
+        pd.DataFrame(rows),
+    )
+
+
+def share_table(q: DesignQuestion, a: FamilyAnswer | None) -> Table | None:
+    """Sessions of the prescribed concurrent gate against the concurrent share."""
+    if a is None or a.design != "concurrent" or not q.concurrent:
+        return None
+    gate = make_gate(**a.config)
+    grid = q.p0_range.grid(27)
+    shares = sorted({*SHARES, q.concurrent})
+    rows = []
+    for share in shares:
+        row = {
+            "concurrent share": share,
+            "false revert (worst, bound)": round(a.false_revert, 4),
+        }
+        for what, drop in (("when nothing changed", 0.0), ("at the drop", q.min_drop)):
+            rev, prior = arm_runs(gate, gate.operating_curve(grid, drop, q.ledger), share)
+            row[f"sessions {what} (worst p0)"] = round(float(np.max(rev + prior)), 1)
+        rows.append(row)
+    return Table(
+        "The prescribed gate against the concurrent share: it reads pairs (the "
+        "revision's i-th run with the prior's i-th concurrent run), so its exact error "
+        "rates are the same at every share in (0, 1); the share sets only the sessions "
+        f"(both arms, expected, worst p0 of 27; ledger {q.ledger})",
+        pd.DataFrame(rows),
+    )
+
+
+def profile(chosen: FamilyAnswer | None, q: DesignQuestion) -> tuple[LedgerRow, ...]:
+    """``ledger_profile`` of the chosen gate at the question's sizes (two-sample gates)."""
+    if chosen is None:
+        return ()
+    return _gate_profile(tuple(chosen.config.items()), q.ledger_sizes)
+
+
+@lru_cache(maxsize=16)
+def _gate_profile(config: tuple, sizes: tuple[int, ...]) -> tuple[LedgerRow, ...]:
+    """Once per gate and sizes in a process (reports are built more than once)."""
+    gate = make_gate(**dict(config))
+    if not isinstance(gate, TwoSampleGate):
+        return ()
+    low = 1 if gate.design == "fixed" else 0
+    return ledger_profile(gate, [m for m in sizes if m >= low])
