@@ -11,7 +11,10 @@ quarantines, stranded revisions, wrong reverts and missed harmful revisions.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
+import yaml
 
 from reports.canvas import palette, png_bytes
 from reports.configs import label_runs
@@ -20,6 +23,7 @@ from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.loop_evidence import (
+    Verdict,
     biggest_changes,
     chance_note,
     decisive_setting,
@@ -39,7 +43,9 @@ from reports.sections.loop_verdict import (
     selection_note,
     verdict_json,
 )
-from reports.source import Sweep
+from reports.source import PROJECT_ROOT, Sweep
+
+LOOP_PRESET = PROJECT_ROOT / "conf" / "experiment" / "loop.yaml"
 
 LEARNING_METRICS = (
     "regret_early", "regret_late", "regret_change", "success_rate_early", "success_rate_late",
@@ -130,7 +136,8 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
     if len(rows) == 1:
         parts.append(
             "The loop preset sweeps the settings that decide it (strike limit, the match's "
-            "utility term, concurrent control): python -m experiments.run -m experiment=loop."
+            "utility term, concurrent control): python -m experiments.run -m experiment=loop"
+            f"{preset_power(verdict_of(seed) if seed is not None else None)}."
         )
         return " ".join(parts)
     rising = rows.loc[rows["success_change"].idxmax()]
@@ -141,6 +148,33 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
         "themselves better: the oracle rises with them)."
     )
     return " ".join(parts)
+
+
+def preset_power(v: Verdict | None) -> str:
+    """After a "no detectable change" from few replications: what the loop preset's own
+    replications (``conf/experiment/loop.yaml``) would detect at this read's spread per
+    replication (``SE * sqrt(n / n_preset)``), and that its report answers the question."""
+    n = loop_preset_replications()
+    if v is None or n is None or not v.answer.startswith("no detectable change"):
+        return ""
+    if n <= v.replications:
+        return "; python -m reports loop answers whether the regret falls"
+    wider = Verdict(v.change, v.se * math.sqrt(v.replications / n), n)
+    return (
+        f": its {n} replications per setting would detect a change of about "
+        f"{wider.detectable:.3f} per session at this spread (this read: "
+        f"{v.detectable:.3f}), and python -m reports loop answers whether the regret falls"
+    )
+
+
+def loop_preset_replications() -> int | None:
+    """``scenario.replications`` of the loop preset, read from its config file (None when
+    it cannot be read)."""
+    try:
+        conf = yaml.safe_load(LOOP_PRESET.read_text())
+        return int(conf["scenario"]["replications"])
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
+        return None
 
 
 def _why(row: pd.Series, sources: pd.DataFrame) -> str:
