@@ -60,7 +60,8 @@ def joint_state(states: Sequence[str]) -> str:
 
 def state_words(state: str) -> str:
     """A state as a table cell reads it."""
-    return {MEETS: "meets", WITHIN_NOISE: f"within noise ({NOISE_Z:g} SE)", MISSES: "misses"}[state]
+    words = {MEETS: "meets", WITHIN_NOISE: f"within {NOISE_Z:g} SE", MISSES: "misses"}
+    return words[state]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@
 
 Each result names the default row beside the pick and compares them metric by metric
 (``reports.evidence``). Ties on the objective are broken by the lower total error, then
-by label, and reported.
+by label, and reported. Against its targets a row *meets*, is *within noise* of, or
+*misses* them (``reports.claims.target_state``, column ``state``): a pick within noise is
+said to be one, never a plain pass.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import ParameterError, check_probability
+from reports.claims import MEETS, MISSES, WITHIN_NOISE, joint_state, state_words, target_state
 from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
 
 TIE_RTOL = 1e-9
@@ -64,6 +67,12 @@ class Recommendation:
     @property
     def label(self) -> str:
         return str(self.pick[self.label_col])
+
+    @property
+    def state(self) -> str:
+        """The pick against the targets: meets, within noise or misses."""
+        value = self.pick.get("state")
+        return str(value) if isinstance(value, str) else (MEETS if self.feasible else MISSES)
 
     @property
     def differs_beyond_noise(self) -> bool:
@@ -119,6 +128,28 @@ def _sessions_note(pick: pd.Series) -> str:
     return (
         f" (counting both arms: {float(null[0]) + float(null[1]):.1f} sessions when nothing "
         f"changed, {float(alt[0]) + float(alt[1]):.1f} at the drop)"
+    )
+
+
+def gate_state(row: pd.Series, targets: GateTargets) -> str:
+    """Both error rates of a row against their targets (``reports.claims.joint_state``)."""
+    return joint_state(
+        [
+            target_state(row[m], se_of(row, m), limit, higher_is_better=False)
+            for m, limit in (
+                ("false_revert_rate", targets.false_revert),
+                ("missed_regression_rate", targets.missed_regression),
+            )
+        ]
+    )
+
+
+def _noise_note(state: str, what: str) -> str:
+    """Said of a pick within noise of its target(s)."""
+    if state != WITHIN_NOISE:
+        return ""
+    return (
+        f"; {what} {state_words(state)} of the target: this sweep cannot tell whether it meets it"
     )
 
 
@@ -191,6 +222,7 @@ def recommend_gate(
     mr_excess = (t["missed_regression_rate"] - targets.missed_regression).clip(lower=0)
     t["shortfall"] = fr_excess / targets.false_revert + mr_excess / targets.missed_regression
     t["feasible"] = t["shortfall"] <= 0
+    t["state"] = [gate_state(r, targets) for _, r in t.iterrows()]
     t["total_error"] = t["false_revert_rate"] + t["missed_regression_rate"]
     t["_label"] = t[label_col].astype(str)
     ranked = _rank(t, ["_alt", "total_error", "_label"])
@@ -208,12 +240,14 @@ def recommend_gate(
         f"{at['false_revert_rate']} and missed regression rate"
         f" {fmt_metric(pick, 'missed_regression_rate')}{at['missed_regression_rate']}"
     )
+    state = str(pick["state"])
     if feasible:
-        head = f"Use {what}"
+        head = f"Use {what}" + _noise_note(state, "its error rates are")
     else:
         head = (
             f"No swept gate meets the targets (false revert <= {targets.false_revert:g}, "
             f"missed regression <= {targets.missed_regression:g}); the nearest is {what}"
+            + _noise_note(state, "it is")
         )
     if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
         head += "; " + _tradeoff(comparisons, {m: True for m in GATE_METRICS})
@@ -245,6 +279,9 @@ def recommend_explore(
     )
     t = table.copy()
     t["feasible"] = t["power"] >= target_power
+    t["state"] = [
+        target_state(r["power"], se_of(r, "power"), target_power, True) for _, r in t.iterrows()
+    ]
     t["shortfall"] = (target_power - t["power"]).clip(lower=0)
     t["objective"] = t[label_col].astype(float)
     ranked = _rank(t, ["sessions", "exploration_cost"])
@@ -260,10 +297,11 @@ def recommend_explore(
         f" (power {fmt(pick['power'], se_of(pick, 'power'))}, cost "
         f"{fmt(pick['exploration_cost'], se_of(pick, 'exploration_cost'))} successes forgone)"
     )
+    note = _noise_note(str(pick["state"]), "its power is")
     if feasible:
-        head = f"The smallest explore rate reaching power {target_power:g} is {what}"
+        head = f"The smallest explore rate reaching power {target_power:g} is {what}{note}"
     else:
-        head = f"No swept explore rate reaches power {target_power:g}; the nearest is {what}"
+        head = f"No swept explore rate reaches power {target_power:g}; the nearest is {what}{note}"
     if default_row is not None:
         head += (
             f"; the seeds' default rate {default_rate:g} has power "
@@ -293,6 +331,10 @@ def recommend_confidence(
     )
     t = table.copy()
     t["feasible"] = t["harmful_excluded"] >= target_excluded
+    t["state"] = [
+        target_state(r["harmful_excluded"], se_of(r, "harmful_excluded"), target_excluded, True)
+        for _, r in t.iterrows()
+    ]
     t["shortfall"] = (target_excluded - t["harmful_excluded"]).clip(lower=0)
     t["objective"] = -t["helpful_retained"].astype(float)
     t["_neg_excl"] = -t["harmful_excluded"].astype(float)
@@ -308,12 +350,13 @@ def recommend_confidence(
         f" of helpful procedures, excludes "
         f"{fmt(pick['harmful_excluded'], se_of(pick, 'harmful_excluded'))} of harmful ones)"
     )
+    note = _noise_note(str(pick["state"]), "its share excluded is")
     if feasible:
-        head = f"Use {what}"
+        head = f"Use {what}{note}"
     else:
         head = (
             f"No swept rule excludes at least {target_excluded:g} of harmful procedures;"
-            f" the nearest is {what}"
+            f" the nearest is {what}{note}"
         )
     lower_better = {"helpful_retained": False, "harmful_excluded": False}
     if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reports.claims import state_words
 from reports.document import Table
 from reports.evidence import fmt, fmt_metric
 from reports.recommend import GATE_METRICS, GateTargets, Recommendation, recommend_gate
@@ -56,7 +57,7 @@ def ranking_blocks(
         blocks.append("Among the swept configurations (at their own max_runs): " + rec.sentence)
         ranked = worst.set_index("config").loc[list(rec.ranked["config"])].reset_index()
         table = worst_table(ranked, several)
-        table.insert(1, "meets targets", list(rec.ranked["feasible"]))
+        table.insert(1, "meets targets", [state_words(x) for x in rec.ranked["state"]])
         table["runs p0+p1"] = list(rec.ranked["objective"].round(2))
         blocks.append(
             Table(
@@ -88,7 +89,7 @@ def per_condition_table(
     for cond, g in rows.groupby("condition", sort=True):
         here = default if default in set(g["config"]) else None
         rec = recommend_gate(g.reset_index(drop=True), targets, "config", here)
-        row = {"condition": cond, "meets targets": rec.feasible, "pick": rec.label}
+        row = {"condition": cond, "meets targets": state_words(rec.state), "pick": rec.label}
         for m in GATE_METRICS:
             row[m.replace("_", " ")] = fmt_metric(rec.pick, m)
         row["differs from default beyond noise"] = (

@@ -1,0 +1,152 @@
+"""What report sentences may claim (issue 30, item 6): three states against a target, and
+orderings only beyond 2 SE of the difference (``reports.claims``), as every section uses them."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from reports.claims import (
+    MEETS,
+    MISSES,
+    WITHIN_NOISE,
+    Option,
+    calendar,
+    joint_state,
+    ordering,
+    ranks,
+    target_state,
+)
+from reports.recommend import GateTargets, recommend_confidence, recommend_gate
+from reports.sections.explore import _single_value
+from reports.sections.gate_sweep import per_condition_table, ranking_blocks
+from reports.sections.learnings import _ranked_table, recommend_policy
+
+
+def test_a_target_has_three_states():
+    # 0.902 ± 0.02 against 0.9 is never a plain pass: the sweep cannot tell the side
+    assert target_state(0.902, 0.02, 0.9, higher_is_better=True) == WITHIN_NOISE
+    assert target_state(0.861, 0.02, 0.9, higher_is_better=True) == WITHIN_NOISE  # 1.95 SE
+    assert target_state(0.859, 0.02, 0.9, higher_is_better=True) == MISSES
+    assert target_state(0.95, 0.01, 0.9, higher_is_better=True) == MEETS
+    # lower is better (an error rate against its ceiling)
+    assert target_state(0.052, 0.002, 0.05, higher_is_better=False) == WITHIN_NOISE
+    assert target_state(0.03, 0.002, 0.05, higher_is_better=False) == MEETS
+    assert target_state(0.06, 0.002, 0.05, higher_is_better=False) == MISSES
+    # an exact figure (no SE) meets or misses, never within noise
+    assert target_state(0.9, 0.0, 0.9, higher_is_better=True) == MEETS
+    assert target_state(0.8999, float("nan"), 0.9, higher_is_better=True) == MISSES
+    assert joint_state([MEETS, WITHIN_NOISE]) == WITHIN_NOISE
+    assert joint_state([WITHIN_NOISE, MISSES]) == MISSES
+    assert joint_state([MEETS, MEETS]) == MEETS
+
+
+def test_an_ordering_is_stated_only_beyond_two_se_of_the_difference():
+    tie = [Option("cuped", 0.358, 0.015), Option("aipw", 0.355, 0.015), Option("dim", 0.349, 0.015)]
+    text = ordering(tie)
+    assert text == (
+        "cuped 0.358 ± 0.015, aipw 0.355 ± 0.015 and dim 0.349 ± 0.015 "
+        "(a tie: no difference exceeds 2 SE of the difference)"
+    )
+    assert ">" not in text
+    # 0.5 vs 0.3: 0.2 > 2 * sqrt(2) * 0.01; 0.3 vs 0.29: 0.01 < 0.028, a tie
+    split = [Option("b", 0.3, 0.01), Option("a", 0.5, 0.01), Option("c", 0.29, 0.01)]
+    assert [[o.name for o in g] for g in ranks(split)] == [["a"], ["b", "c"]]
+    assert ordering(split) == "a 0.5 ± 0.01 > b 0.3 ± 0.01 and c 0.29 ± 0.01 (tied)"
+    # a member joins the rank above unless it is beyond the noise of every member of it
+    # (2 SE of a difference here: 2 * sqrt(2) * 0.01 = 0.0283)
+    chain = [Option("x", 1.0, 0.01), Option("y", 0.975, 0.01), Option("z", 0.95, 0.01)]
+    assert [[o.name for o in g] for g in ranks(chain)] == [["x", "y", "z"]]  # z ~ y
+    apart = [Option("x", 1.0, 0.01), Option("y", 0.975, 0.01), Option("z", 0.94, 0.01)]
+    assert [[o.name for o in g] for g in ranks(apart)] == [["x", "y"], ["z"]]
+
+
+def _gates(fr: float, fr_se: float) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "config": ["near", "far"],
+            "false_revert_rate": [fr, 0.2],
+            "false_revert_rate_se": [fr_se, 0.002],
+            "missed_regression_rate": [0.1, 0.1],
+            "missed_regression_rate_se": [0.002, 0.002],
+            "mean_runs_null": [20.0, 10.0],
+            "mean_runs_null_se": [0.1, 0.1],
+            "mean_runs_alt": [25.0, 12.0],
+            "mean_runs_alt_se": [0.1, 0.1],
+        }
+    )
+
+
+def test_gate_picks_within_noise_of_a_target_say_so_in_sentence_and_tables():
+    targets = GateTargets(0.05, 0.2)
+    # 0.052 ± 0.002 against 0.05: not feasible by its point value, yet within noise
+    rec = recommend_gate(_gates(0.052, 0.002), targets)
+    assert rec.label == "near" and not rec.feasible and rec.state == WITHIN_NOISE
+    assert "it is within 2 SE of the target: this sweep cannot tell whether it meets it" in (
+        rec.sentence
+    )
+    # 0.049 ± 0.002: feasible by its point value, still only within noise
+    ok = recommend_gate(_gates(0.049, 0.002), targets)
+    assert ok.feasible and ok.state == WITHIN_NOISE
+    assert ok.sentence.startswith("Use near") and "cannot tell whether it meets it" in ok.sentence
+    clear = recommend_gate(_gates(0.03, 0.002), targets)
+    assert clear.state == MEETS and "cannot tell" not in clear.sentence
+    worst = _gates(0.049, 0.002).assign(
+        complete=True,
+        conditions=1,
+        **{
+            f"{m}_condition": "as configured"
+            for m in (
+                "false_revert_rate",
+                "missed_regression_rate",
+                "mean_runs_null",
+                "mean_runs_alt",
+            )
+        },  # fmt: skip
+    )
+    table = ranking_blocks(ok, worst, targets, 1)[1].frame
+    assert list(table["meets targets"]) == ["within 2 SE", "misses"]
+    rows = _gates(0.049, 0.002).assign(condition="as configured")
+    assert list(per_condition_table(rows, targets, None)["meets targets"]) == ["within 2 SE"]
+
+
+def test_confidence_and_learnings_picks_have_three_states():
+    t = pd.DataFrame(
+        {
+            "config": ["a", "b"],
+            "helpful_retained": [0.8, 0.5],
+            "helpful_retained_se": [0.01, 0.01],
+            "harmful_excluded": [0.902, 0.99],
+            "harmful_excluded_se": [0.02, 0.001],
+        }
+    )
+    rec = recommend_confidence(t, 0.9)
+    assert rec.label == "a" and rec.state == WITHIN_NOISE
+    assert "within 2 SE of the target" in rec.sentence
+    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
+            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se", "conditions",
+            "sessions_to_promotion", "sessions_to_promotion_se"]  # fmt: skip
+    worst = pd.DataFrame(
+        [("p", 0.902, 0.02, 50.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 60.0, 1.0),
+         ("q", 0.97, 0.005, 90.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 95.0, 1.0),
+         ("r", 0.5, 0.01, 10.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 20.0, 1.0)],
+        columns=cols,
+    )  # fmt: skip
+    pol = recommend_policy(worst)
+    assert pol.label == "p" and pol.state == WITHIN_NOISE
+    assert list(_ranked_table(pol.ranked)["meets target"]) == ["within 2 SE", "meets", "misses"]
+
+
+def test_one_explore_setting_states_powers_as_a_tie_when_the_noise_cannot_order_them():
+    row = {"explore_rate": 0.05, "sessions": 200, "true_lift": 0.1, "run_name": "r"}
+    for e, p in (("cuped", 0.358), ("aipw", 0.355), ("dim", 0.349)):
+        row |= {f"{e}_power": p, f"{e}_power_se": 0.015}
+    text = _single_value(pd.DataFrame([row]), ["dim", "aipw", "cuped"], 0.8)
+    assert "cuped 0.358 ± 0.015, aipw 0.355 ± 0.015 and dim 0.349 ± 0.015 (a tie" in text
+    assert "(none reaches the target 0.8)" in text
+
+
+def test_calendar_time():
+    assert calendar(322.8, 100) == "3.23 days at 100 sessions/day"
+    with pytest.raises(ZeroDivisionError):
+        calendar(1.0, 0.0)
