@@ -102,7 +102,7 @@ def test_gate_picks_within_noise_of_a_target_say_so_in_sentence_and_tables():
                 "mean_runs_null",
                 "mean_runs_alt",
             )
-        },  # fmt: skip
+        },
     )
     table = ranking_blocks(ok, worst, targets, 1)[1].frame
     assert list(table["meets targets"]) == ["within 2 SE", "misses"]
