@@ -25,7 +25,15 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import ParameterError, check_probability
-from reports.claims import MEETS, MISSES, WITHIN_NOISE, joint_state, state_words, target_state
+from reports.claims import (
+    MEETS,
+    MISSES,
+    WITHIN_NOISE,
+    calendar,
+    joint_state,
+    state_words,
+    target_state,
+)
 from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
 
 TIE_RTOL = 1e-9
@@ -119,15 +127,28 @@ def null_sessions(t: pd.DataFrame) -> pd.Series:
     return both.where(both.notna(), runs)
 
 
-def _sessions_note(pick: pd.Series) -> str:
-    """``" (S sessions ... )"`` when the row counts both arms at the concurrent share."""
+def _sessions_note(pick: pd.Series, per_day: float | None) -> str:
+    """What a decision costs in sessions, in total and per arm, when nothing changed and
+    at the drop: concurrent control counts the prior's sessions
+    (``mean_prior_runs_*``); the fixed design serves every session to the revision. With
+    ``per_day``, the calendar time of each (``reports.claims.calendar``)."""
     null = [pick.get(f"{m}_null") for m in ARM_METRICS]
     alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
     if any(x is None or x != x for x in (*null, *alt)):
-        return ""
+        null = [float(pick["mean_runs_null"]), 0.0]
+        alt = [float(pick["mean_runs_alt"]), 0.0]
+        arms = "all on the revision, none on the prior: no concurrent control"
+    else:
+        arms = "per arm: revision + prior"
+
+    def cost(r: list, when: str) -> str:
+        total = float(r[0]) + float(r[1])
+        days = f", {calendar(total, per_day)}" if per_day else ""
+        return f"{total:.1f} sessions {when} ({float(r[0]):.1f} + {float(r[1]):.1f}{days})"
+
     return (
-        f" (counting both arms: {float(null[0]) + float(null[1]):.1f} sessions when nothing "
-        f"changed, {float(alt[0]) + float(alt[1]):.1f} at the drop)"
+        f"; a decision costs {cost(null, 'when nothing changed')} and "
+        f"{cost(alt, 'at the drop')}, {arms}"
     )
 
 
@@ -205,6 +226,7 @@ def recommend_gate(
     targets: GateTargets | None = None,
     label_col: str = "config",
     default: str | None = None,
+    sessions_per_day: float | None = None,
 ) -> Recommendation:
     """The gate with the fewest sessions when nothing changed (``null_sessions``), then
     the fewest runs at the drop, within the error targets.
@@ -235,7 +257,7 @@ def recommend_gate(
         f"{pick[label_col]}{_worst_note(pick, at)}: it decides in"
         f" {fmt_metric(pick, 'mean_runs_null')} runs when nothing changed{at['mean_runs_null']}"
         f" and {fmt_metric(pick, 'mean_runs_alt')} runs on a real regression"
-        f"{at['mean_runs_alt']}{_sessions_note(pick)}, with false revert rate"
+        f"{at['mean_runs_alt']}{_sessions_note(pick, sessions_per_day)}; false revert rate"
         f" {fmt_metric(pick, 'false_revert_rate')}"
         f"{at['false_revert_rate']} and missed regression rate"
         f" {fmt_metric(pick, 'missed_regression_rate')}{at['missed_regression_rate']}"

@@ -21,7 +21,7 @@ from reports.captions import drawn
 from reports.configs import at_reference, label
 from reports.document import Figure, Section, Table
 from reports.evidence import NOISE_Z
-from reports.options import ReportOptions
+from reports.options import SESSIONS_PER_DAY, ReportOptions
 from reports.recommend import GateTargets
 from reports.sections import report_section
 from reports.sections.gate_design import CHECK_SEED, Prescription, prescribe
@@ -166,18 +166,22 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
     return blocks
 
 
-def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
-    """The prescription, then the figures and the sweep's evidence behind it."""
+def gate_section(
+    sweep: Sweep, targets: GateTargets, sessions_per_day: float = SESSIONS_PER_DAY
+) -> Section | None:
+    """The prescription, then the figures and the sweep's evidence behind it; sessions
+    read as calendar time at ``sessions_per_day``."""
     gates = gate_runs(sweep)
     if gates is None:
         return None
     rows = gate_rows(gates, sweep.param_names)
     conditions = rows["condition"].nunique()
     worst = worst_rows(rows)
-    rec = sweep_recommendation(worst, targets, gates.default_label)
+    rec = sweep_recommendation(worst, targets, gates.default_label, sessions_per_day)
     worst["frontier"] = efficient_frontier(worst, "false_revert_rate", "missed_regression_rate")
     shown = highlight(rec, worst, list(worst.loc[worst["frontier"], "config"]))
     prescription = prescribe(sweep, gates, targets)
+    prescription.sessions_per_day = sessions_per_day
     colours = palette([*rows["config"], PRESCRIBED])
     refs = Refs(targets.false_revert, targets.missed_regression, prescription.question.min_drop)
     blocks = _prescription_blocks(prescription)
@@ -268,4 +272,4 @@ def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, shown) -> 
 
 @report_section("gate", order=10)
 def _gate_report(sweep: Sweep, options: ReportOptions) -> Section | None:
-    return gate_section(sweep, options.gate)
+    return gate_section(sweep, options.gate, options.sessions_per_day)

@@ -32,8 +32,10 @@ from procmem_core.gates import (
     make_gate,
     worst_case,
 )
+from reports.claims import calendar
 from reports.document import Table
 from reports.evidence import fmt
+from reports.options import SESSIONS_PER_DAY
 from reports.recommend import GateTargets
 from reports.sections.gate_tables import GateRuns
 from reports.source import Sweep, find_param
@@ -89,6 +91,8 @@ class Prescription:
     design: GateDesign
     chosen: FamilyAnswer | None
     check: pd.DataFrame
+    sessions_per_day: float = SESSIONS_PER_DAY
+    """The session rate calendar time is given at (``--sessions-per-day``)."""
 
     @property
     def command(self) -> str:
@@ -110,7 +114,8 @@ class Prescription:
             return (
                 f"Use the {gate.describe()} with max_runs {a.max_runs}{self.accepts(a)}: it "
                 f"meets {goal} {where} (exact worst cases: false revert <= "
-                f"{a.false_revert:.4f}, power >= {a.power:.3f}); {sessions_phrase(a, q)} "
+                f"{a.false_revert:.4f}, power >= {a.power:.3f}); "
+                f"{sessions_phrase(a, q, self.sessions_per_day)} "
                 f"(expected, worst p0; {self.runs_basis(a)}){sim}."
             )
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
@@ -200,6 +205,9 @@ class Prescription:
             "prior_runs_at_drop": a.runs_alt[1],
             "sessions_null": sum(a.runs_null),
             "sessions_at_drop": sum(a.runs_alt),
+            "sessions_per_day": self.sessions_per_day,
+            "days_null": sum(a.runs_null) / self.sessions_per_day,
+            "days_at_drop": sum(a.runs_alt) / self.sessions_per_day,
         }
 
     def recommendations(self) -> str:
@@ -233,22 +241,26 @@ class Prescription:
         return json.dumps(out, indent=1, default=_plain)
 
 
-def sessions_phrase(a: FamilyAnswer, q: DesignQuestion) -> str:
-    """The sessions a revision takes when nothing changed and when it drops by min_drop,
-    both arms counted (the prior's at the concurrent share; none in the fixed design)."""
+def sessions_phrase(a: FamilyAnswer, q: DesignQuestion, per_day: float | None = None) -> str:
+    """What a decision costs when nothing changed and when the revision drops by min_drop:
+    the sessions in total and per arm (revision + prior: the prior's concurrent sessions at
+    the concurrent share; none in the fixed design), and with ``per_day`` the calendar time
+    (``reports.claims.calendar``)."""
     both = a.design == "concurrent" and q.concurrent > 0
 
-    def arms(r):
+    def cost(r) -> str:
+        prior = r[1] if both else 0.0
+        total = r[0] + prior
+        days = f"; {calendar(total, per_day)}" if per_day else ""
+        where = f"at share {q.concurrent:g}" if both else "the fixed design serves it none"
         return (
-            f" ({r[0]:.1f} on the revision + {r[1]:.1f} on the prior at share {q.concurrent:g})"
-            if both
-            else " (all on the revision)"
+            f"{total:.1f} sessions ({r[0]:.1f} on the revision + {prior:.1f} on the prior, "
+            f"{where}{days})"
         )
 
     return (
-        f"a revision takes {sum(a.runs_null):.1f} sessions when nothing changed"
-        f"{arms(a.runs_null)} and {sum(a.runs_alt):.1f} when it drops by {q.min_drop:g}"
-        f"{arms(a.runs_alt)}"
+        f"a decision costs {cost(a.runs_null)} when nothing changed and {cost(a.runs_alt)} "
+        f"when the revision drops by {q.min_drop:g}"
     )
 
 

@@ -21,14 +21,18 @@ MAX_HIGHLIGHT = 8
 
 
 def sweep_recommendation(
-    worst: pd.DataFrame, targets: GateTargets, default: str | None
+    worst: pd.DataFrame,
+    targets: GateTargets,
+    default: str | None,
+    sessions_per_day: float | None = None,
 ) -> Recommendation | None:
-    """``recommend_gate`` over the configurations run in every condition (None: none)."""
+    """``recommend_gate`` over the configurations run in every condition (None: none);
+    its sentence gives calendar time at ``sessions_per_day``."""
     complete = worst[worst["complete"]].reset_index(drop=True)
     if complete.empty:
         return None
     here = default if default in set(complete["config"]) else None
-    return recommend_gate(complete, targets, "config", here)
+    return recommend_gate(complete, targets, "config", here, sessions_per_day)
 
 
 def highlight(rec: Recommendation | None, worst: pd.DataFrame, frontier: list[str]) -> tuple:

@@ -150,3 +150,53 @@ def test_calendar_time():
     assert calendar(322.8, 100) == "3.23 days at 100 sessions/day"
     with pytest.raises(ZeroDivisionError):
         calendar(1.0, 0.0)
+
+
+def test_the_session_rate_is_an_option_refused_by_name():
+    from procmem_core.errors import ParameterError
+    from reports.__main__ import options_of, parser
+    from reports.errors import ReportError
+    from reports.options import SESSIONS_PER_DAY, ReportOptions
+
+    assert ReportOptions().sessions_per_day == SESSIONS_PER_DAY == 100.0
+    assert options_of(parser().parse_args(["q", "--sessions-per-day", "250"])).sessions_per_day == (
+        250.0
+    )
+    for bad in (0.0, -3.0, float("nan"), float("inf")):
+        with pytest.raises(ParameterError, match="sessions_per_day"):
+            ReportOptions(sessions_per_day=bad)
+    with pytest.raises(ReportError, match=r"--sessions-per-day -1.0 is not allowed"):
+        options_of(parser().parse_args(["q", "--sessions-per-day", "-1"]))
+
+
+def test_the_prescription_gives_sessions_per_arm_and_calendar_time():
+    """Issue 30 item 4: the prescribed gate's sentence gives a decision's sessions in total
+    and per arm (the prior's concurrent sessions counted) and the days at the set rate."""
+    import re
+
+    from procmem_core.gates import DesignQuestion, design_gate
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40)  # fmt: skip
+    design = design_gate(q)
+    chosen = next(a for a in design.answers if (a.family, a.design) == ("two_sample", "concurrent"))
+    p = Prescription(q, design, chosen, pd.DataFrame(), sessions_per_day=8.0)
+    found = re.search(
+        r"a decision costs ([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the "
+        r"prior, at share 0.5; ([\d.]+) days at 8 sessions/day\) when nothing changed and "
+        r"([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the prior, at share "
+        r"0.5; ([\d.]+) days at 8 sessions/day\) when the revision drops by 0.3",
+        p.sentence(),
+    )
+    assert found, p.sentence()
+    got = [float(x) for x in found.groups()]
+    null, alt = chosen.runs_null, chosen.runs_alt
+    assert got[:3] == [round(sum(null), 1), round(null[0], 1), round(null[1], 1)]
+    assert got[4:7] == [round(sum(alt), 1), round(alt[0], 1), round(alt[1], 1)]
+    assert got[3] == pytest.approx(sum(null) / 8, rel=5e-3)
+    assert got[7] == pytest.approx(sum(alt) / 8, rel=5e-3)
+    assert null[1] > 0  # the prior's arm is counted, not left out
+    pick = p.pick()
+    assert pick["days_null"] == pytest.approx(sum(null) / 8)
+    assert pick["sessions_per_day"] == 8.0

@@ -253,9 +253,9 @@ def test_the_prescription_says_what_its_session_counts_count(section):
     chosen = [a for a in rec["answers"] if a["feasible"] and a["config"] == rec["gate"]]
     assert len(chosen) == 1
     found = re.search(
-        r"a revision takes ([\d.]+) sessions when nothing changed \(([\d.]+) on the revision "
-        r"\+ ([\d.]+) on the prior at share 0.5\) and ([\d.]+) when it drops by 0.15 "
-        r"\(([\d.]+) on the revision \+ ([\d.]+) on the prior",
+        r"a decision costs ([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the "
+        r"prior, at share 0.5; [\d.]+ days at 100 sessions/day\) when nothing changed and "
+        r"([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the prior",
         section.answer,
     )
     assert found, section.answer
