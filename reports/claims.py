@@ -13,6 +13,10 @@
   over ``n`` replications, ``(t(0.975, n - 1) + t(0.8, n - 1)) * SE`` (the usual
   minimum detectable effect, Student-t because the SE is estimated; e.g. Bloom 1995,
   "Minimum detectable effects", Evaluation Review 19(5)).
+- **Curves that coincide** (``coinciding``): two curves on the same x values that differ
+  by at most ``COINCIDE_TOL`` everywhere are drawn one over the other; a figure draws
+  them distinguishably (``OVERLAY_STYLES``) and its caption says they coincide
+  (``coincide_note``), so a hidden curve is never read as missing.
 - **Sessions to calendar time** (``calendar``): ``days = sessions / sessions_per_day``.
 """
 
@@ -22,6 +26,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from scipy import stats
 
 from procmem_core.metric import fmt
@@ -31,6 +36,10 @@ MEETS = "meets"
 WITHIN_NOISE = "within noise"
 MISSES = "misses"
 STATES = (MEETS, WITHIN_NOISE, MISSES)
+COINCIDE_TOL = 0.005
+"""Largest gap (in the y unit, e.g. a probability) at which two curves read as one line."""
+OVERLAY_STYLES = ((None, None), ("--", "x"), (":", "+"), ("-.", "1"))
+"""(linestyle, marker) per member of a coinciding group: the first keeps its own style."""
 MDE_POWER = 0.8
 MDE_LEVEL = 0.05
 
@@ -129,3 +138,44 @@ def calendar(sessions: float, sessions_per_day: float) -> str:
     """``"2.4 days at 100 sessions/day"``: the calendar time ``sessions`` take."""
     days = float(sessions) / float(sessions_per_day)
     return f"{days:.3g} days at {sessions_per_day:g} sessions/day"
+
+
+def coinciding(curves: dict[str, Sequence[float]], tol: float = COINCIDE_TOL) -> list[tuple]:
+    """Groups (of two or more labels, in the given order) whose curves, given on the same
+    x values, differ by at most ``tol`` at every x (NaN-free values compared)."""
+    groups: list[list[str]] = []
+    for name, ys in curves.items():
+        y = np.asarray(ys, dtype=float)
+        for g in groups:
+            first = np.asarray(curves[g[0]], dtype=float)
+            both = np.isfinite(first) & np.isfinite(y)
+            if len(first) == len(y) and both.any() and np.abs(first - y)[both].max() <= tol:
+                g.append(name)
+                break
+        else:
+            groups.append([name])
+    return [tuple(g) for g in groups if len(g) > 1]
+
+
+def overlay_style(name: str, groups: list[tuple]) -> dict:
+    """The ``linestyle``/``marker`` a coinciding curve is drawn with (``OVERLAY_STYLES``);
+    ``{}`` for a curve that coincides with none, or the first of its group."""
+    for g in groups:
+        if name in g:
+            line, marker = OVERLAY_STYLES[min(g.index(name), len(OVERLAY_STYLES) - 1)]
+            return {} if line is None else {"linestyle": line, "marker": marker, "markevery": 7}
+    return {}
+
+
+def coincide_note(
+    groups: list[tuple], what: str = "curves", how: str = "its own dash and marker"
+) -> str:
+    """``" The curves of A and B coincide (within 0.005): drawn one over the other, the
+    later dashed."``; "" when nothing coincides."""
+    if not groups:
+        return ""
+    parts = ["; ".join(" and ".join(g) for g in groups)]
+    return (
+        f" The {what} of {parts[0]} coincide (within {COINCIDE_TOL:g} of the axis everywhere): "
+        f"drawn one over the other, each later one with {how}."
+    )

@@ -18,6 +18,7 @@ import pandas as pd
 from procmem_core.gates import make_gate
 from reports.canvas import palette, png_bytes
 from reports.captions import drawn
+from reports.claims import coincide_note
 from reports.configs import at_reference, label
 from reports.document import Figure, Section, Table
 from reports.evidence import NOISE_Z
@@ -28,11 +29,14 @@ from reports.sections.gate_design import CHECK_SEED, Prescription, prescribe
 from reports.sections.gate_explain import explain_block
 from reports.sections.gate_figures import (
     Refs,
+    curve_groups,
+    drawn_groups,
     factor_figure,
     frontier_figure,
     oc_figure,
     runs_figure,
     tradeoff_figure,
+    tradeoff_groups,
     worst_case_figure,
 )
 from reports.sections.gate_sweep import (
@@ -130,7 +134,8 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
                 "p0, each gate at the condition where its worst case is largest (its ledger "
                 "mixed in exactly; triangles: the worst case)"
                 + ("; 'prescribed' is the design question's answer" if extra else "")
-                + ". A gate whose curve crosses the dotted alpha line misses its target there.",
+                + ". A gate whose curve crosses the dotted alpha line misses its target there."
+                + coincide_note(curve_groups(curves, "p0", "p_revert")),
             )
         )
     points = operating_points(sweep, gates)
@@ -150,7 +155,7 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
             f"Power against the drop{where}: probability of revert by the true drop (dots "
             "simulated with 95 % Monte Carlo bars, lines each gate's own exact recursion); "
             "reference lines at the false-revert target alpha, the power target 1 - beta and "
-            "min_drop.",
+            "min_drop." + coincide_note(drawn_groups(ref, exact, "p_revert"), "exact curves"),
         )
     )
     blocks.append(
@@ -159,7 +164,8 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
             png_bytes(runs_figure(ref, exact, bounds, colours)),
             f"Runs until the gate decides{where}; triangles: the Wald-Wolfowitz lower bound on "
             "the expected runs of any test with the gate's own achieved (exact) error rates, "
-            "at p0 and at p0 - min_drop.",
+            "at p0 and at p0 - min_drop."
+            + coincide_note(drawn_groups(ref, exact, "expected_runs"), "exact curves"),
         )
     )
     blocks.append(points_table(ref, where))
@@ -226,7 +232,8 @@ def _tradeoff_block(
         png_bytes(tradeoff_figure(worst, colours, box, shown)),
         "False revert rate against missed regression rate for every configuration (each "
         "its worst case over conditions); the black staircase joins the efficient "
-        "frontier, the grey box is the target region.",
+        "frontier, the grey box is the target region."
+        + coincide_note(tradeoff_groups(worst), "points", "its own marker"),
     )
 
 
@@ -258,7 +265,8 @@ def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, shown) -> 
     caption = (
         f"Effect of the {FACTOR_NAMES[key]} on both error rates, one colour per "
         + ("combination of the other gate settings" if col in gates.config_cols else "gate")
-        + " configuration; other conditions at their reference value"
+        + " configuration, side by side at each level; other conditions at their reference "
+        "value"
         + ("; bars: 95 % Monte Carlo intervals" if seen.bars else "; no Monte Carlo error bar")
         + (
             "; lines join one configuration's points"

@@ -160,14 +160,17 @@ class Prescription:
 
     def table(self) -> Table:
         rows = []
+        q = self.question
+        at = f"worst over p0 in [{q.p0_low:g}, {q.p0_high:g}], ledger {q.ledger}, bound"
         for a in self.design.answers:
             rows.append(
                 {
                     "gate family": a.family,
                     "design": a.design,
+                    "configuration": designed_label(a),
                     "answer": f"max_runs {a.max_runs}" if a.feasible else "infeasible",
-                    "false revert (worst, bound)": round(a.false_revert, 4),
-                    "power (worst, bound)": round(a.power, 3),
+                    f"false revert ({at})": round(a.false_revert, 4),
+                    f"power ({at})": round(a.power, 3),
                     "revision sessions null / at drop (expected, worst p0)": (
                         f"{a.runs_null[0]:.1f} / {a.runs_alt[0]:.1f}"
                     ),
@@ -239,6 +242,16 @@ class Prescription:
             "simulation_check": self.check.to_dict(orient="records"),
         }
         return json.dumps(out, indent=1, default=_plain)
+
+
+def designed_label(a: FamilyAnswer) -> str:
+    """A design answer's gate with the settings its numbers hold at (issue 30 item 10):
+    ``"SPRT, accept at the cap, alpha 0.05, beta 0.2, min runs 3, max_runs 200"``."""
+    c = a.config
+    parts = [make_gate(**c).describe()]
+    parts += [f"{k} {c[k]:g}" for k in ("alpha", "beta") if isinstance(c.get(k), int | float)]
+    parts += [f"min runs {c['min_runs']}"] if "min_runs" in c else []
+    return ", ".join([*parts, f"max_runs {a.max_runs}"])
 
 
 def sessions_phrase(a: FamilyAnswer, q: DesignQuestion, per_day: float | None = None) -> str:
