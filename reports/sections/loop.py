@@ -17,6 +17,7 @@ import pandas as pd
 import yaml
 
 from reports.canvas import palette, png_bytes
+from reports.claims import NOISE_Z, Option, ranks
 from reports.configs import label_runs
 from reports.document import Figure, Section, Table
 from reports.evidence import fmt_metric
@@ -140,14 +141,30 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
             f"{preset_power(verdict_of(seed) if seed is not None else None)}."
         )
         return " ".join(parts)
-    rising = rows.loc[rows["success_change"].idxmax()]
     parts.append(
-        f"Success rises most with {rising['config']}: "
-        f"{fmt_metric(rising, 'success_change')} from the first quarter to the last (success "
+        f"Success rises most with {rises_most(rows)} from the first quarter to the last (success "
         "can rise while regret stays flat when accepted revisions make the procedures "
         "themselves better: the oracle rises with them)."
     )
     return " ".join(parts)
+
+
+def rises_most(rows: pd.DataFrame) -> str:
+    """The settings whose success rises most, as one rank (``reports.claims.ranks``): the
+    highest, and every setting the noise cannot tell from it."""
+    options = [
+        Option(str(r["config"]), float(r["success_change"]),
+               float(r.get("success_change_se", float("nan"))))
+        for _, r in rows.iterrows()
+    ]  # fmt: skip
+    top = ranks(options)[0]
+    head = rows.loc[rows["config"] == top[0].name].iloc[0]
+    text = f"{head['config']}: {fmt_metric(head, 'success_change')}"
+    if len(top) > 1:
+        text += f", tied within {NOISE_Z:g} SE of the difference with " + ", ".join(
+            o.name for o in top[1:]
+        )
+    return text
 
 
 def preset_power(v: Verdict | None) -> str:

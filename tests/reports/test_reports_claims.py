@@ -200,3 +200,18 @@ def test_the_prescription_gives_sessions_per_arm_and_calendar_time():
     pick = p.pick()
     assert pick["days_null"] == pytest.approx(sum(null) / 8)
     assert pick["sessions_per_day"] == 8.0
+
+
+def test_the_loop_names_the_setting_where_success_rises_most_only_beyond_the_noise():
+    from reports.sections.loop import rises_most
+
+    rows = pd.DataFrame(
+        {
+            "config": ["a", "b", "c"],
+            "success_change": [0.10, 0.09, 0.02],
+            "success_change_se": [0.01, 0.01, 0.01],
+        }
+    )
+    assert rises_most(rows) == "a: 0.1 ± 0.01, tied within 2 SE of the difference with b"
+    rows.loc[1, "success_change"] = 0.05  # 0.05 > 2 * sqrt(2) * 0.01: a alone
+    assert rises_most(rows) == "a: 0.1 ± 0.01"
