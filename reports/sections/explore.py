@@ -99,7 +99,7 @@ def _single_value(rows: pd.DataFrame, estimators: list[str], target: float) -> s
         f"to use (the explore_tradeoff preset asks that); at that setting and true lift "
         f"{readable(r['true_lift'])} ({r['run_name']}), the highest simulated powers per "
         "deployment are "
-        f"{powers} ({reached} the target {target:g})."
+        f"{powers}; {reached} the target {target:g}."
     )
 
 

@@ -256,18 +256,16 @@ def designed_label(a: FamilyAnswer) -> str:
 
 def sessions_phrase(a: FamilyAnswer, q: DesignQuestion, per_day: float | None = None) -> str:
     """What a decision costs when nothing changed and when the revision drops by min_drop:
-    the sessions in total and per arm (revision + prior: the prior's concurrent sessions at
-    the concurrent share; none in the fixed design), and with ``per_day`` the calendar time
+    the sessions in total and per arm, ``(revision, prior)`` as the design computes them
+    (the prior's sessions at the concurrent share, which a one-sample gate lets elapse
+    too; none at share 0), and with ``per_day`` the calendar time
     (``reports.claims.calendar``)."""
-    both = a.design == "concurrent" and q.concurrent > 0
 
     def cost(r) -> str:
-        prior = r[1] if both else 0.0
-        total = r[0] + prior
-        days = f"; {calendar(total, per_day)}" if per_day else ""
-        where = f"at share {q.concurrent:g}" if both else "the fixed design serves it none"
+        days = f"; {calendar(sum(r), per_day)}" if per_day else ""
+        where = f"at share {q.concurrent:g}" if r[1] > 0 else "none at share 0"
         return (
-            f"{total:.1f} sessions ({r[0]:.1f} on the revision + {prior:.1f} on the prior, "
+            f"{sum(r):.1f} sessions ({r[0]:.1f} on the revision + {r[1]:.1f} on the prior, "
             f"{where}{days})"
         )
 
