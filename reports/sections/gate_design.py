@@ -148,9 +148,12 @@ class Prescription:
         concurrent = [a for a in self.design.answers if a.design == "concurrent" and a.feasible]
         if self.question.concurrent == 0 and concurrent:
             a = min(concurrent, key=lambda x: x.max_runs)
+            null = a.runs_null
             return (
                 f"with concurrent control the {a.family} gate meets both at {a.max_runs} "
-                f"pairs (runs null {a.runs_null[0]:.0f} per arm at share 0.5)"
+                f"pairs (a decision costs {sum(null):.1f} sessions when nothing changed: "
+                f"{null[0]:.1f} on the revision + {null[1]:.1f} on the prior at share 0.5; "
+                f"{calendar(sum(null), self.sessions_per_day)})"
             )
         return "; ".join(notes[:2]) if notes else "a longer ledger or more runs"
 
