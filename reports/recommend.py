@@ -25,16 +25,16 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import ParameterError, check_probability
-from reports.claims import (
-    MEETS,
-    MISSES,
-    WITHIN_NOISE,
-    calendar,
-    joint_state,
-    state_words,
-    target_state,
-)
+from reports.claims import MEETS, MISSES, NOISE_Z, target_state
 from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
+from reports.gate_claims import (
+    gate_state,
+    noise_note,
+    noise_ties,
+    null_sessions,
+    null_sessions_se,
+    sessions_note,
+)
 
 TIE_RTOL = 1e-9
 
@@ -112,68 +112,6 @@ def _pick_best(
     return best, tied
 
 
-ARM_METRICS = ("mean_revision_runs", "mean_prior_runs")
-
-
-def null_sessions(t: pd.DataFrame) -> pd.Series:
-    """Sessions a revision takes when nothing changed, both arms counted where the rows
-    have them (concurrent control: ``mean_revision_runs_null + mean_prior_runs_null``),
-    else ``mean_runs_null`` (the fixed design: every session is the revision's)."""
-    runs = t["mean_runs_null"].astype(float)
-    cols = [f"{m}_null" for m in ARM_METRICS]
-    if not all(c in t.columns for c in cols):
-        return runs
-    both = t[cols[0]].astype(float) + t[cols[1]].astype(float)
-    return both.where(both.notna(), runs)
-
-
-def _sessions_note(pick: pd.Series, per_day: float | None) -> str:
-    """What a decision costs in sessions, in total and per arm, when nothing changed and
-    at the drop: concurrent control counts the prior's sessions
-    (``mean_prior_runs_*``); the fixed design serves every session to the revision. With
-    ``per_day``, the calendar time of each (``reports.claims.calendar``)."""
-    null = [pick.get(f"{m}_null") for m in ARM_METRICS]
-    alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
-    if any(x is None or x != x for x in (*null, *alt)):
-        null = [float(pick["mean_runs_null"]), 0.0]
-        alt = [float(pick["mean_runs_alt"]), 0.0]
-        arms = "all on the revision, none on the prior: no concurrent control"
-    else:
-        arms = "per arm: revision + prior"
-
-    def cost(r: list, when: str) -> str:
-        total = float(r[0]) + float(r[1])
-        days = f", {calendar(total, per_day)}" if per_day else ""
-        return f"{total:.1f} sessions {when} ({float(r[0]):.1f} + {float(r[1]):.1f}{days})"
-
-    return (
-        f"; a decision costs {cost(null, 'when nothing changed')} and "
-        f"{cost(alt, 'at the drop')}, {arms}"
-    )
-
-
-def gate_state(row: pd.Series, targets: GateTargets) -> str:
-    """Both error rates of a row against their targets (``reports.claims.joint_state``)."""
-    return joint_state(
-        [
-            target_state(row[m], se_of(row, m), limit, higher_is_better=False)
-            for m, limit in (
-                ("false_revert_rate", targets.false_revert),
-                ("missed_regression_rate", targets.missed_regression),
-            )
-        ]
-    )
-
-
-def _noise_note(state: str, what: str) -> str:
-    """Said of a pick within noise of its target(s)."""
-    if state != WITHIN_NOISE:
-        return ""
-    return (
-        f"; {what} {state_words(state)} of the target: this sweep cannot tell whether it meets it"
-    )
-
-
 def _default_row(table: pd.DataFrame, label_col: str, default: str | None) -> pd.Series | None:
     if default is None:
         return None
@@ -239,16 +177,19 @@ def recommend_gate(
     require_columns(table, (label_col, *GATE_METRICS), "recommend_gate")
     t = table.copy()
     t["objective"] = null_sessions(t)
+    t["objective_se"] = null_sessions_se(t)
     t["_alt"] = t["mean_runs_alt"].astype(float)
     fr_excess = (t["false_revert_rate"] - targets.false_revert).clip(lower=0)
     mr_excess = (t["missed_regression_rate"] - targets.missed_regression).clip(lower=0)
     t["shortfall"] = fr_excess / targets.false_revert + mr_excess / targets.missed_regression
     t["feasible"] = t["shortfall"] <= 0
-    t["state"] = [gate_state(r, targets) for _, r in t.iterrows()]
+    limits = (targets.false_revert, targets.missed_regression)
+    t["state"] = [gate_state(r, *limits) for _, r in t.iterrows()]
     t["total_error"] = t["false_revert_rate"] + t["missed_regression_rate"]
     t["_label"] = t[label_col].astype(str)
     ranked = _rank(t, ["_alt", "total_error", "_label"])
     pick, tied = _pick_best(ranked, label_col, "mean_runs_alt")
+    tied = noise_ties(ranked, label_col, tied)
     feasible = bool(pick["feasible"])
     default_row = _default_row(ranked, label_col, default)
     comparisons = compare(pick, default_row, GATE_METRICS) if default_row is not None else ()
@@ -257,26 +198,29 @@ def recommend_gate(
         f"{pick[label_col]}{_worst_note(pick, at)}: it decides in"
         f" {fmt_metric(pick, 'mean_runs_null')} runs when nothing changed{at['mean_runs_null']}"
         f" and {fmt_metric(pick, 'mean_runs_alt')} runs on a real regression"
-        f"{at['mean_runs_alt']}{_sessions_note(pick, sessions_per_day)}; false revert rate"
+        f"{at['mean_runs_alt']}{sessions_note(pick, sessions_per_day)}; false revert rate"
         f" {fmt_metric(pick, 'false_revert_rate')}"
         f"{at['false_revert_rate']} and missed regression rate"
         f" {fmt_metric(pick, 'missed_regression_rate')}{at['missed_regression_rate']}"
     )
     state = str(pick["state"])
     if feasible:
-        head = f"Use {what}" + _noise_note(state, "its error rates are")
+        head = f"Use {what}" + noise_note(state, "its error rates are")
     else:
         head = (
             f"No swept gate meets the targets (false revert <= {targets.false_revert:g}, "
             f"missed regression <= {targets.missed_regression:g}); the nearest is {what}"
-            + _noise_note(state, "it is")
+            + noise_note(state, "it is")
         )
     if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
         head += "; " + _tradeoff(comparisons, {m: True for m in GATE_METRICS})
     elif default_row is not None:
         head += "; this is the seeds' default"
     if tied:
-        head += f"; tied with {', '.join(tied)}"
+        head += (
+            f"; tied with {', '.join(tied)} (sessions when nothing changed within "
+            f"{NOISE_Z:g} SE of the difference)"
+        )
     return Recommendation(
         "gate", pick, feasible, ranked, label_col, default_row, tied, comparisons, head + "."
     )
@@ -319,7 +263,7 @@ def recommend_explore(
         f" (power {fmt(pick['power'], se_of(pick, 'power'))}, cost "
         f"{fmt(pick['exploration_cost'], se_of(pick, 'exploration_cost'))} successes forgone)"
     )
-    note = _noise_note(str(pick["state"]), "its power is")
+    note = noise_note(str(pick["state"]), "its power is")
     if feasible:
         head = f"The smallest explore rate reaching power {target_power:g} is {what}{note}"
     else:
@@ -372,7 +316,7 @@ def recommend_confidence(
         f" of helpful procedures, excludes "
         f"{fmt(pick['harmful_excluded'], se_of(pick, 'harmful_excluded'))} of harmful ones)"
     )
-    note = _noise_note(str(pick["state"]), "its share excluded is")
+    note = noise_note(str(pick["state"]), "its share excluded is")
     if feasible:
         head = f"Use {what}{note}"
     else:

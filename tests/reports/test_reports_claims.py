@@ -215,3 +215,23 @@ def test_the_loop_names_the_setting_where_success_rises_most_only_beyond_the_noi
     assert rises_most(rows) == "a: 0.1 ± 0.01, tied within 2 SE of the difference with b"
     rows.loc[1, "success_change"] = 0.05  # 0.05 > 2 * sqrt(2) * 0.01: a alone
     assert rises_most(rows) == "a: 0.1 ± 0.01"
+
+
+def test_the_gate_pick_is_tied_with_gates_the_noise_cannot_order():
+    """20 ± 1 against 21 ± 1 sessions when nothing changed: 1 < 2 * sqrt(2), a tie; 20
+    against 30 ± 1 is an ordering; an infeasible gate is never tied with a feasible pick."""
+    t = _gates(0.03, 0.002).assign(config=["a", "b"], false_revert_rate=[0.03, 0.03])
+    t["mean_runs_null"], t["mean_runs_null_se"] = [20.0, 21.0], [1.0, 1.0]
+    t["mean_runs_alt"] = [25.0, 25.1]  # the second key: within the noise too
+    rec = recommend_gate(t, GateTargets(0.05, 0.2))
+    assert rec.label == "a" and rec.tied_with == ("b",)
+    assert "tied with b (sessions when nothing changed within 2 SE of the difference)" in (
+        rec.sentence
+    )
+    t["mean_runs_null"] = [20.0, 30.0]
+    assert recommend_gate(t, GateTargets(0.05, 0.2)).tied_with == ()
+    t["mean_runs_null"], t["mean_runs_alt"] = [20.0, 21.0], [25.0, 27.0]  # 2 > 2 * 0.141
+    assert recommend_gate(t, GateTargets(0.05, 0.2)).tied_with == ()
+    t["mean_runs_alt"] = [25.0, 25.1]
+    t["false_revert_rate"] = [0.03, 0.2]
+    assert recommend_gate(t, GateTargets(0.05, 0.2)).tied_with == ()
