@@ -20,7 +20,7 @@ from pathlib import Path
 from procmem_core.errors import ParameterError
 from reports.build import make_report
 from reports.errors import ReportError
-from reports.options import ReportOptions
+from reports.options import SESSIONS_PER_DAY, ReportOptions
 from reports.recommend import GateTargets
 from reports.source import HTTP_BOUNDS, tracking_uri
 
@@ -30,6 +30,8 @@ OPTION_OF = {
     "target_power": "--target-power",
     "target_excluded": "--target-excluded",
     "target_sessions": "--target-sessions",
+    "target_kept": "--target-kept",
+    "sessions_per_day": "--sessions-per-day",
 }
 """The command-line option behind each field of the report's targets."""
 
@@ -63,6 +65,13 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="confidence rule: horizon in sessions (when the sweep has several)",
     )
+    p.add_argument(
+        "--sessions-per-day",
+        type=float,
+        default=SESSIONS_PER_DAY,
+        help=f"gates: sessions a procedure serves per day, for calendar time "
+        f"(default {SESSIONS_PER_DAY:g})",
+    )
     p.add_argument("--no-log", action="store_true", help="do not log the report to MLflow")
     return p
 
@@ -76,6 +85,7 @@ def options_of(args: argparse.Namespace) -> ReportOptions:
             args.target_excluded,
             args.target_sessions,
             args.target_kept,
+            args.sessions_per_day,
         )
     except ParameterError as exc:
         option = OPTION_OF.get(exc.field, exc.field)

@@ -9,6 +9,7 @@ per family and passes it to each figure function.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 
@@ -61,9 +62,16 @@ def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
     return png
 
 
+LEGEND_WIDTH = 46
+"""Characters per legend line: a long label (every parameter that tells it apart) wraps
+instead of squeezing the axes."""
+
+
 def legend_outside(ax, title: str | None = None) -> None:
-    """A legend to the right of the axes, so it never hides data."""
+    """A legend to the right of the axes, so it never hides data; labels wrapped at
+    ``LEGEND_WIDTH`` characters."""
     handles, labels = ax.get_legend_handles_labels()
+    labels = [textwrap.fill(x, LEGEND_WIDTH, subsequent_indent="  ") for x in labels]
     if handles:
         ax.legend(
             handles,

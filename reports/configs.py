@@ -140,12 +140,47 @@ def _without_redundant(
     return keep
 
 
+def _implied(runs: pd.DataFrame, swept: list[str], kept: list[str], key: list[str]) -> list[str]:
+    """Swept columns left out of both labels that the configuration alone determines (one
+    value per ``key`` combination) and whose set values differ between configurations:
+    ``gate.beta`` set by the gate's name, the design its runs were given
+    (``scenario.design``); a param only one kind of gate has (``gate.prior``) says nothing
+    the name does not."""
+    if not key:
+        return []
+    keys = runs[key].map(repr).agg("|".join, axis=1)
+    out = []
+    for c in swept:
+        if c in kept or c.split(".")[-1] == "seed":
+            continue
+        if runs[c].dropna().map(repr).nunique() < 2:
+            continue
+        if runs.groupby(keys)[c].agg(lambda v: v.map(repr).nunique()).max() <= 1:
+            out.append(c)
+    return out
+
+
+def _said(row: pd.Series, cols: list[str]) -> list[str]:
+    """The columns of ``cols`` set in this row (an unset one is no part of its label)."""
+    return [c for c in cols if show(row.get(c)) != "none"]
+
+
 def label_runs(
-    sweep: Sweep, scenarios: tuple[str, ...], group: str, needed: tuple[str, ...], empty: str
+    sweep: Sweep,
+    scenarios: tuple[str, ...],
+    group: str,
+    needed: tuple[str, ...],
+    empty: str,
+    always: tuple[str, ...] = (),
 ) -> Labelled | None:
     """The FINISHED runs of ``scenarios`` carrying every metric in ``needed``, labelled.
 
-    None when there are none (the report then leaves the family's section out).
+    With ``always`` (param leaves of ``group``, e.g. ``max_runs``) the configuration labels
+    say everything that tells the configurations apart (issue 30 item 10): the params of
+    ``always``, and every swept param the configuration alone determines although the
+    labels would not need it (``_implied``; each only where set), so "exact two-sample
+    test, beta 0.4, min runs 3, max runs 50, design concurrent, concurrent share 0.5" says
+    what ran. None when there are no runs (the report then leaves the family's section out).
     """
     runs = sweep.scenario_runs(*scenarios)
     runs = runs[runs["status"] == "FINISHED"].reset_index(drop=True)
@@ -159,7 +194,14 @@ def label_runs(
     condition_cols = [p for p in swept if p not in config_cols and p.split(".")[-1] != "seed"]
     config_cols = _without_redundant(runs, [], config_cols, text_first=False)
     condition_cols = _without_redundant(runs, config_cols, condition_cols, text_first=True)
-    runs["config"] = [label(r, config_cols, empty) for _, r in runs.iterrows()]
+    shown = config_cols
+    if always:
+        extra = [f"params.{group}.{k}" for k in always if f"params.{group}.{k}" in runs]
+        kept = config_cols + condition_cols
+        implied = _implied(runs, swept, kept, config_cols)
+        shown = config_cols + [c for c in extra + implied if c not in config_cols]
+        shown = sorted(shown, key=lambda c: (not c.endswith(".name"), group not in c.split(".")))
+    runs["config"] = [label(r, _said(r, shown), empty) for _, r in runs.iterrows()]
     runs["condition"] = [label(r, condition_cols, "as configured") for _, r in runs.iterrows()]
     order = sorted(range(len(runs)), key=lambda i: _order_key(runs.iloc[i], condition_cols))
     return Labelled(runs, config_cols, condition_cols, str(runs.at[order[0], "condition"]))

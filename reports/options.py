@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from procmem_core.errors import check_int, check_probability
+from procmem_core.errors import check_int, check_number, check_probability
 from reports.recommend import GateTargets
+
+SESSIONS_PER_DAY = 100.0
+"""Default session rate for calendar time (``--sessions-per-day``): the sessions one
+procedure serves per day, both arms together; set it to your own traffic."""
 
 
 @dataclass(frozen=True)
@@ -18,8 +22,10 @@ class ReportOptions:
     target_excluded: float = 0.9
     target_sessions: int | None = None
     target_kept: float = 0.9
+    sessions_per_day: float = SESSIONS_PER_DAY
 
     def __post_init__(self) -> None:
+        check_number("sessions_per_day", self.sessions_per_day, minimum=0.0, open_low=True)
         check_probability("target_power", self.target_power, open_low=True)
         check_probability("target_excluded", self.target_excluded, open_low=True)
         check_probability("target_kept", self.target_kept, open_low=True)

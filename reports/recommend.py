@@ -12,7 +12,9 @@
 
 Each result names the default row beside the pick and compares them metric by metric
 (``reports.evidence``). Ties on the objective are broken by the lower total error, then
-by label, and reported.
+by label, and reported. Against its targets a row *meets*, is *within noise* of, or
+*misses* them (``reports.claims.target_state``, column ``state``): a pick within noise is
+said to be one, never a plain pass.
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import ParameterError, check_probability
+from reports.claims import MEETS, MISSES, NOISE_Z, target_state
 from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
+from reports.gate_claims import (
+    gate_state,
+    noise_note,
+    noise_ties,
+    null_sessions,
+    null_sessions_se,
+    sessions_note,
+)
 
 TIE_RTOL = 1e-9
 
@@ -66,6 +77,12 @@ class Recommendation:
         return str(self.pick[self.label_col])
 
     @property
+    def state(self) -> str:
+        """The pick against the targets: meets, within noise or misses."""
+        value = self.pick.get("state")
+        return str(value) if isinstance(value, str) else (MEETS if self.feasible else MISSES)
+
+    @property
     def differs_beyond_noise(self) -> bool:
         """Whether any compared metric differs from the default by more than the noise."""
         return any(c.exceeds_noise for c in self.comparisons)
@@ -93,33 +110,6 @@ def _pick_best(
         same &= np.isclose(col, float(best[also]), rtol=TIE_RTOL, atol=0.0)
     tied = tuple(str(x) for x in ranked.loc[same, label_col].iloc[1:])
     return best, tied
-
-
-ARM_METRICS = ("mean_revision_runs", "mean_prior_runs")
-
-
-def null_sessions(t: pd.DataFrame) -> pd.Series:
-    """Sessions a revision takes when nothing changed, both arms counted where the rows
-    have them (concurrent control: ``mean_revision_runs_null + mean_prior_runs_null``),
-    else ``mean_runs_null`` (the fixed design: every session is the revision's)."""
-    runs = t["mean_runs_null"].astype(float)
-    cols = [f"{m}_null" for m in ARM_METRICS]
-    if not all(c in t.columns for c in cols):
-        return runs
-    both = t[cols[0]].astype(float) + t[cols[1]].astype(float)
-    return both.where(both.notna(), runs)
-
-
-def _sessions_note(pick: pd.Series) -> str:
-    """``" (S sessions ... )"`` when the row counts both arms at the concurrent share."""
-    null = [pick.get(f"{m}_null") for m in ARM_METRICS]
-    alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
-    if any(x is None or x != x for x in (*null, *alt)):
-        return ""
-    return (
-        f" (counting both arms: {float(null[0]) + float(null[1]):.1f} sessions when nothing "
-        f"changed, {float(alt[0]) + float(alt[1]):.1f} at the drop)"
-    )
 
 
 def _default_row(table: pd.DataFrame, label_col: str, default: str | None) -> pd.Series | None:
@@ -174,6 +164,7 @@ def recommend_gate(
     targets: GateTargets | None = None,
     label_col: str = "config",
     default: str | None = None,
+    sessions_per_day: float | None = None,
 ) -> Recommendation:
     """The gate with the fewest sessions when nothing changed (``null_sessions``), then
     the fewest runs at the drop, within the error targets.
@@ -186,15 +177,19 @@ def recommend_gate(
     require_columns(table, (label_col, *GATE_METRICS), "recommend_gate")
     t = table.copy()
     t["objective"] = null_sessions(t)
+    t["objective_se"] = null_sessions_se(t)
     t["_alt"] = t["mean_runs_alt"].astype(float)
     fr_excess = (t["false_revert_rate"] - targets.false_revert).clip(lower=0)
     mr_excess = (t["missed_regression_rate"] - targets.missed_regression).clip(lower=0)
     t["shortfall"] = fr_excess / targets.false_revert + mr_excess / targets.missed_regression
     t["feasible"] = t["shortfall"] <= 0
+    limits = (targets.false_revert, targets.missed_regression)
+    t["state"] = [gate_state(r, *limits) for _, r in t.iterrows()]
     t["total_error"] = t["false_revert_rate"] + t["missed_regression_rate"]
     t["_label"] = t[label_col].astype(str)
     ranked = _rank(t, ["_alt", "total_error", "_label"])
     pick, tied = _pick_best(ranked, label_col, "mean_runs_alt")
+    tied = noise_ties(ranked, label_col, tied)
     feasible = bool(pick["feasible"])
     default_row = _default_row(ranked, label_col, default)
     comparisons = compare(pick, default_row, GATE_METRICS) if default_row is not None else ()
@@ -203,24 +198,29 @@ def recommend_gate(
         f"{pick[label_col]}{_worst_note(pick, at)}: it decides in"
         f" {fmt_metric(pick, 'mean_runs_null')} runs when nothing changed{at['mean_runs_null']}"
         f" and {fmt_metric(pick, 'mean_runs_alt')} runs on a real regression"
-        f"{at['mean_runs_alt']}{_sessions_note(pick)}, with false revert rate"
+        f"{at['mean_runs_alt']}{sessions_note(pick, sessions_per_day)}; false revert rate"
         f" {fmt_metric(pick, 'false_revert_rate')}"
         f"{at['false_revert_rate']} and missed regression rate"
         f" {fmt_metric(pick, 'missed_regression_rate')}{at['missed_regression_rate']}"
     )
+    state = str(pick["state"])
     if feasible:
-        head = f"Use {what}"
+        head = f"Use {what}" + noise_note(state, "its error rates are")
     else:
         head = (
             f"No swept gate meets the targets (false revert <= {targets.false_revert:g}, "
             f"missed regression <= {targets.missed_regression:g}); the nearest is {what}"
+            + noise_note(state, "it is")
         )
     if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
         head += "; " + _tradeoff(comparisons, {m: True for m in GATE_METRICS})
     elif default_row is not None:
         head += "; this is the seeds' default"
     if tied:
-        head += f"; tied with {', '.join(tied)}"
+        head += (
+            f"; tied with {', '.join(tied)} (sessions when nothing changed within "
+            f"{NOISE_Z:g} SE of the difference)"
+        )
     return Recommendation(
         "gate", pick, feasible, ranked, label_col, default_row, tied, comparisons, head + "."
     )
@@ -245,6 +245,9 @@ def recommend_explore(
     )
     t = table.copy()
     t["feasible"] = t["power"] >= target_power
+    t["state"] = [
+        target_state(r["power"], se_of(r, "power"), target_power, True) for _, r in t.iterrows()
+    ]
     t["shortfall"] = (target_power - t["power"]).clip(lower=0)
     t["objective"] = t[label_col].astype(float)
     ranked = _rank(t, ["sessions", "exploration_cost"])
@@ -260,10 +263,11 @@ def recommend_explore(
         f" (power {fmt(pick['power'], se_of(pick, 'power'))}, cost "
         f"{fmt(pick['exploration_cost'], se_of(pick, 'exploration_cost'))} successes forgone)"
     )
+    note = noise_note(str(pick["state"]), "its power is")
     if feasible:
-        head = f"The smallest explore rate reaching power {target_power:g} is {what}"
+        head = f"The smallest explore rate reaching power {target_power:g} is {what}{note}"
     else:
-        head = f"No swept explore rate reaches power {target_power:g}; the nearest is {what}"
+        head = f"No swept explore rate reaches power {target_power:g}; the nearest is {what}{note}"
     if default_row is not None:
         head += (
             f"; the seeds' default rate {default_rate:g} has power "
@@ -293,6 +297,10 @@ def recommend_confidence(
     )
     t = table.copy()
     t["feasible"] = t["harmful_excluded"] >= target_excluded
+    t["state"] = [
+        target_state(r["harmful_excluded"], se_of(r, "harmful_excluded"), target_excluded, True)
+        for _, r in t.iterrows()
+    ]
     t["shortfall"] = (target_excluded - t["harmful_excluded"]).clip(lower=0)
     t["objective"] = -t["helpful_retained"].astype(float)
     t["_neg_excl"] = -t["harmful_excluded"].astype(float)
@@ -308,12 +316,13 @@ def recommend_confidence(
         f" of helpful procedures, excludes "
         f"{fmt(pick['harmful_excluded'], se_of(pick, 'harmful_excluded'))} of harmful ones)"
     )
+    note = noise_note(str(pick["state"]), "its share excluded is")
     if feasible:
-        head = f"Use {what}"
+        head = f"Use {what}{note}"
     else:
         head = (
             f"No swept rule excludes at least {target_excluded:g} of harmful procedures;"
-            f" the nearest is {what}"
+            f" the nearest is {what}{note}"
         )
     lower_better = {"helpful_retained": False, "harmful_excluded": False}
     if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):

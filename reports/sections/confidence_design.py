@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from procmem_core.flat.design import DesignedRule, RuleDesign, RuleTargets, design_rule
+from reports.claims import joint_state, state_words, target_state
 from reports.evidence import fmt
 from reports.options import ReportOptions
 from reports.sections.confidence_runs import ConfidenceRuns, same_rule
@@ -55,6 +56,13 @@ class Confirmation:
         if self.row is None:
             return False
         return all(abs(s - e) <= AGREEMENT_Z * se + 1e-12 for s, se, e, _ in self._pairs(d))
+
+    def state(self, d: DesignedRule, targets: RuleTargets) -> str:
+        """Both simulated shares against their targets: meets, within 2 SE or misses
+        (``reports.claims``), as a table cell."""
+        return state_words(
+            joint_state([target_state(s, se, t, True) for s, se, _, t in self._pairs(d, targets)])
+        )
 
     def confirms(self, d: DesignedRule, targets: RuleTargets) -> bool:
         """``agrees`` and neither share more than ``AGREEMENT_Z`` SE below its target."""
@@ -266,7 +274,7 @@ def design_table(ev: DesignEvidence) -> pd.DataFrame:
         if c.row is not None:
             row["simulated kept"], row["simulated excluded"] = c.shares()
             row["simulated = exact (4 SE)"] = "yes" if c.agrees(d) else "no"
-            row["meets targets in simulation"] = "yes" if c.confirms(d, t) else "no"
+            row["meets targets in simulation"] = c.state(d, t)
         else:
             row["simulated kept"] = row["simulated excluded"] = c.reason or "not simulated"
         rows.append(row)

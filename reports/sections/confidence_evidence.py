@@ -18,7 +18,8 @@ import math
 import pandas as pd
 
 from procmem_core.flat import DEFAULT_RULE, flat_fate
-from reports.evidence import NOISE_Z, fmt
+from reports.claims import MISSES, Option, beyond_noise, target_state
+from reports.evidence import fmt
 from reports.sections.confidence_runs import ConfidenceRuns, arithmetic_note
 from reports.source import Sweep, find_param
 
@@ -91,7 +92,8 @@ def mixed_table(sweep: Sweep, runs: ConfidenceRuns) -> tuple[str, pd.DataFrame] 
             d = float(r[metric] - s[metric])
             se = math.hypot(float(r[f"{metric}_se"]), float(s[f"{metric}_se"]))
             row[f"{word} minus seed's"] = fmt(d, se)
-            wins += d > NOISE_Z * se
+            mine, seeds = _option(r, metric), _option(s, metric)
+            wins += d > 0 and beyond_noise(mine, seeds)
         row["session success"] = fmt(r["session_success_rate"], r["session_success_rate_se"])
         if wins == 2:
             better.append(r["label"])
@@ -124,6 +126,11 @@ def crowding_data(sweep: Sweep, runs: ConfidenceRuns) -> tuple[str, pd.DataFrame
     return None
 
 
+def _option(row: pd.Series, metric: str) -> Option:
+    """A row's metric as an option of ``reports.claims`` (value and SE)."""
+    return Option(str(row.get("label", "")), float(row[metric]), float(row[f"{metric}_se"]))
+
+
 def _success(row: pd.Series) -> str:
     return fmt(row["session_success_rate"], row["session_success_rate_se"])
 
@@ -133,14 +140,11 @@ def crowding_text(sweep: Sweep, world: str, rows: pd.DataFrame) -> str:
     it), beside the largest limit swept and the no-procedure rate."""
     gamma = _world_value(sweep, rows, "interference", "users")
     best = rows.loc[rows["session_success_rate"].idxmax()]
-    top_se = float(best["session_success_rate_se"])
     near = []
     for limit, g in rows.groupby("limit"):
         r = g.loc[g["session_success_rate"].idxmax()]
-        gap = float(best["session_success_rate"] - r["session_success_rate"])
-        if limit != best["limit"] and gap <= NOISE_Z * math.hypot(
-            top_se, r["session_success_rate_se"]
-        ):
+        metric = "session_success_rate"
+        if limit != best["limit"] and not beyond_noise(_option(best, metric), _option(r, metric)):
             near.append(f"{int(limit)} ({_success(r)})")
     widest = rows[rows["limit"] == rows["limit"].max()]
     top = widest.loc[widest["session_success_rate"].idxmax()]
@@ -163,9 +167,12 @@ def crowding_text(sweep: Sweep, world: str, rows: pd.DataFrame) -> str:
     if "success_rate_no_procedures" in rows:
         none = float(rows["success_rate_no_procedures"].mean())
         text += f"; with no procedure at all {none:.3f}"
-        worse = widest[
-            widest["session_success_rate"] + NOISE_Z * widest["session_success_rate_se"] < none
-        ]
+        below = [
+            target_state(float(r["session_success_rate"]), float(r["session_success_rate_se"]),
+                         none, higher_is_better=True) == MISSES
+            for _, r in widest.iterrows()
+        ]  # fmt: skip
+        worse = widest[below]
         if len(worse):
             names = "; ".join(worse["family_label"])
             text += f" (at limit {int(top['limit'])} these do worse than no procedure: {names})"

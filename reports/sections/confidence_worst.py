@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reports.claims import NOISE_Z, WITHIN_NOISE
 from reports.evidence import fmt, fmt_share
 from reports.recommend import Recommendation, recommend_confidence
 from reports.sections.confidence_runs import ConfidenceRuns
@@ -130,6 +131,8 @@ def worst_sentence(
         return "No rule ran in every world, so none is ranked by its worst case." + flag
     b = rec.pick
     kept, excl = f"{_kept(b)} kept", f"{_excl(b)} excluded"
+    if rec.state == WITHIN_NOISE:
+        excl += f" (within {NOISE_Z:g} SE of the target: this sweep cannot tell which side)"
     if rec.feasible:
         return (
             f"Ranked by its worst world (all {n_worlds}), {b['label']} keeps the most helpful "

@@ -9,6 +9,7 @@ import pandas as pd
 from procmem_core.ab import ESTIMATORS
 from procmem_core.ab.planner import EXACT_ARM
 from reports.canvas import png_bytes
+from reports.claims import MEETS, WITHIN_NOISE, Option, ordering, target_state
 from reports.configs import Labelled, label_runs, show
 from reports.document import Figure, Section, Table
 from reports.evidence import fmt_metric
@@ -82,15 +83,23 @@ def _single_value(rows: pd.DataFrame, estimators: list[str], target: float) -> s
         return None
     r = rows.iloc[0]
     ranked = sorted(estimators, key=lambda e: -float(r[f"{e}_power"]))[:3]
-    powers = ", ".join(f"{e} {with_se(r[f'{e}_power'], r[f'{e}_power_se'])}" for e in ranked)
-    reached = any(float(r[f"{e}_power"]) >= target for e in estimators)
+    options = [Option(e, float(r[f"{e}_power"]), float(r[f"{e}_power_se"])) for e in ranked]
+    powers = ordering(options, show=lambda o: f"{o.name} {with_se(o.value, o.se)}")
+    states = {
+        target_state(float(r[f"{e}_power"]), float(r[f"{e}_power_se"]), target, True)
+        for e in estimators
+    }
+    if MEETS in states:
+        reached = "some reach"
+    else:
+        reached = "some are within noise of" if WITHIN_NOISE in states else "none reaches"
     return (
         f"Only one explore rate ({readable(r['explore_rate'])}) and one horizon "
         f"({readable(r['sessions'])} sessions) were run, so this sweep cannot say which rate "
         f"to use (the explore_tradeoff preset asks that); at that setting and true lift "
         f"{readable(r['true_lift'])} ({r['run_name']}), the highest simulated powers per "
         "deployment are "
-        f"{powers} ({'some reach' if reached else 'none reaches'} the target {target:g})."
+        f"{powers}; {reached} the target {target:g}."
     )
 
 

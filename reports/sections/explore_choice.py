@@ -21,6 +21,7 @@ import pandas as pd
 from procmem_core.ab import ESTIMATORS
 from procmem_core.ab.planner import Design, fixed_power, plan
 from procmem_core.errors import ProcmemError
+from reports.claims import MEETS, NOISE_Z, WITHIN_NOISE, state_words, target_state
 from reports.sections.explore_format import readable, with_se
 
 NOMINAL = 0.95
@@ -79,6 +80,9 @@ class Choice:
     row: pd.Series
     smallest_rate: dict[str, float | None]
     tied: tuple[str, ...] = ()
+    state: str = MEETS
+    """The pick's power against the target: meets, within noise or misses
+    (``reports.claims.target_state``)."""
 
 
 def choose(cands: pd.DataFrame, target: float, horizons: list[int] | None = None) -> list[Choice]:
@@ -103,9 +107,10 @@ def choose(cands: pd.DataFrame, target: float, horizons: list[int] | None = None
         for e in g["estimator"].unique():
             mine = ok[ok["estimator"] == e]
             smallest[e] = float(mine["explore_rate"].min()) if not mine.empty else None
+        state = target_state(float(row["power"]), float(row["power_se"]), target, True)
         out.append(
             Choice(cond, float(g["true_lift"].iloc[0]), int(horizon), not ok.empty, row,
-                   smallest, tied)
+                   smallest, tied, state)
         )  # fmt: skip
     return out
 
@@ -118,7 +123,7 @@ def choice_table(choices: list[Choice], estimators: list[str]) -> pd.DataFrame:
         row = {
             "true lift": readable(c.true_lift),
             "horizon (sessions)": readable(c.horizon),
-            "reaches target": "yes" if c.feasible else "no",
+            "reaches target": state_words(c.state),
             "estimator": f"{r['estimator']} ({r['guarantee']})"
             + (f"; same cost: {', '.join(c.tied)}" if c.tied else "")
             + ("" if r["valid"] else "; its interval undercovers here"),
@@ -141,10 +146,11 @@ def choice_sentence(choices: list[Choice], target: float) -> str:
         r = c.row
         if c.feasible:
             also = f" (as cheaply: {', '.join(c.tied)})" if c.tied else ""
+            near = f" (within {NOISE_Z:g} SE of the target)" if c.state == WITHIN_NOISE else ""
             parts.append(
                 f"for true lift {readable(c.true_lift)} by {r['estimator']}{also} at explore "
-                f"rate {readable(r['explore_rate'])}, power {with_se(r['power'], r['power_se'])}, "
-                f"{with_se(r['cost'], r['cost_se'])} successes forgone"
+                f"rate {readable(r['explore_rate'])}, power {with_se(r['power'], r['power_se'])}"
+                f"{near}, {with_se(r['cost'], r['cost_se'])} successes forgone"
             )
         else:
             parts.append(

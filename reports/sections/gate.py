@@ -18,21 +18,25 @@ import pandas as pd
 from procmem_core.gates import make_gate
 from reports.canvas import palette, png_bytes
 from reports.captions import drawn
+from reports.claims import coincide_note
 from reports.configs import at_reference, label
 from reports.document import Figure, Section, Table
 from reports.evidence import NOISE_Z
-from reports.options import ReportOptions
+from reports.options import SESSIONS_PER_DAY, ReportOptions
 from reports.recommend import GateTargets
 from reports.sections import report_section
 from reports.sections.gate_design import CHECK_SEED, Prescription, prescribe
 from reports.sections.gate_explain import explain_block
 from reports.sections.gate_figures import (
     Refs,
+    curve_groups,
+    drawn_groups,
     factor_figure,
     frontier_figure,
     oc_figure,
     runs_figure,
     tradeoff_figure,
+    tradeoff_groups,
     worst_case_figure,
 )
 from reports.sections.gate_sweep import (
@@ -131,7 +135,8 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
                 "p0, each gate at the condition where its worst case is largest (its ledger "
                 "mixed in exactly; triangles: the worst case)"
                 + ("; 'prescribed' is the design question's answer" if extra else "")
-                + ". A gate whose curve crosses the dotted alpha line misses its target there.",
+                + ". A gate whose curve crosses the dotted alpha line misses its target there."
+                + coincide_note(curve_groups(curves, "p0", "p_revert")),
             )
         )
     points = operating_points(sweep, gates)
@@ -151,7 +156,7 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
             f"Power against the drop{where}: probability of revert by the true drop (dots "
             "simulated with 95 % Monte Carlo bars, lines each gate's own exact recursion); "
             "reference lines at the false-revert target alpha, the power target 1 - beta and "
-            "min_drop.",
+            "min_drop." + coincide_note(drawn_groups(ref, exact, "p_revert"), "exact curves"),
         )
     )
     blocks.append(
@@ -160,25 +165,30 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
             png_bytes(runs_figure(ref, exact, bounds, colours)),
             f"Runs until the gate decides{where}; triangles: the Wald-Wolfowitz lower bound on "
             "the expected runs of any test with the gate's own achieved (exact) error rates, "
-            "at p0 and at p0 - min_drop.",
+            "at p0 and at p0 - min_drop."
+            + coincide_note(drawn_groups(ref, exact, "expected_runs"), "exact curves"),
         )
     )
     blocks.append(points_table(ref, where))
     return blocks
 
 
-def gate_section(sweep: Sweep, targets: GateTargets) -> Section | None:
-    """The prescription, then the figures and the sweep's evidence behind it."""
+def gate_section(
+    sweep: Sweep, targets: GateTargets, sessions_per_day: float = SESSIONS_PER_DAY
+) -> Section | None:
+    """The prescription, then the figures and the sweep's evidence behind it; sessions
+    read as calendar time at ``sessions_per_day``."""
     gates = gate_runs(sweep)
     if gates is None:
         return None
     rows = gate_rows(gates, sweep.param_names)
     conditions = rows["condition"].nunique()
     worst = worst_rows(rows)
-    rec = sweep_recommendation(worst, targets, gates.default_label)
+    rec = sweep_recommendation(worst, targets, gates.default_label, sessions_per_day)
     worst["frontier"] = efficient_frontier(worst, "false_revert_rate", "missed_regression_rate")
     shown = highlight(rec, worst, list(worst.loc[worst["frontier"], "config"]))
     prescription = prescribe(sweep, gates, targets)
+    prescription.sessions_per_day = sessions_per_day
     colours = palette([*rows["config"], PRESCRIBED])
     refs = Refs(targets.false_revert, targets.missed_regression, prescription.question.min_drop)
     blocks = _prescription_blocks(prescription)
@@ -223,7 +233,8 @@ def _tradeoff_block(
         png_bytes(tradeoff_figure(worst, colours, box, shown)),
         "False revert rate against missed regression rate for every configuration (each "
         "its worst case over conditions); the black staircase joins the efficient "
-        "frontier, the grey box is the target region.",
+        "frontier, the grey box is the target region."
+        + coincide_note(tradeoff_groups(worst), "points", "its own marker"),
     )
 
 
@@ -255,7 +266,8 @@ def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, shown) -> 
     caption = (
         f"Effect of the {FACTOR_NAMES[key]} on both error rates, one colour per "
         + ("combination of the other gate settings" if col in gates.config_cols else "gate")
-        + " configuration; other conditions at their reference value"
+        + " configuration, side by side at each level; other conditions at their reference "
+        "value"
         + ("; bars: 95 % Monte Carlo intervals" if seen.bars else "; no Monte Carlo error bar")
         + (
             "; lines join one configuration's points"
@@ -269,4 +281,4 @@ def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, shown) -> 
 
 @report_section("gate", order=10)
 def _gate_report(sweep: Sweep, options: ReportOptions) -> Section | None:
-    return gate_section(sweep, options.gate)
+    return gate_section(sweep, options.gate, options.sessions_per_day)

@@ -39,8 +39,10 @@ from procmem_core.gates import (
     make_gate,
     worst_case,
 )
+from reports.claims import calendar
 from reports.document import Table
 from reports.evidence import fmt
+from reports.options import SESSIONS_PER_DAY
 from reports.recommend import GateTargets
 from reports.sections import gate_ledger
 from reports.sections.gate_tables import GateRuns
@@ -101,6 +103,8 @@ class Prescription:
     check: pd.DataFrame
     profile: tuple[LedgerRow, ...] = ()
     """The chosen gate's exact worst cases per ledger size (two-sample gates)."""
+    sessions_per_day: float = SESSIONS_PER_DAY
+    """The session rate calendar time is given at (``--sessions-per-day``)."""
 
     @property
     def command(self) -> str:
@@ -122,7 +126,8 @@ class Prescription:
             return (
                 f"Use the {gate.describe()} with max_runs {a.max_runs}{self.accepts(a)}: it "
                 f"meets {goal} {where} (exact worst cases: false revert <= "
-                f"{a.false_revert:.4f}, power >= {a.power:.3f}); {sessions_phrase(a, q)} "
+                f"{a.false_revert:.4f}, power >= {a.power:.3f}); "
+                f"{sessions_phrase(a, q, self.sessions_per_day)} "
                 f"(expected, worst p0; {self.runs_basis(a)}){sim}.{self.ledger_phrase()}"
             )
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
@@ -167,9 +172,12 @@ class Prescription:
         concurrent = [a for a in self.design.answers if a.design == "concurrent" and a.feasible]
         if self.question.concurrent == 0 and concurrent:
             a = min(concurrent, key=lambda x: x.max_runs)
+            null = a.runs_null
             return (
                 f"with concurrent control the {a.family} gate meets both at {a.max_runs} "
-                f"pairs (runs null {a.runs_null[0]:.0f} per arm at share 0.5)"
+                f"pairs (a decision costs {sum(null):.1f} sessions when nothing changed: "
+                f"{null[0]:.1f} on the revision + {null[1]:.1f} on the prior at share 0.5; "
+                f"{calendar(sum(null), self.sessions_per_day)})"
             )
         return "; ".join(notes[:2]) if notes else "a longer ledger or more runs"
 
@@ -179,14 +187,17 @@ class Prescription:
 
     def table(self) -> Table:
         rows = []
+        q = self.question
+        at = f"worst over p0 in [{q.p0_low:g}, {q.p0_high:g}], ledger {q.ledger}, bound"
         for a in self.design.answers:
             rows.append(
                 {
                     "gate family": a.family,
                     "design": a.design,
+                    "configuration": designed_label(a),
                     "answer": f"max_runs {a.max_runs}" if a.feasible else "infeasible",
-                    "false revert (worst, bound)": round(a.false_revert, 4),
-                    "power (worst, bound)": round(a.power, 3),
+                    f"false revert ({at})": round(a.false_revert, 4),
+                    f"power ({at})": round(a.power, 3),
                     "revision sessions null / at drop (expected, worst p0)": (
                         f"{a.runs_null[0]:.1f} / {a.runs_alt[0]:.1f}"
                     ),
@@ -224,6 +235,9 @@ class Prescription:
             "prior_runs_at_drop": a.runs_alt[1],
             "sessions_null": sum(a.runs_null),
             "sessions_at_drop": sum(a.runs_alt),
+            "sessions_per_day": self.sessions_per_day,
+            "days_null": sum(a.runs_null) / self.sessions_per_day,
+            "days_at_drop": sum(a.runs_alt) / self.sessions_per_day,
         }
 
     def recommendations(self) -> str:
@@ -258,22 +272,34 @@ class Prescription:
         return json.dumps(out, indent=1, default=_plain)
 
 
-def sessions_phrase(a: FamilyAnswer, q: DesignQuestion) -> str:
-    """The sessions a revision takes when nothing changed and when it drops by min_drop,
-    both arms counted (the prior's at the concurrent share; none in the fixed design)."""
-    both = a.design == "concurrent" and q.concurrent > 0
+def designed_label(a: FamilyAnswer) -> str:
+    """A design answer's gate with the settings its numbers hold at (issue 30 item 10):
+    ``"SPRT, accept at the cap, alpha 0.05, beta 0.2, min runs 3, max_runs 200"``."""
+    c = a.config
+    parts = [make_gate(**c).describe()]
+    parts += [f"{k} {c[k]:g}" for k in ("alpha", "beta") if isinstance(c.get(k), int | float)]
+    parts += [f"min runs {c['min_runs']}"] if "min_runs" in c else []
+    return ", ".join([*parts, f"max_runs {a.max_runs}"])
 
-    def arms(r):
+
+def sessions_phrase(a: FamilyAnswer, q: DesignQuestion, per_day: float | None = None) -> str:
+    """What a decision costs when nothing changed and when the revision drops by min_drop:
+    the sessions in total and per arm, ``(revision, prior)`` as the design computes them
+    (the prior's sessions at the concurrent share, which a one-sample gate lets elapse
+    too; none at share 0), and with ``per_day`` the calendar time
+    (``reports.claims.calendar``)."""
+
+    def cost(r) -> str:
+        days = f"; {calendar(sum(r), per_day)}" if per_day else ""
+        where = f"at share {q.concurrent:g}" if r[1] > 0 else "none at share 0"
         return (
-            f" ({r[0]:.1f} on the revision + {r[1]:.1f} on the prior at share {q.concurrent:g})"
-            if both
-            else " (all on the revision)"
+            f"{sum(r):.1f} sessions ({r[0]:.1f} on the revision + {r[1]:.1f} on the prior, "
+            f"{where}{days})"
         )
 
     return (
-        f"a revision takes {sum(a.runs_null):.1f} sessions when nothing changed"
-        f"{arms(a.runs_null)} and {sum(a.runs_alt):.1f} when it drops by {q.min_drop:g}"
-        f"{arms(a.runs_alt)}"
+        f"a decision costs {cost(a.runs_null)} when nothing changed and {cost(a.runs_alt)} "
+        f"when the revision drops by {q.min_drop:g}"
     )
 
 

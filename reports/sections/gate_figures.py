@@ -28,6 +28,7 @@ from reports.canvas import (
     new_figure,
     simulated_points,
 )
+from reports.claims import COINCIDE_TOL, coinciding, overlay_style
 from reports.configs import show
 
 Colours = dict[str, tuple]
@@ -44,13 +45,34 @@ class Refs:
     min_drop: float | None
 
 
+def curve_groups(table: pd.DataFrame, x: str, y: str) -> list[tuple]:
+    """Configurations whose curves ``y`` against ``x`` coincide (``reports.claims.coinciding``
+    at ``COINCIDE_TOL`` of the y axis' extent, ``max(1, largest y)``: a probability's axis
+    is [0, 1]): the figures draw them distinguishably and the captions say so."""
+    if table.empty:
+        return []
+    wide = table.pivot_table(index=x, columns="config", values=y, aggfunc="first", sort=True)
+    extent = max(1.0, float(np.nanmax(np.abs(wide.to_numpy(dtype=float)))))
+    curves = {str(c): wide[c].to_numpy() for c in sorted(wide.columns)}
+    return coinciding(curves, COINCIDE_TOL * extent)
+
+
+def drawn_groups(points: pd.DataFrame, exact: pd.DataFrame, y: str) -> list[tuple]:
+    """``curve_groups`` of the exact curves drawn beside ``points`` (their configurations)."""
+    if exact.empty or points.empty:
+        return []
+    return curve_groups(exact[exact["config"].isin(set(points["config"]))], "drop", y)
+
+
 def _simulated_and_exact(ax, g: pd.DataFrame, exact: pd.DataFrame, y: str, exact_y: str,
-                         label: str, colour) -> None:  # fmt: skip
-    """Simulated points of one configuration and its own exact curve, each in the legend."""
+                         label: str, colour, groups: list[tuple]) -> None:  # fmt: skip
+    """Simulated points of one configuration and its own exact curve, each in the legend;
+    a curve coinciding with another's drawn with its own dash and marker."""
+    style = overlay_style(label, groups)
     simulated_points(ax, g["drop"], g[y], g[f"{y}_se"], colour, f"{label} (simulated)")
     curve = exact[exact["config"] == label].sort_values("drop") if not exact.empty else exact
     if not curve.empty:
-        ax.plot(curve["drop"], curve[exact_y], color=colour, **EXACT_STYLE,
+        ax.plot(curve["drop"], curve[exact_y], color=colour, **(EXACT_STYLE | style),
                 label=f"{label} (exact, its own recursion)")  # fmt: skip
 
 
@@ -60,8 +82,10 @@ def oc_figure(
     """Probability of revert against the true drop: simulated ± 1.96 SE, each gate's exact
     curve over its points, reference lines at alpha, 1 - beta and min_drop."""
     fig, (ax,) = new_figure(8.5, 4.4)
+    groups = drawn_groups(points, exact, "p_revert")
     for label, g in points.groupby("config", sort=True):
-        _simulated_and_exact(ax, g, exact, "p_revert", "p_revert", str(label), colours[str(label)])
+        _simulated_and_exact(ax, g, exact, "p_revert", "p_revert", str(label),
+                             colours[str(label)], groups)  # fmt: skip
     if refs is not None:
         ax.axhline(refs.alpha, linestyle=":", **REF_STYLE, label=f"alpha = {refs.alpha:g}")
         power = 1 - refs.beta
@@ -83,9 +107,10 @@ def runs_figure(
 ) -> Figure:
     """Expected runs to a decision against the true drop, with the lower bound of any test."""
     fig, (ax,) = new_figure(8.5, 4.4)
+    groups = drawn_groups(points, exact, "expected_runs")
     for label, g in points.groupby("config", sort=True):
         c = colours[str(label)]
-        _simulated_and_exact(ax, g, exact, "mean_runs", "expected_runs", str(label), c)
+        _simulated_and_exact(ax, g, exact, "mean_runs", "expected_runs", str(label), c, groups)
         if not bounds.empty:
             b = bounds[bounds["config"] == label]
             ax.plot(b["drop"], b["bound"], marker="v", color=c, ms=7, linestyle="none")
@@ -114,6 +139,7 @@ def tradeoff_figure(
     """
     fig, (ax,) = new_figure(8.5, 4.6)
     fr_t, mr_t = targets
+    groups = tradeoff_groups(table)
     ax.fill_between([0, fr_t], 0, mr_t, color=TARGET_COLOUR, alpha=0.15, label="within targets")
     for _, r in table.sort_values("config").iterrows():
         label = str(r["config"])
@@ -123,7 +149,7 @@ def tradeoff_figure(
             r["missed_regression_rate"],
             xerr=1.96 * np.nan_to_num(r.get("false_revert_rate_se", 0.0)),
             yerr=1.96 * np.nan_to_num(r.get("missed_regression_rate_se", 0.0)),
-            fmt="o",
+            fmt=overlay_style(label, groups).get("marker", "o"),
             color=colours[label],
             ms=6 if shown else 3,
             capsize=2,
@@ -163,6 +189,9 @@ def factor_figure(
     levels = sorted(table[factor].map(lambda v: _level(v, none_label)).unique(), key=_sort_key)
     pos = {lv: i for i, lv in enumerate(levels)}
     numeric = all(_sort_key(lv)[0] == 1 for lv in levels)  # categories are never joined
+    configs = sorted(table["config"].astype(str).unique())
+    dodge = {c: (i - (len(configs) - 1) / 2) * DODGE / max(len(configs), 1)
+             for i, c in enumerate(configs)}  # fmt: skip
     for ax, metric, name in zip(
         axes,
         ("false_revert_rate", "missed_regression_rate"),
@@ -170,9 +199,8 @@ def factor_figure(
         strict=True,
     ):
         for cfg, g in table.groupby("config", sort=True):
-            g = g.assign(_x=g[factor].map(lambda v: _level(v, none_label)).map(pos)).sort_values(
-                "_x"
-            )
+            level = g[factor].map(lambda v: _level(v, none_label)).map(pos)
+            g = g.assign(_x=level + dodge[str(cfg)]).sort_values("_x")
             simulated_points(
                 ax, g["_x"], g[metric], g[f"{metric}_se"], colours[str(cfg)], str(cfg),
                 joined=numeric,
@@ -188,6 +216,21 @@ def factor_figure(
     return fig
 
 
+DODGE = 0.3
+"""Spread (in level widths) over which the configurations at one level are set side by
+side, so equal points never hide one another."""
+
+
+def tradeoff_groups(table: pd.DataFrame) -> list[tuple]:
+    """Configurations whose worst-case (false revert, missed regression) points coincide
+    (``reports.claims.coinciding``): drawn with their own markers, and said in the caption."""
+    pts = {
+        str(r["config"]): [r["false_revert_rate"], r["missed_regression_rate"]]
+        for _, r in table.sort_values("config").iterrows()
+    }
+    return coinciding(pts)
+
+
 def _level(value: object, none_label: str) -> str:
     return none_label if value is None or value != value else show(value)
 
@@ -201,14 +244,16 @@ def _sort_key(text: str) -> tuple[int, float | str]:
 
 def worst_case_figure(curves: pd.DataFrame, colours: Colours, alpha: float) -> Figure:
     """Exact false-revert rate at no change against the prior's true rate p0, per gate (its
-    ledger mixed in exactly); the largest value of each curve is marked: its worst case."""
+    ledger mixed in exactly); the largest value of each curve is marked: its worst case,
+    named in the legend with its conditions (``worst_name``). Coinciding curves
+    (``curve_groups``) are drawn with their own dash and marker."""
     fig, (ax,) = new_figure(8.5, 4.4)
+    groups = curve_groups(curves, "p0", "p_revert")
     for label, g in curves.groupby("config", sort=True):
         g = g.sort_values("p0")
         c = colours[str(label)]
-        ledger = g["ledger"].iloc[0]
-        name = f"{label} (ledger {ledger})" if ledger != "p0 known" else f"{label} (p0 known)"
-        ax.plot(g["p0"], g["p_revert"], color=c, **EXACT_STYLE, label=name)
+        style = EXACT_STYLE | overlay_style(str(label), groups)
+        ax.plot(g["p0"], g["p_revert"], color=c, **style, label=worst_name(str(label), g))
         top = g.loc[g["p_revert"].idxmax()]
         ax.plot(top["p0"], top["p_revert"], marker="^", color=c, ms=7, linestyle="none")
     ax.axhline(alpha, linestyle=":", **REF_STYLE, label=f"alpha = {alpha:g}")
@@ -220,6 +265,15 @@ def worst_case_figure(curves: pd.DataFrame, colours: Colours, alpha: float) -> F
     ax.grid(alpha=0.3)
     legend_outside(ax, "gate configuration")
     return fig
+
+
+def worst_name(label: str, g: pd.DataFrame) -> str:
+    """A worst-case curve's legend entry with the conditions its number holds at:
+    ``"SPRT, min runs 3, max runs 50 (ledger 20): worst 0.265 at p0 0.31"``."""
+    ledger = g["ledger"].iloc[0]
+    where = "p0 known" if ledger == "p0 known" else f"ledger {ledger}"
+    top = g.loc[g["p_revert"].idxmax()]
+    return f"{label} ({where}): worst {top['p_revert']:.3f} at p0 {top['p0']:.2f}"
 
 
 def frontier_figure(points: pd.DataFrame, chosen: int, bound: float | None) -> Figure:

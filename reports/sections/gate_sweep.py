@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reports.claims import state_words
 from reports.document import Table
 from reports.evidence import fmt, fmt_metric
 from reports.recommend import GATE_METRICS, GateTargets, Recommendation, recommend_gate
@@ -20,14 +21,18 @@ MAX_HIGHLIGHT = 8
 
 
 def sweep_recommendation(
-    worst: pd.DataFrame, targets: GateTargets, default: str | None
+    worst: pd.DataFrame,
+    targets: GateTargets,
+    default: str | None,
+    sessions_per_day: float | None = None,
 ) -> Recommendation | None:
-    """``recommend_gate`` over the configurations run in every condition (None: none)."""
+    """``recommend_gate`` over the configurations run in every condition (None: none);
+    its sentence gives calendar time at ``sessions_per_day``."""
     complete = worst[worst["complete"]].reset_index(drop=True)
     if complete.empty:
         return None
     here = default if default in set(complete["config"]) else None
-    return recommend_gate(complete, targets, "config", here)
+    return recommend_gate(complete, targets, "config", here, sessions_per_day)
 
 
 def highlight(rec: Recommendation | None, worst: pd.DataFrame, frontier: list[str]) -> tuple:
@@ -56,7 +61,7 @@ def ranking_blocks(
         blocks.append("Among the swept configurations (at their own max_runs): " + rec.sentence)
         ranked = worst.set_index("config").loc[list(rec.ranked["config"])].reset_index()
         table = worst_table(ranked, several)
-        table.insert(1, "meets targets", list(rec.ranked["feasible"]))
+        table.insert(1, "meets targets", [state_words(x) for x in rec.ranked["state"]])
         table["runs p0+p1"] = list(rec.ranked["objective"].round(2))
         blocks.append(
             Table(
@@ -88,7 +93,7 @@ def per_condition_table(
     for cond, g in rows.groupby("condition", sort=True):
         here = default if default in set(g["config"]) else None
         rec = recommend_gate(g.reset_index(drop=True), targets, "config", here)
-        row = {"condition": cond, "meets targets": rec.feasible, "pick": rec.label}
+        row = {"condition": cond, "meets targets": state_words(rec.state), "pick": rec.label}
         for m in GATE_METRICS:
             row[m.replace("_", " ")] = fmt_metric(rec.pick, m)
         row["differs from default beyond noise"] = (

@@ -66,7 +66,7 @@ def logged_gate(sweep: Sweep, row: pd.Series) -> Gate | None:
 
 def gate_runs(sweep: Sweep) -> GateRuns | None:
     """The finished gate runs of ``sweep`` labelled by configuration and condition."""
-    lab = label_runs(sweep, GATE_SCENARIOS, "gate", NEEDED, "gate")
+    lab = label_runs(sweep, GATE_SCENARIOS, "gate", NEEDED, "gate", always=("max_runs",))
     if lab is None:
         return None
     gates: dict[str, Gate] = {}

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure as MplFigure
 
 from procmem_core.learnings import ReviewPolicy
 from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
+from reports.claims import MISSES, WITHIN_NOISE, state_words, target_state
 from reports.configs import label
 from reports.document import Figure, Section, Table
 from reports.evidence import NOISE_Z, fmt_metric, se_of, worst_case
@@ -104,6 +105,8 @@ def recommend_policy(worst: pd.DataFrame, target: float = TARGET_PRECISION) -> R
     ``tied_with``: policies the sweep's noise cannot separate from it."""
     t = worst.copy()
     t["feasible"] = t["precision"] >= target
+    t["state"] = [target_state(r["precision"], _se0(r, "precision"), target, True)
+                  for _, r in t.iterrows()]  # fmt: skip
     t["shortfall"] = (target - t["precision"]).clip(lower=0)
     t["objective"] = t["helpful_wait"].astype(float)
     t["_label"] = t["policy"].astype(str)
@@ -113,7 +116,7 @@ def recommend_policy(worst: pd.DataFrame, target: float = TARGET_PRECISION) -> R
     for _, r in ranked.iloc[1:].iterrows():
         gap = abs(float(r["objective"]) - float(pick["objective"]))
         noise = math.hypot(_se0(r, "helpful_wait"), _se0(pick, "helpful_wait"))
-        near_target = float(r["precision"]) + NOISE_Z * _se0(r, "precision") >= target
+        near_target = r["state"] != MISSES
         if gap <= NOISE_Z * noise and near_target:
             tied.append(str(r["policy"]))
     return Recommendation(
@@ -192,12 +195,17 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
     if len(worst) == 1:
         return f"One review policy ran: {what}; sweep learnings_review to compare policies."
     if not pick["feasible"]:
+        near = (
+            f" (within {NOISE_Z:g} SE of the target: this sweep cannot tell whether it reaches it)"
+            if pick["state"] == WITHIN_NOISE
+            else ""
+        )
         return (
             f"No swept policy reaches precision {target:g} in every condition; the nearest "
-            f"is {what}."
+            f"is {what}{near}."
         )
     head = f"Review with {what}"
-    if float(pick["precision"]) - NOISE_Z * _se0(pick, "precision") < target:
+    if pick["state"] == WITHIN_NOISE:
         head += f"; its worst precision is within {NOISE_Z:g} SE of the target"
     if tied:
         head += f"; this sweep cannot tell it apart from {', '.join(tied)}"
@@ -205,7 +213,8 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
 
 
 def _ranked_table(ranked: pd.DataFrame) -> pd.DataFrame:
-    out = pd.DataFrame({"policy": ranked["policy"], "meets target": ranked["feasible"]})
+    states = [state_words(x) for x in ranked["state"]]
+    out = pd.DataFrame({"policy": ranked["policy"], "meets target": states})
     for m in (
         "precision",
         "helpful_wait",
@@ -225,7 +234,7 @@ def _per_condition(rows: pd.DataFrame, target: float) -> pd.DataFrame:
         out.append(
             {
                 "condition": cond,
-                "meets target": rec.feasible,
+                "meets target": state_words(rec.state),
                 "pick": rec.label,
                 "precision": fmt_metric(rec.pick, "precision"),
                 "helpful wait": fmt_metric(rec.pick, "helpful_wait"),

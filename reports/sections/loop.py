@@ -11,15 +11,20 @@ quarantines, stranded revisions, wrong reverts and missed harmful revisions.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
+import yaml
 
 from reports.canvas import palette, png_bytes
+from reports.claims import NOISE_Z, Option, ranks
 from reports.configs import label_runs
 from reports.document import Figure, Section, Table
 from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.loop_evidence import (
+    Verdict,
     biggest_changes,
     chance_note,
     decisive_setting,
@@ -39,7 +44,9 @@ from reports.sections.loop_verdict import (
     selection_note,
     verdict_json,
 )
-from reports.source import Sweep
+from reports.source import PROJECT_ROOT, Sweep
+
+LOOP_PRESET = PROJECT_ROOT / "conf" / "experiment" / "loop.yaml"
 
 LEARNING_METRICS = (
     "regret_early", "regret_late", "regret_change", "success_rate_early", "success_rate_late",
@@ -130,17 +137,61 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
     if len(rows) == 1:
         parts.append(
             "The loop preset sweeps the settings that decide it (strike limit, the match's "
-            "utility term, concurrent control): python -m experiments.run -m experiment=loop."
+            "utility term, concurrent control): python -m experiments.run -m experiment=loop"
+            f"{preset_power(verdict_of(seed) if seed is not None else None)}."
         )
         return " ".join(parts)
-    rising = rows.loc[rows["success_change"].idxmax()]
     parts.append(
-        f"Success rises most with {rising['config']}: "
-        f"{fmt_metric(rising, 'success_change')} from the first quarter to the last (success "
+        f"Success rises most with {rises_most(rows)} from the first quarter to the last (success "
         "can rise while regret stays flat when accepted revisions make the procedures "
         "themselves better: the oracle rises with them)."
     )
     return " ".join(parts)
+
+
+def rises_most(rows: pd.DataFrame) -> str:
+    """The settings whose success rises most, as one rank (``reports.claims.ranks``): the
+    highest, and every setting the noise cannot tell from it."""
+    options = [
+        Option(str(r["config"]), float(r["success_change"]),
+               float(r.get("success_change_se", float("nan"))))
+        for _, r in rows.iterrows()
+    ]  # fmt: skip
+    top = ranks(options)[0]
+    head = rows.loc[rows["config"] == top[0].name].iloc[0]
+    text = f"{head['config']}: {fmt_metric(head, 'success_change')}"
+    if len(top) > 1:
+        text += f", tied within {NOISE_Z:g} SE of the difference with " + ", ".join(
+            o.name for o in top[1:]
+        )
+    return text
+
+
+def preset_power(v: Verdict | None) -> str:
+    """After a "no detectable change" from few replications: what the loop preset's own
+    replications (``conf/experiment/loop.yaml``) would detect at this read's spread per
+    replication (``SE * sqrt(n / n_preset)``), and that its report answers the question."""
+    n = loop_preset_replications()
+    if v is None or n is None or not v.answer.startswith("no detectable change"):
+        return ""
+    if n <= v.replications:
+        return "; python -m reports loop answers whether the regret falls"
+    wider = Verdict(v.change, v.se * math.sqrt(v.replications / n), n)
+    return (
+        f": its {n} replications per setting would detect a change of about "
+        f"{wider.detectable:.3f} per session at this spread (this read: "
+        f"{v.detectable:.3f}), and python -m reports loop answers whether the regret falls"
+    )
+
+
+def loop_preset_replications() -> int | None:
+    """``scenario.replications`` of the loop preset, read from its config file (None when
+    it cannot be read)."""
+    try:
+        conf = yaml.safe_load(LOOP_PRESET.read_text())
+        return int(conf["scenario"]["replications"])
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
+        return None
 
 
 def _why(row: pd.Series, sources: pd.DataFrame) -> str:

@@ -9,7 +9,9 @@ replications and a Student-t 95 % interval ``change ± t(0.975, n - 1) SE`` over
 replications (the SE is itself estimated from them: with 4, t = 3.18, not 1.96). The
 verdict is "yes" when
 the interval lies below 0, "it gets worse" when it lies above, and "no detectable change"
-otherwise (with few replications the interval is wide: the verdict says so).
+otherwise, said with the smallest change the read could have detected (its minimum
+detectable change at power 0.8, ``reports.claims.detectable_change``): with few
+replications the interval is wide, and "no detectable change" is not "no change".
 
 When a sweep compares ``m`` settings and the report names the best, each interval is a
 simultaneous one (Bonferroni: level ``1 - 0.05 / m`` each, so all ``m`` hold together with
@@ -26,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from reports.claims import MDE_POWER, detectable_change
 from reports.evidence import fmt
 
 LEVEL = 0.95
@@ -86,7 +89,21 @@ class Verdict:
             return "yes"
         if lo > 0:
             return "no: it gets worse"
-        return "no detectable change"
+        return f"no detectable change ({self.detectable_words()})"
+
+    @property
+    def detectable(self) -> float:
+        """The smallest regret change this read would detect with power 0.8 (two-sided at
+        its own level, Bonferroni over ``family``; its replications and SE):
+        ``reports.claims.detectable_change``."""
+        return detectable_change(self.se, self.replications, (1.0 - LEVEL) / self.family)
+
+    def detectable_words(self) -> str:
+        return (
+            f"with {self.replications} replications only a change of at least "
+            f"{self.detectable:.3f} per session either way would be detected with power "
+            f"{MDE_POWER:g}"
+        )
 
     def describe(self) -> str:
         lo, hi = self.interval

@@ -83,7 +83,13 @@ def test_opens_with_the_designed_rule_confirmed_in_simulation(sweep, section):
     frame = table.frame.set_index("family")
     assert frame.loc["confidence", "helpful kept (exact)"] == round(d.pick.kept, 4)
     assert frame.loc["seed", "harmful excluded (exact)"] == round(seed.excluded, 4)
-    assert frame.loc["confidence", "meets targets in simulation"] == "yes"
+    # three states (issue 30 item 6): meets, or within 2 SE of a target, never a plain yes
+    near = any(
+        abs(float(r[m]) - 0.9) <= 2 * float(r[f"{m}_se"])  # both targets 0.9
+        for m in ("helpful_retained", "harmful_excluded")
+    )
+    want = "within 2 SE" if near else "meets"
+    assert frame.loc["confidence", "meets targets in simulation"] == want
     assert {"rule_frontier", "rule_limit_crowding", "rule_success_over_time"} <= {
         f.name for f in section.figures
     }

@@ -20,7 +20,7 @@ from reports.document import Report, write_report
 from reports.recommend import GateTargets, recommend_gate
 from reports.sections.gate import gate_section
 from reports.sections.gate_explain import explain_rows, fixed_sample_size
-from reports.sections.gate_figures import Refs, factor_figure, oc_figure
+from reports.sections.gate_figures import Refs, factor_figure, oc_figure, worst_name
 from reports.sections.gate_sweep import ranking_blocks, sweep_recommendation
 from reports.sections.gate_tables import exact_curves, gate_runs, operating_points
 from reports.sections.gate_worst import null_curves, worst_rows
@@ -125,7 +125,8 @@ def test_the_ranking_sentence_names_the_condition_of_each_figure(sweep):
         value = f"{pick[m]:.3g} ± {pick[f'{m}_se']:.2g}"
         assert f"{said} {value} ({pick[f'{m}_condition']})" in s
     one = recommend_gate(worst[worst["conditions"] == 1].reset_index(drop=True), GateTargets())
-    assert "(" not in one.sentence.split(": it decides")[1]  # one condition: nothing to name
+    for cond in set(gates.rows["condition"]):  # one condition: nothing to name
+        assert f"({cond})" not in one.sentence
 
 
 def test_sprt_explanation_reads_its_decisions(sweep):
@@ -253,9 +254,9 @@ def test_the_prescription_says_what_its_session_counts_count(section):
     chosen = [a for a in rec["answers"] if a["feasible"] and a["config"] == rec["gate"]]
     assert len(chosen) == 1
     found = re.search(
-        r"a revision takes ([\d.]+) sessions when nothing changed \(([\d.]+) on the revision "
-        r"\+ ([\d.]+) on the prior at share 0.5\) and ([\d.]+) when it drops by 0.15 "
-        r"\(([\d.]+) on the revision \+ ([\d.]+) on the prior",
+        r"a decision costs ([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the "
+        r"prior, at share 0.5; [\d.]+ days at 100 sessions/day\) when nothing changed and "
+        r"([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the prior",
         section.answer,
     )
     assert found, section.answer
@@ -405,3 +406,101 @@ def test_the_prescription_shows_its_guarantee_against_ledger_size_and_share():
     assert null[0] == pytest.approx(null[2], abs=0.11) and null[1] < null[0]
     rec = json.loads(p.recommendations())
     assert [r["ledger"] for r in rec["ledger_profile"]] == [0, 10, 40]
+
+
+def test_gate_labels_carry_the_parameters_that_tell_them_apart(sweep, section):
+    """Issue 30 item 10: the swept two-sample test runs at beta 0.4, max_runs 50 and the
+    concurrent design; its label says so (not just "exact two-sample test"), and the SPRT's
+    says its beta, cap and design; the conditions stay as they were."""
+    gates = gate_runs(sweep)
+    two = gates.rows.loc[gates.rows["run_id"] == "r3", "config"].iloc[0]
+    cap = TwoSampleGate(beta=0.4).config()["max_runs"]
+    for part in ("exact two-sample test", "beta 0.4", f"max runs {cap}", "design concurrent",
+                 "concurrent share 0.5"):  # fmt: skip
+        assert part in two, two
+    sprt = gates.rows.loc[gates.rows["run_id"] == "r1", "config"].iloc[0]
+    sprt_cap = SPRTGate().config()["max_runs"]
+    for part in ("SPRT", "beta 0.2", f"max runs {sprt_cap}", "design fixed"):
+        assert part in sprt, sprt
+    assert set(gates.rows["condition"]) == {"p0 known", "ledger size 20"}
+    # the worst-case figure's legend gives each curve's worst value with its conditions
+    curves = null_curves(sweep, gates, tuple(gates.rows["config"]), {})
+    g = curves[curves["config"] == sprt].sort_values("p0")
+    top = g.loc[g["p_revert"].idxmax()]
+    assert worst_name(sprt, g) == (
+        f"{sprt} (ledger 20): worst {top['p_revert']:.3f} at p0 {top['p0']:.2f}"
+    )
+    # the design table names each family's gate with the settings its worst case holds at
+    design = next(b for b in section.blocks if getattr(b, "caption", "").startswith("The design"))
+    for _, row in design.frame.iterrows():
+        assert re.search(r", max_runs \d+$", row["configuration"]), row["configuration"]
+        if row["answer"] != "infeasible":  # "max_runs N": the configuration's own cap
+            assert row["configuration"].endswith(row["answer"])
+    sprt_row = design.frame[design.frame["gate family"] == "sprt"].iloc[0]
+    assert "alpha 0.1, beta 0.5" in sprt_row["configuration"]  # the section's targets
+    assert any(c.startswith("false revert (worst over p0 in [") for c in design.frame.columns)
+
+
+def _two_curves(same: bool) -> pd.DataFrame:
+    p0 = np.linspace(0.1, 0.9, 30)
+    y = 0.2 * np.sin(np.pi * p0)
+    other = y + (0.001 if same else 0.05)
+    return pd.concat(
+        [
+            pd.DataFrame({"config": "SPRT, min runs 3", "ledger": 20, "p0": p0, "p_revert": y}),
+            pd.DataFrame({"config": "SPRT, min runs 5", "ledger": 20, "p0": p0, "p_revert": other}),
+        ]
+    )
+
+
+def test_coinciding_curves_are_drawn_distinguishably_and_said_to_coincide():
+    """Issue 30 item 9: SPRT min runs 3 was drawn exactly under min runs 5. Curves within
+    0.005 everywhere are detected from the data, the later one drawn dashed with markers, and
+    the caption note names them; curves apart are neither restyled nor said to coincide."""
+    from reports.claims import coincide_note
+    from reports.sections.gate_figures import curve_groups, worst_case_figure
+
+    colours = {"SPRT, min runs 3": (0, 0, 1, 1), "SPRT, min runs 5": (1, 0, 0, 1)}
+    together = _two_curves(same=True)
+    groups = curve_groups(together, "p0", "p_revert")
+    assert groups == [("SPRT, min runs 3", "SPRT, min runs 5")]
+    fig = worst_case_figure(together, colours, 0.05)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    first = next(v for k, v in lines.items() if k.startswith("SPRT, min runs 3"))
+    second = next(v for k, v in lines.items() if k.startswith("SPRT, min runs 5"))
+    assert first.get_linestyle() == "-" and first.get_marker() in ("None", "none", "")
+    assert second.get_linestyle() == "--" and second.get_marker() == "x"
+    note = coincide_note(groups)
+    assert "The curves of SPRT, min runs 3 and SPRT, min runs 5 coincide" in note
+    apart = _two_curves(same=False)
+    assert curve_groups(apart, "p0", "p_revert") == [] and coincide_note([]) == ""
+    fig = worst_case_figure(apart, colours, 0.05)
+    styles = {ln.get_linestyle() for ln in fig.axes[0].get_lines() if ln.get_label()[:4] == "SPRT"}
+    assert styles == {"-"}
+
+
+def test_equal_points_are_set_apart_in_factor_and_tradeoff_figures():
+    """Two configurations with the same error rates at one ledger size: the factor figure
+    sets them side by side, the trade-off figure gives the later its own marker and the
+    caption's note names them."""
+    from reports.sections.gate_figures import tradeoff_figure, tradeoff_groups
+
+    table = pd.DataFrame(
+        {
+            "config": ["a", "b"],
+            "scenario.ledger_size": [20, 20],
+            "false_revert_rate": [0.137, 0.138],
+            "false_revert_rate_se": [0.001, 0.001],
+            "missed_regression_rate": [0.362, 0.362],
+            "missed_regression_rate_se": [0.001, 0.001],
+            "frontier": [True, False],
+        }
+    )
+    colours = {"a": (0, 0, 1, 1), "b": (1, 0, 0, 1)}
+    fig = factor_figure(table, "scenario.ledger_size", colours, "ledger", "p0 known")
+    xs = sorted(float(c.lines[0].get_xdata()[0]) for c in fig.axes[0].containers)
+    assert len(xs) == 2 and xs[1] - xs[0] == pytest.approx(0.15)
+    assert tradeoff_groups(table) == [("a", "b")]
+    fig = tradeoff_figure(table, colours, (0.05, 0.2), ("a", "b"))
+    markers = [c.lines[0].get_marker() for c in fig.axes[0].containers]
+    assert sorted(markers) == ["o", "x"]

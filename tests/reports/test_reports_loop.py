@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from procmem_core.quarantine import quarantine_fate
-from reports.sections.loop import loop_section
+from reports.sections.loop import loop_preset_replications, loop_section, preset_power
 from reports.sections.loop_evidence import Verdict, main_effects, regret_sources, verdict_of
 from reports.source import Sweep
 from simulators.scenarios.loop import LoopScenario
@@ -41,7 +41,7 @@ def sweep():
 def test_the_verdict_reads_the_regret_change_and_its_interval():
     assert Verdict(-0.05, 0.01, 8).answer == "yes"
     assert Verdict(0.05, 0.01, 8).answer == "no: it gets worse"
-    assert Verdict(-0.01, 0.01, 8).answer == "no detectable change"
+    assert Verdict(-0.01, 0.01, 8).answer.startswith("no detectable change")
     assert Verdict(0.0, float("nan"), 1).answer.startswith("cannot tell")
     # Student t over the replications (t(0.975, 7) = 2.364624, t(0.975, 3) = 3.182446 from
     # the tables), not the normal 1.96: the SE is estimated from those few replications
@@ -50,8 +50,28 @@ def test_the_verdict_reads_the_regret_change_and_its_interval():
     )
     assert Verdict(0.0, 0.01, 4).interval == pytest.approx((-0.03182446, 0.03182446))
     # 4 replications: -0.02 ± 1.96 * 0.008 lies below 0, -0.02 ± 3.18 * 0.008 does not
-    assert Verdict(-0.02, 0.008, 4).answer == "no detectable change"
+    assert Verdict(-0.02, 0.008, 4).answer.startswith("no detectable change")
     assert Verdict(-0.02, 0.008, 400).answer == "yes"
+
+
+def test_no_detectable_change_says_what_it_could_have_detected():
+    """Issue 30 item 3: 4 replications at SE 0.008 detect (power 0.8, two-sided 0.05) only
+    (t(0.975, 3) + t(0.8, 3)) * 0.008 = (3.182446 + 0.978472) * 0.008 = 0.0333."""
+    v = Verdict(-0.02, 0.008, 4)
+    assert v.detectable == pytest.approx(0.0332873, rel=1e-5)
+    assert "only a change of at least 0.033 per session" in v.answer
+    assert "with 4 replications" in v.answer and "power 0.8" in v.answer
+    # the loop preset's 16 replications (conf/experiment/loop.yaml) at the same spread per
+    # replication: SE 0.008 * sqrt(4 / 16) = 0.004, (2.131450 + 0.866245) * 0.004 = 0.0120
+    assert loop_preset_replications() == 16
+    note = preset_power(v)
+    assert "its 16 replications per setting would detect a change of about 0.012" in note
+    assert "this read: 0.033" in note and "python -m reports loop" in note
+    assert preset_power(Verdict(-0.05, 0.01, 8)) == ""  # a "yes" needs no pointer
+    # Bonferroni over 2 settings: t(1 - 0.0125, 3) = 4.176535
+    assert Verdict(0.0, 0.01, 4, 2).detectable == pytest.approx(
+        (4.1765350 + 0.9784723) * 0.01, rel=1e-5
+    )
 
 
 def test_the_section_answers_at_the_seeds_settings_with_its_numbers(sweep):

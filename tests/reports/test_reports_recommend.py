@@ -94,9 +94,22 @@ def test_gate_counts_both_arms_under_concurrent_control():
     assert rec.label == "solo"  # 30 sessions against 44
     assert rec.ranked["objective"].tolist() == [30.0, 44.0]
     rec = recommend_gate(t[t["config"] == "paired"])
-    assert "counting both arms: 44.0 sessions when nothing changed, 53.0 at the drop" in (
+    assert (
+        "a decision costs 44.0 sessions when nothing changed (22.0 + 22.0) and 53.0 sessions "
+        "at the drop (27.0 + 26.0), per arm: revision + prior"
+    ) in rec.sentence
+    # calendar time at the researcher's session rate (issue 30 item 4): 44 / 20 = 2.2 days
+    rec = recommend_gate(t[t["config"] == "paired"], sessions_per_day=20)
+    assert "44.0 sessions when nothing changed (22.0 + 22.0, 2.2 days at 20 sessions/day)" in (
         rec.sentence
     )
+    assert "53.0 sessions at the drop (27.0 + 26.0, 2.65 days at 20 sessions/day)" in (rec.sentence)
+    # the fixed design: every session on the revision, none on the prior
+    solo = recommend_gate(t[t["config"] == "solo"], sessions_per_day=10)
+    assert "30.0 sessions when nothing changed (30.0 + 0.0, 3 days at 10 sessions/day)" in (
+        solo.sentence
+    )
+    assert "all on the revision, none on the prior: no concurrent control" in solo.sentence
 
 
 def test_gate_nothing_feasible_reports_nearest():

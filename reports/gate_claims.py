@@ -1,0 +1,117 @@
+"""What the sweep's gate ranking may say (``reports.recommend.recommend_gate``): the
+sessions a decision costs, in total, per arm and in days; a row against both error
+targets in three states; the rows the noise cannot order against the pick. The rules
+themselves are ``reports.claims``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reports.claims import (
+    WITHIN_NOISE,
+    Option,
+    beyond_noise,
+    calendar,
+    joint_state,
+    state_words,
+    target_state,
+)
+from reports.evidence import se_of
+
+ARM_METRICS = ("mean_revision_runs", "mean_prior_runs")
+
+
+def null_sessions(t: pd.DataFrame) -> pd.Series:
+    """Sessions a revision takes when nothing changed, both arms counted where the rows
+    have them (concurrent control: ``mean_revision_runs_null + mean_prior_runs_null``),
+    else ``mean_runs_null`` (the fixed design: every session is the revision's)."""
+    runs = t["mean_runs_null"].astype(float)
+    cols = [f"{m}_null" for m in ARM_METRICS]
+    if not all(c in t.columns for c in cols):
+        return runs
+    both = t[cols[0]].astype(float) + t[cols[1]].astype(float)
+    return both.where(both.notna(), runs)
+
+
+def null_sessions_se(t: pd.DataFrame) -> pd.Series:
+    """The SE of ``null_sessions``: ``mean_runs_null_se``, or with both arms
+    ``sqrt(se_revision^2 + se_prior^2)`` (NaN where the rows carry no SE)."""
+    nan = pd.Series(np.nan, index=t.index)
+    runs = t["mean_runs_null_se"].astype(float) if "mean_runs_null_se" in t else nan
+    cols = [f"{m}_null_se" for m in ARM_METRICS]
+    if not all(c in t.columns for c in cols):
+        return runs
+    both = np.hypot(t[cols[0]].astype(float), t[cols[1]].astype(float))
+    return both.where(both.notna(), runs)
+
+
+def noise_ties(ranked: pd.DataFrame, label_col: str, tied: tuple[str, ...]) -> tuple:
+    """``tied`` plus the rows as feasible as the first (same shortfall) whose sessions when
+    nothing changed (``objective``) and runs at the drop (``mean_runs_alt``), the ranking's
+    two keys, are both within the noise of its own (``reports.claims.beyond_noise``): the
+    sweep cannot order them."""
+    first = ranked.iloc[0]
+    out = list(tied)
+    for _, r in ranked.iloc[1:].iterrows():
+        name = str(r[label_col])
+        if name in out or bool(r["feasible"]) != bool(first["feasible"]):
+            continue
+        apart = any(
+            beyond_noise(_option(first, key, se), _option(r, key, se))
+            for key, se in (("objective", "objective_se"), ("mean_runs_alt", "mean_runs_alt_se"))
+        )
+        if r["shortfall"] == first["shortfall"] and not apart:
+            out.append(name)
+    return tuple(out)
+
+
+def _option(row: pd.Series, key: str, se: str) -> Option:
+    return Option(key, float(row[key]), float(row.get(se, np.nan)))
+
+
+def sessions_note(pick: pd.Series, per_day: float | None) -> str:
+    """What a decision costs in sessions, in total and per arm, when nothing changed and
+    at the drop: concurrent control counts the prior's sessions
+    (``mean_prior_runs_*``); the fixed design serves every session to the revision. With
+    ``per_day``, the calendar time of each (``reports.claims.calendar``)."""
+    null = [pick.get(f"{m}_null") for m in ARM_METRICS]
+    alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
+    if any(x is None or x != x for x in (*null, *alt)):
+        null = [float(pick["mean_runs_null"]), 0.0]
+        alt = [float(pick["mean_runs_alt"]), 0.0]
+        arms = "all on the revision, none on the prior: no concurrent control"
+    else:
+        arms = "per arm: revision + prior"
+
+    def cost(r: list, when: str) -> str:
+        total = float(r[0]) + float(r[1])
+        days = f", {calendar(total, per_day)}" if per_day else ""
+        return f"{total:.1f} sessions {when} ({float(r[0]):.1f} + {float(r[1]):.1f}{days})"
+
+    return (
+        f"; a decision costs {cost(null, 'when nothing changed')} and "
+        f"{cost(alt, 'at the drop')}, {arms}"
+    )
+
+
+def gate_state(row: pd.Series, false_revert: float, missed_regression: float) -> str:
+    """Both error rates of a row against their targets (``reports.claims.joint_state``)."""
+    return joint_state(
+        [
+            target_state(row[m], se_of(row, m), limit, higher_is_better=False)
+            for m, limit in (
+                ("false_revert_rate", false_revert),
+                ("missed_regression_rate", missed_regression),
+            )
+        ]
+    )
+
+
+def noise_note(state: str, what: str) -> str:
+    """Said of a pick within noise of its target(s)."""
+    if state != WITHIN_NOISE:
+        return ""
+    return (
+        f"; {what} {state_words(state)} of the target: this sweep cannot tell whether it meets it"
+    )
