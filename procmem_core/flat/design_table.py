@@ -149,14 +149,19 @@ class Batch:
         """
         if horizon > len(self.within) - 1:
             raise ValueError(f"a walk of {horizon} steps on a batch built for fewer")
-        vs = [np.concatenate((np.ones(self.size), [0.0])) for _ in ps]
-        g = self.cand_g
+        pv = np.asarray(ps, dtype=float)
+        v = np.ones((self.size + 1, pv.size))  # one row per state: V_k for every p at once
+        v[self.size] = 0.0
         for k in range(1, horizon + 1):
             n = self.within[horizon - k]
-            up, down = self.up[:n], self.down[:n]
-            for p, v in zip(ps, vs, strict=True):
-                v[:n] = p * v[up] + (1.0 - p) * v[down]
-            yield k, [v[g] for v in vs]
+            a = np.take(v, self.up[:n], axis=0)
+            a *= pv
+            b = np.take(v, self.down[:n], axis=0)
+            b *= 1.0 - pv
+            a += b
+            v[:n] = a
+            at = v[self.cand_g]
+            yield k, [at[:, j] for j in range(pv.size)]
 
     def survival(self, p: float, horizon: int, sessions: bool = False):
         """``V_horizon`` at every candidate's start, and ``sum_{k<horizon} V_k`` there
