@@ -1,7 +1,8 @@
 """``ProcedureStore``: the graph design's operations (seed: loom-procedures.txt).
 
 add, match, locate, record_run, complete_run (the seed's ``run.complete``), evolve,
-revise, fork, list, delete, grant, over procedures stored under
+revise, fork, list, delete, grant, and the pack log (``log_pack``, ``rate_session``,
+``pack_log``: ``graph.packlog``), over procedures stored under
 ``procedure_<slug of name>`` per namespace. ``ProcedureStore()`` keeps everything in
 memory; ``ProcedureStore.open(path)`` keeps a cache of an SQLite file that several
 processes may write at once (``graph.sqlite``): every write is one transaction under the
@@ -52,6 +53,7 @@ from procmem_core.graph.keys import (
     slugify,
 )
 from procmem_core.graph.ledger import RunRecord, check_run_fields
+from procmem_core.graph.packlog import PackLog
 from procmem_core.graph.reading import StoreReads
 from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
@@ -79,7 +81,7 @@ __all__ = [
 
 
 @thread_safe()
-class ProcedureStore(StoreReads):
+class ProcedureStore(PackLog, StoreReads):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
 
     Thread-safe (``procmem_core.locking``): every public method holds the store's lock;
@@ -108,6 +110,7 @@ class ProcedureStore(StoreReads):
         self.quarantine = SeedPolicy() if quarantine is None else quarantine
         check_instance("quarantine", self.quarantine, QuarantinePolicy)
         self._releases: list[QuarantineRelease] = []
+        self._packs = {}  # the pack log in memory (graph.packlog); on SQLite, its table
 
     @classmethod
     def open(
