@@ -8,8 +8,9 @@ outcome. ``ContextPacker.pack(..., session_id=...)`` records the first four thro
 a deployment on procmem's engine needs no export step.
 
 Keys are refs (``namespace/key``), as the pack reports them. ``time`` is an integer (the
-caller's clock) or an ISO 8601 timestamp (default: now, UTC); ``rated_at`` likewise
-(default: now when the session's time is a timestamp, else empty).
+caller's clock) or an ISO 8601 timestamp (default: now in UTC, written without an
+offset); ``rated_at`` likewise (default: now when the session's time is a timestamp,
+else empty).
 
 Both backends use this module: the in-memory store keeps the rows in a dict, the SQLite
 journal in its table ``pack_log`` (``PACK_LOG_SQL``; schema version 3 of the store file,
@@ -74,7 +75,8 @@ class PackRecord:
 
 
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    """Now in UTC as ISO 8601 without an offset (numpy parses those without a warning)."""
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def check_time(field: str, value: Any) -> int | str:

@@ -13,9 +13,14 @@
   before revisions kept ``proposed_at`` gives, for a decided revision, the run id before
   its first run (its pending one: the store's ``pending_since``).
 
-Every column is read by SQL into numpy arrays (strings dictionary-encoded by
-``np.unique``), never a Python loop per row; ``check_log`` then checks the values as for a
-log directory. The file is opened read-only and never written.
+Every column is read by SQL into numpy arrays, never a Python loop per row: one query per
+table has SQLite concatenate each column into one string (``group_concat``; numbers
+printed with 17 significant digits, ``%!.17g``, which round-trip exactly; strings joined
+by the unit separator U+001F), split in C and put in ``seq`` order by numpy (a string
+holding U+001F makes its column fall back to ``fetchall``). Strings are dictionary-coded
+in order of first appearance, as pyarrow's ``dictionary_encode`` codes a file's, so sums
+over codes add in the same order whichever reader read the log. ``check_log`` then checks
+the values as for a log directory. The file is opened read-only and never written.
 """
 
 from __future__ import annotations
@@ -29,21 +34,19 @@ import numpy as np
 from procmem_core.logs.schema import Log, LogError, Table, Text, check_log
 
 NEEDS = "a procmem ProcedureStore file (SQLite, schema 3 or later) whose packs were logged"
+SEP = "\x1f"
 
-SESSIONS_SQL = """
-SELECT session_id, time, top_key, withheld, explore_rate, outcome, shown_keys,
-       COALESCE(user_id, ''), COALESCE(agent, ''), rated_at,
-       typeof(time) = 'integer',
-       CASE WHEN rated_at IS NULL THEN NULL ELSE typeof(rated_at) = 'integer' END
-FROM pack_log ORDER BY seq
-"""
-RUNS_SQL = """
-SELECT namespace || '/' || key, CAST(revision AS TEXT), json_extract(body, '$.ok'), run_id,
-       json_extract(body, '$.path'), json_extract(body, '$.cost'),
-       COALESCE(json_extract(body, '$.agent'), '')
-FROM runs ORDER BY run_id
-"""
-REVISIONS_SQL = """
+RUNS_SOURCE = "SELECT run_id AS seq, namespace || '/' || key AS k, revision, body FROM runs"
+RUNS = {
+    "key": ("k", "text"),
+    "revision": ("CAST(revision AS TEXT)", "text"),
+    "ok": ("json_extract(body, '$.ok')", "number"),
+    "time": ("seq", "number"),
+    "path": ("json_extract(body, '$.path')", "text"),
+    "cost": ("json_extract(body, '$.cost')", "number"),
+    "agent": ("json_extract(body, '$.agent')", "text"),
+}
+REVISIONS_SOURCE = """
 WITH h AS (
   SELECT p.rowid AS pr, p.namespace AS ns, p.key AS k, CAST(j.key AS INTEGER) AS i,
          json_extract(j.value, '$.revision') AS rev, json_extract(j.value, '$.outcome') AS o,
@@ -51,105 +54,132 @@ WITH h AS (
          json_extract(j.value, '$.decided_at') AS decided,
          json_extract(p.state, '$.pending_since') AS since
   FROM procedures p, json_each(p.state, '$.history') j)
-SELECT a.ns || '/' || a.k, CAST(a.rev AS TEXT),
-       COALESCE(CAST((SELECT b.rev FROM h b WHERE b.pr = a.pr AND b.i < a.i
-                      AND b.o IN ('original', 'accepted') ORDER BY b.i DESC LIMIT 1)
-                     AS TEXT), ''),
+SELECT ROW_NUMBER() OVER (ORDER BY a.pr, a.i) AS seq, a.ns || '/' || a.k AS key,
+       CAST(a.rev AS TEXT) AS revision,
+       CAST((SELECT b.rev FROM h b WHERE b.pr = a.pr AND b.i < a.i
+             AND b.o IN ('original', 'accepted') ORDER BY b.i DESC LIMIT 1) AS TEXT)
+         AS prior_revision,
        CASE WHEN a.o = 'original' THEN 0
             ELSE COALESCE(a.proposed, CASE WHEN a.o = 'pending' THEN a.since END,
                           (SELECT MIN(r.run_id) - 1 FROM runs r WHERE r.namespace = a.ns
-                           AND r.key = a.k AND r.revision = a.rev), a.since) END,
-       a.decided,
-       CASE WHEN a.o = 'original' THEN 'accepted' ELSE a.o END
-FROM h a ORDER BY a.pr, a.i
+                           AND r.key = a.k AND r.revision = a.rev), a.since) END
+         AS proposed_at,
+       a.decided AS decided_at,
+       CASE WHEN a.o = 'original' THEN 'accepted' ELSE a.o END AS verdict
+FROM h a
+"""
+REVISIONS = {
+    "key": ("key", "text"),
+    "revision": ("revision", "text"),
+    "prior_revision": ("prior_revision", "text"),
+    "proposed_at": ("proposed_at", "number"),
+    "decided_at": ("decided_at", "number"),
+    "verdict": ("verdict", "text"),
+}
+KINDS_SQL = """
+SELECT COUNT(*), TOTAL(typeof(time) = 'integer'), TOTAL(rated_at IS NOT NULL),
+       TOTAL(typeof(rated_at) = 'integer'), TOTAL(user_id IS NOT NULL),
+       TOTAL(agent IS NOT NULL)
+FROM pack_log
 """
 
 
-def _text(values: tuple) -> Text:
-    """Strings ("" empty) as dictionary codes in order of first appearance, as pyarrow's
-    ``dictionary_encode`` numbers them for files (so sums over codes, e.g. the clustered
-    SE's, add in the same order whichever reader read the log)."""
-    if not values:
-        return Text(np.zeros(0, np.int64), np.zeros(0, object))
-    uniq, first, inverse = np.unique(
-        np.asarray(values, dtype=str), return_index=True, return_inverse=True
-    )
+def _concat(expr: str, kind: str) -> str:
+    if kind == "number":
+        value = f"CASE WHEN {expr} IS NULL THEN 'nan' ELSE printf('%!.17g', {expr}) END"
+        return f"group_concat({value}, ' ')"
+    return f"group_concat(COALESCE({expr}, ''), char(31))"
+
+
+def read_columns(
+    cur: sqlite3.Cursor, source: str, cols: dict[str, tuple[str, str]]
+) -> tuple[int, dict[str, np.ndarray]]:
+    """Every column of ``source`` (a table or query with an integer ``seq``) in ``seq``
+    order, by one query (module doc): ``"number"`` columns as floats (NULL: NaN),
+    ``"text"`` columns as object arrays of strings (NULL: "")."""
+    parts = ["COUNT(*)", "group_concat(seq, ' ')"]
+    parts += [_concat(expr, kind) for expr, kind in cols.values()]
+    row = cur.execute(f"SELECT {', '.join(parts)} FROM ({source})").fetchone()
+    n = int(row[0])
+    if n == 0:
+        return 0, {c: np.zeros(0, float if k == "number" else object) for c, (_, k) in
+                   cols.items()}  # fmt: skip
+    seq = np.array(row[1].split(" "), dtype=np.int64)
+    order = slice(None) if (np.diff(seq) > 0).all() else np.argsort(seq, kind="stable")
+    out = {}
+    for (name, (expr, kind)), text in zip(cols.items(), row[2:], strict=True):
+        if kind == "number":
+            out[name] = np.array(text.split(" "), dtype=float)[order]
+            continue
+        items = text.split(SEP)
+        if len(items) == n:
+            out[name] = np.array(items, dtype=object)[order]
+        else:  # a string holds the separator itself: this column row by row, in seq order
+            rows = cur.execute(f"SELECT COALESCE({expr}, '') FROM ({source}) ORDER BY seq")
+            out[name] = np.array(rows.fetchall(), dtype=object).reshape(n)
+    return n, out
+
+
+def _text(values: np.ndarray, unique: bool = False) -> Text:
+    """Strings ("" empty) as dictionary codes in order of first appearance; ``unique``:
+    the column is known to hold no value twice (a UNIQUE column), coded as it stands."""
+    if unique:
+        return Text.from_codes(np.arange(values.size), values)
+    uniq, first, inverse = np.unique(values.astype(str), return_index=True, return_inverse=True)
     order = np.argsort(first)
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     return Text.from_codes(rank[inverse], uniq[order].astype(object))
 
 
-def _time(file: str, name: str, values: tuple, integer: tuple) -> Any:
-    """Integers (all rows integer-typed, NULL as NaN) or timestamp strings; a column
-    mixing the two is refused at the first row whose kind differs from the first row's."""
-    ints = np.asarray(integer, dtype=float)  # 1 integer, 0 other, NaN NULL (no rating)
-    kinds = ints[~np.isnan(ints)]
-    if kinds.size and (kinds == 1).all():
-        return np.asarray(values, dtype=float)
-    if not (kinds == 1).any():
-        return np.asarray(values, dtype=object)
-    odd = np.flatnonzero(~np.isnan(ints) & (ints != kinds[0]))[0]
-    raise LogError(file, int(odd) + 1, name, values[odd],
-                   "one clock in a column: all integers or all ISO 8601 timestamps")  # fmt: skip
-
-
-def _columns(rows: list[tuple], width: int) -> list[tuple]:
-    return list(zip(*rows, strict=True)) if rows else [()] * width
+def _mixed(cur: sqlite3.Cursor, file: str, name: str) -> LogError:
+    """The first row whose clock differs from the first row's, refused."""
+    row, value = cur.execute(
+        f"SELECT COUNT(*), (SELECT {name} FROM pack_log WHERE seq = x.s) FROM pack_log, "
+        f"(SELECT MIN(seq) AS s FROM pack_log WHERE {name} IS NOT NULL AND typeof({name}) != "
+        f"(SELECT typeof({name}) FROM pack_log WHERE {name} IS NOT NULL ORDER BY seq LIMIT 1)"
+        ") AS x WHERE seq <= x.s"
+    ).fetchone()
+    allowed = "one clock in a column: all integers or all ISO 8601 timestamps"
+    return LogError(file, int(row), name, value, allowed)
 
 
 def _sessions(cur: sqlite3.Cursor, file: str) -> Table:
-    rows = cur.execute(SESSIONS_SQL).fetchall()
-    if not rows:
+    n, int_time, rated, int_rated, users, agents = cur.execute(KINDS_SQL).fetchone()
+    if n == 0:
         allowed = "a pack log with a session (ContextPacker.pack(..., session_id=...))"
         raise LogError(file, None, None, "no sessions", allowed)
-    sid, time, top, withheld, rate, outcome, shown, user, agent, rated, t_int, r_int = _columns(
-        rows, 12
-    )
-    cols = {
-        "session_id": _text(sid),
-        "time": _time(file, "time", time, t_int),
-        "top_key": _text(top),
-        "withheld": np.asarray(withheld, dtype=np.int64),
-        "explore_rate": np.asarray(rate, dtype=float),
-        "outcome": np.asarray(outcome, dtype=float),
-        "shown_keys": _text(shown),
-        "user_id": _text(user),
-        "agent": _text(agent),
-        "rated_at": _time(file, "rated_at", rated, r_int),
-    }
-    if np.isnan(np.asarray(r_int, dtype=float)).all():
-        del cols["rated_at"]  # never rated: absent, as in a file without the column
-    for optional in ("user_id", "agent"):
-        if (cols[optional].codes < 0).all():
-            del cols[optional]
-    return Table("sessions", file, len(rows), cols)
+    if 0 < int_time < n:
+        raise _mixed(cur, file, "time")
+    if 0 < int_rated < rated:
+        raise _mixed(cur, file, "rated_at")
+    clock = {"time": ("time", "number" if int_time == n else "text")}
+    if rated:
+        clock["rated_at"] = ("rated_at", "number" if int_rated == rated else "text")
+    cols = {"session_id": ("session_id", "text"), "top_key": ("top_key", "text"),
+            "withheld": ("withheld", "number"), "explore_rate": ("explore_rate", "number"),
+            "outcome": ("outcome", "number"), "shown_keys": ("shown_keys", "text"),
+            **clock}  # fmt: skip
+    cols |= {c: (c, "text") for c, count in (("user_id", users), ("agent", agents)) if count}
+    _, raw = read_columns(cur, "pack_log", cols)
+    out: dict[str, Any] = {}
+    for name, (_, kind) in cols.items():
+        a = raw[name]
+        if name in ("time", "rated_at") and kind == "text":
+            out[name] = np.where(a == "", None, a)  # NULL: no rating yet
+        elif kind == "text":
+            out[name] = _text(a, unique=name == "session_id")  # UNIQUE in the table
+        else:
+            out[name] = a
+    return Table("sessions", file, n, out)
 
 
-def _runs(cur: sqlite3.Cursor, file: str) -> Table | None:
-    rows = cur.execute(RUNS_SQL).fetchall()
-    if not rows:
+def _table(cur: sqlite3.Cursor, name: str, file: str, source: str, cols: dict) -> Table | None:
+    n, raw = read_columns(cur, source, cols)
+    if n == 0:
         return None
-    key, rev, ok, run_id, path, cost, agent = _columns(rows, 7)
-    cols = {
-        "key": _text(key), "revision": _text(rev), "ok": np.asarray(ok, dtype=np.int64),
-        "time": np.asarray(run_id, dtype=float), "path": _text(path),
-        "cost": np.asarray(cost, dtype=float), "agent": _text(agent),
-    }  # fmt: skip
-    return Table("runs", file, len(rows), cols)
-
-
-def _revisions(cur: sqlite3.Cursor, file: str) -> Table | None:
-    rows = cur.execute(REVISIONS_SQL).fetchall()
-    if not rows:
-        return None
-    key, rev, prior, proposed, decided, verdict = _columns(rows, 6)
-    cols = {
-        "key": _text(key), "revision": _text(rev), "prior_revision": _text(prior),
-        "proposed_at": np.asarray(proposed, dtype=float),
-        "decided_at": np.asarray(decided, dtype=float), "verdict": _text(verdict),
-    }  # fmt: skip
-    return Table("revisions", file, len(rows), cols)
+    out = {c: _text(raw[c]) if kind == "text" else raw[c] for c, (_, kind) in cols.items()}
+    return Table(name, file, n, out)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -180,7 +210,8 @@ def store_tables(path: str | Path) -> dict[str, Table]:
         cur = con.cursor()
         cur.execute("BEGIN")
         out = {"sessions": _sessions(cur, f"{path} (pack_log)")}
-        runs, revisions = _runs(cur, f"{path} (runs)"), _revisions(cur, f"{path} (revisions)")
+        runs = _table(cur, "runs", f"{path} (runs)", RUNS_SOURCE, RUNS)
+        revisions = _table(cur, "revisions", f"{path} (revisions)", REVISIONS_SOURCE, REVISIONS)
     finally:
         con.close()
     if runs is not None and revisions is not None:

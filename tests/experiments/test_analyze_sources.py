@@ -157,7 +157,7 @@ def _empty_store(path: Path) -> Path:
 def _mixed_clock(path: Path) -> Path:
     with ProcedureStore.open(path) as s:
         s.log_pack("a", "", False, 0.1, time=1)
-        s.log_pack("b", "", False, 0.1, time="2026-01-01T00:00:00+00:00")
+        s.log_pack("b", "", False, 0.1, time="2026-01-01T00:00:00")
     return path
 
 
