@@ -186,6 +186,11 @@ def read_log(source: str | Path, tracking_uri: str | None = None) -> Log:
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:
-            return read_log(run_folder(text, tracking_uri, Path(tmp)))
+            folder = run_folder(text, tracking_uri, Path(tmp))
+            try:
+                return read_log(folder)
+            except LogError as exc:  # named by the run's folder, not the temporary copy
+                name = exc.file.replace(str(folder), text.rstrip("/"))
+                raise LogError(name, exc.row, exc.column, exc.value, exc.allowed) from None
     t = read_tables(text)
     return check_log(t["sessions"], t.get("runs"), t.get("revisions"))

@@ -20,6 +20,7 @@ from experiments.analyze import analyze
 from experiments.analyze.__main__ import main
 from experiments.analyze.read import read_log, source_kind
 from procmem_core.graph import ContextPacker, ProcedureGraph, ProcedureStore
+from procmem_core.logs import LogError
 
 REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 SITUATIONS = ("refund an invoice", "close the month", "reset a password", "ship an order")
@@ -197,3 +198,22 @@ def test_bad_sources_are_refused_naming_the_argument(
     assert err.startswith("python -m experiments.analyze: ") and fragment in err, (label, err)
     assert source in err  # the argument as given
     assert not out.exists()  # refused before anything was written
+
+
+def test_a_bad_log_in_a_run_is_named_by_the_run_not_a_temporary_copy(tmp_path, tracking_store):
+    from experiments.tracking import Tracker
+
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    sessions = pd.DataFrame({"session_id": ["a", "b"], "time": [1, 2], "top_key": ["k", "k"],
+                             "withheld": [False, True], "explore_rate": [0.1, 1.0],
+                             "outcome": [1, 0]})  # fmt: skip
+    sessions.to_csv(folder / "sessions.csv", index=False)
+    tracker = Tracker("live")
+    run_id = tracker.start_run("a live run", {})
+    tracker.log_artifacts(run_id, folder)
+    tracker.finish(run_id)
+    with pytest.raises(LogError) as err:
+        read_log(f"runs:/{run_id}")  # no tables/ folder: the run's root, as a live run's
+    assert (err.value.file, err.value.row, err.value.column) == (
+        f"runs:/{run_id}/sessions.csv", 2, "explore_rate")  # fmt: skip
