@@ -219,6 +219,21 @@ class PackLog:
             update(tx.cur, record)
         return record
 
+    def _rated_in(self, w: Any, session_id: str, outcome: Any) -> PackRecord:
+        """The session's record rated ``outcome`` inside the store write ``w`` (checked
+        now; kept by ``_keep_rating`` once the write's other changes are made)."""
+        if w.tx is None:
+            if session_id not in self._packs:
+                raise unknown(session_id)
+            return rated(self._packs[session_id], outcome, None)
+        return rated(fetch(w.tx.cur, session_id), outcome, None)
+
+    def _keep_rating(self, w: Any, record: PackRecord) -> None:
+        if w.tx is None:
+            self._packs[record.session_id] = record
+        else:
+            update(w.tx.cur, record)
+
     def pack_log(self) -> tuple[PackRecord, ...]:
         """Every logged pack, in the order logged."""
         if self._journal is None:

@@ -32,8 +32,10 @@ def complete_run(
     tokens: int | None = None,
     agent: str | None = None,
     principal: str | None = None,
+    session_id: str | None = None,
 ) -> tuple[RunRecord, ...]:
-    """Record the session's runs in ``procedures`` and, with a ``memory`` store and a
+    """Record the session's runs in ``procedures`` (``session_id``: also rate that session
+    of the store's pack log, in the same write) and, with a ``memory`` store and a
     ``reflection``, store the lesson there (evidence: ``run:<id>`` of each run and
     ``<namespace>/<key>`` of each procedure; namespace: the first run's, else
     "default"). Both stores are checked before anything is written. ``principal`` (auth on)
@@ -45,6 +47,7 @@ def complete_run(
     runs = procedures.complete_run(
         memories_used, ok, reflection=reflection, note=note, cost=cost,
         duration_ms=duration_ms, tokens=tokens, agent=agent, principal=principal,
+        session_id=session_id,
     )  # fmt: skip
     if memory is not None and reflection is not None:
         evidence = [run_key(r.run_id) for r in runs] + [f"{r.namespace}/{r.key}" for r in runs]

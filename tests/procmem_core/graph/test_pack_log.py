@@ -124,3 +124,25 @@ def test_revisions_keep_when_they_were_proposed_and_decided(store):
     h = store.revisions(k)
     assert (h[0].outcome, h[0].proposed_at) == ("original", None)
     assert (h[1].outcome, h[1].proposed_at, h[1].decided_at) == ("reverted", 5, last)
+
+
+def test_complete_run_rates_the_session_in_the_same_write(store):
+    k = store.add("refund", "a refund on an invoice", STEPS).ref
+    store.log_pack("s0", k, False, 0.1, [k], time=1)
+    runs = store.complete_run([k], ok=True, session_id="s0")
+    assert len(runs) == 1 and store.pack_log()[0].outcome == 1
+    with pytest.raises(ParameterError, match="session_id"):
+        store.complete_run([k], ok=False, session_id="nope")
+    assert len(store.runs(k)) == 1  # refused before any run was written
+    with pytest.raises(ParameterError, match="not rated yet"):
+        store.complete_run([k], ok=False, session_id="s0")
+    assert len(store.runs(k)) == 1 and store.pack_log()[0].outcome == 1
+
+
+def test_the_reflections_complete_run_passes_the_session_on(store):
+    from procmem_core.reflections import complete_run
+
+    k = store.add("refund", "a refund on an invoice", STEPS).ref
+    store.log_pack("s0", k, True, 0.1, [], time=1)
+    complete_run(store, [k], False, session_id="s0")
+    assert store.pack_log()[0].outcome == 0 and not store.runs(k)[0].ok
