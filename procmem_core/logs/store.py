@@ -77,8 +77,8 @@ REVISIONS = {
     "verdict": ("verdict", "text"),
 }
 KINDS_SQL = """
-SELECT COUNT(*), TOTAL(typeof(time) = 'integer'), TOTAL(rated_at IS NOT NULL),
-       TOTAL(typeof(rated_at) = 'integer'), TOTAL(user_id IS NOT NULL),
+SELECT COUNT(*), TOTAL(typeof(time) IN ('integer', 'real')), TOTAL(rated_at IS NOT NULL),
+       TOTAL(typeof(rated_at) IN ('integer', 'real')), TOTAL(user_id IS NOT NULL),
        TOTAL(agent IS NOT NULL)
 FROM pack_log
 """
@@ -133,11 +133,12 @@ def _text(values: np.ndarray, unique: bool = False) -> Text:
 
 
 def _mixed(cur: sqlite3.Cursor, file: str, name: str) -> LogError:
-    """The first row whose clock differs from the first row's, refused."""
+    """The first row whose clock (a number or a string) differs from the first row's."""
+    kind = f"(typeof({name}) IN ('integer', 'real'))"
     row, value = cur.execute(
         f"SELECT COUNT(*), (SELECT {name} FROM pack_log WHERE seq = x.s) FROM pack_log, "
-        f"(SELECT MIN(seq) AS s FROM pack_log WHERE {name} IS NOT NULL AND typeof({name}) != "
-        f"(SELECT typeof({name}) FROM pack_log WHERE {name} IS NOT NULL ORDER BY seq LIMIT 1)"
+        f"(SELECT MIN(seq) AS s FROM pack_log WHERE {name} IS NOT NULL AND {kind} != "
+        f"(SELECT {kind} FROM pack_log WHERE {name} IS NOT NULL ORDER BY seq LIMIT 1)"
         ") AS x WHERE seq <= x.s"
     ).fetchone()
     allowed = "one clock in a column: all integers or all ISO 8601 timestamps"

@@ -109,3 +109,20 @@ def test_a_bad_value_names_the_store_table_row_and_column(tmp_path):
         read_store(path)
     assert (err.value.file, err.value.row, err.value.column) == (
         f"{path} (pack_log)", 2, "explore_rate")  # fmt: skip
+
+
+def test_integral_real_clocks_read_as_numbers_and_fractions_are_refused(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path) as s:
+        s.log_pack("s0", "k", False, 0.1, time=1)
+        s.log_pack("s1", "k", False, 0.1, time=2)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE pack_log SET time = 2.0, outcome = 1, rated_at = 4.0 WHERE seq = 2")
+    con.commit()
+    assert list(read_store(path).sessions.time) == [1.0, 2.0]
+    con.execute("UPDATE pack_log SET time = 2.5 WHERE seq = 2")
+    con.commit()
+    con.close()
+    with pytest.raises(LogError) as err:
+        read_store(path)
+    assert (err.value.row, err.value.column, err.value.value) == (2, "time", 2.5)

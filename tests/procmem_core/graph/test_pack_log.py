@@ -143,6 +143,6 @@ def test_the_reflections_complete_run_passes_the_session_on(store):
     from procmem_core.reflections import complete_run
 
     k = store.add("refund", "a refund on an invoice", STEPS).ref
-    store.log_pack("s0", k, True, 0.1, [], time=1)
+    store.log_pack("s0", k, False, 0.1, [k], time=1)
     complete_run(store, [k], False, session_id="s0")
     assert store.pack_log()[0].outcome == 0 and not store.runs(k)[0].ok
