@@ -36,15 +36,20 @@ from procmem_core.logs.schema import Log, LogError, Table, Text, check_log
 NEEDS = "a procmem ProcedureStore file (SQLite, schema 3 or later) whose packs were logged"
 SEP = "\x1f"
 
-RUNS_SOURCE = "SELECT run_id AS seq, namespace || '/' || key AS k, revision, body FROM runs"
+RUNS_SOURCE = """
+SELECT run_id AS seq, namespace || '/' || key AS k, CAST(revision AS TEXT) AS revision,
+       json_extract(body, '$.ok') AS ok, json_extract(body, '$.path') AS path,
+       json_extract(body, '$.cost') AS cost, json_extract(body, '$.agent') AS agent
+FROM runs
+"""
 RUNS = {
     "key": ("k", "text"),
-    "revision": ("CAST(revision AS TEXT)", "text"),
-    "ok": ("json_extract(body, '$.ok')", "number"),
+    "revision": ("revision", "text"),
+    "ok": ("ok", "number"),
     "time": ("seq", "number"),
-    "path": ("json_extract(body, '$.path')", "text"),
-    "cost": ("json_extract(body, '$.cost')", "number"),
-    "agent": ("json_extract(body, '$.agent')", "text"),
+    "path": ("path", "text"),
+    "cost": ("cost", "number"),
+    "agent": ("agent", "text"),
 }
 REVISIONS_SOURCE = """
 WITH h AS (
@@ -85,8 +90,14 @@ FROM pack_log
 
 
 def _concat(expr: str, kind: str) -> str:
+    """One column as one string: integers (and integral reals) as SQLite prints them,
+    other reals by ``printf('%!.17g')`` (exact, and slower), strings joined by U+001F."""
     if kind == "number":
-        value = f"CASE WHEN {expr} IS NULL THEN 'nan' ELSE printf('%!.17g', {expr}) END"
+        value = (
+            f"CASE WHEN {expr} IS NULL THEN 'nan' WHEN typeof({expr}) = 'integer' THEN {expr} "
+            f"WHEN {expr} = CAST({expr} AS INTEGER) THEN CAST({expr} AS INTEGER) "
+            f"ELSE printf('%!.17g', {expr}) END"
+        )
         return f"group_concat({value}, ' ')"
     return f"group_concat(COALESCE({expr}, ''), char(31))"
 
