@@ -14,13 +14,14 @@
   its first run (its pending one: the store's ``pending_since``).
 
 Every column is read by SQL into numpy arrays, never a Python loop per row: one query per
-table has SQLite concatenate each column into one string (``group_concat``; numbers
-printed with 17 significant digits, ``%!.17g``, which round-trip exactly; strings joined
-by the unit separator U+001F), split in C and put in ``seq`` order by numpy (a string
-holding U+001F makes its column fall back to ``fetchall``). Strings are dictionary-coded
-in order of first appearance, as pyarrow's ``dictionary_encode`` codes a file's, so sums
-over codes add in the same order whichever reader read the log. ``check_log`` then checks
-the values as for a log directory. The file is opened read-only and never written.
+table has SQLite concatenate each column into one string (``group_concat``; integers as
+SQLite prints them, other reals with 17 significant digits, ``%!.17g``, which round-trip
+exactly; strings joined by the unit separator U+001F), split in C and put in ``seq``
+order by numpy (a string holding U+001F makes its column fall back to ``fetchall``).
+Strings are dictionary-coded in order of first appearance, as pyarrow's
+``dictionary_encode`` codes a file's, so sums over codes add in the same order whichever
+reader read the log. ``check_log`` then checks the values as for a log directory.
+The file is opened read-only and never written.
 """
 
 from __future__ import annotations
@@ -217,13 +218,18 @@ def store_tables(path: str | Path) -> dict[str, Table]:
     """The store's pack log, ledger and revision history as raw ``Table``s (one read
     transaction: a consistent snapshot)."""
     path = Path(path)
-    con = _connect(path)
+    try:
+        con = _connect(path)
+    except sqlite3.DatabaseError as exc:
+        raise LogError(str(path), None, None, f"cannot be read ({exc})", NEEDS) from None
     try:
         cur = con.cursor()
         cur.execute("BEGIN")
         out = {"sessions": _sessions(cur, f"{path} (pack_log)")}
         runs = _table(cur, "runs", f"{path} (runs)", RUNS_SOURCE, RUNS)
         revisions = _table(cur, "revisions", f"{path} (revisions)", REVISIONS_SOURCE, REVISIONS)
+    except sqlite3.DatabaseError as exc:  # damaged rows, JSON the store did not write
+        raise LogError(str(path), None, None, f"cannot be read ({exc})", NEEDS) from None
     finally:
         con.close()
     if runs is not None and revisions is not None:

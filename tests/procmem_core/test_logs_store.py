@@ -126,3 +126,18 @@ def test_integral_real_clocks_read_as_numbers_and_fractions_are_refused(tmp_path
     with pytest.raises(LogError) as err:
         read_store(path)
     assert (err.value.row, err.value.column, err.value.value) == (2, "time", 2.5)
+
+
+def test_a_damaged_row_is_refused_naming_the_store(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path) as s:
+        k = s.add("refund", "a refund", STEPS).ref
+        s.log_pack("s0", k, False, 0.1, time=1)
+        s.record_run(k, [], ok=True)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE runs SET body = '{not json'")
+    con.commit()
+    con.close()
+    with pytest.raises(LogError, match=r"cannot be read .*malformed JSON") as err:
+        read_store(path)
+    assert err.value.file == str(path)
