@@ -59,6 +59,7 @@ from procmem_core.graph.access import MAX_NAMESPACE_FAN_OUT, check_principal
 from procmem_core.graph.findings import FailProne
 from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.locate import pitfall_text
+from procmem_core.graph.packlog import check_session_fields
 from procmem_core.graph.records import Match
 from procmem_core.graph.store import ProcedureStore
 from procmem_core.quarantine.select import Waiting, serve_order
@@ -166,6 +167,8 @@ class ContextPacker:
         ``concurrent_share``, render the rest. With a ``session_id`` the store's pack log
         records the session (``ProcedureStore.log_pack``: top match, withheld, rate, refs
         shown, ``time``, ``user_id``, the packer's principal as agent)."""
+        if session_id is not None:
+            check_session_fields(session_id, time, user_id)  # before any draw
         policy = self.store.quarantine
         serving = policy.serves_quarantined and not self.include_quarantined
         top_k = 2 * self.max_procedures + policy.candidates if serving else self.max_procedures

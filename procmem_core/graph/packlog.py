@@ -96,6 +96,14 @@ def _optional_text(field: str, value: Any) -> str | None:
     return None if value is None else check_text(field, value, MAX_IDENTIFIER)
 
 
+def check_session_fields(session_id: Any, time: Any, user_id: Any) -> None:
+    """The caller's fields of a pack-log row, checked before the pack draws anything."""
+    check_text("session_id", session_id, MAX_IDENTIFIER)
+    if time is not None:
+        check_time("time", time)
+    _optional_text("user_id", user_id)
+
+
 def pack_record(
     session_id: str,
     top_key: str,

@@ -146,3 +146,16 @@ def test_the_reflections_complete_run_passes_the_session_on(store):
     store.log_pack("s0", k, False, 0.1, [k], time=1)
     complete_run(store, [k], False, session_id="s0")
     assert store.pack_log()[0].outcome == 0 and not store.runs(k)[0].ok
+
+
+def test_a_bad_session_field_is_refused_before_the_pack_draws(store):
+    store.add("refund", "a refund on an invoice", STEPS)
+    rng = np.random.default_rng(1)
+    packer = ContextPacker(store, explore_rate=0.5, rng=rng)
+    state = rng.bit_generator.state
+    for kwargs, field in (({"session_id": ""}, "session_id"),
+                          ({"session_id": "a", "time": 1.5}, "time"),
+                          ({"session_id": "a", "user_id": 7}, "user_id")):  # fmt: skip
+        with pytest.raises(ParameterError, match=field):
+            packer.pack("a refund on an invoice", **kwargs)
+    assert rng.bit_generator.state == state and store.pack_log() == ()
