@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_analyze.py [--sessions 1000000] [--procedures 200]
 
 Writes a simulated log (``simulators.session_log``: 2,000 users, 10 % withheld, 10 %
-ratings missing) as Parquet and as CSV to a temporary directory (not timed), then times
+ratings missing) as Parquet, as CSV and into a ``ProcedureStore`` file's pack log (rows
+inserted by SQL) in a temporary directory (not timed), then times
 reading and checking it (``experiments.analyze.read.read_log``), the lifts
 (``estimate_lifts``), the seed rule's replay and the fitted world with its predictive
 checks, all on one process. Goal (issue 26): at most 10 s and 2 GB on one core
@@ -57,6 +58,25 @@ def analyze(directory: Path) -> dict[str, float]:
     return times
 
 
+def write_store(frame: pd.DataFrame, path: Path) -> Path:
+    """The sessions as a store's pack log (``graph.packlog``), inserted by SQL (not timed)."""
+    import sqlite3
+
+    from procmem_core.graph import ProcedureStore
+    from procmem_core.graph.packlog import COLUMNS
+
+    ProcedureStore.open(path).close()
+    f = frame.assign(withheld=frame["withheld"].astype(int), shown_keys="[]", agent=None)
+    f = f.astype(object).where(f.notna(), None)
+    con = sqlite3.connect(path)
+    marks = ", ".join("?" * len(COLUMNS))
+    con.executemany(f"INSERT INTO pack_log ({', '.join(COLUMNS)}) VALUES ({marks})",
+                    f[list(COLUMNS)].itertuples(index=False, name=None))  # fmt: skip
+    con.commit()
+    con.close()
+    return path
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--sessions", type=int, default=1_000_000)
@@ -67,12 +87,15 @@ def main() -> None:
     frame = pd.DataFrame(log_columns(w, simulate(w, rng, args.sessions)))
     out = {"sessions": args.sessions, "procedures": args.procedures}
     with tempfile.TemporaryDirectory() as tmp:
-        for fmt in ("parquet", "csv"):
+        for fmt in ("parquet", "csv", "store"):
             d = Path(tmp) / fmt
-            d.mkdir()
-            if fmt == "parquet":
+            if fmt == "store":
+                d = write_store(frame, Path(tmp) / "procedures.db")
+            elif fmt == "parquet":
+                d.mkdir()
                 frame.to_parquet(d / "sessions.parquet", index=False)
             else:
+                d.mkdir()
                 frame.to_csv(d / "sessions.csv", index=False)
             times = analyze(d)
             rate = args.sessions / times["total"]

@@ -1,5 +1,6 @@
 """``python -m experiments.analyze LOGS --out DIR``: a deployment's evidence read from its
-session log (docs/logs.md).
+session log (docs/logs.md): a log directory, a ``ProcedureStore`` file, or MLflow (a run's
+log folder, the live loop's traces); ``read.source_kind`` tells them apart.
 
 The log is read and checked in full first (``read``; a bad value exits non-zero naming
 file, row, column, value and what is allowed, before anything is logged); then the

@@ -16,8 +16,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "logs",
-        help="a log directory (sessions.*, runs.*, revisions.*) or an MLflow run's log "
-        "folder, runs:/<run id>[/<folder>] (default folder: tables)",
+        help="a log directory (sessions.*, runs.*, revisions.*); a ProcedureStore file "
+        "(its pack log, ledger and revisions); an MLflow run's log folder, "
+        "runs:/<run id>[/<folder>] or a bare run id (default folder: tables, else the "
+        "run's root); the live loop's session traces, traces:/<run id> or "
+        "experiments:/<experiment name>",
     )
     p.add_argument("--out", required=True, help="directory for the files and report")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")

@@ -4,10 +4,14 @@ dictionary codes (``Text``). ``procmem_core.logs.check_log`` then checks every v
 
 A log is a directory with ``sessions.<ext>`` and optionally ``runs.<ext>``,
 ``revisions.<ext>``; a file that is not in the format its name says is refused naming it.
+``read_log`` also reads a ``ProcedureStore`` file (``procmem_core.logs.store``) and logs
+kept in MLflow (``mlflow_logs``: a run's log folder, the live loop's traces); which one
+``LOGS`` names is decided by its form (``source_kind``).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +22,19 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
+from experiments.analyze.mlflow_logs import (
+    EXPERIMENT_PREFIX,
+    RUN_PREFIX,
+    TRACES_PREFIX,
+    run_folder,
+    trace_sessions,
+)
 from procmem_core.logs import Log, LogError, Table, Text, check_log, columns
 from procmem_core.logs.schema import FORMATS, TABLES
+from procmem_core.logs.store import read_store
 
 TEXT_KINDS = ("id", "text", "json", "verdict")
+RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _text_columns(table: str) -> list[str]:
@@ -122,39 +135,62 @@ def read_tables(directory: str | Path) -> dict[str, Table]:
     return {n: arrow_table(_read_arrow(p, n), n, str(p)) for n, p in files.items()}
 
 
-RUN_PREFIX = "runs:/"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+")
+ALLOWED = (
+    "a log directory (sessions.*, runs.*, revisions.*), a ProcedureStore file (SQLite), "
+    "runs:/<run id>[/<folder>], traces:/<run id>, experiments:/<experiment name> or a bare "
+    "32-hex MLflow run id"
+)
 
 
-def run_tables(source: str, tracking_uri: str | None, into: Path) -> Path:
-    """``runs:/<run id>[/<folder>]``: the run's artifact folder (default ``tables``, where
-    a scenario with ``export_log`` writes ``sessions.parquet``) downloaded into ``into``."""
-    from mlflow.artifacts import download_artifacts
-
-    from experiments.stores import tracking_uri as resolve
-
-    rest = source[len(RUN_PREFIX) :].strip("/")
-    run_id, _, folder = rest.partition("/")
-    if not run_id:
-        raise LogError(source, None, None, source, "runs:/<run id>[/<artifact folder>]")
-    try:
-        path = download_artifacts(
-            artifact_uri=f"{RUN_PREFIX}{run_id}/{folder or 'tables'}",
-            dst_path=str(into),
-            tracking_uri=resolve(tracking_uri),
-        )
-    except Exception as exc:  # MLflow raises its own types for a missing run or folder
-        first = str(exc).splitlines()[0][:200]
-        raise LogError(source, None, None, first, "an MLflow run with a log folder") from None
-    return Path(path)
+def source_kind(source: str | Path) -> tuple[str, str]:
+    """What ``source`` names, decided by its form before anything is read: ``directory``,
+    ``store`` (an existing file), ``artifacts`` (``runs:/``, or a bare 32-hex run id that
+    is no path), ``traces`` (``traces:/``, ``experiments:/``); anything else is refused
+    naming the argument."""
+    text = str(source)
+    if text.startswith(RUN_PREFIX):
+        return "artifacts", text
+    if text.startswith((TRACES_PREFIX, EXPERIMENT_PREFIX)):
+        return "traces", text
+    if text.startswith(POSTGRES_SCHEMES):
+        raise LogError(
+            "LOGS", None, None, text,
+            "a ProcedureStore on SQLite: procmem's ProcedureStore has no PostgreSQL backend, "
+            "so no store lives at a PostgreSQL URI",
+        )  # fmt: skip
+    path = Path(text)
+    if path.is_dir():
+        return "directory", text
+    if path.is_file():
+        if path.suffix in FORMATS:
+            raise LogError(
+                "LOGS", None, None, text,
+                f"the directory holding {path.name}, not the file (or a ProcedureStore file)",
+            )  # fmt: skip
+        return "store", text
+    if RUN_ID.fullmatch(text):
+        return "artifacts", RUN_PREFIX + text
+    raise LogError("LOGS", None, None, text, f"no such file or directory; {ALLOWED}")
 
 
 def read_log(source: str | Path, tracking_uri: str | None = None) -> Log:
-    """A log read and checked (``LogError`` on the first bad value): a directory, or an
-    MLflow run's artifact folder (``runs:/<run id>[/<folder>]``)."""
-    if str(source).startswith(RUN_PREFIX):
+    """A log read and checked (``LogError`` on the first bad value) from any source
+    ``source_kind`` accepts."""
+    kind, text = source_kind(source)
+    if kind == "store":
+        return read_store(text)
+    if kind == "traces":
+        return check_log(trace_sessions(text, tracking_uri))
+    if kind == "artifacts":
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:
-            return read_log(run_tables(str(source), tracking_uri, Path(tmp)))
-    t = read_tables(source)
+            folder = run_folder(text, tracking_uri, Path(tmp))
+            try:
+                return read_log(folder)
+            except LogError as exc:  # named by the run's folder, not the temporary copy
+                name = exc.file.replace(str(folder), text.rstrip("/"))
+                raise LogError(name, exc.row, exc.column, exc.value, exc.allowed) from None
+    t = read_tables(text)
     return check_log(t["sessions"], t.get("runs"), t.get("revisions"))

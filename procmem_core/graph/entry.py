@@ -252,7 +252,8 @@ def _rejected_json(r: RejectedRevision) -> dict[str, Any]:
 
 def _history_json(h: RevisionEntry) -> dict[str, Any]:
     return {"revision": h.revision, "graph": h.graph.to_dict(), "reason": h.reason,
-            "outcome": h.outcome}  # fmt: skip
+            "outcome": h.outcome, "proposed_at": h.proposed_at,
+            "decided_at": h.decided_at}  # fmt: skip
 
 
 def _rejected(r: dict[str, Any]) -> RejectedRevision:
@@ -265,8 +266,9 @@ def _rejected(r: dict[str, Any]) -> RejectedRevision:
 def _history(h: dict[str, Any]) -> RevisionEntry:
     graph = ProcedureGraph.from_dict(h["graph"])
     return RevisionEntry(
-        revision=h["revision"], graph=graph, reason=h["reason"], outcome=h["outcome"]
-    )
+        revision=h["revision"], graph=graph, reason=h["reason"], outcome=h["outcome"],
+        proposed_at=h.get("proposed_at"), decided_at=h.get("decided_at"),
+    )  # fmt: skip
 
 
 def _from_format_1(d: dict[str, Any], runs: list[RunRecord]) -> dict[str, Any]:

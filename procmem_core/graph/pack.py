@@ -11,6 +11,9 @@ withheld procedure is not replaced by the next match, so the two arms differ onl
 withheld procedure. One uniform is drawn per pack, whether or not anything matched, so
 the random stream does not depend on the store's contents.
 
+Pack log: ``pack(..., session_id=...)`` records the session in the store's pack log
+(``graph.packlog``), the sessions table of the session log (docs/logs.md).
+
 Auth: ``auth=True`` with a ``principal`` injects only procedures that principal wrote;
 ``auth=False`` injects every match. A ``principal`` (either way) bounds the search to the
 namespaces it can read (``graph.access``).
@@ -56,6 +59,7 @@ from procmem_core.graph.access import MAX_NAMESPACE_FAN_OUT, check_principal
 from procmem_core.graph.findings import FailProne
 from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.locate import pitfall_text
+from procmem_core.graph.packlog import check_session_fields
 from procmem_core.graph.records import Match
 from procmem_core.graph.store import ProcedureStore
 from procmem_core.quarantine.select import Waiting, serve_order
@@ -150,11 +154,21 @@ class ContextPacker:
             raise ParameterError("principal", None, "a principal for namespace_scope='all_mine'")
 
     def pack(
-        self, situation: str, goal: str | None = None, recent_tools: Sequence[str] = ()
+        self,
+        situation: str,
+        goal: str | None = None,
+        recent_tools: Sequence[str] = (),
+        session_id: str | None = None,
+        time: int | str | None = None,
+        user_id: str | None = None,
     ) -> Pack:
         """Match, let the quarantine policy pick what it serves, withhold the top match with
         probability ``explore_rate``, serve pending priors with probability
-        ``concurrent_share``, render the rest."""
+        ``concurrent_share``, render the rest. With a ``session_id`` the store's pack log
+        records the session (``ProcedureStore.log_pack``: top match, withheld, rate, refs
+        shown, ``time``, ``user_id``, the packer's principal as agent)."""
+        if session_id is not None:
+            check_session_fields(session_id, time, user_id)  # before any draw
         policy = self.store.quarantine
         serving = policy.serves_quarantined and not self.include_quarantined
         top_k = 2 * self.max_procedures + policy.candidates if serving else self.max_procedures
@@ -187,6 +201,11 @@ class ContextPacker:
                 blocks.append(render_procedure(i + 1, m))
                 revisions.append(m.revision)
         text = PACK_HEADING + "\n" + "\n".join(blocks) if blocks else ""
+        if session_id is not None:
+            self.store.log_pack(
+                session_id, matches[0].ref if matches else "", withhold, self.explore_rate,
+                [m.ref for m in shown], time, user_id, self.principal,
+            )  # fmt: skip
         return Pack(
             text=text,
             procedure_keys=tuple(m.ref for m in shown),

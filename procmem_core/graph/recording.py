@@ -111,6 +111,7 @@ class StoreRecording(StoreReads):
         tokens: int | None = None,
         agent: str | None = None,
         principal: str | None = None,
+        session_id: str | None = None,
     ) -> tuple[RunRecord, ...]:
         """The seed's ``run.complete``: one run with an empty path for every procedure key
         in ``memories_used`` (other memory keys are skipped; a procedure listed twice
@@ -119,7 +120,8 @@ class StoreRecording(StoreReads):
         call ``procmem_core.reflections.complete_run(store, ..., memory=)``. An agent that
         calls ``record_run`` for a procedure itself leaves that key out, or the session
         counts twice. ``principal`` (auth on) needs the writer role in every listed
-        procedure's namespace."""
+        procedure's namespace. ``session_id``: a session of the pack log, rated ``ok`` in
+        the same transaction (``rate_session``)."""
         if isinstance(memories_used, str) or not isinstance(memories_used, Sequence):
             raise ParameterError("memories_used", memories_used, "expected a list of keys")
         for i, k in enumerate(memories_used):
@@ -129,6 +131,7 @@ class StoreRecording(StoreReads):
         fields = check_run_fields((), ok, note, cost, duration_ms, tokens, agent)
         wanted = [k for k in memories_used if k.rsplit("/", 1)[-1].startswith(KEY_PREFIX)]
         with self._write() as w:
+            rating = None if session_id is None else self._rated_in(w, session_id, ok)
             found = (self._resolve(k, principal, "complete_run") for k in wanted)
             entries = {e.ref: e for e in found}
             runs, released = [], []
@@ -139,6 +142,8 @@ class StoreRecording(StoreReads):
                 )  # fmt: skip
                 released += self._append(w, entry, entry.current, [run])
                 runs.append(run)
+            if rating is not None:
+                self._keep_rating(w, rating)
         self._log_releases(released)
         return tuple(runs)
 

@@ -42,12 +42,16 @@ class RejectedRevision:
 @dataclass(frozen=True, kw_only=True)
 class RevisionEntry:
     """One graph revision in a procedure's history; ``outcome`` is "original", "pending",
-    "accepted" or "reverted"."""
+    "accepted" or "reverted". ``proposed_at``: the ledger's last run id when it was
+    proposed; ``decided_at``: the ledger's last run id when evolve accepted or reverted it
+    (None: not recorded, as in stores written before they were kept)."""
 
     revision: int
     graph: ProcedureGraph
     reason: str
     outcome: str
+    proposed_at: int | None = None
+    decided_at: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

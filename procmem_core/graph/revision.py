@@ -13,7 +13,7 @@ it was (plus its concurrent runs) and files the revision under ``rejected_revisi
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from procmem_core.errors import ProcmemError
 from procmem_core.gates import (
@@ -47,10 +47,10 @@ def revision_stats(entry: ProcedureEntry, revision: int) -> RevisionStats:
 
 
 def _set_history_outcome(entry: ProcedureEntry, revision: int, outcome: str) -> None:
+    """The revision's verdict, decided at the ledger's last run id."""
+    decided = entry.runs[-1].run_id if entry.runs else entry.pending_since
     entry.history = [
-        RevisionEntry(revision=h.revision, graph=h.graph, reason=h.reason, outcome=outcome)
-        if h.revision == revision
-        else h
+        replace(h, outcome=outcome, decided_at=decided) if h.revision == revision else h
         for h in entry.history
     ]
 
@@ -85,7 +85,13 @@ def propose_revision(
     entry.pending_reason = reason
     entry.pending_since = last_run_id
     entry.history.append(
-        RevisionEntry(revision=revision, graph=graph, reason=reason, outcome="pending")
+        RevisionEntry(
+            revision=revision,
+            graph=graph,
+            reason=reason,
+            outcome="pending",
+            proposed_at=last_run_id,
+        )
     )
 
 

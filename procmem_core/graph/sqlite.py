@@ -12,7 +12,8 @@ and a process whose cache is stale refreshes before it writes. Reads refresh too
 an OS crash or power loss can drop the last few (``"FULL"`` closes that at an fsync per
 write).
 
-Schema (version ``SCHEMA_VERSION``; version 1 files are upgraded in place on open):
+Schema (version ``SCHEMA_VERSION``, 3; version 1 and 2 files are upgraded in place on
+open):
 
 - ``meta(name, value)``: ``version`` (bumped by every write) and ``last_run_id``;
 - ``procedures(namespace, key, state, version, created)``: one row per procedure,
@@ -22,7 +23,9 @@ Schema (version ``SCHEMA_VERSION``; version 1 files are upgraded in place on ope
 - ``gate_decisions(seq, namespace, key, body)``: every gate decision the store made;
 - ``grants(principal, namespace[, role])``: who holds which role in which namespace
   (``graph.access``); the ``role`` column is added by the first grant that names a role
-  (a row without one is a viewer, as every grant was before roles).
+  (a row without one is a viewer, as every grant was before roles);
+- ``pack_log``: one row per session whose pack the engine built (``graph.packlog``; added
+  by version 3).
 
 Opening: ``procmem_core.storefile`` identifies the file read-only first; anything but
 a procmem file (a text file, random bytes, a truncated or foreign database, a bad path)
@@ -48,6 +51,7 @@ from procmem_core.errors import ParameterError
 from procmem_core.gates import GateRecord
 from procmem_core.graph.entry import ProcedureEntry
 from procmem_core.graph.ledger import RunRecord
+from procmem_core.graph.packlog import PACK_LOG_SQL
 from procmem_core.storefile import (
     StoreFileError,
     check_durability,
@@ -57,14 +61,17 @@ from procmem_core.storefile import (
 
 __all__ = ["EXPECTED", "SCHEMA_VERSION", "SQLiteJournal", "StoreFileError", "Transaction"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+UPGRADES = (1, 2)
+"""Older schema versions upgraded in place on open (their missing tables created)."""
 EXPECTED = (
     "expected a procmem procedure store (an SQLite file written by ProcedureStore.open, "
     "with tables schema_version, procedures, runs and gate_decisions, or a file of "
     "procmem's other stores), a zero-byte file or a path where no file exists yet"
 )
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS procedures (
@@ -81,6 +88,8 @@ CREATE TABLE IF NOT EXISTS gate_decisions (
 CREATE TABLE IF NOT EXISTS grants (
     principal TEXT NOT NULL, namespace TEXT NOT NULL, PRIMARY KEY (principal, namespace));
 """
+    + PACK_LOG_SQL
+)
 
 
 @dataclass
@@ -235,11 +244,11 @@ class SQLiteJournal:
         rows = cur.execute("SELECT version FROM schema_version").fetchall()
         if not rows:
             cur.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-        elif rows[0][0] == 1:
+        elif rows[0][0] in UPGRADES:
             cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         elif rows[0][0] != SCHEMA_VERSION:
             raise ParameterError(
-                "schema_version", rows[0][0], f"this procmem reads versions 1 and {SCHEMA_VERSION}"
+                "schema_version", rows[0][0], f"this procmem reads versions 1 to {SCHEMA_VERSION}"
             )
         (top,) = cur.execute("SELECT COALESCE(MAX(run_id), 0) FROM runs").fetchone()
         cur.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('version', 0)")

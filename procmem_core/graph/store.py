@@ -1,7 +1,8 @@
 """``ProcedureStore``: the graph design's operations (seed: loom-procedures.txt).
 
 add, match, locate, record_run, complete_run (the seed's ``run.complete``), evolve,
-revise, fork, list, delete, grant, over procedures stored under
+revise, fork, list, delete, grant, and the pack log (``log_pack``, ``rate_session``,
+``pack_log``: ``graph.packlog``), over procedures stored under
 ``procedure_<slug of name>`` per namespace. ``ProcedureStore()`` keeps everything in
 memory; ``ProcedureStore.open(path)`` keeps a cache of an SQLite file that several
 processes may write at once (``graph.sqlite``): every write is one transaction under the
@@ -50,6 +51,7 @@ from procmem_core.graph.keys import (
     procedure_key,
     slugify,
 )
+from procmem_core.graph.packlog import PackLog
 from procmem_core.graph.recording import StoreRecording
 from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
@@ -71,7 +73,7 @@ __all__ = [
 
 
 @thread_safe()
-class ProcedureStore(StoreRecording):
+class ProcedureStore(PackLog, StoreRecording):
     """Procedures, their run ledger and their revisions; in memory or on SQLite.
 
     Thread-safe (``procmem_core.locking``): every public method holds the store's lock;
@@ -100,6 +102,7 @@ class ProcedureStore(StoreRecording):
         self.quarantine = SeedPolicy() if quarantine is None else quarantine
         check_instance("quarantine", self.quarantine, QuarantinePolicy)
         self._releases: list[QuarantineRelease] = []
+        self._packs = {}  # the pack log in memory (graph.packlog); on SQLite, its table
 
     @classmethod
     def open(

@@ -29,9 +29,11 @@ def complete_run(
     *,
     memory: MemoryStore | None = None,
     principal: str | None = None,
+    session_id: str | None = None,
     **details: Unpack[RunDetails],
 ) -> tuple[RunRecord, ...]:
-    """Record the session's runs in ``procedures`` and, with a ``memory`` store and a
+    """Record the session's runs in ``procedures`` (``session_id``: also rate that session
+    of the store's pack log, in the same write) and, with a ``memory`` store and a
     ``reflection``, store the lesson there (evidence: ``run:<id>`` of each run and
     ``<namespace>/<key>`` of each procedure; namespace: the first run's, else
     "default"). Both stores are checked before anything is written. ``principal`` (auth on)
@@ -43,7 +45,12 @@ def complete_run(
     if memory is not None and not isinstance(memory, MemoryStore):
         raise ParameterError("memory", memory, "expected a MemoryStore or None")
     runs = procedures.complete_run(
-        memories_used, ok, reflection=reflection, principal=principal, **details
+        memories_used,
+        ok,
+        reflection=reflection,
+        principal=principal,
+        session_id=session_id,
+        **details,
     )
     if memory is not None and reflection is not None:
         evidence = [run_key(r.run_id) for r in runs] + [f"{r.namespace}/{r.key}" for r in runs]

@@ -249,7 +249,7 @@ def test_sqlite_schema_is_versioned_and_in_wal_mode(tmp_path):
     path = tmp_path / "p.db"
     ProcedureStore.open(path).close()
     con = sqlite3.connect(path)
-    assert con.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.execute("UPDATE schema_version SET version = 99")
     con.commit()

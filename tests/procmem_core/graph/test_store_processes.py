@@ -242,5 +242,5 @@ def test_a_version_1_store_is_upgraded_on_open(tmp_path):
         run = store.record_run("procedure_refund", ["n1"], ok=False)
         assert run.run_id == 9  # after the 8 runs the file holds
     con = sqlite3.connect(path)
-    assert con.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
     con.close()

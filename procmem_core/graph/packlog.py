@@ -1,0 +1,250 @@
+"""The pack log a ``ProcedureStore`` keeps: one row per session whose pack the engine built.
+
+The session log's sessions table (docs/logs.md) needs, per session, the procedure its pack
+top-matched, whether the explore rate withheld it, the rate in force and, once rated, the
+outcome. ``ContextPacker.pack(..., session_id=...)`` records the first four through
+``ProcedureStore.log_pack`` and the agent reports the outcome through
+``rate_session``; ``procmem_core.logs.store`` reads the rows back as the sessions table, so
+a deployment on procmem's engine needs no export step.
+
+Keys are refs (``namespace/key``), as the pack reports them. ``time`` is an integer (the
+caller's clock) or an ISO 8601 timestamp (default: now in UTC, written without an
+offset); ``rated_at`` likewise (default: now when the session's time is a timestamp,
+else empty).
+
+Both backends use this module: the in-memory store keeps the rows in a dict, the SQLite
+journal in its table ``pack_log`` (``PACK_LOG_SQL``; schema version 3 of the store file,
+versions 1 and 2 gain the table on open).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from procmem_core.errors import (
+    ParameterError,
+    check_bool,
+    check_probability,
+    check_text,
+)
+from procmem_core.limits import MAX_IDENTIFIER
+
+PACK_LOG_SQL = """
+CREATE TABLE IF NOT EXISTS pack_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL UNIQUE, time NOT NULL,
+    top_key TEXT NOT NULL, withheld INTEGER NOT NULL, explore_rate REAL NOT NULL,
+    shown_keys TEXT NOT NULL, user_id TEXT, agent TEXT, outcome INTEGER, rated_at)
+"""
+COLUMNS = ("session_id", "time", "top_key", "withheld", "explore_rate", "shown_keys",
+           "user_id", "agent", "outcome", "rated_at")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PackRecord:
+    """One session's pack: its top match (ref, "" for none), whether it was withheld, the
+    explore rate, the refs shown, and the outcome (0/1, None until rated)."""
+
+    session_id: str
+    time: int | str
+    top_key: str
+    withheld: bool
+    explore_rate: float
+    shown_keys: tuple[str, ...] = ()
+    user_id: str | None = None
+    agent: str | None = None
+    outcome: int | None = None
+    rated_at: int | str | None = None
+
+    def row(self) -> tuple[Any, ...]:
+        """The record as a ``pack_log`` row (``COLUMNS``)."""
+        values = [getattr(self, c) for c in COLUMNS]
+        values[3] = int(self.withheld)
+        values[5] = json.dumps(list(self.shown_keys))
+        return tuple(values)
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> PackRecord:
+        d = dict(zip(COLUMNS, row, strict=True))
+        return cls(**{**d, "withheld": bool(d["withheld"]),
+                      "shown_keys": tuple(json.loads(d["shown_keys"]))})  # fmt: skip
+
+
+def now() -> str:
+    """Now in UTC as ISO 8601 without an offset (numpy parses those without a warning)."""
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
+def check_time(field: str, value: Any) -> int | str:
+    """An integer (not a bool) or an ISO 8601 timestamp string."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            datetime.fromisoformat(value)
+            return value
+        except ValueError:
+            pass
+    raise ParameterError(field, value, "expected an integer or an ISO 8601 timestamp")
+
+
+def _optional_text(field: str, value: Any) -> str | None:
+    return None if value is None else check_text(field, value, MAX_IDENTIFIER)
+
+
+def check_session_fields(session_id: Any, time: Any, user_id: Any) -> None:
+    """The caller's fields of a pack-log row, checked before the pack draws anything."""
+    check_text("session_id", session_id, MAX_IDENTIFIER)
+    if time is not None:
+        check_time("time", time)
+    _optional_text("user_id", user_id)
+
+
+def pack_record(
+    session_id: str,
+    top_key: str,
+    withheld: bool,
+    explore_rate: float,
+    shown_keys: Sequence[str] = (),
+    time: int | str | None = None,
+    user_id: str | None = None,
+    agent: str | None = None,
+) -> PackRecord:
+    """A checked record (a withheld session needs a ``top_key``)."""
+    check_text("session_id", session_id, MAX_IDENTIFIER)
+    if not isinstance(top_key, str):
+        raise ParameterError("top_key", top_key, "expected a procedure ref or ''")
+    withheld = check_bool("withheld", withheld)
+    if withheld and not top_key:
+        raise ParameterError("top_key", top_key, "a procedure ref when withheld is True")
+    rate = check_probability("explore_rate", explore_rate, open_high=True)
+    if isinstance(shown_keys, str) or not isinstance(shown_keys, Sequence):
+        raise ParameterError("shown_keys", shown_keys, "expected a list of procedure refs")
+    shown = tuple(check_text(f"shown_keys[{i}]", k) for i, k in enumerate(shown_keys))
+    when = now() if time is None else check_time("time", time)
+    user, who = _optional_text("user_id", user_id), _optional_text("agent", agent)
+    return PackRecord(session_id, when, top_key, withheld, rate, shown, user, who)
+
+
+def rated(record: PackRecord, outcome: Any, rated_at: int | str | None) -> PackRecord:
+    """``record`` with its outcome (0/1 or a bool); refused when it already has one."""
+    if record.outcome is not None:
+        raise ParameterError(
+            "session_id", record.session_id, f"a session not rated yet (rated {record.outcome})"
+        )
+    if isinstance(outcome, bool) or outcome in (0, 1):
+        outcome = int(outcome)
+    else:
+        raise ParameterError("outcome", outcome, "expected 0, 1, True or False")
+    if rated_at is None:
+        rated_at = now() if isinstance(record.time, str) else None
+    else:
+        rated_at = check_time("rated_at", rated_at)
+    return replace(record, outcome=outcome, rated_at=rated_at)
+
+
+def unknown(session_id: str) -> ParameterError:
+    return ParameterError("session_id", session_id, "a session the pack log holds")
+
+
+def insert(cur: sqlite3.Cursor, record: PackRecord) -> None:
+    """Append one row (a session id the log already holds is refused)."""
+    hit = cur.execute("SELECT 1 FROM pack_log WHERE session_id = ?", (record.session_id,))
+    if hit.fetchone() is not None:
+        raise ParameterError("session_id", record.session_id, "a session id not logged yet")
+    marks = ", ".join("?" * len(COLUMNS))
+    cur.execute(f"INSERT INTO pack_log ({', '.join(COLUMNS)}) VALUES ({marks})", record.row())
+
+
+def fetch(cur: sqlite3.Cursor, session_id: str) -> PackRecord:
+    row = cur.execute(
+        f"SELECT {', '.join(COLUMNS)} FROM pack_log WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        raise unknown(session_id)
+    return PackRecord.from_row(row)
+
+
+def update(cur: sqlite3.Cursor, record: PackRecord) -> None:
+    cur.execute(
+        "UPDATE pack_log SET outcome = ?, rated_at = ? WHERE session_id = ?",
+        (record.outcome, record.rated_at, record.session_id),
+    )
+
+
+def read_all(cur: sqlite3.Cursor) -> tuple[PackRecord, ...]:
+    rows = cur.execute(f"SELECT {', '.join(COLUMNS)} FROM pack_log ORDER BY seq")
+    return tuple(PackRecord.from_row(r) for r in rows)
+
+
+class PackLog:
+    """The store's pack-log methods (a base of ``ProcedureStore``: its lock, its
+    ``_journal`` (None in memory) and its ``_packs`` dict)."""
+
+    _journal: Any
+    _packs: dict[str, PackRecord]
+
+    def log_pack(
+        self,
+        session_id: str,
+        top_key: str,
+        withheld: bool,
+        explore_rate: float,
+        shown_keys: Sequence[str] = (),
+        time: int | str | None = None,
+        user_id: str | None = None,
+        agent: str | None = None,
+    ) -> PackRecord:
+        """Record one session's pack (``ContextPacker.pack`` calls it given a
+        ``session_id``); a session id already logged is refused."""
+        record = pack_record(session_id, top_key, withheld, explore_rate, shown_keys, time,
+                             user_id, agent)  # fmt: skip
+        if self._journal is None:
+            if session_id in self._packs:
+                raise ParameterError("session_id", session_id, "a session id not logged yet")
+            self._packs[session_id] = record
+            return record
+        with self._journal.transaction() as tx:
+            insert(tx.cur, record)
+        return record
+
+    def rate_session(
+        self, session_id: str, outcome: bool | int, rated_at: int | str | None = None
+    ) -> PackRecord:
+        """Attach the session's outcome (0/1) to its pack-log row, once."""
+        if self._journal is None:
+            if session_id not in self._packs:
+                raise unknown(session_id)
+            record = rated(self._packs[session_id], outcome, rated_at)
+            self._packs[session_id] = record
+            return record
+        with self._journal.transaction() as tx:
+            record = rated(fetch(tx.cur, session_id), outcome, rated_at)
+            update(tx.cur, record)
+        return record
+
+    def _rated_in(self, w: Any, session_id: str, outcome: Any) -> PackRecord:
+        """The session's record rated ``outcome`` inside the store write ``w`` (checked
+        now; kept by ``_keep_rating`` once the write's other changes are made)."""
+        if w.tx is None:
+            if session_id not in self._packs:
+                raise unknown(session_id)
+            return rated(self._packs[session_id], outcome, None)
+        return rated(fetch(w.tx.cur, session_id), outcome, None)
+
+    def _keep_rating(self, w: Any, record: PackRecord) -> None:
+        if w.tx is None:
+            self._packs[record.session_id] = record
+        else:
+            update(w.tx.cur, record)
+
+    def pack_log(self) -> tuple[PackRecord, ...]:
+        """Every logged pack, in the order logged."""
+        if self._journal is None:
+            return tuple(self._packs.values())
+        with self._journal.reading() as cur:
+            return read_all(cur)

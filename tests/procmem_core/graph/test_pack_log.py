@@ -1,0 +1,161 @@
+"""The pack log a ``ProcedureStore`` keeps (``graph.packlog``): rows written by
+``ContextPacker.pack(session_id=...)`` and ``rate_session``, the same on both backends (the
+``store`` fixture), kept across a reopen, and added to a store written before it existed
+(tests/data/procedure_store_v2.sql, written by the schema-2 code)."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from procmem_core.errors import ParameterError
+from procmem_core.graph import ContextPacker, ProcedureStore
+from procmem_core.graph.packlog import PackRecord
+
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+STEPS = ["read the invoice", "check the refund policy", "issue the refund"]
+
+
+def _packs(store: ProcedureStore, n: int, rate: float, seed: int = 5) -> list:
+    store.add("refund", "a refund on an invoice", STEPS)
+    store.add("close month", "close the month's books", ["sum the ledger", "lock it"])
+    packer = ContextPacker(store, explore_rate=rate, rng=np.random.default_rng(seed))
+    out = []
+    for i in range(n):
+        situation = "a refund on an invoice" if i % 3 else "close the month's books"
+        pack = packer.pack(situation, session_id=f"s{i}", time=i, user_id=f"u{i % 4}")
+        out.append(pack)
+    return out
+
+
+def test_each_pack_logs_its_top_key_withholding_and_shown_keys(store):
+    packs = _packs(store, 40, rate=0.3)
+    log = store.pack_log()
+    assert [r.session_id for r in log] == [f"s{i}" for i in range(40)]
+    for r, p in zip(log, packs, strict=True):
+        assert r.withheld == bool(p.procedure_keys_withheld)
+        top = p.procedure_keys_withheld[0] if r.withheld else p.procedure_keys[0]
+        assert r.top_key == top == p.matches[0].ref
+        assert r.shown_keys == p.procedure_keys and r.explore_rate == 0.3
+        assert r.outcome is None and r.rated_at is None
+    assert 0 < sum(r.withheld for r in log) < 40  # both arms at rate 0.3
+    rated = store.rate_session("s3", True, rated_at=45)
+    assert (rated.outcome, rated.rated_at) == (1, 45)
+    assert store.pack_log()[3] == rated and store.pack_log()[4].outcome is None
+
+
+def test_the_pack_log_survives_a_reopen(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path) as s:
+        _packs(s, 6, rate=0.5)
+        s.rate_session("s0", 0)
+        before = s.pack_log()
+    with ProcedureStore.open(path) as s:
+        assert s.pack_log() == before
+        assert s.pack_log()[0].outcome == 0
+
+
+def test_timestamps_default_to_now_and_rated_at_follows_them(store):
+    r = store.log_pack("a", "", False, 0.1)
+    assert isinstance(r.time, str) and abs(
+        datetime.fromisoformat(r.time) - datetime.now(UTC).replace(tzinfo=None)
+    ) < timedelta(minutes=5)  # now, in UTC
+    assert isinstance(store.rate_session("a", 1).rated_at, str)
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda s: s.log_pack("s0", "default/procedure_refund", False, 0.1), "session_id"),
+        (lambda s: s.log_pack("x", "", True, 0.1), "top_key"),
+        (lambda s: s.log_pack("x", "k", False, 1.0), "explore_rate"),
+        (lambda s: s.log_pack("x", "k", False, 0.1, time="yesterday"), "time"),
+        (lambda s: s.log_pack("x", "k", False, 0.1, shown_keys="k"), "shown_keys"),
+        (lambda s: s.rate_session("nope", 1), "session_id"),
+        (lambda s: s.rate_session("s0", 2), "outcome"),
+    ],
+)
+def test_bad_pack_log_calls_are_refused_naming_the_field(store, call, field):
+    store.log_pack("s0", "default/procedure_refund", False, 0.1, time=1)
+    with pytest.raises(ParameterError, match=field):
+        call(store)
+    assert len(store.pack_log()) == 1 and store.pack_log()[0].outcome is None
+
+
+def test_a_session_is_rated_once(store):
+    store.log_pack("s0", "", False, 0.0, time=1)
+    store.rate_session("s0", 1)
+    with pytest.raises(ParameterError, match="not rated yet"):
+        store.rate_session("s0", 0)
+
+
+def test_a_version_2_store_gains_the_pack_log_on_open(tmp_path):
+    path = tmp_path / "v2.db"
+    con = sqlite3.connect(path)
+    con.executescript((REPO / "tests" / "data" / "procedure_store_v2.sql").read_text())
+    con.close()
+    with ProcedureStore.open(path) as store:
+        assert [r.run_id for r in store.runs("procedure_refund")] == list(range(1, 10))
+        assert store.revisions("procedure_refund")[-1].proposed_at is None  # not kept then
+        assert store.pack_log() == ()
+        store.log_pack("s1", "default/procedure_refund", True, 0.2, time=3)
+        assert store.pack_log() == (PackRecord("s1", 3, "default/procedure_refund", True, 0.2),)
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    con.close()
+
+
+def test_revisions_keep_when_they_were_proposed_and_decided(store):
+    from procmem_core.graph import ProcedureGraph
+
+    k = store.add("refund", "a refund on an invoice", STEPS).key
+    for _ in range(5):
+        store.record_run(k, [], ok=True)
+    store.revise(k, ProcedureGraph.from_steps([*STEPS, "log it"]), "log")
+    for _ in range(30):
+        store.record_run(k, [], ok=False)
+        if store.evolve(k).revision_outcome == "reverted":
+            break
+    last = store.runs(k)[-1].run_id
+    h = store.revisions(k)
+    assert (h[0].outcome, h[0].proposed_at) == ("original", None)
+    assert (h[1].outcome, h[1].proposed_at, h[1].decided_at) == ("reverted", 5, last)
+
+
+def test_complete_run_rates_the_session_in_the_same_write(store):
+    k = store.add("refund", "a refund on an invoice", STEPS).ref
+    store.log_pack("s0", k, False, 0.1, [k], time=1)
+    runs = store.complete_run([k], ok=True, session_id="s0")
+    assert len(runs) == 1 and store.pack_log()[0].outcome == 1
+    with pytest.raises(ParameterError, match="session_id"):
+        store.complete_run([k], ok=False, session_id="nope")
+    assert len(store.runs(k)) == 1  # refused before any run was written
+    with pytest.raises(ParameterError, match="not rated yet"):
+        store.complete_run([k], ok=False, session_id="s0")
+    assert len(store.runs(k)) == 1 and store.pack_log()[0].outcome == 1
+
+
+def test_the_reflections_complete_run_passes_the_session_on(store):
+    from procmem_core.reflections import complete_run
+
+    k = store.add("refund", "a refund on an invoice", STEPS).ref
+    store.log_pack("s0", k, False, 0.1, [k], time=1)
+    complete_run(store, [k], False, session_id="s0")
+    assert store.pack_log()[0].outcome == 0 and not store.runs(k)[0].ok
+
+
+def test_a_bad_session_field_is_refused_before_the_pack_draws(store):
+    store.add("refund", "a refund on an invoice", STEPS)
+    rng = np.random.default_rng(1)
+    packer = ContextPacker(store, explore_rate=0.5, rng=rng)
+    state = rng.bit_generator.state
+    for kwargs, field in (({"session_id": ""}, "session_id"),
+                          ({"session_id": "a", "time": 1.5}, "time"),
+                          ({"session_id": "a", "user_id": 7}, "user_id")):  # fmt: skip
+        with pytest.raises(ParameterError, match=field):
+            packer.pack("a refund on an invoice", **kwargs)
+    assert rng.bit_generator.state == state and store.pack_log() == ()

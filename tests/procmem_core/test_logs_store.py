@@ -1,0 +1,143 @@
+"""``procmem_core.logs.store``: a ``ProcedureStore`` file read as a session log, column by
+column through SQL: numbers exact to the bit, strings in order of first appearance, rows
+in ``seq`` order whatever order SQLite concatenates them in, a string holding the
+separator read row by row; the revision history's priors, proposal and decision run ids;
+the file never written."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+import numpy as np
+import pytest
+
+from procmem_core.graph import ProcedureGraph, ProcedureStore
+from procmem_core.logs import LogError
+from procmem_core.logs.store import read_columns, read_store, store_tables
+
+STEPS = ["look", "act", "check"]
+
+
+def test_numbers_round_trip_exactly_and_codes_follow_first_appearance(tmp_path):
+    path = tmp_path / "p.db"
+    rates = [0.1234567890123456789, 1 / 3, 0.0, np.nextafter(0.2, 1.0)]
+    with ProcedureStore.open(path) as s:
+        for i, (rate, top) in enumerate(zip(rates, ["b", "a", "", "b"], strict=True)):
+            s.log_pack(f"s{i}", top, False, float(rate), [top] if top else [], time=10 - i)
+        s.rate_session("s1", 1, rated_at=20)
+    t = store_tables(path)["sessions"]
+    assert list(t.columns["explore_rate"]) == [float(r) for r in rates]  # to the bit
+    assert list(t.columns["time"]) == [10.0, 9.0, 8.0, 7.0]  # integers, in the order logged
+    assert list(t.columns["outcome"][1:2]) == [1.0] and np.isnan(t.columns["outcome"][0])
+    top = t.columns["top_key"]
+    assert list(top.values) == ["b", "a"] and list(top.codes) == [0, 1, -1, 0]
+    assert list(t.columns["rated_at"][:2]) == [pytest.approx(np.nan, nan_ok=True), 20.0]
+    assert "user_id" not in t.columns and "agent" not in t.columns  # never given
+
+
+def test_rows_come_in_seq_order_and_a_separator_falls_back_to_rows(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path) as s:
+        for i, key in enumerate(["x", "a\x1fb", "y", ""]):
+            s.log_pack(f"s{i}", key, False, 0.1, time=i)
+    con = sqlite3.connect(path)
+    n, cols = read_columns(
+        con.cursor(), "SELECT 100 - seq AS seq, top_key, time FROM pack_log",
+        {"top_key": ("top_key", "text"), "time": ("time", "number")},
+    )  # fmt: skip
+    con.close()
+    assert n == 4
+    assert list(cols["top_key"]) == ["", "y", "a\x1fb", "x"]  # reversed by seq
+    assert list(cols["time"]) == [3.0, 2.0, 1.0, 0.0]
+
+
+def test_a_store_reads_as_a_log_and_is_not_written(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path, strike_limit=0) as s:
+        k = s.add("refund", "a refund", STEPS).ref
+        s.log_pack("s0", k, True, 0.5, time="2026-01-01T00:00:00", user_id="u1")
+        s.rate_session("s0", 0, rated_at="2026-01-01T00:00:30")
+        s.log_pack("s1", k, False, 0.5, [k], time="2026-01-01T00:01:00")
+        for _ in range(4):
+            s.record_run(k, ["n1"], ok=True, cost=0.25)
+        s.revise(k, ProcedureGraph.from_steps([*STEPS, "log"]), "log")
+        for _ in range(12):
+            s.record_run(k, [], ok=False)
+            if s.evolve(k).revision_outcome == "reverted":
+                break
+        s.revise(k, ProcedureGraph.from_steps([*STEPS, "tell"]), "tell")
+        s.record_run(k, [], ok=True)
+        decided = s.revisions(k)[1].decided_at
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    log = read_store(path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    s = log.sessions
+    assert s.time_unit == "seconds" and list(s.time - s.time[0]) == [0.0, 60.0]
+    assert s.optional["rated_at"][0] - s.time[0] == 30.0 and np.isnan(s.optional["rated_at"][1])
+    assert list(s.user.codes) == [0, -1] and list(s.withheld) == [True, False]
+    r = log.runs
+    assert list(r["revision"].strings()) == ["1"] * 4 + ["2"] * int(decided - 4) + ["3"]
+    assert list(r["time"]) == list(range(1, decided + 2)) and r["cost"][0] == 0.25
+    assert r["path"].value(0) == '["n1"]' and bool(r["ok"][0])
+    v = log.revisions
+    assert list(v["revision"].strings()) == ["1", "2", "3"]
+    assert list(v["prior_revision"].strings()) == ["", "1", "1"]  # a revert restores 1
+    assert list(v["verdict"].strings()) == ["accepted", "reverted", "pending"]
+    assert list(v["proposed_at"]) == [0.0, 4.0, float(decided)]
+    assert v["decided_at"][1] == decided and np.isnan(v["decided_at"][2])
+
+
+def test_a_store_without_runs_gives_sessions_only(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path) as s:
+        s.log_pack("s0", "", False, 0.0, time=1)
+    log = read_store(path)
+    assert log.runs is None and log.revisions is None and log.sessions.n == 1
+
+
+def test_a_bad_value_names_the_store_table_row_and_column(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path) as s:
+        s.log_pack("s0", "k", False, 0.1, time=1)
+        s.log_pack("s1", "k", False, 0.1, time=2)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE pack_log SET explore_rate = 1.5 WHERE session_id = 's1'")
+    con.commit()
+    con.close()
+    with pytest.raises(LogError) as err:
+        read_store(path)
+    assert (err.value.file, err.value.row, err.value.column) == (
+        f"{path} (pack_log)", 2, "explore_rate")  # fmt: skip
+
+
+def test_integral_real_clocks_read_as_numbers_and_fractions_are_refused(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path) as s:
+        s.log_pack("s0", "k", False, 0.1, time=1)
+        s.log_pack("s1", "k", False, 0.1, time=2)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE pack_log SET time = 2.0, outcome = 1, rated_at = 4.0 WHERE seq = 2")
+    con.commit()
+    assert list(read_store(path).sessions.time) == [1.0, 2.0]
+    con.execute("UPDATE pack_log SET time = 2.5 WHERE seq = 2")
+    con.commit()
+    con.close()
+    with pytest.raises(LogError) as err:
+        read_store(path)
+    assert (err.value.row, err.value.column, err.value.value) == (2, "time", 2.5)
+
+
+def test_a_damaged_row_is_refused_naming_the_store(tmp_path):
+    path = tmp_path / "p.db"
+    with ProcedureStore.open(path) as s:
+        k = s.add("refund", "a refund", STEPS).ref
+        s.log_pack("s0", k, False, 0.1, time=1)
+        s.record_run(k, [], ok=True)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE runs SET body = '{not json'")
+    con.commit()
+    con.close()
+    with pytest.raises(LogError, match=r"cannot be read .*malformed JSON") as err:
+        read_store(path)
+    assert err.value.file == str(path)
