@@ -255,6 +255,8 @@ def test_a_sweep_and_its_report_through_a_tracking_server(server, local_sweep, t
     assert set(local_sweep) <= set(logged)
     for digest, metrics in local_sweep.items():
         assert logged[digest] == metrics  # the same numbers, exactly, whatever the store
+    if server.backend.startswith("postgresql"):
+        return  # the report reads the server's REST API, whatever store is behind it
     report = run_cli(["quickstart", "--out", str(tmp_path / "r")], server.uri, module="reports")
     assert report.returncode == 0, report.stderr[-3000:]
     summary = pd.read_csv(tmp_path / "r" / "summary.csv")
