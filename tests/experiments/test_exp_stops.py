@@ -216,12 +216,11 @@ def test_a_sweep_that_cannot_run_stops_before_any_run_in_one_line(tmp_path, args
     store = (uri or f"sqlite:///{tmp_path / 'mlflow.db'}").format(port=free_port(), tmp=tmp_path)
     env = dict(os.environ, MLFLOW_TRACKING_URI=store)
     defaults = [f"hydra.sweep.dir={tmp_path / 's'}"] * (not any("sweep.dir" in a for a in args))
-    start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "experiments.run", "-m", *FATE, *defaults, *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT_SECONDS,
     )  # fmt: skip
-    assert time.monotonic() - start < 60  # seconds, not MLflow's minutes of retries
+    assert "Retrying" not in proc.stderr  # refused by the check, not after MLflow's retries
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and message in errors[0], proc.stderr[-2000:]
