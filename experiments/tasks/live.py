@@ -286,19 +286,26 @@ def _write_artifacts(art: Path, loop: LiveLoop, settings: LiveSettings, journal:
         art / "confidence.csv", index=False
     )
     if isinstance(loop.memory, GraphMemory):
-        pd.DataFrame(loop.memory.runs, columns=list(RUN_COLUMNS)).to_csv(
-            art / "runs.csv", index=False
-        )
-        packs = [dataclasses.asdict(r) for r in loop.memory.bot.store.pack_log()]
-        pack_log = pd.DataFrame(packs, columns=list(PACK_LOG_COLUMNS))
-        pack_log["shown_keys"] = [json.dumps(list(k)) for k in pack_log["shown_keys"]]
-        pack_log.to_csv(art / "pack_log.csv", index=False)
-        revisions = pd.DataFrame(loop.memory.revisions.log, columns=list(REVISION_COLUMNS))
-        revisions.astype({"prior_revision": "Int64", "decided_at": "Int64"}).to_csv(
-            art / "revisions.csv", index=False
-        )
+        for name, table in graph_tables(loop.memory).items():
+            table.to_csv(art / f"{name}.csv", index=False)
     if journal.path.is_file():
         (art / "journal.jsonl").write_bytes(journal.path.read_bytes())
+
+
+def graph_tables(memory: GraphMemory) -> dict[str, pd.DataFrame]:
+    """The graph memory's ``runs``, ``revisions`` (the session log's tables) and
+    ``pack_log`` (the store's pack log, keys as refs, shown keys a JSON list)."""
+    packs = pd.DataFrame(
+        [dataclasses.asdict(r) for r in memory.bot.store.pack_log()],
+        columns=list(PACK_LOG_COLUMNS),
+    )
+    packs["shown_keys"] = [json.dumps(list(k)) for k in packs["shown_keys"]]
+    revisions = pd.DataFrame(memory.revisions.log, columns=list(REVISION_COLUMNS))
+    return {
+        "runs": pd.DataFrame(memory.runs, columns=list(RUN_COLUMNS)),
+        "revisions": revisions.astype({"prior_revision": "Int64", "decided_at": "Int64"}),
+        "pack_log": packs,
+    }
 
 
 def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> ScenarioResult:
@@ -329,12 +336,15 @@ def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> Scen
     result.tables["confidence"] = pd.DataFrame(loop.confidence_path)
     if isinstance(loop.memory, GraphMemory):
         _revision_metrics(result, loop.memory.revisions.log)
+        tables = graph_tables(loop.memory)
+        result.tables["runs"] = tables["runs"]
+        result.tables["revisions"] = tables["revisions"]
     return result
 
 
 def _revision_metrics(result: ScenarioResult, log: list[dict]) -> None:
     """The gate's decisions on the live revisions (the loop scenario's names): proposed
-    (revisions with a prior), decided, accepted, reverted; the table ``revisions``."""
+    (revisions with a prior), decided, accepted, reverted."""
     proposed = [r for r in log if r["prior_revision"] is not None]
     verdicts = [r["verdict"] for r in proposed]
     result.metrics.update(
@@ -343,4 +353,3 @@ def _revision_metrics(result: ScenarioResult, log: list[dict]) -> None:
         revisions_accepted=float(verdicts.count("accepted")),
         revisions_reverted=float(verdicts.count("reverted")),
     )
-    result.tables["revisions"] = pd.DataFrame(log, columns=list(REVISION_COLUMNS))

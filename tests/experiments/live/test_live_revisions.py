@@ -9,11 +9,15 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
 from test_live_loop import offline, run
 
 from experiments.analyze import analyze
 from experiments.analyze.read import read_log
+from experiments.job import JobContext, run_job
 from experiments.live.revisions import LESSON
+from experiments.run import compose_job
 from procmem_core.agent import SDK_GATE_MIN_RUNS
 from procmem_core.gates import SPRTGate
 from procmem_core.logs.replay import gate_replay
@@ -98,3 +102,19 @@ def test_a_resumed_graph_run_proposes_and_logs_what_an_uninterrupted_one_does(tm
     for name in ("sessions", "runs", "revisions", "pack_log"):
         pd.testing.assert_frame_equal(full[name], resumed[name])
     assert resumed["pack_log"]["session_id"].is_unique
+
+
+@pytest.mark.slow
+def test_the_revisions_reach_mlflow_and_replay_from_the_run(tmp_path, tracking_store):
+    over = offline(tmp_path, "job", *GRAPH)
+    outcome = run_job(compose_job("live", over), JobContext(out_dir=tmp_path / "job"))
+    assert outcome.status == "finished"
+    data = MlflowClient(f"sqlite:///{tracking_store}").get_run(outcome.run_id).data
+    assert data.params["live.revise_every"] == "10"
+    assert (data.metrics["revisions_proposed"], data.metrics["revisions_decided"]) == (3, 1)
+    assert data.metrics["revisions_accepted"] == 1
+    analyze(f"runs:/{outcome.run_id}", tmp_path / "out", track_run=False, design=False,
+            prescribe=False)  # fmt: skip
+    replay = pd.read_csv(tmp_path / "out" / "gate_replay.csv", keep_default_na=False)
+    assert list(replay["logged_verdict"]) == ["accepted", "pending", "pending"]
+    assert list(replay["sprt_verdict"]) == list(replay["logged_verdict"])
