@@ -11,6 +11,9 @@ Same interface as ``memory.FlatMemory``, over a ``ProcedureStore``:
   in reading order (the agent followed its steps); then ``bot.procedure.evolve`` for a
   procedure with ``evolve_every`` new runs (the loop scenario's schedule, 10 runs, with
   the SDK's gate defaults);
+- ``apply_outcome(record)``: the session's row in the store's pack log (``log_pack``,
+  rated at once), its run, and at the end of every ``revise_every``-th session a revision
+  proposal (``revisions.RevisionLog``) through ``bot.procedure.revise``;
 - ``add_learned(procedures)``: new candidates through ``bot.procedure.add`` (steps: the
   situation check then the description's sentences, as ``learn.to_candidates`` builds
   them); a title whose key is already stored is not added again.
