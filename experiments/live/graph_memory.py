@@ -130,17 +130,16 @@ class GraphMemory:
         store.rate_session(record["session_id"], int(record["outcome"]), self.now)
 
     def propose(self) -> None:
-        """Propose the revision ``RevisionLog.proposal`` picks, through ``procedure.revise``."""
-        proposal = self.revisions.proposal(self.bot.store.list())
-        if proposal is None:
+        """Propose the first of ``RevisionLog.proposals`` the store takes (one reverted
+        before is refused, as the seed's ``revise`` without ``force``)."""
+        for key, graph, reason in self.revisions.proposals(self.bot.store.list()):
+            prior = self._revision(key)
+            try:
+                after = self._call(self.bot.procedure.revise(key, graph, reason))
+            except RevisionError:
+                continue
+            self.revisions.proposed(key, after.revision, prior, self.now)
             return
-        key, graph, reason = proposal
-        prior = self._revision(key)
-        try:
-            after = self._call(self.bot.procedure.revise(key, graph, reason))
-        except RevisionError:
-            return  # this graph was reverted before: the seed refuses it without force
-        self.revisions.proposed(key, after.revision, prior, self.now)
 
     def record(self, record: dict[str, Any], served: Sequence[int]) -> None:
         """The session's run for the procedure followed, then any evolve that is due."""

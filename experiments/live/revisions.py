@@ -11,7 +11,7 @@ checker's own verdict: the check its failed runs failed most often (ties: the fi
 becomes a last step ``Make sure the reply passes: <check>``. Of the eligible procedures,
 the one with the most failed runs on its current revision is revised (ties: key order).
 A lesson already among the steps is not proposed; a graph the ledger once reverted is
-refused by the store (``RevisionError``) and that step proposes nothing.
+refused by the store (``RevisionError``), and the next eligible procedure is revised.
 
 Everything here is a function of the records applied in session order, so a resumed run
 that re-applies the journal proposes the same revisions at the same sessions.
@@ -69,9 +69,9 @@ class RevisionLog:
         """Whether session ``index`` ends a revision step."""
         return (index + 1) % self.revise_every == 0
 
-    def proposal(self, snapshots: list[Any]) -> tuple[str, ProcedureGraph, str] | None:
-        """The revision to propose now, ``(key, graph, reason)``, or None (module doc);
-        clears the keys run since the last step."""
+    def proposals(self, snapshots: list[Any]) -> list[tuple[str, ProcedureGraph, str]]:
+        """The revisions that may be proposed now, ``(key, graph, reason)``, best first
+        (module doc); clears the keys run since the last step."""
         ranked = []
         for p in snapshots:
             tally = self.failed.get((p.key, p.revision))
@@ -85,11 +85,11 @@ class RevisionLog:
                 continue
             ranked.append((-sum(tally.values()), p.key, list(p.steps), step, check))
         self.recent.clear()
-        if not ranked:
-            return None
-        _, key, steps, step, check = min(ranked)
-        reason = f"its failed runs failed the check {check!r} most often"
-        return key, ProcedureGraph.from_steps([*steps, step]), reason
+        return [
+            (key, ProcedureGraph.from_steps([*steps, step]),
+             f"its failed runs failed the check {check!r} most often")
+            for _, key, steps, step, check in sorted(ranked)
+        ]  # fmt: skip
 
     def proposed(self, key: str, revision: int, prior: int, time: int) -> None:
         """Log a proposal (pending until the gate decides)."""
