@@ -2,8 +2,8 @@
 
 - ``runs:/<run id>[/<folder>]``: the run's artifact folder holding ``sessions.*`` (and
   ``runs.*``, ``revisions.*``), downloaded first. Without a folder: ``tables`` (where a
-  scenario with ``export_log`` writes ``sessions.parquet``), else the run's root (where the
-  live loop writes ``sessions.csv`` and, for the graph memory, ``runs.csv``).
+  scenario with ``export_log`` writes ``sessions.parquet``, and a live job its sessions
+  and, for the graph memory, its runs and revisions), else the run's root.
 - ``traces:/<run id>``: the live loop's traces of that run (``experiments.live.traces``),
   one session each: its id (``procmem.session_id``), ``time`` the session index, the
   ``prompt_build`` span's ``top_key``, ``withheld`` and ``shown_keys``, ``outcome`` the

@@ -11,6 +11,9 @@ Same interface as ``memory.FlatMemory``, over a ``ProcedureStore``:
   in reading order (the agent followed its steps); then ``bot.procedure.evolve`` for a
   procedure with ``evolve_every`` new runs (the loop scenario's schedule, 10 runs, with
   the SDK's gate defaults);
+- ``apply_outcome(record)``: the session's row in the store's pack log (``log_pack``,
+  rated at once), its run, and at the end of every ``revise_every``-th session a revision
+  proposal (``revisions.RevisionLog``) through ``bot.procedure.revise``;
 - ``add_learned(procedures)``: new candidates through ``bot.procedure.add`` (steps: the
   situation check then the description's sentences, as ``learn.to_candidates`` builds
   them); a title whose key is already stored is not added again.
@@ -30,10 +33,12 @@ from typing import Any
 import numpy as np
 
 from experiments.live.memory import Pack
+from experiments.live.revisions import REVISE_EVERY, RevisionLog
 from procmem_core import Agent
 from procmem_core.flat import BASE_PROMPT, Procedure
 from procmem_core.graph import ContextPacker
 from procmem_core.graph.keys import procedure_key
+from procmem_core.graph.revision import RevisionError
 from procmem_core.learn.candidates import _steps as candidate_steps
 
 EVOLVE_EVERY = 10
@@ -52,12 +57,14 @@ class GraphMemory:
         agent: str = "fincoach",
         base_prompt: str = BASE_PROMPT,
         evolve_every: int = EVOLVE_EVERY,
+        revise_every: int = REVISE_EVERY,
     ) -> None:
         self.explore_rate = explore_rate
         self.seed = seed
         self.max_procedures = max_procedures
         self.base_prompt = base_prompt
         self.evolve_every = evolve_every
+        self.agent = agent
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -65,6 +72,8 @@ class GraphMemory:
         self.fresh: dict[str, int] = {}
         self.runs: list[dict[str, Any]] = []
         self.evolves: list[dict[str, Any]] = []
+        self.revisions = RevisionLog(revise_every)
+        self.now = 0
         self._read = threading.Lock()
 
     @staticmethod
@@ -99,8 +108,38 @@ class GraphMemory:
         return pack, tuple(packed.procedure_revisions)
 
     def apply_outcome(self, record: dict[str, Any]) -> None:
-        """The loop's call: a finished session's run (``record``)."""
+        """The loop's call: a finished session's run (``record``), then a revision
+        proposal when the session ends a revision step (``revisions``)."""
+        self.now = int(record["index"])
+        self.log_pack(record)
         self.record(record, record.get("served", ()))
+        if self.revisions.due(self.now):
+            self.propose()
+
+    def log_pack(self, record: dict[str, Any]) -> None:
+        """The session's row in the store's pack log, rated with its outcome (time: the
+        session index). Logged here, in session order as the round is applied, not by
+        ``pack`` while the round runs: the log then holds exactly the applied sessions,
+        in order, and a resume that re-applies the journal rebuilds it as it was."""
+        store, ns = self.bot.store, self.bot.namespace
+        store.log_pack(
+            record["session_id"], f"{ns}/{record['top_key']}" if record["top_key"] else "",
+            bool(record["withheld"]), self.explore_rate,
+            [f"{ns}/{k}" for k in record["shown_keys"]], self.now, agent=self.agent,
+        )  # fmt: skip
+        store.rate_session(record["session_id"], int(record["outcome"]), self.now)
+
+    def propose(self) -> None:
+        """Propose the first of ``RevisionLog.proposals`` the store takes (one reverted
+        before is refused, as the seed's ``revise`` without ``force``)."""
+        for key, graph, reason in self.revisions.proposals(self.bot.store.list()):
+            prior = self._revision(key)
+            try:
+                after = self._call(self.bot.procedure.revise(key, graph, reason))
+            except RevisionError:
+                continue
+            self.revisions.proposed(key, after.revision, prior, self.now)
+            return
 
     def record(self, record: dict[str, Any], served: Sequence[int]) -> None:
         """The session's run for the procedure followed, then any evolve that is due."""
@@ -120,11 +159,14 @@ class GraphMemory:
             "time": int(record["index"]), "path": json.dumps(list(run.path)),
             "session_id": record["session_id"], "agent": run.agent,
         })  # fmt: skip
+        self.revisions.ran(key, run.revision, bool(run.ok), record.get("checks", []))
         self.fresh[key] = self.fresh.get(key, 0) + 1
         if self.fresh[key] >= self.evolve_every:
             self.fresh[key] = 0
             report = self._call(self.bot.procedure.evolve(key))
-            self.evolves.append({"time": int(record["index"]), "key": key, "status": report.status})
+            self.evolves.append({"time": self.now, "key": key, "status": report.status})
+            if report.revision_outcome in ("accepted", "reverted"):
+                self.revisions.decided(key, report.revision_outcome, self.now)
 
     def _revision(self, key: str) -> int:
         return self.bot.store.get(f"{self.bot.namespace}/{key}").revision
@@ -147,6 +189,7 @@ class GraphMemory:
             )  # fmt: skip
             held.add(key)
             added.append(key)
+            self.revisions.added(key, self.now)
         return added
 
     def confidences(self) -> dict[str, float]:

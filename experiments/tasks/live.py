@@ -12,7 +12,9 @@ The job's MLflow run (passed by ``experiments.job``) gets one trace per session
 (``experiments.live.traces``), the stepped metrics ``success``, ``procedures_shown`` and
 ``tokens`` (step = session index) after each round, and the artifacts ``sessions.csv``
 (the session log schema), ``procedures.json``, ``confidence.csv``, ``journal.jsonl`` and,
-for the graph memory, ``runs.csv`` (the store's runs in the log's runs schema).
+for the graph memory, ``runs.csv`` (the store's runs in the log's runs schema) and
+``revisions.csv`` (its revisions and the gate's verdicts, the log's revisions schema)
+and ``pack_log.csv`` (the store's pack log, ``ProcedureStore.pack_log``).
 A budget spent or a call failing for good writes all of them for the sessions done, then
 raises, so the run is FAILED with the reason and keeps every session. docs/live.md.
 """
@@ -20,6 +22,7 @@ raises, so the run is FAILED with the reason and keeps every session. docs/live.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 from collections.abc import Iterator
@@ -38,12 +41,14 @@ from experiments.live.graph_memory import GraphMemory
 from experiments.live.journal import Journal, sessions_frame
 from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
 from experiments.live.memory import FlatMemory
+from experiments.live.revisions import REVISE_EVERY, REVISION_COLUMNS
 from experiments.live.session import Endpoint, TokenBudget
 from experiments.live.tasks import Task, load_tasks
 from experiments.live.traces import NullTracer, SessionTracer
 from experiments.tasks.llm_replay import _llm_settings
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.flat import BASE_PROMPT, DEFAULT_LIMIT, DEFAULT_RULE, DEFAULT_THRESHOLD
+from procmem_core.graph.packlog import COLUMNS as PACK_LOG_COLUMNS
 from procmem_core.learn import LLMConfig, make_client
 from procmem_core.learn.reply_cache import ReplyCache
 from simulators.llm_server import OfflineServer
@@ -77,6 +82,7 @@ class LiveSettings:
     limit: int
     reply_tokens: int
     estimate: int
+    revise_every: int = REVISE_EVERY
 
 
 def _role(agent: dict[str, Any], node: Any, key: str) -> dict[str, Any]:
@@ -142,6 +148,9 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
         offline_extraction=extraction, cache=live_cache or cache, journal=journal,
         namespace=_text("live.namespace", live.get("namespace", "default")),
         threshold=threshold, limit=limit, reply_tokens=reply, estimate=estimate,
+        revise_every=check_int(
+            "live.revise_every", live.get("revise_every", REVISE_EVERY), minimum=1
+        ),
     )  # fmt: skip
 
 
@@ -249,7 +258,7 @@ def make_memory(cfg: DictConfig, settings: LiveSettings) -> Any:
     if settings.memory == "graph":
         return GraphMemory(
             settings.loop.explore_rate, settings.loop.seed, namespace=settings.namespace,
-            agent=settings.loop.agent,
+            agent=settings.loop.agent, revise_every=settings.revise_every,
         )  # fmt: skip
     rule = build_group(cfg, "rule") or DEFAULT_RULE  # the seed's rule when unset
     return FlatMemory(rule, settings.threshold, settings.limit)
@@ -277,11 +286,26 @@ def _write_artifacts(art: Path, loop: LiveLoop, settings: LiveSettings, journal:
         art / "confidence.csv", index=False
     )
     if isinstance(loop.memory, GraphMemory):
-        pd.DataFrame(loop.memory.runs, columns=list(RUN_COLUMNS)).to_csv(
-            art / "runs.csv", index=False
-        )
+        for name, table in graph_tables(loop.memory).items():
+            table.to_csv(art / f"{name}.csv", index=False)
     if journal.path.is_file():
         (art / "journal.jsonl").write_bytes(journal.path.read_bytes())
+
+
+def graph_tables(memory: GraphMemory) -> dict[str, pd.DataFrame]:
+    """The graph memory's ``runs``, ``revisions`` (the session log's tables) and
+    ``pack_log`` (the store's pack log, keys as refs, shown keys a JSON list)."""
+    packs = pd.DataFrame(
+        [dataclasses.asdict(r) for r in memory.bot.store.pack_log()],
+        columns=list(PACK_LOG_COLUMNS),
+    )
+    packs["shown_keys"] = [json.dumps(list(k)) for k in packs["shown_keys"]]
+    revisions = pd.DataFrame(memory.revisions.log, columns=list(REVISION_COLUMNS))
+    return {
+        "runs": pd.DataFrame(memory.runs, columns=list(RUN_COLUMNS)),
+        "revisions": revisions.astype({"prior_revision": "Int64", "decided_at": "Int64"}),
+        "pack_log": packs,
+    }
 
 
 def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> ScenarioResult:
@@ -310,4 +334,22 @@ def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> Scen
         records, settings.loop.explore_rate, settings.loop.agent, settings.namespace
     )
     result.tables["confidence"] = pd.DataFrame(loop.confidence_path)
+    if isinstance(loop.memory, GraphMemory):
+        _revision_metrics(result, loop.memory.revisions.log)
+        tables = graph_tables(loop.memory)
+        result.tables["runs"] = tables["runs"]
+        result.tables["revisions"] = tables["revisions"]
     return result
+
+
+def _revision_metrics(result: ScenarioResult, log: list[dict]) -> None:
+    """The gate's decisions on the live revisions (the loop scenario's names): proposed
+    (revisions with a prior), decided, accepted, reverted."""
+    proposed = [r for r in log if r["prior_revision"] is not None]
+    verdicts = [r["verdict"] for r in proposed]
+    result.metrics.update(
+        revisions_proposed=float(len(proposed)),
+        revisions_decided=float(sum(v != "pending" for v in verdicts)),
+        revisions_accepted=float(verdicts.count("accepted")),
+        revisions_reverted=float(verdicts.count("reverted")),
+    )

@@ -1,0 +1,99 @@
+"""The graph live loop's revision proposals and their log (the session log's ``revisions``).
+
+The graph seed's ``procedure.revise`` proposes a new topology that the run ledger then
+accepts or reverts (``procedure.evolve``'s gate); nothing in the seed proposes one by
+itself. The live loop proposes on the loop scenario's schedule (``revise_every``
+sessions, conf/scenario/loop.yaml): at the end of every ``revise_every``-th session, one
+procedure run since the last such step, not quarantined and with no revision pending,
+whose current revision has failed runs, gets a revision built from those runs' lesson
+(the seed's reflection: "a lesson about a run ... what_failed, lessons"), here the
+checker's own verdict: the check its failed runs failed most often (ties: the first seen)
+becomes a last step ``Make sure the reply passes: <check>``. Of the eligible procedures,
+the one with the most failed runs on its current revision is revised (ties: key order).
+A lesson already among the steps is not proposed; a graph the ledger once reverted is
+refused by the store (``RevisionError``), and the next eligible procedure is revised.
+
+Everything here is a function of the records applied in session order, so a resumed run
+that re-applies the journal proposes the same revisions at the same sessions.
+
+``log`` is the session log's revisions table (docs/logs.md): ``key``, ``revision``,
+``prior_revision`` (empty for a first revision), ``proposed_at``, ``decided_at`` and
+``verdict`` (``accepted``, ``reverted``, ``pending``), times being session indexes, as the
+runs' ``time``. A procedure's first revision is logged accepted when it is added.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from procmem_core.graph import ProcedureGraph
+
+REVISE_EVERY = 40
+"""Sessions between two revision steps: the loop scenario's ``revise_every``."""
+LESSON = "Make sure the reply passes: "
+REVISION_COLUMNS = ("key", "revision", "prior_revision", "proposed_at", "decided_at", "verdict")
+
+
+@dataclass
+class RevisionLog:
+    """The proposals' bookkeeping: failed checks per (key, revision) and the log rows."""
+
+    revise_every: int = REVISE_EVERY
+    failed: dict[tuple[str, int], Counter] = field(default_factory=dict)
+    recent: set[str] = field(default_factory=set)
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+    def added(self, key: str, time: int) -> None:
+        """A new procedure: its first revision, accepted, with no prior."""
+        self.log.append({
+            "key": key, "revision": 1, "prior_revision": None, "proposed_at": time,
+            "decided_at": time, "verdict": "accepted",
+        })  # fmt: skip
+
+    def ran(self, key: str, revision: int, ok: bool, checks: list) -> None:
+        """A recorded run; a failed one counts the checks it failed (in their order)."""
+        self.recent.add(key)
+        if not ok:
+            tally = self.failed.setdefault((key, revision), Counter())
+            tally.update(str(d) for d, passed in checks if not passed)
+
+    def decided(self, key: str, outcome: str, time: int) -> None:
+        """The gate decided ``key``'s pending revision (``accepted`` or ``reverted``)."""
+        row = next(r for r in reversed(self.log) if r["key"] == key)
+        if row["verdict"] == "pending":
+            row.update(decided_at=time, verdict=outcome)
+
+    def due(self, index: int) -> bool:
+        """Whether session ``index`` ends a revision step."""
+        return (index + 1) % self.revise_every == 0
+
+    def proposals(self, snapshots: list[Any]) -> list[tuple[str, ProcedureGraph, str]]:
+        """The revisions that may be proposed now, ``(key, graph, reason)``, best first
+        (module doc); clears the keys run since the last step."""
+        ranked = []
+        for p in snapshots:
+            tally = self.failed.get((p.key, p.revision))
+            if p.key not in self.recent or p.status == "quarantined" or not tally:
+                continue
+            if p.pending_revision is not None:
+                continue
+            check = max(tally, key=lambda d: (tally[d], -list(tally).index(d)))
+            step = LESSON + check
+            if step in p.steps:
+                continue
+            ranked.append((-sum(tally.values()), p.key, list(p.steps), step, check))
+        self.recent.clear()
+        return [
+            (key, ProcedureGraph.from_steps([*steps, step]),
+             f"its failed runs failed the check {check!r} most often")
+            for _, key, steps, step, check in sorted(ranked)
+        ]  # fmt: skip
+
+    def proposed(self, key: str, revision: int, prior: int, time: int) -> None:
+        """Log a proposal (pending until the gate decides)."""
+        self.log.append({
+            "key": key, "revision": revision, "prior_revision": prior, "proposed_at": time,
+            "decided_at": None, "verdict": "pending",
+        })  # fmt: skip

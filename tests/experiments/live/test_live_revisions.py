@@ -1,0 +1,120 @@
+"""The graph live loop proposes revisions, the configured gate decides them, and the run's
+revisions log replays to the same verdicts; its pack log is the session log; a resume
+rebuilds both (the offline model on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from test_live_loop import offline, run
+
+from experiments.analyze import analyze
+from experiments.analyze.read import read_log
+from experiments.job import JobContext, run_job
+from experiments.live.revisions import LESSON
+from experiments.run import compose_job
+from procmem_core.agent import SDK_GATE_MIN_RUNS
+from procmem_core.gates import SPRTGate
+from procmem_core.logs.replay import gate_replay
+
+GRAPH = ("live.memory=graph", "live.sessions=40", "live.revise_every=10", "live.concurrency=2")
+FD = "procedure_allocate_maturing_fd_for_risk_averse_users"
+FUNDS = "procedure_annual_fund_monitoring_and_rebalancing"
+
+
+def artifacts(tmp_path: Path, name: str) -> dict[str, pd.DataFrame]:
+    art = tmp_path / name / "artifacts"
+    return {
+        f: pd.read_csv(art / f"{f}.csv", keep_default_na=False)
+        for f in ("sessions", "runs", "revisions", "pack_log")
+    }
+
+
+def test_a_live_graph_run_proposes_revisions_that_the_gate_decides_and_the_log_replays(
+    tmp_path,
+):
+    sessions, procs, metrics = run(tmp_path, "full", offline(tmp_path, "full", *GRAPH))
+    assert metrics["revisions_proposed"] == 3
+    assert metrics["revisions_decided"] == 1
+    assert metrics["revisions_accepted"] == 1 and metrics["revisions_reverted"] == 0
+    logs = artifacts(tmp_path, "full")
+    revisions = logs["revisions"]
+    proposed = revisions[revisions["prior_revision"] != ""]
+    rows = [tuple(r) for r in proposed.astype(str).itertuples(index=False)]
+    # session 9 proposes FD's revision 2 (its failed runs' lesson), the evolve after FD's
+    # 10th run (session 36) accepts it; two more proposals are still pending
+    assert rows == [
+        (FD, "2", "1", "9", "36", "accepted"),
+        (FUNDS, "2", "1", "19", "", "pending"),
+        (FD, "3", "2", "39", "", "pending"),
+    ]
+    stored = {p["key"]: p for p in procs}
+    assert stored[FD]["revision"] == 3
+    assert stored[FD]["steps"][2].startswith(LESSON) and "emergency fund" in stored[FD]["steps"][2]
+    runs = logs["runs"]
+    fd = runs[runs["key"] == FD]
+    # revision 1 failed both its runs; revision 2 passed 3 of its 9 (no drop: accepted)
+    assert list(fd.loc[fd["revision"] == 1, "ok"]) == [False, False]
+    assert (len(fd[fd["revision"] == 2]), fd.loc[fd["revision"] == 2, "ok"].sum()) == (9, 3)
+    # the log in the session log schema replays to the live verdict
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    for name in ("sessions", "runs", "revisions"):
+        shutil.copy(tmp_path / "full" / "artifacts" / f"{name}.csv", log_dir / f"{name}.csv")
+    analyze(str(log_dir), tmp_path / "out", track_run=False, design=False, prescribe=False)
+    replay = pd.read_csv(tmp_path / "out" / "gate_replay.csv", keep_default_na=False)
+    assert list(replay["logged_verdict"]) == ["accepted", "pending", "pending"]
+    assert list(replay["sprt_verdict"]) == list(replay["logged_verdict"])
+    live_gate = SPRTGate(min_runs=SDK_GATE_MIN_RUNS)  # the gate the live evolve used
+    again = gate_replay(read_log(log_dir), {"live": live_gate})
+    assert list(again["live_verdict"]) == list(replay["logged_verdict"])
+    # the seed's SPRT (min 3 runs) accepts after 3 of revision 2's runs, the SDK's
+    # (min 5) after 6: the same verdict
+    assert (replay["sprt_runs"][0], again["live_runs"][0]) == (3, 6)
+    # the store's pack log is the session log, session by session
+    packs = logs["pack_log"]
+    assert list(packs["session_id"]) == list(sessions["session_id"])
+    assert list(packs["time"]) == list(sessions["time"])
+    assert list(packs["withheld"]) == list(sessions["withheld"])
+    assert list(packs["outcome"]) == list(sessions["outcome"])
+    refs = ["" if k == "" else f"default/{k}" for k in sessions["top_key"]]
+    assert list(packs["top_key"]) == refs
+    shown = [json.dumps([f"default/{k}" for k in json.loads(s)]) for s in sessions["shown_keys"]]
+    assert list(packs["shown_keys"]) == shown
+
+
+def test_a_resumed_graph_run_proposes_and_logs_what_an_uninterrupted_one_does(tmp_path):
+    run(tmp_path, "full", offline(tmp_path, "full", *GRAPH))
+    journal = (tmp_path / "full" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "cut" / "journal.jsonl"
+    cut.parent.mkdir()
+    # rounds of 5: six whole rounds (after both first proposals) and a torn seventh
+    cut.write_text("\n".join(journal[:33]) + "\n" + journal[33][:40], encoding="utf-8")
+    _, _, metrics = run(tmp_path, "cut", [*offline(tmp_path, "cut", *GRAPH), "resume=true"])
+    assert metrics["n_resumed"] == 30
+    assert metrics["revisions_proposed"] == 3 and metrics["revisions_decided"] == 1
+    full, resumed = artifacts(tmp_path, "full"), artifacts(tmp_path, "cut")
+    for name in ("sessions", "runs", "revisions", "pack_log"):
+        pd.testing.assert_frame_equal(full[name], resumed[name])
+    assert resumed["pack_log"]["session_id"].is_unique
+
+
+@pytest.mark.slow
+def test_the_revisions_reach_mlflow_and_replay_from_the_run(tmp_path, tracking_store):
+    over = offline(tmp_path, "job", *GRAPH)
+    outcome = run_job(compose_job("live", over), JobContext(out_dir=tmp_path / "job"))
+    assert outcome.status == "finished"
+    data = MlflowClient(f"sqlite:///{tracking_store}").get_run(outcome.run_id).data
+    assert data.params["live.revise_every"] == "10"
+    assert (data.metrics["revisions_proposed"], data.metrics["revisions_decided"]) == (3, 1)
+    assert data.metrics["revisions_accepted"] == 1
+    analyze(f"runs:/{outcome.run_id}", tmp_path / "out", track_run=False, design=False,
+            prescribe=False)  # fmt: skip
+    replay = pd.read_csv(tmp_path / "out" / "gate_replay.csv", keep_default_na=False)
+    assert list(replay["logged_verdict"]) == ["accepted", "pending", "pending"]
+    assert list(replay["sprt_verdict"]) == list(replay["logged_verdict"])
