@@ -43,7 +43,9 @@ JOBS = "case=fate_seed,gate_sprt"
 WAIT = 120.0
 LOOPBACK = ("127.", "[::1]", "[::ffff:127.", "::1")
 
-pytestmark = pytest.mark.slow
+# Each test runs sweeps and reports in subprocesses; the limit catches a hang, and a
+# loaded 2-core machine needs more than the suite's default 300 s for the slowest one.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def wait_for(check: Callable[[], object], what: str, timeout: float = WAIT) -> object:
@@ -387,12 +389,16 @@ def test_a_sweep_on_a_ray_cluster_reaches_the_store_it_was_started_with(
 ):
     address, marker, folder = ray_head
     assert_loopback_only(marker)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = run_cli(
-        ["-m", *SMALL, JOBS, "hydra/launcher=ray_cluster", f"hydra.sweep.dir={tmp_path / 's'}"],
-        uri,
-        env={"RAY_ADDRESS": address},
-    )
+    for attempt in range(2):  # Ray's client proxy can fail to spawn its per-client server
+        uri = f"sqlite:///{tmp_path / f'mlflow-{attempt}.db'}"  # on a loaded head: once more
+        proc = run_cli(
+            ["-m", *SMALL, JOBS, "hydra/launcher=ray_cluster",
+             f"hydra.sweep.dir={tmp_path / f's{attempt}'}"],
+            uri,
+            env={"RAY_ADDRESS": address},
+        )  # fmt: skip
+        if "Starting Ray client server failed" not in proc.stderr:
+            break
     assert proc.returncode == 0, proc.stderr[-4000:] + ray_client_logs(folder)
     assert_loopback_only(marker)
     client = MlflowClient(uri)
