@@ -42,17 +42,24 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def world_columns(runs: pd.DataFrame, reads: Sequence[str] = ()) -> list[str]:
+def world_columns(
+    runs: pd.DataFrame, reads: Sequence[str] = (), chosen: Sequence[str] = ()
+) -> list[str]:
     """The param columns of ``runs`` that describe the world (logged by at least one run),
-    then any column of ``reads`` outside the world groups (e.g. ``gate.min_drop``)."""
+    then any column of ``reads`` outside the world groups (e.g. ``gate.min_drop``);
+    ``chosen``: params the section chooses (a review policy), not the world."""
     cols = []
+    skip = {f"params.{c}" for c in chosen}
     for c in runs.columns:
         parts = c.split(".")
         if parts[0] != "params" or len(parts) < 3 or parts[1] not in WORLD_GROUPS:
             continue
+        if c in skip:
+            continue
         if parts[-1] in BOOKKEEPING or runs[c].map(_missing).all():
             continue
         cols.append(c)
+    cols.sort(key=lambda c: (WORLD_GROUPS.index(c.split(".")[1]), c))
     extra = [f"params.{r}" for r in reads if f"params.{r}" in runs and f"params.{r}" not in cols]
     return cols + [c for c in extra if not runs[c].map(_missing).all()]
 
@@ -75,7 +82,9 @@ def value_text(values: pd.Series, key: str = "") -> str:
     return ", ".join([*words, *(show(v) for v in numbers)]) + " (swept)"
 
 
-def world_table(runs: pd.DataFrame, reads: Sequence[str] | None) -> pd.DataFrame:
+def world_table(
+    runs: pd.DataFrame, reads: Sequence[str] | None, chosen: Sequence[str] = ()
+) -> pd.DataFrame:
     """One row per world parameter: its name, its value(s) over ``runs``, and whether the
     section's prescription reads it (every row when ``reads`` is None)."""
     wanted = {f"params.{r}" for r in reads or ()}
@@ -85,13 +94,17 @@ def world_table(runs: pd.DataFrame, reads: Sequence[str] | None) -> pd.DataFrame
             "value": value_text(runs[c], c.split(".")[-1]),
             "prescription reads it": "yes" if reads is None or c in wanted else "",
         }
-        for c in world_columns(runs, reads or ())
+        for c in world_columns(runs, reads or (), chosen)
     ]
     return pd.DataFrame(rows, columns=["parameter", "value", "prescription reads it"])
 
 
 def world_sentence(
-    runs: pd.DataFrame, reads: Sequence[str] | None, what: str, exact: bool = True
+    runs: pd.DataFrame,
+    reads: Sequence[str] | None,
+    what: str,
+    exact: bool = True,
+    chosen: Sequence[str] = (),
 ) -> str:
     """Which world parameters ``what`` (the section's prescription) depends on; ``exact``:
     it is computed from ``reads`` alone (else it is chosen from simulated runs, which
@@ -106,7 +119,7 @@ def world_sentence(
         return f"{what} reads none of the world's parameters above."
     named = [f"{_label(c)} ({value_text(runs[c], c.split('.')[-1])})" for c in present]
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-    rest = [_label(c) for c in world_columns(runs, reads) if c not in present]
+    rest = [_label(c) for c in world_columns(runs, reads, chosen) if c not in present]
     others = ", ".join(rest)
     if not rest:
         tail = "."
@@ -125,10 +138,11 @@ def world_blocks(
     reads: Sequence[str] | None,
     what: str = "The prescription",
     exact: bool = True,
+    chosen: Sequence[str] = (),
 ) -> list[Table | str]:
     """The world table and the dependency sentence, to open a section (module docstring);
     nothing when the runs logged no world parameter."""
-    table = world_table(runs, reads)
+    table = world_table(runs, reads, chosen)
     if table.empty:
         return []
-    return [Table(CAPTION, table), world_sentence(runs, reads, what, exact)]
+    return [Table(CAPTION, table), world_sentence(runs, reads, what, exact, chosen)]

@@ -327,7 +327,9 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
     )
     rec = recommend_policy(worst, target)
     conds = ", ".join(short_name(c) for c in runs.condition_cols) or "none"
-    blocks: list = world_blocks(rows, WORLD_READS, "The recommended policy", exact=False)
+    blocks: list = world_blocks(
+        rows, WORLD_READS, "The recommended policy", False, [f"scenario.{k}" for k in POLICY_KEYS]
+    )
     blocks += [
         Table(
             f"Review policies ranked by their worst case over the swept conditions ({conds});"
