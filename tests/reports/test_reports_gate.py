@@ -515,9 +515,8 @@ def test_the_section_opens_with_the_world_its_design_reads(section):
     assert values["concurrent_share"] == "0, 0.5 (swept)"
     assert values["design"] == "fixed, concurrent (swept)"
     assert values["p_prior"] == "0.8" and values["replications"] == str(REPS)
-    assert sentence.startswith(
-        "The prescribed gate depends on concurrent_share (0, 0.5 (swept)), ledger_size "
-        "(p0 known, 20 (swept)), p_prior (0.8) and gate.min_drop ("
+    assert sentence == (
+        "The prescribed gate depends on p_prior (0.8), ledger_size (p0 known, 20 (swept)), "
+        "concurrent_share (0, 0.5 (swept)) and gate.min_drop (0.15); the others (design, "
+        "replications) change only the simulated evidence below, not it."
     )
-    assert sentence.endswith("; the others (design, replications) change only the "
-                             "simulated evidence below, not it.")  # fmt: skip
