@@ -82,6 +82,16 @@ def value_text(values: pd.Series, key: str = "") -> str:
     return ", ".join([*words, *(show(v) for v in numbers)]) + " (swept)"
 
 
+def _logged(runs: pd.DataFrame, column: str) -> pd.Series:
+    """``column`` over the runs of the scenarios that log it (a section may read runs of
+    several scenarios, e.g. the A/B section: a param another scenario lacks is not
+    "none" there)."""
+    if "scenario" not in runs or runs["scenario"].nunique() < 2:
+        return runs[column]
+    logs = runs.groupby("scenario")[column].transform(lambda v: not v.map(_missing).all())
+    return runs.loc[logs.astype(bool), column]
+
+
 def world_table(
     runs: pd.DataFrame, reads: Sequence[str] | None, chosen: Sequence[str] = ()
 ) -> pd.DataFrame:
@@ -91,7 +101,7 @@ def world_table(
     rows = [
         {
             "parameter": _label(c),
-            "value": value_text(runs[c], c.split(".")[-1]),
+            "value": value_text(_logged(runs, c), c.split(".")[-1]),
             "prescription reads it": "yes" if reads is None or c in wanted else "",
         }
         for c in world_columns(runs, reads or (), chosen)
@@ -117,7 +127,7 @@ def world_sentence(
     present = [c for c in (f"params.{r}" for r in reads) if c in runs]
     if not present:
         return f"{what} reads none of the world's parameters above."
-    named = [f"{_label(c)} ({value_text(runs[c], c.split('.')[-1])})" for c in present]
+    named = [f"{_label(c)} ({value_text(_logged(runs, c), c.split('.')[-1])})" for c in present]
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
     rest = [_label(c) for c in world_columns(runs, reads, chosen) if c not in present]
     others = ", ".join(rest)

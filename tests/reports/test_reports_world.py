@@ -121,3 +121,20 @@ def test_a_simulated_choice_says_it_holds_only_at_the_values_shown():
     assert (whole[0].frame["prescription reads it"] == "yes").all()
     assert whole[1].startswith("The verdict is read from the simulation of this whole world")
     assert world_blocks(runs[["params.rule.name"]], None) == []
+
+
+def test_a_param_another_scenario_does_not_log_is_not_read_as_none():
+    runs = pd.DataFrame(
+        {
+            "scenario": ["explore", "loop", "loop"],
+            "params.scenario.sessions": [1000, 400, 400],
+            "params.scenario.users": [50, None, None],
+            "params.scenario.ledger_size": [None, 20, None],
+        }
+    )
+    table = world_blocks(runs, None)[0].frame.set_index("parameter")["value"]
+    assert table.to_dict() == {
+        "ledger_size": "p0 known, 20 (swept)",  # loop logs it, unset in one run
+        "sessions": "400, 1000 (swept)",
+        "users": "50",  # only explore logs it
+    }
