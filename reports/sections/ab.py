@@ -196,7 +196,7 @@ def ab_section(sweep: Sweep) -> Section | None:
         checks += _check_rows(summary, cells[r["run_id"]])
     table = pd.DataFrame(rows)
     flagged = table[table["SRM flagged"].map(rate) > 0.01]
-    blocks: list = world_blocks(runs, None, "Each deployment's read")
+    blocks: list = world_blocks(runs, None, "Each deployment's estimate")
     blocks += [
         Table(
             "Per deployment: each row is one swept cell and procedure; medians and shares are "
