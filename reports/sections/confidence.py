@@ -62,7 +62,8 @@ def confidence_section(sweep: Sweep, options: ReportOptions) -> Section | None:
     ranking = worst_sentence(worst, rec, len(runs.worlds), options.target_excluded)
     ev = design_evidence(sweep, runs, options)
     if ev is not None:
-        blocks: list = world_blocks(runs.rows, DESIGN_READS, "The designed rule")
+        what = f"The designed rule (computed at world {ev.world}'s values)"
+        blocks: list = world_blocks(runs.rows, DESIGN_READS, what)
         blocks += _design_blocks(ev, exact_world(runs))
     else:
         blocks = world_blocks(runs.rows, None, "The ranking of rules by their worst world")
