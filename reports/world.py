@@ -65,8 +65,8 @@ def world_columns(
 
 
 def value_text(values: pd.Series, key: str = "") -> str:
-    """One value as ``show`` writes it; several: ``a, b, c (swept)`` or, for more than
-    ``LISTED`` numbers, ``low to high (n values, swept)``. Unset is the scenario's own
+    """One value as ``show`` writes it; several: ``swept: a, b, c`` or, for more than
+    ``LISTED`` numbers, ``swept: low to high (n values)``. Unset is the scenario's own
     words (``p0 known``) or ``none``."""
     unset = unset_phrase(key) or "none"
     distinct: dict[str, object] = {}
@@ -77,9 +77,9 @@ def value_text(values: pd.Series, key: str = "") -> str:
     numbers = sorted(v for v in distinct.values() if isinstance(v, int | float) and not _missing(v))
     words = [t for t, v in distinct.items() if not isinstance(v, int | float) or _missing(v)]
     if len(numbers) > LISTED:
-        span = f"{show(numbers[0])} to {show(numbers[-1])} ({len(numbers)} values"
-        return ", ".join([*words, span]) + ", swept)"
-    return ", ".join([*words, *(show(v) for v in numbers)]) + " (swept)"
+        span = f"{show(numbers[0])} to {show(numbers[-1])} ({len(numbers)} values)"
+        return "swept: " + ", ".join([*words, span])
+    return "swept: " + ", ".join([*words, *(show(v) for v in numbers)])
 
 
 def _logged(runs: pd.DataFrame, column: str) -> pd.Series:

@@ -191,12 +191,12 @@ def test_the_section_opens_with_its_world_and_the_lift_and_horizon_the_choice_re
     values = table.frame.set_index("parameter")["value"].to_dict()
     assert values == {
         "replications": str(REPS),
-        "sessions": "200, 1000 (swept)",
+        "sessions": "swept: 200, 1000",
         "users.base_rate": "0.5",
-        "users.helpful_effect": "0.15, 0.45 (swept)",
+        "users.helpful_effect": "swept: 0.15, 0.45",
     }
     assert sentence == (
-        "The explore rate chosen depends on users.helpful_effect (0.15, 0.45 (swept)) and "
-        "sessions (200, 1000 (swept)); it is chosen from simulated runs, so it holds only at "
+        "The explore rate chosen depends on users.helpful_effect (swept: 0.15, 0.45) and "
+        "sessions (swept: 200, 1000); it is chosen from simulated runs, so it holds only at "
         "the values shown for the others (replications, users.base_rate)."
     )

@@ -511,12 +511,12 @@ def test_the_section_opens_with_the_world_its_design_reads(section):
     values, and the sentence naming what the design question reads."""
     table, sentence = section.blocks[:2]
     values = table.frame.set_index("parameter")["value"]
-    assert values["ledger_size"] == "p0 known, 20 (swept)"
-    assert values["concurrent_share"] == "0, 0.5 (swept)"
-    assert values["design"] == "fixed, concurrent (swept)"
+    assert values["ledger_size"] == "swept: p0 known, 20"
+    assert values["concurrent_share"] == "swept: 0, 0.5"
+    assert values["design"] == "swept: fixed, concurrent"
     assert values["p_prior"] == "0.8" and values["replications"] == str(REPS)
     assert sentence == (
-        "The prescribed gate depends on p_prior (0.8), ledger_size (p0 known, 20 (swept)), "
-        "concurrent_share (0, 0.5 (swept)) and gate.min_drop (0.15); the others (design, "
+        "The prescribed gate depends on p_prior (0.8), ledger_size (swept: p0 known, 20), "
+        "concurrent_share (swept: 0, 0.5) and gate.min_drop (0.15); the others (design, "
         "replications) change only the simulated evidence below, not it."
     )

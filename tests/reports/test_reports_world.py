@@ -44,7 +44,7 @@ def test_the_gate_section_opens_with_its_world_and_what_the_design_reads(gate_sw
     section = gate_section(gate_sweep, GateTargets(0.1, 0.5))
     table, sentence = _world(section)
     # constant params show their value; the swept prior shows its range (5 values)
-    assert table.at["p_prior", "value"] == "0.6 to 0.9 (5 values, swept)"
+    assert table.at["p_prior", "value"] == "swept: 0.6 to 0.9 (5 values)"
     assert table.at["ledger_size", "value"] == "20"
     assert table.at["heterogeneity", "value"] == "0"
     assert table.at["replications", "value"] == "400"
@@ -55,7 +55,7 @@ def test_the_gate_section_opens_with_its_world_and_what_the_design_reads(gate_sw
     reads = table["prescription reads it"] == "yes"
     assert sorted(table.index[reads]) == ["gate.min_drop", "ledger_size", "p_prior"]
     assert sentence == (
-        "The prescribed gate depends on p_prior (0.6 to 0.9 (5 values, swept)), ledger_size "
+        "The prescribed gate depends on p_prior (swept: 0.6 to 0.9 (5 values)), ledger_size "
         "(20) and gate.min_drop (0.15); the others (drops, heterogeneity, replications) "
         "change only the simulated evidence below, not it."
     )
@@ -80,22 +80,22 @@ def test_the_fate_section_states_its_world_and_that_the_headline_reads_p_and_hor
     section = fate_section(fate_sweep)
     table, sentence = _world(section)
     assert table["value"].to_dict() == {
-        "p": "0.5, 0.7, 0.9 (swept)",
+        "p": "swept: 0.5, 0.7, 0.9",
         "replications": "2000",
         "sessions": "20",
     }
     assert list(table["prescription reads it"]) == ["yes", "", "yes"]
     assert sentence == (
-        "The headline (exact, flat_fate) depends on p (0.5, 0.7, 0.9 (swept)) and sessions "
+        "The headline (exact, flat_fate) depends on p (swept: 0.5, 0.7, 0.9) and sessions "
         "(20); the others (replications) change only the simulated evidence below, not it."
     )
 
 
 def test_values_unset_and_mixed_read_as_the_scenario_words():
-    assert value_text(pd.Series([None, 20.0, 50.0]), "ledger_size") == "p0 known, 20, 50 (swept)"
+    assert value_text(pd.Series([None, 20.0, 50.0]), "ledger_size") == "swept: p0 known, 20, 50"
     assert value_text(pd.Series([0.3, 0.3]), "missing") == "0.3"
     assert value_text(pd.Series([None, None]), "missing") == "none"
-    assert value_text(pd.Series(["fixed", "concurrent"]), "design") == "fixed, concurrent (swept)"
+    assert value_text(pd.Series(["fixed", "concurrent"]), "design") == "swept: fixed, concurrent"
 
 
 def test_a_simulated_choice_says_it_holds_only_at_the_values_shown():
@@ -113,8 +113,8 @@ def test_a_simulated_choice_says_it_holds_only_at_the_values_shown():
     table, sentence = world_blocks(runs, reads, "The recommended policy", False, policy)
     assert list(table.frame["parameter"]) == ["helpful_share", "reviewer_accuracy", "users"]
     assert sentence == (
-        "The recommended policy depends on users (50) and reviewer_accuracy (0.7, 0.8, 0.9 "
-        "(swept)); it is chosen from simulated runs, so it holds only at the values shown "
+        "The recommended policy depends on users (50) and reviewer_accuracy (swept: 0.7, "
+        "0.8, 0.9); it is chosen from simulated runs, so it holds only at the values shown "
         "for the others (helpful_share)."
     )
     whole = world_blocks(runs, None, "The verdict")
@@ -134,7 +134,7 @@ def test_a_param_another_scenario_does_not_log_is_not_read_as_none():
     )
     table = world_blocks(runs, None)[0].frame.set_index("parameter")["value"]
     assert table.to_dict() == {
-        "ledger_size": "p0 known, 20 (swept)",  # loop logs it, unset in one run
-        "sessions": "400, 1000 (swept)",
+        "ledger_size": "swept: p0 known, 20",  # loop logs it, unset in one run
+        "sessions": "swept: 400, 1000",
         "users": "50",  # only explore logs it
     }
