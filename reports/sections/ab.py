@@ -21,6 +21,7 @@ from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.ab_deployments import ALPHA, deployments, summarise
 from reports.source import Sweep
+from reports.world import world_blocks
 
 MOST = 0.5
 """A comparison "has an effect" when more than this share of deployments find one."""
@@ -195,7 +196,8 @@ def ab_section(sweep: Sweep) -> Section | None:
         checks += _check_rows(summary, cells[r["run_id"]])
     table = pd.DataFrame(rows)
     flagged = table[table["SRM flagged"].map(rate) > 0.01]
-    blocks: list = [
+    blocks: list = world_blocks(runs, None, "Each deployment's estimate")
+    blocks += [
         Table(
             "Per deployment: each row is one swept cell and procedure; medians and shares are "
             "over its deployments (replications). Fixed-n: difference in means with Newcombe's "

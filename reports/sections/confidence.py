@@ -19,6 +19,7 @@ from reports.document import Figure, Section, Table
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.confidence_design import (
+    DESIGN_READS,
     beyond_design,
     design_evidence,
     design_table,
@@ -46,6 +47,7 @@ from reports.sections.rule_figures import (
     trajectory_figure,
 )
 from reports.source import Sweep, find_param
+from reports.world import world_blocks
 
 TITLE = "Confidence rule: which reward, penalty and threshold"
 
@@ -59,10 +61,12 @@ def confidence_section(sweep: Sweep, options: ReportOptions) -> Section | None:
     rec = rank_worst(worst, options.target_excluded)
     ranking = worst_sentence(worst, rec, len(runs.worlds), options.target_excluded)
     ev = design_evidence(sweep, runs, options)
-    blocks: list = []
     if ev is not None:
+        what = f"The designed rule (computed at world {ev.world}'s values)"
+        blocks: list = world_blocks(runs.rows, DESIGN_READS, what)
         blocks += _design_blocks(ev, exact_world(runs))
     else:
+        blocks = world_blocks(runs.rows, None, "The ranking of rules by their worst world")
         blocks.append(_design_hint(sweep, runs, options))
     blocks.append(break_even_text(sweep, runs))
     mixed = mixed_table(sweep, runs)

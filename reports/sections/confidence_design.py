@@ -87,6 +87,11 @@ def _get(sweep: Sweep, row: pd.Series, key: str, group: str) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
+DESIGN_READS = ("users.base_rate", "users.helpful_effect", "users.harmful_effect",
+                "scenario.sessions")  # fmt: skip
+"""The params ``design_evidence`` reads: the base rate, both lifts and the horizon."""
+
+
 def exact_world(runs: ConfidenceRuns) -> pd.DataFrame:
     """Runs of the first world in the exact regime (one procedure, no noise, nothing
     withheld) with identical users: the world the design describes."""

@@ -28,6 +28,12 @@ from reports.sections.explore_choice import (
 )
 from reports.sections.explore_format import readable, with_se
 from reports.source import Sweep, find_param
+from reports.world import world_blocks
+
+CHOICE_READS = ("users.helpful_share", "users.harmful_share", "users.helpful_effect",
+                "users.harmful_effect", "scenario.sessions")  # fmt: skip
+"""What ``choose`` picks per: the pool's true lift (set by the users' shares and effects)
+and the horizon."""
 
 SEED_EXPLORE_RATE = 0.0
 """Loom's procedure_explore_rate default: nothing withheld, so no control arm at all."""
@@ -283,9 +289,10 @@ def explore_section(sweep: Sweep, options: ReportOptions) -> Section | None:
         return None
     rows = lab.rows
     estimators = estimators_in(sweep.metric_names)
-    answer, blocks = _choice_blocks(rows, estimators, options)
+    answer, chosen = _choice_blocks(rows, estimators, options)
     if answer is None:
         return None
+    blocks = world_blocks(rows, CHOICE_READS, "The explore rate chosen", exact=False) + chosen
     blocks.append(
         Figure(
             "explore_power_cost",

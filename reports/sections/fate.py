@@ -20,6 +20,7 @@ from reports.sections import report_section
 from reports.sections.confidence_runs import arithmetic_note, is_seed, rule_of
 from reports.sections.rule_figures import fate_figure
 from reports.source import Sweep, find_param
+from reports.world import world_blocks
 
 
 def _baseline(rule: FlatRule) -> float | None:
@@ -92,6 +93,10 @@ def _exact_curves(sweep: Sweep, cfgs: pd.DataFrame, s_col: str | None) -> pd.Dat
     return pd.DataFrame(exact)
 
 
+HEADLINE_READS = ("scenario.p", "scenario.sessions")
+"""What the exact fate (``flat_fate``) reads of the world: the success rate and horizon."""
+
+
 def fate_section(sweep: Sweep) -> Section | None:
     """One procedure's chance of exclusion against its success rate, simulated vs exact."""
     lab = label_runs(sweep, ("fate",), "rule", ("p_excluded",), "seed rule")
@@ -120,6 +125,7 @@ def fate_section(sweep: Sweep) -> Section | None:
         "One procedure's fate under the flat rule",
         answer,
         [
+            *world_blocks(lab.rows, HEADLINE_READS, "The headline (exact, flat_fate)"),
             Figure(
                 "fate_exclusion",
                 png_bytes(fig),

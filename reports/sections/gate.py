@@ -25,7 +25,7 @@ from reports.evidence import NOISE_Z
 from reports.options import SESSIONS_PER_DAY, ReportOptions
 from reports.recommend import GateTargets
 from reports.sections import report_section
-from reports.sections.gate_design import CHECK_SEED, Prescription, prescribe
+from reports.sections.gate_design import CHECK_SEED, DESIGN_READS, Prescription, prescribe
 from reports.sections.gate_explain import explain_block
 from reports.sections.gate_figures import (
     Refs,
@@ -56,6 +56,7 @@ from reports.sections.gate_tables import (
 )
 from reports.sections.gate_worst import null_curves, worst_rows
 from reports.source import Sweep
+from reports.world import world_blocks
 
 FACTOR_NAMES = {
     "at_cap": "cap rule at max_runs",
@@ -191,7 +192,8 @@ def gate_section(
     prescription.sessions_per_day = sessions_per_day
     colours = palette([*rows["config"], PRESCRIBED])
     refs = Refs(targets.false_revert, targets.missed_regression, prescription.question.min_drop)
-    blocks = _prescription_blocks(prescription)
+    blocks = world_blocks(gates.rows, DESIGN_READS, "The prescribed gate")
+    blocks += _prescription_blocks(prescription)
     blocks += _figures(sweep, gates, prescription, shown, colours, refs)
     blocks += ranking_blocks(rec, worst, targets, conditions)
     blocks.append(

@@ -54,6 +54,10 @@ DESIGN_MAX_RUNS = 200
 CHECK_REPLICATIONS = 20_000
 CHECK_SEED = 13
 P0_RANGE = (0.3, 0.95)
+DESIGN_READS = ("scenario.p_prior", "scenario.ledger_size", "scenario.concurrent_share",
+                "gate.min_drop")  # fmt: skip
+"""The params ``question_of`` reads: the p0 range, the ledger, the concurrent share and
+the gates' design drop (``Gate.design_drop``, their ``min_drop``)."""
 
 
 def _values(sweep: Sweep, gates: GateRuns, key: str) -> list:

@@ -31,10 +31,15 @@ from reports.recommend import Recommendation, _pick_best, _rank
 from reports.sections import report_section
 from reports.source import Sweep
 from reports.summary import short_name
+from reports.world import world_blocks
 
 TARGET_PRECISION = 0.9
 """The share of promoted rules that must be helpful in a policy's worst condition."""
 POLICY_KEYS = ("min_writers", "min_users", "combine")
+WORLD_READS = tuple(f"scenario.{k}" for k in ("users", "helpful_rate", "neutral_rate",
+                    "harmful_rate", "reviewer_accuracy", "sessions"))  # fmt: skip
+"""What a policy's worst case is judged on: the user count, the endorsement rates, the
+reviewer's accuracy and the horizon (a helpful rule never promoted waits until it)."""
 WORST = {
     "precision": False,
     "recall": False,
@@ -322,7 +327,10 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
     )
     rec = recommend_policy(worst, target)
     conds = ", ".join(short_name(c) for c in runs.condition_cols) or "none"
-    blocks: list = [
+    blocks: list = world_blocks(
+        rows, WORLD_READS, "The recommended policy", False, [f"scenario.{k}" for k in POLICY_KEYS]
+    )
+    blocks += [
         Table(
             f"Review policies ranked by their worst case over the swept conditions ({conds});"
             f" target precision >= {target:g} (value ± Monte Carlo SE)",

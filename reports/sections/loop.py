@@ -45,6 +45,7 @@ from reports.sections.loop_verdict import (
     verdict_json,
 )
 from reports.source import PROJECT_ROOT, Sweep
+from reports.world import world_blocks
 
 LOOP_PRESET = PROJECT_ROOT / "conf" / "experiment" / "loop.yaml"
 
@@ -328,7 +329,8 @@ def loop_section(sweep: Sweep) -> Section | None:
     learning = _metric_table(rows, LEARNING_METRICS)
     learning.insert(1, "learns?", [verdict_of(r).answer for _, r in rows.iterrows()])
     effects = main_effects(rows, ("regret_change", "regret"))
-    blocks: list = [
+    blocks: list = world_blocks(rows, None, "The verdict")
+    blocks += [
         REGRET + chance_note(rows),
         *(
             [Table("Regret change and regret by setting: the mean over every configuration "

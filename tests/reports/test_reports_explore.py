@@ -61,7 +61,7 @@ def _valid(r: pd.Series, e: str) -> bool:
 
 def test_the_pick_is_the_cheapest_covering_read_reaching_the_power(sweep, section):
     sec = section
-    table = next(b.frame for b in sec.blocks if hasattr(b, "frame"))
+    table = next(b.frame for b in sec.blocks if hasattr(b, "frame") and "true lift" in b.frame)
     rows = _explore_runs(sweep).rows
     estimators = estimators_in(sweep.metric_names)
     assert {"dim", "ipw", "aipw", "cuped", "cs_aipw", "cs_arms"} <= set(estimators)
@@ -183,3 +183,20 @@ def test_numbers_for_reading():
     assert with_se(0.8123, 0.0104) == "0.812 ± 0.01"
     assert figs.THOUSANDS(1234567.0, None) == "1,234,567"
     assert np.isclose(figs.Z95, 1.959963984540054)
+
+
+def test_the_section_opens_with_its_world_and_the_lift_and_horizon_the_choice_reads(section):
+    """Issue 30: the world, stated (``reports.world``), on this in-memory sweep."""
+    table, sentence = section.blocks[:2]
+    values = table.frame.set_index("parameter")["value"].to_dict()
+    assert values == {
+        "replications": str(REPS),
+        "sessions": "swept: 200, 1000",
+        "users.base_rate": "0.5",
+        "users.helpful_effect": "swept: 0.15, 0.45",
+    }
+    assert sentence == (
+        "The explore rate chosen depends on users.helpful_effect (swept: 0.15, 0.45) and "
+        "sessions (swept: 200, 1000); it is chosen from simulated runs, so it holds only at "
+        "the values shown for the others (replications, users.base_rate)."
+    )

@@ -504,3 +504,19 @@ def test_equal_points_are_set_apart_in_factor_and_tradeoff_figures():
     fig = tradeoff_figure(table, colours, (0.05, 0.2), ("a", "b"))
     markers = [c.lines[0].get_marker() for c in fig.axes[0].containers]
     assert sorted(markers) == ["o", "x"]
+
+
+def test_the_section_opens_with_the_world_its_design_reads(section):
+    """Issue 30: the world, stated: the swept ledger and concurrent share with their
+    values, and the sentence naming what the design question reads."""
+    table, sentence = section.blocks[:2]
+    values = table.frame.set_index("parameter")["value"]
+    assert values["ledger_size"] == "swept: p0 known, 20"
+    assert values["concurrent_share"] == "swept: 0, 0.5"
+    assert values["design"] == "swept: fixed, concurrent"
+    assert values["p_prior"] == "0.8" and values["replications"] == str(REPS)
+    assert sentence == (
+        "The prescribed gate depends on p_prior (0.8), ledger_size (swept: p0 known, 20), "
+        "concurrent_share (swept: 0, 0.5) and gate.min_drop (0.15); the others (design, "
+        "replications) change only the simulated evidence below, not it."
+    )
