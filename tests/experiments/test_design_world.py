@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -113,3 +114,24 @@ def test_rule_world_meets_its_targets_at_both_extreme_draws(world, capsys):
     if p.details["robust"]:
         assert 1 - flat_fate(lo + 0.2, 10, pick.rule, pick.threshold).p_excluded < 0.8 or (
             flat_fate(hi - 0.2, 10, pick.rule, pick.threshold).p_excluded < 0.8)  # fmt: skip
+
+
+def test_reads_the_world_the_analysis_writes(tmp_path, capsys):
+    """The round trip: ``experiments.analyze`` writes world.json, ``--world`` reads it."""
+    from experiments.analyze import analyze
+    from simulators.session_log import LogWorld, log_columns, simulate
+
+    truth = LogWorld((0.5, 0.6, 0.7, 0.55, 0.65), (0.1, 0.0, -0.1, 0.05, 0.0), explore_rate=0.2)
+    log = tmp_path / "log"
+    log.mkdir()
+    columns = log_columns(truth, simulate(truth, np.random.default_rng(1), 3000))
+    pd.DataFrame(columns).to_csv(log / "sessions.csv", index=False)
+    analyze(str(log), tmp_path / "out", track_run=False, design=False, prescribe=False)
+    path = tmp_path / "out" / "world.json"
+    fitted = load_world(path)
+    assert abs(fitted["rates"]["mean"].value - 0.6) < 4 * fitted["rates"]["mean"].se + 0.05
+    assert design(["gate", "--world", str(path), "--json", *GATE]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ms, ks = world_draws(fitted)
+    low = stats.beta.ppf(0.05, ms * ks, (1 - ms) * ks).min()
+    assert out["prescription"]["p0_range"][0] <= max(low, 0.31)
