@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from experiments.analyze.world_file import WORLD_VERSION
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD
 from procmem_core.flat.design import RuleTargets, design_rule
 from procmem_core.gates import Gate, MarginGate, SPRTGate, TwoSampleGate
@@ -117,7 +118,7 @@ def world_section(
     fit = fit_world(log.sessions, cols["lift"], cols["se"], rng)
     shrunk = fit.pop("shrunk_lifts", None)
     world = {
-        "schema_version": 1,
+        "schema_version": WORLD_VERSION,
         "seed": seed,
         "rates": {"family": RATES_FAMILY, **_plain(fit["rates"])},
         "ratings": {**_plain(fit["ratings"]), "time_unit": log.sessions.time_unit},

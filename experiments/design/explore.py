@@ -107,11 +107,11 @@ def world_base(path: str, lift: float, seed: int = 0) -> tuple[float, str]:
     largest ``p1 q1 + p0 q0``: the most sessions), and a sentence saying so."""
     import numpy as np
 
-    from experiments.analyze.world_file import load_world
-    from procmem_core.logs.prescribe import DRAWS, draws
+    from experiments.analyze.world_file import load_world, world_draws
+    from procmem_core.logs.prescribe import DRAWS
 
     rates = load_world(path)["rates"]
-    ms, _ = draws(rates, np.random.default_rng(np.random.SeedSequence(seed)))
+    ms, _ = world_draws({"rates": rates}, seed)
     ms = ms[(ms + lift >= 0) & (ms + lift <= 1)]
     if ms.size == 0:
         raise ParameterError("--lift", lift, "a lift that keeps base + lift in [0, 1]")
@@ -132,4 +132,18 @@ def run(args: argparse.Namespace) -> int:
     design = Design(args.lift, base, args.power, args.alpha)
     p = plan(design, args.rates, args.horizon, args.sequential, args.tuning)
     print("\n".join(describe(p)))
+    if args.world is not None and args.horizon is not None:
+        print("\n" + world_prescription(args.world, args.lift, args.horizon, args.power,
+                                        args.alpha))  # fmt: skip
     return 0
+
+
+def world_prescription(path: str, lift: float, horizon: int, power: float, alpha: float) -> str:
+    """The analysis's explore-rate prescription for the fitted world (``procmem_core.logs.
+    prescribe.explore_rate``: the smallest rate whose sessions fit the horizon at the
+    worst bootstrap draw, else what it would take)."""
+    from experiments.analyze.world_file import load_world, world_draws
+    from procmem_core.logs.prescribe import explore_rate
+
+    ms, _ = world_draws(load_world(path))
+    return explore_rate(ms, lift, horizon, power, alpha).sentence

@@ -47,6 +47,7 @@ OPTIONS = {
     "ledger_sizes": "--ledger-sizes",
 }
 """``DesignQuestion`` field -> the option that sets it (for one-line errors)."""
+P0_RANGE = (0.3, 0.95)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,8 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share of sessions serving the prior while a revision is pending (0: fixed ledger)",
     )  # fmt: skip
     parser.add_argument(
-        "--p0-range", type=float, nargs=2, default=(0.3, 0.95), metavar=("LOW", "HIGH"),
-        help="range of the prior's true success rate both targets must hold over",
+        "--p0-range", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
+        help="range of the prior's true success rate both targets must hold over (0.3 0.95)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--world", default=None,
+        help="a fitted world.json (python -m experiments.analyze): the p0 range is the one "
+        "holding every bootstrap draw's rates (procmem_core.logs.prescribe.gate), instead of "
+        "--p0-range",
     )  # fmt: skip
     parser.add_argument("--max-runs", type=int, default=200, help="largest cap to consider")
     parser.add_argument("--min-runs", type=int, default=3, help="runs before any decision")
@@ -108,8 +115,8 @@ def question(args: argparse.Namespace) -> DesignQuestion:
             min_drop=args.min_drop,
             ledger=args.ledger,
             concurrent=args.concurrent,
-            p0_low=args.p0_range[0],
-            p0_high=args.p0_range[1],
+            p0_low=(args.p0_range or P0_RANGE)[0],
+            p0_high=(args.p0_range or P0_RANGE)[1],
             min_runs=args.min_runs,
             max_runs=args.max_runs,
             ledger_sizes=tuple(args.ledger_sizes),
@@ -210,10 +217,44 @@ def frontier_lines(a: FamilyAnswer) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.world is not None:
+        return run_world(args)
     design = design_gate(question(args))
     if args.json:
         out = [dataclasses.asdict(a) for a in design.answers]
         print(json.dumps(out, indent=1, default=float))
     else:
+        print(render(design))
+    return 0
+
+
+def run_world(args: argparse.Namespace) -> int:
+    """``--world``: the analysis's gate prescription for the fitted world
+    (``procmem_core.logs.prescribe.gate`` on ``world_draws``), then the full answer."""
+    from experiments.analyze.world_file import load_world, world_draws
+    from procmem_core.logs.prescribe import DRAWS
+    from procmem_core.logs.prescribe import gate as prescribe_gate
+
+    if args.p0_range is not None:
+        raise ParameterError("--p0-range", args.p0_range, "at most one of --p0-range and --world")
+    world = load_world(args.world)  # refused before any work
+    # the draws set the range (starting above the drop): check the rest at such a range
+    low = min(max(P0_RANGE[0], args.min_drop + 0.01), 0.9)
+    q = question(argparse.Namespace(**{**vars(args), "p0_range": (low, P0_RANGE[1])}))
+    ms, ks = world_draws(world)
+    found = prescribe_gate(ms, ks, q)
+    design = found.details["design"]
+    if args.json:
+        out = {"prescription": {"setting": found.setting, "meets": found.meets,
+                                "sentence": found.sentence, "draws": DRAWS,
+                                "p0_range": [design.question.p0_low, design.question.p0_high]},
+               "answers": [dataclasses.asdict(a) for a in design.answers]}  # fmt: skip
+        print(json.dumps(out, indent=1, default=float))
+    else:
+        m = world["rates"]["mean"]
+        print(f"World {args.world}: success rates' mean {m.value:.3f} +- {m.se:.3f}; the p0 "
+              f"range holds the 5-95 % quantiles of each of {DRAWS} bootstrap draws.")  # fmt: skip
+        print(found.sentence)
+        print()
         print(render(design))
     return 0

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, kind, default, text in (
         ("--helpful-lift", float, d.helpful_lift, "lift of a helpful procedure"),
         ("--harmful-lift", float, d.harmful_lift, "lift of a harmful one (below helpful)"),
-        ("--base", float, d.base, "the task's success rate without the procedure"),
+        ("--base", float, None, f"the task's success rate without the procedure ({d.base:g})"),
         ("--keep", float, d.keep, "share of helpful procedures to keep, in (0, 1)"),
         ("--exclude", float, d.exclude, "share of harmful ones to exclude, in (0, 1)"),
         ("--within", int, d.within, "horizon in sessions (>= 1)"),
@@ -49,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     ):
         parser.add_argument(flag, type=kind, default=default, help=text)
+    parser.add_argument(
+        "--world",
+        default=None,
+        help="a fitted world.json (python -m experiments.analyze): design at its fitted base "
+        "rate and check at the worst bootstrap draws (procmem_core.logs.prescribe.flat_rule), "
+        "instead of --base",
+    )
     parser.add_argument(
         "--separating",
         action="store_true",
@@ -72,13 +79,28 @@ def families(choice: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.world is not None and args.base is not None:
+        raise ParameterError("--base", args.base, "at most one of --base and --world")
+    world = None
+    if args.world is not None:
+        from experiments.analyze.world_file import load_world
+
+        world = load_world(args.world)  # refused before any work
+    base = RuleTargets().base if args.base is None else args.base
+    if world is not None:
+        from procmem_core.logs.prescribe import targets_at
+
+        base = targets_at(RuleTargets(args.helpful_lift, args.harmful_lift, 0.5),
+                          world["rates"]["mean"].value).base  # fmt: skip
     targets = RuleTargets(
-        args.helpful_lift, args.harmful_lift, args.base, args.keep, args.exclude, args.within
+        args.helpful_lift, args.harmful_lift, base, args.keep, args.exclude, args.within
     )  # checked before any work
     check_choice("objective", args.objective, OBJECTIVES)
     names = families(args.family)
     if args.frontier < 0:
         raise ParameterError("frontier", args.frontier, "a number of rows >= 0")
+    if world is not None:
+        return run_world(args, world, targets, names)
     print(
         f"Targets: {targets.describe()} (applied, a helpful procedure succeeds with "
         f"{targets.p_helpful:g}, a harmful one with {targets.p_harmful:g}). Exact, nothing sampled."
@@ -91,6 +113,30 @@ def run(args: argparse.Namespace) -> int:
     ref = design.reference
     print(f"\nThe seed's rule ({ref.describe()}): {_figures(ref, targets)}")
     print(f"    {_beyond(ref, targets)}")
+    return 0
+
+
+def run_world(args: argparse.Namespace, world: dict, targets: RuleTargets,
+              names: list[str]) -> int:  # fmt: skip
+    """``--world``: per family, the analysis's flat-rule prescription (designed at the
+    fitted base, checked exactly at the lowest and highest bootstrap draws:
+    ``procmem_core.logs.prescribe.flat_rule``), then the design at the fitted base."""
+    from experiments.analyze.world_file import world_draws
+    from procmem_core.logs.prescribe import DRAWS, flat_rule
+
+    ms, _ = world_draws(world)
+    m = world["rates"]["mean"]
+    print(
+        f"World {args.world}: success rates' mean {m.value:.3f} +- {m.se:.3f}; designed at "
+        f"base {targets.base:g}, checked at the lowest ({ms.min():.3f}) and highest "
+        f"({ms.max():.3f}) of {DRAWS} bootstrap draws. Targets: {targets.describe()}."
+    )
+    for name in names:
+        found = flat_rule(m.value, ms, targets, name, args.separating, args.objective)
+        print()
+        print(f"{name}: {found.sentence}")
+        print(f"The design at the fitted base {targets.base:g} (before the draws):")
+        print("\n".join(report(found.details["design"], args.frontier)))
     return 0
 
 

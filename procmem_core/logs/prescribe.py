@@ -11,8 +11,10 @@ so). Each prescription must meet its targets at the worst draw, or say it cannot
   whose worst sessions fit ``horizon`` (least successes forgone), else the rate and the
   horizon it would take;
 - flat rule: ``design_rule`` at the estimated base, then ``evaluate``d at the lowest and
-  the highest base among the draws (kept falls and excluded rises with the success rate,
-  so these are the worst draws for each target);
+  the highest base among the draws (kept rises and excluded falls with the success rate,
+  so these are the worst draws for each target); if its pick falls short there, the
+  frontier rule (at the estimate) meeting both targets at both draws with the fewest
+  sessions a harmful one is shown;
 - gate: ``design_gate`` over the p0 range that holds the 5-95 % quantiles of every
   draw's Beta of success rates (a guarantee over a range holds for every p0 in it),
   starting above ``min_drop`` (a lower p0 cannot drop by it).
@@ -20,14 +22,15 @@ so). Each prescription must meet its targets at the worst draw, or say it cannot
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
 
 from procmem_core.ab import Design, plan_rate
 from procmem_core.ab.planner import DEFAULT_RATES
-from procmem_core.flat.design import RuleTargets, design_rule, evaluate
+from procmem_core.flat.design import RuleTargets, design_rule
+from procmem_core.flat.fate import flat_fate
 from procmem_core.gates import DesignQuestion, design_gate
 
 DRAWS = 200
@@ -94,48 +97,73 @@ def _lift(base: float, lift: float) -> float:
     return lift if base + lift <= 1 else -lift
 
 
-def flat_rule(m_hat: float, ms: np.ndarray, targets: RuleTargets) -> Prescription:
-    """The designed rule at the estimated base, checked at the extreme draws."""
+def flat_rule(m_hat: float, ms: np.ndarray, targets: RuleTargets, family: str = "confidence",
+              separating: bool = False, objective: str = "exposure") -> Prescription:  # fmt: skip
+    """The designed rule of ``family`` at the estimated base, checked exactly at the
+    extreme draws; when the design's pick falls short there, the frontier rule at the
+    estimate that meets both targets at the extreme draws with the fewest sessions a
+    harmful one is shown, if any (``details["design"]``: the ``RuleDesign`` at the
+    estimate; ``details["robust"]``: whether the pick is such a frontier rule)."""
     lo, hi = float(ms.min()), float(ms.max())
-    fit = _targets(targets, m_hat)
-    design = design_rule(fit)
-    pick = design.pick
-    low, high = evaluate(pick.rule, pick.threshold, _targets(targets, lo)), evaluate(
-        pick.rule, pick.threshold, _targets(targets, hi))  # fmt: skip
-    kept, excluded = low.kept, high.excluded
-    meets = kept >= targets.keep - 1e-12 and excluded >= targets.exclude - 1e-12
+    design = design_rule(targets_at(targets, m_hat), family, separating, objective)
+    at_lo, at_hi = targets_at(targets, lo), targets_at(targets, hi)
+
+    def worst(d) -> tuple[float, float]:  # evaluate's kept and excluded, without run lengths
+        b_lo, b_hi = (t.base if d.rule.needs_baseline else None for t in (at_lo, at_hi))
+        lost = flat_fate(at_lo.p_helpful, targets.within, d.rule, d.threshold, b_lo)
+        excl = flat_fate(at_hi.p_harmful, targets.within, d.rule, d.threshold, b_hi)
+        return 1.0 - float(lost.p_excluded), float(excl.p_excluded)
+
+    def ok(kept: float, excluded: float) -> bool:
+        return kept >= targets.keep - 1e-12 and excluded >= targets.exclude - 1e-12
+
+    pick, (kept, excluded), robust = design.pick, worst(design.pick), False
+    if not ok(kept, excluded):
+        checked = [(d, worst(d)) for d in design.frontier]
+        good = [(d, w) for d, w in checked if ok(*w)]
+        if good:
+            pick, (kept, excluded) = min(good, key=lambda g: g[0].harmful_sessions)
+            robust = True
+    meets = ok(kept, excluded)
     setting = f"{pick.rule.describe()}, threshold {pick.threshold:g}"
     sentence = (f"Flat rule {setting}: at the worst draws (base {lo:.3f} for keeping, {hi:.3f} "
                 f"for excluding) it keeps {kept:.3f} of helpful and excludes {excluded:.3f} of "
                 f"harmful procedures within {targets.within} sessions")  # fmt: skip
     if meets:
-        sentence += f", meeting {targets.keep:g} and {targets.exclude:g}."
+        sentence += f", meeting {targets.keep:g} and {targets.exclude:g}" + (
+            " (the design's pick at the estimate would not: this is the frontier rule that "
+            "does at both draws)." if robust else ".")  # fmt: skip
     else:
-        more = f" (some rule meets them within {design.shortest[0]} sessions at the estimate)" if (
-            design.shortest) else ""  # fmt: skip
-        sentence += f": it cannot meet {targets.keep:g} and {targets.exclude:g}{more}."
+        more = (f"some rule meets them within {design.shortest[0]} sessions at the estimate"
+                if design.shortest else "no rule of the frontier at the estimate meets them "
+                "at both draws")  # fmt: skip
+        sentence += (f": it cannot meet {targets.keep:g} and {targets.exclude:g}; {more}. It "
+                     "would take a longer horizon, or a log that pins the success rate down "
+                     "more tightly (narrower draws).")  # fmt: skip
     details = {"kept_worst": kept, "excluded_worst": excluded, "base_draws": [lo, hi],
-               "rule": pick.rule, "threshold": pick.threshold}  # fmt: skip
+               "rule": pick.rule, "threshold": pick.threshold, "design": design,
+               "robust": robust}  # fmt: skip
     return Prescription("flat rule", setting, meets, sentence, details)
 
 
-def _targets(t: RuleTargets, base: float) -> RuleTargets:
+def targets_at(t: RuleTargets, base: float) -> RuleTargets:
+    """``t`` at another base rate, clipped so both lifts stay in [0, 1]."""
     base = float(np.clip(base, -t.harmful_lift, 1 - t.helpful_lift))
     return RuleTargets(t.helpful_lift, t.harmful_lift, base, t.keep, t.exclude, t.within)
 
 
 def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescription:
-    """``design_gate`` over the p0 range of every draw (module docstring)."""
+    """``design_gate`` over the p0 range of every draw (module docstring), the question's
+    other fields kept (``details["design"]``: the ``GateDesign``)."""
     a, b = ms * ks, (1 - ms) * ks
     # a p0 at or below the drop cannot fall by it: the range starts just above
     low = float(np.clip(stats.beta.ppf(0.05, a, b).min(), question.min_drop + 0.01, 0.9))
     high = float(np.clip(stats.beta.ppf(0.95, a, b).max(), low + 0.05, 0.95))
-    q = DesignQuestion(question.alpha, question.beta, question.min_drop, question.ledger,
-                       question.concurrent, np.floor(low * 100) / 100, np.ceil(high * 100) / 100,
-                       question.min_runs,
-                       question.max_runs)  # fmt: skip
-    found = design_gate(q).feasible
-    details = {"p0_low": q.p0_low, "p0_high": q.p0_high}
+    q = replace(question, p0_low=float(np.floor(low * 100) / 100),
+                p0_high=float(np.ceil(high * 100) / 100))  # fmt: skip
+    design = design_gate(q)
+    found = design.feasible
+    details = {"p0_low": q.p0_low, "p0_high": q.p0_high, "design": design}
     if found:
         best = found[0]
         return Prescription("gate", f"{best.family} ({best.design}), max_runs {best.max_runs}",

@@ -33,6 +33,7 @@ from simulators.scenarios.loop_tables import (
     arms_table,
     gate_table,
     regret_sources_table,
+    session_log,
     trajectory_table,
 )
 from simulators.scenarios.loop_world import KINDS, TASKS, LoopWorld
@@ -64,7 +65,8 @@ class LoopScenario(Scenario):
     ``quarantines`` and ``templates_promoted`` (events per replication). Tables
     ``gate_decisions`` (every record the store made, with the true effect), ``ab_arms``
     (per procedure: shown vs withheld sessions), ``trajectory`` (per window of sessions)
-    and ``regret_sources`` (``loop_tables``).
+    and ``regret_sources`` (``loop_tables``); with ``export_log`` N, ``sessions`` and
+    ``sessions_truth``: the first N replications as one session log and its truth.
     """
 
     name: ClassVar[str] = "loop"
@@ -106,6 +108,9 @@ class LoopScenario(Scenario):
     feedback: Feedback = field(default_factory=Feedback)
     window: int = 50
     replications: int = 2
+    export_log: int = 0
+    """Export the first this many replications as one session log (docs/logs.md): tables
+    ``sessions`` and ``sessions_truth`` (``loop_tables.session_log``); 0: none."""
     chunk_size: ClassVar[int] = 1
     min_replications: ClassVar[int] = 1
     units_per_second: ClassVar[float] = 200.0  # sessions of the object engine
@@ -146,6 +151,7 @@ class LoopScenario(Scenario):
         check_instance("feedback", self.feedback, Feedback)
         check_int("window", self.window, minimum=1)
         self.check_replications()
+        check_int("export_log", self.export_log, minimum=0)
 
     def simulate(self, seed: int) -> list[LoopWorld]:
         """Run every replication and return the worlds (store, truth and logs), in
@@ -176,6 +182,9 @@ class LoopScenario(Scenario):
         result.tables["ab_arms"] = arms_table(worlds)
         result.tables["trajectory"] = trajectory_table(worlds, self.sessions, self.window)
         result.tables["regret_sources"] = regret_sources_table(worlds, max(1, self.sessions // 4))
+        if self.export_log:
+            log, truth = session_log(worlds[: self.export_log], self.explore_rate, self.base_rate)
+            result.tables["sessions"], result.tables["sessions_truth"] = log, truth
         return result
 
     def _session_metrics(self, result: ScenarioResult, worlds: list[LoopWorld]) -> None:

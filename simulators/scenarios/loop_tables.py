@@ -116,3 +116,33 @@ def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def session_log(worlds: list[LoopWorld], explore_rate: float,
+                base_rate: float) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+    """The replications as one session log (docs/logs.md) and its truth. Replication
+    ``r``'s procedure ``ref`` is ``r<r>:<ref>`` and its session ``t`` is ``r<r>-s<t>``
+    at time ``t``; ``top_key`` is the pack's top match (withheld or shown; empty when
+    nothing matched), ``outcome`` the session's true outcome (the feedback model acts
+    on the runs the store records, not on this log). The truth per procedure: its lift
+    given the sessions drawn, ``mean(p_true over its shown sessions) - base_rate`` (a
+    withheld session, or one shown another task's procedure, succeeds at the base rate;
+    the pack does not replace a withheld top match)."""
+    rows, truth = [], []
+    for r, w in enumerate(worlds):
+        shown_p: dict[str, list[float]] = {}
+        for t, x in enumerate(w.sessions):
+            top = x.withheld if x.withheld is not None else x.shown
+            key = "" if top is None else f"r{r}:{top}"
+            if top is not None and x.withheld is None:
+                shown_p.setdefault(key, []).append(x.p_true)
+            rows.append((f"r{r}-s{t}", t, key, x.withheld is not None, float(x.ok)))
+        for ref in w.task_of:
+            key = f"r{r}:{ref}"
+            p = shown_p.get(key)
+            lift = float(np.mean(p)) - base_rate if p else float("nan")
+            truth.append((key, r, len(p or ()), lift))
+    sessions = pd.DataFrame(rows, columns=["session_id", "time", "top_key", "withheld",
+                                           "outcome"])  # fmt: skip
+    sessions.insert(4, "explore_rate", explore_rate)
+    return sessions, pd.DataFrame(truth, columns=["key", "replication", "shown", "true_lift"])

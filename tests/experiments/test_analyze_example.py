@@ -38,7 +38,7 @@ def test_design_explore_reads_a_fitted_world(tmp_path, capsys):
     from experiments.design.explore import world_base
     from procmem_core.ab.planner import Design, plan, plan_rate
 
-    world = {"rates": {"mean": {"value": 0.6, "se": 0.03},
+    world = {"schema_version": 1, "rates": {"mean": {"value": 0.6, "se": 0.03},
                        "concentration": {"value": 20.0, "se": 4.0}}}  # fmt: skip
     path = tmp_path / "world.json"
     path.write_text(json.dumps(world))
@@ -51,6 +51,6 @@ def test_design_explore_reads_a_fitted_world(tmp_path, capsys):
     # at the estimate alone fewer sessions would do: the fit's uncertainty costs sessions
     assert plan_rate(Design(0.1, 0.6), 0.1).sessions < plan_rate(Design(0.1, base), 0.1).sessions
     assert design(["explore", "--lift", "0.1"]) == 2  # neither --base nor --world
-    path.write_text(json.dumps({"lifts": {}}))
+    path.write_text(json.dumps({"schema_version": 1, "lifts": {}}))
     assert design(["explore", "--lift", "0.1", "--world", str(path)]) == 2
-    assert "'rates'" in capsys.readouterr().err
+    assert "rates.mean" in capsys.readouterr().err

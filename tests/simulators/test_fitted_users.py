@@ -12,6 +12,7 @@ from experiments.analyze.world_file import load_world
 from simulators.fitted import fitted_population
 
 WORLD = {
+    "schema_version": 1,
     "rates": {"mean": {"value": 0.65, "se": 0.02}, "concentration": {"value": 25, "se": 5}},
     "lifts": {"mean": {"value": 0.04, "se": 0.01}, "sd": {"value": 0.06, "se": 0.01}},
     "users": {"user_sd": {"value": 0.08, "se": 0.01}, "icc": {"value": 0.03, "se": 0.01}},
