@@ -41,3 +41,29 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProcedureS
         s = ProcedureStore.open(tmp_path / "procedures.db")
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new, empty MLflow store of the installed MLflow, at its latest schema revision.
+
+    A store MLflow had just created was once seen one migration short of its head in a
+    parallel run; ``mlflow db upgrade`` (idempotent) brings it there, and the revision is
+    checked, so the tests that change a table start from the store MLflow would use."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    from mlflow.store.db.utils import _get_latest_schema_revision
+    from mlflow.tracking import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    uri = f"sqlite:///{path}"
+    MlflowClient(uri).search_experiments()
+    mlflow_cli = Path(sys.executable).with_name("mlflow")
+    subprocess.run([mlflow_cli, "db", "upgrade", uri], check=True, capture_output=True)
+    with sqlite3.connect(path) as db:
+        (version,) = db.execute("select version_num from alembic_version").fetchone()
+    db.close()
+    assert version == _get_latest_schema_revision(), version
+    return path

@@ -28,9 +28,9 @@ def _read(p: Path) -> dict:
     try:
         data = json.loads(p.read_text("utf-8"))
     except (OSError, ValueError) as exc:
-        raise ParameterError("--world", str(p), f"{what}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ParameterError("--world", str(p), f"{what}: a JSON object")
+        raise ParameterError("--world", str(p), f"{what} ({p}: {exc})") from None
+    if not isinstance(data, dict):  # the path in full: a quoted value is cut at 80 characters
+        raise ParameterError("--world", str(p), f"{what} ({p}: not a JSON object)")
     version = data.get("schema_version")
     if isinstance(version, bool) or version != WORLD_VERSION:
         raise ParameterError(f"--world {p}: schema_version", version, f"{WORLD_VERSION}")

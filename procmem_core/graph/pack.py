@@ -204,7 +204,7 @@ class ContextPacker:
         if session_id is not None:
             self.store.log_pack(
                 session_id, matches[0].ref if matches else "", withhold, self.explore_rate,
-                [m.ref for m in shown], time, user_id, self.principal,
+                [m.ref for m in shown], time, user_id, self.principal, self.principal,
             )  # fmt: skip
         return Pack(
             text=text,

@@ -27,11 +27,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from procmem_core.errors import (
+    AccessDenied,
     ParameterError,
     check_bool,
     check_probability,
     check_text,
 )
+from procmem_core.graph.access import check_principal, require_role
 from procmem_core.limits import MAX_IDENTIFIER
 
 PACK_LOG_SQL = """
@@ -181,12 +183,38 @@ def read_all(cur: sqlite3.Cursor) -> tuple[PackRecord, ...]:
     return tuple(PackRecord.from_row(r) for r in rows)
 
 
+def namespaces_of(record: PackRecord) -> tuple[str, ...]:
+    """The namespaces a session's row names (its top match's and its shown refs')."""
+    refs = (record.top_key, *record.shown_keys)
+    return tuple(sorted({r.split("/", 1)[0] for r in refs if r and "/" in r}))
+
+
 class PackLog:
     """The store's pack-log methods (a base of ``ProcedureStore``: its lock, its
-    ``_journal`` (None in memory) and its ``_packs`` dict)."""
+    ``_journal`` (None in memory), its ``_packs`` dict and its ``_grants``).
+
+    With a ``principal`` (auth on) a row is the business of the namespaces it names: logging
+    it needs the viewer role in each (what a pack could show), rating it the writer role
+    in each (as ``record_run``), and ``pack_log`` lists only the rows whose every
+    namespace the principal can read. A row naming no namespace (nothing matched) belongs
+    to the principal that logged it (its ``agent``)."""
 
     _journal: Any
     _packs: dict[str, PackRecord]
+    _grants: dict[str, dict[str, str]]
+    _refresh: Any
+
+    def _allow(self, principal: str | None, record: PackRecord, operation: str, role: str):
+        if principal is None:
+            return
+        spaces = namespaces_of(record)
+        for ns in spaces:
+            require_role(principal, ns, self._grants, operation, role)
+        if not spaces and record.agent != principal:
+            raise AccessDenied(
+                f"{operation} refused: session {record.session_id!r} names no namespace and "
+                f"was logged by {record.agent!r}, not by principal {principal!r}"
+            )
 
     def log_pack(
         self,
@@ -198,11 +226,18 @@ class PackLog:
         time: int | str | None = None,
         user_id: str | None = None,
         agent: str | None = None,
+        principal: str | None = None,
     ) -> PackRecord:
         """Record one session's pack (``ContextPacker.pack`` calls it given a
-        ``session_id``); a session id already logged is refused."""
+        ``session_id``); a session id already logged is refused. With a ``principal`` the
+        row's agent is the principal."""
+        principal = check_principal("principal", principal)
+        if principal is not None:
+            agent = principal
+            self._refresh()  # grants another process may have made
         record = pack_record(session_id, top_key, withheld, explore_rate, shown_keys, time,
                              user_id, agent)  # fmt: skip
+        self._allow(principal, record, "log_pack", "viewer")
         if self._journal is None:
             if session_id in self._packs:
                 raise ParameterError("session_id", session_id, "a session id not logged yet")
@@ -213,28 +248,43 @@ class PackLog:
         return record
 
     def rate_session(
-        self, session_id: str, outcome: bool | int, rated_at: int | str | None = None
+        self,
+        session_id: str,
+        outcome: bool | int,
+        rated_at: int | str | None = None,
+        principal: str | None = None,
     ) -> PackRecord:
         """Attach the session's outcome (0/1) to its pack-log row, once."""
+        principal = check_principal("principal", principal)
+        if principal is not None:
+            self._refresh()  # grants another process may have made
         if self._journal is None:
             if session_id not in self._packs:
                 raise unknown(session_id)
+            self._allow(principal, self._packs[session_id], "rate_session", "writer")
             record = rated(self._packs[session_id], outcome, rated_at)
             self._packs[session_id] = record
             return record
         with self._journal.transaction() as tx:
-            record = rated(fetch(tx.cur, session_id), outcome, rated_at)
+            found = fetch(tx.cur, session_id)
+            self._allow(principal, found, "rate_session", "writer")
+            record = rated(found, outcome, rated_at)
             update(tx.cur, record)
         return record
 
-    def _rated_in(self, w: Any, session_id: str, outcome: Any) -> PackRecord:
+    def _rated_in(
+        self, w: Any, session_id: str, outcome: Any, principal: str | None = None
+    ) -> PackRecord:
         """The session's record rated ``outcome`` inside the store write ``w`` (checked
         now; kept by ``_keep_rating`` once the write's other changes are made)."""
         if w.tx is None:
             if session_id not in self._packs:
                 raise unknown(session_id)
-            return rated(self._packs[session_id], outcome, None)
-        return rated(fetch(w.tx.cur, session_id), outcome, None)
+            found = self._packs[session_id]
+        else:
+            found = fetch(w.tx.cur, session_id)
+        self._allow(principal, found, "complete_run", "writer")
+        return rated(found, outcome, None)
 
     def _keep_rating(self, w: Any, record: PackRecord) -> None:
         if w.tx is None:
@@ -242,9 +292,21 @@ class PackLog:
         else:
             update(w.tx.cur, record)
 
-    def pack_log(self) -> tuple[PackRecord, ...]:
-        """Every logged pack, in the order logged."""
+    def pack_log(self, principal: str | None = None) -> tuple[PackRecord, ...]:
+        """Every logged pack, in the order logged (with a ``principal``: the rows it may
+        read, see the class doc)."""
+        principal = check_principal("principal", principal)
         if self._journal is None:
-            return tuple(self._packs.values())
-        with self._journal.reading() as cur:
-            return read_all(cur)
+            rows = tuple(self._packs.values())
+        else:
+            with self._journal.reading() as cur:
+                rows = read_all(cur)
+        if principal is None:
+            return rows
+        self._refresh()  # grants another process may have made
+        readable = set(self._grants.get(principal, {}))
+        return tuple(
+            r
+            for r in rows
+            if (set(namespaces_of(r)) <= readable if namespaces_of(r) else r.agent == principal)
+        )

@@ -131,7 +131,7 @@ class StoreRecording(StoreReads):
         fields = check_run_fields((), ok, note, cost, duration_ms, tokens, agent)
         wanted = [k for k in memories_used if k.rsplit("/", 1)[-1].startswith(KEY_PREFIX)]
         with self._write() as w:
-            rating = None if session_id is None else self._rated_in(w, session_id, ok)
+            rating = None if session_id is None else self._rated_in(w, session_id, ok, principal)
             found = (self._resolve(k, principal, "complete_run") for k in wanted)
             entries = {e.ref: e for e in found}
             runs, released = [], []

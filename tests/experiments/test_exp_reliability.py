@@ -81,11 +81,9 @@ def error_lines(proc) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Path:
-    """A new, empty MLflow store of the installed MLflow."""
-    path = tmp_path_factory.mktemp("store") / "mlflow.db"
-    MlflowClient(f"sqlite:///{path}").search_experiments()
-    return path
+def template(mlflow_template: Path) -> Path:
+    """A new, empty MLflow store of the installed MLflow (tests/conftest.py)."""
+    return mlflow_template
 
 
 def test_a_changed_mlflow_schema_stops_the_sweep_before_anything(tmp_path, template):

@@ -45,6 +45,7 @@ def seed(b) -> dict:
     ps.revise(REF, NEW_GRAPH, "shorter", principal="alice")
     ps.record_run(REF, ["a", "b"], ok=True, principal="alice")
     ps.evolve(REF, principal="alice")
+    ps.log_pack("s1", REF, False, 0.1, [REF], time=0, user_id="u1", principal="alice")
     m = b.memory
     row = m.set("refunds within 30 days", namespace=TEAM, principal=ALICE, user_id="u1")
     know = m.set("refund policy text", "knowledge", namespace=TEAM, principal=ALICE,
@@ -66,7 +67,7 @@ def dump(b) -> str:
         for s in STATUSES
         for c in b.queue.list(principal=ROOT, status=s)
     ]
-    text = repr((procs, ps.gate_decisions(), roles, mem, cands))
+    text = repr((procs, ps.gate_decisions(), roles, mem, cands, ps.pack_log()))
     if b.path is not None:
         with sqlite3.connect(b.path) as conn:
             text += "\n".join(conn.iterdump())
@@ -75,6 +76,25 @@ def dump(b) -> str:
 
 # (store method, who, call, expected: "deny" raises AccessDenied, "empty" returns nothing)
 PROCEDURE_CALLS = [
+    (
+        "log_pack",
+        "mallory",
+        lambda b, c: b.procedures.log_pack("s2", REF, True, 0.1, principal="mallory"),
+        "deny",
+    ),
+    (
+        "rate_session",
+        "mallory",
+        lambda b, c: b.procedures.rate_session("s1", 1, principal="mallory"),
+        "deny",
+    ),
+    (
+        "rate_session",
+        "vic",
+        lambda b, c: b.procedures.rate_session("s1", 1, principal="vic"),
+        "deny",
+    ),
+    ("pack_log", "mallory", lambda b, c: b.procedures.pack_log(principal="mallory"), "empty"),
     (
         "add",
         "mallory",

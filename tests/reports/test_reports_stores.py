@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 
 from reports.__main__ import main
 
@@ -26,11 +25,9 @@ def digest(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Path:
-    """A new, empty MLflow store of the installed MLflow (its tables and version)."""
-    path = tmp_path_factory.mktemp("store") / "mlflow.db"
-    MlflowClient(f"sqlite:///{path}").search_experiments()
-    return path
+def template(mlflow_template: Path) -> Path:
+    """A new, empty MLflow store of the installed MLflow (tests/conftest.py)."""
+    return mlflow_template
 
 
 def report(uri: str, capsys, monkeypatch) -> list[str]:

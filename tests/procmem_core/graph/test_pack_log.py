@@ -159,3 +159,33 @@ def test_a_bad_session_field_is_refused_before_the_pack_draws(store):
         with pytest.raises(ParameterError, match=field):
             packer.pack("a refund on an invoice", **kwargs)
     assert rng.bit_generator.state == state and store.pack_log() == ()
+
+
+def test_with_auth_each_principal_logs_rates_and_reads_only_its_namespaces_rows(store):
+    """A row is the business of the namespaces it names; a row naming none (nothing
+    matched) belongs to the principal that logged it (its agent)."""
+    from procmem_core.errors import AccessDenied
+
+    steps = ["look up the invoice", "check the policy", "answer"]
+    store.grant("alice", "team-a", "writer")
+    store.grant("bob", "team-b", "writer")
+    store.grant("vera", "team-a", "viewer")
+    a = store.add("refund", "a refund request", steps, namespace="team-a", principal="alice")
+    b = store.add("refund", "a refund request", steps, namespace="team-b", principal="bob")
+    store.log_pack("s1", a.ref, False, 0.1, [a.ref], time=0, principal="vera")
+    store.log_pack("s2", "", False, 0.1, [], time=1, principal="bob")
+    store.log_pack("s3", a.ref, True, 0.1, [b.ref], time=2)  # auth off: both namespaces
+    with pytest.raises(AccessDenied, match="alice"):
+        store.log_pack("s4", b.ref, False, 0.1, [b.ref], time=3, principal="alice")
+    assert [r.session_id for r in store.pack_log(principal="alice")] == ["s1"]
+    assert [r.session_id for r in store.pack_log(principal="bob")] == ["s2"]
+    assert [r.session_id for r in store.pack_log()] == ["s1", "s2", "s3"]
+    assert store.pack_log()[0].agent == "vera"  # the principal is the row's agent
+    with pytest.raises(AccessDenied, match="vera"):  # a viewer may log, not rate
+        store.rate_session("s1", 1, principal="vera")
+    with pytest.raises(AccessDenied, match="logged by 'bob'"):
+        store.rate_session("s2", 1, principal="alice")
+    with pytest.raises(AccessDenied, match="alice"):  # s3 names team-b too
+        store.rate_session("s3", 1, principal="alice")
+    assert store.rate_session("s1", 1, principal="alice").outcome == 1
+    assert [r.outcome for r in store.pack_log()] == [1, None, None]
