@@ -11,19 +11,17 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import sqlite3
 import tempfile
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from procmem_core.storefile import read_only_uri, sqlite_file_problem
 from reports.errors import NoSweepError, ReportError
+from reports.store_check import HTTP_BOUNDS, PROBE_SECONDS, check_store  # noqa: F401 (re-exported)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # artifact downloads print a tqdm bar per call; a report reads dozens of runs
@@ -156,86 +154,6 @@ def _client(uri: str | None):
     uri = uri or tracking_uri()
     check_store(uri)
     return MlflowClient(tracking_uri=uri)
-
-
-HTTP_BOUNDS = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
-    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
-}
-"""A report's MLflow calls to a server: each at most 30 s, retried 3 times with back-off
-1, 2, 4 s (MLflow's defaults, 7 retries and 120 s, wait minutes on a server that is
-gone). Set by ``python -m reports`` unless the variable is already set."""
-PROBE_SECONDS = 5.0
-"""How long the check before a report waits for a tracking server's ``/health``."""
-
-
-@cache
-def check_store(uri: str) -> None:
-    """Before MLflow opens ``uri`` (which would create a missing SQLite store, or add its
-    tables to any SQLite file): a SQLite store must exist and be a whole MLflow store of
-    this MLflow's schema, identified read-only, and a server must answer ``/health``
-    within ``PROBE_SECONDS``. Raises ``ReportError`` naming the URI and the file."""
-    if uri.startswith("sqlite:///"):
-        path = Path(uri[len("sqlite:///") :])
-        if not path.is_file() or path.stat().st_size == 0:
-            what = "is empty" if path.is_file() else "does not exist"
-            raise NoSweepError(
-                f"tracking store {uri}: {path} {what}; nothing to report (run a sweep "
-                "first, or set MLFLOW_TRACKING_URI to the store it used)"
-            )
-        problem = _sqlite_problem(path)
-        if problem is not None:
-            raise ReportError(f"tracking store {uri}: {path} {problem}")
-    elif uri.split(":", 1)[0].lower() in ("http", "https"):
-        _probe_server(uri)
-
-
-def _sqlite_problem(path: Path) -> str | None:
-    """What makes ``path`` not a whole MLflow store of this MLflow's schema, read with
-    ``mode=ro`` (no byte written): not SQLite, truncated (shorter than page size x
-    page count of its header), unreadable, another program's database, or another
-    alembic version than this MLflow's head."""
-    problem = sqlite_file_problem(path)
-    if problem is not None:
-        return problem
-    try:
-        with sqlite3.connect(read_only_uri(path), uri=True, timeout=PROBE_SECONDS) as db:
-            tables = {r[0] for r in db.execute("select name from sqlite_master")}
-            if not {"experiments", "runs", "alembic_version"} <= tables:
-                shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
-                return f"is not an MLflow store (its tables: {shown or 'none'})"
-            versions = [r[0] for r in db.execute("select version_num from alembic_version")]
-    except sqlite3.DatabaseError as exc:
-        return f"cannot be read ({exc})"
-    import mlflow
-    from alembic.script import ScriptDirectory
-    from mlflow.store.db.utils import _get_alembic_config
-
-    head = ScriptDirectory.from_config(_get_alembic_config("sqlite://")).get_current_head()
-    if versions != [head]:
-        return (
-            f"has MLflow schema version {versions}, not the one MLflow {mlflow.__version__} "
-            f"reads ({head}); an older store: back it up and run `mlflow db upgrade` on it"
-        )
-    return None
-
-
-def _probe_server(uri: str) -> None:
-    import requests
-
-    try:
-        answer = requests.get(f"{uri.rstrip('/')}/health", timeout=PROBE_SECONDS)
-    except requests.RequestException as exc:
-        raise ReportError(
-            f"the tracking server {uri} cannot be reached ({type(exc).__name__}); start it "
-            "or fix MLFLOW_TRACKING_URI"
-        ) from None
-    if answer.status_code != 200:
-        raise ReportError(
-            f"the tracking server {uri} answered /health with HTTP {answer.status_code}: "
-            "not an MLflow server?"
-        )
 
 
 def _children_frame(runs: list) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...]]:
