@@ -74,8 +74,7 @@ def by_grid(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> 
     parts, skipped = [], 0
     for members in chunks(range(len(grid))):
         batch = Batch(grid, targets, members=members, horizon=horizon)
-        vh = batch.survival(targets.p_helpful, horizon)
-        vx, sx = batch.survival(targets.p_harmful, horizon, sessions=True)
+        vh, vx, sx = batch.survival((targets.p_helpful, targets.p_harmful), horizon)
         start = batch.states[batch.cand_g]
         parts.append((batch.cand_space, batch.cand_thr, start, vh, 1.0 - vx, sx))
         skipped += batch.skipped
@@ -163,12 +162,13 @@ class Batch:
             at = v[self.cand_g]
             yield k, [at[:, j] for j in range(pv.size)]
 
-    def survival(self, p: float, horizon: int, sessions: bool = False):
-        """``V_horizon`` at every candidate's start, and ``sum_{k<horizon} V_k`` there
-        with ``sessions``."""
-        total = np.ones(self.cand_g.size) if sessions else None
-        v = np.ones(self.cand_g.size)
-        for k, (v,) in self.walk((p,), horizon):
-            if sessions and k < horizon:
-                total += v
-        return (v, total) if sessions else v
+    def survival(self, ps: tuple[float, float], horizon: int):
+        """``V_horizon`` at every candidate's start for both success probabilities (one
+        walk), and ``sum_{k<horizon} V_k`` there for the second: ``(v_first, v_second,
+        sessions_second)``."""
+        total = np.ones(self.cand_g.size)
+        first = second = np.ones(self.cand_g.size)
+        for k, (first, second) in self.walk(ps, horizon):
+            if k < horizon:
+                total += second
+        return first, second, total
