@@ -43,6 +43,7 @@ from procmem_core.gates.operating import (
 from procmem_core.gates.records import DECISION_COLUMNS, GateRecord
 from procmem_core.gates.registry import make_gate
 from procmem_core.gates.sprt import SPRTGate
+from procmem_core.gates.targets import ErrorTargets
 from procmem_core.gates.two_sample import TwoSampleGate
 from procmem_core.gates.verdicts import (
     ACCEPT,
@@ -55,6 +56,7 @@ from procmem_core.gates.verdicts import (
     VERDICT_CODES,
     VERDICT_NAMES,
     BatchDecision,
+    Evidence,
     GateDecision,
     RevisionStats,
     verdict_names,
@@ -80,6 +82,8 @@ __all__ = [
     "CostGate",
     "DesignQuestion",
     "DiscordantSPRTGate",
+    "ErrorTargets",
+    "Evidence",
     "FamilyAnswer",
     "Gate",
     "GateDecision",

@@ -39,6 +39,7 @@ from procmem_core.display import record_html
 from procmem_core.errors import ParameterError, ProcmemError, check_probability
 from procmem_core.gates import lattice
 from procmem_core.gates.llr import sprt_hypotheses
+from procmem_core.gates.targets import ErrorTargets, targets_of
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     BatchDecision,
@@ -180,7 +181,7 @@ class Gate(ABC):
     """True for a gate that compares the prior's runs (ledger, concurrent) with the
     revision's itself instead of taking a p0 (``decide_evidence`` is its batch verb)."""
     wald_nominal: ClassVar[bool] = False
-    """True when ``error_targets`` are Wald's nominal rates for boundaries set as if p0 were
+    """True when ``targets`` are Wald's nominal rates for boundaries set as if p0 were
     known and the test untruncated, so the achieved rates can miss them (the SPRT); the
     report explains the gap for these gates."""
     designs: ClassVar[tuple[str, ...]] = DESIGNS
@@ -201,14 +202,17 @@ class Gate(ABC):
         return self.label
 
     @property
-    def design_drop(self) -> float | None:
-        """The drop in success rate the gate is designed to catch (None: it has none)."""
-        return None
+    def targets(self) -> ErrorTargets | None:
+        """The gate's ``ErrorTargets`` from its ``alpha``, ``beta`` and ``min_drop`` fields
+        (None: a gate without them states none; ``beta`` None: no power target)."""
+        return targets_of(self)
 
     @property
-    def error_targets(self) -> tuple[float, float] | None:
-        """The nominal (false revert, missed regression) rates, if the gate states them."""
-        return None
+    def design_drop(self) -> float | None:
+        """The drop in success rate the gate is designed to catch, ``targets.min_drop``
+        (None: it has none)."""
+        targets = self.targets
+        return None if targets is None else targets.min_drop
 
     @abstractmethod
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
@@ -364,12 +368,12 @@ class Gate(ABC):
         drop = self.design_drop
         if drop is None:
             raise GateError(f"the {self.name} gate has no design drop to bound runs against")
-        targets = self.error_targets
+        targets = self.targets
         if alpha is None or beta is None:
-            if targets is None:
+            if targets.beta is None:
                 raise GateError(f"the {self.name} gate states no error rates: give alpha, beta")
-            alpha = targets[0] if alpha is None else alpha
-            beta = targets[1] if beta is None else beta
+            alpha = targets.alpha if alpha is None else alpha
+            beta = targets.beta if beta is None else beta
         p0c, p1 = (float(x) for x in sprt_hypotheses(check_probability("p0", p0), drop))
         return wald_wolfowitz_bound(p0c, p1, alpha, beta)
 

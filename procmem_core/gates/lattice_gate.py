@@ -29,6 +29,7 @@ from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     VERDICT_NAMES,
     BatchDecision,
+    Evidence,
     GateDecision,
     RevisionStats,
 )
@@ -70,7 +71,7 @@ class LatticeGate(Gate):
         """``(past the revert boundary, past the accept boundary)`` before the cap rule."""
 
     @abstractmethod
-    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
         """The sentence for one decision (its numbers, where p0 came from)."""
 
     def prior_source(self, prior: RevisionStats) -> str:
@@ -128,7 +129,7 @@ class LatticeGate(Gate):
         return GateDecision(
             verdict=VERDICT_NAMES[int(code)],
             reason_code=reason,
-            reason=self.explain(reason, s, n, p0_value, source),
+            reason=self.explain(reason, Evidence(n, s, p0_value, stat, source)),
             runs_used=n,
             statistic=stat,
             gate=self.name,

@@ -4,8 +4,9 @@
   verdicts uses the codes: 0 continue, 1 accept, 2 revert);
 - reasons: why a gate gave its verdict, as a code from ``REASONS`` (the same code whether
   the store asked one revision or a simulator a million), with a sentence beside it;
-- ``RevisionStats`` (a gate's input), ``GateDecision`` (its answer for one revision) and
-  ``BatchDecision`` (its answers for many).
+- ``RevisionStats`` (a gate's input), ``Evidence`` (what one decision saw, for its
+  sentence), ``GateDecision`` (its answer for one revision) and ``BatchDecision`` (its
+  answers for many).
 """
 
 from __future__ import annotations
@@ -120,6 +121,26 @@ class RevisionStats:
     def success_rate(self) -> float:
         """``successes / runs`` (NaN with no runs)."""
         return self.successes / self.runs if self.runs else float("nan")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one decision saw, for its sentence (every gate's ``explain(reason_code,
+    evidence)``): the revision's ``runs`` (pairs, for a paired gate) and ``successes``,
+    the prior's rate ``p0`` and where it came from (``source``), the gate's
+    ``statistic``; a two-sample gate adds the prior arm's ``prior_successes`` of
+    ``prior_runs`` (ledger and concurrent runs), a paired gate the ``worse`` and
+    ``better`` discordant pairs."""
+
+    runs: int
+    successes: int
+    p0: float
+    statistic: float
+    source: str = "given"
+    prior_runs: int = 0
+    prior_successes: int = 0
+    worse: int = 0
+    better: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
