@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int
 from procmem_core.gates import lattice, llr, mixture
+from procmem_core.gates.base import field_values
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
 from procmem_core.gates.defaults import (
     ALPHA,
@@ -82,7 +83,7 @@ class CalibratedSPRTGate(LatticeGate):
             elif not isinstance(value, int | float) or math.isnan(value):
                 raise ParameterError(field, value, "a number (or None for the default)")
         if self.final_level is None:
-            cal = _calibrated(tuple(self.params().items()))
+            cal = _calibrated(tuple(field_values(self).items()))
             object.__setattr__(self, "revert_level", cal.revert_level)
             object.__setattr__(self, "final_level", cal.final_level)
             object.__setattr__(self, "_certificate", cal.worst)

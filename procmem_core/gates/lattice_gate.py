@@ -23,6 +23,7 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
+    ledger_and_runs,
     make_point,
 )
 from procmem_core.gates.verdicts import (
@@ -293,6 +294,6 @@ class LatticeGate(Gate):
             res.runs,
             np.zeros_like(res.runs),
             prior_runs,
-            self.observations(prior_runs),
+            ledger_and_runs(self, prior_runs),
             prior_runs is None,
         )

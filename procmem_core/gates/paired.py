@@ -32,7 +32,6 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
-    first_codes,
     make_point,
 )
 from procmem_core.gates.lattice import check_outcomes, check_p0_array
@@ -45,6 +44,7 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    first_codes,
 )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procmem_core.display import record_html
-from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.errors import ParameterError, check_int, check_probability, is_number
 from procmem_core.gates.defaults import ALPHA, BETA, MIN_DROP
 
 
@@ -29,21 +29,28 @@ class ErrorTargets:
     min_drop: float = MIN_DROP
 
     def __post_init__(self) -> None:
-        alpha = check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        alpha = _rate("alpha", self.alpha)
         object.__setattr__(self, "alpha", alpha)
         if self.beta is not None:
-            beta = check_probability("beta", self.beta, open_low=True, open_high=True)
+            beta = _rate("beta", self.beta)
             if alpha + beta >= 1.0:
                 raise ParameterError(
                     "alpha", (alpha, beta), "need alpha + beta < 1 (so ln B < 0 < ln A)"
                 )
             object.__setattr__(self, "beta", beta)
-        drop = check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
+        drop = _rate("min_drop", self.min_drop)
         object.__setattr__(self, "min_drop", drop)
 
     def _repr_html_(self) -> str:
         """A notebook's view: the three fields as a table."""
         return record_html(self)
+
+
+def _rate(field: str, value: Any) -> float:
+    """``value`` as a float in (0, 1); a string or a bool is refused, not converted."""
+    if not is_number(value):
+        raise ParameterError(field, value, f"a number in (0, 1), not {type(value).__name__}")
+    return check_probability(field, value, open_low=True, open_high=True)
 
 
 def check_runs(min_runs: Any, max_runs: Any) -> None:

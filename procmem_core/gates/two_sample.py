@@ -50,6 +50,7 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
+    field_values,
     make_point,
 )
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
@@ -168,8 +169,8 @@ class TwoSampleGate(TwoSampleBatch, Gate):
 
     def key_at(self, ledger: int) -> tuple:
         """The calibration key of this gate's boundaries for a ledger of ``ledger`` runs."""
-        at = {**self.params(), "ledger": int(ledger), "final_level": None, "recalibrate": False}
-        return tuple(at.items())
+        at = {**field_values(self), "ledger": int(ledger), "final_level": None}
+        return tuple({**at, "recalibrate": False}.items())
 
     def certificate_at(self, ledger: int) -> WorstCase | None:
         """The worst case certifying the levels used with a ledger of ``ledger`` runs."""
