@@ -16,8 +16,6 @@ from procmem_core.gates.base import (
     GateError,
     OperatingCurve,
     OperatingPoint,
-    bernoulli_kl,
-    wald_wolfowitz_bound,
 )
 from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
 from procmem_core.gates.combine import combine_gate_verdicts, decide_together
@@ -33,6 +31,7 @@ from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.eprocess import MixtureEGate
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.ledger_profile import LEDGER_SIZES, LedgerRow, ledger_profile
+from procmem_core.gates.llr import bernoulli_kl, wald_wolfowitz_bound
 from procmem_core.gates.margin import MarginGate
 from procmem_core.gates.operating import (
     margin_operating_point,
@@ -43,6 +42,7 @@ from procmem_core.gates.operating import (
 from procmem_core.gates.records import DECISION_COLUMNS, GateRecord
 from procmem_core.gates.registry import make_gate
 from procmem_core.gates.sprt import SPRTGate
+from procmem_core.gates.targets import ErrorTargets
 from procmem_core.gates.two_sample import TwoSampleGate
 from procmem_core.gates.verdicts import (
     ACCEPT,
@@ -55,6 +55,7 @@ from procmem_core.gates.verdicts import (
     VERDICT_CODES,
     VERDICT_NAMES,
     BatchDecision,
+    Evidence,
     GateDecision,
     RevisionStats,
     verdict_names,
@@ -80,6 +81,8 @@ __all__ = [
     "CostGate",
     "DesignQuestion",
     "DiscordantSPRTGate",
+    "ErrorTargets",
+    "Evidence",
     "FamilyAnswer",
     "Gate",
     "GateDecision",

@@ -2,45 +2,49 @@
 
 ``ProcedureStore.evolve`` asks a gate after runs of a pending revision land, passing the
 prior revision's and the revision's ledger statistics; the gate answers with a
-``GateDecision``. Simulators ask the same gate about a million outcome sequences at once
-(``decide_batch``), the exact analysis asks for its operating point, the reports for its
-label and its lower bound. Every caller uses these verbs:
+``GateDecision``. Simulators ask the same gate about a million outcome sequences at once,
+the exact analysis asks for its operating point, the reports for its label, its targets
+and its lower bound. ``Gate`` holds only the verbs callers outside ``gates/`` use:
 
 - ``decide(prior, revision, p0=None)``: one revision, with a reason code and a sentence;
-- ``decide_batch(outcomes, p0, costs=..., prior_costs=...)`` and ``run_codes`` (the
-  verdict after every run): many replications, the same rule;
+  ``verdict(prior, revision)``: its verdict alone (what the store asks at every event);
+- ``decide_batch(outcomes, p0, costs=..., prior_costs=...)``: many replications, the
+  same rule; ``decide_evidence``: the same from both arms' raw evidence, with
+  ``arm_runs`` the runs of each arm a decision needed;
 - ``estimate_p0(successes, runs)``: the prior's rate from its ledger;
-- ``operating_point(p, p0, prior_runs=None)``: exact P(revert), P(accept), E[runs]
-  (``exact`` says whether the gate has one);
-- ``expected_runs_lower_bound(p0, alpha, beta)``: Wald-Wolfowitz, for gates with a
-  ``design_drop``;
+- ``operating_point(p, p0, prior_runs=None)``, ``operating_curve(p0, drop, prior_runs)``:
+  exact P(revert), P(accept), E[runs] (``exact`` says whether the gate has them);
+  ``approximate_operating_point``: a closed form beside them (the SPRT: Wald's);
+- ``targets`` (``ErrorTargets(alpha, beta, min_drop)``, None for a gate without them),
+  ``design_drop`` and ``expected_runs_lower_bound(p0, alpha, beta)``: Wald-Wolfowitz;
 - ``config()``, ``describe()``: its parameters (``make_gate(**config())`` rebuilds it)
   and a label that reads as words.
 
-``gates.lattice_gate.LatticeGate`` implements all of them for a gate whose verdict
-depends only on the revision's (runs, successes) and p0: a subclass gives its per-run
-``rule``, its ``statistic``, which boundary was ``crossed`` and the sentence that
-``explain``s it.
+The flags ``exact``, ``veto_only``, ``compares_arms``, ``wald_nominal`` and ``designs``
+say what a caller may ask. The families below give the rest: ``LatticeGate`` (a verdict
+that depends only on the revision's (runs, successes) and p0: a subclass gives its
+per-run ``rule``, its ``statistic``, which boundary was ``crossed`` and the sentence that
+``explain``s it), ``PairedGate`` (discordant pairs), ``TwoSampleGate`` and ``CostGate``;
+every ``explain`` takes ``(reason_code, evidence: Evidence)``. A family that decides
+from per-run codes has ``run_codes`` (``combine.decide_together`` asks it).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special
 
 from procmem_core.display import record_html
 from procmem_core.errors import ParameterError, ProcmemError, check_probability
 from procmem_core.gates import lattice
-from procmem_core.gates.llr import sprt_hypotheses
+from procmem_core.gates.llr import sprt_hypotheses, wald_wolfowitz_bound
+from procmem_core.gates.targets import ErrorTargets, targets_of
 from procmem_core.gates.verdicts import (
-    CONTINUE_CODE,
     BatchDecision,
     GateDecision,
     RevisionStats,
@@ -143,25 +147,6 @@ def make_point(
     return OperatingPoint(p, p0, revert, accept, runs, method, prior_runs)
 
 
-def bernoulli_kl(p: float, q: float) -> float:
-    """``K(p, q) = p ln(p/q) + (1-p) ln((1-p)/(1-q))`` (0 ln 0 = 0)."""
-    return float(special.xlogy(p, p / q) + special.xlogy(1.0 - p, (1.0 - p) / (1.0 - q)))
-
-
-def wald_wolfowitz_bound(p0: float, p1: float, alpha: float, beta: float) -> tuple[float, float]:
-    """Lower bounds on E[runs] at p0 and at p1 of any test with errors (alpha, beta).
-
-    ``E0[N] >= ((1-a) ln((1-a)/b) + a ln(a/(1-b))) / K(p0, p1)``,
-    ``E1[N] >= ((1-b) ln((1-b)/a) + b ln(b/(1-a))) / K(p1, p0)`` (Wald and Wolfowitz
-    1948; docs/statistics.md).
-    """
-    a = check_probability("alpha", alpha, open_low=True, open_high=True)
-    b = check_probability("beta", beta, open_low=True, open_high=True)
-    at_p0 = ((1 - a) * math.log((1 - a) / b) + a * math.log(a / (1 - b))) / bernoulli_kl(p0, p1)
-    at_p1 = ((1 - b) * math.log((1 - b) / a) + b * math.log(b / (1 - a))) / bernoulli_kl(p1, p0)
-    return at_p0, at_p1
-
-
 class Gate(ABC):
     """The verbs every revision gate implements (see the module docstring)."""
 
@@ -180,7 +165,7 @@ class Gate(ABC):
     """True for a gate that compares the prior's runs (ledger, concurrent) with the
     revision's itself instead of taking a p0 (``decide_evidence`` is its batch verb)."""
     wald_nominal: ClassVar[bool] = False
-    """True when ``error_targets`` are Wald's nominal rates for boundaries set as if p0 were
+    """True when ``targets`` are Wald's nominal rates for boundaries set as if p0 were
     known and the test untruncated, so the achieved rates can miss them (the SPRT); the
     report explains the gap for these gates."""
     designs: ClassVar[tuple[str, ...]] = DESIGNS
@@ -188,27 +173,27 @@ class Gate(ABC):
     and, in the concurrent design, ignores the prior's concurrent runs (its p0 comes from
     the ledger); a gate that compares the two arms run by run needs "concurrent"."""
 
-    def params(self) -> dict[str, Any]:
-        """The gate's parameters as plain values (its dataclass fields)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
     def config(self) -> dict[str, Any]:
-        """``{"name": ..., **params()}``: ``make_gate(**gate.config())`` rebuilds the gate."""
-        return {"name": self.name, **self.params()}
+        """``{"name": ..., **field_values(gate)}``: ``make_gate(**gate.config())`` rebuilds
+        the gate."""
+        return {"name": self.name, **field_values(self)}
 
     def describe(self) -> str:
         """A label that reads as words, e.g. "SPRT, follow the LLR at the cap"."""
         return self.label
 
     @property
-    def design_drop(self) -> float | None:
-        """The drop in success rate the gate is designed to catch (None: it has none)."""
-        return None
+    def targets(self) -> ErrorTargets | None:
+        """The gate's ``ErrorTargets`` from its ``alpha``, ``beta`` and ``min_drop`` fields
+        (None: a gate without them states none; ``beta`` None: no power target)."""
+        return targets_of(self)
 
     @property
-    def error_targets(self) -> tuple[float, float] | None:
-        """The nominal (false revert, missed regression) rates, if the gate states them."""
-        return None
+    def design_drop(self) -> float | None:
+        """The drop in success rate the gate is designed to catch, ``targets.min_drop``
+        (None: it has none)."""
+        targets = self.targets
+        return None if targets is None else targets.min_drop
 
     @abstractmethod
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
@@ -227,20 +212,6 @@ class Gate(ABC):
         return self.decide(prior, revision).verdict
 
     @abstractmethod
-    def run_codes(
-        self,
-        outcomes: np.ndarray,
-        p0: float | np.ndarray,
-        costs: np.ndarray | None = None,
-        prior_costs: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """The verdict code after each run, ``(replications, runs)`` int8.
-
-        ``outcomes``: bool (replications, runs); ``costs``: the cost of each run (NaN where
-        a run failed or reported none); ``prior_costs``: each row's prior success costs
-        (NaN-padded). Gates that do not use costs ignore them.
-        """
-
     def decide_batch(
         self,
         outcomes: np.ndarray,
@@ -248,36 +219,12 @@ class Gate(ABC):
         costs: np.ndarray | None = None,
         prior_costs: np.ndarray | None = None,
     ) -> BatchDecision:
-        """First decision of each row of ``outcomes``, from ``run_codes``."""
-        outcomes = lattice.check_outcomes(outcomes)
-        p0 = lattice.check_p0_array(p0, outcomes.shape[0])
-        return self.first_decision(self.run_codes(outcomes, p0, costs, prior_costs), outcomes, p0)
+        """First decision of each row of ``outcomes`` (bool, replications x runs).
 
-    def first_decision(
-        self, codes: np.ndarray, outcomes: np.ndarray, p0: np.ndarray
-    ) -> BatchDecision:
-        """The first non-continue code of each row of per-run ``codes`` as a decision, with
-        this gate's statistic and reason codes at that run."""
-        verdict, runs = first_codes(codes)
-        successes = successes_at(outcomes, runs)
-        return BatchDecision(
-            verdict,
-            runs,
-            np.asarray(self.statistic(successes, runs, p0), dtype=float),
-            self.reason_codes(successes, runs, p0, verdict),
-            successes,
-        )
-
-    def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
-        """The gate's statistic at ``(runs, successes)`` (NaN for a gate without one there)."""
-        return np.full(np.broadcast(successes, runs, p0).shape, np.nan)
-
-    def reason_codes(
-        self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike
-    ) -> np.ndarray:
-        """The reason code of each verdict (a gate with a finer vocabulary overrides it)."""
-        verdict = np.asarray(verdict)
-        return np.where(verdict == CONTINUE_CODE, "undecided", "revert_boundary").astype(object)
+        ``p0``: a scalar or one value per row; ``costs``: the cost of each run (NaN where
+        a run failed or reported none); ``prior_costs``: each row's prior success costs
+        (NaN-padded). Gates that do not use costs ignore them.
+        """
 
     def operating_point(
         self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
@@ -290,11 +237,6 @@ class Gate(ABC):
     ) -> OperatingPoint | None:
         """A closed-form approximation of the operating point, if the gate has one (the
         SPRT: Wald's), to report beside the exact one; None otherwise."""
-        return None
-
-    def certificate(self) -> Any:
-        """The ``worst.WorstCase`` that certifies a calibrated gate's boundaries (None for
-        a gate whose boundaries are not calibrated to a worst case)."""
         return None
 
     def decide_evidence(
@@ -328,10 +270,6 @@ class Gate(ABC):
         runs = np.asarray(runs_used, dtype=np.int64)
         return runs, np.zeros_like(runs)
 
-    def observations(self, prior_runs: int | None) -> int:
-        """The most Bernoulli outcomes a decision depends on: the ledger and the gate's runs."""
-        return int(prior_runs or 0) + int(getattr(self, "max_runs", 0))
-
     def operating_curve(
         self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None
     ) -> OperatingCurve:
@@ -351,7 +289,7 @@ class Gate(ABC):
             np.array([q.expected_runs for q in points], dtype=float),
             np.array(prior, dtype=float),
             prior_runs,
-            self.observations(prior_runs),
+            ledger_and_runs(self, prior_runs),
             prior_runs is None,
         )
 
@@ -364,33 +302,22 @@ class Gate(ABC):
         drop = self.design_drop
         if drop is None:
             raise GateError(f"the {self.name} gate has no design drop to bound runs against")
-        targets = self.error_targets
+        targets = self.targets
         if alpha is None or beta is None:
-            if targets is None:
+            if targets.beta is None:
                 raise GateError(f"the {self.name} gate states no error rates: give alpha, beta")
-            alpha = targets[0] if alpha is None else alpha
-            beta = targets[1] if beta is None else beta
+            alpha = targets.alpha if alpha is None else alpha
+            beta = targets.beta if beta is None else beta
         p0c, p1 = (float(x) for x in sprt_hypotheses(check_probability("p0", p0), drop))
         return wald_wolfowitz_bound(p0c, p1, alpha, beta)
 
 
-def first_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(verdict, runs_used)``: each row's first non-continue code of per-run ``codes``
-    (run ``j + 1`` in column ``j``), or continue with ``runs_used = T``."""
-    rows, t = codes.shape
-    if t == 0:
-        return np.zeros(rows, dtype=np.int8), np.zeros(rows, dtype=np.int64)
-    decided = codes != CONTINUE_CODE
-    first = decided.argmax(axis=1)
-    hit = decided[np.arange(rows), first]
-    verdict = np.where(hit, codes[np.arange(rows), first], CONTINUE_CODE).astype(np.int8)
-    return verdict, np.where(hit, first + 1, t).astype(np.int64)
+def field_values(gate: Gate) -> dict[str, Any]:
+    """A gate's parameters as plain values: its dataclass fields, in order."""
+    return {f.name: getattr(gate, f.name) for f in dataclasses.fields(gate)}
 
 
-def successes_at(outcomes: np.ndarray, runs: np.ndarray) -> np.ndarray:
-    """Successes among each row's first ``runs[i]`` outcomes."""
-    if outcomes.shape[1] == 0:
-        return np.zeros(outcomes.shape[0], dtype=np.int64)
-    counts = np.cumsum(outcomes, axis=1)
-    col = np.clip(np.asarray(runs) - 1, 0, outcomes.shape[1] - 1)
-    return np.where(np.asarray(runs) > 0, counts[np.arange(outcomes.shape[0]), col], 0)
+def ledger_and_runs(gate: Gate, prior_runs: int | None) -> int:
+    """The most Bernoulli outcomes a one-sample decision depends on: the ledger's
+    ``prior_runs`` and the gate's ``max_runs`` (``OperatingCurve.observations``)."""
+    return int(prior_runs or 0) + int(getattr(gate, "max_runs", 0))

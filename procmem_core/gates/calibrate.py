@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from procmem_core.gates.base import GateError
+from procmem_core.gates.base import GateError, field_values
 from procmem_core.gates.mixture import gathered, powers
 from procmem_core.gates.tolerance import at_most
 from procmem_core.gates.worst import WorstCase
@@ -162,6 +162,6 @@ def grid_calibrated_gate(cls: type[G], calibrated: Callable, params: dict) -> G:
     answer with. ``calibrated(key, certified)`` is the gate module's cached calibration,
     keyed by the gate's parameters without ``final_level``."""
     probe = cls(**{**params, "final_level": 0.0})
-    key = tuple({**probe.params(), "final_level": None}.items())
+    key = tuple({**field_values(probe), "final_level": None}.items())
     cal = calibrated(key, certified=False)
     return cls(**{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level})

@@ -25,8 +25,9 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
+from procmem_core.errors import ParameterError, check_choice, check_int
 from procmem_core.gates import lattice, llr, mixture
+from procmem_core.gates.base import field_values
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
 from procmem_core.gates.defaults import (
     ALPHA,
@@ -39,7 +40,8 @@ from procmem_core.gates.defaults import (
     P0_LOW,
 )
 from procmem_core.gates.lattice_gate import LatticeGate
-from procmem_core.gates.verdicts import RevisionStats
+from procmem_core.gates.targets import check_fields
+from procmem_core.gates.verdicts import Evidence, RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 ESTIMATES = ("plugin", "ml")
@@ -69,13 +71,7 @@ class CalibratedSPRTGate(LatticeGate):
     label: ClassVar[str] = "calibrated SPRT"
 
     def __post_init__(self) -> None:
-        check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
-        check_probability("alpha", self.alpha, open_low=True, open_high=True)
-        check_probability("beta", self.beta, open_low=True, open_high=True)
-        if self.alpha + self.beta >= 1.0:
-            raise ParameterError("alpha", (self.alpha, self.beta), "need alpha + beta < 1")
-        check_int("min_runs", self.min_runs, minimum=1)
-        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        check_fields(self)
         check_int("ledger", self.ledger, minimum=1)
         check_choice("prior", self.prior, ESTIMATES)
         P0Range(self.p0_low, self.p0_high)
@@ -87,7 +83,7 @@ class CalibratedSPRTGate(LatticeGate):
             elif not isinstance(value, int | float) or math.isnan(value):
                 raise ParameterError(field, value, "a number (or None for the default)")
         if self.final_level is None:
-            cal = _calibrated(tuple(self.params().items()))
+            cal = _calibrated(tuple(field_values(self).items()))
             object.__setattr__(self, "revert_level", cal.revert_level)
             object.__setattr__(self, "final_level", cal.final_level)
             object.__setattr__(self, "_certificate", cal.worst)
@@ -99,14 +95,6 @@ class CalibratedSPRTGate(LatticeGate):
         """The worst case that certified the calibrated boundaries (None when they were
         given): false revert over ``[p0_low, p0_high]`` with a ledger of ``ledger`` runs."""
         return self.__dict__.get("_certificate")
-
-    @property
-    def design_drop(self) -> float:
-        return float(self.min_drop)
-
-    @property
-    def error_targets(self) -> tuple[float, float]:
-        return float(self.alpha), float(self.beta)
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         return llr.prior_estimate(self.prior, successes, runs, self.alpha)
@@ -142,7 +130,9 @@ class CalibratedSPRTGate(LatticeGate):
         value = self.statistic(successes, runs, p0)
         return value >= self.revert_level, value <= self.accept_level
 
-    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
+        successes, runs = evidence.successes, evidence.runs
+        p0, source = evidence.p0, evidence.source
         value = float(self.statistic(successes, runs, p0))
         head = f"LLR={value:.4f} after {successes}/{runs}; p0={p0:.4g} ({source})"
         why = {

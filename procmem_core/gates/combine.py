@@ -21,6 +21,7 @@ from procmem_core.gates.verdicts import (
     VERDICT_CODES,
     VERDICT_NAMES,
     BatchDecision,
+    first_decision,
 )
 
 
@@ -66,7 +67,8 @@ def decide_together(
 ) -> tuple[BatchDecision, np.ndarray]:
     """First run at which the combined verdict is not "continue", for each row.
 
-    Returns the decision (statistic and reasons of the primary gate at that run,
+    Both gates decide from per-run codes (``run_codes``: every one-sample gate and the
+    cost gate). Returns the decision (statistic and reasons of the primary gate at that run,
     "cost_exceeded" where the veto reverted) and the mask of rows the veto decided (it
     reverted at a run where the primary gate alone did not).
     """
@@ -77,7 +79,7 @@ def decide_together(
     second = veto.run_codes(outcomes[:, :t], p0, None if costs is None else costs[:, :t],
                             prior_costs)  # fmt: skip
     both = combine_gate_verdicts(first, second)
-    decision = primary.first_decision(both, outcomes[:, :t], p0)
+    decision = first_decision(primary, both, outcomes[:, :t], p0)
     if t == 0:
         return decision, np.zeros(outcomes.shape[0], dtype=bool)
     rows = np.arange(outcomes.shape[0])

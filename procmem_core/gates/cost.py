@@ -10,14 +10,16 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import check_int, check_number
 from procmem_core.gates.base import Gate
-from procmem_core.gates.lattice import check_outcomes
+from procmem_core.gates.lattice import check_outcomes, check_p0_array
 from procmem_core.gates.verdicts import (
     CONTINUE,
     CONTINUE_CODE,
     REVERT,
     REVERT_CODE,
+    BatchDecision,
     GateDecision,
     RevisionStats,
+    first_decision,
 )
 
 
@@ -106,6 +108,18 @@ class CostGate(Gate):
             gate=self.name,
         )
 
+    def decide_batch(
+        self,
+        outcomes: np.ndarray,
+        p0: float | np.ndarray,
+        costs: np.ndarray | None = None,
+        prior_costs: np.ndarray | None = None,
+    ) -> BatchDecision:
+        """First decision of each row of ``outcomes``, from ``run_codes``."""
+        outcomes = check_outcomes(outcomes)
+        p0 = check_p0_array(p0, outcomes.shape[0])
+        return first_decision(self, self.run_codes(outcomes, p0, costs, prior_costs), outcomes, p0)
+
     def run_codes(
         self,
         outcomes: np.ndarray,
@@ -129,6 +143,10 @@ class CostGate(Gate):
         enough = (k1 >= self.min_samples) & (k0 >= self.min_samples)
         over = enough & (m1 > m0 * (1.0 + self.tolerance))
         return np.where(over, REVERT_CODE, CONTINUE_CODE).astype(np.int8)
+
+    def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:
+        """NaN at every ``(runs, successes)``: the verdict reads the costs, not the counts."""
+        return np.full(np.broadcast(successes, runs, p0).shape, np.nan)
 
     def reason_codes(
         self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike, verdict: ArrayLike

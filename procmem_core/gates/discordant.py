@@ -21,11 +21,12 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_choice, check_probability
+from procmem_core.errors import check_choice
 from procmem_core.gates.defaults import ALPHA, BETA, MAX_RUNS, MIN_DROP, MIN_RUNS
 from procmem_core.gates.llr import EPS, LLR_TOLERANCE, sprt_boundaries, sprt_crossed
 from procmem_core.gates.paired import PairedGate
-from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
+from procmem_core.gates.targets import check_fields
+from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE, Evidence
 
 CAP_RULES = ("accept", "llr")
 
@@ -55,21 +56,9 @@ class DiscordantSPRTGate(PairedGate):
     label: ClassVar[str] = "discordant-pairs SPRT"
 
     def __post_init__(self) -> None:
-        check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
-        check_probability("alpha", self.alpha, open_low=True, open_high=True)
-        check_probability("beta", self.beta, open_low=True, open_high=True)
-        if self.alpha + self.beta >= 1.0:
-            raise ParameterError("alpha", (self.alpha, self.beta), "need alpha + beta < 1")
+        check_fields(self)
         check_choice("at_cap", self.at_cap, CAP_RULES)
         self.check_pairing()
-
-    @property
-    def design_drop(self) -> float:
-        return float(self.min_drop)
-
-    @property
-    def error_targets(self) -> tuple[float, float]:
-        return float(self.alpha), float(self.beta)
 
     def describe(self) -> str:
         return f"discordant-pairs SPRT, {self.at_cap} at the cap"
@@ -89,7 +78,9 @@ class DiscordantSPRTGate(PairedGate):
             return np.full(np.shape(value), ACCEPT_CODE, dtype=np.int8)
         return np.where(value > LLR_TOLERANCE, REVERT_CODE, ACCEPT_CODE).astype(np.int8)
 
-    def explain(self, reason_code: str, k: int, w: int, b: int, p0: float, value: float) -> str:
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
+        k, w, b = evidence.runs, evidence.worse, evidence.better
+        p0, value = evidence.p0, evidence.statistic
         ln_a, ln_b = sprt_boundaries(self.alpha, self.beta)
         theta = float(discordant_theta(p0, self.min_drop))
         head = (

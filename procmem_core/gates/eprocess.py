@@ -27,10 +27,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from procmem_core.errors import check_number, check_probability
+from procmem_core.errors import check_number
 from procmem_core.gates.defaults import ALPHA, MAX_RUNS, MIN_DROP
 from procmem_core.gates.paired import PairedGate
-from procmem_core.gates.verdicts import ACCEPT_CODE
+from procmem_core.gates.targets import check_fields
+from procmem_core.gates.verdicts import ACCEPT_CODE, Evidence
 
 
 def log_mixture(worse: ArrayLike, better: ArrayLike) -> np.ndarray:
@@ -58,14 +59,9 @@ class MixtureEGate(PairedGate):
     label: ClassVar[str] = "anytime-valid mixture test"
 
     def __post_init__(self) -> None:
-        check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        check_fields(self)
         check_number("accept_below", self.accept_below, minimum=0.0, maximum=1.0)
-        check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
         self.check_pairing()
-
-    @property
-    def design_drop(self) -> float:
-        return float(self.min_drop)
 
     def describe(self) -> str:
         return "anytime-valid mixture test (discordant pairs)"
@@ -82,8 +78,9 @@ class MixtureEGate(PairedGate):
     def at_cap_code(self, value: np.ndarray) -> np.ndarray:
         return np.full(np.shape(value), ACCEPT_CODE, dtype=np.int8)
 
-    def explain(self, reason_code: str, k: int, w: int, b: int, p0: float, value: float) -> str:
-        head = f"ln M={value:.4f} after {k} pairs ({w} worse, {b} better)"
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
+        e = evidence
+        head = f"ln M={e.statistic:.4f} after {e.runs} pairs ({e.worse} worse, {e.better} better)"
         why = {
             "too_few_runs": f"fewer than min_runs={self.min_runs} pairs",
             "revert_boundary": f"M >= 1/alpha={1 / self.alpha:g} (Ville): the revision fails more",

@@ -23,12 +23,14 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
+    ledger_and_runs,
     make_point,
 )
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     VERDICT_NAMES,
     BatchDecision,
+    Evidence,
     GateDecision,
     RevisionStats,
 )
@@ -70,7 +72,7 @@ class LatticeGate(Gate):
         """``(past the revert boundary, past the accept boundary)`` before the cap rule."""
 
     @abstractmethod
-    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
         """The sentence for one decision (its numbers, where p0 came from)."""
 
     def prior_source(self, prior: RevisionStats) -> str:
@@ -128,7 +130,7 @@ class LatticeGate(Gate):
         return GateDecision(
             verdict=VERDICT_NAMES[int(code)],
             reason_code=reason,
-            reason=self.explain(reason, s, n, p0_value, source),
+            reason=self.explain(reason, Evidence(n, s, p0_value, stat, source)),
             runs_used=n,
             statistic=stat,
             gate=self.name,
@@ -292,6 +294,6 @@ class LatticeGate(Gate):
             res.runs,
             np.zeros_like(res.runs),
             prior_runs,
-            self.observations(prior_runs),
+            ledger_and_runs(self, prior_runs),
             prior_runs is None,
         )

@@ -18,6 +18,8 @@ is floored at ``EPS``, so ``0 < p1 < p0 < 1`` and both log increments are finite
   accept and a failure almost nothing, so an undecided test goes to the cap rule.
 
 ``degenerate_p0_note`` states which of these applied, for the decision's reason.
+``bernoulli_kl`` and ``wald_wolfowitz_bound``: the expected LLR increment and the least
+expected runs of any test with errors (alpha, beta) (``Gate.expected_runs_lower_bound``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import special
 
+from procmem_core.errors import check_probability
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 from procmem_core.proportions import clopper_pearson_lower, smoothed_rate
 
@@ -217,3 +221,22 @@ def degenerate_p0_note(p0: float, min_drop: float) -> str | None:
             "the test only catches a revision that never succeeds"
         )
     return None
+
+
+def bernoulli_kl(p: float, q: float) -> float:
+    """``K(p, q) = p ln(p/q) + (1-p) ln((1-p)/(1-q))`` (0 ln 0 = 0)."""
+    return float(special.xlogy(p, p / q) + special.xlogy(1.0 - p, (1.0 - p) / (1.0 - q)))
+
+
+def wald_wolfowitz_bound(p0: float, p1: float, alpha: float, beta: float) -> tuple[float, float]:
+    """Lower bounds on E[runs] at p0 and at p1 of any test with errors (alpha, beta).
+
+    ``E0[N] >= ((1-a) ln((1-a)/b) + a ln(a/(1-b))) / K(p0, p1)``,
+    ``E1[N] >= ((1-b) ln((1-b)/a) + b ln(b/(1-a))) / K(p1, p0)`` (Wald and Wolfowitz
+    1948; docs/statistics.md).
+    """
+    a = check_probability("alpha", alpha, open_low=True, open_high=True)
+    b = check_probability("beta", beta, open_low=True, open_high=True)
+    at_p0 = ((1 - a) * math.log((1 - a) / b) + a * math.log(a / (1 - b))) / bernoulli_kl(p0, p1)
+    at_p1 = ((1 - b) * math.log((1 - b) / a) + b * math.log(b / (1 - a))) / bernoulli_kl(p1, p0)
+    return at_p0, at_p1

@@ -8,10 +8,11 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import check_int, check_probability
+from procmem_core.errors import check_probability
 from procmem_core.gates.defaults import MAX_RUNS
 from procmem_core.gates.lattice_gate import LatticeGate
-from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE, RevisionStats
+from procmem_core.gates.targets import check_fields
+from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE, Evidence, RevisionStats
 
 MARGIN_TOLERANCE = 1e-12
 """A rate difference within this of the margin counts as equal (so 0.8 - 0.75 does not
@@ -39,8 +40,7 @@ class MarginGate(LatticeGate):
 
     def __post_init__(self) -> None:
         check_probability("margin", self.margin, open_high=True)
-        check_int("min_runs", self.min_runs, minimum=1)
-        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        check_fields(self)
 
     def describe(self) -> str:
         return f"margin gate, margin {self.margin:g}"
@@ -77,9 +77,8 @@ class MarginGate(LatticeGate):
         revert = np.asarray(gap > self.margin + MARGIN_TOLERANCE)
         return revert, np.zeros_like(revert)
 
-    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
-        gap = float(self.statistic(successes, runs, p0)) if p0 == p0 else 0.0
-        s, n = successes, runs
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
+        gap, s, n, p0 = evidence.statistic, evidence.successes, evidence.runs, evidence.p0
         why = {
             "revert_boundary": f"success rate {s}/{n} is below the prior's by {gap:.4f} > "
             f"{self.margin:g}",
@@ -87,4 +86,4 @@ class MarginGate(LatticeGate):
             "too_few_runs": f"fewer than min_runs={self.min_runs} runs",
             "undecided": f"gap {gap:.4f} <= margin {self.margin:g}",
         }[reason_code]
-        return f"{why}; baseline {p0:.4g} ({source})"
+        return f"{why}; baseline {p0:.4g} ({evidence.source})"

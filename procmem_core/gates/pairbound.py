@@ -9,11 +9,11 @@ changed, by the data-processing inequality on its decision and Wald's identity,
     E_p[N] >= (h(a, b) - n0 K(p, q))^+ / K(p, q - drop)                 (fixed ledger)
 
 with ``h(a, b) = (1-a) ln((1-a)/b) + a ln(a/(1-b))`` the divergence of the decision's law,
-``K`` the Bernoulli divergence (``base.bernoulli_kl``) and ``n0`` the prior's ledger runs,
+``K`` the Bernoulli divergence (``llr.bernoulli_kl``) and ``n0`` the prior's ledger runs,
 whose divergence every test gets for free (Wald and Wolfowitz 1948; Hoeffding 1960 for the
 composite form). Each alternative ``q`` gives a valid bound; ``null_runs_bound`` takes the
 largest over the grid of ``q`` it is given (q = p is the one-sample bound of
-``base.wald_wolfowitz_bound``, ``q`` between the arms is the nuisance's price).
+``llr.wald_wolfowitz_bound``, ``q`` between the arms is the nuisance's price).
 """
 
 from __future__ import annotations

@@ -32,7 +32,6 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
-    first_codes,
     make_point,
 )
 from procmem_core.gates.lattice import check_outcomes, check_p0_array
@@ -42,8 +41,10 @@ from procmem_core.gates.verdicts import (
     REVERT_CODE,
     VERDICT_NAMES,
     BatchDecision,
+    Evidence,
     GateDecision,
     RevisionStats,
+    first_codes,
 )
 
 
@@ -61,8 +62,7 @@ class PairedGate(Gate):
     design_p0: float
 
     def check_pairing(self) -> None:
-        check_int("min_runs", self.min_runs, minimum=1)
-        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        """The pairing fields: ``max_discordant`` (None or >= 1) and ``design_p0`` in (0, 1)."""
         if self.max_discordant is not None:
             check_int("max_discordant", self.max_discordant, minimum=1)
         check_probability("design_p0", self.design_p0, open_low=True, open_high=True)
@@ -119,23 +119,27 @@ class PairedGate(Gate):
         """Verdict after the complete pairs so far (``arms.pairs_of``)."""
         rev, conc = arms.pairs_of(prior, revision)
         design = self.design_p0 if p0 is None else check_probability("p0", p0)
+        source = "design_p0" if p0 is None else "given"
         k, w, b = rev.size, int(np.sum(conc & ~rev)), int(np.sum(rev & ~conc))
         code = int(self.rule(k, w, b, design))
         reason = str(self.reasons(np.array([k]), w, b, design, np.array([code]))[0])
         value = float(self.statistic_of(w, b, design))
+        evidence = Evidence(k, int(rev.sum()), design, value, source, worse=w, better=b)
         return GateDecision(
             verdict=VERDICT_NAMES[code],
             reason_code=reason,
-            reason=self.explain(reason, k, w, b, design, value),
+            reason=self.explain(reason, evidence),
             runs_used=k,
             statistic=value,
             gate=self.name,
             p0=design,
         )
 
-    def explain(self, reason_code: str, k: int, w: int, b: int, p0: float, value: float) -> str:
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
         """The sentence for one decision (subclasses add their boundaries)."""
-        return f"{reason_code}: statistic {value:.4f} after {k} pairs ({w} worse, {b} better)"
+        e = evidence
+        pairs = f"{e.runs} pairs ({e.worse} worse, {e.better} better)"
+        return f"{reason_code}: statistic {e.statistic:.4f} after {pairs}"
 
     # --- many revisions ----------------------------------------------------------------
 

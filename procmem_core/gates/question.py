@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.errors import check_int, check_probability
 from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS, P0_HIGH
 from procmem_core.gates.early_stop import Objective
 from procmem_core.gates.ledger_profile import check_ledger_sizes
+from procmem_core.gates.targets import ErrorTargets, check_fields
 from procmem_core.gates.worst import P0Range
 
 
@@ -34,19 +35,19 @@ class DesignQuestion:
     recalibrates for the ledger it sees); empty: not asked."""
 
     def __post_init__(self) -> None:
-        a = check_probability("alpha", self.alpha, open_low=True, open_high=True)
-        b = check_probability("beta", self.beta, open_low=True, open_high=True)
-        if a + b >= 1.0:
-            raise ParameterError("alpha", (a, b), "alpha + beta < 1 (with beta)")
+        check_fields(self)
         rng = P0Range(self.p0_low, self.p0_high)
         rng.check_drop(self.min_drop)
         check_int("ledger", self.ledger)
         check_probability("concurrent", self.concurrent, open_high=True)
-        check_int("min_runs", self.min_runs, minimum=1)
-        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
         Objective(self.objective, self.weight)
         if self.ledger_sizes != ():
             object.__setattr__(self, "ledger_sizes", check_ledger_sizes(self.ledger_sizes))
+
+    @property
+    def targets(self) -> ErrorTargets:
+        """The question's ``ErrorTargets(alpha, beta, min_drop)``, the gates' own type."""
+        return ErrorTargets(self.alpha, self.beta, self.min_drop)
 
     @property
     def p0_range(self) -> P0Range:

@@ -13,12 +13,13 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
+from procmem_core.errors import check_choice
 from procmem_core.gates import llr
 from procmem_core.gates.base import OperatingPoint
 from procmem_core.gates.defaults import ALPHA, BETA, MAX_RUNS, MIN_DROP, MIN_RUNS
 from procmem_core.gates.lattice_gate import LatticeGate
-from procmem_core.gates.verdicts import RevisionStats
+from procmem_core.gates.targets import check_fields
+from procmem_core.gates.verdicts import Evidence, RevisionStats
 from procmem_core.gates.wald import wald_point
 
 CAP_WORDS = {
@@ -52,28 +53,12 @@ class SPRTGate(LatticeGate):
     wald_nominal: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
-        check_probability("alpha", self.alpha, open_low=True, open_high=True)
-        check_probability("beta", self.beta, open_low=True, open_high=True)
-        if self.alpha + self.beta >= 1.0:
-            raise ParameterError(
-                "alpha", (self.alpha, self.beta), "need alpha + beta < 1 (so ln B < 0 < ln A)"
-            )
-        check_int("min_runs", self.min_runs, minimum=1)
-        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        check_fields(self)
         check_choice("at_cap", self.at_cap, llr.AT_CAP_RULES)
         check_choice("prior", self.prior, llr.PRIOR_ESTIMATES)
 
     def describe(self) -> str:
         return f"SPRT, {CAP_WORDS[self.at_cap]}"
-
-    @property
-    def design_drop(self) -> float:
-        return float(self.min_drop)
-
-    @property
-    def error_targets(self) -> tuple[float, float]:
-        return float(self.alpha), float(self.beta)
 
     @property
     def boundaries(self) -> tuple[float, float]:
@@ -120,7 +105,9 @@ class SPRTGate(LatticeGate):
         ln_a, ln_b = self.boundaries
         return llr.sprt_crossed(statistic, ln_a, ln_b)
 
-    def explain(self, reason_code: str, successes: int, runs: int, p0: float, source: str) -> str:
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
+        successes, runs = evidence.successes, evidence.runs
+        p0, source = evidence.p0, evidence.source
         ln_a, ln_b = self.boundaries
         value = float(self.statistic(successes, runs, p0))
         p0c, p1 = (float(x) for x in llr.sprt_hypotheses(p0, self.min_drop))

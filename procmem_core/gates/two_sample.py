@@ -50,6 +50,7 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
+    field_values,
     make_point,
 )
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
@@ -64,11 +65,13 @@ from procmem_core.gates.defaults import (
     P0_LOW,
 )
 from procmem_core.gates.llr import sprt_boundaries
+from procmem_core.gates.targets import check_fields
 from procmem_core.gates.two_sample_batch import TwoSampleBatch
 from procmem_core.gates.twostats import drop_statistics, step_statistics
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     VERDICT_NAMES,
+    Evidence,
     GateDecision,
     RevisionStats,
 )
@@ -103,13 +106,7 @@ class TwoSampleGate(TwoSampleBatch, Gate):
     compares_arms: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        check_probability("min_drop", self.min_drop, open_low=True, open_high=True)
-        check_probability("alpha", self.alpha, open_low=True, open_high=True)
-        check_probability("beta", self.beta, open_low=True, open_high=True)
-        if self.alpha + self.beta >= 1.0:
-            raise ParameterError("alpha", (self.alpha, self.beta), "need alpha + beta < 1")
-        check_int("min_runs", self.min_runs, minimum=1)
-        check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
+        check_fields(self)
         check_choice("design", self.design, DESIGNS)
         check_int("ledger", self.ledger, minimum=1 if self.design == "fixed" else 0)
         P0Range(self.p0_low, self.p0_high)
@@ -152,14 +149,6 @@ class TwoSampleGate(TwoSampleBatch, Gate):
         given): false revert over ``[p0_low, p0_high]`` with a ledger of ``ledger`` runs."""
         return self.__dict__.get("_certificate")
 
-    @property
-    def design_drop(self) -> float:
-        return float(self.min_drop)
-
-    @property
-    def error_targets(self) -> tuple[float, float]:
-        return float(self.alpha), float(self.beta)
-
     def describe(self) -> str:
         return f"exact two-sample test, {self.design} design, ledger {self.ledger}"
 
@@ -180,8 +169,8 @@ class TwoSampleGate(TwoSampleBatch, Gate):
 
     def key_at(self, ledger: int) -> tuple:
         """The calibration key of this gate's boundaries for a ledger of ``ledger`` runs."""
-        at = {**self.params(), "ledger": int(ledger), "final_level": None, "recalibrate": False}
-        return tuple(at.items())
+        at = {**field_values(self), "ledger": int(ledger), "final_level": None}
+        return tuple({**at, "recalibrate": False}.items())
 
     def certificate_at(self, ledger: int) -> WorstCase | None:
         """The worst case certifying the levels used with a ledger of ``ledger`` runs."""
@@ -257,14 +246,16 @@ class TwoSampleGate(TwoSampleBatch, Gate):
         reason = str(self.reasons(np.array([k]), np.array([a]), np.array([b]),
                                   np.array([n]), np.array([code]))[0])  # fmt: skip
         lam = float(drop_statistics(k, a, b, n, self.min_drop, self.accept_shrink)[0])
+        p0 = b / n if n else float("nan")
+        evidence = Evidence(k, a, p0, lam, "the prior's runs", prior_runs=n, prior_successes=b)
         return GateDecision(
             verdict=VERDICT_NAMES[code],
             reason_code=reason,
-            reason=self.explain(reason, k, a, b, n, lam),
+            reason=self.explain(reason, evidence),
             runs_used=k,
             statistic=lam,
             gate=self.name,
-            p0=b / n if n else float("nan"),
+            p0=p0,
         )
 
     def reasons(self, k, a, b, n, verdict) -> np.ndarray:
@@ -278,7 +269,9 @@ class TwoSampleGate(TwoSampleBatch, Gate):
         out[(k < self.min_runs) | ~valid & (k < self.max_runs)] = "too_few_runs"
         return out
 
-    def explain(self, reason_code: str, k: int, a: int, b: int, n: int, lam: float) -> str:
+    def explain(self, reason_code: str, evidence: Evidence) -> str:
+        k, a, lam = evidence.runs, evidence.successes, evidence.statistic
+        b, n = evidence.prior_successes, evidence.prior_runs
         ledger = n - k if self.design == "concurrent" else n
         revert, final = self.levels(ledger)
         arm = f"revision {a}/{k} vs prior {b}/{n} ({self.design} design)"

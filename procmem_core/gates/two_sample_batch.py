@@ -7,10 +7,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.gates import arms
-from procmem_core.gates.base import first_codes
 from procmem_core.gates.lattice import check_outcomes
 from procmem_core.gates.twostats import drop_statistics
-from procmem_core.gates.verdicts import BatchDecision
+from procmem_core.gates.verdicts import BatchDecision, first_codes
 
 
 class TwoSampleBatch:

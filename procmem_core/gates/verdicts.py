@@ -4,14 +4,17 @@
   verdicts uses the codes: 0 continue, 1 accept, 2 revert);
 - reasons: why a gate gave its verdict, as a code from ``REASONS`` (the same code whether
   the store asked one revision or a simulator a million), with a sentence beside it;
-- ``RevisionStats`` (a gate's input), ``GateDecision`` (its answer for one revision) and
-  ``BatchDecision`` (its answers for many).
+- ``RevisionStats`` (a gate's input), ``Evidence`` (what one decision saw, for its
+  sentence), ``GateDecision`` (its answer for one revision) and ``BatchDecision`` (its
+  answers for many); ``first_codes``, ``successes_at`` and ``first_decision`` read a
+  batch's first decision off per-run verdict codes.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -122,6 +125,26 @@ class RevisionStats:
         return self.successes / self.runs if self.runs else float("nan")
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What one decision saw, for its sentence (every gate's ``explain(reason_code,
+    evidence)``): the revision's ``runs`` (pairs, for a paired gate) and ``successes``,
+    the prior's rate ``p0`` and where it came from (``source``), the gate's
+    ``statistic``; a two-sample gate adds the prior arm's ``prior_successes`` of
+    ``prior_runs`` (ledger and concurrent runs), a paired gate the ``worse`` and
+    ``better`` discordant pairs."""
+
+    runs: int
+    successes: int
+    p0: float
+    statistic: float
+    source: str = "given"
+    prior_runs: int = 0
+    prior_successes: int = 0
+    worse: int = 0
+    better: int = 0
+
+
 @dataclass(frozen=True, kw_only=True)
 class GateDecision:
     """One gate's answer: ``verdict`` in {accept, revert, continue}, the ``reason_code``
@@ -169,3 +192,42 @@ class BatchDecision:
     def names(self) -> np.ndarray:
         """The verdicts as an array of strings (for tables)."""
         return verdict_names(self.verdict)
+
+
+def first_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(verdict, runs_used)``: each row's first non-continue code of per-run ``codes``
+    (run ``j + 1`` in column ``j``), or continue with ``runs_used = T``."""
+    rows, t = codes.shape
+    if t == 0:
+        return np.zeros(rows, dtype=np.int8), np.zeros(rows, dtype=np.int64)
+    decided = codes != CONTINUE_CODE
+    first = decided.argmax(axis=1)
+    hit = decided[np.arange(rows), first]
+    verdict = np.where(hit, codes[np.arange(rows), first], CONTINUE_CODE).astype(np.int8)
+    return verdict, np.where(hit, first + 1, t).astype(np.int64)
+
+
+def successes_at(outcomes: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Successes among each row's first ``runs[i]`` outcomes."""
+    if outcomes.shape[1] == 0:
+        return np.zeros(outcomes.shape[0], dtype=np.int64)
+    counts = np.cumsum(outcomes, axis=1)
+    col = np.clip(np.asarray(runs) - 1, 0, outcomes.shape[1] - 1)
+    return np.where(np.asarray(runs) > 0, counts[np.arange(outcomes.shape[0]), col], 0)
+
+
+def first_decision(
+    gate: Any, codes: np.ndarray, outcomes: np.ndarray, p0: np.ndarray
+) -> BatchDecision:
+    """The first non-continue code of each row of per-run ``codes`` as a decision, with
+    ``gate``'s ``statistic`` and ``reason_codes`` at that run (a gate deciding from its
+    ``run_codes``: the cost gate, or a gate and a veto together, ``gates.combine``)."""
+    verdict, runs = first_codes(codes)
+    successes = successes_at(outcomes, runs)
+    return BatchDecision(
+        verdict,
+        runs,
+        np.asarray(gate.statistic(successes, runs, p0), dtype=float),
+        gate.reason_codes(successes, runs, p0, verdict),
+        successes,
+    )

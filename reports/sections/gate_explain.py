@@ -58,7 +58,7 @@ def explain_rows(sweep: Sweep, gates: GateRuns, configs: tuple[str, ...]) -> pd.
         gate = gates.gates.get(r["run_id"])
         if gate is None or not gate.wald_nominal or r["config"] not in configs:
             continue
-        alpha, beta = gate.error_targets
+        alpha, beta = gate.targets.alpha, gate.targets.beta
         t = _decisions(sweep, r["run_id"])
         row = {
             "configuration": r["config"],

@@ -55,8 +55,8 @@ from procmem_core.gates import (
     SPRTGate,
     decide_together,
 )
-from procmem_core.gates.base import successes_at
 from procmem_core.gates.design import arm_runs
+from procmem_core.gates.verdicts import successes_at
 from simulators.draws import bernoulli_rows, scratch
 from simulators.feedback import Feedback
 from simulators.replication import Chunk, check_positive

@@ -197,7 +197,7 @@ def test_bound_between_grid_points_holds_on_a_dense_grid():
     h = 1e-6
     f = gate.operating_curve(np.r_[x - h, x + h], 0.0, 20).p_revert
     du = np.abs(np.arcsin(np.sqrt(f[400:])) - np.arcsin(np.sqrt(f[:400]))) / (2 * h)
-    assert np.all(du <= rate_bound(x, 0.0, gate.observations(20)))
+    assert np.all(du <= rate_bound(x, 0.0, w.curve.observations))
 
 
 def test_lower_bound_on_power_holds_on_a_dense_grid():
