@@ -216,6 +216,7 @@ class SweepTracking(Callback):
                 tr.TAG_NOTE: question or f"sweep of preset {preset}",
                 "procmem.git_dirty": str(dirty).lower(),
                 "procmem.launcher": str(OmegaConf.select(config, "hydra.launcher._target_")),
+                "procmem.sweeper": str(OmegaConf.select(config, "hydra.sweeper._target_")),
                 "procmem.command": "python -m experiments.run -m " + " ".join(overrides),
                 "procmem.versions": package_versions(),
                 "procmem.resume": str(bool(config.resume)).lower(),

@@ -40,6 +40,7 @@ from reports.sections.loop_evidence import (
 )
 from reports.sections.loop_figures import bars, over_time, sources_bars
 from reports.sections.loop_missing import missing_sentence, missing_table, split_channels, twins
+from reports.sections.loop_search import is_search, search_sentence, search_table
 from reports.sections.loop_verdict import (
     best_row,
     chain_reason,
@@ -339,6 +340,8 @@ def loop_section(sweep: Sweep) -> Section | None:
     effects = main_effects(rows, ("regret_change", "regret"))
     blocks: list = world_blocks(rows, None, "The verdict")
     blocks += [missing_table(pairs, len(rows))] if pairs else []
+    search = is_search(sweep.parent_tags)
+    blocks += [search_table(rows)] if search else []
     blocks += [
         REGRET + chance_note(rows),
         *(
@@ -373,7 +376,8 @@ def loop_section(sweep: Sweep) -> Section | None:
     verdict = verdict_json(best if best is not None else best_row(rows), rows)
     return Section(
         "loop", "Closed loop: does the engine learn the right procedures",
-        " ".join(x for x in (_answer(rows, seed, best),
+        " ".join(x for x in (search_sentence(rows) if search else "",
+                             _answer(rows, seed, best),
                              missing_sentence(pairs, seed, 1),
                              missing_sentence(pairs, best, len(rows)) if best is not None
                              and (seed is None or best["run_id"] != seed["run_id"]) else "",
