@@ -19,6 +19,7 @@ from procmem_core.metric import fmt
 from reports.claims import Option, beyond_noise
 from reports.document import Table
 from reports.evidence import NOISE_Z
+from reports.sections.loop_verdict import swept_overrides
 
 SWEEPER_TAG = "procmem.sweeper"
 """The parent run's tag naming the sweeper's class (``experiments.callbacks``)."""
@@ -30,13 +31,29 @@ def is_search(parent_tags: dict[str, str]) -> bool:
     return "optuna" in parent_tags.get(SWEEPER_TAG, "").lower()
 
 
+def trial_name(row: pd.Series, rows: pd.DataFrame) -> str:
+    """A trial by its searched values (the params that vary over the trials, as config
+    overrides, numbers to 3 significant digits); its configuration label without any."""
+    parts = []
+    for item in swept_overrides(row, rows):
+        key, _, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            parts.append(item)
+            continue
+        parts.append(f"{key}={number:.3g}")
+    return ", ".join(parts) or str(row.get("config", ""))
+
+
 def trial_options(rows: pd.DataFrame, objective: str = "regret_change") -> list[Option]:
-    """Each trial as an ``Option`` (its configuration, objective and SE), lowest first."""
+    """Each trial as an ``Option`` (its searched values, objective and SE), lowest first."""
     options = [
-        Option(str(r["config"]), float(r[objective]), float(r.get(f"{objective}_se", math.nan)))
+        Option(trial_name(r, rows), float(r[objective]),
+               float(r.get(f"{objective}_se", math.nan)))
         for _, r in rows.iterrows()
         if pd.notna(r.get(objective))
-    ]
+    ]  # fmt: skip
     return sorted(options, key=lambda o: o.value)
 
 
@@ -56,7 +73,7 @@ def search_sentence(rows: pd.DataFrame) -> str:
         f"{len(others)} trials by more than {NOISE_Z:g} SE of the difference"
     )
     if tied:
-        names = ", ".join(o.name for o in tied[:MAX_NAMED])
+        names = "; ".join(o.name for o in tied[:MAX_NAMED])
         more = f" and {len(tied) - MAX_NAMED} more" if len(tied) > MAX_NAMED else ""
         text += (
             f"; {len(tied)} are within {NOISE_Z:g} SE of it, so the search cannot call it "

@@ -22,7 +22,7 @@ from experiments.search import objective_value, search_vary
 from procmem_core.errors import ParameterError
 from reports.claims import Option, beyond_noise
 from reports.sections.loop import loop_section
-from reports.sections.loop_search import search_sentence, search_table
+from reports.sections.loop_search import search_sentence, search_table, trial_name
 from reports.source import load_sweep
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
@@ -105,3 +105,16 @@ def test_a_trial_is_better_only_beyond_two_se_of_the_difference():
     assert table.loc["t2", "worse by > 2 SE?"] == "no: tied"
     assert beyond_noise(Option("a", 0.0, 0.02), Option("b", -0.05, 0.01))
     assert table.loc["t0", "minus the lowest"].startswith("0.05 ± 0.022")
+
+
+def test_a_trial_is_named_by_its_searched_values():
+    rows = _rows([(0.0, 0.02), (-0.05, 0.01)]).assign(
+        **{"params.quarantine.name": ["seed", "decay"],
+           "params.explore.explore_rate": [0.2636034015091093, 0.1],
+           "params.scenario.sessions": [1000, 1000]}
+    )  # fmt: skip
+    assert trial_name(rows.iloc[0], rows) == "explore.explore_rate=0.264, quarantine=seed"
+    assert search_sentence(rows).startswith(
+        "The search ran 2 trials of 8 replications each; the lowest regret change is "
+        "-0.05 ± 0.01 with explore.explore_rate=0.1, quarantine=decay. It beats 1 of the other 1"
+    )
