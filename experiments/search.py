@@ -7,7 +7,9 @@ so far, TPE seeded by ``hydra.sweeper.sampler.seed``, which the preset takes fro
 ``seed``), so the sweep callback (``experiments.callbacks``) checks the search instead of
 planning its jobs, names the runs by the searched keys, and reads the jobs back from the
 parent's children at the end. Each job returns its objective to the sweeper
-(``objective_value``); a failed job returns NaN, which Optuna records as a failed trial.
+(``objective_value``); a failed job returns NaN, which Optuna records as a failed trial,
+and so does a job whose process died (``experiments.launcher``). A job whose config is
+refused (a ``ProcmemError``) stops the search, as it stops any sweep.
 A search does not resume (``resume=true`` is refused): a skipped job has no objective.
 """
 
