@@ -6,7 +6,10 @@
    (``experiments.plan``): every job's values, a sweep that expands to no job, the
    launcher's ``n_jobs``, a sweep folder that cannot be written, and the tracking URI (a
    malformed URI, a server or database that does not answer within seconds). One bad
-   thing stops the command with one line, and no MLflow run is created;
+   thing stops the command with one line, and no MLflow run is created. A search (the
+   Optuna sweeper: its trials are not known in advance) is checked instead
+   (``experiments.search``), runs without the progress thread, and its jobs are read
+   back from the parent's children at the end;
 2. creates the database and the experiment, so parallel jobs never race to create them,
    and fails the orphans of earlier runs (``Tracker.reap_orphans``: RUNNING runs whose
    process was killed);
@@ -55,6 +58,7 @@ from experiments.plan import (
     sweep_params,
 )
 from experiments.progress import SweepProgress
+from experiments.search import check_search, is_search, jobs_from_children, search_vary
 from experiments.stores import announce_new, check_uri, uri_source
 from experiments.summary import print_summary
 
@@ -75,6 +79,7 @@ class SweepState:
     jobs: list[PlannedJob]
     overrides: list[str]  # the command's own overrides
     progress: SweepProgress | None = None
+    search: bool = False  # an Optuna search: the jobs are read from the children at the end
     started: float = field(default_factory=time.perf_counter)
     closed: bool = False
 
@@ -123,7 +128,10 @@ class SweepTracking(Callback):
         check_launcher(config)
         configured = OmegaConf.select(config, "tracking.uri")
         tracker = tr.Tracker(str(config.tracking.experiment), configured)
-        jobs = planned_jobs(config, label)  # every value checked before the store is touched
+        search = is_search(config)  # a search's trials are not known before it runs
+        if search:
+            check_search(config)
+        jobs = [] if search else planned_jobs(config, label)  # checked before the store
         new_store = check_uri(tracker.uri, uri_source(configured))
         check_writable(Path(str(config.hydra.sweep.dir)))
         if new_store:
@@ -160,23 +168,33 @@ class SweepTracking(Callback):
             metrics={"jobs_total": len(jobs), "jobs_skipped": skipped},
         )
         overrides = own_overrides(list(config.hydra.overrides.task))
-        vary = varying_keys([(job.label, job.params) for job in jobs])
+        search = is_search(config)
+        vary = search_vary(config) if search else varying_keys([(j.label, j.params) for j in jobs])
         with read_write(config.hydra):
             config.hydra.overrides.task.extend(job_overrides(tracker.uri, parent_id, vary))
-        progress = SweepProgress(
-            tracker.uri, tracker.experiment, parent_id, jobs, str(config.progress)
+        progress = (
+            None
+            if search
+            else SweepProgress(
+                tracker.uri, tracker.experiment, parent_id, jobs, str(config.progress)
+            )
         )
-        self.state = SweepState(tracker, parent_id, jobs, overrides, progress)
+        self.state = SweepState(tracker, parent_id, jobs, overrides, progress, search=search)
         log_jobs(tracker, parent_id, jobs_frame(jobs), Path(str(config.hydra.sweep.dir)))
         ACTIVE.append(self)
         atexit.register(self.abandon)
+        what = (
+            f"search: {OmegaConf.select(config, 'hydra.sweeper.n_trials')} trials"
+            if search
+            else f"sweep: {len(jobs)} jobs ({skipped} already finished, skipped)"
+        )
         print(
-            f"sweep: {len(jobs)} jobs ({skipped} already finished, skipped) -> experiment "
-            f"{tracker.experiment!r}, parent run {parent_id}"
+            f"{what} -> experiment {tracker.experiment!r}, parent run {parent_id}"
             + (f"; marked {len(reaped)} orphaned run(s) FAILED" if reaped else ""),
             file=sys.stderr,
         )
-        progress.start()
+        if progress is not None:
+            progress.start()
 
     @staticmethod
     def _start_parent(
@@ -198,6 +216,7 @@ class SweepTracking(Callback):
                 tr.TAG_NOTE: question or f"sweep of preset {preset}",
                 "procmem.git_dirty": str(dirty).lower(),
                 "procmem.launcher": str(OmegaConf.select(config, "hydra.launcher._target_")),
+                "procmem.sweeper": str(OmegaConf.select(config, "hydra.sweeper._target_")),
                 "procmem.command": "python -m experiments.run -m " + " ".join(overrides),
                 "procmem.versions": package_versions(),
                 "procmem.resume": str(bool(config.resume)).lower(),
@@ -220,7 +239,10 @@ class SweepTracking(Callback):
         tracker = state.tracker
         children: dict[str, list] = {}
         metrics: dict[str, dict[str, float]] = {}
-        for run in tracker.children(state.parent_id):
+        runs = tracker.children(state.parent_id)
+        if state.search:
+            state.jobs = jobs_from_children(runs)
+        for run in runs:
             num = int(run.data.tags.get("procmem.job_num", -1))
             status, why = run.info.status, run.data.tags.get(tr.TAG_END_REASON, "")
             if status == "RUNNING":  # its process died without ending it
@@ -322,8 +344,12 @@ def jobs_frame(jobs: list[PlannedJob]) -> pd.DataFrame:
                 "reason": job.reason,
             }
             for job in jobs
-        ]
+        ],
+        columns=JOB_COLUMNS,  # a search starts with no job
     )
+
+
+JOB_COLUMNS = ["job", "name", "overrides", "scenario", "config_hash", "status", "run_id", "reason"]
 
 
 def log_jobs(tracker: tr.Tracker, parent_id: str, jobs: pd.DataFrame, sweep_dir: Path) -> Path:

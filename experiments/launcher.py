@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import multiprocessing as mp
 import signal
 import sys
@@ -39,7 +40,7 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
-from omegaconf import open_dict
+from omegaconf import OmegaConf, open_dict
 
 from experiments.stopping import (
     STOP_GRACE_SECONDS,
@@ -238,4 +239,9 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         why = exc.reason if isinstance(exc, Stopped) else f"stopped with the sweep: {exc!r}"
         stop_all(running, why)
         raise
-    return [returns[initial_job_idx + i] for i in range(len(job_overrides))]
+    out = [returns[initial_job_idx + i] for i in range(len(job_overrides))]
+    if OmegaConf.select(config, "objective"):  # a search: a lost job is a failed trial (NaN)
+        for ret in out:
+            if ret.status == JobStatus.COMPLETED and ret.return_value == "failed":
+                ret.return_value = math.nan
+    return out

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 import experiments.schema  # noqa: F401 (registers the structured configs)
 from experiments.callbacks import ACTIVE, SWEEP_STATUS
 from experiments.job import JobContext, run_job
+from experiments.search import objective_value
 from experiments.stopping import Stopped, install_handlers
 from experiments.stores import check_experiment_name
 from procmem_core.errors import ParameterError, ProcmemError
@@ -93,11 +94,16 @@ def check_choices(arguments: Sequence[str]) -> str | None:
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> str:
-    """Run one job; returns its status (finished, failed or skipped)."""
+def main(cfg: DictConfig) -> str | float:
+    """Run one job; returns its status (finished, failed or skipped), or in a search (an
+    ``objective`` set) the objective for the sweeper (``experiments.search``)."""
     ctx = context(HydraConfig.get())
     try:
-        return run_job(cfg, ctx).status
+        outcome = run_job(cfg, ctx)
+        objective = OmegaConf.select(cfg, "objective")
+        if objective and ctx.multirun:
+            return objective_value(outcome.status, outcome.metrics, str(objective))
+        return outcome.status
     except ProcmemError as exc:  # a refused value or store: one line, as in a sweep
         if ctx.multirun:
             raise

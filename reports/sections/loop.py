@@ -6,7 +6,10 @@ the change with its 95 % interval over replications, and the swept setting under
 the loop learns, if one does. It explains the trend from its own tables: where the
 regret comes from early and late (off-task sessions once every procedure of a task is
 quarantined, withheld sessions, revisions on trial, worse procedures followed),
-quarantines, stranded revisions, wrong reverts and missed harmful revisions.
+quarantines, stranded revisions, wrong reverts and missed harmful revisions. When the
+sweep also ran the loop under informative missingness (``feedback=failures_rated``), the
+verdict comes from the default channel's rows and the informative channel's is stated
+next to it (``loop_missing``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from reports.sections.loop_evidence import (
     verdict_of,
 )
 from reports.sections.loop_figures import bars, over_time, sources_bars
+from reports.sections.loop_missing import missing_sentence, missing_table, split_channels, twins
+from reports.sections.loop_search import is_search, search_sentence, search_table
 from reports.sections.loop_verdict import (
     best_row,
     chain_reason,
@@ -325,11 +330,18 @@ def loop_section(sweep: Sweep) -> Section | None:
     rows = _rows(sweep)
     if rows is None:
         return None
+    rows, missing = split_channels(rows)  # the verdict from the default channel's rows
+    if rows.empty:  # only the informative channel was run: its rows are the loop's
+        rows, missing = missing, missing.iloc[:0]
     seed, best = seed_row(rows), learning_row(rows)
+    pairs = twins(rows, missing)
     learning = _metric_table(rows, LEARNING_METRICS)
     learning.insert(1, "learns?", [verdict_of(r).answer for _, r in rows.iterrows()])
     effects = main_effects(rows, ("regret_change", "regret"))
     blocks: list = world_blocks(rows, None, "The verdict")
+    blocks += [missing_table(pairs, len(rows))] if pairs else []
+    search = is_search(sweep.parent_tags)
+    blocks += [search_table(rows)] if search else []
     blocks += [
         REGRET + chance_note(rows),
         *(
@@ -364,7 +376,11 @@ def loop_section(sweep: Sweep) -> Section | None:
     verdict = verdict_json(best if best is not None else best_row(rows), rows)
     return Section(
         "loop", "Closed loop: does the engine learn the right procedures",
-        " ".join(x for x in (_answer(rows, seed, best),
+        " ".join(x for x in (search_sentence(rows) if search else "",
+                             _answer(rows, seed, best),
+                             missing_sentence(pairs, seed, 1),
+                             missing_sentence(pairs, best, len(rows)) if best is not None
+                             and (seed is None or best["run_id"] != seed["run_id"]) else "",
                              decisive_setting(effects, "regret_change")) if x), blocks,
         files={"loop_verdict.json": verdict},
     )  # fmt: skip

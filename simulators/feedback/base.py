@@ -172,12 +172,28 @@ class Feedback:
         rate = np.asarray(q, dtype=float)
         if self.informative:
             a, b = self._label_rate(1.0, user), self._label_rate(0.0, user)
-            arrival = [c for c in self.channels if c.active and c.stage == ARRIVAL]
-            r1 = np.prod([c.reported_rate(True, user) for c in arrival], axis=0)
-            r0 = np.prod([c.reported_rate(False, user) for c in arrival], axis=0)
+            r1, r0 = self._report_rates(user)
             w1, w0 = rate * r1, (1.0 - rate) * r0
             return (w1 * a + w0 * b) / (w1 + w0)
         return self._label_rate(rate, user)
+
+    def report_weight(self, q: np.ndarray | float, user: np.ndarray | float = 0.5) -> np.ndarray:
+        """P(a session reports) at true success rate ``q``, ``q r1 + (1 - q) r0``, up to a
+        factor that does not depend on the outcome (a channel whose reports do not depend
+        on it, ``MissingRatings``, counts as 1): the weight of a session among the rated
+        ones, so ``sum(w_i g_i) / sum(w_i)`` is the expected rated success share of
+        sessions at rates ``q_i`` (``g`` = ``positive_rate``)."""
+        rate = np.asarray(q, dtype=float)
+        r1, r0 = self._report_rates(user)
+        return rate * r1 + (1.0 - rate) * r0
+
+    def _report_rates(self, user: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """``(r1, r0)``: P(a report | success), P(a report | failure) over the arrival
+        channels (each channel's ``reported_rate``, multiplied)."""
+        arrival = [c for c in self.channels if c.active and c.stage == ARRIVAL]
+        r1 = np.prod([c.reported_rate(True, user) for c in arrival], axis=0)
+        r0 = np.prod([c.reported_rate(False, user) for c in arrival], axis=0)
+        return np.asarray(r1, dtype=float), np.asarray(r0, dtype=float)
 
     def _label_rate(self, q: np.ndarray | float, user: np.ndarray | float) -> np.ndarray:
         """P(reported positive) at true rate ``q`` through the label channels."""

@@ -29,6 +29,7 @@ from simulators.replication import Chunk
 from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario, Work
 from simulators.scenarios.gate import check_veto
+from simulators.scenarios.loop_lift import add_lift_metrics
 from simulators.scenarios.loop_tables import (
     arms_table,
     gate_table,
@@ -62,7 +63,11 @@ class LoopScenario(Scenario):
     ``wrong_revert_rate`` (non-harmful revisions reverted), ``missed_harmful_rate``
     (harmful revisions accepted), ``stranded_revision_rate`` (revisions still pending at
     the end on a quarantined procedure: never shown again, so the gate never decides),
-    ``quarantines`` and ``templates_promoted`` (events per replication). Tables
+    ``quarantines`` and ``templates_promoted`` (events per replication); ``rated_rate``
+    and the shown-vs-withheld lift by outcomes and by ratings, with the naive lift's exact
+    bias under the feedback channel (``lift``, ``naive_lift``, ``naive_lift_exact``,
+    ``lift_exact``, ``naive_lift_bias``: ``loop_lift``; every session is rated as a
+    deployment's log would be, ``SessionLog.rated``/``rating``). Tables
     ``gate_decisions`` (every record the store made, with the true effect), ``ab_arms``
     (per procedure: shown vs withheld sessions), ``trajectory`` (per window of sessions)
     and ``regret_sources`` (``loop_tables``); with ``export_log`` N, ``sessions`` and
@@ -176,6 +181,7 @@ class LoopScenario(Scenario):
         result = self.new_result()
         self._session_metrics(result, worlds)
         self._revision_metrics(result, worlds)
+        add_lift_metrics(result, worlds, self.feedback, self.base_rate)
         result.add_mean("quarantines", [_count(w.events, "quarantined") for w in worlds])
         result.add_mean("templates_promoted", [_count(w.events, "template") for w in worlds])
         result.tables["gate_decisions"] = gate_table(worlds)

@@ -10,7 +10,8 @@ graph procedures whose step nodes fail with known probabilities, then for each s
 2. the simulated agent follows the shown procedure if it belongs to the task: it walks
    the graph and stops at the first step that fails (path = the steps visited), else it
    works without a procedure and succeeds at ``base_rate``;
-3. the signal (``Feedback``: flips, a judge, missing ratings) is recorded with
+3. the signal (``Feedback``: flips, a judge, missing ratings, ratings whose chance
+   depends on the outcome) is recorded with
    ``record_run`` when it arrives (``delay`` sessions later; a report that arrives after
    the procedure was revised is about a graph that is gone, so it is dropped and counted
    in ``stale_reports``; so is one about a prior graph that is no longer pending);
@@ -80,6 +81,8 @@ class SessionLog:
     prior_served: bool = False  # the pending revision's prior graph was served
     on_trial: bool = False  # followed a revision that was pending (its gate undecided)
     available: int = 0  # the task's procedures not quarantined when the pack was made
+    rated: bool = True  # the session's outcome was reported (the feedback's arrival channels)
+    rating: bool = False  # what the report said (the label channels), when rated
 
     @property
     def source(self) -> str:
@@ -134,6 +137,9 @@ class LoopWorld:
         sc = self.scenario
         self.line = ArrivalLine(sc.feedback.delay)
         self.noiseless = sc.feedback.noiseless  # the signal is the outcome: nothing to draw
+        # the ratings of sessions that followed no procedure (withheld, off task) draw from
+        # their own spawned child, so the engine's stream is the same with or without them
+        self.rating_rng = self.rng.spawn(1)[0]
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
         self.store = ProcedureStore(strike_limit=sc.strike_limit, quarantine=sc.quarantine)
         # min_similarity=None: the world's pack has no relevance floor (the engine's default
@@ -207,25 +213,32 @@ class LoopWorld:
             q = self.node_success[(shown, revision)]
             path, ok = self._walk(graph.reading_order(), q)
             p = self.p_true(shown, revision)
-            if self.noiseless:
-                report = (shown, revision, tuple(path), ok)
-            else:
-                sig = sc.feedback.transmit(self.rng, np.array([ok]), sc.base_rate)
-                if sig.observed is None or bool(sig.observed[0]):
-                    report = (shown, revision, tuple(path), bool(sig.label[0]))
+            rated, rating = self._rate(self.rng, ok)
+            if rated:
+                report = (shown, revision, tuple(path), rating)
         else:
             p = sc.base_rate
             ok = bool(self.rng.random() < p)
+            rated, rating = self._rate(self.rating_rng, ok)
         recorded = self._record(self.line.push(report))
         self.sessions.append(
             SessionLog(task, shown if followed else None, withheld, followed, ok, p,
-                       self.oracle(task), recorded, shown, prior_served, on_trial, available)
+                       self.oracle(task), recorded, shown, prior_served, on_trial, available,
+                       rated, rating)
         )  # fmt: skip
         due = [key for key, n in self.fresh.items() if n >= sc.evolve_every]
         if due:
             self._evolve(t, due)
         if (t + 1) % sc.revise_every == 0:
             self._revise_one(t)
+
+    def _rate(self, rng: np.random.Generator, ok: bool) -> tuple[bool, bool]:
+        """Whether the session is rated and what the rating says (``Feedback.transmit``;
+        nothing drawn when the signal is the outcome)."""
+        if self.noiseless:
+            return True, ok
+        sig = self.scenario.feedback.transmit(rng, np.array([ok]), self.scenario.base_rate)
+        return sig.observed is None or bool(sig.observed[0]), bool(sig.label[0])
 
     def _record(self, report: tuple | None) -> bool:
         """Record a report that arrived now (None: nothing arrived); False if none was."""

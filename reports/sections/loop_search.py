@@ -1,0 +1,113 @@
+"""The loop's search (issue 29, item 4): the trials of the ``loop_search`` preset (Hydra's
+Optuna sweeper; ``experiments.search``), ranked by their objective, the regret change.
+
+A trial is called better than another only when it beats it by more than ``NOISE_Z`` = 2
+standard errors of the difference, ``sqrt(se_a^2 + se_b^2)`` (independent runs,
+``reports.claims.beyond_noise``); the trials within that of the lowest are said to be
+tied with it. The lowest of many trials is picked for being low, so its own value is
+biased down (the winner's curse): the section says so, and the loop section's verdict
+on it uses an interval simultaneous over the trials (``loop_evidence``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from procmem_core.metric import fmt
+from reports.claims import Option, beyond_noise
+from reports.document import Table
+from reports.evidence import NOISE_Z
+from reports.sections.loop_verdict import swept_overrides
+
+SWEEPER_TAG = "procmem.sweeper"
+"""The parent run's tag naming the sweeper's class (``experiments.callbacks``)."""
+MAX_NAMED = 4
+
+
+def is_search(parent_tags: dict[str, str]) -> bool:
+    """Whether the sweep was a search (the Optuna sweeper), from its parent's tags."""
+    return "optuna" in parent_tags.get(SWEEPER_TAG, "").lower()
+
+
+def trial_name(row: pd.Series, rows: pd.DataFrame) -> str:
+    """A trial by its searched values (the params that vary over the trials, as config
+    overrides, numbers to 3 significant digits); its configuration label without any."""
+    parts = []
+    for item in swept_overrides(row, rows):
+        key, _, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            parts.append(item)
+            continue
+        parts.append(f"{key}={number:.3g}")
+    return ", ".join(parts) or str(row.get("config", ""))
+
+
+def trial_options(rows: pd.DataFrame, objective: str = "regret_change") -> list[Option]:
+    """Each trial as an ``Option`` (its searched values, objective and SE), lowest first."""
+    options = [
+        Option(trial_name(r, rows), float(r[objective]),
+               float(r.get(f"{objective}_se", math.nan)))
+        for _, r in rows.iterrows()
+        if pd.notna(r.get(objective))
+    ]  # fmt: skip
+    return sorted(options, key=lambda o: o.value)
+
+
+def search_sentence(rows: pd.DataFrame) -> str:
+    """The lowest trial, and which of the others it beats beyond the noise."""
+    options = trial_options(rows)
+    if not options:
+        return "The search has no finished trial with a regret change."
+    best, others = options[0], options[1:]
+    beaten = [o for o in others if beyond_noise(best, o)]
+    tied = [o for o in others if not beyond_noise(best, o)]
+    n = rows.iloc[0].get("params.scenario.replications")
+    each = f" of {int(float(n))} replications each" if pd.notna(n) else ""
+    text = (
+        f"The search ran {len(options)} trials{each}; the lowest regret change is "
+        f"{fmt(best.value, best.se)} with {best.name}. It beats {len(beaten)} of the other "
+        f"{len(others)} trials by more than {NOISE_Z:g} SE of the difference"
+    )
+    if tied:
+        names = "; ".join(o.name for o in tied[:MAX_NAMED])
+        more = f" and {len(tied) - MAX_NAMED} more" if len(tied) > MAX_NAMED else ""
+        text += (
+            f"; {len(tied)} are within {NOISE_Z:g} SE of it, so the search cannot call it "
+            f"better than them ({names}{more})"
+        )
+    return text + (
+        ". The lowest of the trials is picked for being low, so its value is biased down "
+        "(the winner's curse): confirm it with fresh seeds."
+    )
+
+
+def search_table(rows: pd.DataFrame) -> Table:
+    """Every trial, lowest regret change first, against the lowest."""
+    options = trial_options(rows)
+    best = options[0]
+    records = []
+    for o in options:
+        d, se = o.value - best.value, math.hypot(_se(o.se), _se(best.se))
+        records.append(
+            {
+                "trial": o.name,
+                "regret change": fmt(o.value, o.se),
+                "minus the lowest": "" if o is best else fmt(d, se),
+                f"worse by > {NOISE_Z:g} SE?": "" if o is best else
+                ("yes" if beyond_noise(o, best) else "no: tied"),
+            }
+        )  # fmt: skip
+    return Table(
+        f"The search's trials, lowest regret change first (± SE over replications), each "
+        f"against the lowest: the difference with its SE, and whether it is worse by more "
+        f"than {NOISE_Z:g} SE of the difference",
+        pd.DataFrame(records),
+    )
+
+
+def _se(se: float) -> float:
+    return 0.0 if math.isnan(se) else se

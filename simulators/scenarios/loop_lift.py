@@ -1,0 +1,66 @@
+"""The loop's shown-vs-withheld lift, as the outcomes give it and as the ratings do.
+
+A deployment reads its explore-rate experiment from rated sessions. When whether a
+session is rated depends on its outcome (``InformativeMissing``: failures rated more
+often), the naive lift on rated sessions is biased (Little & Rubin 2019, ch. 1; issue 29
+item 6). Per replication, with ``F`` the followed sessions (the task's procedure shown and
+followed) at true success rates ``p_i``, ``W`` the withheld ones at the base rate ``b``:
+
+- ``lift``: the outcomes' ``mean(ok | F) - mean(ok | W)``;
+- ``naive_lift``: the same on rated sessions, with the ratings (``SessionLog.rating``);
+- ``naive_lift_exact``: its expectation given the ``p_i`` drawn,
+  ``sum(w_i g_i) / sum(w_i) - g(b)``, ``w_i = report_weight(p_i)`` (the chance session
+  ``i`` is rated) and ``g = Feedback.positive_rate`` (the rated success share at a rate);
+- ``lift_exact``: ``mean(p_i) - b``, what the lift estimates;
+- ``naive_lift_bias``: ``naive_lift_exact - lift_exact``, the bias the exact formula gives.
+
+``rated_rate``: the share of sessions rated. Replications where an arm has no (rated)
+session are left out of the lift metrics; each metric is a mean over replications with
+its standard error (the replication is the independent unit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simulators.feedback import Feedback
+from simulators.result import ScenarioResult
+from simulators.scenarios.loop_world import LoopWorld
+
+LIFT_METRICS = ("lift", "naive_lift", "naive_lift_exact", "lift_exact", "naive_lift_bias")
+
+
+def replication_lifts(world: LoopWorld, feedback: Feedback, base_rate: float) -> dict | None:
+    """The lift metrics of one replication (the module doc), or None when the followed or
+    the withheld arm has no rated session."""
+    followed = [x for x in world.sessions if x.followed and x.withheld is None]
+    withheld = [x for x in world.sessions if x.withheld is not None]
+    rated_f = [x for x in followed if x.rated]
+    rated_w = [x for x in withheld if x.rated]
+    if not rated_f or not rated_w:
+        return None
+    p = np.array([x.p_true for x in followed])
+    w = feedback.report_weight(p, base_rate)
+    g = feedback.positive_rate(p, base_rate)
+    g_base = float(feedback.positive_rate(base_rate, base_rate))
+    exact = float(np.sum(w * g) / np.sum(w)) - g_base
+    truth = float(np.mean(p)) - base_rate
+    return {
+        "lift": np.mean([x.ok for x in followed]) - np.mean([x.ok for x in withheld]),
+        "naive_lift": np.mean([x.rating for x in rated_f]) - np.mean([x.rating for x in rated_w]),
+        "naive_lift_exact": exact,
+        "lift_exact": truth,
+        "naive_lift_bias": exact - truth,
+    }
+
+
+def add_lift_metrics(
+    result: ScenarioResult, worlds: list[LoopWorld], feedback: Feedback, base_rate: float
+) -> None:
+    """``rated_rate`` and the lift metrics (the module doc) over the replications."""
+    rated = [sum(x.rated for x in w.sessions) for w in worlds]
+    result.add_ratio("rated_rate", rated, [len(w.sessions) for w in worlds])
+    per = [replication_lifts(w, feedback, base_rate) for w in worlds]
+    kept = [d for d in per if d is not None]
+    for name in LIFT_METRICS:
+        result.add_mean(name, np.array([d[name] for d in kept], dtype=float))
