@@ -35,7 +35,10 @@ import numpy as np
 from procmem_core.logs.schema import Log, LogError, Table, Text, check_log
 from procmem_core.logs.store_sql import POSTGRES, SQLITE, StoreSql
 
-NEEDS = "a procmem ProcedureStore file (SQLite, schema 3 or later) whose packs were logged"
+NEEDS = (
+    "a procmem ProcedureStore (an SQLite file or a PostgreSQL database, schema 3 or later) "
+    "whose packs were logged"
+)
 SEP = "\x1f"
 
 RUNS = {
@@ -133,7 +136,7 @@ def _sessions(cur: Any, file: str, sql: StoreSql) -> Table:
             "outcome": ("outcome", "number"), "shown_keys": ("shown_keys", "text"),
             **clock}  # fmt: skip
     cols |= {c: (c, "text") for c, count in (("user_id", users), ("agent", agents)) if count}
-    _, raw = read_columns(cur, "pack_log", cols, sql)
+    _, raw = read_columns(cur, "SELECT * FROM pack_log", cols, sql)
     out: dict[str, Any] = {}
     for name, (_, kind) in cols.items():
         a = raw[name]

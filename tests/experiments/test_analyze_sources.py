@@ -143,6 +143,7 @@ def pg_deployment(pg_cluster: str) -> Iterator[str]:
         yield uri
 
 
+@pytest.mark.slow  # the deployment on PostgreSQL: about 20 s on the shared machine
 def test_sqlite_and_postgresql_stores_give_identical_lifts_and_gate_replays(
     deployment, pg_deployment, tmp_path
 ):
