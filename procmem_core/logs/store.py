@@ -1,4 +1,5 @@
-"""A ``ProcedureStore`` file read as a session log (docs/logs.md, "Reading from a store").
+"""A ``ProcedureStore`` read as a session log (docs/logs.md, "Reading from a store"): an
+SQLite file or a PostgreSQL database (``postgresql://``, ``graph.postgres``).
 
 - sessions: the store's pack log (``graph.packlog``, table ``pack_log``, in the order
   logged), one row per session whose pack ``ContextPacker.pack(session_id=...)`` built,
@@ -14,14 +15,17 @@
   its first run (its pending one: the store's ``pending_since``).
 
 Every column is read by SQL into numpy arrays, never a Python loop per row: one query per
-table has SQLite concatenate each column into one string (``group_concat``; integers as
-SQLite prints them, other reals with 17 significant digits, ``%!.17g``, which round-trip
-exactly; strings joined by the unit separator U+001F), split in C and put in ``seq``
-order by numpy (a string holding U+001F makes its column fall back to ``fetchall``).
+table has the database concatenate each column into one string (SQLite's
+``group_concat``: integers as SQLite prints them, other reals with 17 significant digits,
+``%!.17g``; PostgreSQL's ``string_agg``: doubles in their shortest exact form; both
+round-trip exactly; strings joined by the unit separator U+001F; the queries of each
+backend in ``logs.store_sql``), split in C and put in ``seq`` order by numpy (a string
+holding U+001F makes its column fall back to ``fetchall``).
 Strings are dictionary-coded in order of first appearance, as pyarrow's
 ``dictionary_encode`` codes a file's, so sums over codes add in the same order whichever
 reader read the log. ``check_log`` then checks the values as for a log directory.
-The file is opened read-only and never written.
+The file is opened read-only, the database read in a READ ONLY transaction; neither is
+written.
 """
 
 from __future__ import annotations
