@@ -263,3 +263,25 @@ def test_a_bad_log_in_a_run_is_named_by_the_run_not_a_temporary_copy(tmp_path, t
         read_log(f"runs:/{run_id}")  # no tables/ folder: the run's root, as a live run's
     assert (err.value.file, err.value.row, err.value.column) == (
         f"runs:/{run_id}/sessions.csv", 2, "explore_rate")  # fmt: skip
+
+
+def test_bad_postgresql_stores_are_refused_naming_the_uri(
+    pg_database, tmp_path, tracking_store, capsys
+):
+    out = tmp_path / "out"
+    argv = [pg_database, "--out", str(out), "--no-rule-design", "--no-prescribe"]
+
+    def refusal() -> str:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("python -m experiments.analyze: ") and pg_database in err
+        return err
+
+    assert "no table pack_log (has: none)" in refusal()  # a database with no store in it
+    ProcedureStore.open(pg_database).close()
+    assert "no sessions" in refusal()
+    with ProcedureStore.open(pg_database) as s:
+        s.log_pack("a", "", False, 0.1, time=1)
+        s.log_pack("b", "", False, 0.1, time="2026-01-01T00:00:00")
+    assert "(pack_log), row 2, column 'time'" in refusal()
+    assert not out.exists()  # refused before anything was written
