@@ -148,9 +148,13 @@ def test_sqlite_and_postgresql_stores_give_identical_lifts_and_gate_replays(
     deployment, pg_deployment, tmp_path
 ):
     on_sqlite = _analyze(str(deployment), tmp_path / "out-sqlite")
-    on_postgres = _analyze(pg_deployment, tmp_path / "out-postgres")
+    # a password in the URI (the test cluster trusts loopback, so any password logs in)
+    with_password = pg_deployment.replace("mlflow@", "mlflow:s3cret@", 1)
+    on_postgres = _analyze(with_password, tmp_path / "out-postgres")
     assert set(on_sqlite) == {"lifts.csv", "gate_replay.csv"}
     assert on_postgres == on_sqlite  # byte for byte
+    report = (tmp_path / "out-postgres" / "report.md").read_text()
+    assert "mlflow:***@" in report and "s3cret" not in report
     # the raw tables read from each store are the same, column by column
     a, b = store_tables(deployment), store_tables(pg_deployment)
     assert sorted(a) == sorted(b) == ["revisions", "runs", "sessions"]
