@@ -25,6 +25,7 @@ Schema (version ``SCHEMA_VERSION``, 3):
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -186,7 +187,7 @@ class Transaction:
         )
 
 
-class Journal:
+class Journal(ABC):
     """A journal's reads, shared by both backends; a backend sets ``dialect``, ``path``
     (what its errors name), ``errors`` (its driver's database errors), ``expected`` and
     ``transaction``/``reading``/``close``."""
@@ -196,17 +197,21 @@ class Journal:
     errors: tuple[type[Exception], ...]
     expected: str
 
+    @abstractmethod
     def transaction(self) -> AbstractContextManager[Transaction]:
-        raise NotImplementedError
+        """One write transaction under the store's write lock (all of it or none)."""
 
+    @abstractmethod
     def reading(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+        """One read transaction: a consistent snapshot."""
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Close the connection."""
 
+    @abstractmethod
     def grant_columns(self, cur: Any) -> None:
-        """Make sure ``grants`` has its ``role`` column (every backend but SQLite has)."""
+        """Make sure ``grants`` has its ``role`` column before a grant writes it."""
 
     # -- reading ----------------------------------------------------------------------
 

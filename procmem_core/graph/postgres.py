@@ -224,5 +224,8 @@ class PostgresJournal(Journal):
                     where = f"has no table {table}"
                 raise StoreFileError(self.path, f"is not a procmem store ({where})", EXPECTED)
 
+    def grant_columns(self, cur: Cursor) -> None:
+        """Nothing to add: a PostgreSQL store has the ``role`` column from the start."""
+
     def close(self) -> None:
         self.conn.close()
