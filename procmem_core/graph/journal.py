@@ -209,6 +209,12 @@ class Journal(ABC):
     def close(self) -> None:
         """Close the connection."""
 
+    def unchanged(self, version: int) -> bool:
+        """Whether the store's write version is still ``version``, where one statement
+        outside a transaction can tell (PostgreSQL: one round trip instead of a snapshot's
+        three); False: read a snapshot (SQLite's is one ``SELECT`` already)."""
+        return False
+
     @abstractmethod
     def grant_columns(self, cur: Any) -> None:
         """Make sure ``grants`` has its ``role`` column before a grant writes it."""

@@ -224,6 +224,12 @@ class PostgresJournal(Journal):
                     where = f"has no table {table}"
                 raise StoreFileError(self.path, f"is not a procmem store ({where})", EXPECTED)
 
+    def unchanged(self, version: int) -> bool:
+        """One autocommit ``SELECT`` of the version counter (it only grows: equal means
+        nothing was committed since the cache read it)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE name = 'version'").fetchone()
+        return int(row[0]) == version
+
     def grant_columns(self, cur: Cursor) -> None:
         """Nothing to add: a PostgreSQL store has the ``role`` column from the start."""
 

@@ -62,7 +62,7 @@ class StoreReads:
 
     def _refresh(self) -> None:
         """Bring the cache up to date with the file (nothing to do in memory)."""
-        if self._journal is not None:
+        if self._journal is not None and not self._journal.unchanged(self._seen.version):
             with self._journal.reading() as cur:
                 self._sync(cur)
 
