@@ -7,8 +7,9 @@ they may one file: every write is one transaction that first takes the store's w
 seconds as PostgreSQL's ``lock_timeout``, released at commit or rollback), then brings
 the cache up to date with what other processes committed and reads what it changes from
 that current state. Writes run at READ COMMITTED, so every statement after the lock sees
-every write committed before it; reads run in a REPEATABLE READ READ ONLY transaction
-(one consistent snapshot; readers never wait for a writer). A committed write is durable
+every write committed before it; a read asks the version counter in one autocommit
+statement (``unchanged``) and only when it moved reads the changes in a REPEATABLE READ
+READ ONLY transaction (one consistent snapshot; readers never wait for a writer). A committed write is durable
 as PostgreSQL's ``synchronous_commit`` (on by default) makes it; ``synchronous`` is
 checked as for SQLite and otherwise left to the server.
 
