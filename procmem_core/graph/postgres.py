@@ -9,9 +9,9 @@ the cache up to date with what other processes committed and reads what it chang
 that current state. Writes run at READ COMMITTED, so every statement after the lock sees
 every write committed before it; a read asks the version counter in one autocommit
 statement (``unchanged``) and only when it moved reads the changes in a REPEATABLE READ
-READ ONLY transaction (one consistent snapshot; readers never wait for a writer). A committed write is durable
-as PostgreSQL's ``synchronous_commit`` (on by default) makes it; ``synchronous`` is
-checked as for SQLite and otherwise left to the server.
+READ ONLY transaction (one consistent snapshot; readers never wait for a writer). A
+committed write is durable as PostgreSQL's ``synchronous_commit`` (on by default) makes
+it; ``synchronous`` is checked as for SQLite and otherwise left to the server.
 
 Opening: under the lock, a database holding none of the store's tables gains them all
 (schema version ``SCHEMA_VERSION``); one holding the procedure tables at that version is
