@@ -190,13 +190,11 @@ def _open_sqlite(path: Path) -> Any:
 
 def _open_postgres(uri: str, name: str) -> Any:
     """A connection in a read-only snapshot of the database (``graph.postgres``)."""
-    from procmem_core.graph.postgres import MissingDriver, connect
+    from procmem_core.graph.postgres import connect
     from procmem_core.storefile import StoreFileError
 
     try:
         con = connect(uri, NEEDS)
-    except MissingDriver as exc:
-        raise LogError(name, None, None, "psycopg 3 is not installed", str(exc)) from None
     except StoreFileError as exc:
         raise LogError(name, None, None, exc.problem, NEEDS) from None
     con.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -212,12 +210,16 @@ def _open_postgres(uri: str, name: str) -> Any:
 def store_tables(path: str | Path) -> dict[str, Table]:
     """The store's pack log, ledger and revision history as raw ``Table``s, from an SQLite
     file or a PostgreSQL URI (one read transaction: a consistent snapshot)."""
-    from procmem_core.graph.postgres import is_uri, shown_uri
+    from procmem_core.graph.postgres import MissingDriver, is_uri, shown_uri
 
     if is_uri(path):
-        import psycopg
-
-        name, sql, errors = shown_uri(str(path)), POSTGRES, (psycopg.Error,)
+        name = shown_uri(str(path))
+        try:
+            import psycopg
+        except ImportError:
+            problem, needs = "psycopg 3 is not installed", str(MissingDriver())
+            raise LogError(name, None, None, problem, needs) from None
+        sql, errors = POSTGRES, (psycopg.Error,)
         opening = lambda: _open_postgres(str(path), name)  # noqa: E731
     else:
         name, sql, errors = str(Path(path)), SQLITE, (sqlite3.DatabaseError,)

@@ -36,6 +36,11 @@ def test_procmem_imports_without_the_driver_and_a_missing_one_names_the_extra(mo
         "import sys; sys.modules['psycopg'] = None\n"
         "import procmem_core, procmem_core.graph, procmem_core.logs.store\n"
         "from procmem_core.graph import ProcedureStore\n"
+        "from procmem_core.logs import LogError\n"
+        "try:\n"
+        "    procmem_core.logs.store.read_store('postgresql://me@127.0.0.1:1/db')\n"
+        "except LogError as exc:\n"
+        "    print(exc)\n"
         "ProcedureStore.open('postgresql://me@127.0.0.1:1/db')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
@@ -43,6 +48,9 @@ def test_procmem_imports_without_the_driver_and_a_missing_one_names_the_extra(mo
     last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 1 and last.startswith("procmem_core.graph.postgres.MissingDriver")
     assert "`postgres` extra" in last and "pip install 'procmem[postgres]'" in last
+    read = proc.stdout.strip()  # the logs reader: a LogError naming the URI and the extra
+    assert read.startswith("postgresql://me@127.0.0.1:1/db: 'psycopg 3 is not installed'")
+    assert read.endswith("pip install 'procmem[postgres]'")
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(MissingDriver, match="needs psycopg 3"):
         ProcedureStore.open("postgresql://me@127.0.0.1:1/db")
