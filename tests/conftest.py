@@ -4,11 +4,15 @@ As in lightning-hydra-template: tests compose ``conf/`` with Hydra's compose API
 (``experiments.run.compose_job``, no mock of it), and sweeps run
 ``python -m experiments.run`` in a subprocess with their MLflow store
 (``MLFLOW_TRACKING_URI``) and Hydra folders in a temporary directory. ``store``: every
-test taking it runs against an in-memory and a SQLite ``ProcedureStore``.
+test taking it runs against an in-memory, a SQLite and a PostgreSQL ``ProcedureStore``
+(one PostgreSQL cluster on 127.0.0.1 for the session, ``pg_cluster``, and a fresh
+database per test, ``pg_database``; skipped with the reason when PostgreSQL cannot be
+started here). This folder is on ``sys.path`` so tests import ``local_services``.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +21,10 @@ from omegaconf import DictConfig
 
 from experiments.run import compose_job
 from procmem_core.graph import ProcedureStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from local_services import fresh_database, postgres
 
 
 @pytest.fixture
@@ -32,13 +40,30 @@ def tracking_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "mlflow.db"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[str]:
+    """One PostgreSQL cluster on 127.0.0.1 for the session (``local_services.postgres``)."""
+    with postgres() as uri:
+        yield uri
+
+
+@pytest.fixture
+def pg_database(pg_cluster: str) -> Iterator[str]:
+    """A new, empty database in the session's cluster: its ``postgresql://`` URI."""
+    with fresh_database(pg_cluster) as uri:
+        yield uri
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProcedureStore]:
-    """An empty ``ProcedureStore``: in memory, then in a SQLite file under ``tmp_path``."""
+    """An empty ``ProcedureStore``: in memory, in a SQLite file under ``tmp_path``, then in
+    a fresh PostgreSQL database."""
     if request.param == "memory":
         s = ProcedureStore()
-    else:
+    elif request.param == "sqlite":
         s = ProcedureStore.open(tmp_path / "procedures.db")
+    else:
+        s = ProcedureStore.open(request.getfixturevalue("pg_database"))
     yield s
     s.close()
 

@@ -1,5 +1,6 @@
 """``python -m experiments.analyze LOGS --out DIR``: a deployment's evidence read from its
-session log (docs/logs.md): a log directory, a ``ProcedureStore`` file, or MLflow (a run's
+session log (docs/logs.md): a log directory, a ``ProcedureStore`` (an SQLite file or a
+PostgreSQL URI), or MLflow (a run's
 log folder, the live loop's traces); ``read.source_kind`` tells them apart.
 
 The log is read and checked in full first (``read``; a bad value exits non-zero naming
@@ -24,6 +25,7 @@ from experiments.analyze.steps import (
     rule_section,
     world_section,
 )
+from procmem_core.graph.postgres import is_uri, shown_uri
 from procmem_core.logs import SCHEMA_VERSION, Log, estimate_lifts
 
 EXPERIMENT = "analyze"
@@ -93,8 +95,10 @@ def analyze(
     seed: int = 0,
     prescribe: bool = True,
 ) -> Analysis:
-    """Read and check ``source`` (every check before any output), analyze, track."""
+    """Read and check ``source`` (every check before any output), analyze, track. A
+    PostgreSQL URI's password is shown as ``***`` in the report and the run."""
     log = read_log(source, tracking_uri)
+    source = shown_uri(str(source)) if is_uri(str(source)) else source
     analysis = analyze_log(log, Path(out), source, level, target_lift, design, seed, prescribe)
     if track_run:
         params = {"log": source, "confidence_level": level, "target_lift": target_lift,

@@ -4,9 +4,10 @@ dictionary codes (``Text``). ``procmem_core.logs.check_log`` then checks every v
 
 A log is a directory with ``sessions.<ext>`` and optionally ``runs.<ext>``,
 ``revisions.<ext>``; a file that is not in the format its name says is refused naming it.
-``read_log`` also reads a ``ProcedureStore`` file (``procmem_core.logs.store``) and logs
-kept in MLflow (``mlflow_logs``: a run's log folder, the live loop's traces); which one
-``LOGS`` names is decided by its form (``source_kind``).
+``read_log`` also reads a ``ProcedureStore`` (an SQLite file or a PostgreSQL URI,
+``procmem_core.logs.store``) and logs kept in MLflow (``mlflow_logs``: a run's log
+folder, the live loop's traces); which one ``LOGS`` names is decided by its form
+(``source_kind``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from experiments.analyze.mlflow_logs import (
     run_folder,
     trace_sessions,
 )
+from procmem_core.graph.postgres import is_uri
 from procmem_core.logs import Log, LogError, Table, Text, check_log, columns
 from procmem_core.logs.schema import FORMATS, TABLES
 from procmem_core.logs.store import read_store
@@ -135,17 +137,17 @@ def read_tables(directory: str | Path) -> dict[str, Table]:
     return {n: arrow_table(_read_arrow(p, n), n, str(p)) for n, p in files.items()}
 
 
-POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+")
 ALLOWED = (
-    "a log directory (sessions.*, runs.*, revisions.*), a ProcedureStore file (SQLite), "
-    "runs:/<run id>[/<folder>], traces:/<run id>, experiments:/<experiment name> or a bare "
-    "32-hex MLflow run id"
+    "a log directory (sessions.*, runs.*, revisions.*), a ProcedureStore file (SQLite) or "
+    "URI (postgresql://<user>@<host>[:<port>]/<database>), runs:/<run id>[/<folder>], "
+    "traces:/<run id>, experiments:/<experiment name> or a bare 32-hex MLflow run id"
 )
 
 
 def source_kind(source: str | Path) -> tuple[str, str]:
     """What ``source`` names, decided by its form before anything is read: ``directory``,
-    ``store`` (an existing file), ``artifacts`` (``runs:/``, or a bare 32-hex run id that
+    ``store`` (an existing file, or a PostgreSQL URI: ``graph.postgres.SCHEMES``),
+    ``artifacts`` (``runs:/``, or a bare 32-hex run id that
     is no path), ``traces`` (``traces:/``, ``experiments:/``); anything else is refused
     naming the argument."""
     text = str(source)
@@ -153,12 +155,8 @@ def source_kind(source: str | Path) -> tuple[str, str]:
         return "artifacts", text
     if text.startswith((TRACES_PREFIX, EXPERIMENT_PREFIX)):
         return "traces", text
-    if text.startswith(POSTGRES_SCHEMES):
-        raise LogError(
-            "LOGS", None, None, text,
-            "a ProcedureStore on SQLite: procmem's ProcedureStore has no PostgreSQL backend, "
-            "so no store lives at a PostgreSQL URI",
-        )  # fmt: skip
+    if is_uri(text):
+        return "store", text
     path = Path(text)
     if path.is_dir():
         return "directory", text

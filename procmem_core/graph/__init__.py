@@ -1,6 +1,7 @@
 """The graph design (seed: loom-procedures.txt): procedures as step graphs with a run
 ledger, evolve findings, trust statuses, gated revisions, matching, localised guidance,
-packs with an explore rate, and a store in memory or on SQLite. docs/graph.md."""
+packs with an explore rate, and a store in memory, on SQLite or on PostgreSQL.
+docs/graph.md."""
 
 from procmem_core.graph.access import (
     MAX_NAMESPACE_FAN_OUT,

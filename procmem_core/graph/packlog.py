@@ -12,16 +12,15 @@ caller's clock) or an ISO 8601 timestamp (default: now in UTC, written without a
 offset); ``rated_at`` likewise (default: now when the session's time is a timestamp,
 else empty).
 
-Both backends use this module: the in-memory store keeps the rows in a dict, the SQLite
-journal in its table ``pack_log`` (``PACK_LOG_SQL``; schema version 3 of the store file,
-versions 1 and 2 gain the table on open).
+Every backend uses this module: the in-memory store keeps the rows in a dict, the SQLite
+and PostgreSQL journals in their table ``pack_log`` (``PACK_LOG_SQL``; schema version 3
+of the store file, SQLite files of versions 1 and 2 gain the table on open).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -38,10 +37,11 @@ from procmem_core.limits import MAX_IDENTIFIER
 
 PACK_LOG_SQL = """
 CREATE TABLE IF NOT EXISTS pack_log (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL UNIQUE, time NOT NULL,
-    top_key TEXT NOT NULL, withheld INTEGER NOT NULL, explore_rate REAL NOT NULL,
-    shown_keys TEXT NOT NULL, user_id TEXT, agent TEXT, outcome INTEGER, rated_at)
+    seq {serial}, session_id TEXT NOT NULL UNIQUE, time{clock} NOT NULL,
+    top_key TEXT NOT NULL, withheld INTEGER NOT NULL, explore_rate {real} NOT NULL,
+    shown_keys TEXT NOT NULL, user_id TEXT, agent TEXT, outcome INTEGER, rated_at{clock})
 """
+"""The table, formatted with a ``graph.dialect.Dialect`` (``Dialect.words()``)."""
 COLUMNS = ("session_id", "time", "top_key", "withheld", "explore_rate", "shown_keys",
            "user_id", "agent", "outcome", "rated_at")  # fmt: skip
 
@@ -62,9 +62,11 @@ class PackRecord:
     outcome: int | None = None
     rated_at: int | str | None = None
 
-    def row(self) -> tuple[Any, ...]:
-        """The record as a ``pack_log`` row (``COLUMNS``)."""
+    def row(self, clock: Callable[[Any], Any] = lambda v: v) -> tuple[Any, ...]:
+        """The record as a ``pack_log`` row (``COLUMNS``); ``clock`` adapts ``time`` and
+        ``rated_at`` to the backend's column (``clock_of``)."""
         values = [getattr(self, c) for c in COLUMNS]
+        values[1], values[9] = clock(self.time), clock(self.rated_at)
         values[3] = int(self.withheld)
         values[5] = json.dumps(list(self.shown_keys))
         return tuple(values)
@@ -153,16 +155,23 @@ def unknown(session_id: str) -> ParameterError:
     return ParameterError("session_id", session_id, "a session the pack log holds")
 
 
-def insert(cur: sqlite3.Cursor, record: PackRecord) -> None:
+def clock_of(cur: Any) -> Callable[[Any], Any]:
+    """How ``cur``'s backend stores a clock value: as it is on SQLite; a PostgreSQL cursor
+    (``graph.postgres.Cursor``) names its own (JSONB) as ``clock``."""
+    return getattr(cur, "clock", lambda v: v)
+
+
+def insert(cur: Any, record: PackRecord) -> None:
     """Append one row (a session id the log already holds is refused)."""
     hit = cur.execute("SELECT 1 FROM pack_log WHERE session_id = ?", (record.session_id,))
     if hit.fetchone() is not None:
         raise ParameterError("session_id", record.session_id, "a session id not logged yet")
     marks = ", ".join("?" * len(COLUMNS))
-    cur.execute(f"INSERT INTO pack_log ({', '.join(COLUMNS)}) VALUES ({marks})", record.row())
+    row = record.row(clock_of(cur))
+    cur.execute(f"INSERT INTO pack_log ({', '.join(COLUMNS)}) VALUES ({marks})", row)
 
 
-def fetch(cur: sqlite3.Cursor, session_id: str) -> PackRecord:
+def fetch(cur: Any, session_id: str) -> PackRecord:
     row = cur.execute(
         f"SELECT {', '.join(COLUMNS)} FROM pack_log WHERE session_id = ?", (session_id,)
     ).fetchone()
@@ -171,14 +180,14 @@ def fetch(cur: sqlite3.Cursor, session_id: str) -> PackRecord:
     return PackRecord.from_row(row)
 
 
-def update(cur: sqlite3.Cursor, record: PackRecord) -> None:
+def update(cur: Any, record: PackRecord) -> None:
     cur.execute(
         "UPDATE pack_log SET outcome = ?, rated_at = ? WHERE session_id = ?",
-        (record.outcome, record.rated_at, record.session_id),
+        (record.outcome, clock_of(cur)(record.rated_at), record.session_id),
     )
 
 
-def read_all(cur: sqlite3.Cursor) -> tuple[PackRecord, ...]:
+def read_all(cur: Any) -> tuple[PackRecord, ...]:
     rows = cur.execute(f"SELECT {', '.join(COLUMNS)} FROM pack_log ORDER BY seq")
     return tuple(PackRecord.from_row(r) for r in rows)
 

@@ -1,9 +1,10 @@
 """The read side of ``ProcedureStore``: its cache, keys, match, locate and the readers.
 
 ``StoreReads`` holds the cache (entries by ``namespace/key``, the match index, the gate
-decisions, the grants) and keeps it in step with an SQLite file other processes may
-write (``_refresh``: one ``SELECT`` when nothing changed; ``_sync``: apply the changes
-``SQLiteJournal.read_changes`` found). ``ProcedureStore`` (``graph.store``) adds the writes.
+decisions, the grants) and keeps it in step with an SQLite file or a PostgreSQL database
+other processes may write (``_refresh``: one ``SELECT`` when nothing changed; ``_sync``:
+apply the changes ``Journal.read_changes`` found, ``graph.journal``). ``ProcedureStore``
+(``graph.store``) adds the writes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from procmem_core.graph.access import (
     scope_namespaces,
 )
 from procmem_core.graph.entry import ProcedureEntry
+from procmem_core.graph.journal import Journal, SyncPoint
 from procmem_core.graph.keys import UnknownProcedure, check_tags
 from procmem_core.graph.ledger import RunRecord
 from procmem_core.graph.locate import LocateResult, locate_in
@@ -34,7 +36,6 @@ from procmem_core.graph.matching import (
     check_match_request,
 )
 from procmem_core.graph.records import Match, RevisionEntry, StoredProcedure
-from procmem_core.graph.sqlite import SQLiteJournal, SyncPoint
 
 
 class StoreReads:
@@ -50,7 +51,7 @@ class StoreReads:
         self._decisions: list[GateRecord] = []
         self._grants: dict[str, dict[str, str]] = {}  # principal -> namespace -> role
         self._last_run_id = 0
-        self._journal: SQLiteJournal | None = None
+        self._journal: Journal | None = None
         self._seen = SyncPoint()
 
     def __len__(self) -> int:
@@ -61,7 +62,7 @@ class StoreReads:
 
     def _refresh(self) -> None:
         """Bring the cache up to date with the file (nothing to do in memory)."""
-        if self._journal is not None:
+        if self._journal is not None and not self._journal.unchanged(self._seen.version):
             with self._journal.reading() as cur:
                 self._sync(cur)
 

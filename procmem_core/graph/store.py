@@ -4,9 +4,10 @@ add, match, locate, record_run, complete_run (the seed's ``run.complete``), evol
 revise, fork, list, delete, grant, and the pack log (``log_pack``, ``rate_session``,
 ``pack_log``: ``graph.packlog``), over procedures stored under
 ``procedure_<slug of name>`` per namespace. ``ProcedureStore()`` keeps everything in
-memory; ``ProcedureStore.open(path)`` keeps a cache of an SQLite file that several
-processes may write at once (``graph.sqlite``): every write is one transaction under the
-file's write lock that reads the current state it changes.
+memory; ``ProcedureStore.open(path)`` keeps a cache of an SQLite file (``graph.sqlite``)
+or of a PostgreSQL database (``open("postgresql://...")``, ``graph.postgres``) that
+several processes may write at once: every write is one transaction under the store's
+write lock that reads the current state it changes.
 
 Keys: a procedure is ``key`` within its ``namespace``. Every method taking ``key``
 accepts the bare key when exactly one namespace holds it, or ``"namespace/key"``.
@@ -52,6 +53,7 @@ from procmem_core.graph.keys import (
     slugify,
 )
 from procmem_core.graph.packlog import PackLog
+from procmem_core.graph.postgres import PostgresJournal, is_uri
 from procmem_core.graph.recording import StoreRecording
 from procmem_core.graph.records import EvolveReport, StoredProcedure
 from procmem_core.graph.revision import RevisionError, propose_revision
@@ -74,7 +76,8 @@ __all__ = [
 
 @thread_safe()
 class ProcedureStore(PackLog, StoreRecording):
-    """Procedures, their run ledger and their revisions; in memory or on SQLite.
+    """Procedures, their run ledger and their revisions; in memory, on SQLite or on
+    PostgreSQL.
 
     Thread-safe (``procmem_core.locking``): every public method holds the store's lock;
     the store calls no other store (a lesson goes to memory through
@@ -116,10 +119,15 @@ class ProcedureStore(PackLog, StoreRecording):
     ) -> ProcedureStore:
         """A store kept in the SQLite file ``path`` (created if there is no file or a
         zero-byte one, else loaded; a file that is not procmem's raises
-        ``StoreFileError`` naming the path, and nothing is written to it).
-        ``busy_timeout``: seconds a write waits for another process's write lock."""
+        ``StoreFileError`` naming the path, and nothing is written to it), or in the
+        PostgreSQL database a ``postgresql://`` URI names (``graph.postgres``; psycopg 3,
+        the ``postgres`` extra). ``busy_timeout``: seconds a write waits for another
+        process's write lock."""
         store = cls(embedder, strike_limit, quarantine)
-        store._journal = SQLiteJournal(path, synchronous, busy_timeout)
+        if is_uri(path):
+            store._journal = PostgresJournal(path, synchronous, busy_timeout)
+        else:
+            store._journal = SQLiteJournal(path, synchronous, busy_timeout)
         try:
             store._refresh()
         except BaseException:

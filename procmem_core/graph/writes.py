@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from procmem_core.gates import GateRecord
 from procmem_core.graph.entry import ProcedureEntry
+from procmem_core.graph.journal import SyncPoint, Transaction
 from procmem_core.graph.ledger import RunRecord
-from procmem_core.graph.sqlite import SyncPoint, Transaction
 
 if TYPE_CHECKING:
     from procmem_core.graph.matching import MatchIndex

@@ -1,4 +1,5 @@
-"""A ``ProcedureStore`` file read as a session log (docs/logs.md, "Reading from a store").
+"""A ``ProcedureStore`` read as a session log (docs/logs.md, "Reading from a store"): an
+SQLite file or a PostgreSQL database (``postgresql://``, ``graph.postgres``).
 
 - sessions: the store's pack log (``graph.packlog``, table ``pack_log``, in the order
   logged), one row per session whose pack ``ContextPacker.pack(session_id=...)`` built,
@@ -14,14 +15,17 @@
   its first run (its pending one: the store's ``pending_since``).
 
 Every column is read by SQL into numpy arrays, never a Python loop per row: one query per
-table has SQLite concatenate each column into one string (``group_concat``; integers as
-SQLite prints them, other reals with 17 significant digits, ``%!.17g``, which round-trip
-exactly; strings joined by the unit separator U+001F), split in C and put in ``seq``
-order by numpy (a string holding U+001F makes its column fall back to ``fetchall``).
+table has the database concatenate each column into one string (SQLite's
+``group_concat``: integers as SQLite prints them, other reals with 17 significant digits,
+``%!.17g``; PostgreSQL's ``string_agg``: doubles in their shortest exact form; both
+round-trip exactly; strings joined by the unit separator U+001F; the queries of each
+backend in ``logs.store_sql``), split in C and put in ``seq`` order by numpy (a string
+holding U+001F makes its column fall back to ``fetchall``).
 Strings are dictionary-coded in order of first appearance, as pyarrow's
 ``dictionary_encode`` codes a file's, so sums over codes add in the same order whichever
 reader read the log. ``check_log`` then checks the values as for a log directory.
-The file is opened read-only and never written.
+The file is opened read-only, the database read in a READ ONLY transaction; neither is
+written.
 """
 
 from __future__ import annotations
@@ -33,16 +37,14 @@ from typing import Any
 import numpy as np
 
 from procmem_core.logs.schema import Log, LogError, Table, Text, check_log
+from procmem_core.logs.store_sql import POSTGRES, SQLITE, StoreSql
 
-NEEDS = "a procmem ProcedureStore file (SQLite, schema 3 or later) whose packs were logged"
+NEEDS = (
+    "a procmem ProcedureStore (an SQLite file or a PostgreSQL database, schema 3 or later) "
+    "whose packs were logged"
+)
 SEP = "\x1f"
 
-RUNS_SOURCE = """
-SELECT run_id AS seq, namespace || '/' || key AS k, CAST(revision AS TEXT) AS revision,
-       json_extract(body, '$.ok') AS ok, json_extract(body, '$.path') AS path,
-       json_extract(body, '$.cost') AS cost, json_extract(body, '$.agent') AS agent
-FROM runs
-"""
 RUNS = {
     "key": ("k", "text"),
     "revision": ("revision", "text"),
@@ -52,28 +54,6 @@ RUNS = {
     "cost": ("cost", "number"),
     "agent": ("agent", "text"),
 }
-REVISIONS_SOURCE = """
-WITH h AS (
-  SELECT p.rowid AS pr, p.namespace AS ns, p.key AS k, CAST(j.key AS INTEGER) AS i,
-         json_extract(j.value, '$.revision') AS rev, json_extract(j.value, '$.outcome') AS o,
-         json_extract(j.value, '$.proposed_at') AS proposed,
-         json_extract(j.value, '$.decided_at') AS decided,
-         json_extract(p.state, '$.pending_since') AS since
-  FROM procedures p, json_each(p.state, '$.history') j)
-SELECT ROW_NUMBER() OVER (ORDER BY a.pr, a.i) AS seq, a.ns || '/' || a.k AS key,
-       CAST(a.rev AS TEXT) AS revision,
-       CAST((SELECT b.rev FROM h b WHERE b.pr = a.pr AND b.i < a.i
-             AND b.o IN ('original', 'accepted') ORDER BY b.i DESC LIMIT 1) AS TEXT)
-         AS prior_revision,
-       CASE WHEN a.o = 'original' THEN 0
-            ELSE COALESCE(a.proposed, CASE WHEN a.o = 'pending' THEN a.since END,
-                          (SELECT MIN(r.run_id) - 1 FROM runs r WHERE r.namespace = a.ns
-                           AND r.key = a.k AND r.revision = a.rev), a.since) END
-         AS proposed_at,
-       a.decided AS decided_at,
-       CASE WHEN a.o = 'original' THEN 'accepted' ELSE a.o END AS verdict
-FROM h a
-"""
 REVISIONS = {
     "key": ("key", "text"),
     "revision": ("revision", "text"),
@@ -82,36 +62,17 @@ REVISIONS = {
     "decided_at": ("decided_at", "number"),
     "verdict": ("verdict", "text"),
 }
-KINDS_SQL = """
-SELECT COUNT(*), TOTAL(typeof(time) IN ('integer', 'real')), TOTAL(rated_at IS NOT NULL),
-       TOTAL(typeof(rated_at) IN ('integer', 'real')), TOTAL(user_id IS NOT NULL),
-       TOTAL(agent IS NOT NULL)
-FROM pack_log
-"""
-
-
-def _concat(expr: str, kind: str) -> str:
-    """One column as one string: integers (and integral reals) as SQLite prints them,
-    other reals by ``printf('%!.17g')`` (exact, and slower), strings joined by U+001F."""
-    if kind == "number":
-        value = (
-            f"CASE WHEN {expr} IS NULL THEN 'nan' WHEN typeof({expr}) = 'integer' THEN {expr} "
-            f"WHEN {expr} = CAST({expr} AS INTEGER) THEN CAST({expr} AS INTEGER) "
-            f"ELSE printf('%!.17g', {expr}) END"
-        )
-        return f"group_concat({value}, ' ')"
-    return f"group_concat(COALESCE({expr}, ''), char(31))"
 
 
 def read_columns(
-    cur: sqlite3.Cursor, source: str, cols: dict[str, tuple[str, str]]
+    cur: Any, source: str, cols: dict[str, tuple[str, str]], sql: StoreSql = SQLITE
 ) -> tuple[int, dict[str, np.ndarray]]:
     """Every column of ``source`` (a table or query with an integer ``seq``) in ``seq``
-    order, by one query (module doc): ``"number"`` columns as floats (NULL: NaN),
-    ``"text"`` columns as object arrays of strings (NULL: "")."""
-    parts = ["COUNT(*)", "group_concat(seq, ' ')"]
-    parts += [_concat(expr, kind) for expr, kind in cols.values()]
-    row = cur.execute(f"SELECT {', '.join(parts)} FROM ({source})").fetchone()
+    order, by one query in ``sql``'s dialect (module doc): ``"number"`` columns as floats
+    (NULL: NaN), ``"text"`` columns as object arrays of strings (NULL: "")."""
+    parts = ["COUNT(*)", sql.seq()]
+    parts += [sql.concat(expr, kind) for expr, kind in cols.values()]
+    row = cur.execute(f"SELECT {', '.join(parts)} FROM ({source}) AS src").fetchone()
     n = int(row[0])
     if n == 0:
         return 0, {c: np.zeros(0, float if k == "number" else object) for c, (_, k) in
@@ -127,7 +88,7 @@ def read_columns(
         if len(items) == n:
             out[name] = np.array(items, dtype=object)[order]
         else:  # a string holds the separator itself: this column row by row, in seq order
-            rows = cur.execute(f"SELECT COALESCE({expr}, '') FROM ({source}) ORDER BY seq")
+            rows = cur.execute(f"SELECT COALESCE({expr}, '') FROM ({source}) AS src ORDER BY seq")
             out[name] = np.array(rows.fetchall(), dtype=object).reshape(n)
     return n, out
 
@@ -144,37 +105,42 @@ def _text(values: np.ndarray, unique: bool = False) -> Text:
     return Text.from_codes(rank[inverse], uniq[order].astype(object))
 
 
-def _mixed(cur: sqlite3.Cursor, file: str, name: str) -> LogError:
+def _mixed(cur: Any, file: str, name: str, sql: StoreSql) -> LogError:
     """The first row whose clock (a number or a string) differs from the first row's."""
-    kind = f"(typeof({name}) IN ('integer', 'real'))"
+    kind = sql.is_number.format(name=name)
     row, value = cur.execute(
-        f"SELECT COUNT(*), (SELECT {name} FROM pack_log WHERE seq = x.s) FROM pack_log, "
-        f"(SELECT MIN(seq) AS s FROM pack_log WHERE {name} IS NOT NULL AND {kind} != "
+        "SELECT (SELECT COUNT(*) FROM pack_log WHERE seq <= x.s), "
+        f"(SELECT {name} FROM pack_log WHERE seq = x.s) "
+        f"FROM (SELECT MIN(seq) AS s FROM pack_log WHERE {name} IS NOT NULL AND {kind} != "
         f"(SELECT {kind} FROM pack_log WHERE {name} IS NOT NULL ORDER BY seq LIMIT 1)"
-        ") AS x WHERE seq <= x.s"
+        ") AS x"
     ).fetchone()
     allowed = "one clock in a column: all integers or all ISO 8601 timestamps"
     return LogError(file, int(row), name, value, allowed)
 
 
-def _sessions(cur: sqlite3.Cursor, file: str) -> Table:
-    n, int_time, rated, int_rated, users, agents = cur.execute(KINDS_SQL).fetchone()
+def _sessions(cur: Any, file: str, sql: StoreSql) -> Table:
+    n, int_time, rated, int_rated, users, agents = cur.execute(sql.kinds).fetchone()
     if n == 0:
         allowed = "a pack log with a session (ContextPacker.pack(..., session_id=...))"
         raise LogError(file, None, None, "no sessions", allowed)
     if 0 < int_time < n:
-        raise _mixed(cur, file, "time")
+        raise _mixed(cur, file, "time", sql)
     if 0 < int_rated < rated:
-        raise _mixed(cur, file, "rated_at")
-    clock = {"time": ("time", "number" if int_time == n else "text")}
+        raise _mixed(cur, file, "rated_at", sql)
+
+    def clock_column(name: str, numbers: bool) -> tuple[str, str]:
+        return (name, "number") if numbers else (sql.text_clock.format(name=name), "text")
+
+    clock = {"time": clock_column("time", int_time == n)}
     if rated:
-        clock["rated_at"] = ("rated_at", "number" if int_rated == rated else "text")
+        clock["rated_at"] = clock_column("rated_at", int_rated == rated)
     cols = {"session_id": ("session_id", "text"), "top_key": ("top_key", "text"),
             "withheld": ("withheld", "number"), "explore_rate": ("explore_rate", "number"),
             "outcome": ("outcome", "number"), "shown_keys": ("shown_keys", "text"),
             **clock}  # fmt: skip
     cols |= {c: (c, "text") for c, count in (("user_id", users), ("agent", agents)) if count}
-    _, raw = read_columns(cur, "pack_log", cols)
+    _, raw = read_columns(cur, "SELECT * FROM pack_log", cols, sql)
     out: dict[str, Any] = {}
     for name, (_, kind) in cols.items():
         a = raw[name]
@@ -187,15 +153,24 @@ def _sessions(cur: sqlite3.Cursor, file: str) -> Table:
     return Table("sessions", file, n, out)
 
 
-def _table(cur: sqlite3.Cursor, name: str, file: str, source: str, cols: dict) -> Table | None:
-    n, raw = read_columns(cur, source, cols)
+def _table(cur: Any, name: str, file: str, source: str, cols: dict, sql: StoreSql) -> Table | None:
+    n, raw = read_columns(cur, source, cols, sql)
     if n == 0:
         return None
     out = {c: _text(raw[c]) if kind == "text" else raw[c] for c, (_, kind) in cols.items()}
     return Table(name, file, n, out)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _missing(name: str, tables: set[str]) -> LogError | None:
+    missing = sorted({"pack_log", "runs", "procedures"} - tables)
+    if not missing:
+        return None
+    have = ", ".join(sorted(tables)) or "none"
+    return LogError(name, None, None, f"no table {missing[0]} (has: {have})", NEEDS)
+
+
+def _open_sqlite(path: Path) -> Any:
+    """The file opened read-only (a file that is not procmem's refused untouched)."""
     from procmem_core.storefile import StoreFileError, identify
 
     try:
@@ -206,30 +181,61 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise LogError(str(path), None, None, exc.problem, NEEDS) from None
     con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    missing = sorted({"pack_log", "runs", "procedures"} - tables)
-    if missing:
+    if (error := _missing(str(path), tables)) is not None:
         con.close()
-        have = ", ".join(sorted(tables)) or "none"
-        raise LogError(str(path), None, None, f"no table {missing[0]} (has: {have})", NEEDS)
+        raise error
+    con.execute("BEGIN")
+    return con
+
+
+def _open_postgres(uri: str, name: str) -> Any:
+    """A connection in a read-only snapshot of the database (``graph.postgres``)."""
+    from procmem_core.graph.postgres import connect
+    from procmem_core.storefile import StoreFileError
+
+    try:
+        con = connect(uri, NEEDS)
+    except StoreFileError as exc:
+        raise LogError(name, None, None, exc.problem, NEEDS) from None
+    con.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    rows = con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    ).fetchall()
+    if (error := _missing(name, {r[0] for r in rows})) is not None:
+        con.close()
+        raise error
     return con
 
 
 def store_tables(path: str | Path) -> dict[str, Table]:
-    """The store's pack log, ledger and revision history as raw ``Table``s (one read
-    transaction: a consistent snapshot)."""
-    path = Path(path)
+    """The store's pack log, ledger and revision history as raw ``Table``s, from an SQLite
+    file or a PostgreSQL URI (one read transaction: a consistent snapshot)."""
+    from procmem_core.graph.postgres import MissingDriver, is_uri, shown_uri
+
+    if is_uri(path):
+        name = shown_uri(str(path))
+        try:
+            import psycopg
+        except ImportError:
+            problem, needs = "psycopg 3 is not installed", str(MissingDriver())
+            raise LogError(name, None, None, problem, needs) from None
+        sql, errors = POSTGRES, (psycopg.Error,)
+        opening = lambda: _open_postgres(str(path), name)  # noqa: E731
+    else:
+        name, sql, errors = str(Path(path)), SQLITE, (sqlite3.DatabaseError,)
+        opening = lambda: _open_sqlite(Path(path))  # noqa: E731
     try:
-        con = _connect(path)
-    except sqlite3.DatabaseError as exc:
-        raise LogError(str(path), None, None, f"cannot be read ({exc})", NEEDS) from None
+        con = opening()
+    except errors as exc:
+        raise LogError(name, None, None, f"cannot be read ({exc})", NEEDS) from None
     try:
         cur = con.cursor()
-        cur.execute("BEGIN")
-        out = {"sessions": _sessions(cur, f"{path} (pack_log)")}
-        runs = _table(cur, "runs", f"{path} (runs)", RUNS_SOURCE, RUNS)
-        revisions = _table(cur, "revisions", f"{path} (revisions)", REVISIONS_SOURCE, REVISIONS)
-    except sqlite3.DatabaseError as exc:  # damaged rows, JSON the store did not write
-        raise LogError(str(path), None, None, f"cannot be read ({exc})", NEEDS) from None
+        out = {"sessions": _sessions(cur, f"{name} (pack_log)", sql)}
+        runs = _table(cur, "runs", f"{name} (runs)", sql.runs_source, RUNS, sql)
+        revisions = _table(cur, "revisions", f"{name} (revisions)", sql.revisions_source,
+                           REVISIONS, sql)  # fmt: skip
+    except errors as exc:  # damaged rows, JSON the store did not write
+        raise LogError(name, None, None, f"cannot be read ({exc})", NEEDS) from None
     finally:
         con.close()
     if runs is not None and revisions is not None:
@@ -238,7 +244,8 @@ def store_tables(path: str | Path) -> dict[str, Table]:
 
 
 def read_store(path: str | Path) -> Log:
-    """A ``ProcedureStore`` file read and checked as a session log (``LogError`` on the
+    """A ``ProcedureStore`` (an SQLite file or a PostgreSQL URI) read and checked as a
+    session log (``LogError`` on the
     first bad value, naming the file and table, row, column and value)."""
     t = store_tables(path)
     return check_log(t["sessions"], t.get("runs"), t.get("revisions"))

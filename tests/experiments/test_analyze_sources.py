@@ -2,25 +2,32 @@
 procmem's engine (a SQLite ``ProcedureStore`` whose ``ContextPacker`` logs every pack,
 sessions rated through ``rate_session``, runs recorded, a revision gated by ``evolve``)
 exported through the store's public API as CSV, Parquet and JSON Lines gives the same
-``lifts.csv`` and ``gate_replay.csv`` bytes as the store read straight; the live loop's
-MLflow traces give the lifts of its sessions table; every source that is none of the
-accepted forms is refused naming the argument, before anything is written."""
+``lifts.csv`` and ``gate_replay.csv`` bytes as the store read straight, and the same
+deployment run on a PostgreSQL store (a fresh database in the session's cluster on
+127.0.0.1; skipped with the reason when PostgreSQL cannot be started) gives them too;
+the live loop's MLflow traces give the lifts of its sessions table; every source that is
+none of the accepted forms is refused naming the argument, before anything is
+written."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from local_services import fresh_database
 
 from experiments.analyze import analyze
 from experiments.analyze.__main__ import main
 from experiments.analyze.read import read_log, source_kind
 from procmem_core.graph import ContextPacker, ProcedureGraph, ProcedureStore
 from procmem_core.logs import LogError
+from procmem_core.logs.schema import Text
+from procmem_core.logs.store import store_tables
 
 REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 SITUATIONS = ("refund an invoice", "close the month", "reset a password", "ship an order")
@@ -28,8 +35,9 @@ RATES = ((0.70, 0.50), (0.55, 0.55), (0.40, 0.60), (0.65, 0.45))  # (shown, with
 SESSIONS = 1200
 
 
-def deploy(path: Path, seed: int = 3) -> None:
-    """The deployment: packs at explore rate 0.2 on a SQLite store, 8 % of ratings never
+def deploy(path: Path | str, seed: int = 3) -> None:
+    """The deployment: packs at explore rate 0.2 on a store (an SQLite file or a
+    PostgreSQL URI), 8 % of ratings never
     arriving, one run per shown top procedure, one revision judged by the seed's SPRT
     (no quarantine: every procedure stays matched)."""
     rng = np.random.default_rng(seed)
@@ -127,6 +135,43 @@ def test_files_and_the_store_give_identical_lifts_and_gate_replays(deployment, t
     assert replay.loc[0, "sprt_verdict"] == replay.loc[0, "logged_verdict"]
 
 
+@pytest.fixture(scope="module")
+def pg_deployment(pg_cluster: str) -> Iterator[str]:
+    """The same deployment (same seed) on a PostgreSQL store: its URI."""
+    with fresh_database(pg_cluster) as uri:
+        deploy(uri)
+        yield uri
+
+
+@pytest.mark.slow  # the deployment on PostgreSQL: about 20 s on the shared machine
+def test_sqlite_and_postgresql_stores_give_identical_lifts_and_gate_replays(
+    deployment, pg_deployment, tmp_path
+):
+    on_sqlite = _analyze(str(deployment), tmp_path / "out-sqlite")
+    # a password in the URI (the test cluster trusts loopback, so any password logs in)
+    with_password = pg_deployment.replace("mlflow@", "mlflow:s3cret@", 1)
+    on_postgres = _analyze(with_password, tmp_path / "out-postgres")
+    assert set(on_sqlite) == {"lifts.csv", "gate_replay.csv"}
+    assert on_postgres == on_sqlite  # byte for byte
+    report = (tmp_path / "out-postgres" / "report.md").read_text()
+    assert "mlflow:***@" in report and "s3cret" not in report
+    # the raw tables read from each store are the same, column by column
+    a, b = store_tables(deployment), store_tables(pg_deployment)
+    assert sorted(a) == sorted(b) == ["revisions", "runs", "sessions"]
+    for table in a:
+        ta, tb = a[table], b[table]
+        assert ta.rows == tb.rows > 0 and list(ta.columns) == list(tb.columns), table
+        for name, x in ta.columns.items():
+            y = tb.columns[name]
+            if isinstance(x, Text):
+                assert list(x.values) == list(y.values), (table, name)
+                np.testing.assert_array_equal(x.codes, y.codes, err_msg=f"{table}.{name}")
+            else:
+                np.testing.assert_array_equal(x, y, err_msg=f"{table}.{name}")
+    assert a["sessions"].rows == SESSIONS and np.isnan(a["sessions"].columns["outcome"]).any()
+    assert a["revisions"].rows == len(SITUATIONS) + 1  # the revision the test proposed
+
+
 def test_cli_reads_a_store_path(deployment, tmp_path, capsys):
     out = tmp_path / "out"
     argv = [str(deployment), "--out", str(out), "--no-track", "--no-prescribe"]
@@ -175,7 +220,12 @@ def _text_file(path: Path) -> Path:
 
 BAD_SOURCES = [
     ("no such path", lambda p: p / "nope", "LOGS", "no such file or directory"),
-    ("a postgresql uri", lambda p: "postgresql://me@127.0.0.1/db", "LOGS", "no PostgreSQL"),
+    (
+        "an unreachable postgresql uri",
+        lambda p: "postgresql://me@127.0.0.1:1/db",
+        "LOGS",
+        "cannot be reached",
+    ),
     ("a log file, not its folder", _csv_file, "LOGS", "the directory holding"),
     ("a text file", _text_file, "text", "is not an SQLite database"),
     ("a store without a pack log", _v2_store, "v2", "no table pack_log"),
@@ -217,3 +267,25 @@ def test_a_bad_log_in_a_run_is_named_by_the_run_not_a_temporary_copy(tmp_path, t
         read_log(f"runs:/{run_id}")  # no tables/ folder: the run's root, as a live run's
     assert (err.value.file, err.value.row, err.value.column) == (
         f"runs:/{run_id}/sessions.csv", 2, "explore_rate")  # fmt: skip
+
+
+def test_bad_postgresql_stores_are_refused_naming_the_uri(
+    pg_database, tmp_path, tracking_store, capsys
+):
+    out = tmp_path / "out"
+    argv = [pg_database, "--out", str(out), "--no-rule-design", "--no-prescribe"]
+
+    def refusal() -> str:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("python -m experiments.analyze: ") and pg_database in err
+        return err
+
+    assert "no table pack_log (has: none)" in refusal()  # a database with no store in it
+    ProcedureStore.open(pg_database).close()
+    assert "no sessions" in refusal()
+    with ProcedureStore.open(pg_database) as s:
+        s.log_pack("a", "", False, 0.1, time=1)
+        s.log_pack("b", "", False, 0.1, time="2026-01-01T00:00:00")
+    assert "(pack_log), row 2, column 'time'" in refusal()
+    assert not out.exists()  # refused before anything was written

@@ -22,7 +22,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from local_services import assert_loopback_only, free_port, marked, postgres
 from mlflow.tracking import MlflowClient
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
@@ -41,7 +41,6 @@ BIN = Path(sys.executable).parent
 SMALL = ["experiment=quickstart", "scenario.replications=300", "progress=off"]
 JOBS = "case=fate_seed,gate_sprt"
 WAIT = 120.0
-LOOPBACK = ("127.", "[::1]", "[::ffff:127.", "::1")
 
 # Each test runs sweeps and reports in subprocesses; the limit catches a hang, and a
 # loaded 2-core machine needs more than the suite's default 300 s for the slowest one.
@@ -59,23 +58,6 @@ def wait_for(check: Callable[[], object], what: str, timeout: float = WAIT) -> o
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def marked(marker: str) -> list[int]:
-    """Pids of the processes whose environment carries ``marker``."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if f"PROCMEM_SERVICE={marker}".encode() in (entry / "environ").read_bytes():
-                    pids.append(int(entry.name))
-    return pids
-
-
 def stop_marked(marker: str) -> None:
     """SIGTERM, then SIGKILL, the processes this test started (found by marker)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -84,27 +66,6 @@ def stop_marked(marker: str) -> None:
                 os.kill(pid, sig)
         with contextlib.suppress(AssertionError):
             wait_for(lambda: not marked(marker), "the service to stop", 15)
-
-
-def listeners(pids: set[int]) -> list[str]:
-    """``address:port`` of every TCP/UDP socket listened on by the processes ``pids``."""
-    if shutil.which("ss") is None:
-        pytest.skip("`ss` (Debian's iproute2) is not installed: the loopback check needs it")
-    out = subprocess.run(["ss", "-H", "-lntup"], capture_output=True, text=True, timeout=10)
-    found = []
-    for line in out.stdout.splitlines():
-        fields = line.split()
-        if any(f"pid={pid}," in line for pid in pids):
-            found.append(fields[4])
-    return found
-
-
-def assert_loopback_only(marker: str | None = None, pids: set[int] = frozenset()) -> None:
-    """Every socket of the marked processes (and of ``pids``) listens on loopback."""
-    found = listeners(set(marked(marker) if marker else ()) | set(pids))
-    assert found, "the service listens on nothing?"
-    outside = [a for a in found if not a.startswith(LOOPBACK)]
-    assert not outside, f"listening beyond loopback: {outside}"
 
 
 def run_cli(args: list[str], uri: str, env: dict | None = None, module: str = "experiments.run"):
@@ -120,59 +81,6 @@ def run_cli(args: list[str], uri: str, env: dict | None = None, module: str = "e
 
 
 # --- services ------------------------------------------------------------------------
-
-
-def postgres_binaries() -> Path | None:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    return found[-1].parent if found else None
-
-
-@contextlib.contextmanager
-def postgres() -> Iterator[str]:
-    """A PostgreSQL cluster on 127.0.0.1 (as user postgres); yields its database URL.
-
-    Skips with the reason when the `postgres` extra (psycopg 3, which the URL names as its
-    driver) or Debian's postgresql package is missing; a cluster that fails to start
-    fails at once with PostgreSQL's own output."""
-    pytest.importorskip(
-        "psycopg", reason="the `postgres` extra is not installed: pip install -e '.[postgres]'"
-    )
-    bins = postgres_binaries()
-    if bins is None or os.geteuid() != 0 or shutil.which("runuser") is None:
-        pytest.skip("PostgreSQL (Debian's postgresql package) cannot be started here")
-    folder = Path(tempfile.mkdtemp(prefix="procmem-pg-"))
-    shutil.chown(folder, "postgres")
-    as_pg = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-    service_step(
-        [*as_pg, bins / "initdb", "-D", folder / "data", "-A", "trust", "-U", "mlflow",
-         "--no-sync", "-E", "UTF8"], "initdb", timeout=120,
-    )  # fmt: skip
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
-    ctl = [*as_pg, bins / "pg_ctl", "-D", folder / "data", "-w", "-t", "60"]
-    try:
-        service_step([*ctl, "-l", folder / "log", "-o", options, "start"], "pg_ctl start",
-                     timeout=90, log=folder / "log")  # fmt: skip
-        # the postmaster (first line of postmaster.pid) holds every listening socket
-        postmaster = int((folder / "data" / "postmaster.pid").read_text().split()[0])
-        assert_loopback_only(pids={postmaster})
-        service_step(
-            [*as_pg, bins / "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "mlflow",
-             "mlflow"], "createdb", timeout=60,
-        )  # fmt: skip
-        yield f"postgresql+psycopg://mlflow@127.0.0.1:{port}/mlflow"
-    finally:
-        subprocess.run([*ctl, "-m", "fast", "stop"], capture_output=True, timeout=90)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def service_step(cmd: list, what: str, timeout: float, log: Path | None = None) -> None:
-    """Run one start-up step of a service; on failure fail now, with its own output."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-2000:] if log and log.exists() else ""
-        pytest.fail(f"{what} failed ({proc.returncode}):\n{proc.stdout[-1500:]}"
-                    f"{proc.stderr[-1500:]}\n{tail}")  # fmt: skip
 
 
 class Server:

@@ -1,9 +1,11 @@
-"""Several processes writing one SQLite store (issue 17): every acknowledged run is stored
-exactly once, aggregates equal a recount from the ledger, a stale process refreshes before
-it writes, and a file that is not a procmem store is refused with its path named.
+"""Several processes writing one store, an SQLite file (issue 17) or a PostgreSQL database
+(issue 26): every acknowledged run is stored exactly once, aggregates equal a recount
+from the ledger, a stale process refreshes before it writes, and a file that is not a
+procmem store is refused with its path named.
 
-The 4-process test starts real processes; every wait is bounded, and the writers start
-together on a barrier the test controls (no sleeps, no timing)."""
+The 4-process (SQLite) and 2-process (PostgreSQL) tests start real processes; every wait
+is bounded, and the writers start together on a barrier the test controls (no sleeps, no
+timing)."""
 
 from __future__ import annotations
 
@@ -77,16 +79,36 @@ def _public(store: ProcedureStore, key: str):
     )  # fmt: skip
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store shared by several processes lives: an SQLite file, then a fresh
+    PostgreSQL database (``pg_database``, tests/conftest.py)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "p.db")
+    return request.getfixturevalue("pg_database")
+
+
 @pytest.mark.slow
 def test_four_processes_lose_and_duplicate_no_run_and_aggregates_equal_a_recount(tmp_path):
-    path = tmp_path / "shared.db"
+    _writers_agree(str(tmp_path / "shared.db"), workers=4, n=500)
+
+
+@pytest.mark.slow
+def test_two_processes_on_postgresql_lose_and_duplicate_no_run(pg_database):
+    """The same on one PostgreSQL store: the write lock is the database's advisory lock."""
+    _writers_agree(pg_database, workers=2, n=300)
+
+
+def _writers_agree(path: str, workers: int, n: int) -> None:
+    """``workers`` processes record ``n`` runs each on ``path`` at once (released together
+    on a line the test writes): every acknowledged run is stored once, with the id and key
+    it was acknowledged with, and every aggregate equals a recount from the ledger."""
     with ProcedureStore.open(path) as store:
         for key in KEYS:
             store.add(key.removeprefix("procedure_").replace("_", " "), "s", STEPS)
-    n, workers = 500, 4
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
-    command = [sys.executable, "-c", WRITER, str(path)]
+    command = [sys.executable, "-c", WRITER, path]
     procs = [
         subprocess.Popen([*command, str(w), str(n)], cwd=REPO, env=env, **pipes)
         for w in range(workers)
@@ -119,8 +141,8 @@ def test_four_processes_lose_and_duplicate_no_run_and_aggregates_equal_a_recount
             assert _public(store, key) == _public(ref, key)
 
 
-def test_a_stale_process_refreshes_before_it_writes(tmp_path):
-    path = tmp_path / "p.db"
+def test_a_stale_process_refreshes_before_it_writes(location):
+    path = location
     first, second = ProcedureStore.open(path), ProcedureStore.open(path)
     key = first.add("refund", "s", STEPS).key
     for i in range(100):
@@ -135,11 +157,11 @@ def test_a_stale_process_refreshes_before_it_writes(tmp_path):
         assert reopened.get(key).ledger_folded_through == 100
 
 
-def test_a_stale_process_writes_against_a_revision_another_process_made(tmp_path):
+def test_a_stale_process_writes_against_a_revision_another_process_made(location):
     """``revise`` is a write like the others: a process that loaded the procedure before
     another one revised it records its next run against the new revision, and its own
     ``revise`` sees the pending one (refused while it is pending), not its stale copy."""
-    path = tmp_path / "p.db"
+    path = location
     first, second = ProcedureStore.open(path), ProcedureStore.open(path)
     key = first.add("refund", "s", STEPS).key
     assert second.record_run(key, ["n1", "n2", "n3"], ok=True).revision == 1
@@ -156,8 +178,8 @@ def test_a_stale_process_writes_against_a_revision_another_process_made(tmp_path
         assert [(r.run_id, r.revision) for r in reopened.runs(key)] == [(1, 1), (2, 2)]
 
 
-def test_a_reader_sees_what_another_process_added(tmp_path):
-    path = tmp_path / "p.db"
+def test_a_reader_sees_what_another_process_added(location):
+    path = location
     with ProcedureStore.open(path) as writer, ProcedureStore.open(path) as reader:
         assert len(reader) == 0
         key = writer.add("refund", "a customer asks for a refund", STEPS).key
