@@ -54,13 +54,28 @@ def pg_database(pg_cluster: str) -> Iterator[str]:
         yield uri
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProcedureStore]:
-    """An empty ``ProcedureStore``: in memory, in a SQLite file under ``tmp_path``, then in
-    a fresh PostgreSQL database."""
-    if request.param == "memory":
+STORE_BACKENDS = ("memory", "sqlite")
+"""``store``'s backends in every module; a module that tests what a journal keeps adds
+PostgreSQL with ``pytestmark = pytest.mark.store_backends("memory", "sqlite",
+"postgresql")`` (a PostgreSQL case costs a database and several times a SQLite case)."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``store_backend`` (``store``'s) by the module's ``store_backends``."""
+    if "store_backend" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("store_backends")
+        metafunc.parametrize("store_backend", marker.args if marker else STORE_BACKENDS)
+
+
+@pytest.fixture
+def store(
+    store_backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[ProcedureStore]:
+    """An empty ``ProcedureStore``: in memory, in a SQLite file under ``tmp_path``, or in
+    a fresh PostgreSQL database (``store_backends``)."""
+    if store_backend == "memory":
         s = ProcedureStore()
-    elif request.param == "sqlite":
+    elif store_backend == "sqlite":
         s = ProcedureStore.open(tmp_path / "procedures.db")
     else:
         s = ProcedureStore.open(request.getfixturevalue("pg_database"))

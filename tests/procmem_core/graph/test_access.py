@@ -15,6 +15,8 @@ from procmem_core.graph import (
     ProcedureStore,
 )
 
+pytestmark = pytest.mark.store_backends("memory", "sqlite", "postgresql")
+
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 SITUATION = "a customer asks for a refund on a paid invoice"
 

@@ -12,6 +12,8 @@ from procmem_core.errors import ParameterError
 from procmem_core.gates import GateDecision, RevisionStats, SPRTGate
 from procmem_core.graph import ContextPacker, ProcedureGraph, ProcedureStore
 
+pytestmark = pytest.mark.store_backends("memory", "sqlite", "postgresql")
+
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 SHORT = ProcedureGraph.from_steps(["look up the invoice", "refund at once"])
 SEEN: list[tuple[RevisionStats, RevisionStats]] = []

@@ -16,6 +16,8 @@ from procmem_core.errors import ParameterError
 from procmem_core.graph import ContextPacker, ProcedureStore
 from procmem_core.graph.packlog import PackRecord
 
+pytestmark = pytest.mark.store_backends("memory", "sqlite", "postgresql")
+
 REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 STEPS = ["read the invoice", "check the refund policy", "issue the refund"]
 

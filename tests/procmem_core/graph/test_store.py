@@ -32,6 +32,8 @@ from procmem_core.graph import sqlite as journal
 from procmem_core.graph.ledger import TRACE_LIMIT
 from procmem_core.storefile import StoreFileError
 
+pytestmark = pytest.mark.store_backends("memory", "sqlite", "postgresql")
+
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 

@@ -12,6 +12,8 @@ from procmem_core.errors import AccessDenied, ParameterError, ProcmemError
 from procmem_core.graph import ContextPacker, ProcedureStore, UnknownProcedure
 from procmem_core.limits import MAX_IDENTIFIER, MAX_SITUATION
 
+pytestmark = pytest.mark.store_backends("memory", "sqlite", "postgresql")
+
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
 SITUATION = "a customer asks for a refund on a paid invoice"
 GRAPH = {"nodes": [{"id": "a"}, {"id": "b"}], "edges": [{"src": "a", "dst": "b"}]}
