@@ -37,7 +37,7 @@ EVOLVE = (
     T + "procmem_core/graph/test_evolve.py",
     T + "procmem_core/graph/test_evolve_reference.py",
 )
-AB = (T + "procmem_core/ab/test_estimators_reference.py", T + "simulators/test_sim_explore.py")
+AB = (T + "procmem_core/ab/test_estimators_reference.py", T + "simulators/test_explore.py")
 LEARNINGS = (
     T + "procmem_core/learnings/test_exact_and_policy.py",
     T + "procmem_core/learnings/test_queue.py",
@@ -64,9 +64,9 @@ MUTANTS: tuple[Mutant, ...] = (
         (
             *FLAT,
             T + "procmem_core/flat/test_flat_fate.py",
-            T + "simulators/test_sim_confidence.py",
-            T + "simulators/test_sim_explore.py",
-            T + "experiments/test_task_seed_demo.py",
+            T + "simulators/test_confidence.py",
+            T + "simulators/test_explore.py",
+            T + "experiments/tasks/test_seed_demo.py",
         ),
         "ConfidenceRule(floor=0.2, ceiling=0.9) clamps to [0, 1]",
     ),
@@ -77,8 +77,8 @@ MUTANTS: tuple[Mutant, ...] = (
         (
             FLAT[1],
             T + "procmem_core/flat/test_flat_fate.py",
-            T + "simulators/test_sim_confidence.py",
-            T + "simulators/test_sim_explore.py",
+            T + "simulators/test_confidence.py",
+            T + "simulators/test_explore.py",
         ),
         "every good session moves the confidence by 1.1 x reward",
     ),
@@ -112,7 +112,7 @@ MUTANTS: tuple[Mutant, ...] = (
             ),
         ),
         (
-            T + "simulators/test_sim_gate.py",
+            T + "simulators/test_gate.py",
             *EVOLVE[:1],
             T + "procmem_core/graph/test_evolve_sequential.py",
             GATES[1],
@@ -129,7 +129,7 @@ MUTANTS: tuple[Mutant, ...] = (
             ),
         ),
         (
-            T + "simulators/test_sim_gate.py",
+            T + "simulators/test_gate.py",
             *EVOLVE[:1],
             T + "procmem_core/graph/test_evolve_sequential.py",
             *GATES,
@@ -269,7 +269,7 @@ MUTANTS: tuple[Mutant, ...] = (
             *EVOLVE,
             T + "procmem_core/graph/test_store.py",
             T + "procmem_core/graph/test_ledger.py",
-            T + "simulators/test_sim_loop.py",
+            T + "simulators/test_loop.py",
             T + "procmem_core/graph/test_match.py",
         ),
         "a procedure becomes a template while a revision is pending",
@@ -323,7 +323,7 @@ MUTANTS: tuple[Mutant, ...] = (
                 "c1 * w1 * (y - mu1[:, None]) - c0 * w0 * (y - mu0[:, None])",
             ),
         ),
-        (*AB, T + "experiments/test_exp_config.py"),
+        (*AB, T + "experiments/test_config.py"),
         "the Hajek SE without its 1/m normalisation",
     ),
     Mutant(
@@ -445,7 +445,7 @@ MUTANTS: tuple[Mutant, ...] = (
                 "step = rate * np.clip(users - d + 1, 0.0, None) / (users + 1)",
             ),
         ),
-        (*LEARNINGS[:1], T + "simulators/test_sim_learnings.py"),
+        (*LEARNINGS[:1], T + "simulators/test_learnings.py"),
         "the chance that a supporter is new is (users - d + 1) / (users + 1)",
     ),
     # -- confidence sequences: their module arrives with ab14's merge (pending until then) --

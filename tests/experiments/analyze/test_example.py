@@ -12,7 +12,7 @@ from experiments.analyze.read import read_log
 from experiments.analyze.steps import default_gates
 from procmem_core.logs.replay import agreement, gate_replay
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "session_log"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "session_log"
 
 
 def test_committed_example_is_what_the_command_writes(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from experiments.design.__main__ import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EASY = ["--alpha", "0.1", "--beta", "0.3", "--min-drop", "0.3", "--ledger", "10",
         "--concurrent", "0.5", "--p0-range", "0.4", "0.9", "--max-runs", "40"]  # fmt: skip
 

@@ -4,7 +4,7 @@ One small joblib sweep (three jobs, two at a time, one of which cannot write its
 artifacts) is run once for the module, then resumed sequentially in reverse order; its
 children must follow the MLflow contract and match a job run in this process number for
 number; an invalid sweep must create no run. Stopped and killed sweeps:
-test_exp_stops.py; Ray and tracking servers: test_exp_services.py.
+test_stops.py; Ray and tracking servers: test_services.py.
 """
 
 from __future__ import annotations
