@@ -93,7 +93,9 @@ class RuleDesign:
     the ``frontier`` (best excluded for each kept, fewest harmful sessions among ties),
     the ``reference`` (the seed's rule at the targets), ``shortest`` (the shortest
     horizon at which some rule meets both, when the targets cannot be met within
-    ``within``; None when none does up to ``HORIZON_FACTOR * within``)."""
+    ``within``; None when they can, or when none does up to ``HORIZON_FACTOR * within``;
+    a walk to that horizon, computed on first read and remembered).
+    ``separating``: whether only separating rules were searched."""
 
     family: str
     targets: RuleTargets
@@ -103,7 +105,13 @@ class RuleDesign:
     candidates: int
     skipped: int
     reference: DesignedRule
-    shortest: tuple[int, DesignedRule] | None = None
+    separating: bool = False
+
+    @property
+    def shortest(self) -> tuple[int, DesignedRule] | None:
+        if self.feasible:
+            return None
+        return _shortest_for(self.targets, self.family, self.separating)
 
     def _repr_html_(self) -> str:
         """A notebook's view: the answer, then the pick and the frontier, a row per rule."""
@@ -157,20 +165,28 @@ def design_rule(
     return _design(targets, family, bool(separating), objective)
 
 
+@functools.lru_cache(maxsize=8)
+def _table(targets: RuleTargets, family: str) -> tuple[tuple, Table, int]:
+    """The family's grid, every candidate's exact figures at ``targets`` and the members
+    skipped: remembered per targets and family, so another objective or the separating
+    search reads the same table (its arrays are read-only)."""
+    grid = tuple(FLAT_RULES.get(family, "family").design_grid(targets.base))
+    counts = grid[0].rule.needs_counts
+    table, skipped = (by_fate if counts else by_grid)(grid, targets, targets.within)
+    for name in Table.__dataclass_fields__:
+        getattr(table, name).flags.writeable = False
+    return grid, table, skipped
+
+
 @functools.lru_cache(maxsize=16)
 def _design(targets: RuleTargets, family: str, separating: bool, objective: str) -> RuleDesign:
     """``design_rule`` after its checks, remembered per arguments."""
-    grid = FLAT_RULES.get(family, "family").design_grid(targets.base)
-    counts = grid[0].rule.needs_counts
-    table, skipped = (by_fate if counts else by_grid)(grid, targets, targets.within)
+    grid, table, skipped = _table(targets, family)
     if separating:
         table = _separating(grid, table, targets)
     ok = (table.kept >= targets.keep - 1e-12) & (table.excluded >= targets.exclude - 1e-12)
     best = _pick(table, targets, ok, objective)
     pick = _designed(grid, table, best, targets)
-    shortest = None
-    if not ok.any():
-        shortest = _shortest(grid, table, targets, counts)
     return RuleDesign(
         family=family,
         targets=targets,
@@ -180,8 +196,17 @@ def _design(targets: RuleTargets, family: str, separating: bool, objective: str)
         candidates=len(table.kept),
         skipped=skipped,
         reference=evaluate(DEFAULT_RULE, DEFAULT_THRESHOLD, targets),
-        shortest=shortest,
+        separating=separating,
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _shortest_for(targets: RuleTargets, family: str, separating: bool):
+    """``RuleDesign.shortest``: the table's search beyond ``within`` (``_shortest``)."""
+    grid, table, _ = _table(targets, family)
+    if separating:
+        table = _separating(grid, table, targets)
+    return _shortest(grid, table, targets, grid[0].rule.needs_counts)
 
 
 def _separating(grid, table: Table, targets: RuleTargets) -> Table:
