@@ -387,4 +387,5 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
         probe.alpha,
         rng.grid(CALIBRATION_POINTS),
         probe.revert_level,
+        _calibrated(key, certified=False) if certified else None,
     )

@@ -217,12 +217,18 @@ def expected_arm_runs(
 
 
 def _expected_max(floor: np.ndarray, trials: np.ndarray, q: float) -> np.ndarray:
-    """``E[max(floor, NegBin(trials, q))]`` elementwise (``trials = 0``: ``floor``)."""
+    """``E[max(floor, NegBin(trials, q))]`` elementwise (``trials = 0``: ``floor``), all
+    cells at once: one pmf table over ``x < max(floor)`` for the distinct ``trials``."""
     out = floor.astype(float).copy()
     if q <= 0.0:  # the other arm never runs: only possible when it needs no runs
         return np.where(trials > 0, np.inf, out)
-    for idx in zip(*np.nonzero(trials > 0), strict=True):
-        f, t = int(floor[idx]), int(trials[idx])
-        x = np.arange(f)
-        out[idx] = stats.nbinom.mean(t, q) + np.sum((f - x) * stats.nbinom.pmf(x, t, q))
+    live = trials > 0
+    if not live.any():
+        return out
+    f, t = floor[live], trials[live]
+    sizes, which = np.unique(t, return_inverse=True)
+    x = np.arange(max(int(f.max()), 1))
+    pmf = stats.nbinom.pmf(x[None, :], sizes[:, None], q)[which.ravel()]
+    short = np.clip(f[:, None] - x[None, :], 0, None)
+    out[live] = stats.nbinom.mean(t, q) + np.sum(short * pmf, axis=1)
     return out
