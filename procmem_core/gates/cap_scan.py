@@ -97,14 +97,16 @@ def cap_scan(
             met = at_most(fr.max(), alpha) and at_most(early_null.max(), alpha)
             if beta is not None and met and at_least(pw.min(), 1.0 - beta):
                 break
-        i, j, revert = masked_cells(nxt, tables[k] == REVERT_CODE)
-        early_null += weights(null_f, i + j, k + n) @ revert
-        early_alt += (weights(alt_f, i, k) * weights(null_f, j, n)) @ revert
-        i, j, stopped = masked_cells(nxt, tables[k] != 0)
-        now = np.stack([weights(null_f, i + j, k + n) @ stopped,
-                        (weights(alt_f, i, k) * weights(null_f, j, n)) @ stopped])  # fmt: skip
+        decided = tables[k] != 0
+        i, j, stopped = masked_cells(nxt, decided)
+        w_null = weights(null_f, i + j, k + n)
+        w_alt = weights(alt_f, i, k) * weights(null_f, j, n)
+        rev = tables[k][i, j] == REVERT_CODE  # the reverted cells among those decided
+        early_null += w_null[:, rev] @ stopped[rev]
+        early_alt += w_alt[:, rev] @ stopped[rev]
+        now = np.stack([w_null @ stopped, w_alt @ stopped])
         done += now
         spent += k * now
-        nxt[tables[k] != 0] = 0.0
+        nxt[decided] = 0.0
         mass = nxt
     return CapScan(*out)

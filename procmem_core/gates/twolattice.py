@@ -23,11 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.mixture import (
-    gathered,
     masked_cells,
     powers,
     reweight,
@@ -101,23 +100,23 @@ class HalfMasses:
     accept: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
     residual: np.ndarray
 
-    def null_terms(self, lat: TwoSampleLattice) -> dict[str, np.ndarray]:
-        """Every decided cell grouped by (step k, total successes S): its step, ``S``, the
-        outcomes ``N`` seen by then and the reverted and accepted masses (computed once):
-        under no change that is all a cell's weight depends on."""
+    def null_tables(self, lat: TwoSampleLattice) -> dict[str, np.ndarray]:
+        """The decided masses by step ``k`` (row) and total successes ``S``, computed once:
+        under no change that is all a cell's weight depends on. ``"S"``: rows ``[revert_k,
+        accept_k]`` indexed by ``S``; ``"F"``: the same indexed by failures ``N_k - S``;
+        ``"N"``: the outcomes ``N_k`` seen by step ``k``."""
         if "_null" not in self.__dict__:
-            parts = []
-            for k in range(1, len(self.revert)):
-                n = k + lat.prior_runs(k)
-                (i, j, r), (u, v, a) = self.revert[k], self.accept[k]
-                total = np.r_[i + j, u + v]
-                keys, where = np.unique(total, return_inverse=True)
-                rev = np.bincount(where, weights=np.r_[r, 0 * a], minlength=keys.size)
-                acc = np.bincount(where, weights=np.r_[0 * r, a], minlength=keys.size)
-                parts.append((np.full(keys.size, k), keys, np.full(keys.size, n), rev, acc))
-            cols = [np.concatenate([p[c] for p in parts]) for c in range(5)] if parts else []
-            names = ("k", "S", "N", "revert", "accept")
-            self.__dict__["_null"] = dict(zip(names, cols, strict=True))
+            steps = len(self.revert)
+            n = np.array([k + lat.prior_runs(k) for k in range(steps)])
+            width = int(n.max()) + 1
+            by_s, by_f = np.zeros((2 * steps, width)), np.zeros((2 * steps, width))
+            for row, cells in enumerate((*self.revert, *self.accept)):
+                i, j, m = cells
+                k = row % steps
+                if k:
+                    np.add.at(by_s[row], i + j, m)
+                    np.add.at(by_f[row], n[k] - i - j, m)
+            self.__dict__["_null"] = {"S": by_s, "F": by_f, "N": n}
         return self.__dict__["_null"]
 
 
@@ -184,17 +183,32 @@ def evaluate(
     return TwoSamplePass(revert, accept, runs, stop)
 
 
+def ratio_powers(x: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(low, ln 2c, r^j)`` for ``j = 0..top``: with ``c = max(x, 1 - x)`` and ``r = min(x,
+    1 - x) / c <= 1``, ``(2x)^s (2(1-x))^(t-s) = (2c)^t r^u`` where ``u = s`` if ``low``
+    (``x <= 1/2``), else ``u = t - s``. Every factor stays finite (``(2c)^t <= 2^t``), and a
+    term whose ``r^u`` underflows is below ``2^MAX_OBSERVATIONS 5e-324 < 1e-22``."""
+    x = np.asarray(x, dtype=float)
+    big = np.maximum(x, 1.0 - x)
+    r = np.minimum(x, 1.0 - x) / big
+    return x <= 0.5, np.log(2.0 * big), np.exp(special.xlogy(np.arange(top + 1), r[:, None]))
+
+
 def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> TwoSamplePass:
-    """``evaluate`` at ``p0 = p``: a path's weight depends on its total successes only."""
-    k_max = lat.max_runs
+    """``evaluate`` at ``p0 = p``: a cell's weight depends on its total successes ``S`` of
+    ``N`` outcomes only, ``(2c)^N r^S`` or ``(2c)^N r^(N-S)`` (``ratio_powers``), so every
+    step's decided mass at every p is one matrix product with ``null_tables``."""
+    k_max, steps = lat.max_runs, len(masses.revert)
+    t = masses.null_tables(lat)
+    low, log_c, ratio = ratio_powers(p, int(t["N"].max()))
+    per = np.zeros((p.size, 2 * steps))
+    for part, key in ((low, "S"), (~low, "F")):
+        if part.any():
+            scale = np.exp(t["N"][None, :] * log_c[part, None])
+            per[part] = (ratio[part] @ t[key].T) * np.tile(scale, 2)
+    stop = per[:, :steps] + per[:, steps:]
+    revert, accept = per[:, :steps].sum(axis=1), per[:, steps:].sum(axis=1)
     up, down = powers(p, k_max + lat.prior_runs(k_max))
-    t = masses.null_terms(lat)
-    w = gathered(up, t["S"], down, t["N"] - t["S"])
-    revert, accept = w @ t["revert"], w @ t["accept"]
-    stop = np.zeros((p.size, k_max + 1))
-    for k in range(1, k_max + 1):
-        sel = slice(*np.searchsorted(t["k"], [k, k + 1]))
-        stop[:, k] = w[:, sel] @ (t["revert"][sel] + t["accept"][sel])
     i, j, m = sparse_cells(masses.residual)
     left = reweight(up, down, k_max + lat.prior_runs(k_max))[:, i + j] @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
