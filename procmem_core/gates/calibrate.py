@@ -166,8 +166,8 @@ def grid_calibrated_gate(cls: type[G], calibrated: Callable, params: dict) -> G:
     """``cls`` with its boundaries calibrated on the coarse grid only, not certified between
     grid points: fast, for design searches (``gates.design``), which certify the gate they
     answer with. ``calibrated(key, certified)`` is the gate module's cached calibration,
-    keyed by the gate's parameters without ``final_level``."""
+    keyed as the gate's own (``key_at``: the certified calibration then starts from it)."""
     probe = cls(**{**params, "final_level": 0.0})
-    key = tuple({**probe.params(), "final_level": None}.items())
-    cal = calibrated(key, certified=False)
-    return cls(**{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level})
+    cal = calibrated(probe.key_at(probe.ledger), certified=False)
+    levels = {"revert_level": cal.revert_level, "final_level": cal.final_level}
+    return cls(**{**probe.params(), **levels})

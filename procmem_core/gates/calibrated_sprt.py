@@ -13,10 +13,20 @@ when ``LLR >= final_level``, calibrated (``gates.calibrate``) so that the false-
 rate is at most alpha at every p0 in ``[p0_low, p0_high]``, the ledger's
 Binomial(ledger, p0) mixed in exactly. Power is whatever that leaves: with a short
 ledger no boundaries give power 0.8 (``gates.design`` says what would).
+
+Shown a ledger of another size ``m`` (``decide``: the prior's runs; ``operating_curve``,
+``operating_point``: ``prior_runs``), the gate with ``recalibrate`` (the default) uses the
+revert and final levels calibrated for ``m`` (``at_ledger``, the rule of
+``recalibrate.LedgerLevels`` that ``TwoSampleGate`` uses), so its guarantee holds at the
+ledger a revision has (``ledger_profile``); ledger 0 is allowed (p0 then estimated from
+no runs; the calibration may leave no revert). ``decide_batch`` and ``run_codes`` take p0
+without a ledger size and use the gate's own levels (``at_ledger(m).decide_batch`` for
+another size).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +37,7 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.gates import lattice, llr, mixture
+from procmem_core.gates.base import OperatingPoint
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
 from procmem_core.gates.defaults import (
     ALPHA,
@@ -39,7 +50,8 @@ from procmem_core.gates.defaults import (
     P0_LOW,
 )
 from procmem_core.gates.lattice_gate import LatticeGate
-from procmem_core.gates.verdicts import RevisionStats
+from procmem_core.gates.recalibrate import LedgerLevels
+from procmem_core.gates.verdicts import GateDecision, RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 ESTIMATES = ("plugin", "ml")
@@ -48,7 +60,7 @@ CERTIFY_POINTS = 3000
 
 
 @dataclass(frozen=True)
-class CalibratedSPRTGate(LatticeGate):
+class CalibratedSPRTGate(LedgerLevels, LatticeGate):
     """SPRT with exactly calibrated boundaries (module docstring). Guarantee: worst-case
     false revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` with a ledger of
     ``ledger`` runs."""
@@ -65,6 +77,10 @@ class CalibratedSPRTGate(LatticeGate):
     revert_level: float | None = None
     accept_level: float | None = None
     final_level: float | None = None
+    recalibrate: bool = True
+    """With a ledger of another size than ``ledger``: ``True`` uses revert and final levels
+    calibrated for the ledger it sees (``at_ledger``), so the guarantee holds at that size;
+    ``False`` keeps the levels calibrated for ``ledger``."""
     name: ClassVar[str] = "calibrated_sprt"
     label: ClassVar[str] = "calibrated SPRT"
 
@@ -76,9 +92,11 @@ class CalibratedSPRTGate(LatticeGate):
             raise ParameterError("alpha", (self.alpha, self.beta), "need alpha + beta < 1")
         check_int("min_runs", self.min_runs, minimum=1)
         check_int("max_runs", self.max_runs, minimum=int(self.min_runs))
-        check_int("ledger", self.ledger, minimum=1)
+        check_int("ledger", self.ledger, minimum=0)
         check_choice("prior", self.prior, ESTIMATES)
         P0Range(self.p0_low, self.p0_high)
+        if not isinstance(self.recalibrate, bool):
+            raise ParameterError("recalibrate", self.recalibrate, "True or False")
         wald_a, wald_b = llr.sprt_boundaries(self.alpha, self.beta)
         for field, default in (("revert_level", wald_a), ("accept_level", wald_b)):
             value = getattr(self, field)
@@ -86,14 +104,52 @@ class CalibratedSPRTGate(LatticeGate):
                 object.__setattr__(self, field, float(default))
             elif not isinstance(value, int | float) or math.isnan(value):
                 raise ParameterError(field, value, "a number (or None for the default)")
+        object.__setattr__(self, "_at_ledger", {})
         if self.final_level is None:
-            cal = _calibrated(tuple(self.params().items()))
+            cal = _calibrated(self.key_at(self.ledger))
             object.__setattr__(self, "revert_level", cal.revert_level)
             object.__setattr__(self, "final_level", cal.final_level)
             object.__setattr__(self, "_certificate", cal.worst)
 
     def describe(self) -> str:
         return f"calibrated SPRT, ledger {self.ledger}"
+
+    def calibration(self, key: tuple) -> Calibration:
+        return _calibrated(key)
+
+    def at_ledger(self, ledger: int) -> CalibratedSPRTGate:
+        """This gate with the levels for a ledger of ``ledger`` runs (``levels``: its own
+        at its design ledger or without ``recalibrate``), kept per size."""
+        m = int(ledger)
+        revert, final = self.levels(m)
+        if (revert, final) == (self.revert_level, self.final_level):
+            return self
+        kept = self.__dict__["_at_ledger"]
+        if m not in kept:
+            cal = _calibrated(self.key_at(m))
+            gate = dataclasses.replace(self, ledger=m, revert_level=revert, final_level=final,
+                                       recalibrate=False)  # fmt: skip
+            object.__setattr__(gate, "_certificate", cal.worst)
+            kept[m] = gate
+        return kept[m]
+
+    def decide(
+        self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
+    ) -> GateDecision:
+        """``LatticeGate.decide`` with the levels for the prior's ledger (``at_ledger``)."""
+        return LatticeGate.decide(self.at_ledger(prior.runs), prior, revision, p0)
+
+    def operating_point(
+        self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
+    ) -> OperatingPoint:
+        """``LatticeGate.operating_point`` with the levels for a ledger of ``prior_runs``."""
+        gate = self if prior_runs is None else self.at_ledger(prior_runs)
+        return LatticeGate.operating_point(gate, p, p0, prior_runs)
+
+    def ledger_masses(self, prior_runs: int) -> mixture.LedgerMasses:
+        """``LatticeGate.ledger_masses`` with the levels for a ledger of ``prior_runs``:
+        ``operating_curve`` and every worst case then use them."""
+        return LatticeGate.ledger_masses(self.at_ledger(prior_runs), prior_runs)
 
     def certificate(self) -> WorstCase | None:
         """The worst case that certified the calibrated boundaries (None when they were

@@ -6,7 +6,9 @@ Wald-Wolfowitz bound) that ``design_gate`` gave at commit 2915019 for the quicks
 question (both objectives) and a fixed-ledger question. The faster code must give the
 same: strings, flags and integers exactly, every number within a relative 1e-7 (the
 computation is reordered, so the last bits may move; the decisions it takes keep a margin
-of 1e-9 relative, ``gates.tolerance``, far above those bits).
+of 1e-9 relative, ``gates.tolerance``, far above those bits). The one deliberate change:
+the calibrated SPRT's config gains ``recalibrate: True`` (it recalibrates per ledger size
+since; at the design ledger its levels are the same).
 """
 
 from __future__ import annotations
@@ -59,4 +61,7 @@ def test_design_answers_match_the_fixture(name):
                                  for k, v in stored["question"].items()})  # fmt: skip
     answers = design_gate(question).answers
     new = [json.loads(json.dumps(dataclasses.asdict(a), default=float)) for a in answers]
+    for old, now in zip(stored["answers"], new, strict=True):
+        if old["family"] == "calibrated_sprt":  # its new field (issue 28, item b)
+            assert now["config"].pop("recalibrate") is True
     assert differences(stored["answers"], new) == []
