@@ -177,7 +177,10 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
 
     def verdicts(self, successes, runs, p0, final: float | None) -> np.ndarray:
         """Codes at ``(runs, successes)``; ``final=None`` leaves the cap undecided."""
-        value = self.statistic(successes, runs, p0)
+        return self.codes_at(self.statistic(successes, runs, p0), runs, final)
+
+    def codes_at(self, value: np.ndarray, runs: ArrayLike, final: float | None) -> np.ndarray:
+        """``verdicts`` from the statistic ``value`` already computed at the cells."""
         runs = np.asarray(runs)
         live = runs >= self.min_runs
         cap = runs >= self.max_runs
@@ -227,9 +230,12 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     stat = probe.statistic(np.arange(t + 1)[None, :], t, hats[:, None])
     total = (np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]).ravel()
 
+    runs = np.arange(t + 1)
+    every = probe.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
+
     def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
         gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        tables = lattice.verdict_table(lambda s, n, p0: gate.verdicts(s, n, p0, None), hats, t)
+        tables = lattice.verdict_table(lambda s, n, p0: gate.codes_at(every, n, None), hats, t)
         masses = mixture.ledger_masses(tables, n0)
         res = mixture.ledger_curve(masses, grid, grid)
         return NullPass(grid, res.revert, stat.ravel(), masses.residual.ravel(), total, n0 + t)

@@ -210,6 +210,15 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, Gate):
 
     def _codes(self, k, lam, ref, valid, final, revert_level) -> np.ndarray:
         k = np.asarray(k)
+        if k.ndim == 0 and k < self.max_runs:  # one step before the cap: no cap rule
+            if k < self.min_runs:
+                return np.zeros(np.shape(lam), dtype=np.int8)
+            revert = valid & (lam >= revert_level)
+            accept = valid & (ref <= self.accept_level)
+            accept &= ~revert
+            codes = revert.view(np.int8) * np.int8(2)
+            codes += accept.view(np.int8)
+            return codes
         live = (k >= self.min_runs) & valid
         cap = k >= self.max_runs
         level = revert_level if final is None else final
