@@ -123,9 +123,12 @@ def ledger_masses(tables: np.ndarray, prior_runs: int) -> LedgerMasses:
         nxt = 0.5 * mass[:, : n + 1]
         nxt[:, 1:] += 0.5 * mass[:, :n]
         row = tables[:, n, : n + 1]
-        revert.append(masked_cells(nxt, row == REVERT_CODE))
-        accept.append(masked_cells(nxt, row == ACCEPT_CODE))
-        nxt[(row == REVERT_CODE) | (row == ACCEPT_CODE)] = 0.0
+        i, j, m = masked_cells(nxt, (row == REVERT_CODE) | (row == ACCEPT_CODE))
+        code = row[i, j]  # row-major, so each part below is in masked_cells' order
+        for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
+            hit = code == which
+            out.append((i[hit], j[hit], m[hit]))
+        nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
         mass[:, : n + 1] = nxt
     return LedgerMasses(prior_runs, revert, accept, mass)
 

@@ -133,10 +133,12 @@ def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
             both[:, :-1] = 0.5 * nxt
             both[:, 1:] += 0.5 * nxt
             nxt = both
-        table = tables[k]
-        revert.append(masked_cells(nxt, table == REVERT_CODE))
-        accept.append(masked_cells(nxt, table == ACCEPT_CODE))
-        nxt[table != CONTINUE_CODE] = 0.0
+        i, j, m = masked_cells(nxt, tables[k] != CONTINUE_CODE)  # row-major, as split below
+        code = tables[k][i, j]
+        for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
+            hit = code == which
+            out.append((i[hit], j[hit], m[hit]))
+        nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
         mass = nxt
     return HalfMasses(revert, accept, mass)
 

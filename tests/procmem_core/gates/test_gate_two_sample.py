@@ -186,7 +186,7 @@ def test_the_store_contract_for_paired_gates():
         (lambda: TwoSampleGate(accept_level=float("nan")), "accept_level"),
         (lambda: TwoSampleGate(max_runs=600, ledger=20), "max_runs"),
         (lambda: CalibratedSPRTGate(prior="lower_bound"), "prior"),
-        (lambda: CalibratedSPRTGate(ledger=0), "ledger"),
+        (lambda: CalibratedSPRTGate(ledger=-1), "ledger"),  # 0 allowed: recalibrated per ledger
         (lambda: DiscordantSPRTGate(at_cap="revert"), "at_cap"),
         (lambda: DiscordantSPRTGate(max_discordant=0), "max_discordant"),
         (lambda: DiscordantSPRTGate(design_p0=1.0), "design_p0"),
