@@ -113,14 +113,15 @@ TIMED = {
 }
 """The design questions timed (max_runs 200, the issue's p0 range [0.3, 0.95])."""
 BEFORE_CPU = {
-    "quickstart (ledger 20, share 0.5)": 8.63,
-    "fixed ledger 20": 6.96,
-    "fixed ledger 50": 14.45,
-    "fixed ledger 100": 32.33,
+    "quickstart (ledger 20, share 0.5)": 9.95,
+    "fixed ledger 20": 10.01,
+    "fixed ledger 50": 19.91,
+    "fixed ledger 100": 31.74,
 }
 """CPU seconds of the same questions, cold, at commit 2915019 (before issue 28's speed-up),
-measured by ``design_time`` on the same machine with ``OMP_NUM_THREADS=1`` (quoted: the
-former code is not in the tree; ``tests/data/design_answers.json`` pins its answers)."""
+measured by ``design_time`` with ``OMP_NUM_THREADS=1`` on the shared 2-core machine under a
+load average of about 12 (quoted: the former code is not in the tree;
+``tests/data/design_answers.json`` pins its answers)."""
 
 
 def cold() -> None:
