@@ -166,23 +166,40 @@ def evaluate(
     p = np.asarray(p, dtype=float).ravel()
     if np.array_equal(p0, p):
         return _evaluate_null(lat, masses, p)
-    g, k_max = p0.size, lat.max_runs
+    k_max, steps = lat.max_runs, len(masses.revert)
+    low, log_c, ratio = ratio_powers(p, k_max)
+    low0, log_c0, ratio0 = ratio_powers(p0, lat.prior_runs(k_max))
+    per = np.zeros((p.size, 2 * steps))
+    for lp, lp0 in ((True, True), (True, False), (False, True), (False, False)):
+        g = np.flatnonzero((low == lp) & (low0 == lp0))
+        if g.size:
+            per[g] = _oriented(lat, masses, lp, lp0, ratio[g].T.copy(), ratio0[g].T.copy())
+            n = np.array([lat.prior_runs(k) for k in range(steps)])
+            scale = np.exp(np.arange(steps)[None, :] * log_c[g, None] + n * log_c0[g, None])
+            per[g] *= np.tile(scale, 2)
+    stop = per[:, :steps] + per[:, steps:]
+    revert, accept = per[:, :steps].sum(axis=1), per[:, steps:].sum(axis=1)
     up, down = powers(p, k_max)
     up0, down0 = powers(p0, lat.prior_runs(k_max))
     rev, pri = transposed(up, down), transposed(up0, down0)
-    revert, accept = np.zeros(g), np.zeros(g)
-    stop = np.zeros((g, k_max + 1))
-    for k in range(1, k_max + 1):
-        n = lat.prior_runs(k)
-        r, a = ((weights(rev, i, k) * weights(pri, j, n)) @ m
-                for i, j, m in (masses.revert[k], masses.accept[k]))  # fmt: skip
-        revert += r
-        accept += a
-        stop[:, k] = r + a
     i, j, m = sparse_cells(masses.residual)
     left = (weights(rev, i, k_max) * weights(pri, j, lat.prior_runs(k_max))) @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
     return TwoSamplePass(revert, accept, runs, stop)
+
+
+def _oriented(lat, masses, low: bool, low0: bool, rev_t: np.ndarray, pri_t: np.ndarray):
+    """Per step, the reverted and accepted mass without the ``(2c)^k (2c0)^n`` factor, for
+    parameter pairs of one orientation (``ratio_powers``; ``rev_t``, ``pri_t`` transposed,
+    row ``u`` the ``u``-th powers)."""
+    steps = len(masses.revert)
+    out = np.zeros((rev_t.shape[1], 2 * steps))
+    for k in range(1, steps):
+        n = lat.prior_runs(k)
+        for col, (i, j, m) in ((k, masses.revert[k]), (steps + k, masses.accept[k])):
+            u, v = (i if low else k - i), (j if low0 else n - j)
+            out[:, col] = (rev_t[u] * pri_t[v]).T @ m
+    return out
 
 
 def ratio_powers(x: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
