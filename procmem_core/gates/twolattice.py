@@ -13,7 +13,9 @@ decided cells absorbed. The recursion runs once, at ``p0 = p = 1/2`` (``half_mas
 a path's probability depends on the parameters only through its cell, so every
 ``(p0, p)`` follows by reweighting the cells (``evaluate``: P(revert), P(accept), E[k],
 the law of the stopping run and the mass left at the cap), O(K^2 (n0 + K)) once and a
-matrix product per step for G parameter pairs. Every path (``decide``,
+matrix product per step for G parameter pairs. The weights are taken as ``(2c)^t r^u``
+(``ratio_powers``: ``r <= 1``, one gather a factor); under no change a cell's weight
+depends on its total successes only, so every step is one matrix product at once. Every path (``decide``,
 ``decide_batch``, this recursion) evaluates the same rule, so they cannot drift apart.
 """
 
@@ -174,7 +176,7 @@ def evaluate(
         g = np.flatnonzero((low == lp) & (low0 == lp0))
         if g.size:
             per[g] = _oriented(lat, masses, lp, lp0, ratio[g].T.copy(), ratio0[g].T.copy())
-            n = np.array([lat.prior_runs(k) for k in range(steps)])
+            n = np.array([lat.prior_runs(k) for k in range(steps)])  # (2c)^k (2c0)^n(k)
             scale = np.exp(np.arange(steps)[None, :] * log_c[g, None] + n * log_c0[g, None])
             per[g] *= np.tile(scale, 2)
     stop = per[:, :steps] + per[:, steps:]
@@ -188,7 +190,14 @@ def evaluate(
     return TwoSamplePass(revert, accept, runs, stop)
 
 
-def _oriented(lat, masses, low: bool, low0: bool, rev_t: np.ndarray, pri_t: np.ndarray):
+def _oriented(
+    lat: TwoSampleLattice,
+    masses: HalfMasses,
+    low: bool,
+    low0: bool,
+    rev_t: np.ndarray,
+    pri_t: np.ndarray,
+) -> np.ndarray:
     """Per step, the reverted and accepted mass without the ``(2c)^k (2c0)^n`` factor, for
     parameter pairs of one orientation (``ratio_powers``; ``rev_t``, ``pri_t`` transposed,
     row ``u`` the ``u``-th powers)."""

@@ -62,7 +62,9 @@ SMALL = dict(min_drop=0.3, max_runs=4, min_runs=1, revert_level=0.6, accept_leve
 
 
 @pytest.mark.parametrize("design", ["concurrent", "fixed"])
-@pytest.mark.parametrize(("p0", "p"), [(0.5, 0.5), (0.8, 0.5), (0.3, 0.6)])
+@pytest.mark.parametrize(
+    ("p0", "p"), [(0.5, 0.5), (0.8, 0.5), (0.3, 0.6), (0.8, 0.8), (0.9, 0.7), (0.2, 0.05)]
+)  # every orientation of ``twolattice.ratio_powers``: each rate below or above 1/2
 def test_two_sample_recursion_equals_enumeration(design, p0, p):
     gate = TwoSampleGate(**SMALL, design=design, ledger=2, final_level=0.3)
     ref = enumerate_two_arms(gate, 2, p0, p, design == "concurrent")
