@@ -15,8 +15,9 @@ a path's probability depends on the parameters only through its cell, so every
 the law of the stopping run and the mass left at the cap), O(K^2 (n0 + K)) once and a
 matrix product per step for G parameter pairs. The weights are taken as ``(2c)^t r^u``
 (``ratio_powers``: ``r <= 1``, one gather a factor); under no change a cell's weight
-depends on its total successes only, so every step is one matrix product at once. Every path (``decide``,
-``decide_batch``, this recursion) evaluates the same rule, so they cannot drift apart.
+depends on its total successes only, so every step is one matrix product at once. Every
+path (``decide``, ``decide_batch``, this recursion) evaluates the same rule, so they cannot
+drift apart.
 """
 
 from __future__ import annotations
