@@ -26,12 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.mixture import (
+    by_total,
     masked_cells,
     powers,
+    ratio_powers,
     reweight,
     sparse_cells,
     transposed,
@@ -212,29 +214,12 @@ def _oriented(
     return out
 
 
-def ratio_powers(x: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(low, ln 2c, r^j)`` for ``j = 0..top``: with ``c = max(x, 1 - x)`` and ``r = min(x,
-    1 - x) / c <= 1``, ``(2x)^s (2(1-x))^(t-s) = (2c)^t r^u`` where ``u = s`` if ``low``
-    (``x <= 1/2``), else ``u = t - s``. Every factor stays finite (``(2c)^t <= 2^t``), and a
-    term whose ``r^u`` underflows is below ``2^MAX_OBSERVATIONS 5e-324 < 1e-22``."""
-    x = np.asarray(x, dtype=float)
-    big = np.maximum(x, 1.0 - x)
-    r = np.minimum(x, 1.0 - x) / big
-    return x <= 0.5, np.log(2.0 * big), np.exp(special.xlogy(np.arange(top + 1), r[:, None]))
-
-
 def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> TwoSamplePass:
     """``evaluate`` at ``p0 = p``: a cell's weight depends on its total successes ``S`` of
-    ``N`` outcomes only, ``(2c)^N r^S`` or ``(2c)^N r^(N-S)`` (``ratio_powers``), so every
-    step's decided mass at every p is one matrix product with ``null_tables``."""
+    ``N`` outcomes only, so every step's decided mass at every p is one matrix product with
+    ``null_tables`` (``mixture.by_total``)."""
     k_max, steps = lat.max_runs, len(masses.revert)
-    t = masses.null_tables(lat)
-    low, log_c, ratio = ratio_powers(p, int(t["N"].max()))
-    per = np.zeros((p.size, 2 * steps))
-    for part, key in ((low, "S"), (~low, "F")):
-        if part.any():
-            scale = np.exp(t["N"][None, :] * log_c[part, None])
-            per[part] = (ratio[part] @ t[key].T) * np.tile(scale, 2)
+    per = by_total(masses.null_tables(lat), p)
     stop = per[:, :steps] + per[:, steps:]
     revert, accept = per[:, :steps].sum(axis=1), per[:, steps:].sum(axis=1)
     up, down = powers(p, k_max + lat.prior_runs(k_max))
