@@ -113,14 +113,14 @@ TIMED = {
 }
 """The design questions timed (max_runs 200, the issue's p0 range [0.3, 0.95])."""
 BEFORE_CPU = {
-    "quickstart (ledger 20, share 0.5)": 9.95,
-    "fixed ledger 20": 10.01,
-    "fixed ledger 50": 19.91,
-    "fixed ledger 100": 31.74,
+    "quickstart (ledger 20, share 0.5)": 9.47,
+    "fixed ledger 20": 9.09,
+    "fixed ledger 50": 18.83,
+    "fixed ledger 100": 28.86,
 }
 """CPU seconds of the same questions, cold, at commit 2915019 (before issue 28's speed-up),
 measured by ``design_time`` with ``OMP_NUM_THREADS=1`` on the shared 2-core machine under a
-load average of about 12 (quoted: the former code is not in the tree;
+load average of about 3 (quoted: the former code is not in the tree;
 ``tests/data/design_answers.json`` pins its answers)."""
 
 
