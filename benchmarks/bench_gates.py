@@ -9,11 +9,14 @@ and the expected runs when nothing changed and at the drop (all exact). Goals: e
 gate's worst case at most 0.05; the concurrent design at 50 pairs with power at least
 STEP's (Snyder et al. 2025: about 0.38 at p0 0.5 to 0.56 at 0.9, read here as a line
 between the two) and expected pairs when nothing changed at most 0.6 of STEP's 49. Then
-the wall and CPU time of one design question (``design_gate``, ledger 20, concurrent share
-0.5, max_runs 200; CPU time counts every BLAS thread: set ``OMP_NUM_THREADS=1`` for one
-core), and the gate it prescribes beside STEP's reference figures (Snyder et al. 2025,
-quoted: at 157 pairs and alpha 0.05 about 153 pairs when nothing changed, power
-0.795-0.955 at a drop of 0.15 for p0 0.3-0.9), with the design at STEP's 157 pairs too.
+the wall and CPU time of one design question from cold caches (``design_gate`` at
+max_runs 200: the quickstart's, ledger 20 and share 0.5, and fixed-ledger questions with
+ledgers 20, 50 and 100; CPU time counts every BLAS thread: set ``OMP_NUM_THREADS=1`` for
+one core) beside the CPU time of the same questions before issue 28's speed-up (quoted,
+measured at commit 2915019 on the same machine), and the gate it prescribes beside STEP's
+reference figures (Snyder et al. 2025, quoted: at 157 pairs and alpha 0.05 about 153 pairs
+when nothing changed, power 0.795-0.955 at a drop of 0.15 for p0 0.3-0.9), with the design
+at STEP's 157 pairs too.
 ``--throughput`` adds the vectorized SPRT's runs/s against drawing the outcomes and looping
 ``decide``. The last line is one JSON object.
 """
@@ -102,12 +105,64 @@ STEP = {
 SIDE_P0S = np.array([0.3, 0.5, 0.7, 0.9])
 
 
+TIMED = {
+    "quickstart (ledger 20, share 0.5)": QUICKSTART,
+    "fixed ledger 20": DesignQuestion(ledger=20, concurrent=0.0, max_runs=200),
+    "fixed ledger 50": DesignQuestion(ledger=50, concurrent=0.0, max_runs=200),
+    "fixed ledger 100": DesignQuestion(ledger=100, concurrent=0.0, max_runs=200),
+}
+"""The design questions timed (max_runs 200, the issue's p0 range [0.3, 0.95])."""
+BEFORE_CPU = {
+    "quickstart (ledger 20, share 0.5)": 9.47,
+    "fixed ledger 20": 9.09,
+    "fixed ledger 50": 18.83,
+    "fixed ledger 100": 28.86,
+}
+"""CPU seconds of the same questions, cold, at commit 2915019 (before issue 28's speed-up),
+measured by ``design_time`` with ``OMP_NUM_THREADS=1`` on the shared 2-core machine under a
+load average of about 3 (quoted: the former code is not in the tree;
+``tests/data/design_answers.json`` pins its answers)."""
+
+
+def cold() -> None:
+    """Drop the calibrations and lattice statistics cached by earlier questions, so that
+    every question is timed from scratch."""
+    from procmem_core.gates import calibrated_sprt, two_sample, twostats
+
+    two_sample._calibrated.cache_clear()
+    calibrated_sprt._calibrated.cache_clear()
+    twostats._lattice_statistics.cache_clear()
+
+
 def design_time(question: DesignQuestion = QUICKSTART):
-    """Wall and CPU seconds of one design question, and its answers."""
+    """Wall and CPU seconds of one design question from cold caches, and its answers."""
+    cold()
     start, cpu = time.perf_counter(), time.process_time()
     answer = design_gate(question)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     return seconds, cpu, answer
+
+
+def design_times() -> list[dict]:
+    """``design_time`` of every question of ``TIMED``, beside the former CPU seconds."""
+    rows = []
+    for label, question in TIMED.items():
+        seconds, cpu, design = design_time(question)
+        pick = design.feasible[0] if design.feasible else None
+        rows.append({"question": label, "wall_seconds": seconds, "cpu_seconds": cpu,
+                     "cpu_seconds_before": BEFORE_CPU[label], "goal_2s": cpu <= 2.0,
+                     "answer": "infeasible" if pick is None else
+                     f"{pick.family} ({pick.design}) at {pick.max_runs}"})  # fmt: skip
+    return rows
+
+
+def print_design_times(rows: list[dict]) -> None:
+    print("\none design question, max_runs 200, from cold caches (goal: at most 2 s on one "
+          "core; before: commit 2915019, same machine):")  # fmt: skip
+    for r in rows:
+        print(f"  {r['question']:<36} {r['wall_seconds']:6.2f} s wall {r['cpu_seconds']:6.2f} s "
+              f"CPU (before {r['cpu_seconds_before']:5.2f} s CPU, "
+              f"x{r['cpu_seconds_before'] / r['cpu_seconds']:.1f}) -> {r['answer']}")  # fmt: skip
 
 
 def side_by_side(design) -> list[dict]:
@@ -199,17 +254,16 @@ def main() -> None:
             + " ".join(f"{x:5.1f}" for x in r["runs_null"]).ljust(25)
             + " ".join(f"{x:5.1f}" for x in r["runs_alt"])
         )
+    times = design_times()
+    print_design_times(times)
     seconds, cpu, design = design_time()
     pick = design.feasible[0] if design.feasible else None
     best = "infeasible" if pick is None else f"{pick.family} at {pick.max_runs}"
-    print(
-        f"one design question (ledger 20, concurrent 0.5, max_runs 200): {seconds:.2f} s wall, "
-        f"{cpu:.2f} s CPU (goal: under 2 s on one core) -> {best}"
-    )
     side = side_by_side(design)
     print_side_by_side(side)
     result = {"gates": rows, "design_question_seconds": seconds,
               "design_question_cpu_seconds": cpu, "design_answer": best,
+              "design_times": times,
               "step_power_reference": STEP_POWER.tolist(), "quickstart_vs_step": side,
               "step_reference": STEP}  # fmt: skip
     if args.throughput:

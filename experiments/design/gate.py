@@ -27,8 +27,8 @@ from procmem_core.errors import ParameterError
 from procmem_core.gates.design import DesignQuestion, FamilyAnswer, GateDesign, design_gate
 from procmem_core.gates.early_stop import OBJECTIVES
 from procmem_core.gates.ledger_profile import ledger_profile
+from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.registry import make_gate
-from procmem_core.gates.two_sample import TwoSampleGate
 
 HELP = "smallest max runs per gate family meeting both error targets at every p0 (exact)"
 OPTIONS = {
@@ -163,12 +163,12 @@ def render(design: GateDesign) -> str:
 def profile_lines(a: FamilyAnswer, q: DesignQuestion) -> list[str]:
     """The chosen gate's exact worst cases against the ledger size (``ledger_profile``)."""
     gate = make_gate(**a.config)
-    if not isinstance(gate, TwoSampleGate):
+    if not isinstance(gate, LedgerLevels):
         return ["", f"ledger sizes: {a.family} does not recalibrate per ledger size"]
     out = [
         "",
         f"the chosen gate against the prior's ledger size (p0 in [{q.p0_low:g}, "
-        f"{q.p0_high:g}]; designed for {q.ledger} runs, levels recalibrated per size):",
+        f"{q.p0_high:g}]; designed for {gate.ledger} runs, levels recalibrated per size):",
         f"{'ledger':>8}{'false revert':>14}{'levels kept':>13}{'power':>8}{'pairs null':>12}",
     ]
     for r in ledger_profile(gate, q.ledger_sizes):

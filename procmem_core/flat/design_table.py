@@ -167,8 +167,8 @@ class Batch:
         walk), and ``sum_{k<horizon} V_k`` there for the second: ``(v_first, v_second,
         sessions_second)``."""
         total = np.ones(self.cand_g.size)
-        first = second = np.ones(self.cand_g.size)
-        for k, (first, second) in self.walk(ps, horizon):
+        at = [np.ones(self.cand_g.size)] * 2  # V_0 = 1
+        for k, at in self.walk(ps, horizon):
             if k < horizon:
-                total += second
-        return first, second, total
+                total += at[1]
+        return at[0], at[1], total

@@ -101,19 +101,25 @@ def calibrate(
     alpha: float,
     grid: np.ndarray,
     revert_level: float,
+    start: Calibration | None = None,
 ) -> Calibration:
     """Boundaries with certified worst-case false revert <= alpha (module docstring).
 
     ``null_pass(revert_level, grid)``: the recursion with the cap undecided;
     ``certify(revert_level, final_level)``: the worst case of the gate so built (None:
     stop after step 1, calibrated on the grid only: what a design search uses).
+    ``start``: the result of step 1 on this grid at ``alpha`` (the uncertified
+    calibration, cached by the gate modules), which the first round then reuses.
     """
     target = alpha
-    for _ in range(ROUNDS):
-        null = null_pass(revert_level, grid)
-        if not at_most(null.interim.max(), target):
-            revert_level, null = _raise_revert(null_pass, grid, revert_level, target)
-        final = final_level(null, target)
+    for round_ in range(ROUNDS):
+        if round_ == 0 and start is not None:
+            revert_level, final = start.revert_level, start.final_level
+        else:
+            null = null_pass(revert_level, grid)
+            if not at_most(null.interim.max(), target):
+                revert_level, null = _raise_revert(null_pass, grid, revert_level, target)
+            final = final_level(null, target)
         if certify is None:
             return Calibration(revert_level, final, None)
         worst = certify(revert_level, final)
@@ -160,8 +166,8 @@ def grid_calibrated_gate(cls: type[G], calibrated: Callable, params: dict) -> G:
     """``cls`` with its boundaries calibrated on the coarse grid only, not certified between
     grid points: fast, for design searches (``gates.design``), which certify the gate they
     answer with. ``calibrated(key, certified)`` is the gate module's cached calibration,
-    keyed by the gate's parameters without ``final_level``."""
+    keyed as the gate's own (``key_at``: the certified calibration then starts from it)."""
     probe = cls(**{**params, "final_level": 0.0})
-    key = tuple({**field_values(probe), "final_level": None}.items())
-    cal = calibrated(key, certified=False)
-    return cls(**{**dict(key), "revert_level": cal.revert_level, "final_level": cal.final_level})
+    cal = calibrated(probe.key_at(probe.ledger), certified=False)
+    levels = {"revert_level": cal.revert_level, "final_level": cal.final_level}
+    return cls(**{**field_values(probe), **levels})

@@ -13,10 +13,20 @@ when ``LLR >= final_level``, calibrated (``gates.calibrate``) so that the false-
 rate is at most alpha at every p0 in ``[p0_low, p0_high]``, the ledger's
 Binomial(ledger, p0) mixed in exactly. Power is whatever that leaves: with a short
 ledger no boundaries give power 0.8 (``gates.design`` says what would).
+
+Shown a ledger of another size ``m`` (``decide``: the prior's runs; ``operating_curve``,
+``operating_point``: ``prior_runs``), the gate with ``recalibrate`` (the default) uses the
+revert and final levels calibrated for ``m`` (``at_ledger``, the rule of
+``recalibrate.LedgerLevels`` that ``TwoSampleGate`` uses), so its guarantee holds at the
+ledger a revision has (``ledger_profile``); ledger 0 is allowed (p0 then estimated from
+no runs; the calibration may leave no revert). ``decide_batch`` and ``run_codes`` take p0
+without a ledger size and use the gate's own levels (``at_ledger(m).decide_batch`` for
+another size).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,7 +37,7 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int
 from procmem_core.gates import lattice, llr, mixture
-from procmem_core.gates.base import field_values
+from procmem_core.gates.base import OperatingPoint
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
 from procmem_core.gates.defaults import (
     ALPHA,
@@ -40,8 +50,9 @@ from procmem_core.gates.defaults import (
     P0_LOW,
 )
 from procmem_core.gates.lattice_gate import LatticeGate
+from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.targets import check_fields
-from procmem_core.gates.verdicts import Evidence, RevisionStats
+from procmem_core.gates.verdicts import Evidence, GateDecision, RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 ESTIMATES = ("plugin", "ml")
@@ -50,7 +61,7 @@ CERTIFY_POINTS = 3000
 
 
 @dataclass(frozen=True)
-class CalibratedSPRTGate(LatticeGate):
+class CalibratedSPRTGate(LedgerLevels, LatticeGate):
     """SPRT with exactly calibrated boundaries (module docstring). Guarantee: worst-case
     false revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` with a ledger of
     ``ledger`` runs."""
@@ -67,14 +78,20 @@ class CalibratedSPRTGate(LatticeGate):
     revert_level: float | None = None
     accept_level: float | None = None
     final_level: float | None = None
+    recalibrate: bool = True
+    """With a ledger of another size than ``ledger``: ``True`` uses revert and final levels
+    calibrated for the ledger it sees (``at_ledger``), so the guarantee holds at that size;
+    ``False`` keeps the levels calibrated for ``ledger``."""
     name: ClassVar[str] = "calibrated_sprt"
     label: ClassVar[str] = "calibrated SPRT"
 
     def __post_init__(self) -> None:
         check_fields(self)
-        check_int("ledger", self.ledger, minimum=1)
+        check_int("ledger", self.ledger, minimum=0)
         check_choice("prior", self.prior, ESTIMATES)
         P0Range(self.p0_low, self.p0_high)
+        if not isinstance(self.recalibrate, bool):
+            raise ParameterError("recalibrate", self.recalibrate, "True or False")
         wald_a, wald_b = llr.sprt_boundaries(self.alpha, self.beta)
         for field, default in (("revert_level", wald_a), ("accept_level", wald_b)):
             value = getattr(self, field)
@@ -82,14 +99,52 @@ class CalibratedSPRTGate(LatticeGate):
                 object.__setattr__(self, field, float(default))
             elif not isinstance(value, int | float) or math.isnan(value):
                 raise ParameterError(field, value, "a number (or None for the default)")
+        object.__setattr__(self, "_at_ledger", {})
         if self.final_level is None:
-            cal = _calibrated(tuple(field_values(self).items()))
+            cal = _calibrated(self.key_at(self.ledger))
             object.__setattr__(self, "revert_level", cal.revert_level)
             object.__setattr__(self, "final_level", cal.final_level)
             object.__setattr__(self, "_certificate", cal.worst)
 
     def describe(self) -> str:
         return f"calibrated SPRT, ledger {self.ledger}"
+
+    def calibration(self, key: tuple) -> Calibration:
+        return _calibrated(key)
+
+    def at_ledger(self, ledger: int) -> CalibratedSPRTGate:
+        """This gate with the levels for a ledger of ``ledger`` runs (``levels``: its own
+        at its design ledger or without ``recalibrate``), kept per size."""
+        m = int(ledger)
+        revert, final = self.levels(m)
+        if (revert, final) == (self.revert_level, self.final_level):
+            return self
+        kept = self.__dict__["_at_ledger"]
+        if m not in kept:
+            cal = _calibrated(self.key_at(m))
+            gate = dataclasses.replace(self, ledger=m, revert_level=revert, final_level=final,
+                                       recalibrate=False)  # fmt: skip
+            object.__setattr__(gate, "_certificate", cal.worst)
+            kept[m] = gate
+        return kept[m]
+
+    def decide(
+        self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
+    ) -> GateDecision:
+        """``LatticeGate.decide`` with the levels for the prior's ledger (``at_ledger``)."""
+        return LatticeGate.decide(self.at_ledger(prior.runs), prior, revision, p0)
+
+    def operating_point(
+        self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
+    ) -> OperatingPoint:
+        """``LatticeGate.operating_point`` with the levels for a ledger of ``prior_runs``."""
+        gate = self if prior_runs is None else self.at_ledger(prior_runs)
+        return LatticeGate.operating_point(gate, p, p0, prior_runs)
+
+    def ledger_masses(self, prior_runs: int) -> mixture.LedgerMasses:
+        """``LatticeGate.ledger_masses`` with the levels for a ledger of ``prior_runs``:
+        ``operating_curve`` and every worst case then use them."""
+        return LatticeGate.ledger_masses(self.at_ledger(prior_runs), prior_runs)
 
     def certificate(self) -> WorstCase | None:
         """The worst case that certified the calibrated boundaries (None when they were
@@ -109,7 +164,10 @@ class CalibratedSPRTGate(LatticeGate):
 
     def verdicts(self, successes, runs, p0, final: float | None) -> np.ndarray:
         """Codes at ``(runs, successes)``; ``final=None`` leaves the cap undecided."""
-        value = self.statistic(successes, runs, p0)
+        return self.codes_at(self.statistic(successes, runs, p0), runs, final)
+
+    def codes_at(self, value: np.ndarray, runs: ArrayLike, final: float | None) -> np.ndarray:
+        """``verdicts`` from the statistic ``value`` already computed at the cells."""
         runs = np.asarray(runs)
         live = runs >= self.min_runs
         cap = runs >= self.max_runs
@@ -161,9 +219,12 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     stat = probe.statistic(np.arange(t + 1)[None, :], t, hats[:, None])
     total = (np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]).ravel()
 
+    runs = np.arange(t + 1)
+    every = probe.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
+
     def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
         gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        tables = lattice.verdict_table(lambda s, n, p0: gate.verdicts(s, n, p0, None), hats, t)
+        tables = lattice.verdict_table(lambda s, n, p0: gate.codes_at(every, n, None), hats, t)
         masses = mixture.ledger_masses(tables, n0)
         res = mixture.ledger_curve(masses, grid, grid)
         return NullPass(grid, res.revert, stat.ravel(), masses.residual.ravel(), total, n0 + t)
@@ -178,4 +239,5 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
         probe.alpha,
         rng.grid(CALIBRATION_POINTS),
         probe.revert_level,
+        _calibrated(key, certified=False) if certified else None,
     )

@@ -79,9 +79,9 @@ def cap_scan(
             both[:, 1:] += 0.5 * nxt
             nxt = both
         n = lat.prior_runs(k)
-        a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
-        total = np.broadcast_to(a + b, nxt.shape).ravel()
         if k >= gate.min_runs and (wanted is None or k in wanted):
+            a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
+            total = np.broadcast_to(a + b, nxt.shape).ravel()
             lam = step_statistics(lat.ledger, lat.concurrent, k, gate.min_drop)[0].ravel()
             live = nxt.ravel() > 0  # unreachable cells cannot move the boundary's error
             null = NullPass(grid, early_null, lam[live], nxt.ravel()[live], total[live], k + n)
@@ -97,14 +97,15 @@ def cap_scan(
             met = at_most(fr.max(), alpha) and at_most(early_null.max(), alpha)
             if beta is not None and met and at_least(pw.min(), 1.0 - beta):
                 break
-        i, j, revert = masked_cells(nxt, tables[k] == REVERT_CODE)
-        early_null += weights(null_f, i + j, k + n) @ revert
-        early_alt += (weights(alt_f, i, k) * weights(null_f, j, n)) @ revert
         i, j, stopped = masked_cells(nxt, tables[k] != 0)
-        now = np.stack([weights(null_f, i + j, k + n) @ stopped,
-                        (weights(alt_f, i, k) * weights(null_f, j, n)) @ stopped])  # fmt: skip
+        w_null = weights(null_f, i + j, k + n)
+        w_alt = weights(alt_f, i, k) * weights(null_f, j, n)
+        rev = tables[k][i, j] == REVERT_CODE  # the reverted cells among those decided
+        early_null += w_null[:, rev] @ stopped[rev]
+        early_alt += w_alt[:, rev] @ stopped[rev]
+        now = np.stack([w_null @ stopped, w_alt @ stopped])
         done += now
         spent += k * now
-        nxt[tables[k] != 0] = 0.0
+        nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
         mass = nxt
     return CapScan(*out)

@@ -1,9 +1,10 @@
-"""A two-sample gate's guarantee against the size of the prior's ledger, exactly.
+"""A calibrated gate's guarantee against the size of the prior's ledger, exactly.
 
-A ``TwoSampleGate`` is designed for a ledger of ``ledger`` runs, but a real prior's ledger
-grows. With ``recalibrate`` (the default) the gate, shown a ledger of ``m`` runs, uses
-revert and final levels calibrated for ``m`` (``TwoSampleGate.levels``: the same
-calibration as at construction, certified between grid points, cached per size), so
+A ``TwoSampleGate`` or ``CalibratedSPRTGate`` is designed for a ledger of ``ledger`` runs,
+but a real prior's ledger grows. With ``recalibrate`` (the default) the gate, shown a
+ledger of ``m`` runs, uses revert and final levels calibrated for ``m``
+(``recalibrate.LedgerLevels.levels``: the same calibration as at construction, certified
+between grid points, cached per size), so
 
     max over p0 in [p0_low, p0_high] of P_p0(revert | no change, ledger m) <= alpha
 
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from procmem_core.errors import ParameterError
+from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
+from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.two_sample import TwoSampleGate
 from procmem_core.gates.worst import P0Range, worst_case
 
@@ -67,13 +70,13 @@ class LedgerRow:
 
 
 def ledger_profile(
-    gate: TwoSampleGate, sizes: Sequence[int] = LEDGER_SIZES
+    gate: TwoSampleGate | CalibratedSPRTGate, sizes: Sequence[int] = LEDGER_SIZES
 ) -> tuple[LedgerRow, ...]:
     """The gate's exact worst cases over its p0 range at each ledger size (module
     docstring). Bad sizes are refused before any work."""
-    if not isinstance(gate, TwoSampleGate):
-        raise ParameterError("gate", type(gate).__name__, "a TwoSampleGate")
-    sizes = check_ledger_sizes(sizes, minimum=1 if gate.design == "fixed" else 0)
+    if not isinstance(gate, LedgerLevels):
+        raise ParameterError("gate", type(gate).__name__, "a TwoSampleGate or CalibratedSPRTGate")
+    sizes = check_ledger_sizes(sizes, minimum=gate.smallest_ledger)
     rng = P0Range(gate.p0_low, gate.p0_high)
     live = dataclasses.replace(gate, recalibrate=True)
     kept = dataclasses.replace(gate, recalibrate=False)

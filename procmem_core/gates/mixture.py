@@ -123,9 +123,12 @@ def ledger_masses(tables: np.ndarray, prior_runs: int) -> LedgerMasses:
         nxt = 0.5 * mass[:, : n + 1]
         nxt[:, 1:] += 0.5 * mass[:, :n]
         row = tables[:, n, : n + 1]
-        revert.append(masked_cells(nxt, row == REVERT_CODE))
-        accept.append(masked_cells(nxt, row == ACCEPT_CODE))
-        nxt[(row == REVERT_CODE) | (row == ACCEPT_CODE)] = 0.0
+        i, j, m = masked_cells(nxt, (row == REVERT_CODE) | (row == ACCEPT_CODE))
+        code = row[i, j]  # row-major, so each part below is in masked_cells' order
+        for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
+            hit = code == which
+            out.append((i[hit], j[hit], m[hit]))
+        nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
         mass[:, : n + 1] = nxt
     return LedgerMasses(prior_runs, revert, accept, mass)
 
@@ -190,6 +193,66 @@ def masked_cells(m: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return i, j, m[i, j]
 
 
+RATIO_TOP = 1000
+"""Most outcomes for which weights are taken as ``(2c)^t r^u`` (``ratio_powers``)."""
+
+
+def ratio_powers(x: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(low, ln 2c, r^j)`` for ``j = 0..top``: with ``c = max(x, 1 - x)`` and ``r = min(x,
+    1 - x) / c <= 1``, ``(2x)^s (2(1-x))^(t-s) = (2c)^t r^u`` where ``u = s`` if ``low``
+    (``x <= 1/2``), else ``u = t - s``. Every factor stays finite for ``t <= RATIO_TOP``
+    (``(2c)^t <= 2^t``), and a term whose ``r^u`` underflows is below ``2^t 5e-324 < 1e-22``."""
+    x = np.asarray(x, dtype=float)
+    big = np.maximum(x, 1.0 - x)
+    r = np.minimum(x, 1.0 - x) / big
+    return x <= 0.5, np.log(2.0 * big), np.exp(special.xlogy(np.arange(top + 1), r[:, None]))
+
+
+def _null_tables(masses: LedgerMasses) -> dict[str, np.ndarray]:
+    """The decided masses by run ``n`` (row) and total successes ``S = u + s`` (``"S"``),
+    the same by failures ``n0 + n - S`` (``"F"``), rows ``[revert_n, accept_n]``, and the
+    outcomes ``"N" = n0 + n``: under no change all a cell's weight depends on (cached)."""
+    if "_null" not in masses.__dict__:
+        steps, n0 = len(masses.revert), masses.prior_runs
+        n = n0 + np.arange(steps)
+        by_s, by_f = np.zeros((2 * steps, n[-1] + 1)), np.zeros((2 * steps, n[-1] + 1))
+        for row, (u, s, m) in enumerate((*masses.revert, *masses.accept)):
+            if row % steps:
+                np.add.at(by_s[row], u + s, m)
+                np.add.at(by_f[row], n[row % steps] - u - s, m)
+        masses.__dict__["_null"] = {"S": by_s, "F": by_f, "N": n}
+    return masses.__dict__["_null"]
+
+
+def by_total(tables: dict[str, np.ndarray], p: np.ndarray) -> np.ndarray:
+    """``out[g, row]`` = the decided mass of row ``row`` of ``tables`` at ``p0 = p = p[g]``,
+    from masses at 1/2 by total successes ``S`` (``"S"``) and failures (``"F"``) of ``"N"``
+    outcomes per row (rows ``[revert steps, accept steps]``): a cell weighs ``(2c)^N r^S``
+    or ``(2c)^N r^(N-S)`` (``ratio_powers``), so every step is one matrix product."""
+    low, log_c, ratio = ratio_powers(p, int(tables["N"].max()))
+    out = np.zeros((p.size, tables["S"].shape[0]))
+    for part, key in ((low, "S"), (~low, "F")):
+        if part.any():
+            scale = np.exp(tables["N"][None, :] * log_c[part, None])
+            out[part] = (ratio[part] @ tables[key].T) * np.tile(scale, 2)
+    return out
+
+
+def _steps(masses: LedgerMasses, f0: tuple, f1: tuple, null: bool) -> tuple:
+    """``(revert, accept, E[runs] before the cap)`` run by run (``ledger_curve``)."""
+    n0, t = masses.prior_runs, len(masses.revert) - 1
+    revert, accept, runs = (np.zeros(f0[0].shape[1]) for _ in range(3))
+    for n in range(1, t + 1):
+        if null:
+            r, a = (weights(f0, u + s, n0 + n) @ m for u, s, m in (masses.revert[n],
+                                                                   masses.accept[n]))  # fmt: skip
+        else:
+            r, a = ((weights(f0, u, n0) * weights(f1, s, n)) @ m
+                    for u, s, m in (masses.revert[n], masses.accept[n]))  # fmt: skip
+        revert, accept, runs = revert + r, accept + a, runs + n * (r + a)
+    return revert, accept, runs
+
+
 def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> LatticePass:
     """P(revert), P(accept) and E[runs] at each ``(p0[g], p[g])`` from ``LedgerMasses``
     (``residual`` of the result is empty: the cap cells' masses are in ``masses``)."""
@@ -200,15 +263,12 @@ def ledger_curve(masses: LedgerMasses, p0: np.ndarray, p: np.ndarray) -> Lattice
     up1, down1 = (up, down) if null else powers(p, t)
     f0 = transposed(up, down)
     f1 = f0 if null else transposed(up1, down1)
-    revert, accept, runs = np.zeros(p0.size), np.zeros(p0.size), np.zeros(p0.size)
-    for n in range(1, t + 1):
-        if null:
-            r, a = (weights(f0, u + s, n0 + n) @ m for u, s, m in (masses.revert[n],
-                                                                   masses.accept[n]))  # fmt: skip
-        else:
-            r, a = ((weights(f0, u, n0) * weights(f1, s, n)) @ m
-                    for u, s, m in (masses.revert[n], masses.accept[n]))  # fmt: skip
-        revert, accept, runs = revert + r, accept + a, runs + n * (r + a)
+    if null and n0 + t <= RATIO_TOP:  # every run at once (``by_total``)
+        per = by_total(_null_tables(masses), p0)
+        revert, accept = per[:, : t + 1].sum(axis=1), per[:, t + 1 :].sum(axis=1)
+        runs = (per[:, : t + 1] + per[:, t + 1 :]) @ np.arange(t + 1)
+    else:
+        revert, accept, runs = _steps(masses, f0, f1, null)
     u, s, m = sparse_cells(masses.residual)
     cap = weights(f0, u + s, n0 + t) if null else weights(f0, u, n0) * weights(f1, s, t)
     left = cap @ m

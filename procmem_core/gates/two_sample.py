@@ -28,8 +28,9 @@ Boundaries given by hand must not cross (``accept_level < revert_level``).
 
 The levels are for a ledger of ``ledger`` runs. Shown another size ``m`` (read off each
 cell: ``n - k`` concurrent, ``n`` fixed), the gate with ``recalibrate`` (the default) uses
-revert and final levels calibrated for ``m`` (``levels``: the same calibration, cached per
-size), so its guarantee holds at the ledger a revision has; ``ledger_profile`` shows it.
+revert and final levels calibrated for ``m`` (``recalibrate.LedgerLevels.levels``: the same
+calibration, cached per size), so its guarantee holds at the ledger a revision has;
+``ledger_profile`` shows it.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from procmem_core.gates.base import (
     OperatingCurve,
     OperatingPoint,
     check_p_values,
-    field_values,
     make_point,
 )
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
@@ -65,6 +65,7 @@ from procmem_core.gates.defaults import (
     P0_LOW,
 )
 from procmem_core.gates.llr import sprt_boundaries
+from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.targets import check_fields
 from procmem_core.gates.two_sample_batch import TwoSampleBatch
 from procmem_core.gates.twostats import drop_statistics, step_statistics
@@ -79,7 +80,7 @@ from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 
 @dataclass(frozen=True)
-class TwoSampleGate(TwoSampleBatch, Gate):
+class TwoSampleGate(LedgerLevels, TwoSampleBatch, Gate):
     """Exact two-sample sequential test (module docstring); guarantee: worst-case false
     revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` for its design and ledger."""
 
@@ -157,26 +158,12 @@ class TwoSampleGate(TwoSampleBatch, Gate):
         s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
 
-    def levels(self, ledger: int) -> tuple[float, float]:
-        """``(revert_level, final_level)`` with a ledger of ``ledger`` runs: the gate's own
-        at ``self.ledger`` (or with ``recalibrate`` off), else calibrated for that ledger
-        from its own early revert level (``_calibrated``, certified, cached per size)."""
-        m = int(ledger)
-        if m == self.ledger or not self.recalibrate or (self.design == "fixed" and m < 1):
-            return float(self.revert_level), float(self.final_level)
-        cal = _calibrated(self.key_at(m))
-        return cal.revert_level, cal.final_level
+    def calibration(self, key: tuple) -> Calibration:
+        return _calibrated(key)
 
-    def key_at(self, ledger: int) -> tuple:
-        """The calibration key of this gate's boundaries for a ledger of ``ledger`` runs."""
-        at = {**field_values(self), "ledger": int(ledger), "final_level": None}
-        return tuple({**at, "recalibrate": False}.items())
-
-    def certificate_at(self, ledger: int) -> WorstCase | None:
-        """The worst case certifying the levels used with a ledger of ``ledger`` runs."""
-        if int(ledger) == self.ledger or not self.recalibrate:
-            return self.certificate() if int(ledger) == self.ledger else None
-        return _calibrated(self.key_at(ledger)).worst
+    @property
+    def smallest_ledger(self) -> int:
+        return 1 if self.design == "fixed" else 0
 
     def cell_levels(self, k, n) -> tuple[np.ndarray | float, np.ndarray | float]:
         """Per cell ``(k, n)``, the levels for its ledger (``n - k`` concurrent, ``n`` fixed)."""
@@ -211,6 +198,15 @@ class TwoSampleGate(TwoSampleBatch, Gate):
 
     def _codes(self, k, lam, ref, valid, final, revert_level) -> np.ndarray:
         k = np.asarray(k)
+        if k.ndim == 0 and k < self.max_runs:  # one step before the cap: no cap rule
+            if k < self.min_runs:
+                return np.zeros(np.shape(lam), dtype=np.int8)
+            revert = valid & (lam >= revert_level)
+            accept = valid & (ref <= self.accept_level)
+            accept &= ~revert
+            codes = revert.view(np.int8) * np.int8(2)
+            codes += accept.view(np.int8)
+            return codes
         live = (k >= self.min_runs) & valid
         cap = k >= self.max_runs
         level = revert_level if final is None else final
@@ -380,4 +376,5 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
         probe.alpha,
         rng.grid(CALIBRATION_POINTS),
         probe.revert_level,
+        _calibrated(key, certified=False) if certified else None,
     )

@@ -13,8 +13,11 @@ decided cells absorbed. The recursion runs once, at ``p0 = p = 1/2`` (``half_mas
 a path's probability depends on the parameters only through its cell, so every
 ``(p0, p)`` follows by reweighting the cells (``evaluate``: P(revert), P(accept), E[k],
 the law of the stopping run and the mass left at the cap), O(K^2 (n0 + K)) once and a
-matrix product per step for G parameter pairs. Every path (``decide``,
-``decide_batch``, this recursion) evaluates the same rule, so they cannot drift apart.
+matrix product per step for G parameter pairs. The weights are taken as ``(2c)^t r^u``
+(``ratio_powers``: ``r <= 1``, one gather a factor); under no change a cell's weight
+depends on its total successes only, so every step is one matrix product at once. Every
+path (``decide``, ``decide_batch``, this recursion) evaluates the same rule, so they cannot
+drift apart.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.mixture import (
-    gathered,
+    by_total,
     masked_cells,
     powers,
+    ratio_powers,
     reweight,
     sparse_cells,
     transposed,
@@ -101,23 +105,23 @@ class HalfMasses:
     accept: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
     residual: np.ndarray
 
-    def null_terms(self, lat: TwoSampleLattice) -> dict[str, np.ndarray]:
-        """Every decided cell grouped by (step k, total successes S): its step, ``S``, the
-        outcomes ``N`` seen by then and the reverted and accepted masses (computed once):
-        under no change that is all a cell's weight depends on."""
+    def null_tables(self, lat: TwoSampleLattice) -> dict[str, np.ndarray]:
+        """The decided masses by step ``k`` (row) and total successes ``S``, computed once:
+        under no change that is all a cell's weight depends on. ``"S"``: rows ``[revert_k,
+        accept_k]`` indexed by ``S``; ``"F"``: the same indexed by failures ``N_k - S``;
+        ``"N"``: the outcomes ``N_k`` seen by step ``k``."""
         if "_null" not in self.__dict__:
-            parts = []
-            for k in range(1, len(self.revert)):
-                n = k + lat.prior_runs(k)
-                (i, j, r), (u, v, a) = self.revert[k], self.accept[k]
-                total = np.r_[i + j, u + v]
-                keys, where = np.unique(total, return_inverse=True)
-                rev = np.bincount(where, weights=np.r_[r, 0 * a], minlength=keys.size)
-                acc = np.bincount(where, weights=np.r_[0 * r, a], minlength=keys.size)
-                parts.append((np.full(keys.size, k), keys, np.full(keys.size, n), rev, acc))
-            cols = [np.concatenate([p[c] for p in parts]) for c in range(5)] if parts else []
-            names = ("k", "S", "N", "revert", "accept")
-            self.__dict__["_null"] = dict(zip(names, cols, strict=True))
+            steps = len(self.revert)
+            n = np.array([k + lat.prior_runs(k) for k in range(steps)])
+            width = int(n.max()) + 1
+            by_s, by_f = np.zeros((2 * steps, width)), np.zeros((2 * steps, width))
+            for row, cells in enumerate((*self.revert, *self.accept)):
+                i, j, m = cells
+                k = row % steps
+                if k:
+                    np.add.at(by_s[row], i + j, m)
+                    np.add.at(by_f[row], n[k] - i - j, m)
+            self.__dict__["_null"] = {"S": by_s, "F": by_f, "N": n}
         return self.__dict__["_null"]
 
 
@@ -134,10 +138,12 @@ def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
             both[:, :-1] = 0.5 * nxt
             both[:, 1:] += 0.5 * nxt
             nxt = both
-        table = tables[k]
-        revert.append(masked_cells(nxt, table == REVERT_CODE))
-        accept.append(masked_cells(nxt, table == ACCEPT_CODE))
-        nxt[table != CONTINUE_CODE] = 0.0
+        i, j, m = masked_cells(nxt, tables[k] != CONTINUE_CODE)  # row-major, as split below
+        code = tables[k][i, j]
+        for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
+            hit = code == which
+            out.append((i[hit], j[hit], m[hit]))
+        nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
         mass = nxt
     return HalfMasses(revert, accept, mass)
 
@@ -165,36 +171,58 @@ def evaluate(
     p = np.asarray(p, dtype=float).ravel()
     if np.array_equal(p0, p):
         return _evaluate_null(lat, masses, p)
-    g, k_max = p0.size, lat.max_runs
+    k_max, steps = lat.max_runs, len(masses.revert)
+    low, log_c, ratio = ratio_powers(p, k_max)
+    low0, log_c0, ratio0 = ratio_powers(p0, lat.prior_runs(k_max))
+    per = np.zeros((p.size, 2 * steps))
+    for lp, lp0 in ((True, True), (True, False), (False, True), (False, False)):
+        g = np.flatnonzero((low == lp) & (low0 == lp0))
+        if g.size:
+            per[g] = _oriented(lat, masses, lp, lp0, ratio[g].T.copy(), ratio0[g].T.copy())
+            n = np.array([lat.prior_runs(k) for k in range(steps)])  # (2c)^k (2c0)^n(k)
+            scale = np.exp(np.arange(steps)[None, :] * log_c[g, None] + n * log_c0[g, None])
+            per[g] *= np.tile(scale, 2)
+    stop = per[:, :steps] + per[:, steps:]
+    revert, accept = per[:, :steps].sum(axis=1), per[:, steps:].sum(axis=1)
     up, down = powers(p, k_max)
     up0, down0 = powers(p0, lat.prior_runs(k_max))
     rev, pri = transposed(up, down), transposed(up0, down0)
-    revert, accept = np.zeros(g), np.zeros(g)
-    stop = np.zeros((g, k_max + 1))
-    for k in range(1, k_max + 1):
-        n = lat.prior_runs(k)
-        r, a = ((weights(rev, i, k) * weights(pri, j, n)) @ m
-                for i, j, m in (masses.revert[k], masses.accept[k]))  # fmt: skip
-        revert += r
-        accept += a
-        stop[:, k] = r + a
     i, j, m = sparse_cells(masses.residual)
     left = (weights(rev, i, k_max) * weights(pri, j, lat.prior_runs(k_max))) @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
     return TwoSamplePass(revert, accept, runs, stop)
 
 
+def _oriented(
+    lat: TwoSampleLattice,
+    masses: HalfMasses,
+    low: bool,
+    low0: bool,
+    rev_t: np.ndarray,
+    pri_t: np.ndarray,
+) -> np.ndarray:
+    """Per step, the reverted and accepted mass without the ``(2c)^k (2c0)^n`` factor, for
+    parameter pairs of one orientation (``ratio_powers``; ``rev_t``, ``pri_t`` transposed,
+    row ``u`` the ``u``-th powers)."""
+    steps = len(masses.revert)
+    out = np.zeros((rev_t.shape[1], 2 * steps))
+    for k in range(1, steps):
+        n = lat.prior_runs(k)
+        for col, (i, j, m) in ((k, masses.revert[k]), (steps + k, masses.accept[k])):
+            u, v = (i if low else k - i), (j if low0 else n - j)
+            out[:, col] = (rev_t[u] * pri_t[v]).T @ m
+    return out
+
+
 def _evaluate_null(lat: TwoSampleLattice, masses: HalfMasses, p: np.ndarray) -> TwoSamplePass:
-    """``evaluate`` at ``p0 = p``: a path's weight depends on its total successes only."""
-    k_max = lat.max_runs
+    """``evaluate`` at ``p0 = p``: a cell's weight depends on its total successes ``S`` of
+    ``N`` outcomes only, so every step's decided mass at every p is one matrix product with
+    ``null_tables`` (``mixture.by_total``)."""
+    k_max, steps = lat.max_runs, len(masses.revert)
+    per = by_total(masses.null_tables(lat), p)
+    stop = per[:, :steps] + per[:, steps:]
+    revert, accept = per[:, :steps].sum(axis=1), per[:, steps:].sum(axis=1)
     up, down = powers(p, k_max + lat.prior_runs(k_max))
-    t = masses.null_terms(lat)
-    w = gathered(up, t["S"], down, t["N"] - t["S"])
-    revert, accept = w @ t["revert"], w @ t["accept"]
-    stop = np.zeros((p.size, k_max + 1))
-    for k in range(1, k_max + 1):
-        sel = slice(*np.searchsorted(t["k"], [k, k + 1]))
-        stop[:, k] = w[:, sel] @ (t["revert"][sel] + t["accept"][sel])
     i, j, m = sparse_cells(masses.residual)
     left = reweight(up, down, k_max + lat.prior_runs(k_max))[:, i + j] @ m
     runs = stop @ np.arange(k_max + 1) + k_max * left
@@ -217,12 +245,18 @@ def expected_arm_runs(
 
 
 def _expected_max(floor: np.ndarray, trials: np.ndarray, q: float) -> np.ndarray:
-    """``E[max(floor, NegBin(trials, q))]`` elementwise (``trials = 0``: ``floor``)."""
+    """``E[max(floor, NegBin(trials, q))]`` elementwise (``trials = 0``: ``floor``), all
+    cells at once: one pmf table over ``x < max(floor)`` for the distinct ``trials``."""
     out = floor.astype(float).copy()
     if q <= 0.0:  # the other arm never runs: only possible when it needs no runs
         return np.where(trials > 0, np.inf, out)
-    for idx in zip(*np.nonzero(trials > 0), strict=True):
-        f, t = int(floor[idx]), int(trials[idx])
-        x = np.arange(f)
-        out[idx] = stats.nbinom.mean(t, q) + np.sum((f - x) * stats.nbinom.pmf(x, t, q))
+    live = trials > 0
+    if not live.any():
+        return out
+    f, t = floor[live], trials[live]
+    sizes, which = np.unique(t, return_inverse=True)
+    x = np.arange(max(int(f.max()), 1))
+    pmf = stats.nbinom.pmf(x[None, :], sizes[:, None], q)[which.ravel()]
+    short = np.clip(f[:, None] - x[None, :], 0, None)
+    out[live] = stats.nbinom.mean(t, q) + np.sum(short * pmf, axis=1)
     return out

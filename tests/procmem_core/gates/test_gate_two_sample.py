@@ -62,7 +62,9 @@ SMALL = dict(min_drop=0.3, max_runs=4, min_runs=1, revert_level=0.6, accept_leve
 
 
 @pytest.mark.parametrize("design", ["concurrent", "fixed"])
-@pytest.mark.parametrize(("p0", "p"), [(0.5, 0.5), (0.8, 0.5), (0.3, 0.6)])
+@pytest.mark.parametrize(
+    ("p0", "p"), [(0.5, 0.5), (0.8, 0.5), (0.3, 0.6), (0.8, 0.8), (0.9, 0.7), (0.2, 0.05)]
+)  # every orientation of ``twolattice.ratio_powers``: each rate below or above 1/2
 def test_two_sample_recursion_equals_enumeration(design, p0, p):
     gate = TwoSampleGate(**SMALL, design=design, ledger=2, final_level=0.3)
     ref = enumerate_two_arms(gate, 2, p0, p, design == "concurrent")
@@ -186,7 +188,7 @@ def test_the_store_contract_for_paired_gates():
         (lambda: TwoSampleGate(accept_level=float("nan")), "accept_level"),
         (lambda: TwoSampleGate(max_runs=600, ledger=20), "max_runs"),
         (lambda: CalibratedSPRTGate(prior="lower_bound"), "prior"),
-        (lambda: CalibratedSPRTGate(ledger=0), "ledger"),
+        (lambda: CalibratedSPRTGate(ledger=-1), "ledger"),  # 0 allowed: recalibrated per ledger
         (lambda: DiscordantSPRTGate(at_cap="revert"), "at_cap"),
         (lambda: DiscordantSPRTGate(max_discordant=0), "max_discordant"),
         (lambda: DiscordantSPRTGate(design_p0=1.0), "design_p0"),

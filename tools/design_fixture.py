@@ -1,0 +1,47 @@
+"""Write ``tests/data/design_answers.json``: the full design answers of a few questions.
+
+    .venv/bin/python tools/design_fixture.py [OUT]
+
+The fixture pins what ``design_gate`` answers (picked config, levels, error rates,
+expected runs, frontier, Wald-Wolfowitz bound) so that a change to how the answer is
+computed (issue 28, item 4: the speed-up) can be checked to leave it unchanged
+(``tests/procmem_core/gates/test_design_fixture.py``). It was written by the code before
+the speed-up (commit 2915019); regenerate it only for a deliberate change of the answers,
+and say which in the commit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from procmem_core.gates import DesignQuestion, design_gate
+
+OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "design_answers.json"
+QUESTIONS = {
+    "quickstart": DesignQuestion(ledger=20, concurrent=0.5, max_runs=200),
+    "quickstart_max_runs": DesignQuestion(
+        ledger=20, concurrent=0.5, max_runs=200, objective="max_runs"
+    ),
+    "fixed_ledger_50": DesignQuestion(ledger=50, concurrent=0.0, max_runs=200),
+}
+
+
+def answers(question: DesignQuestion) -> list[dict]:
+    """Every family's answer as plain JSON values (tuples as lists)."""
+    return [json.loads(json.dumps(dataclasses.asdict(a), default=float)) for a in
+            design_gate(question).answers]  # fmt: skip
+
+
+def main() -> None:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
+    data = {name: {"question": dataclasses.asdict(q), "answers": answers(q)}
+            for name, q in QUESTIONS.items()}  # fmt: skip
+    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
