@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from experiments.answers import sweep_answers
 from reports.__main__ import main
 from reports.errors import NoSweepError
 from reports.recommend import GateTargets
@@ -120,6 +121,7 @@ def test_gate_pick_is_the_seed_default_and_exact_matches(store):
     gates = gate_runs(sweep)
     assert list(gates.rows["config"]) == ["seed default"]
     assert gates.default_label == "seed default"
+    sweep.answers |= sweep_answers(sweep.runs, 0.2, 0.3)  # the answers at these targets
     loose = gate_section(sweep, GateTargets(0.2, 0.3))
     # the section opens with the design question's answer; the sweep's own pick follows
     assert "at every prior rate p0 in" in loose.answer

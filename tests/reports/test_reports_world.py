@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from experiments.answers import sweep_answers
 from procmem_core.gates import SPRTGate
 from reports.document import Table
 from reports.recommend import GateTargets
@@ -36,7 +37,9 @@ def gate_sweep(sweep_of):
                         drops=(0.0, 0.15), name="gate")  # fmt: skip
         result = GateScenario(gate=gate, **{k: v for k, v in scenario.items() if k != "name"})
         entries.append(({"scenario": scenario, "gate": gate.config()}, result.run(5)))
-    return sweep_of(entries)
+    sweep = sweep_of(entries)
+    sweep.answers = sweep_answers(sweep.runs, 0.1, 0.5)  # what the sweep computes at its end
+    return sweep
 
 
 @pytest.mark.slow

@@ -1,0 +1,110 @@
+"""The sweep's design answers, computed once when the sweep ends (issue 24 item 3).
+
+A report only reads: the design questions a report section answers (the gate
+prescription: ``design_gate`` and a simulation check of its answer) are asked here, by
+the sweep's finalize step (``experiments.callbacks.SweepTracking`` at multirun end),
+from the runs the sweep logged, and their answers are logged on the sweep's parent run
+as ``answers/<name>.json`` (plain JSON, with the targets they answer) and as metrics
+``answers.<name>.<figure>``. ``python -m reports`` reads them back
+(``reports.answers``); a notebook passes ``sweep_answers(sweep.runs)`` to
+``Sweep.from_results(..., answers=...)``.
+
+``runs_frame`` lays the logged runs out as the report reads them (``reports.source``):
+one row per run with ``run_id``, ``status``, ``scenario`` and the params under
+``params.<group>.<key>``, each read back by ``procmem_core.logged.parse_param``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from procmem_core.errors import ProcmemError
+from procmem_core.gates.defaults import ALPHA, BETA
+from procmem_core.logged import parse_param
+
+ANSWERS_FOLDER = "answers"
+"""Where the answers go among the parent run's artifacts."""
+
+
+def runs_frame(runs: Iterable[Any]) -> pd.DataFrame:
+    """MLflow runs as the report lays them out (module docstring)."""
+    rows = []
+    for run in runs:
+        row = {
+            "run_id": run.info.run_id,
+            "status": run.info.status,
+            "scenario": run.data.tags.get("procmem.scenario", "unknown"),
+            "start_time": run.info.start_time,
+        }
+        row |= {f"params.{k}": parse_param(v) for k, v in run.data.params.items()}
+        row |= dict(run.data.metrics)
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=["run_id", "status", "scenario", "start_time"])
+    return pd.DataFrame(rows).sort_values("start_time", kind="mergesort").reset_index(drop=True)
+
+
+def answer_name(section: str, targets: dict[str, float]) -> str:
+    """``gate`` at the default targets; ``gate_false_revert0.1_missed_regression0.3``
+    at others (a sweep may hold answers for several)."""
+    defaults = {"false_revert": ALPHA, "missed_regression": BETA}
+    if targets == {k: defaults[k] for k in targets}:
+        return section
+    return "_".join([section, *(f"{k}{v:g}" for k, v in targets.items())])
+
+
+def sweep_answers(
+    runs: pd.DataFrame, false_revert: float = ALPHA, missed_regression: float = BETA
+) -> dict[str, dict]:
+    """Every design answer the sweep's runs pose, by name (``answer_name``): the gate
+    prescription at the targets ``false_revert`` (alpha) and ``missed_regression`` (beta)."""
+    from experiments.answers.gate import gate_answer
+
+    out = {}
+    gate = gate_answer(runs, false_revert, missed_regression)
+    if gate is not None:
+        out[answer_name("gate", gate["targets"])] = gate
+    return out
+
+
+def answer_metrics(answers: dict[str, dict]) -> dict[str, float]:
+    """The answers' headline numbers as parent-run metrics."""
+    from experiments.answers.gate import gate_metrics
+
+    return gate_metrics(answers["gate"]) if "gate" in answers else {}
+
+
+def _plain(value: object) -> object:
+    """JSON for numpy scalars and tuples' items (everything else is plain already)."""
+    return value.item() if isinstance(value, np.generic) else str(value)
+
+
+def write_answers(answers: dict[str, dict], folder: Path) -> list[Path]:
+    """``<folder>/answers/<name>.json`` for each answer; the files written."""
+    (folder / ANSWERS_FOLDER).mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, answer in answers.items():
+        path = folder / ANSWERS_FOLDER / f"{name}.json"
+        path.write_text(json.dumps(answer, indent=1, default=_plain), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def finalize_answers(runs: pd.DataFrame, folder: Path) -> dict[str, float]:
+    """The finalize step: compute the answers at the default targets and write them under
+    ``folder`` (the parent's artifacts, uploaded with them); their metrics. A question the
+    engine refuses is said on stderr and left out (the report then names what is missing)."""
+    try:
+        answers = sweep_answers(runs)
+    except ProcmemError as exc:
+        print(f"the sweep's design answers could not be computed: {exc}", file=sys.stderr)
+        return {}
+    write_answers(answers, folder)
+    return answer_metrics(answers)
