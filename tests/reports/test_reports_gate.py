@@ -14,9 +14,9 @@ import pytest
 from matplotlib.lines import Line2D
 from scipy import stats
 
+from experiments.answers import sweep_answers
 from procmem_core.gates import SPRTGate, TwoSampleGate, make_gate, wald_wolfowitz_bound
 from procmem_core.gates import worst_case as exact_worst_case
-from experiments.answers import sweep_answers
 from reports.document import Report, write_report
 from reports.recommend import GateTargets, recommend_gate
 from reports.sections.gate import gate_section
