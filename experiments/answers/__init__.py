@@ -1,7 +1,9 @@
 """The sweep's design answers, computed once when the sweep ends (issue 24 item 3).
 
 A report only reads: the design questions a report section answers (the gate
-prescription: ``design_gate`` and a simulation check of its answer) are asked here, by
+prescription: ``design_gate`` and a simulation check of its answer; the flat rule's
+exact design: ``design_rule`` per family; the explore planner: ``plan`` and
+``fixed_power``) are asked here, by
 the sweep's finalize step (``experiments.callbacks.SweepTracking`` at multirun end),
 from the runs the sweep logged, and their answers are logged on the sweep's parent run
 as ``answers/<name>.json`` (plain JSON, with the targets they answer) and as metrics
@@ -25,10 +27,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from procmem_core.ab.planner import Design
 from procmem_core.errors import ProcmemError
+from procmem_core.flat.targets import RuleTargets
 from procmem_core.gates.defaults import ALPHA, BETA
 from procmem_core.logged import parse_param
 
+KEEP, EXCLUDE = RuleTargets.keep, RuleTargets.exclude
+TARGET_POWER = Design.power
+DEFAULTS = {"false_revert": ALPHA, "missed_regression": BETA, "target_kept": KEEP,
+            "target_excluded": EXCLUDE, "target_power": TARGET_POWER}  # fmt: skip
+"""The targets the sweep answers at when it ends (the report's defaults)."""
 ANSWERS_FOLDER = "answers"
 """Where the answers go among the parent run's artifacts."""
 
@@ -51,26 +60,44 @@ def runs_frame(runs: Iterable[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("start_time", kind="mergesort").reset_index(drop=True)
 
 
-def answer_name(section: str, targets: dict[str, float]) -> str:
+def answer_name(section: str, asked: dict[str, float | None]) -> str:
     """``gate`` at the default targets; ``gate_false_revert0.1_missed_regression0.3``
     at others (a sweep may hold answers for several)."""
-    defaults = {"false_revert": ALPHA, "missed_regression": BETA}
-    if targets == {k: defaults[k] for k in targets}:
-        return section
-    return "_".join([section, *(f"{k}{v:g}" for k, v in targets.items())])
+    given = {k: v for k, v in asked.items() if v is not None and v != DEFAULTS.get(k)}
+    return "_".join([section, *(f"{k}{v:g}" for k, v in given.items())])
 
 
 def sweep_answers(
-    runs: pd.DataFrame, false_revert: float = ALPHA, missed_regression: float = BETA
+    runs: pd.DataFrame,
+    false_revert: float = ALPHA,
+    missed_regression: float = BETA,
+    target_kept: float = KEEP,
+    target_excluded: float = EXCLUDE,
+    target_sessions: int | None = None,
+    target_power: float = TARGET_POWER,
 ) -> dict[str, dict]:
     """Every design answer the sweep's runs pose, by name (``answer_name``): the gate
-    prescription at the targets ``false_revert`` (alpha) and ``missed_regression`` (beta)."""
+    prescription at ``false_revert`` (alpha) and ``missed_regression`` (beta); the flat
+    rule's design at ``target_kept``, ``target_excluded`` within ``target_sessions`` (None:
+    each world's sessions); the explore planner at ``target_power``. The arguments are
+    the report's targets (``python -m reports --max-false-revert ...``), their defaults
+    the report's."""
+    from experiments.answers.explore import explore_answer
     from experiments.answers.gate import gate_answer
+    from experiments.answers.rule import rule_answer
 
     out = {}
     gate = gate_answer(runs, false_revert, missed_regression)
     if gate is not None:
         out[answer_name("gate", gate["targets"])] = gate
+    rule = rule_answer(runs, target_kept, target_excluded, target_sessions)
+    if rule is not None:
+        asked = {"target_kept": target_kept, "target_excluded": target_excluded,
+                 "target_sessions": target_sessions}  # fmt: skip
+        out[answer_name("rule", asked)] = rule
+    explore = explore_answer(runs, target_power)
+    if explore is not None:
+        out[answer_name("explore", {"target_power": target_power})] = explore
     return out
 
 

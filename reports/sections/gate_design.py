@@ -300,4 +300,6 @@ def prescription_of(data: dict) -> Prescription:
 def prescribe(sweep: Sweep, targets: GateTargets) -> Prescription:
     """The sweep's answer to the design question at ``targets``, read (module docstring)."""
     wanted = {"false_revert": targets.false_revert, "missed_regression": targets.missed_regression}
-    return prescription_of(answer(sweep, "gate", wanted))
+    flags = (f"--max-false-revert {targets.false_revert:g} "
+             f"--max-missed-regression {targets.missed_regression:g}")  # fmt: skip
+    return prescription_of(answer(sweep, "gate", wanted, flags))
