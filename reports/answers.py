@@ -1,7 +1,8 @@
 """The sweep's design answers, read back (issue 24 item 3: reports only read).
 
 The design questions a section answers (the gate prescription, the flat rule's exact
-design) are asked by the sweep when it ends (``experiments.answers``) and logged on its
+design, the explore planner, the exact fates the report draws) are asked by the sweep
+when it ends (``experiments.answers``) and logged on its
 parent run as ``answers/<name>.json``; ``load_sweep`` reads them into ``Sweep.answers``.
 A file holds one answer or several (``entries``), each with the ``targets`` it answers.
 A section finds its answer by section and targets (``answer``); a sweep without it (a
@@ -11,6 +12,8 @@ line naming the run and what to do.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 from reports.errors import ReportError
@@ -45,3 +48,28 @@ def answer(sweep: Any, section: str, targets: dict[str, Any], flags: str = "") -
                f"(python -m experiments.run -m experiment={sweep.experiment})")  # fmt: skip
     raise ReportError(f"{run} has no {section} design answer at {asked} "
                       f"(answers/{section}*.json): {how.strip()}")  # fmt: skip
+
+
+def rule_key(rule: Any) -> dict:
+    """A flat rule as the sweep's answers name it: its registry name and init fields
+    (``experiments.answers.fate.rule_key``)."""
+    fields = {f.name: getattr(rule, f.name) for f in dataclasses.fields(rule) if f.init}
+    return {"name": rule.name, "fields": fields}
+
+
+def exact_fates(sweep: Any, rule: Any, threshold: float, sessions: int, ps: list[float]) -> list:
+    """``flat_fate(p, sessions, rule, threshold).p_excluded`` for each ``p``, as the sweep
+    computed them (``answers/fate.json``); a missing one is ``answer``'s one line."""
+    index = {
+        json.dumps(e["targets"], sort_keys=True): e["p_excluded"] for e in _entries(sweep, "fate")
+    }
+    out = []
+    for p in ps:
+        targets = {"rule": rule_key(rule), "threshold": float(threshold),
+                   "sessions": int(sessions), "p": float(p)}  # fmt: skip
+        key = json.dumps(targets, sort_keys=True)
+        if key not in index:
+            answer(sweep, "fate", {"rule": rule.describe(), "threshold": float(threshold),
+                                   "sessions": int(sessions), "p": float(p)})  # fmt: skip
+        out.append(index[key])
+    return out

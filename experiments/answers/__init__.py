@@ -3,7 +3,7 @@
 A report only reads: the design questions a report section answers (the gate
 prescription: ``design_gate`` and a simulation check of its answer; the flat rule's
 exact design: ``design_rule`` per family; the explore planner: ``plan`` and
-``fixed_power``) are asked here, by
+``fixed_power``; the exact fates the report draws: ``flat_fate``) are asked here, by
 the sweep's finalize step (``experiments.callbacks.SweepTracking`` at multirun end),
 from the runs the sweep logged, and their answers are logged on the sweep's parent run
 as ``answers/<name>.json`` (plain JSON, with the targets they answer) and as metrics
@@ -83,6 +83,7 @@ def sweep_answers(
     the report's targets (``python -m reports --max-false-revert ...``), their defaults
     the report's."""
     from experiments.answers.explore import explore_answer
+    from experiments.answers.fate import fate_answer
     from experiments.answers.gate import gate_answer
     from experiments.answers.rule import rule_answer
 
@@ -98,6 +99,9 @@ def sweep_answers(
     explore = explore_answer(runs, target_power)
     if explore is not None:
         out[answer_name("explore", {"target_power": target_power})] = explore
+    fate = fate_answer(runs)
+    if fate is not None:
+        out["fate"] = fate
     return out
 
 
