@@ -186,12 +186,15 @@ def _confirm(world: pd.DataFrame, d: DesignedRule, at: int, targets: RuleTargets
 
 def rerun_overrides(d: DesignedRule) -> str:
     """The config overrides that simulate a designed rule (its family's option, then its
-    fields and threshold)."""
+    fields and threshold; a text field such as ``arithmetic`` as it is)."""
     option = "seed" if d.rule.name == "confidence" else d.rule.name
     parts = [f"rule={option}"]
     for f in dataclasses.fields(d.rule):
         if f.init and f.name not in ("floor", "ceiling", "baseline_weight"):
-            parts.append(f"rule.{f.name}={getattr(d.rule, f.name):g}")
+            v = getattr(d.rule, f.name)
+            parts.append(
+                f"rule.{f.name}={v:g}" if isinstance(v, int | float) else f"rule.{f.name}={v}"
+            )
     return " ".join([*parts, f"rule.threshold={d.threshold:g}"])
 
 
