@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -132,10 +133,15 @@ def finalize_answers(runs: pd.DataFrame, folder: Path) -> dict[str, float]:
     """The finalize step: compute the answers at the default targets and write them under
     ``folder`` (the parent's artifacts, uploaded with them); their metrics. A question the
     engine refuses is said on stderr and left out (the report then names what is missing)."""
+    print("sweep: computing the design answers the report reads ...", file=sys.stderr)
+    start = time.perf_counter()
     try:
         answers = sweep_answers(runs)
     except ProcmemError as exc:
         print(f"the sweep's design answers could not be computed: {exc}", file=sys.stderr)
         return {}
     write_answers(answers, folder)
+    took = time.perf_counter() - start
+    names = ", ".join(f"answers/{n}.json" for n in answers) or "none (no design question)"
+    print(f"sweep: {names} in {took:.0f} s", file=sys.stderr)
     return answer_metrics(answers)
