@@ -58,6 +58,16 @@ def _runs(tracker: tr.Tracker, parent_id: str) -> list:
     return children + [client.get_run(r) for r in dict.fromkeys(wanted)]
 
 
+def _run(tracker: tr.Tracker, run_id: str):
+    """The run ``run_id``, or None when the store has none."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return tracker.client.get_run(run_id)
+    except MlflowException:
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -68,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             check_int("target_sessions", args.target_sessions, minimum=1)
         tracker = tr.Tracker(args.experiment)
         exp = tracker.client.get_experiment_by_name(args.experiment)
-        run = tracker.client.get_run(args.run) if exp is not None else None
+        run = _run(tracker, args.run) if exp is not None else None
         if run is None or run.info.experiment_id != exp.experiment_id:
             raise ParameterError("--run", args.run, f"a run of experiment {args.experiment!r}")
         answers = sweep_answers(
