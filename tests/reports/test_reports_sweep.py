@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.answers import sweep_answers
+from experiments.answers.__main__ import main as answers_main
 from reports.__main__ import main
 from reports.errors import NoSweepError
 from reports.recommend import GateTargets
@@ -115,13 +115,20 @@ def test_report_from_real_sweep(store, tmp_path, monkeypatch, capsys):
     assert expected | {"report/index.html", "report/report.md", "report/summary.csv"} <= logged
 
 
-def test_gate_pick_is_the_seed_default_and_exact_matches(store):
-    uri, _ = store
+def test_gate_pick_is_the_seed_default_and_exact_matches(store, monkeypatch, capsys):
+    uri, pid = store
+    sweep = load_sweep("tiny", uri=uri)
+    # the sweep answered the design questions at the report's default targets when it
+    # ended; the answers command adds them at these
+    assert sorted(sweep.answers) == ["explore", "fate", "gate"]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    argv = ["tiny", "--run", pid, "--max-false-revert", "0.2", "--max-missed-regression", "0.3"]
+    assert answers_main(argv) == 0
+    assert "answers/gate_false_revert0.2_missed_regression0.3.json" in capsys.readouterr().out
     sweep = load_sweep("tiny", uri=uri)
     gates = gate_runs(sweep)
     assert list(gates.rows["config"]) == ["seed default"]
     assert gates.default_label == "seed default"
-    sweep.answers |= sweep_answers(sweep.runs, 0.2, 0.3)  # the answers at these targets
     loose = gate_section(sweep, GateTargets(0.2, 0.3))
     # the section opens with the design question's answer; the sweep's own pick follows
     assert "at every prior rate p0 in" in loose.answer
