@@ -243,7 +243,7 @@ class SweepTracking(Callback):
         folder = log_jobs(tracker, state.parent_id, jobs, Path(str(config.hydra.sweep.dir)))
         sweep = {"params": sweep_params(config), "overrides": state.overrides}
         (folder / "sweep.yaml").write_text(OmegaConf.to_yaml(sweep), encoding="utf-8")
-        answers = sweep_answers(tracker, runs, state.jobs, folder)
+        answers = design_answers(tracker, runs, state.jobs, folder)
         elapsed = time.perf_counter() - state.started
         tracker.log(
             state.parent_id,
@@ -294,7 +294,7 @@ class SweepTracking(Callback):
         )
 
 
-def sweep_answers(
+def design_answers(
     tracker: tr.Tracker, children: list, jobs: list[PlannedJob], folder: Path
 ) -> dict[str, float]:
     """The design answers of the sweep's runs (its children and the earlier runs a resumed

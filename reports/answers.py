@@ -44,8 +44,10 @@ def answer(sweep: Any, section: str, targets: dict[str, Any], flags: str = "") -
         command = f"python -m experiments.answers {sweep.experiment} --run {sweep.parent_id}"
         how = f"the sweep answered it at other targets; compute these with: {command} {flags}"
     else:
-        how = (f"it was swept before sweeps computed their design answers; re-run the sweep "
-               f"(python -m experiments.run -m experiment={sweep.experiment})")  # fmt: skip
+        how = (f"it was swept before sweeps computed their design answers (or is a single "
+               f"run); re-run the sweep (python -m experiments.run -m "
+               f"experiment={sweep.experiment}) or compute them: python -m experiments.answers "
+               f"{sweep.experiment} --run {sweep.parent_id} {flags}")  # fmt: skip
     raise ReportError(f"{run} has no {section} design answer at {asked} "
                       f"(answers/{section}*.json): {how.strip()}")  # fmt: skip
 

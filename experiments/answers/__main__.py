@@ -45,9 +45,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _runs(tracker: tr.Tracker, parent_id: str) -> list:
-    """The parent's children and the earlier runs its ``tables/jobs.parquet`` names."""
+    """The parent's children and the earlier runs its ``tables/jobs.parquet`` names; a
+    run with no children (a single job) is its own sweep, as the report reads it."""
     client = tracker.client
-    children = tracker.children(parent_id)
+    children = tracker.children(parent_id) or [client.get_run(parent_id)]  # a single run
     have = {c.info.run_id for c in children}
     names = {a.path for a in client.list_artifacts(parent_id, "tables")}
     if "tables/jobs.parquet" not in names:

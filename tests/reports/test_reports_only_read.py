@@ -105,8 +105,9 @@ def test_a_sweep_without_answers_names_the_run_and_says_rerun():
     assert str(err.value) == (
         f"run {'a' * 32} (old-sweep) of experiment 'quickstart' has no gate design answer at "
         "false_revert 0.05, missed_regression 0.2 (answers/gate*.json): it was swept before "
-        "sweeps computed their design answers; re-run the sweep (python -m experiments.run "
-        "-m experiment=quickstart)"
+        "sweeps computed their design answers (or is a single run); re-run the sweep (python "
+        "-m experiments.run -m experiment=quickstart) or compute them: python -m "
+        f"experiments.answers quickstart --run {'a' * 32}"
     )
     sweep.answers = {"gate": {"targets": {"false_revert": 0.05, "missed_regression": 0.2}}}
     with pytest.raises(ReportError, match=r"compute these with: python -m experiments.answers "
