@@ -39,6 +39,8 @@ TARGET_POWER = Design.power
 DEFAULTS = {"false_revert": ALPHA, "missed_regression": BETA, "target_kept": KEEP,
             "target_excluded": EXCLUDE, "target_power": TARGET_POWER}  # fmt: skip
 """The targets the sweep answers at when it ends (the report's defaults)."""
+ASKING = ("gate", "confidence", "explore", "fate")
+"""The scenarios whose runs pose a design question (``sweep_answers``)."""
 ANSWERS_FOLDER = "answers"
 """Where the answers go among the parent run's artifacts."""
 
@@ -133,7 +135,9 @@ def finalize_answers(runs: pd.DataFrame, folder: Path) -> dict[str, float]:
     """The finalize step: compute the answers at the default targets and write them under
     ``folder`` (the parent's artifacts, uploaded with them); their metrics. A question the
     engine refuses is said on stderr and left out (the report then names what is missing)."""
-    print("sweep: computing the design answers the report reads ...", file=sys.stderr)
+    asks = "scenario" in runs and runs["scenario"].isin(ASKING).any()
+    if asks:
+        print("sweep: computing the design answers the report reads ...", file=sys.stderr)
     start = time.perf_counter()
     try:
         answers = sweep_answers(runs)
@@ -141,7 +145,7 @@ def finalize_answers(runs: pd.DataFrame, folder: Path) -> dict[str, float]:
         print(f"the sweep's design answers could not be computed: {exc}", file=sys.stderr)
         return {}
     write_answers(answers, folder)
-    took = time.perf_counter() - start
-    names = ", ".join(f"answers/{n}.json" for n in answers) or "none (no design question)"
-    print(f"sweep: {names} in {took:.0f} s", file=sys.stderr)
+    if answers:
+        names = ", ".join(f"answers/{n}.json" for n in answers)
+        print(f"sweep: {names} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return answer_metrics(answers)
