@@ -74,7 +74,9 @@ def fate_sweep(sweep_of):
         scenario = {"p": p, "sessions": 20, "replications": 2000, "name": "fate"}
         result = ProcedureFateScenario(p=p, sessions=20, replications=2000).run(seed=3)
         entries.append(({"scenario": scenario, "rule": {"name": "confidence"}}, result))
-    return sweep_of(entries)
+    sweep = sweep_of(entries)
+    sweep.answers = sweep_answers(sweep.runs)  # the exact fates, as the sweep computes them
+    return sweep
 
 
 def test_the_fate_section_states_its_world_and_that_the_headline_reads_p_and_horizon(
