@@ -24,7 +24,9 @@
 
 ``on_multirun_end`` reads the children back (a child still RUNNING, whose process died,
 is marked FAILED with the reason the launcher recorded), records the counts,
-``tables/jobs.parquet`` (also as an MLflow table) and ``sweep.yaml``, marks the parent
+``tables/jobs.parquet`` (also as an MLflow table), ``sweep.yaml`` and the design answers
+the report reads (``experiments.answers``: ``answers/<name>.json`` and metrics
+``answers.<name>.*``, computed here so a report never asks a design question), marks the parent
 FAILED when a job failed or never reported, prints the summary and sets
 ``SWEEP_STATUS``. A sweep stopped before that (SIGTERM, SIGINT, an error) is closed by
 ``abandon``: its RUNNING children and the parent are marked KILLED with the reason.
@@ -262,6 +264,7 @@ class SweepTracking(Callback):
         folder = log_jobs(tracker, state.parent_id, jobs, Path(str(config.hydra.sweep.dir)))
         sweep = {"params": sweep_params(config), "overrides": state.overrides}
         (folder / "sweep.yaml").write_text(OmegaConf.to_yaml(sweep), encoding="utf-8")
+        answers = design_answers(tracker, runs, state.jobs, folder)
         elapsed = time.perf_counter() - state.started
         tracker.log(
             state.parent_id,
@@ -269,7 +272,8 @@ class SweepTracking(Callback):
                 f"jobs_{s}": float(counts.get(s, 0))
                 for s in ("finished", "failed", "missing", "skipped")
             }
-            | {"sweep_seconds": elapsed},
+            | {"sweep_seconds": elapsed}
+            | answers,
         )
         tracker.log_artifacts(state.parent_id, folder)
         why = f"{len(bad)} of {len(jobs)} jobs failed or never reported" if len(bad) else None
@@ -309,6 +313,19 @@ class SweepTracking(Callback):
             + f", {killed} in flight marked KILLED, parent run {state.parent_id} KILLED; "
             f"resume with: {command}"
         )
+
+
+def design_answers(
+    tracker: tr.Tracker, children: list, jobs: list[PlannedJob], folder: Path
+) -> dict[str, float]:
+    """The design answers of the sweep's runs (its children and the earlier runs a resumed
+    sweep skipped), written under ``folder`` (``experiments.answers``); their metrics."""
+    from experiments.answers import finalize_answers, runs_frame
+
+    have = {run.info.run_id for run in children}
+    earlier = [j.run_id for j in jobs if j.status == "skipped" and j.run_id not in have]
+    runs = children + [tracker.call(tracker.client.get_run, r) for r in dict.fromkeys(earlier)]
+    return finalize_answers(runs_frame(runs), folder)
 
 
 def job_status(

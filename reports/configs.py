@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.gates import GATES
+from procmem_core.logged import unset_phrase
 from reports.source import Sweep
-from simulators.scenarios.base import unset_phrase
 
 
 @dataclass

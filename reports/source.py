@@ -8,7 +8,7 @@ child has params (the flattened resolved config, stored by MLflow as strings), t
 
 from __future__ import annotations
 
-import math
+import json
 import os
 import shutil
 import tempfile
@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from procmem_core.logged import parse_param
 from reports.errors import NoSweepError, ReportError
 from reports.store_check import HTTP_BOUNDS, PROBE_SECONDS, check_store  # noqa: F401 (re-exported)
 
@@ -34,26 +35,6 @@ ROLE_TAG = "procmem.role"
 def tracking_uri() -> str:
     """``$MLFLOW_TRACKING_URI``, else ``sqlite:///<absolute project root>/mlflow.db``."""
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"
-
-
-def parse_param(text: object) -> object:
-    """An MLflow param string back to a Python value: int, float, bool, None or the text."""
-    if not isinstance(text, str):
-        return text
-    low = text.strip().lower()
-    if low in ("none", "null", "~", ""):
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        value = float(text)
-    except ValueError:
-        return text
-    return value if not math.isnan(value) else None
 
 
 @dataclass
@@ -76,6 +57,9 @@ class Sweep:
     parent_tags: dict[str, str] = field(default_factory=dict)
     parent_start: int | None = None  # ms since the epoch
     earlier: int = 0  # jobs finished by an earlier sweep this one resumed
+    answers: dict[str, dict] = field(default_factory=dict)
+    """The sweep's design answers by name (its parent's ``answers/<name>.json``, which
+    the sweep computed: ``experiments.answers``; read by ``reports.answers.answer``)."""
 
     def scenario_runs(self, *scenarios: str) -> pd.DataFrame:
         """Children whose ``procmem.scenario`` tag is one of ``scenarios``."""
@@ -113,11 +97,18 @@ class Sweep:
         return tuple(out)
 
     @classmethod
-    def from_results(cls, results: Sequence[Any], experiment: str = "notebook") -> Sweep:
+    def from_results(
+        cls,
+        results: Sequence[Any],
+        experiment: str = "notebook",
+        answers: Mapping[str, dict] | None = None,
+    ) -> Sweep:
         """A sweep of in-memory results, laid out as ``load_sweep`` lays out a logged one,
         with no MLflow: each entry a ``ScenarioResult`` or ``(params, ScenarioResult)``,
         ``params`` a mapping by dotted key (``{"gate.alpha": 0.05}``) or nested by group;
-        run ids ``run000``, ``run001``, ... in order."""
+        run ids ``run000``, ``run001``, ... in order. ``answers``: the design answers the
+        sweep's finalize step would log (``experiments.answers.sweep_answers(runs)``, or
+        set ``sweep.answers`` afterwards); the report never computes them."""
         rows, tables, params, metrics = [], {}, set(), set()
         for i, entry in enumerate(results):
             given, result = entry if isinstance(entry, tuple) else ({}, entry)
@@ -132,9 +123,11 @@ class Sweep:
             params |= set(flat)
             metrics |= set(result.metrics)
             tables[run_id] = dict(result.tables)
-        return cls(experiment, "memory", "in-memory", pd.DataFrame(rows),
-                   tuple(sorted(params)), tuple(sorted(metrics)), tables,
-                   chosen="results built in memory")  # fmt: skip
+        sweep = cls(experiment, "memory", "in-memory", pd.DataFrame(rows),
+                     tuple(sorted(params)), tuple(sorted(metrics)), tables,
+                     chosen="results built in memory")  # fmt: skip
+        sweep.answers = dict(answers or {})
+        return sweep
 
 
 def _dotted(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -307,7 +300,7 @@ def load_sweep(experiment: str, run_id: str | None = None, uri: str | None = Non
     sweep = Sweep(
         experiment, pid, parent.info.run_name or pid, runs, params, metrics,
         chosen=why, parent_tags=dict(parent.data.tags), parent_start=parent.info.start_time,
-        earlier=len(earlier),
+        earlier=len(earlier), answers=_answers(client, pid),
     )  # fmt: skip
     root = Path(tempfile.mkdtemp(prefix="procmem-report-"))
     weakref.finalize(sweep, shutil.rmtree, root, True)
@@ -319,6 +312,17 @@ def load_sweep(experiment: str, run_id: str | None = None, uri: str | None = Non
         )
         sweep.tables[child] = RunTables(client, child, names, root)
     return sweep
+
+
+def _answers(client, parent_id: str) -> dict[str, dict]:
+    """The parent's ``answers/<name>.json`` by name (``experiments.answers``)."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="procmem-answers-") as tmp:
+        for a in client.list_artifacts(parent_id, "answers"):
+            if a.path.endswith(".json"):
+                path = client.download_artifacts(parent_id, a.path, tmp)
+                out[Path(a.path).stem] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return out
 
 
 def _earlier_runs(client, parent_id: str, have: set[str]) -> list:

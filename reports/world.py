@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from procmem_core.logged import unset_phrase
 from reports.configs import show
 from reports.document import Table
-from simulators.scenarios.base import unset_phrase
 
 WORLD_GROUPS = ("scenario", "users", "feedback")
 """Config groups whose params describe the simulated world."""

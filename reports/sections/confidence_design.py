@@ -5,9 +5,11 @@ The targets are the report's (``--target-kept``, ``--target-excluded``, the hori
 ``--target-sessions`` or the sessions of the sweep's exact-regime world) and the world's
 own numbers (its users' base rate and the lifts of helpful and harmful procedures). The
 design is ``procmem_core.flat.design.design_rule`` for each rule family: exact, nothing
-sampled. A designed rule is *confirmed* when the sweep ran it in that world and both
-simulated shares are within ``AGREEMENT_Z`` standard errors of the exact values and no
-more than that below the targets.
+sampled, asked by the sweep when it ended (``experiments.answers.rule``) and read here
+from its ``answers/rule.json`` (issue 24 item 3: reports only read). A designed rule is
+*confirmed* when the sweep ran it in that world and both simulated shares are within
+``AGREEMENT_Z`` standard errors of the exact values and no more than that below the
+targets.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from procmem_core.flat.design import DesignedRule, RuleDesign, RuleTargets, design_rule
+from procmem_core.flat import FLAT_RULES
+from procmem_core.flat.design import DesignedRule, RuleDesign, RuleTargets
+from reports.answers import answer
 from reports.claims import joint_state, state_words, target_state
 from reports.evidence import fmt
 from reports.options import ReportOptions
@@ -89,7 +93,40 @@ def _get(sweep: Sweep, row: pd.Series, key: str, group: str) -> float | None:
 
 DESIGN_READS = ("users.base_rate", "users.helpful_effect", "users.harmful_effect",
                 "scenario.sessions")  # fmt: skip
-"""The params ``design_evidence`` reads: the base rate, both lifts and the horizon."""
+"""The params ``design_evidence`` reads: the base rate, both lifts and the horizon (the
+question the sweep answered: ``experiments.answers.rule.DESIGN_READS``)."""
+
+
+def _designed(d: dict) -> DesignedRule:
+    """A designed rule back from the sweep's JSON (``experiments.answers.rule``)."""
+    rule = FLAT_RULES[d["rule"]["name"]](**d["rule"]["fields"])
+    return DesignedRule(**d | {"rule": rule})
+
+
+def _design(d: dict) -> RuleDesign:
+    """A family's design back from the sweep's JSON."""
+    shortest = d["shortest"]
+    return RuleDesign(
+        family=d["family"],
+        targets=RuleTargets(**d["targets"]),
+        feasible=d["feasible"],
+        pick=_designed(d["pick"]),
+        frontier=tuple(_designed(x) for x in d["frontier"]),
+        candidates=d["candidates"],
+        skipped=d["skipped"],
+        reference=_designed(d["reference"]),
+        shortest=None if shortest is None else (shortest[0], _designed(shortest[1])),
+    )
+
+
+def designs_of(sweep: Sweep, targets: RuleTargets, options: ReportOptions) -> dict:
+    """Each family's design at ``targets``, as the sweep answered it."""
+    flags = [f"--target-kept {options.target_kept:g}",
+             f"--target-excluded {options.target_excluded:g}"]  # fmt: skip
+    if options.target_sessions:
+        flags.append(f"--target-sessions {options.target_sessions}")
+    found = answer(sweep, "rule", dataclasses.asdict(targets), " ".join(flags))
+    return {f: _design(found["designs"][f]) for f in FAMILIES}
 
 
 def exact_world(runs: ConfidenceRuns) -> pd.DataFrame:
@@ -129,7 +166,7 @@ def design_evidence(
         targets,
         str(r0["world"]),
         runs.worlds.get(str(r0["world"]), ""),
-        {f: design_rule(targets, f) for f in FAMILIES},
+        designs_of(sweep, targets, options),
     )
     for family, design in ev.designs.items():
         ev.confirmations[family] = _confirm(world, design.pick, simulated_at, targets)
@@ -149,12 +186,15 @@ def _confirm(world: pd.DataFrame, d: DesignedRule, at: int, targets: RuleTargets
 
 def rerun_overrides(d: DesignedRule) -> str:
     """The config overrides that simulate a designed rule (its family's option, then its
-    fields and threshold)."""
+    fields and threshold; a text field such as ``arithmetic`` as it is)."""
     option = "seed" if d.rule.name == "confidence" else d.rule.name
     parts = [f"rule={option}"]
     for f in dataclasses.fields(d.rule):
         if f.init and f.name not in ("floor", "ceiling", "baseline_weight"):
-            parts.append(f"rule.{f.name}={getattr(d.rule, f.name):g}")
+            v = getattr(d.rule, f.name)
+            parts.append(
+                f"rule.{f.name}={v:g}" if isinstance(v, int | float) else f"rule.{f.name}={v}"
+            )
     return " ".join([*parts, f"rule.threshold={d.threshold:g}"])
 
 

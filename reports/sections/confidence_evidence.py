@@ -3,8 +3,8 @@ tasks at two baselines, and in a prompt that can be too full.
 
 - The seed's rule drifts up only when a procedure's sessions succeed more often than
   ``penalty / (reward + penalty)``, whatever the agent achieves without it: exact
-  ``flat_fate`` figures for a helpful procedure on a low-baseline task and a harmful one
-  on a high-baseline task.
+  ``flat_fate`` figures (computed by the sweep) for a helpful procedure on a low-baseline
+  task and a harmful one on a high-baseline task.
 - On a world whose users have several base rates, each rule beside the seed's: shares
   kept and excluded with their SEs, and the differences with the SE of the difference.
 - In a world swept over the prompt's limit, the session success rate against the limit,
@@ -17,7 +17,8 @@ import math
 
 import pandas as pd
 
-from procmem_core.flat import DEFAULT_RULE, flat_fate
+from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE
+from reports.answers import exact_fates
 from reports.claims import MISSES, Option, beyond_noise, target_state
 from reports.evidence import fmt
 from reports.sections.confidence_runs import ConfidenceRuns, arithmetic_note
@@ -53,8 +54,10 @@ def break_even_text(sweep: Sweep, runs: ConfidenceRuns) -> str:
     lo, hi = min(bases), max(bases)
     r = DEFAULT_RULE
     be = r.break_even
-    helped = flat_fate(min(1.0, lo + up), n, r)
-    hurt = flat_fate(max(0.0, hi - down), n, r)
+    # flat_fate of the seed's rule, computed by the sweep (experiments.answers.fate)
+    helped, hurt = exact_fates(
+        sweep, r, DEFAULT_FILTER.threshold, n, [min(1.0, lo + up), max(0.0, hi - down)]
+    )
     return (
         f"What the seed's rule tests: it moves a procedure's confidence up {r.reward:g} after "
         f"a good session and down {r.penalty:g} after a bad one, so the confidence drifts up "
@@ -62,8 +65,8 @@ def break_even_text(sweep: Sweep, runs: ConfidenceRuns) -> str:
         f"({r.reward:g} + {r.penalty:g}) = {be:.3f}, whatever the agent achieves without it. "
         f"It tests 'succeeds at least {be:.3f} of the time', not 'helps'. A procedure that "
         f"lifts a {lo:g} task to {lo + up:g} helps, yet is excluded within {n} sessions with "
-        f"probability {helped.p_excluded:.3f}; one that lowers a {hi:g} task to {hi - down:g} "
-        f"hurts, yet is excluded only with probability {hurt.p_excluded:.3f} (exact, "
+        f"probability {helped:.3f}; one that lowers a {hi:g} task to {hi - down:g} "
+        f"hurts, yet is excluded only with probability {hurt:.3f} (exact, "
         "flat_fate). The baseline-relative rule moves by the outcome minus the task's "
         "success rate without the procedure, estimated from withheld sessions, so it drifts "
         "up exactly when the procedure beats having none; the posterior rule hides a "

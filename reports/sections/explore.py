@@ -163,8 +163,8 @@ def _planner_blocks(sweep: Sweep, rows: pd.DataFrame, options: ReportOptions) ->
     level = rows.get("params.explore.confidence_level")
     alpha = 1 - float(level.iloc[0]) if level is not None and level.notna().all() else 0.05
     rates = sorted(rows["explore_rate"].unique())
-    table = planner_table(rows, base, alpha, options.target_power, rates)
-    within, cells, worst = planner_agreement(rows, base, alpha)
+    table = planner_table(sweep, rows, base, alpha, options.target_power, rates)
+    within, cells, worst = planner_agreement(sweep, rows, base, alpha)
     return [
         Table(
             f"The planner's answer (python -m experiments.design explore --base {base:g} "

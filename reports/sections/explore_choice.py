@@ -8,7 +8,8 @@ sessions times the pool's lift, i.e. sessions times the cost per session, ``eps 
 Ties go to the lower explore rate, then the higher power. The estimator is a choice in
 the table, with its guarantee (fixed-n: read once at the horizon; always-valid: read at
 any time). Beside it, the engine's planner (``procmem_core.ab.planner``) answers the same
-question from the formula, for the difference in means.
+question from the formula, for the difference in means: asked by the sweep when it ended
+(``experiments.answers.explore``) and read here from its ``answers/explore.json``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from procmem_core.ab import ESTIMATORS
-from procmem_core.ab.planner import Design, fixed_power, plan
-from procmem_core.errors import ProcmemError
+from procmem_core.ab.planner import RatePlan
+from reports.answers import answer
 from reports.claims import MEETS, NOISE_Z, WITHIN_NOISE, state_words, target_state
 from reports.sections.explore_format import readable, with_se
 
@@ -166,27 +167,35 @@ def choice_sentence(choices: list[Choice], target: float) -> str:
     )
 
 
+def _rate_plan(d: dict | None) -> RatePlan | None:
+    return None if d is None else RatePlan(**d)
+
+
 def planner_table(
-    rows: pd.DataFrame, base: float, alpha: float, target: float, rates: list[float]
+    sweep, rows: pd.DataFrame, base: float, alpha: float, target: float, rates: list[float]
 ) -> pd.DataFrame:
     """Per (lift, horizon): the planner's pick over the swept rates, the sessions it needs
     at each swept rate, its power at the pick and the simulated ``dim_power`` there (the
-    planner assumes every session succeeds with probability ``base`` or ``base + lift``)."""
+    planner assumes every session succeeds with probability ``base`` or ``base + lift``),
+    as the sweep's ``answers/explore.json`` holds them."""
     out = []
     for (_, horizon), g in rows.groupby(["lift_condition", "sessions"], sort=True):
         lift = float(g["true_lift"].iloc[0])
-        try:
-            design = Design(lift, base, target, alpha)
-        except ProcmemError:
-            continue
-        p = plan(design, tuple(rates), int(horizon))
-        needed = "; ".join(f"{readable(r.explore_rate)}: {readable(r.sessions)}" for r in p.rates)
+        asked = {"lift": lift, "base": base, "target_power": target, "alpha": alpha,
+                 "rates": list(rates), "horizon": int(horizon)}  # fmt: skip
+        found = answer(sweep, "explore", asked, f"--target-power {target:g}")
+        if found["plan"] is None:
+            continue  # the planner refuses the design (a lift outside [0, 1] from base)
+        needed = "; ".join(
+            f"{readable(r['explore_rate'])}: {readable(r['sessions'])}"
+            for r in found["plan"]["rates"]
+        )
         row = {
             "true lift": readable(lift),
             "horizon (sessions)": readable(int(horizon)),
             "sessions needed (rate: sessions)": needed,
         }
-        pick = p.pick
+        pick = _rate_plan(found["plan"]["pick"])
         row |= {"planner's pick": "none within the horizon", "its power there": "",
                 "simulated dim power there": ""}  # fmt: skip
         if pick is not None:
@@ -198,26 +207,42 @@ def planner_table(
                 if not sim.empty and "dim_power" in sim
                 else "not run"
             )
-        seq = plan(design, tuple(rates), int(horizon), sequential=True).pick
+        seq = _rate_plan(found["sequential_pick"])
         row["pick, sequential read"] = "none" if seq is None else readable(seq.explore_rate)
         out.append(row)
     return pd.DataFrame(out)
 
 
-def planner_agreement(rows: pd.DataFrame, base: float, alpha: float) -> tuple[int, int, float]:
+def planner_agreement(
+    sweep, rows: pd.DataFrame, base: float, alpha: float
+) -> tuple[int, int, float]:
     """``(cells within 4 SE, cells, largest |z|)`` of the planner's fixed-n power (exact
-    where the withheld arm is small) against the simulated ``dim_power`` at every cell."""
+    where the withheld arm is small; the sweep's ``answers/explore.json``) against the
+    simulated ``dim_power`` at every cell."""
     zs = []
     for _, r in rows.iterrows():
-        try:
-            design = Design(float(r["true_lift"]), base, 0.8, alpha)
-        except ProcmemError:
+        asked = {"lift": float(r["true_lift"]), "base": base, "alpha": alpha,
+                 "sessions": int(r["sessions"]), "rate": float(r["explore_rate"])}  # fmt: skip
+        want = _fixed_power(sweep, asked)
+        if want is None:
             continue
-        want = fixed_power(design, int(r["sessions"]), float(r["explore_rate"]))
         se = float(r["dim_power_se"])
         zs.append(abs(float(r["dim_power"]) - want) / se if se > 0 else math.nan)
     finite = [z for z in zs if not math.isnan(z)]
     return sum(z <= 4 for z in finite), len(finite), max(finite) if finite else math.nan
+
+
+def _fixed_power(sweep, asked: dict) -> float | None:
+    """The planner's fixed-n power at one cell, as the sweep answered it (None: the
+    planner refuses the design)."""
+    for name, data in sweep.answers.items():
+        if name.split("_")[0] != "explore":
+            continue
+        for cell in data.get("fixed_power", ()):
+            if cell["targets"] == asked:
+                return cell["power"]
+    answer(sweep, "explore", {"cell": str(asked)})  # raises: names the run, says what to do
+    return None
 
 
 def online_sentence(online: list[Choice], target: float) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from procmem_core.flat import FlatRule, flat_fate, passes_threshold
+from procmem_core.flat import FlatRule, passes_threshold
+from reports.answers import exact_fates
 from reports.canvas import palette, png_bytes
 from reports.configs import label_runs
 from reports.document import Figure, Section, Table
@@ -82,14 +83,18 @@ TABLE_EXTRAS = (
 
 def _exact_curves(sweep: Sweep, cfgs: pd.DataFrame, s_col: str | None) -> pd.DataFrame:
     """``flat_fate``'s exact exclusion probability on a grid of 51 success rates, per config
-    (its rule, threshold and horizon; 20 sessions when the sweep did not log one)."""
+    (its rule, threshold and horizon; 20 sessions when the sweep did not log one), as the
+    sweep computed it when it ended (``experiments.answers.fate``)."""
     exact = []
+    grid = np.linspace(0.0, 1.0, 51)
     for _, r in cfgs.iterrows():
         rule, threshold, _ = rule_of(sweep, r)
         sessions = int(r[s_col]) if s_col else 20
-        for p in np.linspace(0.0, 1.0, 51):
-            fate = flat_fate(float(p), sessions, rule, threshold, _baseline(rule))
-            exact.append({"config": r["config"], "p": p, "p_excluded": fate.p_excluded})
+        fates = exact_fates(sweep, rule, threshold, sessions, [float(p) for p in grid])
+        exact += [
+            {"config": r["config"], "p": p, "p_excluded": x}
+            for p, x in zip(grid, fates, strict=True)
+        ]
     return pd.DataFrame(exact)
 
 

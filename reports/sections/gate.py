@@ -25,7 +25,7 @@ from reports.evidence import NOISE_Z
 from reports.options import SESSIONS_PER_DAY, ReportOptions
 from reports.recommend import GateTargets
 from reports.sections import report_section
-from reports.sections.gate_design import CHECK_SEED, DESIGN_READS, Prescription, prescribe
+from reports.sections.gate_design import Prescription, prescribe
 from reports.sections.gate_explain import explain_block
 from reports.sections.gate_figures import (
     Refs,
@@ -73,8 +73,8 @@ def _prescription_blocks(p: Prescription) -> list:
     if p.chosen is not None:
         blocks.append(
             Table(
-                f"The prescribed gate simulated by the report itself at its worst p0 "
-                f"({p.check['replications'].iloc[0]:,} replications each, seed {CHECK_SEED}; "
+                f"The prescribed gate simulated by the sweep when it ended at its worst p0 "
+                f"({p.check['replications'].iloc[0]:,} replications each, seed {p.check_seed}; "
                 "the runs in brackets posed the question, they did not run this check): "
                 "exact against simulated ± Monte Carlo SE",
                 p.check.drop(columns="replications"),
@@ -188,11 +188,11 @@ def gate_section(
     rec = sweep_recommendation(worst, targets, gates.default_label, sessions_per_day)
     worst["frontier"] = efficient_frontier(worst, "false_revert_rate", "missed_regression_rate")
     shown = highlight(rec, worst, list(worst.loc[worst["frontier"], "config"]))
-    prescription = prescribe(sweep, gates, targets)
+    prescription = prescribe(sweep, targets)
     prescription.sessions_per_day = sessions_per_day
     colours = palette([*rows["config"], PRESCRIBED])
     refs = Refs(targets.false_revert, targets.missed_regression, prescription.question.min_drop)
-    blocks = world_blocks(gates.rows, DESIGN_READS, "The prescribed gate")
+    blocks = world_blocks(gates.rows, prescription.reads, "The prescribed gate")
     blocks += _prescription_blocks(prescription)
     blocks += _figures(sweep, gates, prescription, shown, colours, refs)
     blocks += ranking_blocks(rec, worst, targets, conditions)

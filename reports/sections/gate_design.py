@@ -1,19 +1,22 @@
 """The gate section's prescription: a gate that meets the targets at the worst case, or what
-it would take (``procmem_core.gates.design``), verified by simulation.
+it would take, read from the sweep's answer (issue 24 item 3: reports only read).
 
-The question is read off the sweep: the report's targets (false revert, missed
-regression), the drop the swept gates are designed to catch, the shortest ledger the sweep
-tried (the hardest condition; 20 runs, procmem's default ledger, when every run knew p0),
-the largest concurrent share it ran, and the prior's rates it ran (widened to at least [0.3, 0.95]).
-The answer's gate is then simulated (``GateScenario``) at the p0 where its false-revert
-rate is largest and where its power is least, and the simulated rates are compared with
-the exact ones (z-scores). The question asks for the design objective ``null_runs`` (the
-fewest expected runs when nothing changed), and the sentence gives the sessions a revision
-takes when nothing changed and at the drop, both arms counted at the concurrent share.
-A two-sample gate recalibrates its levels for the ledger it sees, so its guarantee holds
-at any ledger size; the section shows its exact worst cases against the ledger size
-(``ledger_profile``: the sizes in ``LEDGER_SIZES`` and those swept) and the sessions it
-takes against the concurrent share (its error rates, read in pairs, do not depend on it).
+The sweep asks the design question when it ends (``experiments.answers.gate``): the
+report's targets (false revert, missed regression), the drop the swept gates are
+designed to catch, the shortest ledger the sweep tried (the hardest condition; 20 runs,
+procmem's default ledger, when every run knew p0), the largest concurrent share it ran,
+and the prior's rates it ran (widened to at least [0.3, 0.95]); ``design_gate`` answers
+it exactly, the answer's gate is simulated (``GateScenario``) at the p0 where its
+false-revert rate is largest and where its power is least (z-scores against the exact
+rates), and a two-sample gate's exact worst cases per ledger size (``ledger_profile``)
+are added. All of it is logged as the parent run's ``answers/gate.json``; ``prescribe``
+reads it back (``reports.answers.answer``) and this module renders it. The question asks
+for the design objective ``null_runs`` (the fewest expected runs when nothing changed),
+and the sentence gives the sessions a revision takes when nothing changed and at the
+drop, both arms counted at the concurrent share. A two-sample gate recalibrates its
+levels for the ledger it sees, so its guarantee holds at any ledger size; the section
+shows its exact worst cases against the ledger size and the sessions it takes against
+the concurrent share (its error rates, read in pairs, do not depend on it).
 ``recommendations.json`` holds the gate's ``make_gate`` parameters, the question, the
 objective, the sessions, the exact worst cases (also per ledger size) and the simulation
 check.
@@ -24,67 +27,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from procmem_core.gates import (
-    LEDGER_SIZES,
-    DesignQuestion,
-    FamilyAnswer,
-    GateDesign,
-    LedgerRow,
-    design_gate,
-    make_gate,
-    worst_case,
-)
+from procmem_core.gates import DesignQuestion, FamilyAnswer, GateDesign, LedgerRow, make_gate
+from procmem_core.gates.early_stop import FrontierPoint, NullRunsBound
+from reports.answers import answer
 from reports.claims import calendar
 from reports.document import Table
-from reports.evidence import fmt
 from reports.options import SESSIONS_PER_DAY
 from reports.recommend import GateTargets
 from reports.sections import gate_ledger
-from reports.sections.gate_tables import GateRuns
-from reports.source import Sweep, find_param
-from simulators.scenarios.gate import GateScenario
-
-DEFAULT_LEDGER = 20
-DESIGN_MAX_RUNS = 200
-CHECK_REPLICATIONS = 20_000
-CHECK_SEED = 13
-P0_RANGE = (0.3, 0.95)
-DESIGN_READS = ("scenario.p_prior", "scenario.ledger_size", "scenario.concurrent_share",
-                "gate.min_drop")  # fmt: skip
-"""The params ``question_of`` reads: the p0 range, the ledger, the concurrent share and
-the gates' design drop (``Gate.design_drop``, their ``min_drop``)."""
-
-
-def _values(sweep: Sweep, gates: GateRuns, key: str) -> list:
-    col = find_param(sweep.param_names, key, "scenario")
-    return [] if col is None else list(gates.rows[col])
-
-
-def question_of(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> DesignQuestion:
-    """The design question the sweep poses (module docstring)."""
-    drops = [g.design_drop for g in gates.gates.values() if g.design_drop is not None]
-    drop = float(np.median(drops)) if drops else 0.15
-    ledgers = [int(v) for v in _values(sweep, gates, "ledger_size") if v is not None and v == v]
-    shares = [float(v) for v in _values(sweep, gates, "concurrent_share") if v == v and v]
-    priors = [float(v) for v in _values(sweep, gates, "p_prior") if v == v and v is not None]
-    low = min([P0_RANGE[0], *priors])
-    ledger = min(ledgers) if ledgers else DEFAULT_LEDGER
-    return DesignQuestion(
-        ledger_sizes=tuple(sorted({*LEDGER_SIZES, ledger, *ledgers})),
-        alpha=targets.false_revert,
-        beta=targets.missed_regression,
-        min_drop=drop,
-        ledger=ledger,
-        concurrent=max(shares) if shares else 0.0,
-        p0_low=max(low, drop + 0.05),
-        p0_high=max([P0_RANGE[1], *priors]),
-        max_runs=DESIGN_MAX_RUNS,
-    )
+from reports.source import Sweep
 
 
 def command_of(q: DesignQuestion) -> str:
@@ -109,6 +64,10 @@ class Prescription:
     """The chosen gate's exact worst cases per ledger size (two-sample gates)."""
     sessions_per_day: float = SESSIONS_PER_DAY
     """The session rate calendar time is given at (``--sessions-per-day``)."""
+    reads: tuple[str, ...] = ()
+    """The params the question reads (``experiments.answers.gate.DESIGN_READS``)."""
+    check_seed: int | None = None
+    """The seed of the simulation check."""
 
     @property
     def command(self) -> str:
@@ -312,47 +271,35 @@ def _plain(value: object) -> object:
     return value.item() if isinstance(value, np.generic) else str(value)
 
 
-def simulation_check(a: FamilyAnswer, q: DesignQuestion) -> pd.DataFrame:
-    """The chosen gate simulated at its worst p0 for false revert and for power."""
-    gate = make_gate(**a.config)
-    ledger = q.ledger if q.ledger > 0 else None
-    fr = worst_case(gate, 0.0, ledger or 0, q.p0_range)
-    pw = worst_case(gate, q.min_drop, ledger or 0, q.p0_range)
-    concurrent = a.design == "concurrent"
-    rows = []
-    for what, p0, metric in (("false revert", fr.at, "false_revert_rate"),
-                             ("power", pw.at, "revert_rate_alt")):  # fmt: skip
-        scenario = GateScenario(
-            gate=gate, p_prior=p0, drops=(0.0, q.min_drop), ledger_size=ledger,
-            design=a.design, concurrent_share=q.concurrent if concurrent else 0.0,
-            min_drop=q.min_drop, replications=CHECK_REPLICATIONS, table_rows=0,
-        )  # fmt: skip
-        m = scenario.run(CHECK_SEED).metrics
-        z = (m[metric] - m[f"{metric}_exact"]) / m[f"{metric}_se"] if m[f"{metric}_se"] else 0.0
-        rows.append(
-            {
-                "quantity": what,
-                "p0 (worst)": round(p0, 4),
-                "exact": round(m[f"{metric}_exact"], 4),
-                "simulated ± SE": fmt(m[metric], m[f"{metric}_se"]),
-                "|z|": round(abs(z), 2),
-                "replications": CHECK_REPLICATIONS,
-            }
-        )
-    return pd.DataFrame(rows)
+def _family_answer(d: dict) -> FamilyAnswer:
+    """A ``FamilyAnswer`` back from its JSON (tuples and nested records restored)."""
+    bound = d.get("bound")
+    return FamilyAnswer(
+        **d
+        | {
+            "runs_null": tuple(d["runs_null"]),
+            "runs_alt": tuple(d["runs_alt"]),
+            "frontier": tuple(FrontierPoint(**p) for p in d.get("frontier", ())),
+            "bound": None if bound is None else NullRunsBound(**bound),
+        }
+    )
 
 
-@lru_cache(maxsize=16)
-def _design(q: DesignQuestion) -> GateDesign:
-    """``design_gate`` once per question in a process (reports are built more than once)."""
-    return design_gate(q)
+def prescription_of(data: dict) -> Prescription:
+    """A ``Prescription`` from the sweep's ``answers/gate.json`` (``experiments.answers``)."""
+    q = data["question"]
+    q = DesignQuestion(**q | {"ledger_sizes": tuple(q["ledger_sizes"])})
+    design = GateDesign(q, tuple(_family_answer(a) for a in data["answers"]))
+    chosen = None if data["chosen"] is None else design.answers[data["chosen"]]
+    profile = tuple(LedgerRow(**r) for r in data["profile"])
+    check = pd.DataFrame(data["check"])
+    return Prescription(q, design, chosen, check, profile, reads=tuple(data["reads"]),
+                        check_seed=data["check_seed"])  # fmt: skip
 
 
-def prescribe(sweep: Sweep, gates: GateRuns, targets: GateTargets) -> Prescription:
-    """Ask the design question of the sweep and check the answer by simulation."""
-    q = question_of(sweep, gates, targets)
-    design = _design(q)
-    usable = design.feasible
-    chosen = usable[0] if usable else None
-    check = simulation_check(chosen, q) if chosen is not None else pd.DataFrame()
-    return Prescription(q, design, chosen, check, gate_ledger.profile(chosen, q))
+def prescribe(sweep: Sweep, targets: GateTargets) -> Prescription:
+    """The sweep's answer to the design question at ``targets``, read (module docstring)."""
+    wanted = {"false_revert": targets.false_revert, "missed_regression": targets.missed_regression}
+    flags = (f"--max-false-revert {targets.false_revert:g} "
+             f"--max-missed-regression {targets.missed_regression:g}")  # fmt: skip
+    return prescription_of(answer(sweep, "gate", wanted, flags))

@@ -1,23 +1,15 @@
 """The gate section's prescribed gate against the prior's ledger size and the concurrent
 share: it recalibrates its levels per ledger size (``TwoSampleGate.levels``), so the
-section states its exact worst cases per size (``ledger_profile``) beside those with its
-levels kept, and its sessions per share (its error rates, read in pairs, do not move)."""
+section states its exact worst cases per size (``ledger_profile``, computed by the sweep:
+``experiments.answers.gate.profile``) beside those with its levels kept, and its sessions
+per share (its error rates, read in pairs, do not move)."""
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from procmem_core.gates import (
-    DesignQuestion,
-    FamilyAnswer,
-    LedgerRow,
-    TwoSampleGate,
-    ledger_profile,
-    make_gate,
-)
+from procmem_core.gates import DesignQuestion, FamilyAnswer, LedgerRow, make_gate
 from procmem_core.gates.design import arm_runs
 from reports.document import Table
 
@@ -99,20 +91,3 @@ def share_table(q: DesignQuestion, a: FamilyAnswer | None) -> Table | None:
         f"(both arms, expected, worst p0 of 27; ledger {q.ledger})",
         pd.DataFrame(rows),
     )
-
-
-def profile(chosen: FamilyAnswer | None, q: DesignQuestion) -> tuple[LedgerRow, ...]:
-    """``ledger_profile`` of the chosen gate at the question's sizes (two-sample gates)."""
-    if chosen is None:
-        return ()
-    return _gate_profile(tuple(chosen.config.items()), q.ledger_sizes)
-
-
-@lru_cache(maxsize=16)
-def _gate_profile(config: tuple, sizes: tuple[int, ...]) -> tuple[LedgerRow, ...]:
-    """Once per gate and sizes in a process (reports are built more than once)."""
-    gate = make_gate(**dict(config))
-    if not isinstance(gate, TwoSampleGate):
-        return ()
-    low = 1 if gate.design == "fixed" else 0
-    return ledger_profile(gate, [m for m in sizes if m >= low])

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.answers import sweep_answers
 from procmem_core.ab.planner import Design, plan
 from reports.options import ReportOptions
 from reports.sections import explore_figures as figs
@@ -46,7 +47,9 @@ def grid():
 
 @pytest.fixture(scope="module")
 def sweep(grid, sweep_of):
-    return sweep_of(grid)
+    s = sweep_of(grid)
+    s.answers = sweep_answers(s.runs)  # the planner's answers, as the sweep computes them
+    return s
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +175,9 @@ def test_sequence_figure_draws_the_logged_path_and_the_miss_rates(sweep):
 
 
 def test_one_explore_rate_says_so(grid, sweep_of):
-    sec = explore_section(sweep_of(grid[:1]), ReportOptions(target_power=0.8))
+    one = sweep_of(grid[:1])
+    one.answers = sweep_answers(one.runs)
+    sec = explore_section(one, ReportOptions(target_power=0.8))
     assert sec.answer.startswith("Only one explore rate (0.05) and one horizon (200 sessions)")
     assert "explore_tradeoff" in sec.answer
 

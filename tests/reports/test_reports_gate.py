@@ -14,6 +14,7 @@ import pytest
 from matplotlib.lines import Line2D
 from scipy import stats
 
+from experiments.answers import sweep_answers
 from procmem_core.gates import SPRTGate, TwoSampleGate, make_gate, wald_wolfowitz_bound
 from procmem_core.gates import worst_case as exact_worst_case
 from reports.document import Report, write_report
@@ -69,7 +70,10 @@ def fake_sweep() -> Sweep:
 
 @pytest.fixture(scope="module")
 def sweep() -> Sweep:
-    return fake_sweep()
+    s = fake_sweep()
+    # the design answers the sweep computes when it ends, at the section's targets
+    s.answers = sweep_answers(s.runs, 0.1, 0.5)
+    return s
 
 
 @pytest.fixture(scope="module")
@@ -295,15 +299,16 @@ def test_the_prescription_shows_its_design_frontier():
     assert got["bound"]["bound"] < got["bound"]["runs"]
 
 
-def test_the_reports_own_simulation_check_says_whose_replications_they_are(section):
-    """The check is simulated by the report (CHECK_REPLICATIONS at CHECK_SEED), not by the
-    sweep's runs that the frame appends in brackets: its caption says so."""
-    from reports.sections.gate_design import CHECK_REPLICATIONS, CHECK_SEED
+def test_the_sweeps_own_simulation_check_says_whose_replications_they_are(section):
+    """The check is simulated by the sweep when it ends (CHECK_REPLICATIONS at CHECK_SEED,
+    ``experiments.answers.gate``), not by the sweep's runs that the frame appends in
+    brackets: its caption says so."""
+    from experiments.answers.gate import CHECK_REPLICATIONS, CHECK_SEED
 
     check = next(b for b in section.blocks if getattr(b, "caption", "").startswith(
         "The prescribed gate simulated"))  # fmt: skip
     assert (
-        f"by the report itself at its worst p0 ({CHECK_REPLICATIONS:,} replications each, "
+        f"by the sweep when it ended at its worst p0 ({CHECK_REPLICATIONS:,} replications each, "
         f"seed {CHECK_SEED}; the runs in brackets posed the question" in check.caption
     )
     assert list(check.frame["quantity"]) == ["false revert", "power"]
@@ -372,15 +377,16 @@ def test_the_prescription_shows_its_guarantee_against_ledger_size_and_share():
     its exact worst cases per size (each <= alpha) beside the levels-kept figures, the
     sentence says which design holds the guarantee, and the share table's error rate is the
     same at every share while the sessions move with it (exact)."""
-    from procmem_core.gates import DesignQuestion, design_gate, ledger_profile
+    from experiments.answers.gate import profile
+    from procmem_core.gates import DesignQuestion, LedgerRow, design_gate, ledger_profile
     from reports.sections.gate_design import Prescription
-    from reports.sections.gate_ledger import profile
 
     q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
                        p0_low=0.4, p0_high=0.9, max_runs=40, ledger_sizes=(0, 10, 40))  # fmt: skip
     design = design_gate(q)
     chosen = next(a for a in design.answers if (a.family, a.design) == ("two_sample", "concurrent"))
-    p = Prescription(q, design, chosen, pd.DataFrame(), profile(chosen, q))
+    p = Prescription(q, design, chosen, pd.DataFrame(),
+                     tuple(LedgerRow(**r) for r in profile(chosen, q)))  # fmt: skip
     rows = ledger_profile(make_gate(**chosen.config), (0, 10, 40))
     assert p.profile == rows
     table = p.ledger_table()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from experiments.answers.__main__ import main as answers_main
 from reports.__main__ import main
 from reports.errors import NoSweepError
 from reports.recommend import GateTargets
@@ -114,8 +115,16 @@ def test_report_from_real_sweep(store, tmp_path, monkeypatch, capsys):
     assert expected | {"report/index.html", "report/report.md", "report/summary.csv"} <= logged
 
 
-def test_gate_pick_is_the_seed_default_and_exact_matches(store):
-    uri, _ = store
+def test_gate_pick_is_the_seed_default_and_exact_matches(store, monkeypatch, capsys):
+    uri, pid = store
+    sweep = load_sweep("tiny", uri=uri)
+    # the sweep answered the design questions at the report's default targets when it
+    # ended; the answers command adds them at these
+    assert sorted(sweep.answers) == ["explore", "fate", "gate"]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    argv = ["tiny", "--run", pid, "--max-false-revert", "0.2", "--max-missed-regression", "0.3"]
+    assert answers_main(argv) == 0
+    assert "answers/gate_false_revert0.2_missed_regression0.3.json" in capsys.readouterr().out
     sweep = load_sweep("tiny", uri=uri)
     gates = gate_runs(sweep)
     assert list(gates.rows["config"]) == ["seed default"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from experiments.answers import sweep_answers
 from procmem_core.gates import SPRTGate
 from reports.document import Table
 from reports.recommend import GateTargets
@@ -36,7 +37,9 @@ def gate_sweep(sweep_of):
                         drops=(0.0, 0.15), name="gate")  # fmt: skip
         result = GateScenario(gate=gate, **{k: v for k, v in scenario.items() if k != "name"})
         entries.append(({"scenario": scenario, "gate": gate.config()}, result.run(5)))
-    return sweep_of(entries)
+    sweep = sweep_of(entries)
+    sweep.answers = sweep_answers(sweep.runs, 0.1, 0.5)  # what the sweep computes at its end
+    return sweep
 
 
 @pytest.mark.slow
@@ -71,7 +74,9 @@ def fate_sweep(sweep_of):
         scenario = {"p": p, "sessions": 20, "replications": 2000, "name": "fate"}
         result = ProcedureFateScenario(p=p, sessions=20, replications=2000).run(seed=3)
         entries.append(({"scenario": scenario, "rule": {"name": "confidence"}}, result))
-    return sweep_of(entries)
+    sweep = sweep_of(entries)
+    sweep.answers = sweep_answers(sweep.runs)  # the exact fates, as the sweep computes them
+    return sweep
 
 
 def test_the_fate_section_states_its_world_and_that_the_headline_reads_p_and_horizon(
