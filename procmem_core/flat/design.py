@@ -93,9 +93,7 @@ class RuleDesign:
     the ``frontier`` (best excluded for each kept, fewest harmful sessions among ties),
     the ``reference`` (the seed's rule at the targets), ``shortest`` (the shortest
     horizon at which some rule meets both, when the targets cannot be met within
-    ``within``; None when they can, or when none does up to ``HORIZON_FACTOR * within``;
-    a walk to that horizon, computed on first read and remembered).
-    ``separating``: whether only separating rules were searched."""
+    ``within``; None when they can, or when none does up to ``HORIZON_FACTOR * within``)."""
 
     family: str
     targets: RuleTargets
@@ -105,13 +103,7 @@ class RuleDesign:
     candidates: int
     skipped: int
     reference: DesignedRule
-    separating: bool = False
-
-    @property
-    def shortest(self) -> tuple[int, DesignedRule] | None:
-        if self.feasible:
-            return None
-        return _shortest_for(self.targets, self.family, self.separating)
+    shortest: tuple[int, DesignedRule] | None = None
 
     def _repr_html_(self) -> str:
         """A notebook's view: the answer, then the pick and the frontier, a row per rule."""
@@ -182,6 +174,7 @@ def _table(targets: RuleTargets, family: str) -> tuple[tuple, Table, int]:
 def _design(targets: RuleTargets, family: str, separating: bool, objective: str) -> RuleDesign:
     """``design_rule`` after its checks, remembered per arguments."""
     grid, table, skipped = _table(targets, family)
+    counts = grid[0].rule.needs_counts
     if separating:
         table = _separating(grid, table, targets)
     ok = (table.kept >= targets.keep - 1e-12) & (table.excluded >= targets.exclude - 1e-12)
@@ -196,17 +189,8 @@ def _design(targets: RuleTargets, family: str, separating: bool, objective: str)
         candidates=len(table.kept),
         skipped=skipped,
         reference=evaluate(DEFAULT_RULE, DEFAULT_THRESHOLD, targets),
-        separating=separating,
+        shortest=None if ok.any() else _shortest(grid, table, targets, counts),
     )
-
-
-@functools.lru_cache(maxsize=16)
-def _shortest_for(targets: RuleTargets, family: str, separating: bool):
-    """``RuleDesign.shortest``: the table's search beyond ``within`` (``_shortest``)."""
-    grid, table, _ = _table(targets, family)
-    if separating:
-        table = _separating(grid, table, targets)
-    return _shortest(grid, table, targets, grid[0].rule.needs_counts)
 
 
 def _separating(grid, table: Table, targets: RuleTargets) -> Table:
