@@ -4,11 +4,18 @@
 (``experiments.answers``, which computes the design answers from the runs it logged) and
 the report (``reports.source``, which reads them): both see the same values.
 ``unset_phrase`` gives the words an unset scenario field stands for (``p0 known``).
+``row_value`` and ``rule_from_params`` read a run's flat rule back from its ``rule.*``
+params, and ``rule_key`` names a rule in the sweep's answers, for both of them too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE, FLAT_RULES, FlatRule
 
 
 def parse_param(text: object) -> object:
@@ -43,3 +50,36 @@ def unset_phrase(field: str) -> str | None:
     """The words for the scenario field ``field`` (a config key's last part) when unset,
     or None (``UNSET_WORDS``)."""
     return UNSET_WORDS.get(field)
+
+
+def row_value(row: Mapping[str, Any], column: str | None) -> object:
+    """A param's value in a row of runs (None when missing or NaN; a whole float back to
+    an int, since a column with missing values is float)."""
+    if column is None:
+        return None
+    v = row.get(column)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) >= 1 else v
+
+
+def rule_from_params(value: Callable[[str], object]) -> tuple[FlatRule, float, int]:
+    """``(rule, threshold, limit)`` of a run; ``value(field)`` is its logged ``rule.<field>``
+    (None when not logged: the engine's default)."""
+    name = value("name") or DEFAULT_RULE.name
+    cls = FLAT_RULES.get(name, "rule.name")
+    params = {}
+    for f in dataclasses.fields(cls):
+        v = value(f.name)
+        if f.init and v is not None:
+            params[f.name] = float(v) if isinstance(v, int | float) else v
+    t, k = value("threshold"), value("limit")
+    threshold = DEFAULT_FILTER.threshold if t is None else float(t)
+    limit = DEFAULT_FILTER.limit if k is None else int(k)
+    return FLAT_RULES.build(name, **params), threshold, limit
+
+
+def rule_key(rule: FlatRule) -> dict:
+    """A flat rule as the sweep's answers name it: its registry name and init fields."""
+    fields = {f.name: getattr(rule, f.name) for f in dataclasses.fields(rule) if f.init}
+    return {"name": rule.name, "fields": fields}

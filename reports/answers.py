@@ -12,10 +12,10 @@ line naming the run and what to do.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
+from procmem_core.logged import rule_key
 from reports.errors import ReportError
 
 
@@ -50,13 +50,6 @@ def answer(sweep: Any, section: str, targets: dict[str, Any], flags: str = "") -
                f"{sweep.experiment} --run {sweep.parent_id} {flags}")  # fmt: skip
     raise ReportError(f"{run} has no {section} design answer at {asked} "
                       f"(answers/{section}*.json): {how.strip()}")  # fmt: skip
-
-
-def rule_key(rule: Any) -> dict:
-    """A flat rule as the sweep's answers name it: its registry name and init fields
-    (``experiments.answers.fate.rule_key``)."""
-    fields = {f.name: getattr(rule, f.name) for f in dataclasses.fields(rule) if f.init}
-    return {"name": rule.name, "fields": fields}
 
 
 def exact_fates(sweep: Any, rule: Any, threshold: float, sessions: int, ps: list[float]) -> list:

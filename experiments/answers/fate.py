@@ -14,13 +14,13 @@ returns every such fate of the sweep's runs as plain JSON, one entry per questio
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 import pandas as pd
 
-from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE, FLAT_RULES, FlatRule, flat_fate
+from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE, FlatRule, flat_fate
+from procmem_core.logged import row_value, rule_from_params, rule_key
 
 GRID = np.linspace(0.0, 1.0, 51)
 """The success rates of the fate section's exact curves."""
@@ -29,32 +29,6 @@ DEFAULT_SESSIONS = 20
 BREAK_EVEN_SESSIONS = 60
 BREAK_EVEN_WORLD = ([0.5, 0.9], 0.1, 0.1)
 """The break-even paragraph's bases and lifts when no world has several base rates."""
-
-
-def _value(row: pd.Series, col: str) -> object:
-    v = row.get(col)
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return None
-    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) >= 1 else v
-
-
-def rule_of(row: pd.Series) -> tuple[FlatRule, float]:
-    """``(rule, threshold)`` of a run, from its logged ``rule.*`` params."""
-    name = _value(row, "params.rule.name") or DEFAULT_RULE.name
-    cls = FLAT_RULES.get(name, "rule.name")
-    params = {}
-    for f in dataclasses.fields(cls):
-        v = _value(row, f"params.rule.{f.name}")
-        if f.init and v is not None:
-            params[f.name] = float(v) if isinstance(v, int | float) else v
-    t = _value(row, "params.rule.threshold")
-    return FLAT_RULES.build(name, **params), DEFAULT_FILTER.threshold if t is None else float(t)
-
-
-def rule_key(rule: FlatRule) -> dict:
-    """A rule as the answers name it: its registry name and its fields."""
-    fields = {f.name: getattr(rule, f.name) for f in dataclasses.fields(rule) if f.init}
-    return {"name": rule.name, "fields": fields}
 
 
 def _baseline(rule: FlatRule) -> float | None:
@@ -74,8 +48,8 @@ def _questions(runs: pd.DataFrame) -> list[tuple[FlatRule, float, int, float]]:
     fates = _finished(runs, "fate")
     if "p_excluded" in fates and "params.scenario.p" in fates:
         for _, r in fates.dropna(subset=["p_excluded"]).iterrows():
-            rule, threshold = rule_of(r)
-            n = _value(r, "params.scenario.sessions")
+            rule, threshold, _ = rule_from_params(lambda f, r=r: row_value(r, f"params.rule.{f}"))
+            n = row_value(r, "params.scenario.sessions")
             if "params.scenario.sessions" in r and n is None:
                 continue  # the report cannot draw a horizon it does not know
             sessions = DEFAULT_SESSIONS if n is None else int(n)

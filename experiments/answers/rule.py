@@ -17,10 +17,9 @@ import math
 
 import pandas as pd
 
-from procmem_core.flat.design import DesignedRule, RuleDesign, RuleTargets, design_rule
+from procmem_core.flat.design import FAMILIES, DesignedRule, RuleDesign, RuleTargets, design_rule
 
 RULE_SCENARIO = "confidence"
-FAMILIES = ("confidence", "baseline", "posterior")
 DESIGN_READS = ("users.base_rate", "users.helpful_effect", "users.harmful_effect",
                 "scenario.sessions")  # fmt: skip
 """The params the design reads: the base rate, both lifts and the horizon."""

@@ -48,6 +48,7 @@ from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, FlatRule
 from procmem_core.flat.targets import RuleTargets
 
 __all__ = [
+    "FAMILIES",
     "HORIZON_FACTOR",
     "OBJECTIVES",
     "DesignedRule",
@@ -56,6 +57,10 @@ __all__ = [
     "design_rule",
     "evaluate",
 ]
+
+FAMILIES = ("confidence", "baseline", "posterior")
+"""The families a design is asked for, the seed's first (the sweep's answers and the
+report's confidence section)."""
 
 HORIZON_FACTOR = 4
 """How far past ``within`` the design looks for the shortest feasible horizon."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from procmem_core.flat import FLAT_RULES
-from procmem_core.flat.design import DesignedRule, RuleDesign, RuleTargets
+from procmem_core.flat.design import FAMILIES, DesignedRule, RuleDesign, RuleTargets
 from reports.answers import answer
 from reports.claims import joint_state, state_words, target_state
 from reports.evidence import fmt
@@ -30,8 +30,6 @@ from reports.sections.confidence_runs import ConfidenceRuns, same_rule
 from reports.sections.confidence_worst import share_text
 from reports.source import Sweep, find_param
 from reports.summary import AGREEMENT_Z
-
-FAMILIES = ("confidence", "baseline", "posterior")
 
 
 @dataclass

@@ -10,44 +10,22 @@ swept param; worlds get a letter (A, B, ...) in sweep order and a description in
 from __future__ import annotations
 
 import dataclasses
-import math
 import string
 from dataclasses import dataclass
 
 import pandas as pd
 
-from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE, FLAT_RULES, FlatRule
+from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE, FlatRule
+from procmem_core.logged import row_value, rule_from_params
 from reports.configs import label_runs, same
 from reports.source import Sweep, find_param
 
 METRICS = ("helpful_retained", "harmful_excluded")
 
 
-def _value(row: pd.Series, col: str | None) -> object:
-    """A param's value (None when missing; a whole float back to an int: a column with
-    missing values is float)."""
-    if col is None:
-        return None
-    v = row.get(col)
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return None
-    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) >= 1 else v
-
-
 def rule_of(sweep: Sweep, row: pd.Series) -> tuple[FlatRule, float, int]:
     """``(rule, threshold, limit)`` of a run, from its ``rule.*`` params."""
-    name = _value(row, find_param(sweep.param_names, "name", "rule")) or DEFAULT_RULE.name
-    cls = FLAT_RULES.get(name, "rule.name")
-    params = {}
-    for f in dataclasses.fields(cls):
-        v = _value(row, find_param(sweep.param_names, f.name, "rule"))
-        if f.init and v is not None:
-            params[f.name] = float(v) if isinstance(v, int | float) else v
-    t = _value(row, find_param(sweep.param_names, "threshold", "rule"))
-    k = _value(row, find_param(sweep.param_names, "limit", "rule"))
-    threshold = DEFAULT_FILTER.threshold if t is None else float(t)
-    limit = DEFAULT_FILTER.limit if k is None else int(k)
-    return FLAT_RULES.build(name, **params), threshold, limit
+    return rule_from_params(lambda f: row_value(row, find_param(sweep.param_names, f, "rule")))
 
 
 def arithmetic_note(rule: FlatRule) -> str:
@@ -91,7 +69,7 @@ def _feedback_words(row: pd.Series, noisy: list[str]) -> str:
     setting by name (one word such as "noisy judge" would hide late and lost ratings)."""
     words = []
     for col in sorted(noisy):
-        value = _value(row, col)
+        value = row_value(row, col)
         shown = f"{value:g}" if isinstance(value, float | int) else str(value)
         words.append(f"{col.rsplit('.', 1)[-1].replace('_', ' ')} {shown}")
     return "feedback: " + ", ".join(words)
@@ -99,7 +77,7 @@ def _feedback_words(row: pd.Series, noisy: list[str]) -> str:
 
 def _world_words(sweep: Sweep, row: pd.Series) -> str:
     def get(key: str, group: str) -> object:
-        return _value(row, find_param(sweep.param_names, key, group))
+        return row_value(row, find_param(sweep.param_names, key, group))
 
     procs = get("procedures", "scenario")
     parts = [f"{procs} procedure{'s' if procs != 1 else ''}" if procs is not None else ""]
@@ -114,7 +92,7 @@ def _world_words(sweep: Sweep, row: pd.Series) -> str:
         parts.append(f"lifts +{up:g}/-{down:g}")
     if get("interference", "users"):
         parts.append(f"interference {get('interference', 'users'):g}")
-    noisy = [c for c in sweep.param_names if c.startswith("params.feedback.") and _value(row, c)]
+    noisy = [c for c in sweep.param_names if c.startswith("params.feedback.") and row_value(row, c)]
     parts.append(_feedback_words(row, noisy) if noisy else "perfect feedback")
     if get("withhold_rate", "scenario"):
         whole = get("withhold", "scenario") == "all"
