@@ -15,10 +15,14 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from procmem_core.errors import ParameterError
+
+if TYPE_CHECKING:
+    from reports.appendix import Moved
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,8 @@ class Figure:
     name: str
     png: bytes
     caption: str
+    detail: bool = False
+    """True: a supporting figure, drawn on the appendix page (``reports.appendix``)."""
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "/\\ "):
@@ -50,6 +56,9 @@ class Table:
 
     caption: str
     frame: pd.DataFrame
+    detail: bool = True
+    """True (the default): the table moves to the appendix page and ``tables/*.csv``,
+    linked from where it stood; False keeps a small key table on the main page."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,23 @@ class Preformatted:
 
     caption: str
     text: str
+    detail: bool = False
+
+
+class Detail(str):
+    """A paragraph of detail (an explanation, a derivation, where a file is): a ``str``
+    that moves to the appendix page, linked from where it stood."""
+
+    __slots__ = ()
+
+
+Block = Figure | Table | Preformatted | str
+
+
+def is_detail(block: Block) -> bool:
+    """Whether ``block`` goes to the appendix: a ``Detail`` paragraph, or a table, figure
+    or preformatted text whose ``detail`` is True (tables by default)."""
+    return isinstance(block, Detail) or bool(getattr(block, "detail", False))
 
 
 @dataclass
@@ -68,7 +94,7 @@ class Section:
     key: str
     title: str
     answer: str
-    blocks: list[Figure | Table | Preformatted | str] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     """Extra files the section writes beside ``index.html`` (name -> text), e.g. the gate
     section's ``recommendations.json``."""
@@ -96,6 +122,14 @@ class Report:
     def _repr_html_(self) -> str:
         """A notebook shows the report as the HTML page ``write_report`` writes."""
         return render_html(self)
+
+
+APPENDIX = "appendix"
+PROVENANCE = "Where these numbers come from"
+PROVENANCE_LINK = (
+    f"{PROVENANCE} (which run, when, the exact commands, commit, package versions, "
+    "replications and seeds)"
+)
 
 
 def _cell(value: object) -> str:
@@ -145,72 +179,130 @@ font-size:.85em}
 """
 
 
-def _block_html(b: Figure | Table | Preformatted | str) -> str:
+def _block_html(b: Block, label: str = "") -> str:
+    """One block as HTML; ``label`` (``A3.``) prefixes its caption on the appendix page."""
+    tag = f"<strong>{html.escape(label)}</strong> " if label else ""
     if isinstance(b, Figure):
         data = base64.b64encode(b.png).decode("ascii")
         return (
             f"<figure><img alt='{html.escape(b.caption)}' "
             f"src='data:image/png;base64,{data}'>"
-            f"<figcaption>{html.escape(b.caption)}</figcaption></figure>"
+            f"<figcaption>{tag}{html.escape(b.caption)}</figcaption></figure>"
         )
     if isinstance(b, Table):
-        return f"<p><strong>{html.escape(b.caption)}</strong></p>{table_html(b.frame)}"
+        return f"<p>{tag}<strong>{html.escape(b.caption)}</strong></p>{table_html(b.frame)}"
     if isinstance(b, Preformatted):
-        return f"<p><strong>{html.escape(b.caption)}</strong></p><pre>{html.escape(b.text)}</pre>"
-    return f"<p>{html.escape(b)}</p>"
+        head = f"<p>{tag}<strong>{html.escape(b.caption)}</strong></p>"
+        return f"{head}<pre>{html.escape(b.text)}</pre>"
+    return f"<p>{tag}{html.escape(b)}</p>"
+
+
+def _block_markdown(b: Block, label: str = "") -> list[str]:
+    """One block as Markdown lines; ``label`` (``A3.``) prefixes its caption."""
+    tag = f"**{label}** " if label else ""
+    if isinstance(b, Figure):
+        return [f"![{b.name}]({b.name}.png)", "", f"{tag}*{b.caption}*", ""]
+    if isinstance(b, Table):
+        return [f"{tag}**{b.caption}**", "", table_markdown(b.frame), ""]
+    if isinstance(b, Preformatted):
+        fence = "```"
+        while fence in b.text:
+            fence += "`"
+        return [f"{tag}**{b.caption}**", "", fence, b.text.rstrip("\n"), fence, ""]
+    return [f"{tag}{b}", ""]
+
+
+def _grouped(blocks: list[Block], moved: dict[int, Moved]) -> list[Block | list[Moved]]:
+    """The blocks in order, each run of consecutive moved blocks as one list."""
+    out: list[Block | list[Moved]] = []
+    for b in blocks:
+        m = moved.get(id(b))
+        if m is None:
+            out.append(b)
+        elif out and isinstance(out[-1], list):
+            out[-1].append(m)
+        else:
+            out.append([m])
+    return out
+
+
+def _main_html(blocks: list[Block], moved: dict[int, Moved]) -> list[str]:
+    parts = []
+    for g in _grouped(blocks, moved):
+        if isinstance(g, list):
+            links = ", ".join(
+                f"<a href='{APPENDIX}.html#{m.anchor}'>{html.escape(m.link_text)}</a>" for m in g
+            )
+            parts.append(f"<p class='moved'>&rarr; In the appendix: {links}.</p>")
+        else:
+            parts.append(_block_html(g))
+    return parts
+
+
+def _main_markdown(blocks: list[Block], moved: dict[int, Moved]) -> list[str]:
+    lines = []
+    for g in _grouped(blocks, moved):
+        if isinstance(g, list):
+            links = ", ".join(f"[{m.link_text}]({APPENDIX}.md#{m.anchor})" for m in g)
+            lines += [f"→ In the appendix: {links}.", ""]
+        else:
+            lines += _block_markdown(g)
+    return lines
 
 
 def render_html(report: Report) -> str:
-    """The whole report as one self-contained HTML page."""
+    """The main page as one self-contained HTML page: each moved block is a link to its
+    place on ``appendix.html``; the provenance closes the page."""
+    from reports.appendix import moved_blocks
+
+    moved = {id(m.block): m for m in moved_blocks(report)}
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(report.heading)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{html.escape(report.heading)}</h1>",
-        "<div class='provenance'>",
-        *(_block_html(b) for b in report.provenance),
-        "</div>",
         "<nav><ul>",
         *(f"<li><a href='#{s.key}'>{html.escape(s.title)}</a></li>" for s in report.sections),
+        f"<li><a href='{APPENDIX}.html'>Appendix: large tables and details</a></li>",
         "</ul></nav>",
     ]
     for s in report.sections:
         parts.append(f"<section id='{s.key}'><h2>{html.escape(s.title)}</h2>")
         parts.append(f"<p class='answer'>{html.escape(s.answer)}</p>")
-        parts += [_block_html(b) for b in s.blocks]
+        parts += _main_html(s.blocks, moved)
         parts.append("</section>")
+    if report.provenance:
+        link = f"<a href='{APPENDIX}.html#provenance'>in the appendix</a>"
+        parts.append(f"<p class='moved'>&rarr; {html.escape(PROVENANCE_LINK)}: {link}.</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def render_markdown(report: Report) -> str:
-    """The report as Markdown, figures linked as ``<name>.png`` beside it."""
+    """The main page as Markdown, figures linked as ``<name>.png`` beside it, each moved
+    block a link to its anchor on ``appendix.md``; the provenance closes the page."""
+    from reports.appendix import moved_blocks
+
+    moved = {id(m.block): m for m in moved_blocks(report)}
     lines = [f"# {report.heading}", ""]
-    for b in report.provenance:
-        if isinstance(b, Table):
-            lines += ["", f"**{b.caption}**", "", table_markdown(b.frame), ""]
-        else:
-            lines.append(f"- {b}")
-    lines += [""] * bool(report.provenance)
     for s in report.sections:
         lines += [f"## {s.title}", "", s.answer, ""]
-        for b in s.blocks:
-            if isinstance(b, Figure):
-                lines += [f"![{b.name}]({b.name}.png)", "", f"*{b.caption}*", ""]
-            elif isinstance(b, Table):
-                lines += [f"**{b.caption}**", "", table_markdown(b.frame), ""]
-            elif isinstance(b, Preformatted):
-                fence = "```"
-                while fence in b.text:
-                    fence += "`"
-                lines += [f"**{b.caption}**", "", fence, b.text.rstrip("\n"), fence, ""]
-            else:
-                lines += [b, ""]
+        lines += _main_markdown(s.blocks, moved)
+    if report.provenance:
+        lines += [
+            "---",
+            "",
+            f"→ {PROVENANCE_LINK}: [in the appendix]({APPENDIX}.md#provenance).",
+            "",
+        ]
     return "\n".join(lines)
 
 
 def write_report(report: Report, out: Path) -> dict[str, Path]:
-    """Write ``index.html``, ``report.md``, ``summary.csv``, every figure's PNG and every
-    section's ``files`` to ``out``."""
+    """Write ``index.html`` and ``report.md`` (the main page), ``appendix.html`` and
+    ``appendix.md`` (the moved blocks), ``tables/*.csv`` (each moved table's data),
+    ``summary.csv``, every figure's PNG and every section's ``files`` to ``out``."""
+    from reports.appendix import moved_blocks, render_appendix_html, render_appendix_markdown
+
     names = [f.name for s in report.sections for f in s.figures]
     names += [n for s in report.sections for n in s.files]
     if len(names) != len(set(names)):
@@ -223,9 +315,20 @@ def write_report(report: Report, out: Path) -> dict[str, Path]:
             path = out / f"{f.name}.png"
             path.write_bytes(f.png)
             written[path.name] = path
-    for name, text in (("index.html", render_html(report)), ("report.md", render_markdown(report))):
+    pages = (
+        ("index.html", render_html(report)),
+        ("report.md", render_markdown(report)),
+        (f"{APPENDIX}.html", render_appendix_html(report)),
+        (f"{APPENDIX}.md", render_appendix_markdown(report)),
+    )
+    for name, text in pages:
         (out / name).write_text(text, encoding="utf-8")
         written[name] = out / name
+    for m in moved_blocks(report):
+        if m.csv is not None and isinstance(m.block, Table):
+            (out / m.csv).parent.mkdir(exist_ok=True)
+            m.block.frame.to_csv(out / m.csv, index=False)
+            written[m.csv] = out / m.csv
     report.summary.to_csv(out / "summary.csv", index=False)
     written["summary.csv"] = out / "summary.csv"
     for s in report.sections:

@@ -20,6 +20,7 @@ import pandas as pd
 from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE
 from reports.answers import exact_fates
 from reports.claims import MISSES, Option, beyond_noise, target_state
+from reports.document import Detail
 from reports.evidence import fmt
 from reports.sections.confidence_runs import ConfidenceRuns, arithmetic_note
 from reports.source import Sweep, find_param
@@ -58,7 +59,7 @@ def break_even_text(sweep: Sweep, runs: ConfidenceRuns) -> str:
     helped, hurt = exact_fates(
         sweep, r, DEFAULT_FILTER.threshold, n, [min(1.0, lo + up), max(0.0, hi - down)]
     )
-    return (
+    return Detail(
         f"What the seed's rule tests: it moves a procedure's confidence up {r.reward:g} after "
         f"a good session and down {r.penalty:g} after a bad one, so the confidence drifts up "
         f"only when the procedure's sessions succeed more often than {r.penalty:g} / "

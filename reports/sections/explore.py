@@ -11,7 +11,7 @@ from procmem_core.ab.planner import EXACT_ARM
 from reports.canvas import png_bytes
 from reports.claims import MEETS, WITHIN_NOISE, Option, ordering, target_state
 from reports.configs import Labelled, label_runs, show
-from reports.document import Figure, Section, Table
+from reports.document import Detail, Figure, Section, Table
 from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import explore_figures as figs
@@ -173,13 +173,14 @@ def _planner_blocks(sweep: Sweep, rows: pd.DataFrame, options: ReportOptions) ->
             "dim power at that cell.",
             table,
         ),
-        f"The planner's power for the difference in means (exact where the withheld arm is "
-        f"expected to hold at most {EXACT_ARM} sessions, normal elsewhere) agrees with the "
-        f"simulated "
-        f"dim power within 4 SE at {within} of {cells} swept cells (largest |z| = {worst:.2f}). "
-        f"It assumes every session succeeds with probability {base:g} or "
-        f"{base:g} + lift; the simulated users differ in base rate and in the procedure's "
-        "effect on them, which it ignores.",
+        Detail(
+            f"The planner's power for the difference in means (exact where the withheld arm is "
+            f"expected to hold at most {EXACT_ARM} sessions, normal elsewhere) agrees with the "
+            f"simulated dim power within 4 SE at {within} of {cells} swept cells (largest "
+            f"|z| = {worst:.2f}). It assumes every session succeeds with probability {base:g} "
+            f"or {base:g} + lift; the simulated users differ in base rate and in the "
+            "procedure's effect on them, which it ignores."
+        ),
     ]
 
 
@@ -201,6 +202,7 @@ def _estimator_figures(rows: pd.DataFrame, estimators: list[str]) -> list:
             png_bytes(figs.by_estimator(rows, "power", shown, "power (share of deployments)")),
             f"Power of each estimator against the explore rate at {top} sessions, one panel "
             f"per true lift.{note}",
+            detail=True,
         ),
         Figure(
             "explore_coverage",
@@ -211,6 +213,7 @@ def _estimator_figures(rows: pd.DataFrame, estimators: list[str]) -> list:
             ),
             f"Coverage of each fixed-n estimator's 95 % interval at {top} sessions; dashed: "
             f"the nominal 0.95.{note}",
+            detail=True,
         ),
     ]
 
@@ -319,6 +322,7 @@ def _confidence_blocks(rows: pd.DataFrame) -> list:
             "The flat confidence score is updated only when the procedure is shown, with no "
             "control: how often it sits on the wrong side of the threshold for the sign of the "
             "procedure's true effect, per true lift.",
+            detail=True,
         )
     ]
     if "confidence_lift_correlation" in rows:

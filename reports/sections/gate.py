@@ -20,7 +20,7 @@ from reports.canvas import palette, png_bytes
 from reports.captions import drawn
 from reports.claims import coincide_note
 from reports.configs import at_reference, label
-from reports.document import Figure, Section, Table
+from reports.document import Detail, Figure, Section, Table
 from reports.evidence import NOISE_Z
 from reports.options import SESSIONS_PER_DAY, ReportOptions
 from reports.recommend import GateTargets
@@ -82,8 +82,10 @@ def _prescription_blocks(p: Prescription) -> list:
         )
         blocks.extend(_frontier_block(p))
         blocks.append(
-            f"recommendations.json beside this report holds the gate: make_gate(**gate) "
-            f"rebuilds it ({p.chosen.config}). Reproduce the question: {p.command}"
+            Detail(
+                f"recommendations.json beside this report holds the gate: make_gate(**gate) "
+                f"rebuilds it ({p.chosen.config}). Reproduce the question: {p.command}"
+            )
         )
     else:
         blocks.append(f"Reproduce the question: {p.command}")
@@ -158,6 +160,7 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
             "simulated with 95 % Monte Carlo bars, lines each gate's own exact recursion); "
             "reference lines at the false-revert target alpha, the power target 1 - beta and "
             "min_drop." + coincide_note(drawn_groups(ref, exact, "p_revert"), "exact curves"),
+            detail=True,
         )
     )
     blocks.append(
@@ -168,6 +171,7 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
             "the expected runs of any test with the gate's own achieved (exact) error rates, "
             "at p0 and at p0 - min_drop."
             + coincide_note(drawn_groups(ref, exact, "expected_runs"), "exact curves"),
+            detail=True,
         )
     )
     blocks.append(points_table(ref, where))
@@ -237,6 +241,7 @@ def _tradeoff_block(
         "its worst case over conditions); the black staircase joins the efficient "
         "frontier, the grey box is the target region."
         + coincide_note(tradeoff_groups(worst), "points", "its own marker"),
+        detail=True,
     )
 
 
@@ -278,7 +283,7 @@ def _factor_block(rows, gates: GateRuns, col: str, key: str, colours, shown) -> 
         )
         + "."
     )
-    return Figure(f"gate_factor_{key}", png_bytes(fig), caption)
+    return Figure(f"gate_factor_{key}", png_bytes(fig), caption, detail=True)
 
 
 @report_section("gate", order=10)

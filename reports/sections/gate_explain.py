@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reports.document import Table
+from reports.document import Detail, Table
 from reports.evidence import fmt, fmt_metric, fmt_share
 from reports.sections.gate_tables import GateRuns, p_prior_of
 from reports.source import Sweep
@@ -103,10 +103,12 @@ def explain_block(sweep: Sweep, gates: GateRuns, configs: tuple[str, ...]) -> li
     if t.empty:
         return []
     return [
-        "Why an SPRT set to alpha misses alpha: Wald's boundaries assume an untruncated test "
-        "with p0 known. At max_runs the undecided tests are decided by the cap rule (under "
-        "'follow the LLR' every undecided test with LLR > 0 reverts), and an estimated p0 "
-        "moves both boundaries; the table separates the two.",
+        Detail(
+            "Why an SPRT set to alpha misses alpha: Wald's boundaries assume an untruncated "
+            "test with p0 known. At max_runs the undecided tests are decided by the cap rule "
+            "(under 'follow the LLR' every undecided test with LLR > 0 reverts), and an "
+            "estimated p0 moves both boundaries; the table separates the two."
+        ),
         Table(
             "SPRT runs: nominal against achieved error rates, the cap rule's share of the false "
             "reverts (from the run's gate_decisions rows at no change), runs to a decision and "

@@ -24,7 +24,7 @@ from procmem_core.learnings import ReviewPolicy
 from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
 from reports.claims import MISSES, WITHIN_NOISE, state_words, target_state
 from reports.configs import label
-from reports.document import Figure, Section, Table
+from reports.document import Detail, Figure, Section, Table
 from reports.evidence import NOISE_Z, fmt_metric, se_of, worst_case
 from reports.options import ReportOptions
 from reports.recommend import Recommendation, _pick_best, _rank
@@ -51,7 +51,7 @@ WORST = {
 }
 """Metric -> higher is worse (for ``worst_case``)."""
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-ASSUMPTIONS = (
+ASSUMPTIONS = Detail(
     "What the scenario assumes: each rule's worth is fixed and known to the simulation; a "
     "helpful rule is endorsed more often than a neutral or a harmful one (per-session "
     "rates by kind, the same for every user: if users endorsed harmful rules as often, "

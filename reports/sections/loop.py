@@ -22,7 +22,7 @@ import yaml
 from reports.canvas import palette, png_bytes
 from reports.claims import NOISE_Z, Option, ranks
 from reports.configs import label_runs
-from reports.document import Figure, Section, Table
+from reports.document import Detail, Figure, Section, Table
 from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
@@ -228,7 +228,7 @@ def _why(row: pd.Series, sources: pd.DataFrame) -> str:
         f"accepted {_rate(row, 'missed_harmful_rate')};"
     )
     text.append(f"sessions withheld by the explore rate {_rate(row, 'withheld_rate')}.")
-    return " ".join(text)
+    return Detail(" ".join(text))
 
 
 def _figures(sweep: Sweep, rows: pd.DataFrame, per_run_sources: dict) -> list:
@@ -284,7 +284,7 @@ def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure
     )
     return [
         Figure("loop_gate_verdicts", png_bytes(verdicts), verdicts_caption),
-        Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption),
+        Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption, detail=True),
     ]
 
 

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure as MplFigure
 
 from reports.canvas import legend_outside, new_figure, palette, png_bytes
 from reports.configs import label
-from reports.document import Figure, Section, Table
+from reports.document import Detail, Figure, Section, Table
 from reports.evidence import fmt, fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
@@ -143,10 +143,12 @@ def reflections_section(sweep: Sweep) -> Section | None:
             "also set it against a helpful-procedure success, and of reflections whose first "
             "lesson names the helpful procedure; black ticks: exact values.",
         ),
-        "The sessions are a loop-like world's (tasks with one helpful and one harmful "
-        "procedure, a judge that is sometimes unsure); the model is the offline model, whose "
-        "reflection is the line difference of the two sessions, so the lessons measure what "
-        "the pairing hands a model, not what a real model would write.",
+        Detail(
+            "The sessions are a loop-like world's (tasks with one helpful and one harmful "
+            "procedure, a judge that is sometimes unsure); the model is the offline model, "
+            "whose reflection is the line difference of the two sessions, so the lessons "
+            "measure what the pairing hands a model, not what a real model would write."
+        ),
     ]
     return Section(
         "reflections",
