@@ -1,10 +1,13 @@
 """The report as data: sections of figures, tables and text, written as HTML and Markdown.
 
-``index.html`` is one self-contained file (figures embedded as base64 PNG, tables as
-HTML); ``report.md`` links the PNG files written beside it; ``summary.csv`` holds one row
-per child run. Under the heading, every report carries its provenance (which run, when,
-the exact commands, commit, package versions, replications and seeds:
-``reports.provenance``).
+The main page is ``index.html`` (one self-contained file: figures embedded as base64 PNG,
+tables as HTML) and ``report.md`` (linking the PNG files written beside it): the answers,
+the key figures and the sentences. The blocks a section marks as detail (``is_detail``:
+every table unless ``detail=False``, ``Figure(detail=True)``, ``Detail`` paragraphs) move
+to ``appendix.html`` / ``appendix.md`` (``reports.appendix``), linked from where they
+stood, each table's data in ``tables/*.csv``; the provenance (which run, when, the exact
+commands, commit, package versions, replications and seeds: ``reports.provenance``)
+closes the appendix. ``summary.csv`` holds one row per child run.
 """
 
 from __future__ import annotations

@@ -150,7 +150,9 @@ def _replay_blocks(sweep: Sweep, o: ReplayOutcome, prefix: str) -> list:
         if procs.empty:
             blocks.append(f"{prefix}The model extracted no procedure.")
         else:
-            blocks.append(Table(f"{prefix}Procedures extracted (procedures.json)", procs))
+            blocks.append(
+                Table(f"{prefix}Procedures extracted (procedures.json)", procs, detail=False)
+            )
         dropped = learned.get("dropped", [])
         if dropped:
             blocks.append(
@@ -165,6 +167,7 @@ def _replay_blocks(sweep: Sweep, o: ReplayOutcome, prefix: str) -> list:
                             ],
                         }
                     ),
+                    detail=False,
                 )
             )
     for i, text in ((1, _text(sweep, run_id, "system_prompt_1.txt")), (2, prompt_2)):
@@ -173,7 +176,11 @@ def _replay_blocks(sweep: Sweep, o: ReplayOutcome, prefix: str) -> list:
     calls = sweep.table("calls", [run_id])
     if not calls.empty:
         blocks.append(
-            Table(f"{prefix}Model calls (tables/calls.parquet)", calls.drop(columns="run_id"))
+            Table(
+                f"{prefix}Model calls (tables/calls.parquet)",
+                calls.drop(columns="run_id"),
+                detail=False,
+            )
         )
     return blocks
 
@@ -186,7 +193,7 @@ def replay_section(sweep: Sweep) -> Section | None:
         return None
     swept = [p for p in sweep.swept_params if p in runs.columns]
     outcomes = [_outcome(sweep, row, swept) for _, row in runs.iterrows()]
-    blocks: list = [Table("Outcome and cost per replay run", _cost_table(outcomes))]
+    blocks: list = [Table("Outcome and cost per replay run", _cost_table(outcomes), detail=False)]
     for o in outcomes[:MAX_DETAILED]:
         blocks.extend(_replay_blocks(sweep, o, f"{o.name}: " if len(outcomes) > 1 else ""))
     if len(outcomes) > MAX_DETAILED:

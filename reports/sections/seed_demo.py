@@ -182,7 +182,11 @@ def _demo_blocks(
         wide = wide.reindex([t for t in finals if t in wide.index] or list(wide.index))
         wide.columns = [f"after {s}" for s in wide.columns]
         blocks.append(
-            Table("Confidence after each applied session (0: initial)", wide.reset_index())
+            Table(
+                "Confidence after each applied session (0: initial)",
+                wide.reset_index(),
+                detail=False,
+            )
         )
     if text is not None:
         blocks.append(

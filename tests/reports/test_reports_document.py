@@ -31,6 +31,7 @@ def tiny_png() -> bytes:
 def test_write_report_files_and_embedding(tmp_path):
     png = tiny_png()
     frame = pd.DataFrame({"a|b": [0.123456, float("nan")], "c": ["x<y", None]})
+    key = Table("Key", pd.DataFrame({"k": [7]}), detail=False)
     report = Report(
         "exp",
         "0" * 32,
@@ -40,21 +41,58 @@ def test_write_report_files_and_embedding(tmp_path):
                 "s",
                 "Question?",
                 "Answer.",
-                [Figure("fig_one", png, "A caption"), Table("T", frame), "text & more"],
+                [Figure("fig_one", png, "A caption"), Table("T", frame), "text & more", key],
             )
         ],
         pd.DataFrame({"run_id": ["r1", "r2"], "x": [1.0, 2.0]}),
+        ["Reported: run 0.", Table("Runs", pd.DataFrame({"runs": [2]}))],
     )
     written = write_report(report, tmp_path)
-    assert set(written) == {"fig_one.png", "index.html", "report.md", "summary.csv"}
+    assert set(written) == {
+        "fig_one.png", "index.html", "report.md", "summary.csv", "appendix.html",
+        "appendix.md", "tables/a1_t.csv", "tables/a2_runs.csv",
+    }  # fmt: skip
     html = (tmp_path / "index.html").read_text()
     assert base64.b64encode(png).decode() in html
-    assert "x&lt;y" in html and "text &amp; more" in html and "0.1235" in html
+    assert "text &amp; more" in html and "<td>7</td>" in html  # kept on the main page
+    assert "x&lt;y" not in html and "0.1235" not in html and "Reported: run 0." not in html
+    assert "<a href='appendix.html#a1'>table A1: T</a>" in html
+    appendix = (tmp_path / "appendix.html").read_text()
+    assert "x&lt;y" in appendix and "0.1235" in appendix and "Reported: run 0." in appendix
+    assert "<div id='a1'>" in appendix and "id='provenance'" in appendix
     md = (tmp_path / "report.md").read_text()
-    assert "![fig_one](fig_one.png)" in md and "a\\|b" in md
+    assert "![fig_one](fig_one.png)" in md and "| 7 |" in md and "a\\|b" not in md
+    assert "→ In the appendix: [table A1: T](appendix.md#a1)." in md
+    assert md.rstrip().endswith("[in the appendix](appendix.md#provenance).")
+    amd = (tmp_path / "appendix.md").read_text()
+    assert '<a id="a1"></a>' in amd and "a\\|b" in amd and "| 0.1235 | x<y |" in amd
+    assert "Data: [tables/a1_t.csv](tables/a1_t.csv)" in amd
+    assert amd.index("## Question?") < amd.index("## Where these numbers come from")
+    assert "- Reported: run 0." in amd and '<a id="a2"></a>' in amd
+    data = pd.read_csv(tmp_path / "tables/a1_t.csv")
+    assert list(data.columns) == ["a|b", "c"] and data["a|b"].iloc[0] == 0.123456
     assert (tmp_path / "fig_one.png").read_bytes() == png
     assert len(pd.read_csv(tmp_path / "summary.csv")) == 2
     assert render_html(report).count("<section") == 1
+
+
+def test_detail_blocks_move_in_order_and_group_their_links():
+    """Consecutive moved blocks share one link line, placed where the first stood; a
+    ``Detail`` paragraph and a ``Figure(detail=True)`` move, a plain sentence stays."""
+    from reports.appendix import moved_blocks
+    from reports.document import Detail, render_markdown
+
+    fig = Figure("side", tiny_png(), "Side view: more", detail=True)
+    blocks = ["First.", Detail("Why it is so: because."), fig, "Last."]
+    report = Report("e", "p", "h", [Section("s", "Q", "A.", blocks)], pd.DataFrame())
+    assert [m.label for m in moved_blocks(report)] == ["A1.", "A2."]
+    md = render_markdown(report)
+    link = (
+        "→ In the appendix: [detail A1: Why it is so](appendix.md#a1), "
+        "[figure A2: Side view](appendix.md#a2)."
+    )
+    assert md.index("First.") < md.index(link) < md.index("Last.")
+    assert "because" not in md and "![side]" not in md
 
 
 def test_markdown_table_shape():

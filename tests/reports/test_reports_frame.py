@@ -87,7 +87,8 @@ def test_the_report_says_which_sweep_and_where_its_numbers_come_from(
     assert (tmp_path / "out" / "frame" / first / "index.html").exists()
     assert (tmp_path / "out" / "frame" / "latest").resolve().name == first
     assert (folder / "index.html").exists()  # the first report is still there
-    md = (folder / "report.md").read_text()
+    # the provenance and the tables moved to the appendix page (issue 30)
+    md = (folder / "report.md").read_text() + (folder / "appendix.md").read_text()
     client = MlflowClient(uri)
     parent = client.get_run(resumed)
     commit = parent.data.tags["mlflow.source.git.commit"]

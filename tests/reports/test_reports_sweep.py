@@ -86,7 +86,8 @@ def test_report_from_real_sweep(store, tmp_path, monkeypatch, capsys):
     names = {f.stem for f in pngs}
     assert {"gate_oc", "gate_runs", "gate_tradeoff", "fate_exclusion", "explore_power_cost",
             "explore_cs_path", "loop_success_over_time", "loop_gate_verdicts"} <= names  # fmt: skip
-    ab = md.split("## Withheld vs shown: the A/B table\n", 1)[1].split("\n## ", 1)[0]
+    appendix = (tmp_path / "appendix.md").read_text()
+    ab = appendix.split("## Withheld vs shown: the A/B table\n", 1)[1].split("\n## ", 1)[0]
     for column in ("fixed-n 95 % interval (median)", "sequence at the end (median)",
                    "SRM flagged", "Holm p (median)", "BH p (median)",
                    "power after Holm"):  # fmt: skip
@@ -94,10 +95,11 @@ def test_report_from_real_sweep(store, tmp_path, monkeypatch, capsys):
     for f in pngs:
         data = f.read_bytes()
         assert data.startswith(PNG) and len(data) > 5000, f.name
-        assert f"({f.name})" in md
+        assert (f"({f.name})" in md) != (f"({f.name})" in appendix)  # on one page of the two
     html = (tmp_path / "index.html").read_text()
-    assert html.count("data:image/png;base64,") == len(pngs)
-    assert ".png'" not in html  # self-contained: every figure embedded, none referenced
+    pages = html + (tmp_path / "appendix.html").read_text()
+    assert pages.count("data:image/png;base64,") == len(pngs)
+    assert ".png'" not in pages  # self-contained: every figure embedded, none referenced
     assert all(f"<h2>{t}</h2>".replace("'", "&#x27;") in html for t in SECTIONS)
 
     from mlflow.tracking import MlflowClient
@@ -112,7 +114,8 @@ def test_report_from_real_sweep(store, tmp_path, monkeypatch, capsys):
     assert {"false_revert_rate", "false_revert_rate_se", "p_excluded_exact"} <= set(summary)
     logged = {a.path for a in client.list_artifacts(pid, "report")}
     expected = {f"report/{f.name}" for f in pngs}
-    assert expected | {"report/index.html", "report/report.md", "report/summary.csv"} <= logged
+    expected |= {"report/index.html", "report/report.md", "report/summary.csv"}
+    assert expected | {"report/appendix.html", "report/appendix.md", "report/tables"} <= logged
 
 
 def test_gate_pick_is_the_seed_default_and_exact_matches(store, monkeypatch, capsys):
@@ -250,3 +253,40 @@ def test_answers_carry_the_sweeps_own_numbers(store, tmp_path, monkeypatch):
     assert fmt(gate["false_revert_rate"], gate["false_revert_rate_se"]) in swept
     assert fmt(gate["missed_regression_rate"], gate["missed_regression_rate_se"]) in swept
     assert f"This sweep ran {len(summary)} job(s)" in answer["What this sweep ran"]
+
+
+def test_main_page_within_its_word_budget_and_moved_tables_kept(store, tmp_path):
+    """Issue 30: the quickstart's main page reads in at most 3,000 words; every table
+    moved off it is on the appendix page, linked from where it stood, and in
+    tables/*.csv with the same numbers."""
+    from reports.appendix import moved_blocks
+    from reports.build import make_report
+    from reports.document import Table, _cell, table_markdown
+    from reports.length import QUICKSTART_WORDS, reader_words
+
+    uri, _ = store
+    report, _ = make_report("tiny", out=tmp_path, uri=uri, log=False)
+    md = (tmp_path / "report.md").read_text()
+    appendix = (tmp_path / "appendix.md").read_text()
+    words = reader_words(md)
+    assert 500 < words <= QUICKSTART_WORDS, words
+    moved = moved_blocks(report)
+    tables = [m for m in moved if isinstance(m.block, Table)]
+    assert len(tables) >= 10
+    for m in moved:
+        assert f"[{m.link_text}](appendix.md#{m.anchor})" in md
+        assert f'<a id="{m.anchor}"></a>' in appendix
+    csvs = sorted(p.name for p in (tmp_path / "tables").glob("*.csv"))
+    assert csvs == sorted(m.csv.split("/")[1] for m in tables)
+    for m in tables:
+        shown = table_markdown(m.block.frame)
+        assert shown in appendix and shown not in md, m.label
+        data = pd.read_csv(tmp_path / m.csv, dtype=str, keep_default_na=False)
+        assert list(data.columns) == [str(c) for c in m.block.frame.columns], m.label
+        # the CSV's full-precision numbers, shown as the page shows them, are the page's
+        as_shown = data.map(lambda v: _cell(float(v)) if re.fullmatch(FLOAT, v) else v)
+        assert table_markdown(as_shown) == shown, m.label
+
+
+FLOAT = r"-?(\d+\.\d*|\d*\.\d+)(e[-+]?\d+)?|-?\d+e[-+]?\d+|-?inf|nan"
+"""A float as pandas writes it to CSV (ints have no point and stay as written)."""
