@@ -261,7 +261,7 @@ def test_main_page_within_its_word_budget_and_moved_tables_kept(store, tmp_path)
     tables/*.csv with the same numbers."""
     from reports.appendix import moved_blocks
     from reports.build import make_report
-    from reports.document import Table, _cell, table_markdown
+    from reports.document import PROVENANCE, Table, _cell, table_markdown
     from reports.length import QUICKSTART_WORDS, reader_words
 
     uri, _ = store
@@ -273,9 +273,12 @@ def test_main_page_within_its_word_budget_and_moved_tables_kept(store, tmp_path)
     moved = moved_blocks(report)
     tables = [m for m in moved if isinstance(m.block, Table)]
     assert len(tables) >= 10
-    for m in moved:
-        assert f"[{m.link_text}](appendix.md#{m.anchor})" in md
+    for m in moved:  # each linked where it stood; the provenance once, from the end
+        link = f"[{m.link_text}](appendix.md#{m.anchor})"
+        assert (link in md) == (m.title != PROVENANCE), m.label
         assert f'<a id="{m.anchor}"></a>' in appendix
+    assert md.rstrip().endswith("[in the appendix](appendix.md#provenance).")
+    assert '<a id="provenance"></a>' in appendix and "- Code: commit " in appendix
     csvs = sorted(p.name for p in (tmp_path / "tables").glob("*.csv"))
     assert csvs == sorted(m.csv.split("/")[1] for m in tables)
     for m in tables:
