@@ -7,9 +7,10 @@ se / kappa_hat)``; a parameter without an SE stays at its estimate (and the answ
 so). Each prescription must meet its targets at the worst draw, or say it cannot:
 
 - explore rate: the planner's sessions to detect ``target_lift`` at each rate and each
-  draw's base rate ``m``; the worst draw is the largest; the pick is the smallest rate
-  whose worst sessions fit ``horizon`` (least successes forgone), else the rate and the
-  horizon it would take;
+  draw's base rate (the withheld rate's draws, ``base_draws``: the planner's base is the
+  withheld arm's success rate, as the flat rule's below); the worst draw is the
+  largest; the pick is the smallest rate whose worst sessions fit ``horizon`` (least
+  successes forgone), else the rate and the horizon it would take;
 - flat rule: ``design_rule`` at the estimated base, the withheld success rate
   (``world.withheld_rate``: ``m - mu``, the rate the rule's lifts are defined over, the
   base rate of ``users=fitted`` too), then ``evaluate``d at the lowest and the highest
@@ -206,7 +207,7 @@ def prescribe(world: dict, rng: np.random.Generator, target_lift: float, horizon
     ms, ks = draws(world["rates"], rng)
     bases = base_draws(world, ms, rng)
     return [
-        explore_rate(ms, target_lift, horizon),
+        explore_rate(bases, target_lift, horizon),
         flat_rule(withheld_rate(world).value, bases, targets or RuleTargets()),
         gate(ms, ks, question or DesignQuestion()),
     ]

@@ -69,6 +69,19 @@ def test_prescription_and_fitted_users_read_one_base(tmp_path):
     assert np.array_equal(world_bases(no_lifts), world_draws(no_lifts)[0])
 
 
+def test_explore_world_plans_over_the_withheld_rate(tmp_path):
+    """``experiments.design explore --world``'s base is the worst draw of the same
+    withheld rate (the largest ``p1 q1 + p0 q0`` at lift 0.1: the draw nearest 0.45)."""
+    from experiments.design.explore import world_base
+
+    path = tmp_path / "world.json"
+    path.write_text(json.dumps(WORLD))
+    bases = world_bases(load_world(path))
+    base, sentence = world_base(str(path), 0.1)
+    assert base == bases[np.argmin(np.abs(bases - 0.45))]
+    assert "withheld success rate 0.610 +- 0.022" in sentence
+
+
 @pytest.mark.slow
 def test_rule_world_designs_at_the_fitted_users_base(tmp_path, capsys):
     """``experiments.design rule --world`` designs at the base ``users=fitted`` simulates
