@@ -1,5 +1,6 @@
 """The tables of ``LoopScenario``: gate decisions with the truth, shown vs withheld arms,
-the trajectory per window of sessions, and where the regret comes from.
+the trajectory per window of sessions, where the regret comes from, and the export as a
+session log (``session_log``; ``ledger_log``: its runs and revisions, docs/logs.md).
 
 Regret of a session: ``p_oracle - p_true``, the expected successes lost against always
 following the best procedure of the task as it is now (or none, when none beats the
