@@ -4,7 +4,8 @@ so every scenario can run in it: ``users=fitted users.world=DIR/world.json``.
 Moment matching, from the fitted values:
 
 - ``base_rate``: the withheld success rate, the shown rates' mean less the lifts' mean
-  (``m - mu``);
+  (``procmem_core.logs.world.withheld_rate``, the base the flat-rule prescription designs
+  at too);
 - ``heterogeneity``: the users' icc (0 without ``user_id`` in the log);
 - effects: the normal lift distribution ``N(mu, sd)`` as the population's three-point law
   with no neutral share: helpful with probability ``Phi(mu / sd)`` by ``E[L | L > 0] = mu +
@@ -19,6 +20,7 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.errors import ParameterError
+from procmem_core.logs.world import withheld_rate
 from simulators.users import UserPopulation
 
 
@@ -27,13 +29,12 @@ def fitted_population(world: dict, **fixed: object) -> UserPopulation:
     "users": ...}``, each ``p`` with ``.value``); ``fixed``: other fields kept as given
     (``interference``)."""
     try:
-        m = float(world["rates"]["mean"].value)
+        base = withheld_rate(world).value
     except (KeyError, TypeError, AttributeError):
         raise ParameterError("users.world", world, "a fitted world with rates.mean") from None
     lifts = world.get("lifts")
     shares = {"helpful_share": 0.0, "harmful_share": 0.0,
               "helpful_effect": 0.0, "harmful_effect": 0.0}  # fmt: skip
-    mu = 0.0
     if lifts:
         mu, sd = float(lifts["mean"].value), max(float(lifts["sd"].value), 1e-9)
         z = mu / sd
@@ -47,5 +48,4 @@ def fitted_population(world: dict, **fixed: object) -> UserPopulation:
         }
     users = world.get("users")
     icc = float(np.clip(users["icc"].value, 0.0, 0.99)) if users else 0.0
-    base = float(np.clip(m - mu, 0.01, 0.99))
     return UserPopulation(base_rate=base, heterogeneity=icc, **shares, **fixed)

@@ -80,3 +80,14 @@ def world_draws(world: dict, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     from procmem_core.logs.prescribe import draws
 
     return draws(world["rates"], np.random.default_rng(np.random.SeedSequence(seed)))
+
+
+def world_bases(world: dict, seed: int = 0) -> np.ndarray:
+    """The withheld success rate at each of ``world_draws``' draws, as the analysis's
+    flat-rule prescription draws it (``procmem_core.logs.prescribe.base_draws``, from the
+    same generator after the rates)."""
+    from procmem_core.logs.prescribe import base_draws, draws
+
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    ms, _ = draws(world["rates"], rng)
+    return base_draws(world, ms, rng)

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--world",
         default=None,
         help="a fitted world.json (python -m experiments.analyze): the base rate is the "
-        "worst of 200 draws from its fitted rates (instead of --base)",
+        "worst of 200 draws of its fitted withheld success rate (instead of --base)",
     )
     parser.add_argument("--power", type=float, default=0.8, help="target power (0.8)")
     parser.add_argument("--alpha", type=float, default=0.05, help="two-sided level (0.05)")
@@ -103,23 +103,25 @@ def _answer(p: ExplorePlan) -> str:
 
 
 def world_base(path: str, lift: float, seed: int = 0) -> tuple[float, str]:
-    """The worst base rate among 200 bootstrap draws of a fitted world's rates (the
-    largest ``p1 q1 + p0 q0``: the most sessions), and a sentence saying so."""
+    """The worst base rate among 200 bootstrap draws of a fitted world's withheld success
+    rate (``world_bases``; the largest ``p1 q1 + p0 q0``: the most sessions), and a
+    sentence saying so."""
     import numpy as np
 
-    from experiments.analyze.world_file import load_world, world_draws
+    from experiments.analyze.world_file import load_world, world_bases
     from procmem_core.logs.prescribe import DRAWS
+    from procmem_core.logs.world import withheld_rate
 
-    rates = load_world(path)["rates"]
-    ms, _ = world_draws({"rates": rates}, seed)
+    world = load_world(path)
+    ms = world_bases(world, seed)
     ms = ms[(ms + lift >= 0) & (ms + lift <= 1)]
     if ms.size == 0:
         raise ParameterError("--lift", lift, "a lift that keeps base + lift in [0, 1]")
     v = (ms + lift) * (1 - ms - lift) + ms * (1 - ms)
     base = float(ms[np.argmax(v)])
-    m = rates["mean"]
-    return base, (f"Base rate {base:.3f}: the worst of {DRAWS} draws from {path} (fitted mean "
-                  f"{m.value:.3f} +- {m.se:.3f}).")  # fmt: skip
+    m = withheld_rate(world)
+    return base, (f"Base rate {base:.3f}: the worst of {DRAWS} draws from {path} (fitted "
+                  f"withheld success rate {m.value:.3f} +- {m.se:.3f}).")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,8 +144,7 @@ def world_prescription(path: str, lift: float, horizon: int, power: float, alpha
     """The analysis's explore-rate prescription for the fitted world (``procmem_core.logs.
     prescribe.explore_rate``: the smallest rate whose sessions fit the horizon at the
     worst bootstrap draw, else what it would take)."""
-    from experiments.analyze.world_file import load_world, world_draws
+    from experiments.analyze.world_file import load_world, world_bases
     from procmem_core.logs.prescribe import explore_rate
 
-    ms, _ = world_draws(load_world(path))
-    return explore_rate(ms, lift, horizon, power, alpha).sentence
+    return explore_rate(world_bases(load_world(path)), lift, horizon, power, alpha).sentence

@@ -52,9 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--world",
         default=None,
-        help="a fitted world.json (python -m experiments.analyze): design at its fitted base "
-        "rate and check at the worst bootstrap draws (procmem_core.logs.prescribe.flat_rule), "
-        "instead of --base",
+        help="a fitted world.json (python -m experiments.analyze): design at its withheld "
+        "success rate (the shown rates' mean less the lifts' mean) and check at the worst "
+        "bootstrap draws (procmem_core.logs.prescribe.flat_rule), instead of --base",
     )
     parser.add_argument(
         "--separating",
@@ -89,9 +89,10 @@ def run(args: argparse.Namespace) -> int:
     base = RuleTargets().base if args.base is None else args.base
     if world is not None:
         from procmem_core.logs.prescribe import targets_at
+        from procmem_core.logs.world import withheld_rate
 
         base = targets_at(RuleTargets(args.helpful_lift, args.harmful_lift, 0.5),
-                          world["rates"]["mean"].value).base  # fmt: skip
+                          withheld_rate(world).value).base  # fmt: skip
     targets = RuleTargets(
         args.helpful_lift, args.harmful_lift, base, args.keep, args.exclude, args.within
     )  # checked before any work
@@ -121,18 +122,20 @@ def run_world(args: argparse.Namespace, world: dict, targets: RuleTargets,
     """``--world``: per family, the analysis's flat-rule prescription (designed at the
     fitted base, checked exactly at the lowest and highest bootstrap draws:
     ``procmem_core.logs.prescribe.flat_rule``), then the design at the fitted base."""
-    from experiments.analyze.world_file import world_draws
+    from experiments.analyze.world_file import world_bases
     from procmem_core.logs.prescribe import DRAWS, flat_rule
+    from procmem_core.logs.world import withheld_rate
 
-    ms, _ = world_draws(world)
-    m = world["rates"]["mean"]
+    bases = world_bases(world)
+    b = withheld_rate(world)
     print(
-        f"World {args.world}: success rates' mean {m.value:.3f} +- {m.se:.3f}; designed at "
-        f"base {targets.base:g}, checked at the lowest ({ms.min():.3f}) and highest "
-        f"({ms.max():.3f}) of {DRAWS} bootstrap draws. Targets: {targets.describe()}."
+        f"World {args.world}: withheld success rate {b.value:.3f} +- {b.se:.3f} (the shown "
+        f"rates' mean less the lifts' mean); designed at base {targets.base:g}, checked at the "
+        f"lowest ({bases.min():.3f}) and highest ({bases.max():.3f}) of {DRAWS} bootstrap "
+        f"draws. Targets: {targets.describe()}."
     )
     for name in names:
-        found = flat_rule(m.value, ms, targets, name, args.separating, args.objective)
+        found = flat_rule(b.value, bases, targets, name, args.separating, args.objective)
         print()
         print(f"{name}: {found.sentence}")
         print(f"The design at the fitted base {targets.base:g} (before the draws):")

@@ -7,12 +7,16 @@ se / kappa_hat)``; a parameter without an SE stays at its estimate (and the answ
 so). Each prescription must meet its targets at the worst draw, or say it cannot:
 
 - explore rate: the planner's sessions to detect ``target_lift`` at each rate and each
-  draw's base rate ``m``; the worst draw is the largest; the pick is the smallest rate
-  whose worst sessions fit ``horizon`` (least successes forgone), else the rate and the
-  horizon it would take;
-- flat rule: ``design_rule`` at the estimated base, then ``evaluate``d at the lowest and
-  the highest base among the draws (kept rises and excluded falls with the success rate,
-  so these are the worst draws for each target); if its pick falls short there, the
+  draw's base rate (the withheld rate's draws, ``base_draws``: the planner's base is the
+  withheld arm's success rate, as the flat rule's below); the worst draw is the
+  largest; the pick is the smallest rate whose worst sessions fit ``horizon`` (least
+  successes forgone), else the rate and the horizon it would take;
+- flat rule: ``design_rule`` at the estimated base, the withheld success rate
+  (``world.withheld_rate``: ``m - mu``, the rate the rule's lifts are defined over, the
+  base rate of ``users=fitted`` too), then ``evaluate``d at the lowest and the highest
+  base among the draws (``base_draws``: ``m`` drawn as above less ``mu ~ N(mu_hat,
+  se)``; kept rises and excluded falls with the success rate, so these are the worst
+  draws for each target); if its pick falls short there, the
   frontier rule (at the estimate) meeting both targets at both draws with the fewest
   sessions a harmful one is shown;
 - gate: ``design_gate`` over the p0 range that holds the 5-95 % quantiles of every
@@ -32,6 +36,7 @@ from procmem_core.ab.planner import DEFAULT_RATES
 from procmem_core.flat.design import RuleTargets, design_rule
 from procmem_core.flat.fate import flat_fate
 from procmem_core.gates import DesignQuestion, design_gate
+from procmem_core.logs.world import withheld_rate
 
 DRAWS = 200
 
@@ -56,6 +61,18 @@ def draws(rates: dict, rng: np.random.Generator, n: int = DRAWS) -> tuple[np.nda
     ms = np.clip(rng.normal(m.value, m_se, n), 0.02, 0.98)
     ks = np.exp(rng.normal(np.log(k.value), k_se, n))
     return ms, ks
+
+
+def base_draws(world: dict, ms: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The withheld success rate at each draw of the rates' mean ``ms``: ``ms - mu``,
+    ``mu ~ N(mu_hat, se)`` (drawn after the rates; no lifts: ``ms`` itself), clipped as
+    ``withheld_rate``, so the draws' variance is its ``se_m^2 + se_mu^2``."""
+    lifts = world.get("lifts")
+    if not lifts:
+        return np.clip(ms, 0.01, 0.99)
+    mu = lifts["mean"]
+    mus = rng.normal(mu.value, mu.se if np.isfinite(mu.se) else 0.0, ms.size)
+    return np.clip(ms - mus, 0.01, 0.99)
 
 
 def explore_rate(ms: np.ndarray, target_lift: float, horizon: int, power: float = 0.8,
@@ -97,15 +114,16 @@ def _lift(base: float, lift: float) -> float:
     return lift if base + lift <= 1 else -lift
 
 
-def flat_rule(m_hat: float, ms: np.ndarray, targets: RuleTargets, family: str = "confidence",
+def flat_rule(base: float, bases: np.ndarray, targets: RuleTargets, family: str = "confidence",
               separating: bool = False, objective: str = "exposure") -> Prescription:  # fmt: skip
-    """The designed rule of ``family`` at the estimated base, checked exactly at the
-    extreme draws; when the design's pick falls short there, the frontier rule at the
-    estimate that meets both targets at the extreme draws with the fewest sessions a
-    harmful one is shown, if any (``details["design"]``: the ``RuleDesign`` at the
-    estimate; ``details["robust"]``: whether the pick is such a frontier rule)."""
-    lo, hi = float(ms.min()), float(ms.max())
-    design = design_rule(targets_at(targets, m_hat), family, separating, objective)
+    """The designed rule of ``family`` at the estimated base (the withheld success rate,
+    ``withheld_rate``), checked exactly at the extreme draws (``base_draws``); when the
+    design's pick falls short there, the frontier rule at the estimate that meets both
+    targets at the extreme draws with the fewest sessions a harmful one is shown, if any
+    (``details["design"]``: the ``RuleDesign`` at the estimate; ``details["robust"]``:
+    whether the pick is such a frontier rule; ``details["base"]``: the base designed at)."""
+    lo, hi = float(bases.min()), float(bases.max())
+    design = design_rule(targets_at(targets, base), family, separating, objective)
     at_lo, at_hi = targets_at(targets, lo), targets_at(targets, hi)
 
     def worst(d) -> tuple[float, float]:  # evaluate's kept and excluded, without run lengths
@@ -141,6 +159,7 @@ def flat_rule(m_hat: float, ms: np.ndarray, targets: RuleTargets, family: str = 
                      "would take a longer horizon, or a log that pins the success rate down "
                      "more tightly (narrower draws).")  # fmt: skip
     details = {"kept_worst": kept, "excluded_worst": excluded, "base_draws": [lo, hi],
+               "base": design.targets.base,
                "rule": pick.rule, "threshold": pick.threshold, "design": design,
                "robust": robust}  # fmt: skip
     return Prescription("flat rule", setting, meets, sentence, details)
@@ -186,9 +205,9 @@ def prescribe(world: dict, rng: np.random.Generator, target_lift: float, horizon
               question: DesignQuestion | None = None) -> list[Prescription]:  # fmt: skip
     """The three prescriptions for a fitted world (``fit_world``'s dict)."""
     ms, ks = draws(world["rates"], rng)
-    m_hat = float(world["rates"]["mean"].value)
+    bases = base_draws(world, ms, rng)
     return [
-        explore_rate(ms, target_lift, horizon),
-        flat_rule(m_hat, ms, targets or RuleTargets()),
+        explore_rate(bases, target_lift, horizon),
+        flat_rule(withheld_rate(world).value, bases, targets or RuleTargets()),
         gate(ms, ks, question or DesignQuestion()),
     ]

@@ -64,6 +64,19 @@ class Param:
         return {"value": float(self.value), "se": float(self.se)}
 
 
+def withheld_rate(world: dict) -> Param:
+    """The success rate without the procedure, the base a flat rule's lifts and the fitted
+    population's ``base_rate`` are defined over (``RuleTargets``): the shown rates' mean less
+    the lifts' mean, ``m - mu`` (``m`` alone without fitted lifts: no effect), clipped to
+    [0.01, 0.99]. SE ``sqrt(se_m^2 + se_mu^2)``: conservative, as ``m`` and ``mu`` share the
+    shown arm's noise (their covariance is positive); NaN where either SE is unknown."""
+    m = world["rates"]["mean"]
+    lifts = world.get("lifts")
+    mu = lifts["mean"] if lifts else Param(0.0, 0.0)
+    value = float(np.clip(m.value - mu.value, 0.01, 0.99))
+    return Param(value, float(np.hypot(m.se, mu.se)))
+
+
 def beta_binomial(successes: np.ndarray, trials: np.ndarray) -> dict[str, Param]:
     """``m``, ``kappa``, ``a = m kappa``, ``b = (1 - m) kappa`` of the procedures' rates."""
     s, n = np.asarray(successes, float), np.asarray(trials, float)

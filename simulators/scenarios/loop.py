@@ -33,6 +33,7 @@ from simulators.scenarios.loop_lift import add_lift_metrics
 from simulators.scenarios.loop_tables import (
     arms_table,
     gate_table,
+    ledger_log,
     regret_sources_table,
     session_log,
     trajectory_table,
@@ -70,8 +71,9 @@ class LoopScenario(Scenario):
     deployment's log would be, ``SessionLog.rated``/``rating``). Tables
     ``gate_decisions`` (every record the store made, with the true effect), ``ab_arms``
     (per procedure: shown vs withheld sessions), ``trajectory`` (per window of sessions)
-    and ``regret_sources`` (``loop_tables``); with ``export_log`` N, ``sessions`` and
-    ``sessions_truth``: the first N replications as one session log and its truth.
+    and ``regret_sources`` (``loop_tables``); with ``export_log`` N, ``sessions``,
+    ``runs`` and ``revisions`` (the first N replications as one session log, its ledger
+    and revisions from each store) and ``sessions_truth``.
     """
 
     name: ClassVar[str] = "loop"
@@ -115,7 +117,8 @@ class LoopScenario(Scenario):
     replications: int = 2
     export_log: int = 0
     """Export the first this many replications as one session log (docs/logs.md): tables
-    ``sessions`` and ``sessions_truth`` (``loop_tables.session_log``); 0: none."""
+    ``sessions``, ``sessions_truth`` (``loop_tables.session_log``), ``runs`` and
+    ``revisions`` (``loop_tables.ledger_log``); 0: none."""
     chunk_size: ClassVar[int] = 1
     min_replications: ClassVar[int] = 1
     units_per_second: ClassVar[float] = 200.0  # sessions of the object engine
@@ -189,8 +192,10 @@ class LoopScenario(Scenario):
         result.tables["trajectory"] = trajectory_table(worlds, self.sessions, self.window)
         result.tables["regret_sources"] = regret_sources_table(worlds, max(1, self.sessions // 4))
         if self.export_log:
-            log, truth = session_log(worlds[: self.export_log], self.explore_rate, self.base_rate)
+            exported = worlds[: self.export_log]
+            log, truth = session_log(exported, self.explore_rate, self.base_rate)
             result.tables["sessions"], result.tables["sessions_truth"] = log, truth
+            result.tables["runs"], result.tables["revisions"] = ledger_log(exported)
         return result
 
     def _session_metrics(self, result: ScenarioResult, worlds: list[LoopWorld]) -> None:

@@ -1,5 +1,6 @@
 """The tables of ``LoopScenario``: gate decisions with the truth, shown vs withheld arms,
-the trajectory per window of sessions, and where the regret comes from.
+the trajectory per window of sessions, where the regret comes from, and the export as a
+session log (``session_log``; ``ledger_log``: its runs and revisions, docs/logs.md).
 
 Regret of a session: ``p_oracle - p_true``, the expected successes lost against always
 following the best procedure of the task as it is now (or none, when none beats the
@@ -8,6 +9,8 @@ agent did and why, so the report can say which part of the loop a trend comes fr
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
@@ -146,3 +149,39 @@ def session_log(worlds: list[LoopWorld], explore_rate: float,
                                            "outcome"])  # fmt: skip
     sessions.insert(4, "explore_rate", explore_rate)
     return sessions, pd.DataFrame(truth, columns=["key", "replication", "shown", "true_lift"])
+
+
+RUN_COLUMNS = ("key", "revision", "ok", "time", "path")
+REVISION_COLUMNS = ("key", "revision", "prior_revision", "proposed_at", "decided_at", "verdict")
+
+
+def ledger_log(worlds: list[LoopWorld]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The replications' ``runs`` and ``revisions`` tables (docs/logs.md), read from each
+    world's own store as ``procmem_core.logs.store`` reads a store file: procedure ``ref``
+    of replication ``r`` is ``r<r>:<ref>`` (as in ``session_log``); a run's ``time`` is its
+    run id (the ledger's clock; ``proposed_at`` and ``decided_at`` are on it too, a first
+    revision proposed at 0), ``path`` the JSON list of the nodes it visited. A revision's
+    prior is the last revision before it that was the original or accepted (a revert
+    restores it); the original is logged ``accepted`` with no prior, every later one with
+    the store's verdict (``accepted``, ``reverted``, ``pending``)."""
+    runs, revisions = [], []
+    for r, w in enumerate(worlds):
+        mine = []
+        for ref in w.task_of:
+            key = f"r{r}:{ref}"
+            mine += [(key, str(x.revision), bool(x.ok), int(x.run_id),
+                      json.dumps(list(x.path), separators=(",", ":")))
+                     for x in w.store.runs(ref)]  # fmt: skip
+            prior = None
+            for h in w.store.revisions(ref):
+                first = h.outcome == "original"
+                revisions.append((key, str(h.revision), prior, 0 if first else h.proposed_at,
+                                  h.decided_at, "accepted" if first else h.outcome))  # fmt: skip
+                if h.outcome in ("original", "accepted"):
+                    prior = str(h.revision)
+        runs += sorted(mine, key=lambda row: row[3])  # the replication's ledger in time order
+    runs_frame = pd.DataFrame(runs, columns=list(RUN_COLUMNS))
+    revs = pd.DataFrame(revisions, columns=list(REVISION_COLUMNS))
+    for c in ("proposed_at", "decided_at"):  # integers, empty where not decided
+        revs[c] = revs[c].astype("Int64")
+    return runs_frame, revs
