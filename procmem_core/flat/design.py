@@ -266,11 +266,30 @@ def _shortest(grid, table: Table, targets: RuleTargets, counts: bool):
     # (a separating search passes only separating members' candidates, so only they are here)
     if hopeful.size == 0:
         return None
+    # walks to 2x within first, then twice as far up to ``longest``: a walk to H gives V_k
+    # exactly for every k <= H, so a hit found within H is the earliest of any longer walk
+    # (the spaces a walk builds grow fast with its horizon)
+    horizon, best = min(longest, 2 * targets.within), None
+    while True:
+        best = _earliest(grid, hopeful, targets, horizon)
+        if best is not None or horizon >= longest:
+            break
+        horizon = min(longest, 2 * horizon)
+    if best is None:
+        return None
+    k, _, rule, threshold = best
+    return k, evaluate(rule, threshold, _at(targets, k))
+
+
+def _earliest(grid, members_hopeful: np.ndarray, targets: RuleTargets, horizon: int):
+    """The earliest horizon in ``(within, horizon]`` at which a candidate of the hopeful
+    members meets both targets, with the largest margin there: ``(k, -margin, rule,
+    threshold)``, or None."""
     best = None  # (k, -margin, rule, threshold): the earliest, then the largest margin
-    for members in chunks(hopeful):
-        batch = Batch(grid, targets, members=members, horizon=longest)
+    for members in chunks(members_hopeful):
+        batch = Batch(grid, targets, members=members, horizon=horizon)
         g = batch.cand_g
-        for k, (kept, vx) in batch.walk((targets.p_helpful, targets.p_harmful), longest):
+        for k, (kept, vx) in batch.walk((targets.p_helpful, targets.p_harmful), horizon):
             if best is not None and k > best[0]:
                 break
             if k <= targets.within:
@@ -285,10 +304,7 @@ def _shortest(grid, table: Table, targets: RuleTargets, counts: bool):
                     rule = member.with_initial(float(batch.states[g[i]]))
                     best = (k, -float(margin[i]), rule, float(batch.cand_thr[i]))
                 break
-    if best is None:
-        return None
-    k, _, rule, threshold = best
-    return k, evaluate(rule, threshold, _at(targets, k))
+    return best
 
 
 def _at(targets: RuleTargets, within: int) -> RuleTargets:
