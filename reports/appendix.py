@@ -9,68 +9,17 @@ within its word budget (``reports.length``).
 from __future__ import annotations
 
 import html
-import re
-from dataclasses import dataclass
 
 from reports.document import (
     PROVENANCE,
     STYLE,
     Block,
-    Figure,
-    Preformatted,
+    Moved,
     Report,
-    Table,
     _block_html,
     _block_markdown,
-    is_detail,
+    moved_blocks,
 )
-
-_KIND = {Table: "Table", Figure: "Figure", Preformatted: "Text"}
-
-
-@dataclass(frozen=True)
-class Moved:
-    """A block moved to the appendix: numbered A1, A2, ... in reading order."""
-
-    number: int
-    title: str  # the section it came from
-    block: Block
-
-    @property
-    def anchor(self) -> str:
-        return f"a{self.number}"
-
-    @property
-    def label(self) -> str:
-        return f"A{self.number}."
-
-    @property
-    def short(self) -> str:
-        """The caption's (or paragraph's) first clause, at most 6 words."""
-        text = self.block if isinstance(self.block, str) else self.block.caption
-        head = re.split(r": |; | \(| \[|\. ", str(text), maxsplit=1)[0].strip()
-        words = head.split()
-        return " ".join(words[:6]) + (" …" if len(words) > 6 else "")
-
-    @property
-    def link_text(self) -> str:
-        kind = _KIND.get(type(self.block), "detail")
-        return f"{kind.lower()} A{self.number}: {self.short}"
-
-    @property
-    def csv(self) -> str | None:
-        """``tables/a<n>_<slug>.csv`` for a table, else None."""
-        if not isinstance(self.block, Table):
-            return None
-        slug = re.sub(r"[^a-z0-9]+", "_", self.short.lower()).strip("_")[:40]
-        return f"tables/{self.anchor}_{slug}.csv"
-
-
-def moved_blocks(report: Report) -> list[Moved]:
-    """Every block ``is_detail`` marks, sections first, then the provenance."""
-    places = [(s.title, s.blocks) for s in report.sections] + [(PROVENANCE, report.provenance)]
-    found = [(title, b) for title, blocks in places for b in blocks if is_detail(b)]
-    return [Moved(i, title, b) for i, (title, b) in enumerate(found, 1)]
 
 
 def _appendix_places(report: Report) -> list[tuple[str, list[Block | Moved]]]:

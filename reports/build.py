@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from reports.document import Report, Section, Table, write_report
+from reports.document import Report, Section, Table
 from reports.errors import ReportError
 from reports.options import ReportOptions
+from reports.pages import write_report
 from reports.provenance import caption_runs, define_terms, provenance_section
 from reports.sections import sections
 from reports.source import Sweep, _client, load_sweep, log_report

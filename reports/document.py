@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from procmem_core.errors import ParameterError
-
-if TYPE_CHECKING:
-    from reports.appendix import Moved
 
 
 @dataclass(frozen=True)
@@ -215,6 +211,54 @@ def _block_markdown(b: Block, label: str = "") -> list[str]:
     return [f"{tag}{b}", ""]
 
 
+_KIND = {Table: "Table", Figure: "Figure", Preformatted: "Text"}
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A block moved to the appendix: numbered A1, A2, ... in reading order."""
+
+    number: int
+    title: str  # the section it came from
+    block: Block
+
+    @property
+    def anchor(self) -> str:
+        return f"a{self.number}"
+
+    @property
+    def label(self) -> str:
+        return f"A{self.number}."
+
+    @property
+    def short(self) -> str:
+        """The caption's (or paragraph's) first clause, at most 6 words."""
+        text = self.block if isinstance(self.block, str) else self.block.caption
+        head = re.split(r": |; | \(| \[|\. ", str(text), maxsplit=1)[0].strip()
+        words = head.split()
+        return " ".join(words[:6]) + (" …" if len(words) > 6 else "")
+
+    @property
+    def link_text(self) -> str:
+        kind = _KIND.get(type(self.block), "detail")
+        return f"{kind.lower()} A{self.number}: {self.short}"
+
+    @property
+    def csv(self) -> str | None:
+        """``tables/a<n>_<slug>.csv`` for a table, else None."""
+        if not isinstance(self.block, Table):
+            return None
+        slug = re.sub(r"[^a-z0-9]+", "_", self.short.lower()).strip("_")[:40]
+        return f"tables/{self.anchor}_{slug}.csv"
+
+
+def moved_blocks(report: Report) -> list[Moved]:
+    """Every block ``is_detail`` marks, sections first, then the provenance."""
+    places = [(s.title, s.blocks) for s in report.sections] + [(PROVENANCE, report.provenance)]
+    found = [(title, b) for title, blocks in places for b in blocks if is_detail(b)]
+    return [Moved(i, title, b) for i, (title, b) in enumerate(found, 1)]
+
+
 def _grouped(blocks: list[Block], moved: dict[int, Moved]) -> list[Block | list[Moved]]:
     """The blocks in order, each run of consecutive moved blocks as one list."""
     out: list[Block | list[Moved]] = []
@@ -256,8 +300,6 @@ def _main_markdown(blocks: list[Block], moved: dict[int, Moved]) -> list[str]:
 def render_html(report: Report) -> str:
     """The main page as one self-contained HTML page: each moved block is a link to its
     place on ``appendix.html``; the provenance closes the page."""
-    from reports.appendix import moved_blocks
-
     moved = {id(m.block): m for m in moved_blocks(report)}
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -283,8 +325,6 @@ def render_html(report: Report) -> str:
 def render_markdown(report: Report) -> str:
     """The main page as Markdown, figures linked as ``<name>.png`` beside it, each moved
     block a link to its anchor on ``appendix.md``; the provenance closes the page."""
-    from reports.appendix import moved_blocks
-
     moved = {id(m.block): m for m in moved_blocks(report)}
     lines = [f"# {report.heading}", ""]
     for s in report.sections:
@@ -298,44 +338,3 @@ def render_markdown(report: Report) -> str:
             "",
         ]
     return "\n".join(lines)
-
-
-def write_report(report: Report, out: Path) -> dict[str, Path]:
-    """Write ``index.html`` and ``report.md`` (the main page), ``appendix.html`` and
-    ``appendix.md`` (the moved blocks), ``tables/*.csv`` (each moved table's data),
-    ``summary.csv``, every figure's PNG and every section's ``files`` to ``out``."""
-    from reports.appendix import moved_blocks, render_appendix_html, render_appendix_markdown
-
-    names = [f.name for s in report.sections for f in s.figures]
-    names += [n for s in report.sections for n in s.files]
-    if len(names) != len(set(names)):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise ParameterError("figure names", dup, "unique names across the report")
-    out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, Path] = {}
-    for s in report.sections:
-        for f in s.figures:
-            path = out / f"{f.name}.png"
-            path.write_bytes(f.png)
-            written[path.name] = path
-    pages = (
-        ("index.html", render_html(report)),
-        ("report.md", render_markdown(report)),
-        (f"{APPENDIX}.html", render_appendix_html(report)),
-        (f"{APPENDIX}.md", render_appendix_markdown(report)),
-    )
-    for name, text in pages:
-        (out / name).write_text(text, encoding="utf-8")
-        written[name] = out / name
-    for m in moved_blocks(report):
-        if m.csv is not None and isinstance(m.block, Table):
-            (out / m.csv).parent.mkdir(exist_ok=True)
-            m.block.frame.to_csv(out / m.csv, index=False)
-            written[m.csv] = out / m.csv
-    report.summary.to_csv(out / "summary.csv", index=False)
-    written["summary.csv"] = out / "summary.csv"
-    for s in report.sections:
-        for name, text in s.files.items():
-            (out / name).write_text(text, encoding="utf-8")
-            written[name] = out / name
-    return written

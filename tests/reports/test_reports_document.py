@@ -11,15 +11,8 @@ import pytest
 
 from procmem_core.errors import ParameterError
 from reports.canvas import new_figure, palette, png_bytes
-from reports.document import (
-    Figure,
-    Report,
-    Section,
-    Table,
-    render_html,
-    table_markdown,
-    write_report,
-)
+from reports.document import Figure, Report, Section, Table, render_html, table_markdown
+from reports.pages import write_report
 
 
 def tiny_png() -> bytes:

@@ -1,0 +1,201 @@
+"""Parts of the gate section on their own inputs, without a sweep: the fixed sample size
+against brute force, categorical factors never joined, the design frontier, an
+infeasible recommendations.json, the guarantee against ledger size and share, and
+coinciding or equal curves drawn apart (split from ``test_reports_gate.py``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.lines import Line2D
+from scipy import stats
+
+from procmem_core.gates import make_gate
+from reports.sections.gate_explain import fixed_sample_size
+from reports.sections.gate_figures import factor_figure
+
+
+def test_fixed_sample_size_against_brute_force():
+    def brute(p0, p1, a, b):
+        for n in range(1, 400):
+            for c in range(n + 1):
+                if stats.binom.cdf(c, n, p0) <= a and stats.binom.cdf(c, n, p1) >= 1 - b:
+                    return n
+        return None
+
+    for p0 in (0.6, 0.8, 0.9):
+        assert fixed_sample_size(p0, 0.15, 0.05, 0.2) == brute(p0, p0 - 0.15, 0.05, 0.2)
+
+
+def test_categorical_factor_levels_are_never_joined():
+    table = pd.DataFrame(
+        {
+            "config": ["a", "a"],
+            "scenario.ledger_size": [None, 20],
+            "false_revert_rate": [0.09, 0.14],
+            "false_revert_rate_se": [0.001, 0.001],
+            "missed_regression_rate": [0.2, 0.36],
+            "missed_regression_rate_se": [0.001, 0.001],
+        }
+    )
+    fig = factor_figure(table, "scenario.ledger_size", {"a": (0, 0, 0, 1)}, "ledger", "p0 known")
+    for ax in fig.axes:
+        joined = [ln for ln in ax.get_lines() if isinstance(ln, Line2D) and len(ln.get_xdata()) > 1
+                  and ln.get_linestyle() not in ("None", "none", " ", "")]  # fmt: skip
+        assert not joined
+
+
+def test_the_prescription_shows_its_design_frontier():
+    """A prescribed two-sample gate stops early when nothing changed: the sentence says so and
+    the section shows its frontier (caps against expected pairs) with the Wald-Wolfowitz
+    bound; recommendations.json holds the frontier."""
+    from procmem_core.gates import DesignQuestion, design_gate
+    from reports.sections.gate import _frontier_block
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40)  # fmt: skip
+    design = design_gate(q)
+    chosen = next(a for a in design.answers if (a.family, a.design) == ("two_sample", "concurrent"))
+    p = Prescription(q, design, chosen, pd.DataFrame())
+    assert "stops early when nothing changed" in p.sentence()
+    (fig,) = _frontier_block(p)
+    assert fig.name == "gate_frontier" and fig.png.startswith(b"\x89PNG")
+    assert f"within {chosen.bound.ratio:.3f} of it" in fig.caption
+    rec = json.loads(p.recommendations())
+    got = next(a for a in rec["answers"] if a["config"] == rec["gate"])
+    caps = [x["max_runs"] for x in got["frontier"]]
+    assert caps == sorted(caps) and caps[-1] == 40 and chosen.max_runs in caps
+    assert got["bound"]["bound"] < got["bound"]["runs"]
+
+
+def test_an_infeasible_recommendations_file_says_what_to_do_instead():
+    """No gate can meet these targets within 10 runs: the file has no ``gate`` (which
+    ``make_gate(**rec["gate"])`` could not build), says what to do, and names the
+    closest gate, which ``make_gate`` builds."""
+    from procmem_core.gates.design import DesignQuestion, design_gate
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(
+        alpha=0.01, beta=0.01, min_drop=0.05, ledger=20, concurrent=0.0,
+        p0_low=0.3, p0_high=0.95, max_runs=10,
+    )  # fmt: skip
+    design = design_gate(q)
+    assert not design.feasible
+    rec = json.loads(Prescription(q, design, None, pd.DataFrame()).recommendations())
+    assert rec["feasible"] is False and "gate" not in rec
+    assert rec["instead"].startswith("no gate meets the targets within 10 runs; to get one: ")
+    closest = make_gate(**rec["closest_gate"])
+    best = max(design.answers, key=lambda a: (a.false_revert <= q.alpha, a.power))
+    assert closest.config() == make_gate(**best.config).config()
+    assert rec["sentence"].startswith("No gate meets false revert <= 0.01")
+
+
+def test_the_prescription_shows_its_guarantee_against_ledger_size_and_share():
+    """The prescribed two-sample gate recalibrates per ledger size: the section's table holds
+    its exact worst cases per size (each <= alpha) beside the levels-kept figures, the
+    sentence says which design holds the guarantee, and the share table's error rate is the
+    same at every share while the sessions move with it (exact)."""
+    from experiments.answers.gate import profile
+    from procmem_core.gates import DesignQuestion, LedgerRow, design_gate, ledger_profile
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40, ledger_sizes=(0, 10, 40))  # fmt: skip
+    design = design_gate(q)
+    chosen = next(a for a in design.answers if (a.family, a.design) == ("two_sample", "concurrent"))
+    p = Prescription(q, design, chosen, pd.DataFrame(),
+                     tuple(LedgerRow(**r) for r in profile(chosen, q)))  # fmt: skip
+    rows = ledger_profile(make_gate(**chosen.config), (0, 10, 40))
+    assert p.profile == rows
+    table = p.ledger_table()
+    assert list(table.frame["ledger (runs)"]) == [0, 10, 40]
+    fr = table.frame["false revert, recalibrated (worst, bound)"]
+    assert list(fr) == [round(r.false_revert, 4) for r in rows] and (fr <= 0.1).all()
+    assert list(table.frame["false revert, 10-run levels kept (worst, bound)"]) == [
+        round(r.false_revert_kept, 4) for r in rows
+    ]
+    assert "recalibrates its revert and final levels for the ledger it sees" in table.caption
+    sentence = p.sentence()
+    assert "recalibrates its revert and final levels for the ledger a revision has" in sentence
+    worst, kept = max(r.false_revert for r in rows), max(r.false_revert_kept for r in rows)
+    assert f"exact worst case <= {worst:.4f} at ledgers 0, 10, 40" in sentence
+    assert f"levels kept would reach {kept:.4f}" in sentence
+    weakest = min(rows, key=lambda r: r.power)
+    assert f"least at ledger {weakest.ledger} ({weakest.power:.3f})" in sentence
+    shares = p.share_table().frame
+    assert list(shares["concurrent share"]) == [0.25, 0.5, 0.75]
+    assert shares["false revert (worst, bound)"].nunique() == 1
+    null = shares["sessions when nothing changed (worst p0)"]
+    # both arms must reach the pairs: the total is symmetric in q <-> 1 - q, least at 1/2
+    assert null[0] == pytest.approx(null[2], abs=0.11) and null[1] < null[0]
+    rec = json.loads(p.recommendations())
+    assert [r["ledger"] for r in rec["ledger_profile"]] == [0, 10, 40]
+
+
+def _two_curves(same: bool) -> pd.DataFrame:
+    p0 = np.linspace(0.1, 0.9, 30)
+    y = 0.2 * np.sin(np.pi * p0)
+    other = y + (0.001 if same else 0.05)
+    return pd.concat(
+        [
+            pd.DataFrame({"config": "SPRT, min runs 3", "ledger": 20, "p0": p0, "p_revert": y}),
+            pd.DataFrame({"config": "SPRT, min runs 5", "ledger": 20, "p0": p0, "p_revert": other}),
+        ]
+    )
+
+
+def test_coinciding_curves_are_drawn_distinguishably_and_said_to_coincide():
+    """Issue 30 item 9: SPRT min runs 3 was drawn exactly under min runs 5. Curves within
+    0.005 everywhere are detected from the data, the later one drawn dashed with markers, and
+    the caption note names them; curves apart are neither restyled nor said to coincide."""
+    from reports.claims import coincide_note
+    from reports.sections.gate_figures import curve_groups, worst_case_figure
+
+    colours = {"SPRT, min runs 3": (0, 0, 1, 1), "SPRT, min runs 5": (1, 0, 0, 1)}
+    together = _two_curves(same=True)
+    groups = curve_groups(together, "p0", "p_revert")
+    assert groups == [("SPRT, min runs 3", "SPRT, min runs 5")]
+    fig = worst_case_figure(together, colours, 0.05)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    first = next(v for k, v in lines.items() if k.startswith("SPRT, min runs 3"))
+    second = next(v for k, v in lines.items() if k.startswith("SPRT, min runs 5"))
+    assert first.get_linestyle() == "-" and first.get_marker() in ("None", "none", "")
+    assert second.get_linestyle() == "--" and second.get_marker() == "x"
+    note = coincide_note(groups)
+    assert "The curves of SPRT, min runs 3 and SPRT, min runs 5 coincide" in note
+    apart = _two_curves(same=False)
+    assert curve_groups(apart, "p0", "p_revert") == [] and coincide_note([]) == ""
+    fig = worst_case_figure(apart, colours, 0.05)
+    styles = {ln.get_linestyle() for ln in fig.axes[0].get_lines() if ln.get_label()[:4] == "SPRT"}
+    assert styles == {"-"}
+
+
+def test_equal_points_are_set_apart_in_factor_and_tradeoff_figures():
+    """Two configurations with the same error rates at one ledger size: the factor figure
+    sets them side by side, the trade-off figure gives the later its own marker and the
+    caption's note names them."""
+    from reports.sections.gate_figures import tradeoff_figure, tradeoff_groups
+
+    table = pd.DataFrame(
+        {
+            "config": ["a", "b"],
+            "scenario.ledger_size": [20, 20],
+            "false_revert_rate": [0.137, 0.138],
+            "false_revert_rate_se": [0.001, 0.001],
+            "missed_regression_rate": [0.362, 0.362],
+            "missed_regression_rate_se": [0.001, 0.001],
+            "frontier": [True, False],
+        }
+    )
+    colours = {"a": (0, 0, 1, 1), "b": (1, 0, 0, 1)}
+    fig = factor_figure(table, "scenario.ledger_size", colours, "ledger", "p0 known")
+    xs = sorted(float(c.lines[0].get_xdata()[0]) for c in fig.axes[0].containers)
+    assert len(xs) == 2 and xs[1] - xs[0] == pytest.approx(0.15)
+    assert tradeoff_groups(table) == [("a", "b")]
+    fig = tradeoff_figure(table, colours, (0.05, 0.2), ("a", "b"))
+    markers = [c.lines[0].get_marker() for c in fig.axes[0].containers]
+    assert sorted(markers) == ["o", "x"]
