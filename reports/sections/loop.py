@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -282,10 +283,17 @@ def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure
     outcomes_caption = (
         "Where sessions went instead of the task's own current procedure (95 % intervals)." + where
     )
-    return [
-        Figure("loop_gate_verdicts", png_bytes(verdicts), verdicts_caption),
-        Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption, detail=True),
-    ]
+    figures = [Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption, detail=True)]
+    if _any_value(shown, REVISION_METRICS):  # short runs may decide no revision at all
+        figures.insert(0, Figure("loop_gate_verdicts", png_bytes(verdicts), verdicts_caption))
+    return figures
+
+
+def _any_value(shown: pd.DataFrame, metrics: dict[str, str]) -> bool:
+    """Whether any of ``metrics`` has a finite value in ``shown`` (else a figure of them
+    would draw nothing under a caption that describes bars)."""
+    cols = [m for m in metrics if m in shown.columns]
+    return bool(cols) and bool(np.isfinite(shown[cols].to_numpy(dtype=float)).any())
 
 
 def _sources_figure(shown: pd.DataFrame, per_run_sources: dict, where: str) -> Figure | None:
