@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from procmem_core.errors import ParameterError, ProcmemError
+from procmem_core.probe import server_problem
 from procmem_core.storefile import read_only_uri, sqlite_file_problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,20 +192,15 @@ def schema_problem(versions: list[str], columns: dict[str, set[str]]) -> str | N
 
 
 def _check_server(uri: str) -> None:
-    import requests
-
-    try:
-        answer = requests.get(f"{uri.rstrip('/')}/health", timeout=CONNECT_SECONDS)
-    except requests.RequestException as exc:
-        reason = type(exc).__name__
-        raise TrackingError(
-            f"the tracking server {uri} cannot be reached ({reason}): start it "
-            f"(mlflow server --host 127.0.0.1 --port <port> ...) or fix MLFLOW_TRACKING_URI"
-        ) from None
-    if answer.status_code != 200:
-        raise TrackingError(
-            f"{uri} answered /health with HTTP {answer.status_code}: not an MLflow server?"
-        )
+    problem = server_problem(uri, CONNECT_SECONDS)
+    if problem is None:
+        return
+    hint = (
+        "start it (mlflow server --host 127.0.0.1 --port <port> ...) or fix MLFLOW_TRACKING_URI"
+        if problem.startswith("cannot")
+        else "not an MLflow server?"
+    )
+    raise TrackingError(f"the tracking server {uri} {problem}: {hint}")
 
 
 def _check_database(uri: str) -> None:

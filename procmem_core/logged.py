@@ -5,7 +5,8 @@
 the report (``reports.source``, which reads them): both see the same values.
 ``unset_phrase`` gives the words an unset scenario field stands for (``p0 known``).
 ``row_value`` and ``rule_from_params`` read a run's flat rule back from its ``rule.*``
-params, and ``rule_key`` names a rule in the sweep's answers, for both of them too.
+params, ``gate_from_params`` its gate from its ``gate.*`` params, and ``rule_key`` names a
+rule in the sweep's answers, for both of them too.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from procmem_core.errors import ProcmemError
 from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE, FLAT_RULES, FlatRule
+from procmem_core.gates import GATES, Gate, make_gate
 
 
 def parse_param(text: object) -> object:
@@ -61,6 +64,28 @@ def row_value(row: Mapping[str, Any], column: str | None) -> object:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return None
     return int(v) if isinstance(v, float) and v.is_integer() and abs(v) >= 1 else v
+
+
+def gate_from_params(value: Callable[[str], object]) -> Gate | None:
+    """The gate a run used, rebuilt by the registry from its logged params; ``value(field)``
+    is its parsed ``gate.<field>`` (None when not logged: the gate's default). None when
+    the name is not registered or the values do not build a gate."""
+    name = value("name")
+    if name not in GATES:
+        return None
+    params = {}
+    for f in dataclasses.fields(GATES[name]):
+        v = value(f.name)
+        if v is None:
+            continue
+        integral = "int" in str(f.type) and "float" not in str(f.type)
+        if integral and isinstance(v, float) and v.is_integer():
+            v = int(v)  # a column of ints with gaps is read back as floats
+        params[f.name] = v
+    try:
+        return make_gate(name, **params)
+    except (ProcmemError, TypeError):
+        return None
 
 
 def rule_from_params(value: Callable[[str], object]) -> tuple[FlatRule, float, int]:

@@ -7,6 +7,7 @@ import sqlite3
 from functools import cache
 from pathlib import Path
 
+from procmem_core.probe import server_problem
 from procmem_core.storefile import read_only_uri, sqlite_file_problem
 from reports.errors import NoSweepError, ReportError
 
@@ -74,17 +75,12 @@ def _sqlite_problem(path: Path) -> str | None:
 
 
 def _probe_server(uri: str) -> None:
-    import requests
-
-    try:
-        answer = requests.get(f"{uri.rstrip('/')}/health", timeout=PROBE_SECONDS)
-    except requests.RequestException as exc:
-        raise ReportError(
-            f"the tracking server {uri} cannot be reached ({type(exc).__name__}); start it "
-            "or fix MLFLOW_TRACKING_URI"
-        ) from None
-    if answer.status_code != 200:
-        raise ReportError(
-            f"the tracking server {uri} answered /health with HTTP {answer.status_code}: "
-            "not an MLflow server?"
-        )
+    problem = server_problem(uri, PROBE_SECONDS)
+    if problem is None:
+        return
+    hint = (
+        "start it or fix MLFLOW_TRACKING_URI"
+        if problem.startswith("cannot")
+        else "not an MLflow server?"
+    )
+    raise ReportError(f"the tracking server {uri} {problem}; {hint}")

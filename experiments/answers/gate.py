@@ -21,11 +21,8 @@ import math
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from procmem_core.errors import ProcmemError
 from procmem_core.gates import (
-    GATES,
     LEDGER_SIZES,
     DesignQuestion,
     FamilyAnswer,
@@ -36,6 +33,7 @@ from procmem_core.gates import (
     make_gate,
     worst_case,
 )
+from procmem_core.logged import gate_from_params, parse_param, row_value
 from procmem_core.metric import fmt
 from simulators.scenarios.gate import GateScenario
 
@@ -61,25 +59,8 @@ def gate_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def logged_gate(row: pd.Series) -> Gate | None:
-    """The gate a run used, rebuilt by the registry from its logged ``gate.*`` params
-    (None when it cannot be)."""
-    name = row.get("params.gate.name")
-    if name not in GATES:
-        return None
-    params = {}
-    for f in dataclasses.fields(GATES[name]):
-        col = f"params.gate.{f.name}"
-        if col not in row.index or row[col] != row[col]:
-            continue
-        value = row[col]
-        value = yaml.safe_load(value) if isinstance(value, str) else value
-        if isinstance(f.default, int) and isinstance(value, float) and value.is_integer():
-            value = int(value)  # a column of ints with gaps is read back as floats
-        params[f.name] = value
-    try:
-        return make_gate(name, **params)
-    except (ProcmemError, TypeError):
-        return None
+    """The gate a run used, rebuilt from its logged ``gate.*`` params (None if it cannot be)."""
+    return gate_from_params(lambda k: parse_param(row_value(row, f"params.gate.{k}")))
 
 
 def _values(rows: pd.DataFrame, key: str) -> list:

@@ -8,15 +8,13 @@ feedback noise, the prior's success rate). The seeds' default is ``SPRTGate()``.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from procmem_core.errors import ProcmemError
-from procmem_core.gates import GATES, Gate, SPRTGate, make_gate
+from procmem_core.gates import Gate, SPRTGate
+from procmem_core.logged import gate_from_params, parse_param, row_value
 from reports.configs import Labelled, label_runs, same
 from reports.source import Sweep, find_param
 
@@ -45,23 +43,11 @@ NEEDED = ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean
 
 def logged_gate(sweep: Sweep, row: pd.Series) -> Gate | None:
     """The gate a run used, rebuilt from its logged ``gate.*`` params (None if it cannot be)."""
-    name_col = find_param(sweep.param_names, "name", "gate")
-    name = row[name_col] if name_col else None
-    if name not in GATES:
-        return None
-    params = {}
-    for f in dataclasses.fields(GATES[name]):
-        col = find_param(sweep.param_names, f.name, "gate")
-        if col is None or row[col] != row[col]:
-            continue
-        value = yaml.safe_load(row[col]) if isinstance(row[col], str) else row[col]
-        if isinstance(f.default, int) and isinstance(value, float) and value.is_integer():
-            value = int(value)  # a table column of ints with gaps is read back as floats
-        params[f.name] = value
-    try:
-        return make_gate(name, **params)
-    except (ProcmemError, TypeError):
-        return None
+
+    def value(key: str) -> object:
+        return parse_param(row_value(row, find_param(sweep.param_names, key, "gate")))
+
+    return gate_from_params(value)
 
 
 def gate_runs(sweep: Sweep) -> GateRuns | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import yaml
 
@@ -283,17 +282,15 @@ def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure
     outcomes_caption = (
         "Where sessions went instead of the task's own current procedure (95 % intervals)." + where
     )
-    figures = [Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption, detail=True)]
-    if _any_value(shown, REVISION_METRICS):  # short runs may decide no revision at all
-        figures.insert(0, Figure("loop_gate_verdicts", png_bytes(verdicts), verdicts_caption))
-    return figures
-
-
-def _any_value(shown: pd.DataFrame, metrics: dict[str, str]) -> bool:
-    """Whether any of ``metrics`` has a finite value in ``shown`` (else a figure of them
-    would draw nothing under a caption that describes bars)."""
-    cols = [m for m in metrics if m in shown.columns]
-    return bool(cols) and bool(np.isfinite(shown[cols].to_numpy(dtype=float)).any())
+    figures = [
+        Figure("loop_gate_verdicts", png_bytes(verdicts), verdicts_caption)
+        if verdicts is not None  # short runs may decide no revision at all
+        else None,
+        Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption, detail=True)
+        if outcomes is not None
+        else None,
+    ]
+    return [f for f in figures if f is not None]
 
 
 def _sources_figure(shown: pd.DataFrame, per_run_sources: dict, where: str) -> Figure | None:
@@ -303,11 +300,12 @@ def _sources_figure(shown: pd.DataFrame, per_run_sources: dict, where: str) -> F
         for _, r in shown.iterrows()
         if r["run_id"] in per_run_sources
     }
-    if not by_config:
+    fig = sources_bars(by_config) if by_config else None
+    if fig is None:
         return None
     return Figure(
         "loop_regret_sources",
-        png_bytes(sources_bars(by_config)),
+        png_bytes(fig),
         "Regret per session by source, first and last quarter of sessions (means over "
         "replications)." + where,
     )

@@ -58,20 +58,26 @@ def over_time(traj: pd.DataFrame, names: dict[str, str], colours: dict) -> MplFi
     return fig
 
 
-def bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -> MplFigure:
-    """Grouped bars per configuration with 95 % error bars from each metric's SE."""
+def bars(
+    rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str
+) -> MplFigure | None:
+    """Grouped bars per configuration with 95 % error bars from each metric's SE; None
+    when no metric has a finite value (a figure would draw nothing under its caption).
+    A missing value draws no bar (not a bar at 0)."""
+    present = [m for m in metrics if m in rows]
+    values = rows[present].to_numpy(dtype=float) if present else np.empty((0, 0))
+    if not np.isfinite(values).any():
+        return None
     fig, (ax,) = new_figure(9.5, 4.2)
     configs = [short_label(c) for c in rows["config"]]
     width = 0.8 / len(metrics)
     colours = palette(metrics.values())
     for i, (m, name) in enumerate(metrics.items()):
-        if m not in rows:
+        if m not in present:
             continue
         x = np.arange(len(configs)) + (i - (len(metrics) - 1) / 2) * width
         se = rows[f"{m}_se"].fillna(0) if f"{m}_se" in rows else 0
-        ax.bar(
-            x, rows[m].fillna(0), width, yerr=1.96 * se, capsize=3, color=colours[name], label=name
-        )
+        ax.bar(x, rows[m], width, yerr=1.96 * se, capsize=3, color=colours[name], label=name)
     ax.set_xticks(range(len(configs)), configs, rotation=25, ha="right", fontsize=7)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -80,8 +86,11 @@ def bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -
     return fig
 
 
-def sources_bars(by_config: dict[str, pd.DataFrame]) -> MplFigure:
-    """Stacked regret per session by source, first vs last quarter, per configuration."""
+def sources_bars(by_config: dict[str, pd.DataFrame]) -> MplFigure | None:
+    """Stacked regret per session by source, first vs last quarter, per configuration;
+    None when no source has positive regret (nothing to stack)."""
+    if not any((t["regret"] > 0).any() for t in by_config.values()):
+        return None
     fig, (ax,) = new_figure(10.0, 4.6)
     all_sources = list(dict.fromkeys(s for t in by_config.values() for s in t["source"]))
     colours = palette(all_sources)

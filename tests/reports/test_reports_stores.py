@@ -126,4 +126,4 @@ def test_a_server_that_never_answers_is_given_up_naming_it(capsys, monkeypatch):
         silent.listen(8)
         uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
         lines = report(uri, capsys, monkeypatch)
-    assert len(lines) == 1 and f"{uri} cannot be reached (ReadTimeout)" in lines[0], lines
+    assert len(lines) == 1 and f"{uri} cannot be reached (no answer in 5 s)" in lines[0], lines
