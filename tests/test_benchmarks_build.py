@@ -5,6 +5,7 @@ minute). Importing a script runs nothing: each times only under ``__main__``."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 from simulators.scenarios.confidence import ConfidenceScenario
@@ -13,6 +14,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name: str):
+    if str(BENCHMARKS) not in sys.path:  # as when run: a script's directory comes first
+        sys.path.insert(0, str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
