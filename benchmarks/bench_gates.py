@@ -11,9 +11,12 @@ STEP's (Snyder et al. 2025: about 0.38 at p0 0.5 to 0.56 at 0.9, read here as a 
 between the two) and expected pairs when nothing changed at most 0.6 of STEP's 49. Then
 the wall and CPU time of one design question from cold caches (``design_gate`` at
 max_runs 200: the quickstart's, ledger 20 and share 0.5, and fixed-ledger questions with
-ledgers 20, 50 and 100; CPU time counts every BLAS thread: set ``OMP_NUM_THREADS=1`` for
-one core) beside the CPU time of the same questions before issue 28's speed-up (quoted,
-measured at commit 2915019 on the same machine), and the gate it prescribes beside STEP's
+ledgers 20, 50 and 100), on one core (``OMP_NUM_THREADS=1``), each in a fresh interpreter,
+measured side by side in the same run with the code before issue 28's speed-up: commit
+``DESIGN_BASELINE`` (2915019) is checked out into a temporary git worktree (removed
+afterwards; ``worktree_baseline``, shared with ``bench_simulators``) and each question
+runs there right after it runs here (CPU seconds, their ratio, both answers). Then the gate
+the quickstart's question prescribes beside STEP's
 reference figures (Snyder et al. 2025, quoted: at 157 pairs and alpha 0.05 about 153 pairs
 when nothing changed, power 0.795-0.955 at a drop of 0.15 for p0 0.3-0.9), with the design
 at STEP's 157 pairs too.
@@ -25,9 +28,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 
 import numpy as np
+from worktree_baseline import ONE_CORE, ROOT, baseline_tree, run_json
 
 from procmem_core.gates import (
     CalibratedSPRTGate,
@@ -112,16 +117,22 @@ TIMED = {
     "fixed ledger 100": DesignQuestion(ledger=100, concurrent=0.0, max_runs=200),
 }
 """The design questions timed (max_runs 200, the issue's p0 range [0.3, 0.95])."""
-BEFORE_CPU = {
-    "quickstart (ledger 20, share 0.5)": 9.47,
-    "fixed ledger 20": 9.09,
-    "fixed ledger 50": 18.83,
-    "fixed ledger 100": 28.86,
-}
-"""CPU seconds of the same questions, cold, at commit 2915019 (before issue 28's speed-up),
-measured by ``design_time`` with ``OMP_NUM_THREADS=1`` on the shared 2-core machine under a
-load average of about 3 (quoted: the former code is not in the tree;
-``tests/data/design_answers.json`` pins its answers)."""
+DESIGN_BASELINE = "2915019"
+"""The code before issue 28's speed-up, timed beside this checkout in the same run."""
+DESIGN_TIMER = """
+import json, sys, time
+from procmem_core.gates import DesignQuestion, design_gate
+fields = json.loads(sys.argv[1])
+question = DesignQuestion(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+start, cpu = time.perf_counter(), time.process_time()
+design = design_gate(question)
+wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+pick = design.feasible[0] if design.feasible else None
+answer = "infeasible" if pick is None else f"{pick.family} ({pick.design}) at {pick.max_runs}"
+print(json.dumps({"wall": wall, "cpu": cpu, "answer": answer}))
+"""
+"""One design question from cold caches (a fresh interpreter), timed in wall and CPU
+seconds, with the family it prescribes."""
 
 
 def cold() -> None:
@@ -143,26 +154,38 @@ def design_time(question: DesignQuestion = QUICKSTART):
     return seconds, cpu, answer
 
 
-def design_times() -> list[dict]:
-    """``design_time`` of every question of ``TIMED``, beside the former CPU seconds."""
+def design_times(baseline: str = DESIGN_BASELINE) -> list[dict]:
+    """Every question of ``TIMED`` on one core, from cold caches, with this checkout and
+    with commit ``baseline`` (a temporary worktree, ``worktree_baseline``), one after the
+    other per question in fresh interpreters: seconds, the ratio and both answers (NaN and
+    None for the baseline when it cannot be checked out)."""
     rows = []
-    for label, question in TIMED.items():
-        seconds, cpu, design = design_time(question)
-        pick = design.feasible[0] if design.feasible else None
-        rows.append({"question": label, "wall_seconds": seconds, "cpu_seconds": cpu,
-                     "cpu_seconds_before": BEFORE_CPU[label], "goal_2s": cpu <= 2.0,
-                     "answer": "infeasible" if pick is None else
-                     f"{pick.family} ({pick.design}) at {pick.max_runs}"})  # fmt: skip
+    with baseline_tree(baseline) as tree:
+        for label, question in TIMED.items():
+            arg = [json.dumps(question.__dict__)]
+            here = run_json(ROOT, DESIGN_TIMER, arg, ONE_CORE)
+            base = run_json(tree, DESIGN_TIMER, arg, ONE_CORE) if tree else None
+            before = base["cpu"] if base else math.nan
+            rows.append({"question": label, "wall_seconds": here["wall"],
+                         "cpu_seconds": here["cpu"], "answer": here["answer"],
+                         "wall_seconds_before": base["wall"] if base else math.nan,
+                         "cpu_seconds_before": before, "cpu_ratio": before / here["cpu"],
+                         "answer_before": base["answer"] if base else None,
+                         "goal_2s": here["cpu"] <= 2.0})  # fmt: skip
     return rows
 
 
 def print_design_times(rows: list[dict]) -> None:
-    print("\none design question, max_runs 200, from cold caches (goal: at most 2 s on one "
-          "core; before: commit 2915019, same machine):")  # fmt: skip
+    print(f"\none design question, max_runs 200, from cold caches, on one core, measured side "
+          f"by side in this run against commit {DESIGN_BASELINE} (before issue 28's speed-up; "
+          f"goal: at most 2 s):")  # fmt: skip
     for r in rows:
-        print(f"  {r['question']:<36} {r['wall_seconds']:6.2f} s wall {r['cpu_seconds']:6.2f} s "
-              f"CPU (before {r['cpu_seconds_before']:5.2f} s CPU, "
-              f"x{r['cpu_seconds_before'] / r['cpu_seconds']:.1f}) -> {r['answer']}")  # fmt: skip
+        same = (
+            "same answer" if r["answer"] == r["answer_before"] else f"before: {r['answer_before']}"
+        )
+        print(f"  {r['question']:<34} {r['cpu_seconds']:6.2f} s CPU ({r['wall_seconds']:6.2f} s "
+              f"wall), before {r['cpu_seconds_before']:6.2f} s CPU ({r['wall_seconds_before']:6.2f}"
+              f" s wall), x{r['cpu_ratio']:.2f} -> {r['answer']} ({same})")  # fmt: skip
 
 
 def side_by_side(design) -> list[dict]:

@@ -31,14 +31,13 @@ import json
 import math
 import os
 import resource
-import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from worktree_baseline import ROOT, baseline_tree, run_json
 
 from procmem_core.flat import BaselineRule, Procedure
 from procmem_core.gates import RevisionStats, SPRTGate
@@ -160,7 +159,6 @@ def object_confidence_rate(n: int) -> float:
     return n / (time.perf_counter() - t)
 
 
-ROOT = Path(__file__).resolve().parents[1]
 LOOP_BASELINE = "17409b7"
 """The landed code the loop's speed is measured against (before issue 16)."""
 LOOP_PARAMS = {"replications": 8, "sessions": 400, "evolve_every": 10}
@@ -182,38 +180,23 @@ print(json.dumps({"wall": wall, "cpu": cpu}))
 def time_loop(root: Path, repeat: int) -> dict[str, float]:
     """Best wall and CPU seconds of ``LoopScenario(**LOOP_PARAMS).run(1)`` with the
     packages of checkout ``root``, in a fresh interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    args = [sys.executable, "-c", LOOP_TIMER, json.dumps(LOOP_PARAMS), str(repeat)]
-    out = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_json(root, LOOP_TIMER, [json.dumps(LOOP_PARAMS), str(repeat)])
 
 
 def loop_rates(repeat: int, rounds: int = 2) -> dict[str, float]:
-    """Loop sessions per second, this checkout and the baseline, alternating ``rounds``
-    times (best of all), and their ratio."""
+    """Loop sessions per second, this checkout and the baseline (``worktree_baseline``),
+    alternating ``rounds`` times (best of all), and their ratio."""
     sessions = LOOP_PARAMS["replications"] * LOOP_PARAMS["sessions"]
     here = {"wall": math.inf, "cpu": math.inf}
     base = dict(here)
-    with tempfile.TemporaryDirectory(prefix="procmem-baseline-") as tmp:
-        tree = Path(tmp) / "tree"
-        added = subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), LOOP_BASELINE],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        try:
-            for _ in range(rounds):
-                for best, root in ((here, ROOT), (base, tree)):
-                    if root is tree and added.returncode != 0:
-                        continue
-                    got = time_loop(root, repeat)
-                    for k in best:
-                        best[k] = min(best[k], got[k])
-        finally:
-            if added.returncode == 0:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                               capture_output=True)  # fmt: skip
-    if added.returncode != 0:
-        print(f"loop baseline {LOOP_BASELINE} not checked out: {added.stderr.strip()}")
+    with baseline_tree(LOOP_BASELINE) as tree:
+        for _ in range(rounds):
+            for best, root in ((here, ROOT), (base, tree)):
+                if root is None:
+                    continue
+                got = time_loop(root, repeat)
+                for k in best:
+                    best[k] = min(best[k], got[k])
     out = {}
     for name, best in (("loop", here), ("loop_baseline", base)):
         for key, unit in (("sessions_per_s", "wall"), ("cpu_sessions_per_s", "cpu")):

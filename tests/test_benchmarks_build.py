@@ -5,6 +5,8 @@ minute). Importing a script runs nothing: each times only under ``__main__``."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 from simulators.scenarios.confidence import ConfidenceScenario
@@ -13,6 +15,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name: str):
+    if str(BENCHMARKS) not in sys.path:  # as when run: a script's directory comes first
+        sys.path.insert(0, str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -31,3 +35,24 @@ def test_the_confidence_paths_are_valid_scenarios():
         sc = ConfidenceScenario(replications=10, sessions=5, **kwargs)
         assert sc.withhold_rate == 0.1
     assert ConfidenceScenario(**paths["confidence_noisy_explore"]).reshow_rate == 0.1
+
+
+def test_the_baseline_worktree_runs_code_there_and_is_removed_after():
+    helper = _load("worktree_baseline")
+    head = subprocess.run(["git", "-C", str(helper.ROOT), "rev-parse", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    code = "import json, os, sys; print(json.dumps({'cwd': os.getcwd(), 'arg': sys.argv[1]}))"
+    with helper.baseline_tree(head) as tree:
+        assert tree is not None and (tree / "procmem_core").is_dir()
+        got = helper.run_json(tree, code, ["x"], helper.ONE_CORE)
+        assert got == {"cwd": str(tree), "arg": "x"}
+    assert not tree.exists()
+    listed = subprocess.run(["git", "-C", str(helper.ROOT), "worktree", "list"],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert str(tree) not in listed
+
+
+def test_a_commit_that_cannot_be_checked_out_gives_no_tree(capsys):
+    with _load("worktree_baseline").baseline_tree("0" * 40) as tree:
+        assert tree is None
+    assert "not checked out" in capsys.readouterr().out

@@ -14,8 +14,16 @@ raising ``revert_level`` first if the early boundary alone spends more than alph
    candidate ``final_level`` then follows from a cumulative sum over the cells sorted by
    their statistic (``final_level``), with no further recursion;
 2. the gate so built is checked by ``worst.worst_case`` (exact on a refined grid, bounded
-   between grid points); if the bound exceeds alpha, the refined points join the grid and
-   the target is lowered by the excess, and step 1 repeats.
+   between grid points, within ``CERTIFY_POINTS``); if the bound exceeds alpha, the
+   refined points join the grid and the target is lowered by the excess, and step 1
+   repeats;
+3. the cap's boundaries form a lattice (the target moves the level only when it falls
+   below the grid's worst at the level), so a round that would build the same gate as the
+   last (whose certification failed) moves the boundary one lattice step up instead: the
+   target is put just below the level's worst on the grid. Every round so changes the
+   gate, and the first certified one is returned: the next lower boundary was either over
+   alpha on the grid or not certified (issue 28: at ledger 175 the excess, 2e-5 a round,
+   needed about 11 rounds to move the level by one step, and the calibration failed).
 
 The result meets ``bound <= alpha`` (raised as ``GateError`` when it cannot).
 """
@@ -30,7 +38,7 @@ import numpy as np
 
 from procmem_core.gates.base import GateError, field_values
 from procmem_core.gates.mixture import gathered, powers
-from procmem_core.gates.tolerance import at_most
+from procmem_core.gates.tolerance import MARGIN, at_most
 from procmem_core.gates.worst import WorstCase
 
 G = TypeVar("G")
@@ -39,6 +47,8 @@ ROUNDS = 10
 GRID_ADDS = 24
 RAISE_STEPS = 40
 LEVEL_TOLERANCE = 1e-3
+CERTIFY_POINTS = 3000
+"""Largest grid of a certification's ``worst_case`` (both calibrated gates)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,12 @@ a real gap, so rounding in the last bits cannot move a cell across it."""
 def final_level(null: NullPass, target: float) -> float:
     """The lowest cap boundary ``c`` (revert at the cap iff ``stat >= c``) whose worst case
     over the grid is at most ``target``; +inf when only "never revert at the cap" is."""
+    return final_and_worst(null, target)[0]
+
+
+def final_and_worst(null: NullPass, target: float) -> tuple[float, float]:
+    """``final_level`` and the worst case over the grid of the gate it builds (the
+    early reverts alone when the level is +inf)."""
     stat = np.where(np.isfinite(null.stat), null.stat, -np.inf)
     order = np.argsort(-stat, kind="stable")
     s = stat[order]
@@ -79,11 +95,11 @@ def final_level(null: NullPass, target: float) -> float:
     ends = np.r_[s[:-1] - s[1:] > TIE * np.maximum(1.0, np.abs(s[1:])), True]
     ok = np.flatnonzero(at_most(worst, target) & ends & np.isfinite(s))
     if ok.size == 0:
-        return float("inf")
+        return float("inf"), float(null.interim.max())
     j = int(ok[-1])
     below = s[j + 1] if j + 1 < s.size and np.isfinite(s[j + 1]) else s[j] - 1.0
     # ``ends`` puts ``j`` at the end of its tie group, so ``below`` is in the next group
-    return float((s[j] + below) / 2.0)
+    return float((s[j] + below) / 2.0), float(worst[j])
 
 
 @dataclass(frozen=True)
@@ -97,7 +113,7 @@ class Calibration:
 
 def calibrate(
     null_pass: Callable[[float, np.ndarray], NullPass],
-    certify: Callable[[float, float], WorstCase] | None,
+    certify: Callable[[float, float, int], WorstCase] | None,
     alpha: float,
     grid: np.ndarray,
     revert_level: float,
@@ -106,12 +122,13 @@ def calibrate(
     """Boundaries with certified worst-case false revert <= alpha (module docstring).
 
     ``null_pass(revert_level, grid)``: the recursion with the cap undecided;
-    ``certify(revert_level, final_level)``: the worst case of the gate so built (None:
-    stop after step 1, calibrated on the grid only: what a design search uses).
-    ``start``: the result of step 1 on this grid at ``alpha`` (the uncertified
-    calibration, cached by the gate modules), which the first round then reuses.
+    ``certify(revert_level, final_level, max_points)``: the worst case of the gate so built,
+    refined within ``max_points`` (None: stop after step 1, calibrated on the grid only:
+    what a design search uses). ``start``: the result of step 1 on this grid at ``alpha``
+    (the uncertified calibration, cached by the gate modules), which the first round then
+    reuses.
     """
-    target = alpha
+    target, last = alpha, None
     for round_ in range(ROUNDS):
         if round_ == 0 and start is not None:
             revert_level, final = start.revert_level, start.final_level
@@ -119,12 +136,16 @@ def calibrate(
             null = null_pass(revert_level, grid)
             if not at_most(null.interim.max(), target):
                 revert_level, null = _raise_revert(null_pass, grid, revert_level, target)
-            final = final_level(null, target)
+            final, worst_here = final_and_worst(null, target)
+            if (revert_level, final) == last and np.isfinite(final):
+                target = min(target, worst_here * (1.0 - MARGIN))  # one lattice step up
+                final = final_level(null, target)
         if certify is None:
             return Calibration(revert_level, final, None)
-        worst = certify(revert_level, final)
+        worst = certify(revert_level, final, CERTIFY_POINTS)
         if worst.bound is not None and at_most(worst.bound, alpha):
             return Calibration(revert_level, final, worst)
+        last = (revert_level, final)
         top = np.argsort(worst.value)[-GRID_ADDS:]
         grid = np.union1d(grid, worst.p0[np.union1d(top, np.flatnonzero(worst.value > target))])
         if worst.worst <= target:  # no grid point over target: the bound's slack is the excess

@@ -57,7 +57,6 @@ from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 ESTIMATES = ("plugin", "ml")
 CALIBRATION_POINTS = 41
-CERTIFY_POINTS = 3000
 
 
 @dataclass(frozen=True)
@@ -229,9 +228,9 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
         res = mixture.ledger_curve(masses, grid, grid)
         return NullPass(grid, res.revert, stat.ravel(), masses.residual.ravel(), total, n0 + t)
 
-    def certify(revert_level: float, final: float):
+    def certify(revert_level: float, final: float, max_points: int):
         gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": final})
-        return worst_case(gate, 0.0, n0, rng, target=gate.alpha, max_points=CERTIFY_POINTS)
+        return worst_case(gate, 0.0, n0, rng, target=gate.alpha, max_points=max_points)
 
     return calibrate(
         null_pass,

@@ -339,7 +339,6 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, Gate):
 
 
 CALIBRATION_POINTS = 41
-CERTIFY_POINTS = 3000
 
 
 def grid_calibrated(**params: object) -> TwoSampleGate:
@@ -366,9 +365,9 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
         obs = lat.max_runs + lat.prior_runs(lat.max_runs)
         return NullPass(grid, res.revert, lam.ravel(), masses.residual.ravel(), total, obs)
 
-    def certify(revert_level: float, final: float):
+    def certify(revert_level: float, final: float, max_points: int):
         gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": final})
-        return worst_case(gate, 0.0, gate.ledger, rng, target=gate.alpha, max_points=CERTIFY_POINTS)
+        return worst_case(gate, 0.0, gate.ledger, rng, target=gate.alpha, max_points=max_points)
 
     return calibrate(
         null_pass,

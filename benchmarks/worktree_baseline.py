@@ -1,0 +1,63 @@
+"""A former commit beside this checkout in one benchmark run: the shared helper of the
+benchmarks that measure a speed-up side by side (``bench_simulators``' loop,
+``bench_gates``' design questions).
+
+``baseline_tree(commit)`` checks ``commit`` out into a temporary detached git worktree
+(``git worktree add --detach``) and removes it afterwards, whatever happens (try/finally);
+it yields None when the commit cannot be checked out (no git, a shallow clone), so the
+benchmark reports NaN for the baseline instead of failing. ``run_json(root, code, args)``
+runs ``code`` in a fresh interpreter (this one's executable) with the packages of
+checkout ``root`` first on the path (``PYTHONPATH`` and the working directory) and returns
+the JSON object it prints last: the same code, measured on both trees in turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+"""This checkout."""
+ONE_CORE = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""Environment of a subprocess measured on one core (BLAS would otherwise add threads)."""
+
+
+@contextmanager
+def baseline_tree(commit: str) -> Iterator[Path | None]:
+    """A temporary worktree of ``commit`` (None if it cannot be checked out), removed after."""
+    with tempfile.TemporaryDirectory(prefix="procmem-baseline-") as tmp:
+        tree = Path(tmp) / "tree"
+        try:
+            added = subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), commit],
+                capture_output=True, text=True,
+            )  # fmt: skip
+        except OSError as err:  # no git
+            print(f"baseline {commit} not checked out: {err}")
+            yield None
+            return
+        if added.returncode != 0:
+            print(f"baseline {commit} not checked out: {added.stderr.strip()}")
+            yield None
+            return
+        try:
+            yield tree
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                           capture_output=True)  # fmt: skip
+
+
+def run_json(root: Path, code: str, args: list[str], env: dict[str, str] | None = None) -> dict:
+    """The JSON object printed last by ``python -c code *args`` run in a fresh interpreter
+    with checkout ``root``'s packages (``PYTHONPATH=root``, cwd ``root``); ``env`` is added
+    to the environment."""
+    full = {**os.environ, **(env or {}), "PYTHONPATH": str(root)}
+    cmd = [sys.executable, "-c", code, *args]
+    out = subprocess.run(cmd, cwd=root, env=full, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
