@@ -26,6 +26,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from experiments.identity import SCENARIO_TASK
 from experiments.stores import check_experiment_name
 from procmem_core.errors import (
     ParameterError,
@@ -40,17 +41,9 @@ from procmem_core.quarantine import make_quarantine_policy
 from simulators import CHANNELS, SCENARIOS, Feedback, UserPopulation
 from simulators.scenarios.base import Budget
 
-SCENARIO_TASK = "scenario"
 PROGRESS_MODES = ("auto", "on", "off")
 FILTER_KEYS = tuple(f.name for f in dataclasses.fields(PromptFilter))
 """Keys of the ``rule`` group that belong to the prompt filter (threshold, limit)."""
-
-
-def label(cfg: DictConfig) -> str:
-    """The scenario name for scenario jobs, else the task name."""
-    if cfg.task == SCENARIO_TASK:
-        return str(cfg.scenario.name)
-    return str(cfg.task)
 
 
 def node_of(cfg: DictConfig | Mapping[str, Any], key: str) -> dict[str, Any] | None:
@@ -136,10 +129,16 @@ def scenario_class(cfg: DictConfig | Mapping[str, Any]) -> type:
 
 def used_groups(cfg: DictConfig | Mapping[str, Any]) -> tuple[str, ...]:
     """The config groups a job reads: its scenario's inputs, or its task's ``GROUPS``."""
-    if cfg.get("task") == SCENARIO_TASK:
-        inputs = scenario_class(cfg).inputs.values()
-        return tuple(sorted({source.partition(".")[0] for source in inputs}))
-    return tuple(getattr(task_module(str(cfg.get("task"))), "GROUPS", ()))
+    task = str(cfg.get("task"))
+    return groups_read(task, scenario_class(cfg) if task == SCENARIO_TASK else None)
+
+
+def groups_read(task: str, cls: type | None) -> tuple[str, ...]:
+    """The groups a job of ``task`` reads: those the scenario class ``cls`` declares in
+    ``inputs`` (sorted), or, for another task, its module's ``GROUPS``."""
+    if task == SCENARIO_TASK and cls is not None:
+        return tuple(sorted({source.partition(".")[0] for source in cls.inputs.values()}))
+    return tuple(getattr(task_module(task), "GROUPS", ()))
 
 
 def _inputs(cfg: DictConfig | Mapping[str, Any], cls: type) -> tuple[dict, dict]:
@@ -225,7 +224,14 @@ def budget_of(cfg: DictConfig | Mapping[str, Any]) -> Budget:
 
 
 def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
-    """Check every value of a job's config; return the scenario (None for other tasks).
+    """Check every value of a job's config; return the scenario (None for other tasks):
+    ``validate_job`` without the budget."""
+    return validate_job(cfg)[0]
+
+
+def validate_job(cfg: DictConfig | Mapping[str, Any]) -> tuple[Any, Budget]:
+    """Check every value of a job's config; return ``(scenario, budget)`` (the scenario
+    None for other tasks; ``budget``: ``budget_of``).
 
     A task module may define ``validate_config(cfg)`` (raising ``ParameterError``) to have
     its own keys checked here too, before any run exists. Raises ``ParameterError``
@@ -250,10 +256,10 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Any:
         check = getattr(task_module(task), "validate_config", None)
         if check is not None:  # the task's own keys (e.g. llm_replay's llm and replay)
             check(cfg)
-        return None
+        return None, budget
     scenario = build_scenario(cfg)
     try:
         scenario.check_budget(budget)
     except ParameterError as exc:
         raise ParameterError(f"scenario.{exc.field}", exc.value, exc.allowed) from None
-    return scenario
+    return scenario, budget

@@ -48,7 +48,6 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, read_write
 
 from experiments import tracking as tr
-from experiments.build import label
 from experiments.identity import git_commit, package_versions, varying_keys
 from experiments.plan import (
     PlannedJob,
@@ -61,6 +60,7 @@ from experiments.plan import (
 )
 from experiments.progress import SweepProgress
 from experiments.search import check_search, is_search, jobs_from_children, search_vary
+from experiments.spec import ADDED_PREFIX, own_overrides
 from experiments.stores import announce_new, check_uri, uri_source
 from experiments.summary import print_summary
 
@@ -69,9 +69,6 @@ SWEEP_STATUS = {"exit": 0}
 
 ACTIVE: list[SweepTracking] = []
 """The sweeps this process has open (``experiments.run.cli`` closes them on a stop)."""
-
-ADDED_PREFIX = "++tracking."
-"""Overrides the callback adds to every job (left out of what the runs show as theirs)."""
 
 
 @dataclass
@@ -101,11 +98,6 @@ def job_overrides(uri: str, parent_id: str, vary: list[str]) -> list[str]:
     ]
 
 
-def own_overrides(overrides: list[str]) -> list[str]:
-    """The overrides without the ones the callback added."""
-    return [o for o in overrides if not o.startswith(ADDED_PREFIX)]
-
-
 class SweepTracking(Callback):
     """Opens the parent run at multirun start and closes it at multirun end."""
 
@@ -133,7 +125,7 @@ class SweepTracking(Callback):
         search = is_search(config)  # a search's trials are not known before it runs
         if search:
             check_search(config)
-        jobs = [] if search else planned_jobs(config, label)  # checked before the store
+        jobs = [] if search else planned_jobs(config)  # checked before the store
         new_store = check_uri(tracker.uri, uri_source(configured))
         check_writable(Path(str(config.hydra.sweep.dir)))
         if new_store:

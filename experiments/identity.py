@@ -9,6 +9,9 @@ it is the same whatever the launcher, the job order, the output folder or the ma
 The job's seed is drawn from ``numpy.random.SeedSequence([seed, *hash words])``: the
 configured seed and the config hash together, never the job number (docs/statistics.md,
 "Monte Carlo hygiene").
+
+Everything here is a function of plain data (``job_container`` turns a config into it):
+``experiments.spec`` reads a job's config once and calls these to build its ``JobSpec``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from simulators.scenarios.base import unset_phrase
 
 RUN_CONTROL_KEYS = ("resume", "progress", "tracking", "budget", "workers")
 """Top-level keys that change how a job runs, not what it computes (left out of the hash)."""
+
+SCENARIO_TASK = "scenario"
+"""The task of a job that runs a scenario (``experiments.build`` names the others)."""
 
 PARAM_VALUE_LIMIT = 6000
 """MLflow's longest param value; longer values are cut (the full config is an artifact)."""
@@ -53,26 +59,25 @@ HASHED_WHEN_SET = (("users", "world"), ("feedback", "informative_missing"))
 one (a fitted world, a feedback channel) keeps every existing job's identity and seed."""
 
 
-def identity_container(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
-    """The part of the config that determines the job's numbers: the task, the seed, the
-    ``scenario`` node and the groups the job reads (``experiments.build.used_groups``);
-    a group the job does not read cannot change its numbers, so it is left out."""
-    from experiments.build import SCENARIO_TASK, used_groups
-
-    data = job_container(cfg)
+def identity_of(config: Mapping[str, Any], groups: Sequence[str]) -> dict[str, Any]:
+    """The part of a job's plain config (``job_container``) that determines its numbers:
+    the task, the seed, the ``scenario`` node (for a scenario job) and the ``groups`` it
+    reads (``experiments.build.groups_read``); a group the job does not read cannot
+    change its numbers, so it is left out."""
+    data = dict(config)
     for group, key in HASHED_WHEN_SET:  # unset: the job hashes as before the node existed
         node = data.get(group)
         if isinstance(node, dict) and node.get(key) is None:
             data[group] = {k: v for k, v in node.items() if k != key}
-    keep = {"task", "seed", *used_groups(cfg)}
+    keep = {"task", "seed", *groups}
     if data.get("task") == SCENARIO_TASK:
         keep.add("scenario")
     return {k: v for k, v in data.items() if k in keep and k not in RUN_CONTROL_KEYS}
 
 
-def config_hash(cfg: DictConfig | Mapping[str, Any]) -> str:
-    """16 hex digits of SHA-256 over the identity config as sorted, compact JSON."""
-    text = json.dumps(identity_container(cfg), sort_keys=True, separators=(",", ":"), default=str)
+def digest(identity: Mapping[str, Any]) -> str:
+    """The config hash: 16 hex digits of SHA-256 over ``identity`` as sorted, compact JSON."""
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

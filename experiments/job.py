@@ -2,15 +2,18 @@
 
 A job's life (each step before the next):
 
-1. validate every config value (``experiments.build.validate``) - no run exists yet;
-2. derive the config hash and the job's seed (``experiments.identity``);
-3. a single run checks the tracking URI (a sweep's main process did) and fails the
-   orphans of killed runs; with ``resume=true``, stop if a FINISHED run with the same
-   hash is in the experiment;
-4. open the MLflow run (a child of the sweep's parent run ``tracking.parent`` in ``-m``
+1. read the config once into a validated, frozen ``JobSpec`` (``experiments.spec``):
+   every value checked, the scenario built, the config hash, the job's seed, the run's
+   params, name and tags, its tracking target - no run exists yet; nothing after this
+   step reads the config;
+2. (``run_spec``, from the spec alone) a single run checks the tracking URI (a sweep's
+   main process did) and fails the orphans of killed runs; with ``resume=true``, stop if
+   a FINISHED run with the same hash is in the experiment;
+3. open the MLflow run (a child of the sweep's parent run ``tracking.parent`` in ``-m``
    mode) with its tags and a name that says what it is (``gate: SPRT, ledger size 20``);
-5. run: a scenario (``scenario.run(job_seed)``) or a task (``experiments.<task>.run_task``);
-6. write ``config.yaml``, ``tables/<name>.parquet`` and ``figures/*.png`` into
+4. run: a scenario (``spec.scenario.run(spec.job_seed)``) or a task
+   (``experiments.tasks.<task>.run_task``, given ``spec.task_config``);
+5. write ``config.yaml``, ``tables/<name>.parquet`` and ``figures/*.png`` into
    ``<job dir>/artifacts`` beside whatever the task wrote there, log params and metrics
    in one batch (curves such as the OC curve also as stepped metrics) and the folder in
    one upload, and mark the run FINISHED.
@@ -33,6 +36,7 @@ import logging
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,39 +44,16 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import tracking as tr
-from experiments.build import label, task_module, validate
 from experiments.figures import scenario_figures
-from experiments.identity import (
-    config_hash,
-    flatten,
-    git_commit,
-    identity_container,
-    job_container,
-    job_seed,
-    run_name,
-)
 from experiments.progress import chunk_progress
+from experiments.spec import JobContext, JobSpec, build_spec
 from experiments.stopping import Stopped
 from experiments.stores import announce_new, check_uri, uri_source
 from experiments.summary import print_single
-from procmem_core.errors import ParameterError
-from simulators.parallel import available_cores, chunk_workers
+from simulators.parallel import chunk_workers
 from simulators.result import ScenarioResult
-from simulators.scenarios.base import unset_phrase
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class JobContext:
-    """Where and how a job runs (from Hydra's runtime config, or set by a benchmark)."""
-
-    out_dir: Path
-    multirun: bool = False
-    sweep_dir: str | None = None
-    job_num: int = 0
-    overrides: list[str] = field(default_factory=list)
-    concurrent_jobs: int = 1
 
 
 @dataclass
@@ -89,104 +70,19 @@ class JobOutcome:
     figure_seconds: float = 0.0
 
 
-def parent_run(cfg: DictConfig) -> str:
-    """The sweep's parent run, which the sweep's main process passes to every job as
-    ``tracking.parent`` (``experiments.callbacks.SweepTracking``)."""
-    parent = OmegaConf.select(cfg, "tracking.parent")
-    if not parent:
-        raise RuntimeError(
-            "tracking.parent is not set: a sweep's jobs get it from the sweep callback "
-            "(hydra.callbacks.tracking: experiments.callbacks.SweepTracking)"
-        )
-    return str(parent)
-
-
-SHOWN_OVERRIDES = ("experiment=", "tracking.", "++tracking.", "hydra", "progress=", "resume=")
-
-
-def job_name(cfg: DictConfig, ctx: JobContext, params: dict[str, str]) -> str:
-    """The run's name: what tells it apart from the other jobs of its sweep (the keys the
-    sweep callback passes as ``tracking.vary``), or, for a single run, the values given
-    on the command line."""
-    vary = OmegaConf.select(cfg, "tracking.vary")
-    if vary is None:
-        keys = [o.split("=", 1)[0].lstrip("+~") for o in ctx.overrides if "=" in o]
-        vary = [k for k in keys if not k.startswith(SHOWN_OVERRIDES)]
-    return run_name(label(cfg), params, list(vary))
-
-
-def run_tags(cfg: DictConfig, ctx: JobContext, digest: str, seed: int) -> dict[str, str]:
-    from experiments.callbacks import own_overrides
-    from experiments.identity import package_versions
-
-    commit, dirty = git_commit()
-    return {
-        tr.TAG_ROLE: "child" if ctx.multirun else "single",
-        tr.TAG_HASH: digest,
-        tr.TAG_SCENARIO: label(cfg),
-        "procmem.task": str(cfg.task),
-        tr.TAG_SEED: str(cfg.seed),
-        tr.TAG_JOB_SEED: str(seed),
-        tr.TAG_PRESET: str(cfg.tracking.experiment),
-        tr.TAG_OVERRIDES: " ".join(own_overrides(ctx.overrides)),
-        "procmem.job_num": str(ctx.job_num),
-        tr.TAG_COMMIT: commit,
-        "procmem.git_dirty": str(dirty).lower(),
-        "procmem.versions": package_versions(),
-        **unset_tags(cfg),
-    }
-
-
-def unset_tags(cfg: DictConfig) -> dict[str, str]:
-    """``procmem.<field>``: what an unset scenario field means, in words, where the
-    scenario says (``unset_phrase``: an unset ``ledger_size`` is ``p0 known``), so a run
-    whose params read ``gate.prior=plugin, scenario.ledger_size=None`` says what it is."""
-    node = OmegaConf.select(cfg, "scenario")
-    if not isinstance(node, DictConfig):
-        return {}
-    out = {}
-    for key in node:
-        words = unset_phrase(str(key)) if node.get(key) is None else None
-        if words is not None:
-            out[f"procmem.{key}"] = words
-    return out
-
-
-def job_workers(setting: Any, concurrent_jobs: int = 1) -> int:
-    """Processes a job spreads its chunks over: ``workers`` (an integer, or ``auto``: the
-    cores the job was given, i.e. this process's cores over the jobs that run at once).
-    The numbers do not depend on it (``simulators.parallel``)."""
-    if str(setting) == "auto":
-        return max(1, available_cores() // max(1, concurrent_jobs))
-    try:
-        value = int(str(setting))
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ParameterError("workers", setting, "auto or an integer >= 1")
-    return value
-
-
 def execute(
-    cfg: DictConfig,
-    scenario: Any,
-    seed: int,
-    ctx: JobContext,
-    tracker: tr.Tracker | None = None,
-    run_id: str | None = None,
+    spec: JobSpec, ctx: JobContext, tracker: tr.Tracker | None = None, run_id: str | None = None
 ) -> ScenarioResult:
     """Run the scenario (with a progress bar over chunks, for a single run: a sweep shows
     its own progress) or the task's ``run_task`` (given the job's ``tracker`` and
     ``run_id`` too when the task module sets ``WANTS_RUN``: the live loop logs traces)."""
-    if scenario is not None:
-        workers = job_workers(cfg.get("workers", "auto"), ctx.concurrent_jobs)
-        mode = "off" if ctx.multirun else str(cfg.progress)
-        with chunk_progress(mode, label(cfg)), chunk_workers(workers):
-            return scenario.run(seed)
-    module = task_module(str(cfg.task))
+    if spec.scenario is not None:
+        with chunk_progress(spec.progress, spec.label), chunk_workers(spec.workers):
+            return spec.scenario.run(spec.job_seed)
+    module = spec.task_module
     if getattr(module, "WANTS_RUN", False):
-        return module.run_task(cfg, ctx.out_dir, tracker=tracker, run_id=run_id)
-    return module.run_task(cfg, ctx.out_dir)
+        return module.run_task(spec.task_config, ctx.out_dir, tracker=tracker, run_id=run_id)
+    return module.run_task(spec.task_config, ctx.out_dir)
 
 
 STEPPED = {"operating_points": ("true_drop", 1000, ("revert_rate", "revert_rate_exact"))}
@@ -208,11 +104,12 @@ def stepped_metrics(result: ScenarioResult) -> list[tuple[str, float, int]]:
     return out
 
 
-def write_artifacts(cfg: DictConfig, result: ScenarioResult, folder: Path) -> None:
-    """``config.yaml`` and ``tables/<name>.parquet`` into ``folder``."""
+def write_artifacts(config: Mapping[str, Any], result: ScenarioResult, folder: Path) -> None:
+    """``config.yaml`` (the job's resolved ``config``) and ``tables/<name>.parquet`` into
+    ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.yaml").write_text(
-        OmegaConf.to_yaml(job_container(cfg), sort_keys=False), encoding="utf-8"
+        OmegaConf.to_yaml(dict(config), sort_keys=False), encoding="utf-8"
     )
     if result.tables:
         (folder / "tables").mkdir(exist_ok=True)
@@ -221,34 +118,35 @@ def write_artifacts(cfg: DictConfig, result: ScenarioResult, folder: Path) -> No
 
 
 def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
-    """Validate, resume-check, run and log one job; see the module docstring."""
+    """Read ``cfg`` once into a ``JobSpec`` (validated: a bad value raises before any
+    work), then ``run_spec``; see the module docstring."""
     start = time.perf_counter()
-    scenario = validate(cfg)
-    digest = config_hash(cfg)
-    seed = job_seed(int(cfg.seed), digest)
-    configured = OmegaConf.select(cfg, "tracking.uri")
-    tracker = tr.Tracker(str(cfg.tracking.experiment), configured)
-    outcome = JobOutcome("finished", digest)
+    spec = build_spec(cfg, ctx)
+    return run_spec(spec, ctx, start)
+
+
+def run_spec(spec: JobSpec, ctx: JobContext, start: float | None = None) -> JobOutcome:
+    """Resume-check, run and log one job from its spec alone (``start``: when the job
+    began, for ``total_seconds``)."""
+    start = time.perf_counter() if start is None else start
+    target = spec.tracking
+    tracker = tr.Tracker(target.experiment, target.uri)
+    outcome = JobOutcome("finished", spec.config_hash)
     if not ctx.multirun:  # a sweep's main process checked the store and reaped orphans
-        if check_uri(tracker.uri, uri_source(configured)):
+        if check_uri(tracker.uri, uri_source(target.uri)):
             announce_new(tracker.uri)
         tracker.reap_orphans()
-    if cfg.resume and _already_finished(tracker, outcome):
+    if spec.resume and _already_finished(tracker, outcome):
         outcome.tracking_seconds = tracker.seconds
         outcome.total_seconds = time.perf_counter() - start
         return outcome
-    tags = run_tags(cfg, ctx, digest, seed)
-    if ctx.multirun:
-        tags[tr.TAG_PARENT] = parent_run(cfg)
-    params = flatten(identity_container(cfg) | {"resume": cfg.resume})
-    name = job_name(cfg, ctx, params)
-    run_id = tracker.start_run(name, tags)
+    run_id = tracker.start_run(spec.name, dict(spec.tags))
     outcome.run_id = run_id
     try:
-        _run_and_log(cfg, scenario, seed, ctx, tracker, run_id, params, outcome)
+        _run_and_log(spec, ctx, tracker, run_id, outcome)
     except Exception:
         outcome.status = "failed"
-        _log_failure(ctx, tracker, run_id, params, name)
+        _log_failure(ctx, tracker, run_id, dict(spec.params), spec.name)
         if not ctx.multirun:
             raise
     except BaseException as exc:
@@ -260,7 +158,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> JobOutcome:
         outcome.tracking_seconds = tracker.seconds
         outcome.total_seconds = time.perf_counter() - start
     if not ctx.multirun:
-        print_single(run_id, name, outcome, tracker)
+        print_single(run_id, spec.name, outcome, tracker)
     return outcome
 
 
@@ -275,27 +173,22 @@ def _already_finished(tracker: tr.Tracker, outcome: JobOutcome) -> bool:
 
 
 def _run_and_log(
-    cfg: DictConfig,
-    scenario: Any,
-    seed: int,
-    ctx: JobContext,
-    tracker: tr.Tracker,
-    run_id: str,
-    params: dict,
-    outcome: JobOutcome,
+    spec: JobSpec, ctx: JobContext, tracker: tr.Tracker, run_id: str, outcome: JobOutcome
 ) -> None:
     """Run the job, write its artifacts (and figures) and log them to ``run_id``."""
     folder = ctx.out_dir / "artifacts"
-    result = execute(cfg, scenario, seed, ctx, tracker, run_id)
+    result = execute(spec, ctx, tracker, run_id)
     t0 = time.perf_counter()
-    write_artifacts(cfg, result, folder)
+    write_artifacts(spec.config, result, folder)
     t1 = time.perf_counter()
-    if cfg.tracking.figures:
+    if spec.tracking.figures:
         scenario_figures(result, folder / "figures")
     outcome.figure_seconds = time.perf_counter() - t1
     outcome.artifact_seconds = t1 - t0
     outcome.metrics = dict(result.metrics)
-    tracker.log(run_id, params=params, metrics=result.metrics, steps=stepped_metrics(result))
+    tracker.log(
+        run_id, params=dict(spec.params), metrics=result.metrics, steps=stepped_metrics(result)
+    )
     tracker.log_artifacts(run_id, folder)
     tracker.finish(run_id, "FINISHED")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,15 +18,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.build import validate
-from experiments.identity import (
-    ROOT,
-    config_hash,
-    flatten,
-    identity_container,
-    run_name,
-    varying_keys,
-)
+from experiments.identity import ROOT, flatten, run_name, varying_keys
+from experiments.spec import JobSpec, build_spec
 from procmem_core.errors import ParameterError, check_int
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -42,7 +34,7 @@ class PlannedJob:
     overrides: list[str]
     config_hash: str
     label: str  # the scenario or task name
-    params: dict[str, str]  # the flattened identity (what the run logs as params)
+    params: dict[str, str]  # the flattened identity (``identity.flatten(JobSpec.identity)``)
     skipped_by: str | None = None  # the finished run that makes resume skip it
     name: str = ""  # the run's name (``identity.run_name``)
     status: str = "planned"  # then finished, failed, skipped or missing
@@ -72,8 +64,10 @@ def sweep_overrides(config: DictConfig) -> list[list[str]]:
     return BasicSweeper.split_arguments(parsed, None)[0]
 
 
-def plan_jobs(config: DictConfig) -> list[tuple[list[str], DictConfig]]:
-    """Compose and validate every job's config; raise on the first invalid one.
+def plan_jobs(config: DictConfig) -> list[tuple[list[str], JobSpec]]:
+    """Compose every job's config and build its ``JobSpec`` (``experiments.spec``: the
+    values checked, the identity derived, as the job itself will); raise on the first
+    invalid one.
 
     Hydra composes a job from the defaults list (group choices such as ``gate=margin``)
     and then applies the value overrides (``gate.alpha=0.1``) to the result. Composing is
@@ -103,15 +97,15 @@ def plan_jobs(config: DictConfig) -> list[tuple[list[str], DictConfig]]:
         job_cfg = copy.deepcopy(composed[choice])
         try:
             ConfigLoaderImpl._apply_overrides_to_config(values, job_cfg)
-            validate(job_cfg)
+            spec = build_spec(job_cfg)
         except ParameterError as exc:
             where = f"{exc.allowed} (sweep job: {' '.join(overrides) or 'no overrides'})"
             raise ParameterError(exc.field, exc.value, where) from None
-        planned.append((list(overrides), job_cfg))
+        planned.append((list(overrides), spec))
     return planned
 
 
-def planned_jobs(config: DictConfig, label_of: Callable[[DictConfig], str]) -> list[PlannedJob]:
+def planned_jobs(config: DictConfig) -> list[PlannedJob]:
     """``plan_jobs`` as ``PlannedJob`` records; refuses a sweep that expands to no job."""
     planned = plan_jobs(config)
     if not planned:
@@ -123,10 +117,9 @@ def planned_jobs(config: DictConfig, label_of: Callable[[DictConfig], str]) -> l
             "a sweep of at least one job; these values expand to none (an empty range?)",
         )
     jobs = []
-    for num, (overrides, cfg) in enumerate(planned):
-        digest = config_hash(cfg)
-        params = flatten(identity_container(cfg))
-        jobs.append(PlannedJob(num, overrides, digest, label_of(cfg), params))
+    for num, (overrides, spec) in enumerate(planned):
+        params = flatten(spec.identity)
+        jobs.append(PlannedJob(num, overrides, spec.config_hash, spec.label, params))
     vary = varying_keys([(job.label, job.params) for job in jobs])
     for job in jobs:
         job.name = run_name(job.label, job.params, vary)

@@ -35,15 +35,12 @@ def quickstart_cases() -> list[str]:
 def run_case(case: str, job_seed: int | None = None) -> dict[str, Any]:
     """Compose ``experiment=quickstart case=<case>``, run it at its job seed (or the given
     one) and return ``{"job_seed", "metrics"}``."""
-    from experiments.build import validate
-    from experiments.identity import config_hash
-    from experiments.identity import job_seed as derive_seed
     from experiments.run import compose_job
+    from experiments.spec import build_spec
 
-    cfg = compose_job("quickstart", [f"case={case}"])
-    scenario = validate(cfg)
-    seed = derive_seed(int(cfg.seed), config_hash(cfg)) if job_seed is None else job_seed
-    result = scenario.run(seed)
+    spec = build_spec(compose_job("quickstart", [f"case={case}"]))
+    seed = spec.job_seed if job_seed is None else job_seed
+    result = spec.scenario.run(seed)
     return {"job_seed": seed, "metrics": {k: float(v) for k, v in result.metrics.items()}}
 
 

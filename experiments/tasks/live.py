@@ -36,7 +36,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from experiments.build import build_group, node_of
-from experiments.identity import ROOT, config_hash
+from experiments.identity import ROOT
 from experiments.live.graph_memory import GraphMemory
 from experiments.live.journal import Journal, sessions_frame
 from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
@@ -45,6 +45,7 @@ from experiments.live.revisions import REVISE_EVERY, REVISION_COLUMNS
 from experiments.live.session import Endpoint, TokenBudget
 from experiments.live.tasks import Task, load_tasks
 from experiments.live.traces import NullTracer, SessionTracer
+from experiments.spec import config_hash
 from experiments.tasks.llm_replay import _llm_settings
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.flat import BASE_PROMPT, DEFAULT_LIMIT, DEFAULT_RULE, DEFAULT_THRESHOLD

@@ -22,9 +22,10 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
 from experiments.figures import draw_logged
-from experiments.identity import flatten, identity_container
+from experiments.identity import flatten
 from experiments.job import JobContext, run_job
 from experiments.run import compose_job as compose_config
+from experiments.spec import identity_container
 from procmem_core.errors import ParameterError
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())

@@ -16,8 +16,9 @@ from omegaconf import OmegaConf
 from experiments import stores as tr_stores
 from experiments import tracking as tr
 from experiments.figures import scenario_figures
-from experiments.identity import PARAM_VALUE_LIMIT, config_hash, flatten, job_seed
+from experiments.identity import PARAM_VALUE_LIMIT, flatten, job_seed
 from experiments.progress import SweepProgress, chunk_progress
+from experiments.spec import config_hash
 from experiments.summary import print_summary, summary_table
 from simulators import SCENARIOS
 from simulators.replication import CHUNK_LISTENER
@@ -290,8 +291,8 @@ def test_a_single_run_prints_its_id_status_metrics_and_report_command(capsys):
 def test_a_gate_run_without_a_ledger_is_tagged_p0_known():
     """Its params read gate.prior=plugin and scenario.ledger_size=None; the tag says what
     that is, and a run with a ledger gets no such tag."""
-    from experiments.job import unset_tags
     from experiments.run import compose_job
+    from experiments.spec import unset_tags
 
     assert unset_tags(compose_job("quickstart", ["case=gate_sprt"])) == {
         "procmem.ledger_size": "p0 known"

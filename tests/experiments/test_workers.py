@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from experiments.build import validate
-from experiments.identity import config_hash
-from experiments.job import job_workers
 from experiments.run import compose_job
+from experiments.spec import config_hash, job_workers
 from procmem_core.errors import ParameterError
 from simulators.parallel import available_cores
 
