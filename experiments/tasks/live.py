@@ -1,7 +1,8 @@
 """The live loop as an experiment task (``task: live``, preset ``experiment=live``).
 
 Reads the ``live`` group (tasks, sessions, memory, explore_rate, extract_every,
-concurrency, seed, budget, cache, judge, extractor, journal, agent, namespace), the
+concurrency, seed, budget, cache, judge, extractor, journal, agent, namespace,
+revise_every, revision_step), the
 ``llm`` group (the agent's endpoint) and the ``rule`` group (the flat rule and prompt
 filter). Every value is checked, and the task file read, before any run exists
 (``validate_config``); the token estimate must fit ``live.budget.tokens``. At the start
@@ -41,6 +42,7 @@ from experiments.live.graph_memory import GraphMemory
 from experiments.live.journal import Journal, sessions_frame
 from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
 from experiments.live.memory import FlatMemory
+from experiments.live.reflect import REVISION_STEPS, ReflectionStep
 from experiments.live.revisions import REVISE_EVERY, REVISION_COLUMNS
 from experiments.live.session import Endpoint, TokenBudget
 from experiments.live.tasks import Task, load_tasks
@@ -83,6 +85,7 @@ class LiveSettings:
     reply_tokens: int
     estimate: int
     revise_every: int = REVISE_EVERY
+    revision_step: str = "reflection"
 
 
 def _role(agent: dict[str, Any], node: Any, key: str) -> dict[str, Any]:
@@ -150,6 +153,9 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
         threshold=threshold, limit=limit, reply_tokens=reply, estimate=estimate,
         revise_every=check_int(
             "live.revise_every", live.get("revise_every", REVISE_EVERY), minimum=1
+        ),
+        revision_step=check_choice(
+            "live.revision_step", live.get("revision_step", "reflection"), REVISION_STEPS
         ),
     )  # fmt: skip
 
@@ -240,6 +246,8 @@ def run_task(
             tracker.log(run_id, steps=_steps(records))
 
     with _endpoints(settings) as (agent, extractor, judge):
+        if isinstance(memory, GraphMemory) and settings.revision_step == "reflection":
+            memory.steps = ReflectionStep(extractor, tracer, budget)
         loop = LiveLoop(
             settings.loop, settings.tasks, memory, agent, extractor, judge, journal, tracer,
             on_round,

@@ -55,7 +55,15 @@ def test_a_live_graph_run_proposes_revisions_that_the_gate_decides_and_the_log_r
     ]
     stored = {p["key"]: p for p in procs}
     assert stored[FD]["revision"] == 3
-    assert stored[FD]["steps"][2].startswith(LESSON) and "emergency fund" in stored[FD]["steps"][2]
+    # its new step is the offline model's reflection on the failed runs' check, read back
+    # from the HTTP reply (journaled with session 9), not the checker's lesson
+    step = stored[FD]["steps"][2]
+    assert step == "Make the reply match the pattern \\A[^\\n]*emergency fund"
+    assert not step.startswith(LESSON)
+    journal = (tmp_path / "full" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    ninth = json.loads(journal[9])
+    assert ninth["reflections"][f"{FD}@1"]["step"] == step
+    assert [c["purpose"] for c in ninth["calls"]].count("revision") == 1
     runs = logs["runs"]
     fd = runs[runs["key"] == FD]
     # revision 1 failed both its runs; revision 2 passed 3 of its 9 (no drop: accepted)
@@ -95,7 +103,9 @@ def test_a_resumed_graph_run_proposes_and_logs_what_an_uninterrupted_one_does(tm
     cut.parent.mkdir()
     # rounds of 5: six whole rounds (after both first proposals) and a torn seventh
     cut.write_text("\n".join(journal[:33]) + "\n" + journal[33][:40], encoding="utf-8")
-    _, _, metrics = run(tmp_path, "cut", [*offline(tmp_path, "cut", *GRAPH), "resume=true"])
+    # resumed at concurrency 1 (the full run's is 2): the same logs either way
+    one = [*GRAPH[:-1], "live.concurrency=1", "resume=true"]
+    _, _, metrics = run(tmp_path, "cut", offline(tmp_path, "cut", *one))
     assert metrics["n_resumed"] == 30
     assert metrics["revisions_proposed"] == 3 and metrics["revisions_decided"] == 1
     full, resumed = artifacts(tmp_path, "full"), artifacts(tmp_path, "cut")
