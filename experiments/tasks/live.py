@@ -15,7 +15,9 @@ The job's MLflow run (passed by ``experiments.job``) gets one trace per session
 (the session log schema), ``procedures.json``, ``confidence.csv``, ``journal.jsonl`` and,
 for the graph memory, ``runs.csv`` (the store's runs in the log's runs schema) and
 ``revisions.csv`` (its revisions and the gate's verdicts, the log's revisions schema)
-and ``pack_log.csv`` (the store's pack log, ``ProcedureStore.pack_log``).
+and ``pack_log.csv`` (the store's pack log, ``ProcedureStore.pack_log``). A run that
+finishes also gets ``lifts.csv`` (and the table ``lifts``): ``experiments.analyze``'s
+lifts of its ``sessions.csv`` (``log_lifts``), which the report's live section reads.
 A budget spent or a call failing for good writes all of them for the sessions done, then
 raises, so the run is FAILED with the reason and keeps every session. docs/live.md.
 """
@@ -36,6 +38,7 @@ import openai
 import pandas as pd
 from omegaconf import DictConfig
 
+from experiments.analyze import log_lifts
 from experiments.build import build_group, node_of
 from experiments.identity import ROOT, config_hash
 from experiments.live.graph_memory import GraphMemory
@@ -257,7 +260,11 @@ def run_task(
         finally:
             _write_artifacts(art, loop, settings, journal)
             memory.close()
-    return _result(loop, settings, budget)
+    result = _result(loop, settings, budget)
+    lifts = log_lifts(art)  # the analysis's own lifts.csv of this run's sessions.csv
+    lifts.to_csv(art / "lifts.csv", index=False)
+    result.tables["lifts"] = lifts
+    return result
 
 
 def make_memory(cfg: DictConfig, settings: LiveSettings) -> Any:

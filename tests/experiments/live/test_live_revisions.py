@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import mlflow
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
@@ -123,6 +124,21 @@ def test_the_revisions_reach_mlflow_and_replay_from_the_run(tmp_path, tracking_s
     assert data.params["live.revise_every"] == "10"
     assert (data.metrics["revisions_proposed"], data.metrics["revisions_decided"]) == (3, 1)
     assert data.metrics["revisions_accepted"] == 1
+    # each reflection is a trace of its own in the MLflow session of the session that
+    # ended the revision step; the sessions' own traces are still one per session
+    client = MlflowClient(f"sqlite:///{tracking_store}")
+    mlflow.set_tracking_uri(f"sqlite:///{tracking_store}")
+    experiment = client.get_run(outcome.run_id).info.experiment_id
+    traces = mlflow.search_traces(locations=[experiment], run_id=outcome.run_id, return_type="list")
+    reflections = [t for t in traces if "procmem.revision" in t.info.tags]
+    sessions = [t for t in traces if "procmem.session_id" in t.info.tags]
+    assert len(sessions) == 40 and len(reflections) == 3
+    ids = sorted(t.info.trace_metadata["mlflow.trace.session"] for t in reflections)
+    assert ids == [f"fincoach-0-{i:05d}" for i in (9, 19, 39)]
+    first = next(t for t in reflections if t.info.trace_metadata["mlflow.trace.session"] == ids[0])
+    [span] = first.data.spans
+    assert (span.name, span.attributes["key"]) == ("revision", FD)
+    assert span.outputs["step"] == "Make the reply match the pattern \\A[^\\n]*emergency fund"
     analyze(f"runs:/{outcome.run_id}", tmp_path / "out", track_run=False, design=False,
             prescribe=False)  # fmt: skip
     replay = pd.read_csv(tmp_path / "out" / "gate_replay.csv", keep_default_na=False)
