@@ -51,7 +51,7 @@ FAULT_KINDS = (
     "no_choices",
 )
 FAULT_HEADER = "X-Procmem-Fault"
-REQUEST_KINDS = ("extraction", "chat", "distill", "agent_rules", "judge")
+REQUEST_KINDS = ("extraction", "chat", "distill", "agent_rules", "judge", "revision")
 DEFAULT_MODEL = "procmem-offline"
 
 
@@ -59,8 +59,8 @@ DEFAULT_MODEL = "procmem-offline"
 class Fault:
     """One injected fault. ``seconds``: Retry-After for ``rate_limit``, delay for ``slow``.
 
-    ``only``: ``"extraction"``, ``"chat"``, ``"distill"`` or ``"agent_rules"`` makes a queued
-    fault wait for the first request of that kind (requests of other kinds pass it by).
+    ``only``: one of ``REQUEST_KINDS`` makes a queued fault wait for the first request of
+    that kind (requests of other kinds pass it by).
     """
 
     kind: str
@@ -96,7 +96,7 @@ class RequestRecord:
     """What the server saw and did for one request."""
 
     path: str
-    kind: str  # "extraction", "chat", "distill", "agent_rules" or "invalid"
+    kind: str  # one of REQUEST_KINDS or "invalid"
     fault: str | None
     status: int
     max_tokens: int | None

@@ -1,6 +1,6 @@
 """A deterministic stand-in for a chat model, used by the offline server (``llm_server``).
 
-Three kinds of request, told apart by the system prompt (``request_kind``):
+The kinds of request, told apart by the system prompt (``request_kind``):
 
 - extraction (the system prompt asks for ``{"procedures": ...}`` JSON): the reply is
   well-formed procedure JSON drawn from ``PROCEDURE_POOL``, by one of two behaviours
@@ -20,6 +20,8 @@ Three kinds of request, told apart by the system prompt (``request_kind``):
   ``{"procedures": []}``.
 - distill (the system prompt asks for ``{"reflection": ...}`` JSON): the line-by-line
   comparison of ``offline_distill``;
+- revision (the system prompt asks for ``{"revision": ...}`` JSON, the graph live loop's
+  reflection on a procedure's failed runs): the new step of ``offline_revision``;
 - chat: a short FinCoach-style reply that visibly follows every procedure listed under
   ``LEARNED OPERATIONAL PROCEDURES`` in the system prompt (one line per procedure, naming it).
 
@@ -42,6 +44,7 @@ from dataclasses import dataclass
 
 import simulators.offline_agent as offline_agent
 import simulators.offline_distill as offline_distill
+import simulators.offline_revision as offline_revision
 from procmem_core.errors import ParameterError
 from procmem_core.flat import PROCEDURES_HEADING
 from procmem_core.graph.pack import PACK_HEADING
@@ -314,10 +317,12 @@ def judge_reply(messages: list[dict]) -> str:
 
 
 def request_kind(messages: list[dict]) -> str:
-    """``"distill"`` (``offline_distill``), ``"agent_rules"``, ``"extraction"``, ``"judge"``
-    or ``"chat"``."""
+    """``"distill"`` (``offline_distill``), ``"revision"`` (``offline_revision``),
+    ``"agent_rules"``, ``"extraction"``, ``"judge"`` or ``"chat"``."""
     if offline_distill.is_distill_request(messages):
         return "distill"
+    if offline_revision.is_revision_request(messages):
+        return "revision"
     if is_agent_rules_request(messages):
         return "agent_rules"
     if is_extraction_request(messages):
@@ -352,6 +357,8 @@ def reply_content(messages: list[dict], extraction: str = "user_requests") -> st
     """The full (untruncated) reply text for a chat-completions request."""
     if offline_distill.is_distill_request(messages):
         return offline_distill.reply(messages)
+    if offline_revision.is_revision_request(messages):
+        return offline_revision.reply(messages)
     if is_agent_rules_request(messages):
         return agent_rules_reply(messages)
     if is_judge_request(messages) and not is_extraction_request(messages):

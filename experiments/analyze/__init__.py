@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from experiments.analyze.read import read_log
 from experiments.analyze.report import lift_section, lifts_frame, write_report
 from experiments.analyze.steps import (
@@ -39,6 +41,13 @@ class Analysis:
     files: list[str]
     metrics: dict[str, float] = field(default_factory=dict)
     run_id: str | None = None
+
+
+def log_lifts(source: str | Path, level: float = 0.95) -> pd.DataFrame:
+    """``lifts.csv`` of a log ``source`` (any ``read_log`` takes), as ``analyze_log``
+    writes it: ``estimate_lifts`` on the checked sessions, one row per procedure with
+    withheld sessions. The live job keeps it with its run (docs/live.md)."""
+    return lifts_frame(estimate_lifts(read_log(source).sessions, level=level))
 
 
 def analyze_log(

@@ -13,7 +13,8 @@ Same interface as ``memory.FlatMemory``, over a ``ProcedureStore``:
   the SDK's gate defaults);
 - ``apply_outcome(record)``: the session's row in the store's pack log (``log_pack``,
   rated at once), its run, and at the end of every ``revise_every``-th session a revision
-  proposal (``revisions.RevisionLog``) through ``bot.procedure.revise``;
+  proposal (``revisions.RevisionLog``, its new step from ``steps``: the model's
+  reflection or the checker's lesson, ``reflect``) through ``bot.procedure.revise``;
 - ``add_learned(procedures)``: new candidates through ``bot.procedure.add`` (steps: the
   situation check then the description's sentences, as ``learn.to_candidates`` builds
   them); a title whose key is already stored is not added again.
@@ -33,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from experiments.live.memory import Pack
+from experiments.live.reflect import CheckerStep
 from experiments.live.revisions import REVISE_EVERY, RevisionLog
 from procmem_core import Agent
 from procmem_core.flat import BASE_PROMPT, Procedure
-from procmem_core.graph import ContextPacker
+from procmem_core.graph import ContextPacker, ProcedureGraph
 from procmem_core.graph.keys import procedure_key
 from procmem_core.graph.revision import RevisionError
 from procmem_core.learn.candidates import _steps as candidate_steps
@@ -73,6 +75,7 @@ class GraphMemory:
         self.runs: list[dict[str, Any]] = []
         self.evolves: list[dict[str, Any]] = []
         self.revisions = RevisionLog(revise_every)
+        self.steps: Any = CheckerStep()  # the loop's job sets live.revision_step's
         self.now = 0
         self._read = threading.Lock()
 
@@ -114,7 +117,7 @@ class GraphMemory:
         self.log_pack(record)
         self.record(record, record.get("served", ()))
         if self.revisions.due(self.now):
-            self.propose()
+            self.propose(record)
 
     def log_pack(self, record: dict[str, Any]) -> None:
         """The session's row in the store's pack log, rated with its outcome (time: the
@@ -129,16 +132,25 @@ class GraphMemory:
         )  # fmt: skip
         store.rate_session(record["session_id"], int(record["outcome"]), self.now)
 
-    def propose(self) -> None:
-        """Propose the first of ``RevisionLog.proposals`` the store takes (one reverted
-        before is refused, as the seed's ``revise`` without ``force``)."""
-        for key, graph, reason in self.revisions.proposals(self.bot.store.list()):
-            prior = self._revision(key)
+    def propose(self, record: dict[str, Any]) -> None:
+        """Propose a revision for the first of ``RevisionLog.proposals`` that gets a new
+        step from ``steps`` (``experiments.live.reflect``; ``record``, the session ending
+        the step, keeps a reflection's answer) not already among its steps, and that the
+        store takes (a graph reverted before is refused, as the seed's ``revise``
+        without ``force``)."""
+        for found in self.revisions.proposals(self.bot.store.list()):
+            step = self.steps.step(found, record)
+            if not step or step in found.steps:
+                continue
+            graph = ProcedureGraph.from_steps([*found.steps, step])
+            reason = f"its failed runs failed the check {found.check!r} most often"
+            if self.steps.mode == "reflection":
+                reason = f"the reflection on its failed runs (most often failing {found.check!r})"
             try:
-                after = self._call(self.bot.procedure.revise(key, graph, reason))
+                after = self._call(self.bot.procedure.revise(found.key, graph, reason))
             except RevisionError:
                 continue
-            self.revisions.proposed(key, after.revision, prior, self.now)
+            self.revisions.proposed(found.key, after.revision, found.revision, self.now)
             return
 
     def record(self, record: dict[str, Any], served: Sequence[int]) -> None:
@@ -159,7 +171,11 @@ class GraphMemory:
             "time": int(record["index"]), "path": json.dumps(list(run.path)),
             "session_id": record["session_id"], "agent": run.agent,
         })  # fmt: skip
-        self.revisions.ran(key, run.revision, bool(run.ok), record.get("checks", []))
+        messages = record.get("messages") or [{"content": ""}]
+        self.revisions.ran(
+            key, run.revision, bool(run.ok), record.get("checks", []), record["session_id"],
+            str(messages[-1]["content"]),
+        )  # fmt: skip
         self.fresh[key] = self.fresh.get(key, 0) + 1
         if self.fresh[key] >= self.evolve_every:
             self.fresh[key] = 0

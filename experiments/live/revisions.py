@@ -5,16 +5,19 @@ accepts or reverts (``procedure.evolve``'s gate); nothing in the seed proposes o
 itself. The live loop proposes on the loop scenario's schedule (``revise_every``
 sessions, conf/scenario/loop.yaml): at the end of every ``revise_every``-th session, one
 procedure run since the last such step, not quarantined and with no revision pending,
-whose current revision has failed runs, gets a revision built from those runs' lesson
-(the seed's reflection: "a lesson about a run ... what_failed, lessons"), here the
-checker's own verdict: the check its failed runs failed most often (ties: the first seen)
-becomes a last step ``Make sure the reply passes: <check>``. Of the eligible procedures,
-the one with the most failed runs on its current revision is revised (ties: key order).
-A lesson already among the steps is not proposed; a graph the ledger once reverted is
-refused by the store (``RevisionError``), and the next eligible procedure is revised.
+whose current revision has failed runs, gets a revision: its steps and one new last
+step. Of the eligible procedures (``proposals``, each a ``Candidate`` with its failed
+runs, their last replies and the check they failed most often, ties: the first seen),
+the one with the most failed runs on its current revision comes first (ties: key order).
+Where the new step comes from is ``live.revision_step``: the model's reflection on the
+failed runs (``experiments.live.reflect``, the default) or the checker's own verdict,
+``Make sure the reply passes: <check>`` (``Candidate.checker_step``). A step already
+among the steps is not proposed; a graph the ledger once reverted is refused by the
+store (``RevisionError``); either way the next eligible procedure is revised.
 
 Everything here is a function of the records applied in session order, so a resumed run
-that re-applies the journal proposes the same revisions at the same sessions.
+that re-applies the journal proposes the same revisions at the same sessions (the
+reflections' answers are journaled with the session that asked for them).
 
 ``log`` is the session log's revisions table (docs/logs.md): ``key``, ``revision``,
 ``prior_revision`` (empty for a first revision), ``proposed_at``, ``decided_at`` and
@@ -28,12 +31,36 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from procmem_core.graph import ProcedureGraph
-
 REVISE_EVERY = 40
 """Sessions between two revision steps: the loop scenario's ``revise_every``."""
 LESSON = "Make sure the reply passes: "
 REVISION_COLUMNS = ("key", "revision", "prior_revision", "proposed_at", "decided_at", "verdict")
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A failed run: its session, the agent's last reply and the checks it failed."""
+
+    session_id: str
+    reply: str
+    missed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A procedure a revision may be proposed for: its current revision and steps, its
+    failed runs on that revision, and the check they failed most often."""
+
+    key: str
+    title: str
+    revision: int
+    steps: tuple[str, ...]
+    failures: tuple[FailedRun, ...]
+    check: str
+
+    def checker_step(self) -> str:
+        """The checker's lesson as a step (``live.revision_step=checker``)."""
+        return LESSON + self.check
 
 
 @dataclass
@@ -42,6 +69,7 @@ class RevisionLog:
 
     revise_every: int = REVISE_EVERY
     failed: dict[tuple[str, int], Counter] = field(default_factory=dict)
+    failures: dict[tuple[str, int], list[FailedRun]] = field(default_factory=dict)
     recent: set[str] = field(default_factory=set)
     log: list[dict[str, Any]] = field(default_factory=list)
 
@@ -52,12 +80,18 @@ class RevisionLog:
             "decided_at": time, "verdict": "accepted",
         })  # fmt: skip
 
-    def ran(self, key: str, revision: int, ok: bool, checks: list) -> None:
-        """A recorded run; a failed one counts the checks it failed (in their order)."""
+    def ran(
+        self, key: str, revision: int, ok: bool, checks: list, session_id: str = "",
+        reply: str = "",
+    ) -> None:  # fmt: skip
+        """A recorded run; a failed one counts the checks it failed (in their order) and
+        is kept with its last reply (the reflection's evidence)."""
         self.recent.add(key)
         if not ok:
-            tally = self.failed.setdefault((key, revision), Counter())
-            tally.update(str(d) for d, passed in checks if not passed)
+            missed = tuple(str(d) for d, passed in checks if not passed)
+            self.failed.setdefault((key, revision), Counter()).update(missed)
+            runs = self.failures.setdefault((key, revision), [])
+            runs.append(FailedRun(session_id, reply, missed))
 
     def decided(self, key: str, outcome: str, time: int) -> None:
         """The gate decided ``key``'s pending revision (``accepted`` or ``reverted``)."""
@@ -69,9 +103,10 @@ class RevisionLog:
         """Whether session ``index`` ends a revision step."""
         return (index + 1) % self.revise_every == 0
 
-    def proposals(self, snapshots: list[Any]) -> list[tuple[str, ProcedureGraph, str]]:
-        """The revisions that may be proposed now, ``(key, graph, reason)``, best first
-        (module doc); clears the keys run since the last step."""
+    def proposals(self, snapshots: list[Any]) -> list[Candidate]:
+        """The procedures a revision may be proposed for now, best first (module doc),
+        each with its failed runs and the check they failed most often; clears the keys
+        run since the last step."""
         ranked = []
         for p in snapshots:
             tally = self.failed.get((p.key, p.revision))
@@ -80,16 +115,11 @@ class RevisionLog:
             if p.pending_revision is not None:
                 continue
             check = max(tally, key=lambda d: (tally[d], -list(tally).index(d)))
-            step = LESSON + check
-            if step in p.steps:
-                continue
-            ranked.append((-sum(tally.values()), p.key, list(p.steps), step, check))
+            runs = tuple(self.failures.get((p.key, p.revision), ()))
+            found = Candidate(p.key, p.name, p.revision, tuple(p.steps), runs, check)
+            ranked.append((-sum(tally.values()), p.key, found))
         self.recent.clear()
-        return [
-            (key, ProcedureGraph.from_steps([*steps, step]),
-             f"its failed runs failed the check {check!r} most often")
-            for _, key, steps, step, check in sorted(ranked)
-        ]  # fmt: skip
+        return [found for _, _, found in sorted(ranked, key=lambda r: r[:2])]
 
     def proposed(self, key: str, revision: int, prior: int, time: int) -> None:
         """Log a proposal (pending until the gate decides)."""

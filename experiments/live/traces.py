@@ -12,6 +12,11 @@ checks as its rationale. Traces are written synchronously
 (``MLFLOW_ENABLE_ASYNC_TRACE_LOGGING=false``), so a trace exists when its session is
 journaled and a kill loses none that the journal has.
 
+A graph run's revision reflection (``experiments.live.reflect``) is made while a
+finished session is applied, after its trace ended: ``revision`` writes it as a trace of
+its own (root span ``revision``, LLM) in that session's MLflow session, tagged
+``procmem.revision`` and not ``procmem.session_id``.
+
 ``NullTracer`` does the same calls as no-ops (a loop run outside a job, e.g. in tests of
 the loop alone).
 """
@@ -50,6 +55,10 @@ class NullTracer:
     def span(self, name: str, span_type: str, attributes: dict[str, Any]) -> Iterator[Any]:
         yield _NullSpan()
 
+    @contextlib.contextmanager
+    def revision(self, session_id: str, attributes: dict[str, Any]) -> Iterator[Any]:
+        yield _NullSpan()
+
     def feedback(self, trace_id: str, outcome: bool, judge: bool, rationale: str) -> None:
         """Nothing: no trace is written."""
 
@@ -79,6 +88,24 @@ class SessionTracer(NullTracer):
             mlflow.update_current_trace(
                 session_id=session_id, tags={"procmem.session_id": session_id}
             )
+            yield root
+
+    @contextlib.contextmanager
+    def revision(self, session_id: str, attributes: dict[str, Any]) -> Iterator[Any]:
+        """A revision's reflection call: a trace of its own (root span ``revision``, LLM)
+        in ``session_id``'s MLflow session, without the ``procmem.session_id`` tag that
+        marks a session's trace (``experiments.analyze`` reads those)."""
+        import mlflow
+        from mlflow.entities.trace_location import MlflowExperimentLocation
+
+        with mlflow.start_span(
+            "revision",
+            span_type="LLM",
+            attributes=attributes,
+            run_id=self.run_id,
+            trace_destination=MlflowExperimentLocation(self.experiment_id),
+        ) as root:
+            mlflow.update_current_trace(session_id=session_id, tags={"procmem.revision": "1"})
             yield root
 
     @contextlib.contextmanager

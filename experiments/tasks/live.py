@@ -1,7 +1,8 @@
 """The live loop as an experiment task (``task: live``, preset ``experiment=live``).
 
 Reads the ``live`` group (tasks, sessions, memory, explore_rate, extract_every,
-concurrency, seed, budget, cache, judge, extractor, journal, agent, namespace), the
+concurrency, seed, budget, cache, judge, extractor, journal, agent, namespace,
+revise_every, revision_step), the
 ``llm`` group (the agent's endpoint) and the ``rule`` group (the flat rule and prompt
 filter). Every value is checked, and the task file read, before any run exists
 (``validate_config``); the token estimate must fit ``live.budget.tokens``. At the start
@@ -14,7 +15,9 @@ The job's MLflow run (passed by ``experiments.job``) gets one trace per session
 (the session log schema), ``procedures.json``, ``confidence.csv``, ``journal.jsonl`` and,
 for the graph memory, ``runs.csv`` (the store's runs in the log's runs schema) and
 ``revisions.csv`` (its revisions and the gate's verdicts, the log's revisions schema)
-and ``pack_log.csv`` (the store's pack log, ``ProcedureStore.pack_log``).
+and ``pack_log.csv`` (the store's pack log, ``ProcedureStore.pack_log``). A run that
+finishes also gets ``lifts.csv`` (and the table ``lifts``): ``experiments.analyze``'s
+lifts of its ``sessions.csv`` (``log_lifts``), which the report's live section reads.
 A budget spent or a call failing for good writes all of them for the sessions done, then
 raises, so the run is FAILED with the reason and keeps every session. docs/live.md.
 """
@@ -35,12 +38,14 @@ import openai
 import pandas as pd
 from omegaconf import DictConfig
 
+from experiments.analyze import log_lifts
 from experiments.build import build_group, node_of
 from experiments.identity import ROOT
 from experiments.live.graph_memory import GraphMemory
 from experiments.live.journal import Journal, sessions_frame
 from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
 from experiments.live.memory import FlatMemory
+from experiments.live.reflect import REVISION_STEPS, ReflectionStep
 from experiments.live.revisions import REVISE_EVERY, REVISION_COLUMNS
 from experiments.live.session import Endpoint, TokenBudget
 from experiments.live.tasks import Task, load_tasks
@@ -84,6 +89,7 @@ class LiveSettings:
     reply_tokens: int
     estimate: int
     revise_every: int = REVISE_EVERY
+    revision_step: str = "reflection"
 
 
 def _role(agent: dict[str, Any], node: Any, key: str) -> dict[str, Any]:
@@ -151,6 +157,9 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
         threshold=threshold, limit=limit, reply_tokens=reply, estimate=estimate,
         revise_every=check_int(
             "live.revise_every", live.get("revise_every", REVISE_EVERY), minimum=1
+        ),
+        revision_step=check_choice(
+            "live.revision_step", live.get("revision_step", "reflection"), REVISION_STEPS
         ),
     )  # fmt: skip
 
@@ -241,6 +250,8 @@ def run_task(
             tracker.log(run_id, steps=_steps(records))
 
     with _endpoints(settings) as (agent, extractor, judge):
+        if isinstance(memory, GraphMemory) and settings.revision_step == "reflection":
+            memory.steps = ReflectionStep(extractor, tracer, budget)
         loop = LiveLoop(
             settings.loop, settings.tasks, memory, agent, extractor, judge, journal, tracer,
             on_round,
@@ -250,7 +261,11 @@ def run_task(
         finally:
             _write_artifacts(art, loop, settings, journal)
             memory.close()
-    return _result(loop, settings, budget)
+    result = _result(loop, settings, budget)
+    lifts = log_lifts(art)  # the analysis's own lifts.csv of this run's sessions.csv
+    lifts.to_csv(art / "lifts.csv", index=False)
+    result.tables["lifts"] = lifts
+    return result
 
 
 def make_memory(cfg: DictConfig, settings: LiveSettings) -> Any:

@@ -1,21 +1,23 @@
 """The live section: did the memory help the agent, by how much, with an interval.
 
-From each live run's ``tables/sessions.parquet`` (the session log, docs/logs.md) and
-``tables/confidence.parquet`` (every record's confidence after every session):
+From each live run's tables (the job's, docs/live.md): ``sessions`` (the session log,
+docs/logs.md), ``confidence`` (every record's confidence after every session) and
+``lifts``, the lifts ``experiments.analyze`` writes as ``lifts.csv`` for the run's
+``sessions.csv`` (``procmem_core.logs.estimate_lifts``: per procedure, the difference in
+means of the sessions it top-matched, shown against withheld, with its SE, Newcombe's
+95 % interval, the always-valid interval, Holm-adjusted p-values and the sample-ratio
+check), computed by the job when the run finished. The section reads them, computing no
+lift of its own:
 
-- the opening sentence: the shown-minus-withheld success among sessions whose top
-  procedure was drawn for withholding, pooled over the runs, with its 95 % interval
-  (difference in means, ``se = sqrt(p1 q1 / n1 + p0 q0 / n0)``), and the success rate
-  over sessions with its SE across seeds when several runs share a configuration;
+- the opening sentence: how many of the procedures tested lifted success (an ``effect``
+  of the analysis: Holm-adjusted, no sample-ratio mismatch), the largest lift with its SE
+  and interval, its mean and SE across runs when several runs tested it, and the success
+  rate over sessions with its SE across seeds when several runs share a configuration;
 - per run: sessions, success (binomial SE), shown and withheld arms, procedures,
   tokens and calls from the cache;
-- per procedure (``top_key``): the two arms, the lift and its interval, beside its
-  learned confidence path (first, lowest, highest, last);
+- per procedure and run: the analysis's row beside the learned confidence path
+  (first, lowest, highest, last);
 - success over sessions in windows of a tenth of the run.
-
-The lift is the plain difference in means of the withheld design, computed here; the
-logs issue's ``experiments.analyze`` adds intervals valid at any stopping time,
-multiplicity adjustment and sample-ratio checks on the same ``sessions.csv``.
 """
 
 from __future__ import annotations
@@ -31,23 +33,6 @@ from reports.sections import report_section
 from reports.source import Sweep
 
 LIVE_TASK = "live"
-Z95 = 1.959963984540054
-
-
-def lift_row(sessions: pd.DataFrame) -> dict[str, float]:
-    """Shown and withheld arms of ``sessions`` (all with a top key), the difference in
-    means and its 95 % interval (NaN when an arm is empty)."""
-    held = sessions["withheld"].astype(bool)
-    y = sessions["outcome"].astype(float)
-    n1, n0 = int((~held).sum()), int(held.sum())
-    p1 = float(y[~held].mean()) if n1 else math.nan
-    p0 = float(y[held].mean()) if n0 else math.nan
-    se = math.sqrt(p1 * (1 - p1) / n1 + p0 * (1 - p0) / n0) if n1 and n0 else math.nan
-    lift = p1 - p0
-    return {
-        "n_shown": n1, "success_shown": p1, "n_withheld": n0, "success_withheld": p0,
-        "lift": lift, "se": se, "ci_low": lift - Z95 * se, "ci_high": lift + Z95 * se,
-    }  # fmt: skip
 
 
 def _sessions(sweep: Sweep, runs: pd.DataFrame) -> pd.DataFrame:
@@ -73,18 +58,40 @@ def _per_run(runs: pd.DataFrame, sessions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _per_procedure(sweep: Sweep, runs: pd.DataFrame, sessions: pd.DataFrame) -> pd.DataFrame:
+LIFT_COLUMNS = (
+    "key", "n_shown", "n_withheld", "success_shown", "success_withheld", "lift", "se",
+    "ci_low", "ci_high", "cs_low", "cs_high", "p_holm", "srm_flag", "effect",
+)  # fmt: skip
+
+
+def _lifts(sweep: Sweep, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs' ``lifts`` tables, the arms' success rates read off their counts."""
+    lifts = sweep.table("lifts", list(runs["run_id"]))
+    if lifts.empty:
+        return lifts
+    names = {r["run_id"]: str(r.get("run_name") or r["run_id"][:8]) for _, r in runs.iterrows()}
+    return lifts.assign(
+        success_shown=lifts["successes_shown"] / lifts["rated_shown"],
+        success_withheld=lifts["successes_withheld"] / lifts["rated_withheld"],
+        run=[names[r] for r in lifts["run_id"]],
+    )
+
+
+def _per_procedure(sweep: Sweep, runs: pd.DataFrame, lifts: pd.DataFrame) -> pd.DataFrame:
     paths = sweep.table("confidence", list(runs["run_id"]))
     rows = []
-    for key, group in sessions[sessions["top_key"].astype(str) != ""].groupby("top_key"):
-        row = {"procedure": key, **lift_row(group)}
-        path = paths[paths["key"] == key]["confidence"] if not paths.empty else pd.Series()
-        if len(path):
-            row.update(
-                first=path.iloc[0], lowest=path.min(), highest=path.max(), last=path.iloc[-1]
-            )
+    for _, lift in lifts.iterrows():
+        row = {"run": lift["run"], **{c: lift[c] for c in LIFT_COLUMNS}}
+        if not paths.empty:
+            mine = paths[(paths["key"] == lift["key"]) & (paths["run_id"] == lift["run_id"])]
+            path = mine["confidence"]
+            if len(path):
+                row.update(
+                    first=path.iloc[0], lowest=path.min(), highest=path.max(), last=path.iloc[-1]
+                )
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows).rename(columns={"key": "procedure"})
+    return frame if len(runs) > 1 else frame.drop(columns="run")
 
 
 def _over_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
@@ -97,31 +104,50 @@ def _over_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={"mean": "success", "count": "sessions"}).rename_axis("sessions")
 
 
-def _answer(runs: pd.DataFrame, sessions: pd.DataFrame, per_run: pd.DataFrame) -> str:
-    drawn = sessions[sessions["top_key"].astype(str) != ""]
-    overall = lift_row(drawn) if len(drawn) else None
+def _level(sessions: pd.DataFrame, per_run: pd.DataFrame) -> str:
     rates = per_run["success"].dropna()
     if len(rates) > 1:
         spread = rates.std(ddof=1) / math.sqrt(len(rates))
-        level = f"success {rates.mean():.2f} ± {spread:.2f} (SE across {len(rates)} runs)"
-    else:
-        p, n = float(sessions["outcome"].mean()), len(sessions)
-        level = f"success {p:.2f} ± {math.sqrt(p * (1 - p) / n):.2f} over {n} sessions"
-    if overall is None or math.isnan(overall["se"]):
+        return f"success {rates.mean():.2f} ± {spread:.2f} (SE across {len(rates)} runs)"
+    p, n = float(sessions["outcome"].mean()), len(sessions)
+    return f"success {p:.2f} ± {math.sqrt(p * (1 - p) / n):.2f} over {n} sessions"
+
+
+def _answer(sessions: pd.DataFrame, per_run: pd.DataFrame, lifts: pd.DataFrame) -> str:
+    level = _level(sessions, per_run)
+    if lifts.empty:
         return (
-            f"The live runs reached {level}; no session both showed and withheld a top "
-            "procedure, so whether the memory helped cannot be estimated yet."
+            f"The live runs reached {level}; no procedure was both shown and withheld as "
+            "the top match, so whether the memory helped cannot be estimated yet."
         )
+    effect = lifts["effect"].astype(bool)
+    helped, hurt = (
+        int((effect & (lifts["lift"] > 0)).sum()),
+        int((effect & (lifts["lift"] < 0)).sum()),
+    )
     verdict = (
-        "helped" if overall["ci_low"] > 0 else "hurt" if overall["ci_high"] < 0
+        "helped" if helped else "hurt" if hurt
         else "made no difference that these sessions can detect"
     )  # fmt: skip
+    tested = f"{len(lifts)} procedures tested" + (
+        f" (procedure-runs, over {lifts['run_id'].nunique()} runs)" if len(per_run) > 1 else ""
+    )
+    best = lifts.sort_values(["lift", "key"], ascending=[False, True], kind="stable").iloc[0]
+    where = f" in run {best['run']}" if len(per_run) > 1 else ""
+    same = lifts[lifts["key"] == best["key"]]["lift"]
+    across = (
+        f"; over the {len(same)} runs that tested it, {same.mean():+.2f} ± "
+        f"{same.std(ddof=1) / math.sqrt(len(same)):.2f} (SE across runs)"
+        if len(same) > 1 else ""
+    )  # fmt: skip
     return (
-        f"The memory {verdict}: sessions that showed their top procedure succeeded "
-        f"{overall['success_shown']:.2f} of the time against {overall['success_withheld']:.2f} "
-        f"when it was withheld, a lift of {overall['lift']:+.2f} (95 % interval "
-        f"{overall['ci_low']:+.2f} to {overall['ci_high']:+.2f}, {overall['n_shown']} shown "
-        f"and {overall['n_withheld']} withheld sessions); {level}."
+        f"The memory {verdict}: {helped} of the {tested} lifted success and {hurt} lowered it "
+        f"(the logs analysis: difference in means, Holm-adjusted at 95 %, sample ratio "
+        f"checked). The largest lift, {best['key']}{where}, is {best['lift']:+.2f} "
+        f"(SE {best['se']:.2f}, 95 % interval {best['ci_low']:+.2f} to {best['ci_high']:+.2f}; "
+        f"{best['success_shown']:.2f} over {int(best['n_shown'])} shown against "
+        f"{best['success_withheld']:.2f} over {int(best['n_withheld'])} withheld sessions)"
+        f"{across}; {level}."
     )
 
 
@@ -134,21 +160,27 @@ def live_section(sweep: Sweep) -> Section | None:
     if sessions.empty:
         return Section("live", "Live loop", "The live runs logged no session.", [])
     per_run = _per_run(runs, sessions)
+    lifts = _lifts(sweep, runs)
     blocks: list = [
-        Table("Per run: sessions, success (binomial SE), withheld sessions, cost", per_run),
-        Table(
-            "Per top procedure: shown vs withheld success, the lift and its 95 % interval "
-            "(difference in means), and its confidence path",
-            _per_procedure(sweep, runs, sessions),
-        ),
-        Table("Success over sessions (windows of a tenth of the run)", _over_sessions(sessions)),
-        "The lift is the difference in means of the randomized withheld design; "
-        "`python -m experiments.analyze` on the run's sessions.csv adds anytime-valid "
-        "intervals, multiplicity adjustment and sample-ratio checks.",
+        Table("Per run: sessions, success (binomial SE), withheld sessions, cost", per_run)
     ]
-    return Section(
-        "live", "Live loop: did the memory help?", _answer(runs, sessions, per_run), blocks
-    )
+    if not lifts.empty:
+        blocks.append(
+            Table(
+                "Per top procedure (the logs analysis, lifts.csv): shown vs withheld success, "
+                "the lift (difference in means), its SE, Newcombe's and the always-valid 95 % "
+                "intervals, the Holm-adjusted p-value, the sample-ratio flag, and its "
+                "confidence path",
+                _per_procedure(sweep, runs, lifts),
+            )
+        )
+    blocks += [
+        Table("Success over sessions (windows of a tenth of the run)", _over_sessions(sessions)),
+        "The lifts are `python -m experiments.analyze`'s on each run's sessions.csv (its "
+        "lifts.csv), kept with the run when it finished.",
+    ]
+    answer = _answer(sessions, per_run, lifts)
+    return Section("live", "Live loop: did the memory help?", answer, blocks)
 
 
 @report_section("live", order=85)

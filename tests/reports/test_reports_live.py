@@ -1,67 +1,102 @@
-"""The live section: the lift sentence and tables from the session log, on known sessions
-and on a real offline live run."""
+"""The live section: its lift is the logs analysis's (``lifts.csv``), on known sessions and
+on a real offline live run; the section computes none of its own."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from experiments.analyze import analyze, log_lifts
 from experiments.run import compose_job
 from experiments.tasks.live import run_task
-from reports.sections.live import lift_row, live_section
+from reports.sections.live import live_section
 from simulators.result import ScenarioResult
 
 
-def known_sessions() -> pd.DataFrame:
-    """20 sessions with top key k: shown 8/10 successes, withheld 2/10; then 5 without."""
+def known_sessions(shown_wins: int = 8) -> pd.DataFrame:
+    """20 sessions with top key k at explore rate 0.5: shown ``shown_wins``/10 successes,
+    withheld 2/10; then 5 sessions without a top key."""
     rows = [
         {"session_id": f"s{i}", "time": i, "top_key": "k", "withheld": i % 2 == 1,
-         "outcome": int((i % 2 == 0 and i < 16) or (i % 2 == 1 and i < 4)), "tokens": 10}
+         "explore_rate": 0.5, "outcome": int((i % 2 == 0 and i < 2 * shown_wins) or
+                                             (i % 2 == 1 and i < 4)), "tokens": 10}
         for i in range(20)
     ] + [
-        {"session_id": f"s{i}", "time": i, "top_key": "", "withheld": False, "outcome": 0,
-         "tokens": 10}
+        {"session_id": f"s{i}", "time": i, "top_key": "", "withheld": False,
+         "explore_rate": 0.5, "outcome": 0, "tokens": 10}
         for i in range(20, 25)
     ]  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def test_the_lift_of_known_sessions_and_its_interval(sweep_of):
-    sessions = known_sessions()
-    row = lift_row(sessions[sessions["top_key"] == "k"])
-    assert (row["n_shown"], row["n_withheld"]) == (10, 10)
-    assert (row["success_shown"], row["success_withheld"]) == (0.8, 0.2)
+def result_of(sessions: pd.DataFrame, where: Path) -> ScenarioResult:
+    """A live run's result as the job leaves it: its sessions and the analysis's lifts."""
+    where.mkdir(parents=True)
+    sessions.to_csv(where / "sessions.csv", index=False)
+    tables = {"sessions": sessions, "lifts": log_lifts(where)}
+    return ScenarioResult("live", {"n_procedures": 1.0}, tables)
+
+
+def test_the_lift_of_known_sessions_is_the_analysis_row(sweep_of, tmp_path):
+    result = result_of(known_sessions(), tmp_path / "a")
+    [row] = result.tables["lifts"].to_dict("records")
     se = math.sqrt(0.8 * 0.2 / 10 + 0.2 * 0.8 / 10)
-    assert math.isclose(row["se"], se) and math.isclose(row["lift"], 0.6)
-    result = ScenarioResult("live", {"n_procedures": 1.0}, {"sessions": sessions})
+    assert (row["n_shown"], row["n_withheld"]) == (10, 10)
+    assert math.isclose(row["lift"], 0.6) and math.isclose(row["se"], se)
+    assert row["ci_low"] < 0.6 < row["ci_high"] and row["effect"]
     section = live_section(sweep_of([({"live.seed": 0}, result)]))
-    assert section.answer.startswith("The memory helped: ")
-    assert "0.80 of the time against 0.20" in section.answer
-    assert f"{0.6 - 1.959963984540054 * se:+.2f} to {0.6 + 1.959963984540054 * se:+.2f}" in (
-        section.answer
-    )
+    assert section.answer.startswith("The memory helped: 1 of the 1 procedures tested")
+    assert f"is +0.60 (SE {se:.2f}, 95 % interval {row['ci_low']:+.2f} to " in section.answer
+    assert "0.80 over 10 shown against 0.20 over 10 withheld" in section.answer
     assert "success 0.40 ± 0.10 over 25 sessions" in section.answer
+    [table] = [b for b in section.blocks if getattr(b, "caption", "").startswith("Per top")]
+    assert table.frame["lift"].tolist() == [row["lift"]]
+    assert table.frame["ci_high"].tolist() == [row["ci_high"]]
 
 
-def test_no_withheld_session_says_the_lift_cannot_be_estimated(sweep_of):
-    sessions = known_sessions().assign(withheld=False)
-    result = ScenarioResult("live", {}, {"sessions": sessions})
+def test_several_runs_give_the_lift_across_runs(sweep_of, tmp_path):
+    a = result_of(known_sessions(8), tmp_path / "a")
+    b = result_of(known_sessions(6), tmp_path / "b")
+    section = live_section(sweep_of([({"live.seed": 0}, a), ({"live.seed": 1}, b)]))
+    # lifts 0.6 and 0.4: mean 0.5, SE across runs |0.6 - 0.4| / 2
+    assert "of the 2 procedures tested (procedure-runs, over 2 runs)" in section.answer
+    assert "over the 2 runs that tested it, +0.50 ± 0.10 (SE across runs)" in section.answer
+    assert "is +0.60 (SE" in section.answer
+
+
+def test_no_withheld_session_says_the_lift_cannot_be_estimated(sweep_of, tmp_path):
+    result = result_of(known_sessions().assign(withheld=False), tmp_path / "a")
+    assert result.tables["lifts"].empty
     section = live_section(sweep_of([({}, result)]))
     assert "cannot be estimated yet" in section.answer
 
 
-def test_a_real_live_run_reports_its_own_numbers(sweep_of, tmp_path):
-    over = ["live.sessions=20", "live.explore_rate=0.3", f"live.journal={tmp_path / 'j.jsonl'}"]
+def test_a_real_live_runs_section_states_the_lifts_csv_of_its_sessions(sweep_of, tmp_path):
+    over = ["live.sessions=40", "live.explore_rate=0.3", f"live.journal={tmp_path / 'j.jsonl'}",
+            "live.memory=graph"]  # fmt: skip
     result = run_task(compose_job("live", over), tmp_path / "out")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "sessions.csv").write_bytes((tmp_path / "out/artifacts/sessions.csv").read_bytes())
+    analyze(str(logs), tmp_path / "an", track_run=False, design=False, prescribe=False)
+    lifts = pd.read_csv(tmp_path / "an" / "lifts.csv")
+    assert len(lifts) >= 1  # a procedure both shown and withheld
     section = live_section(sweep_of([({"live.seed": 0}, result)]))
     per_run, per_procedure, windows = (b for b in section.blocks if not isinstance(b, str))
-    sessions = result.tables["sessions"]
-    assert per_run.frame["sessions"].tolist() == [20]
-    assert per_run.frame["success"].tolist() == [sessions["outcome"].mean()]
-    drawn = sessions[sessions["top_key"] != ""]
-    assert sorted(per_procedure.frame["procedure"]) == sorted(drawn["top_key"].unique())
-    assert per_procedure.frame["n_shown"].sum() + per_procedure.frame["n_withheld"].sum() == len(
-        drawn
+    got = per_procedure.frame.set_index("procedure")
+    assert list(got.index) == list(lifts["key"])
+    for column in ("lift", "se", "ci_low", "ci_high", "cs_low", "cs_high", "p_holm"):
+        assert got[column].tolist() == pytest.approx(lifts[column].tolist(), abs=1e-12)
+    best = lifts.sort_values(["lift", "key"], ascending=[False, True]).iloc[0]
+    stated = (
+        f"The largest lift, {best['key']}, is {best['lift']:+.2f} (SE {best['se']:.2f}, "
+        f"95 % interval {best['ci_low']:+.2f} to {best['ci_high']:+.2f}; "
     )
-    assert windows.frame["sessions"].sum() == 20
+    assert stated in section.answer
+    sessions = result.tables["sessions"]
+    assert per_run.frame["sessions"].tolist() == [40]
+    assert per_run.frame["success"].tolist() == [sessions["outcome"].mean()]
+    assert windows.frame["sessions"].sum() == 40

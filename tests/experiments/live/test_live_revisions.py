@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import mlflow
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
@@ -55,7 +56,15 @@ def test_a_live_graph_run_proposes_revisions_that_the_gate_decides_and_the_log_r
     ]
     stored = {p["key"]: p for p in procs}
     assert stored[FD]["revision"] == 3
-    assert stored[FD]["steps"][2].startswith(LESSON) and "emergency fund" in stored[FD]["steps"][2]
+    # its new step is the offline model's reflection on the failed runs' check, read back
+    # from the HTTP reply (journaled with session 9), not the checker's lesson
+    step = stored[FD]["steps"][2]
+    assert step == "Make the reply match the pattern \\A[^\\n]*emergency fund"
+    assert not step.startswith(LESSON)
+    journal = (tmp_path / "full" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    ninth = json.loads(journal[9])
+    assert ninth["reflections"][f"{FD}@1"]["step"] == step
+    assert [c["purpose"] for c in ninth["calls"]].count("revision") == 1
     runs = logs["runs"]
     fd = runs[runs["key"] == FD]
     # revision 1 failed both its runs; revision 2 passed 3 of its 9 (no drop: accepted)
@@ -95,7 +104,9 @@ def test_a_resumed_graph_run_proposes_and_logs_what_an_uninterrupted_one_does(tm
     cut.parent.mkdir()
     # rounds of 5: six whole rounds (after both first proposals) and a torn seventh
     cut.write_text("\n".join(journal[:33]) + "\n" + journal[33][:40], encoding="utf-8")
-    _, _, metrics = run(tmp_path, "cut", [*offline(tmp_path, "cut", *GRAPH), "resume=true"])
+    # resumed at concurrency 1 (the full run's is 2): the same logs either way
+    one = [*GRAPH[:-1], "live.concurrency=1", "resume=true"]
+    _, _, metrics = run(tmp_path, "cut", offline(tmp_path, "cut", *one))
     assert metrics["n_resumed"] == 30
     assert metrics["revisions_proposed"] == 3 and metrics["revisions_decided"] == 1
     full, resumed = artifacts(tmp_path, "full"), artifacts(tmp_path, "cut")
@@ -113,6 +124,21 @@ def test_the_revisions_reach_mlflow_and_replay_from_the_run(tmp_path, tracking_s
     assert data.params["live.revise_every"] == "10"
     assert (data.metrics["revisions_proposed"], data.metrics["revisions_decided"]) == (3, 1)
     assert data.metrics["revisions_accepted"] == 1
+    # each reflection is a trace of its own in the MLflow session of the session that
+    # ended the revision step; the sessions' own traces are still one per session
+    client = MlflowClient(f"sqlite:///{tracking_store}")
+    mlflow.set_tracking_uri(f"sqlite:///{tracking_store}")
+    experiment = client.get_run(outcome.run_id).info.experiment_id
+    traces = mlflow.search_traces(locations=[experiment], run_id=outcome.run_id, return_type="list")
+    reflections = [t for t in traces if "procmem.revision" in t.info.tags]
+    sessions = [t for t in traces if "procmem.session_id" in t.info.tags]
+    assert len(sessions) == 40 and len(reflections) == 3
+    ids = sorted(t.info.trace_metadata["mlflow.trace.session"] for t in reflections)
+    assert ids == [f"fincoach-0-{i:05d}" for i in (9, 19, 39)]
+    first = next(t for t in reflections if t.info.trace_metadata["mlflow.trace.session"] == ids[0])
+    [span] = first.data.spans
+    assert (span.name, span.attributes["key"]) == ("revision", FD)
+    assert span.outputs["step"] == "Make the reply match the pattern \\A[^\\n]*emergency fund"
     analyze(f"runs:/{outcome.run_id}", tmp_path / "out", track_run=False, design=False,
             prescribe=False)  # fmt: skip
     replay = pd.read_csv(tmp_path / "out" / "gate_replay.csv", keep_default_na=False)
