@@ -58,9 +58,7 @@ def over_time(traj: pd.DataFrame, names: dict[str, str], colours: dict) -> MplFi
     return fig
 
 
-def bars(
-    rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str
-) -> MplFigure | None:
+def bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -> MplFigure | None:
     """Grouped bars per configuration with 95 % error bars from each metric's SE; None
     when no metric has a finite value (a figure would draw nothing under its caption).
     A missing value draws no bar (not a bar at 0)."""
