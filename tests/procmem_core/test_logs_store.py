@@ -48,7 +48,7 @@ def test_rows_come_in_seq_order_and_a_separator_falls_back_to_rows(tmp_path):
     )  # fmt: skip
     con.close()
     assert n == 4
-    assert list(cols["top_key"]) == ["", "y", "a\x1fb", "x"]  # reversed by seq
+    assert cols["top_key"].to_pylist() == ["", "y", "a\x1fb", "x"]  # reversed by seq
     assert list(cols["time"]) == [3.0, 2.0, 1.0, 0.0]
 
 
