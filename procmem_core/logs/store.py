@@ -19,13 +19,13 @@ table has the database concatenate each column into one string (SQLite's
 ``group_concat``: integers as SQLite prints them, other reals with 17 significant digits,
 ``%!.17g``; PostgreSQL's ``string_agg``: doubles in their shortest exact form; both
 round-trip exactly; strings joined by the unit separator U+001F; the queries of each
-backend in ``logs.store_sql``), split in C and put in ``seq`` order by numpy (a string
-holding U+001F makes its column fall back to ``fetchall``).
-Strings are dictionary-coded in order of first appearance, as pyarrow's
-``dictionary_encode`` codes a file's, so sums over codes add in the same order whichever
-reader read the log. ``check_log`` then checks the values as for a log directory.
-The file is opened read-only, the database read in a READ ONLY transaction; neither is
-written.
+backend in ``logs.store_sql``), split in C by pyarrow (``split_pattern``; numbers parsed
+by its correctly rounded ``cast``) and put in ``seq`` order by numpy (a string holding
+U+001F makes its column fall back to ``fetchall``). Strings are dictionary-coded by
+pyarrow's ``dictionary_encode``, in order of first appearance, as a file's are, so sums
+over codes add in the same order whichever reader read the log. ``check_log`` then
+checks the values as for a log directory. The file is opened read-only, the database
+read in a READ ONLY transaction; neither is written.
 """
 
 from __future__ import annotations
