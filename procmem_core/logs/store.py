@@ -18,7 +18,8 @@ Every column is read by SQL into numpy arrays, never a Python loop per row: one 
 table has the database concatenate each column into one string (SQLite's
 ``group_concat``: integers as SQLite prints them, other reals with 17 significant digits,
 ``%!.17g``; PostgreSQL's ``string_agg``: doubles in their shortest exact form; both
-round-trip exactly; strings joined by the unit separator U+001F; the queries of each
+read back to the bit (SQLite's ``%!.17g`` is an ulp off for some doubles above about
+1e180, far from any log value); strings joined by the unit separator U+001F; the queries of each
 backend in ``logs.store_sql``), split in C by pyarrow (``split_pattern``; numbers parsed
 by its correctly rounded ``cast``) and put in ``seq`` order by numpy (a string holding
 U+001F makes its column fall back to ``fetchall``). Strings are dictionary-coded by
