@@ -17,7 +17,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "logs",
         help="a log directory (sessions.*, runs.*, revisions.*); a ProcedureStore file "
-        "or PostgreSQL URI, postgresql://<user>@<host>[:<port>]/<database> (its pack log, "
+        "or PostgreSQL URI, postgresql://<user>@<host>[:<port>]/<database> (also postgres://, "
+        "postgresql+psycopg://, postgresql+psycopg2://; its pack log, "
         "ledger and revisions); an MLflow run's log folder, "
         "runs:/<run id>[/<folder>] or a bare run id (default folder: tables, else the "
         "run's root); the live loop's session traces, traces:/<run id> or "

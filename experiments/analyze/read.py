@@ -30,7 +30,8 @@ from experiments.analyze.mlflow_logs import (
     run_folder,
     trace_sessions,
 )
-from procmem_core.graph.postgres import is_uri
+from procmem_core.errors import ParameterError
+from procmem_core.graph.postgres import SCHEMES, is_uri, shown_uri
 from procmem_core.logs import Log, LogError, Table, Text, check_log, columns
 from procmem_core.logs.schema import FORMATS, TABLES
 from procmem_core.logs.store import read_store
@@ -139,14 +140,16 @@ def read_tables(directory: str | Path) -> dict[str, Table]:
 
 ALLOWED = (
     "a log directory (sessions.*, runs.*, revisions.*), a ProcedureStore file (SQLite) or "
-    "URI (postgresql://<user>@<host>[:<port>]/<database>), runs:/<run id>[/<folder>], "
+    "URI (postgresql://<user>@<host>[:<port>]/<database>; schemes " + ", ".join(SCHEMES) + "), "
+    "runs:/<run id>[/<folder>], "
     "traces:/<run id>, experiments:/<experiment name> or a bare 32-hex MLflow run id"
 )
 
 
 def source_kind(source: str | Path) -> tuple[str, str]:
     """What ``source`` names, decided by its form before anything is read: ``directory``,
-    ``store`` (an existing file, or a PostgreSQL URI: ``graph.postgres.SCHEMES``),
+    ``store`` (an existing file, or a PostgreSQL URI: ``graph.postgres.SCHEMES``; another
+    ``scheme://`` is refused),
     ``artifacts`` (``runs:/``, or a bare 32-hex run id that
     is no path), ``traces`` (``traces:/``, ``experiments:/``); anything else is refused
     naming the argument."""
@@ -155,8 +158,13 @@ def source_kind(source: str | Path) -> tuple[str, str]:
         return "artifacts", text
     if text.startswith((TRACES_PREFIX, EXPERIMENT_PREFIX)):
         return "traces", text
-    if is_uri(text):
-        return "store", text
+    try:
+        if is_uri(text):
+            return "store", text
+    except ParameterError:  # another scheme://: not a path either
+        raise LogError(
+            "LOGS", None, None, shown_uri(text), f"an unknown scheme; {ALLOWED}"
+        ) from None
     path = Path(text)
     if path.is_dir():
         return "directory", text

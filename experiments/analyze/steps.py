@@ -176,10 +176,17 @@ def prescription_section(log: Log, fit: dict, out: Path, seed: int, target_lift:
     frame.to_csv(out / "prescriptions.csv", index=False)
     for p in found:
         metrics[f"prescribe_{p.name.replace(' ', '_')}_meets"] = float(p.meets)
+    spans = found[0].details["draws"]
+    drawn = ", ".join(f"{k} {lo:.3g}-{hi:.3g}" for k, (lo, hi) in spans.items() if k != "base")
+    low, high = found[0].details["inflation"]
     text = (
         f"For the world fitted to this log, its uncertainty carried by a parametric bootstrap "
-        f"({DRAWS} draws of the rates' mean and concentration); each prescription must meet "
-        f"its targets at the worst draw, or says it cannot. Horizon for the explore rate: "
+        f"({DRAWS} draws of every fitted parameter with an SE, from its sampling distribution; "
+        f"ranges drawn: {drawn}); each prescription must meet its targets at the worst draw, "
+        f"or says it cannot. The explore rate's sessions include, at each draw, the design "
+        f"effect of users seen repeatedly and the ratings that never arrive (x{low:.3g} to "
+        f"x{high:.3g}); the lifts' spread and the delay enter none of the three (their "
+        f"targets are at fixed lifts and count sessions). Horizon for the explore rate: "
         f"{horizon} sessions per procedure (this log's mean).\n\n"
         + "\n\n".join(p.sentence for p in found)
     )

@@ -15,7 +15,12 @@ from procmem_core.logs.world import Param
 
 WORLD_VERSION = 1
 """The ``schema_version`` of world.json: written by ``experiments.analyze``, read here."""
-PARTS = {"rates": ("mean", "concentration"), "lifts": ("mean", "sd"), "users": ("user_sd", "icc")}
+PARTS = {
+    "rates": ("mean", "concentration"),
+    "lifts": ("mean", "sd"),
+    "users": ("user_sd", "icc", "cluster_size"),
+    "ratings": ("missing_rate", "delay_mean"),
+}
 """The parameters read, by part (the rest of the file is for reading, not for the tools)."""
 RATES = ("rates.mean", "rates.concentration")
 """What the bootstrap of the fitted rates needs (``procmem_core.logs.prescribe.draws``)."""
@@ -54,7 +59,8 @@ def _param(p: Path, data: dict, part: str, name: str) -> Param | None:
 
 def load_world(path: str | Path, needs: tuple[str, ...] = RATES) -> dict:
     """``{"rates": {"mean", "concentration"}, "lifts": {"mean", "sd"}, "users":
-    {"user_sd", "icc"}}`` of ``Param`` (the parts present) from ``world.json``; every
+    {"user_sd", "icc", "cluster_size"}, "ratings": {"missing_rate", "delay_mean"}}`` of
+    ``Param`` (the parts and names present) from ``world.json``; every
     ``part.name`` in ``needs`` must be there (a world fitted to logs without withheld
     sessions has no ``lifts``, one without ``user_id`` no ``users``)."""
     p = Path(path)
@@ -91,3 +97,12 @@ def world_bases(world: dict, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     ms, _ = draws(world["rates"], rng)
     return base_draws(world, ms, rng)
+
+
+def world_parameter_draws(world: dict, seed: int = 0) -> dict[str, np.ndarray]:
+    """Every fitted parameter's draws (``procmem_core.logs.prescribe.parameter_draws``)
+    from ``SeedSequence(seed)``: its rates and bases are ``world_draws``' and
+    ``world_bases``'."""
+    from procmem_core.logs.prescribe import parameter_draws
+
+    return parameter_draws(world, np.random.default_rng(np.random.SeedSequence(seed)))

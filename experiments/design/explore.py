@@ -143,8 +143,12 @@ def run(args: argparse.Namespace) -> int:
 def world_prescription(path: str, lift: float, horizon: int, power: float, alpha: float) -> str:
     """The analysis's explore-rate prescription for the fitted world (``procmem_core.logs.
     prescribe.explore_rate``: the smallest rate whose sessions fit the horizon at the
-    worst bootstrap draw, else what it would take)."""
-    from experiments.analyze.world_file import load_world, world_bases
-    from procmem_core.logs.prescribe import explore_rate
+    worst bootstrap draw of every fitted parameter, the design effect of its users and
+    its missing ratings included, else what it would take)."""
+    from experiments.analyze.world_file import load_world, world_parameter_draws
+    from procmem_core.logs.prescribe import explore_rate, inflation
 
-    return explore_rate(world_bases(load_world(path)), lift, horizon, power, alpha).sentence
+    world = load_world(path)
+    drawn = world_parameter_draws(world)
+    return explore_rate(drawn["base"], lift, horizon, power, alpha,
+                        inflate=inflation(world, drawn)).sentence  # fmt: skip

@@ -22,7 +22,11 @@ tables may share the database.
 
 psycopg 3 (the ``postgres`` extra) is imported when a store is opened, so
 ``import procmem_core`` needs no driver; without it ``MissingDriver`` says which extra.
-URIs: ``postgresql://``, ``postgres://`` and SQLAlchemy's ``postgresql+psycopg://``.
+URIs (``SCHEMES``, recognised in one place, ``is_uri``, by every store opener and reader):
+``postgresql://``, ``postgres://`` and SQLAlchemy's forms naming a driver,
+``postgresql+psycopg://``, ``postgresql+psycopg2://`` (the driver part is dropped: the
+connection is psycopg 3's either way). Any other ``scheme://`` is refused naming the
+value and these schemes, rather than read as a file path.
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ from procmem_core.storefile import StoreFileError, check_durability
 
 __all__ = ["SCHEMES", "Cursor", "MissingDriver", "PostgresJournal", "connect", "is_uri"]
 
-SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://", "postgresql+psycopg2://")
+"""The URI schemes of a PostgreSQL store (a driver named SQLAlchemy's way is dropped)."""
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 LOCK_KEY = 0x706D656D_70726F63  # "pmemproc": the store's write lock in its database
 EXPECTED = (
     "expected a PostgreSQL database holding a procmem procedure store (written by "
@@ -71,13 +77,32 @@ class MissingDriver(ImportError):
 
 
 def is_uri(path: object) -> bool:
-    """Whether ``path`` names a PostgreSQL database (``SCHEMES``)."""
-    return isinstance(path, str) and path.startswith(SCHEMES)
+    """Whether ``path`` names a PostgreSQL database (``SCHEMES``, the scheme's case
+    ignored) rather than a file; a string with another ``scheme://`` raises
+    ``ParameterError`` naming it (its password hidden) and the schemes allowed."""
+    if not isinstance(path, str):
+        return False
+    found = _SCHEME.match(path)
+    if found is None:
+        return False
+    if f"{found.group(1).lower()}://" in SCHEMES:
+        return True
+    raise ParameterError(
+        "store URI", shown_uri(path),
+        f"a PostgreSQL URI ({', '.join(SCHEMES)}...) or an SQLite file path (no scheme); "
+        f"scheme {found.group(1)!r} is not known",
+    )  # fmt: skip
+
+
+def conninfo(uri: str) -> str:
+    """``uri`` as libpq takes it: the scheme ``postgresql://`` (a driver part and the
+    scheme's case dropped)."""
+    return _SCHEME.sub("postgresql://", uri, count=1)
 
 
 def shown_uri(uri: str) -> str:
     """The URI as messages show it: its password, if any, as ``***``."""
-    return re.sub(r"^([a-z+]+://[^:/@]*):[^@/]*@", r"\1:***@", uri)
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@", r"\1:***@", uri)
 
 
 @lru_cache(maxsize=256)
@@ -129,9 +154,8 @@ def connect(uri: str, expected: str = EXPECTED) -> Any:
         raise MissingDriver() from None
     if not is_uri(uri):
         raise ParameterError("path", uri, f"a PostgreSQL URI ({', '.join(SCHEMES)}...)")
-    conninfo = uri.replace("postgresql+psycopg://", "postgresql://", 1)
     try:
-        return psycopg.connect(conninfo, autocommit=True)
+        return psycopg.connect(conninfo(uri), autocommit=True)
     except psycopg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreFileError(shown_uri(uri), f"cannot be reached ({first})", expected) from None

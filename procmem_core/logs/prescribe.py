@@ -2,15 +2,24 @@
 for the world fitted to its log, with the fit's uncertainty carried by a parametric
 bootstrap over the fitted parameters (docs/statistics.md, "Reading a deployment's logs").
 
-Draws: ``m ~ N(m_hat, se)`` (clipped to [0.02, 0.98]), ``log kappa ~ N(log kappa_hat,
-se / kappa_hat)``; a parameter without an SE stays at its estimate (and the answer says
-so). Each prescription must meet its targets at the worst draw, or say it cannot:
+Draws (``parameter_draws``), every fitted parameter with an SE from its fitted sampling
+distribution, independently (world.json keeps no covariances), in this order from one
+generator: ``m ~ N(m_hat, se)`` (clipped to [0.02, 0.98]), ``log kappa ~ N(log kappa_hat,
+se / kappa_hat)`` (both fitted on those scales), the lifts' mean ``mu ~ N(mu_hat, se)``
+and spread ``log sigma ~ N(log sigma_hat, se / sigma_hat)``, the users' ``user_sd`` and
+``icc`` (normal at their bootstrap SE, clipped to [0, 1)), the missing-rating rate
+(normal, clipped to [0, 0.99]) and the mean delay (normal, at least 0); ``a`` and ``b``
+follow from each draw's ``m`` and ``kappa``. A parameter without an SE stays at its
+estimate. Each prescription must meet its targets at the worst draw, or say it cannot:
 
-- explore rate: the planner's sessions to detect ``target_lift`` at each rate and each
-  draw's base rate (the withheld rate's draws, ``base_draws``: the planner's base is the
-  withheld arm's success rate, as the flat rule's below); the worst draw is the
-  largest; the pick is the smallest rate whose worst sessions fit ``horizon`` (least
-  successes forgone), else the rate and the horizon it would take;
+- explore rate: the planner's rated sessions to detect ``target_lift`` at each rate and
+  each draw's base rate (the withheld rate's draws, ``base_draws``: the planner's base is
+  the withheld arm's success rate, as the flat rule's below), times the draw's inflation
+  ``(1 + (c - 1) icc) / (1 - missing)`` (``inflation``: the design effect of users seen
+  ``c`` times per procedure and arm, this log's, and the sessions whose rating never
+  arrives); the worst draw is the largest; the pick is the smallest rate whose worst
+  sessions fit ``horizon`` (least successes forgone), else the rate and the horizon it
+  would take;
 - flat rule: ``design_rule`` at the estimated base, the withheld success rate
   (``world.withheld_rate``: ``m - mu``, the rate the rule's lifts are defined over, the
   base rate of ``users=fitted`` too), then ``evaluate``d at the lowest and the highest
@@ -22,6 +31,11 @@ so). Each prescription must meet its targets at the worst draw, or say it cannot
 - gate: ``design_gate`` over the p0 range that holds the 5-95 % quantiles of every
   draw's Beta of success rates (a guarantee over a range holds for every p0 in it),
   starting above ``min_drop`` (a lower p0 cannot drop by it).
+
+The lifts' spread and the delay enter none of the three (the targets are at fixed lifts:
+the explore rate's ``target_lift``, the flat rule's helpful and harmful lifts, the gate's
+``min_drop``; the prescriptions count sessions, not time): they are drawn, and their
+extreme draws reported, so the answer says what it did not need.
 """
 
 from __future__ import annotations
@@ -36,7 +50,7 @@ from procmem_core.ab.planner import DEFAULT_RATES
 from procmem_core.flat.design import RuleTargets, design_rule
 from procmem_core.flat.fate import flat_fate
 from procmem_core.gates import DesignQuestion, design_gate
-from procmem_core.logs.world import withheld_rate
+from procmem_core.logs.world import Param, withheld_rate
 
 DRAWS = 200
 
@@ -63,6 +77,59 @@ def draws(rates: dict, rng: np.random.Generator, n: int = DRAWS) -> tuple[np.nda
     return ms, ks
 
 
+def _normal(p: Param, rng: np.random.Generator, n: int, low: float = -np.inf,
+            high: float = np.inf) -> np.ndarray:  # fmt: skip
+    """``N(value, se)`` draws clipped to [low, high] (the value itself without an SE)."""
+    se = p.se if np.isfinite(p.se) else 0.0
+    return np.clip(rng.normal(p.value, se, n), low, high)
+
+
+def _lognormal(p: Param, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``log x ~ N(log value, se / value)``: a parameter fitted on the log scale."""
+    se = p.se / p.value if np.isfinite(p.se) and p.value > 0 else 0.0
+    return np.exp(rng.normal(np.log(max(p.value, 1e-12)), se, n))
+
+
+def parameter_draws(world: dict, rng: np.random.Generator, n: int = DRAWS) -> dict[str, np.ndarray]:
+    """``n`` draws of every fitted parameter of ``world`` that has an SE, as
+    ``"part.name"`` arrays (module docstring), and ``"base"``, the withheld success rate
+    at each draw (``base_draws``). The rates and the lifts' mean are drawn first, as
+    ``draws`` and ``base_draws`` draw them, so their draws are the same ones."""
+    ms, ks = draws(world["rates"], rng, n)
+    out = {"rates.mean": ms, "rates.concentration": ks}
+    lifts = world.get("lifts")
+    if lifts:
+        out["lifts.mean"] = _normal(lifts["mean"], rng, n)
+        out["base"] = np.clip(ms - out["lifts.mean"], 0.01, 0.99)
+        out["lifts.sd"] = _lognormal(lifts["sd"], rng, n)
+    else:
+        out["base"] = np.clip(ms, 0.01, 0.99)
+    users = world.get("users") or {}
+    if "user_sd" in users:
+        out["users.user_sd"] = _normal(users["user_sd"], rng, n, 0.0)
+    if "icc" in users:
+        out["users.icc"] = _normal(users["icc"], rng, n, 0.0, 0.99)
+    ratings = world.get("ratings") or {}
+    if "missing_rate" in ratings:
+        out["ratings.missing_rate"] = _normal(ratings["missing_rate"], rng, n, 0.0, 0.99)
+    if "delay_mean" in ratings:
+        out["ratings.delay_mean"] = _normal(ratings["delay_mean"], rng, n, 0.0)
+    return out
+
+
+def inflation(world: dict, drawn: dict[str, np.ndarray]) -> np.ndarray:
+    """Logged sessions per rated session the planner asks for, at each draw: ``(1 + (c -
+    1) icc) / (1 - missing)``, ``c`` the log's users' sessions per procedure and arm
+    (``users.cluster_size``, ``Sigma n_g^2 / Sigma n_g``; 1 without users): the design
+    effect of a cluster-robust comparison (Kish 1965) over the ratings that arrive."""
+    n = drawn["base"].size
+    size = (world.get("users") or {}).get("cluster_size")
+    c = float(size.value) if size is not None else 1.0
+    icc = drawn.get("users.icc", np.zeros(n))
+    missing = drawn.get("ratings.missing_rate", np.zeros(n))
+    return (1.0 + (c - 1.0) * icc) / (1.0 - missing)
+
+
 def base_draws(world: dict, ms: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The withheld success rate at each draw of the rates' mean ``ms``: ``ms - mu``,
     ``mu ~ N(mu_hat, se)`` (drawn after the rates; no lifts: ``ms`` itself), clipped as
@@ -76,25 +143,32 @@ def base_draws(world: dict, ms: np.ndarray, rng: np.random.Generator) -> np.ndar
 
 
 def explore_rate(ms: np.ndarray, target_lift: float, horizon: int, power: float = 0.8,
-                 alpha: float = 0.05) -> Prescription:  # fmt: skip
-    """The smallest explore rate whose worst-draw sessions fit ``horizon``. The worst
-    draw is the one with the largest ``v = p1 q1 / (1 - eps) + p0 q0 / eps`` (the sessions
-    grow with it), checked by the planner together with the lowest and highest draw: by
-    its normal approximation, and where that is within twice the horizon by its default
-    (exact where the smaller arm is small), so rates far out of reach cost no exact search."""
+                 alpha: float = 0.05,
+                 inflate: np.ndarray | None = None) -> Prescription:  # fmt: skip
+    """The smallest explore rate whose worst-draw sessions fit ``horizon``; ``ms``: the
+    base draws, ``inflate``: each draw's logged sessions per rated one (``inflation``;
+    1 when None). The worst draw is the one with the largest ``f v``, ``v = p1 q1 / (1 -
+    eps) + p0 q0 / eps`` (the sessions grow with it), checked by the planner together
+    with the lowest and highest base and the largest ``f``: by its normal approximation,
+    and where that is within twice the horizon by its default (exact where the smaller
+    arm is small), so rates far out of reach cost no exact search; a draw's sessions are
+    ``ceil(planned f)``."""
+    f = np.ones(ms.size) if inflate is None else np.asarray(inflate, float)
     worst = {}
     for eps in DEFAULT_RATES:
         lifts = np.array([_lift(b, target_lift) for b in ms])
         p1 = ms + lifts
         v = p1 * (1 - p1) / (1 - eps) + ms * (1 - ms) / eps
-        bases = {float(ms[np.argmax(v)]), float(ms.min()), float(ms.max())}
-        designs = [Design(_lift(b, target_lift), b, power, alpha) for b in sorted(bases)]
-        need = max(plan_rate(d, eps, method="normal").sessions for d in designs)
-        if need <= 2 * horizon:  # near the horizon: the planner's exact answer where it has one
-            need = max(plan_rate(d, eps).sessions for d in designs)
-        worst[eps] = int(need)
+        picks = {int(np.argmax(v * f)), int(np.argmin(ms)), int(np.argmax(ms))}
+        if np.ptp(f) > 0:
+            picks.add(int(np.argmax(f)))
+        designs = [(Design(_lift(ms[i], target_lift), float(ms[i]), power, alpha), f[i])
+                   for i in sorted(picks)]  # fmt: skip
+        n = _need(designs, eps, "normal")
+        worst[eps] = _need(designs, eps) if n <= 2 * horizon else n  # near the horizon: exact
     fits = [e for e in DEFAULT_RATES if worst[e] <= horizon]
-    details = {"worst_sessions": worst, "horizon": horizon, "target_lift": target_lift}
+    details = {"worst_sessions": worst, "horizon": horizon, "target_lift": target_lift,
+               "inflation": (float(f.min()), float(f.max()))}  # fmt: skip
     if fits:
         eps = min(fits)
         return Prescription("explore rate", f"{eps:g}", True,
@@ -108,6 +182,12 @@ def explore_rate(ms: np.ndarray, target_lift: float, horizon: int, power: float 
                         f"power {power:g} within {horizon} sessions at the worst draw: at "
                         f"{eps:g} it would take {worst[eps]} sessions of a procedure.",
                         details)  # fmt: skip
+
+
+def _need(designs: list, eps: float, method: str | None = None) -> int:
+    """The most logged sessions among ``(design, inflation)`` pairs at rate ``eps``."""
+    kw = {} if method is None else {"method": method}
+    return max(int(np.ceil(plan_rate(d, eps, **kw).sessions * g - 1e-9)) for d, g in designs)
 
 
 def _lift(base: float, lift: float) -> float:
@@ -203,11 +283,19 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
 def prescribe(world: dict, rng: np.random.Generator, target_lift: float, horizon: int,
               targets: RuleTargets | None = None,
               question: DesignQuestion | None = None) -> list[Prescription]:  # fmt: skip
-    """The three prescriptions for a fitted world (``fit_world``'s dict)."""
-    ms, ks = draws(world["rates"], rng)
-    bases = base_draws(world, ms, rng)
-    return [
-        explore_rate(bases, target_lift, horizon),
+    """The three prescriptions for a fitted world (``fit_world``'s dict) at the worst of
+    ``parameter_draws``; each one's ``details["draws"]``: every drawn parameter's lowest
+    and highest draw."""
+    drawn = parameter_draws(world, rng)
+    bases, spans = drawn["base"], draw_spans(drawn)
+    found = [
+        explore_rate(bases, target_lift, horizon, inflate=inflation(world, drawn)),
         flat_rule(withheld_rate(world).value, bases, targets or RuleTargets()),
-        gate(ms, ks, question or DesignQuestion()),
+        gate(drawn["rates.mean"], drawn["rates.concentration"], question or DesignQuestion()),
     ]
+    return [replace(p, details=p.details | {"draws": spans}) for p in found]
+
+
+def draw_spans(drawn: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
+    """Each drawn parameter's lowest and highest draw."""
+    return {k: (float(v.min()), float(v.max())) for k, v in drawn.items()}

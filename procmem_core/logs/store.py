@@ -18,14 +18,15 @@ Every column is read by SQL into numpy arrays, never a Python loop per row: one 
 table has the database concatenate each column into one string (SQLite's
 ``group_concat``: integers as SQLite prints them, other reals with 17 significant digits,
 ``%!.17g``; PostgreSQL's ``string_agg``: doubles in their shortest exact form; both
-round-trip exactly; strings joined by the unit separator U+001F; the queries of each
-backend in ``logs.store_sql``), split in C and put in ``seq`` order by numpy (a string
-holding U+001F makes its column fall back to ``fetchall``).
-Strings are dictionary-coded in order of first appearance, as pyarrow's
-``dictionary_encode`` codes a file's, so sums over codes add in the same order whichever
-reader read the log. ``check_log`` then checks the values as for a log directory.
-The file is opened read-only, the database read in a READ ONLY transaction; neither is
-written.
+read back to the bit (SQLite's ``%!.17g`` is an ulp off for some doubles above about
+1e180, far from any log value); strings joined by the unit separator U+001F; the queries of each
+backend in ``logs.store_sql``), split in C by pyarrow (``split_pattern``; numbers parsed
+by its correctly rounded ``cast``) and put in ``seq`` order by numpy (a string holding
+U+001F makes its column fall back to ``fetchall``). Strings are dictionary-coded by
+pyarrow's ``dictionary_encode``, in order of first appearance, as a file's are, so sums
+over codes add in the same order whichever reader read the log. ``check_log`` then
+checks the values as for a log directory. The file is opened read-only, the database
+read in a READ ONLY transaction; neither is written.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from procmem_core.logs.schema import Log, LogError, Table, Text, check_log
 from procmem_core.logs.store_sql import POSTGRES, SQLITE, StoreSql
@@ -64,45 +67,53 @@ REVISIONS = {
 }
 
 
+def _split(text: str, sep: str) -> pa.Array:
+    """One concatenated column split in C (pyarrow), as strings: no Python object per row."""
+    return pc.split_pattern(pa.array([text], pa.large_string()), sep).flatten()
+
+
 def read_columns(
     cur: Any, source: str, cols: dict[str, tuple[str, str]], sql: StoreSql = SQLITE
-) -> tuple[int, dict[str, np.ndarray]]:
+) -> tuple[int, dict[str, Any]]:
     """Every column of ``source`` (a table or query with an integer ``seq``) in ``seq``
-    order, by one query in ``sql``'s dialect (module doc): ``"number"`` columns as floats
-    (NULL: NaN), ``"text"`` columns as object arrays of strings (NULL: "")."""
+    order, by one query in ``sql``'s dialect (module doc): ``"number"`` columns as float
+    arrays (NULL: NaN; parsed by pyarrow's correctly rounded parser, as exact as
+    numpy's), ``"text"`` columns as pyarrow string arrays (NULL: "")."""
     parts = ["COUNT(*)", sql.seq()]
     parts += [sql.concat(expr, kind) for expr, kind in cols.values()]
     row = cur.execute(f"SELECT {', '.join(parts)} FROM ({source}) AS src").fetchone()
     n = int(row[0])
     if n == 0:
-        return 0, {c: np.zeros(0, float if k == "number" else object) for c, (_, k) in
-                   cols.items()}  # fmt: skip
-    seq = np.array(row[1].split(" "), dtype=np.int64)
-    order = slice(None) if (np.diff(seq) > 0).all() else np.argsort(seq, kind="stable")
-    out = {}
+        return 0, {c: np.zeros(0) if k == "number" else pa.array([], pa.large_string())
+                   for c, (_, k) in cols.items()}  # fmt: skip
+    seq = pc.cast(_split(row[1], " "), pa.int64()).to_numpy()
+    order = None if (np.diff(seq) > 0).all() else np.argsort(seq, kind="stable")
+    out: dict[str, Any] = {}
     for (name, (expr, kind)), text in zip(cols.items(), row[2:], strict=True):
         if kind == "number":
-            out[name] = np.array(text.split(" "), dtype=float)[order]
+            a = pc.cast(_split(text, " "), pa.float64()).to_numpy()
+            out[name] = a if order is None else a[order]
             continue
-        items = text.split(SEP)
+        items = _split(text, SEP)
         if len(items) == n:
-            out[name] = np.array(items, dtype=object)[order]
+            out[name] = items if order is None else items.take(pa.array(order))
         else:  # a string holds the separator itself: this column row by row, in seq order
             rows = cur.execute(f"SELECT COALESCE({expr}, '') FROM ({source}) AS src ORDER BY seq")
-            out[name] = np.array(rows.fetchall(), dtype=object).reshape(n)
+            out[name] = pa.array([r[0] for r in rows.fetchall()], pa.large_string())
     return n, out
 
 
-def _text(values: np.ndarray, unique: bool = False) -> Text:
-    """Strings ("" empty) as dictionary codes in order of first appearance; ``unique``:
-    the column is known to hold no value twice (a UNIQUE column), coded as it stands."""
+def _text(values: pa.Array, unique: bool = False) -> Text:
+    """Strings ("" empty) as dictionary codes in order of first appearance (pyarrow's
+    ``dictionary_encode``, as a file's are coded); ``unique``: the column is known to hold
+    no value twice (a UNIQUE column), coded as it stands."""
     if unique:
-        return Text.from_codes(np.arange(values.size), values)
-    uniq, first, inverse = np.unique(values.astype(str), return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    return Text.from_codes(rank[inverse], uniq[order].astype(object))
+        strings = values.to_numpy(zero_copy_only=False)
+        return Text.from_codes(np.arange(strings.size), strings)
+    enc = pc.dictionary_encode(values)
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    empty = pc.index(enc.dictionary, "").as_py()
+    return Text.from_codes(codes, enc.dictionary.to_numpy(zero_copy_only=False), empty)
 
 
 def _mixed(cur: Any, file: str, name: str, sql: StoreSql) -> LogError:
@@ -145,6 +156,7 @@ def _sessions(cur: Any, file: str, sql: StoreSql) -> Table:
     for name, (_, kind) in cols.items():
         a = raw[name]
         if name in ("time", "rated_at") and kind == "text":
+            a = a.to_numpy(zero_copy_only=False)
             out[name] = np.where(a == "", None, a)  # NULL: no rating yet
         elif kind == "text":
             out[name] = _text(a, unique=name == "session_id")  # UNIQUE in the table

@@ -15,7 +15,9 @@ checked by simulating logs from it (posterior-predictive checks).
   moment estimator ``sum_g (R_g^2 - S_g) / sum_g n_g (n_g - 1)`` on residuals from each
   procedure-and-arm mean (``R_g``: user ``g``'s residual sum, ``S_g``: its sum of squares),
   ``user_sd = sqrt(sigma_u^2)``, ``icc = sigma_u^2 / mean(e^2)``; SEs by a bootstrap over
-  users (``rng``).
+  users (``rng``); ``cluster_size``, the users' sessions per procedure and arm
+  ``sum n_gc^2 / sum n_gc`` (no SE: observed, not fitted), what a design effect
+  ``1 + (cluster_size - 1) icc`` needs.
 - Ratings: the missing share (binomial SE) and the mean delay ``rated_at - time`` (SE
   ``sd / sqrt(n)``), in the log's time unit.
 """
@@ -143,8 +145,11 @@ def user_dispersion(s: Sessions, rng: np.random.Generator) -> dict[str, Param] |
     sd, icc = stats(np.ones((1, g.max(initial=-1) + 1)))
     boot = rng.multinomial(n.size, np.full(n.size, 1.0 / n.size), size=BOOTSTRAP).astype(float)
     bsd, bicc = stats(boot)
+    _, per_cell = np.unique(cell.astype(np.int64) * n.size + g, return_counts=True)
+    size = float((per_cell.astype(float) ** 2).sum() / max(per_cell.sum(), 1))
     return {"user_sd": Param(sd[0], np.std(bsd, ddof=1)),
-            "icc": Param(icc[0], np.std(bicc, ddof=1))}  # fmt: skip
+            "icc": Param(icc[0], np.std(bicc, ddof=1)),
+            "cluster_size": Param(size, float("nan"))}  # fmt: skip
 
 
 def ratings(s: Sessions) -> dict[str, Param]:

@@ -9,7 +9,15 @@ from procmem_core.ab import Design, plan_rate
 from procmem_core.ab.planner import DEFAULT_RATES
 from procmem_core.flat.design import RuleTargets, evaluate
 from procmem_core.gates import DesignQuestion
-from procmem_core.logs.prescribe import draws, explore_rate, flat_rule, gate
+from procmem_core.logs.prescribe import (
+    base_draws,
+    draws,
+    explore_rate,
+    flat_rule,
+    gate,
+    inflation,
+    parameter_draws,
+)
 from procmem_core.logs.world import Param
 
 RATES = {"mean": Param(0.6, 0.03), "concentration": Param(20.0, 5.0)}
@@ -84,3 +92,85 @@ def test_evaluate_is_monotone_in_the_base_rate():
     excluded = [evaluate(DEFAULT_RULE, DEFAULT_THRESHOLD, RuleTargets(base=b)).excluded
                 for b in (0.5, 0.6, 0.7)]  # fmt: skip
     assert kept[0] < kept[1] < kept[2] and excluded[0] > excluded[1] > excluded[2]
+
+
+def _world(lift_se: float = 0.01) -> dict:
+    return {
+        "rates": RATES,
+        "lifts": {"mean": Param(0.04, lift_se), "sd": Param(0.05, 0.01)},
+        "users": {"user_sd": Param(0.08, 0.01), "icc": Param(0.03, 0.005),
+                  "cluster_size": Param(4.0, float("nan"))},
+        "ratings": {"missing_rate": Param(0.1, 0.01), "delay_mean": Param(2.0, 0.1)},
+    }  # fmt: skip
+
+
+def test_every_fitted_parameter_with_an_se_is_drawn_at_its_se():
+    n = 4000
+    drawn = parameter_draws(_world(), np.random.default_rng(5), n)
+    world = _world()
+    normal = {"rates.mean": world["rates"]["mean"], "lifts.mean": world["lifts"]["mean"],
+              "users.user_sd": world["users"]["user_sd"], "users.icc": world["users"]["icc"],
+              "ratings.missing_rate": world["ratings"]["missing_rate"],
+              "ratings.delay_mean": world["ratings"]["delay_mean"]}  # fmt: skip
+    logged = {"rates.concentration": world["rates"]["concentration"],
+              "lifts.sd": world["lifts"]["sd"]}  # fmt: skip
+    assert set(drawn) == {*normal, *logged, "base"}  # cluster_size has no SE: not drawn
+    for name, p in normal.items():  # the spread is the SE: within 4 Monte Carlo SE
+        x = drawn[name]
+        assert abs(x.mean() - p.value) < 4 * p.se / np.sqrt(n), name
+        assert abs(x.std(ddof=1) - p.se) < 4 * p.se / np.sqrt(2 * (n - 1)), name
+    for name, p in logged.items():  # fitted on the log scale: SE / value there
+        x = np.log(drawn[name])
+        assert abs(x.mean() - np.log(p.value)) < 4 * (p.se / p.value) / np.sqrt(n), name
+        assert abs(x.std(ddof=1) - p.se / p.value) < 4 * (p.se / p.value) / np.sqrt(2 * (n - 1))
+    # the rates and the bases are the ones draws and base_draws give from the same seed
+    rng = np.random.default_rng(5)
+    ms, ks = draws(RATES, rng, n)
+    assert np.array_equal(ms, drawn["rates.mean"]) and np.array_equal(
+        ks, drawn["rates.concentration"]
+    )
+    assert np.array_equal(base_draws(world, ms, rng), drawn["base"])
+    assert np.allclose(drawn["base"], np.clip(ms - drawn["lifts.mean"], 0.01, 0.99))
+
+
+def test_explore_sessions_carry_the_users_design_effect_and_the_missing_ratings():
+    fixed = {"rates": {"mean": Param(0.6, float("nan")), "concentration": Param(20.0, 5.0)},
+             "users": {"icc": Param(0.05, float("nan")), "cluster_size": Param(4.0, float("nan"))},
+             "ratings": {"missing_rate": Param(0.2, float("nan"))}}  # fmt: skip
+    drawn = parameter_draws(fixed, np.random.default_rng(0), 50)
+    f = inflation(fixed, drawn)
+    assert np.allclose(f, (1 + 3 * 0.05) / 0.8)  # Kish's design effect over 0.8 rated
+    p = explore_rate(drawn["base"], 0.1, 2, inflate=f)  # horizon 2: the normal planner
+    for eps in (0.05, 0.1, 0.3):
+        rated = plan_rate(Design(0.1, 0.6), eps, method="normal").sessions
+        assert p.details["worst_sessions"][eps] == int(np.ceil(rated * 1.4375 - 1e-9))
+    plain = explore_rate(drawn["base"], 0.1, 2)
+    assert (
+        plain.details["worst_sessions"][0.1]
+        == plan_rate(Design(0.1, 0.6), 0.1, method="normal").sessions
+    )
+
+
+def test_the_explore_prescription_at_the_worst_draw_moves_with_the_lift_se():
+    """A wider draw of the lifts' mean widens the withheld rate's draws: the worst draw
+    needs more sessions and, at a horizon between the two, a larger explore rate."""
+    found = {}
+    for se in (0.005, 0.06):
+        world = _world(lift_se=se)
+        drawn = parameter_draws(world, np.random.default_rng(7))
+        f = inflation(world, drawn)
+        p = explore_rate(drawn["base"], 0.1, 2, inflate=f)
+        rated = [plan_rate(Design(0.1, float(b)), 0.2, method="normal").sessions
+                 for b in drawn["base"]]  # fmt: skip
+        every = [int(np.ceil(r * g - 1e-9)) for r, g in zip(rated, f, strict=True)]
+        assert p.details["worst_sessions"][0.2] == max(every)  # the worst of every draw
+        found[se] = p.details["worst_sessions"]
+    assert all(found[0.06][e] > found[0.005][e] for e in DEFAULT_RATES)
+    horizon = (found[0.005][0.1] + found[0.06][0.1]) // 2
+    picked = {}
+    for se in (0.005, 0.06):
+        drawn = parameter_draws(_world(se), np.random.default_rng(7))
+        picked[se] = explore_rate(drawn["base"], 0.1, horizon, inflate=inflation(_world(se), drawn))
+    narrow, wide = picked[0.005], picked[0.06]
+    assert narrow.meets and float(narrow.setting) <= 0.1
+    assert float(wide.setting) > float(narrow.setting) or not wide.meets

@@ -56,6 +56,12 @@ def test_cli_writes_files_and_one_mlflow_run(tmp_path, tracking_store, capsys):
     assert world["lifts"]["family"].startswith("normal")
     assert set(world["lifts"]["shrunk"]) == {"procedure-000", "procedure-001", "procedure-002"}
     assert world["users"]["user_sd"]["se"] > 0
+    # the users' sessions per procedure and arm (rated): the explore rate's design effect
+    frame = pd.read_csv(log / "sessions.csv", dtype={"top_key": str}, keep_default_na=False)
+    rated = frame[(frame["outcome"] != "") & (frame["top_key"] != "")]
+    n = rated.groupby(["top_key", "withheld", "user_id"]).size().to_numpy(float)
+    size = world["users"]["cluster_size"]
+    assert size["se"] is None and abs(size["value"] - (n**2).sum() / n.sum()) < 1e-9
     assert abs(world["ratings"]["missing_rate"]["value"] - 0.1) < 4 * 0.004
     assert set(world["checks"]["checks"]) == {
         "withheld_share",
@@ -66,6 +72,7 @@ def test_cli_writes_files_and_one_mlflow_run(tmp_path, tracking_store, capsys):
     found = pd.read_csv(out / "prescriptions.csv")
     assert list(found["prescription"]) == ["explore rate", "flat rule", "gate"]
     assert "Prescriptions for this deployment" in (out / "report.md").read_text()
+    assert "design effect of users seen repeatedly" in (out / "report.md").read_text()
     rules = pd.read_csv(out / "rule_replay.csv")
     assert set(rules["rule"]) == {"seed", "designed"} and len(rules) == 6
     lifts = pd.read_csv(out / "lifts.csv")

@@ -186,6 +186,9 @@ def test_sources_are_told_apart_by_their_form(tmp_path, deployment):
     assert source_kind(run_id) == ("artifacts", f"runs:/{run_id}")
     assert source_kind(f"traces:/{run_id}")[0] == "traces"
     assert source_kind("experiments:/live")[0] == "traces"
+    for uri in ("postgresql://me@h/db", "postgres://me@h/db", "postgresql+psycopg://me@h/db",
+                "postgresql+psycopg2://me:pw@h:5432/db"):  # fmt: skip
+        assert source_kind(uri) == ("store", uri)  # a PostgreSQL store, not a path
 
 
 def _v2_store(path: Path) -> Path:
@@ -226,6 +229,7 @@ BAD_SOURCES = [
         "LOGS",
         "cannot be reached",
     ),
+    ("an unknown scheme", lambda p: "mysql://me@127.0.0.1/db", "LOGS", "postgresql+psycopg2://"),
     ("a log file, not its folder", _csv_file, "LOGS", "the directory holding"),
     ("a text file", _text_file, "text", "is not an SQLite database"),
     ("a store without a pack log", _v2_store, "v2", "no table pack_log"),

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from procmem_core.errors import ParameterError
 from procmem_core.graph import ProcedureStore, StoreFileError
-from procmem_core.graph.postgres import MissingDriver, shown_uri
+from procmem_core.graph.postgres import MissingDriver, conninfo, is_uri, shown_uri
 
 REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 STEPS = ["look up the invoice", "check the refund policy window", "issue or decline"]
@@ -63,6 +64,40 @@ def test_an_unreachable_server_is_named_with_its_password_hidden():
         ProcedureStore.open(uri)
     assert str(err.value).startswith("postgresql://me:***@127.0.0.1:1/db: cannot be reached (")
     assert "s3cret" not in str(err.value)
+
+
+URIS = {
+    "postgresql://me@h/db": "postgresql://me@h/db",
+    "postgres://me@h/db": "postgresql://me@h/db",
+    "postgresql+psycopg://me@h/db": "postgresql://me@h/db",
+    "postgresql+psycopg2://me:pw@h:5/db": "postgresql://me:pw@h:5/db",
+    "PostgreSQL+Psycopg2://me@h/db": "postgresql://me@h/db",
+}
+
+
+def test_uris_with_a_driver_are_postgresql_and_other_schemes_are_refused(tmp_path):
+    for uri, libpq in URIS.items():
+        assert is_uri(uri) and conninfo(uri) == libpq, uri
+    assert shown_uri("postgresql+psycopg2://me:pw@h/db") == "postgresql+psycopg2://me:***@h/db"
+    assert not is_uri(str(tmp_path / "procedures.db")) and not is_uri("procedures.db")
+    for bad in ("mysql://me:pw@h/db", "sqlite:///procedures.db", "postgresql+asyncpg://h/db"):
+        with pytest.raises(ParameterError) as err:
+            ProcedureStore.open(bad)  # refused as a URI, not opened as a file of that name
+        text = str(err.value)
+        assert text.startswith(f"store URI={shown_uri(bad)!r} is not allowed: ")
+        assert all(s in text for s in ("postgresql://", "postgres://", "postgresql+psycopg2://"))
+        assert "pw" not in text and repr(bad.split("://")[0]) in text
+    assert list(tmp_path.iterdir()) == [] and not Path("mysql:").exists()
+
+
+def test_a_driver_uri_opens_the_same_database(pg_database):
+    """A store written through ``postgresql+psycopg2://`` is read back through
+    ``postgres://`` (both the same database: the driver part dropped)."""
+    with ProcedureStore.open(pg_database.replace("postgresql://", "postgresql+psycopg2://")) as s:
+        key = s.add("refund", "a refund", STEPS).ref
+        s.record_run(key, ["n1"], ok=True)
+    with ProcedureStore.open(pg_database.replace("postgresql://", "postgres://")) as s:
+        assert [r.ok for r in s.runs(key)] == [True]
 
 
 def test_a_database_of_another_application_is_refused_untouched(pg_database):
