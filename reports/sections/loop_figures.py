@@ -60,11 +60,12 @@ def over_time(traj: pd.DataFrame, names: dict[str, str], colours: dict) -> MplFi
 
 def bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -> MplFigure | None:
     """Grouped bars per configuration with 95 % error bars from each metric's SE; None
-    when no metric has a finite value (a figure would draw nothing under its caption).
-    A missing value draws no bar (not a bar at 0)."""
+    when no metric has a finite non-zero value (every bar would be missing or of height
+    0: a blank figure under a caption describing bars; short runs that decide no revision
+    give that). A missing value draws no bar (not a bar at 0)."""
     present = [m for m in metrics if m in rows]
     values = rows[present].to_numpy(dtype=float) if present else np.empty((0, 0))
-    if not np.isfinite(values).any():
+    if not (np.isfinite(values) & (values != 0)).any():
         return None
     fig, (ax,) = new_figure(9.5, 4.2)
     configs = [short_label(c) for c in rows["config"]]

@@ -16,9 +16,11 @@ def _heights(fig) -> list[float]:
     return [p.get_height() for p in fig.axes[0].patches]
 
 
-def test_bars_returns_none_without_a_finite_value() -> None:
+def test_bars_returns_none_without_a_finite_non_zero_value() -> None:
     rows = pd.DataFrame({"config": ["a", "b"], "right": [math.nan] * 2, "wrong": [math.nan] * 2})
     assert bars(rows, METRICS, "share", "t") is None
+    zeros = rows.assign(right=[0.0, 0.0], right_se=[0.0, 0.0])  # no revision decided
+    assert bars(zeros, METRICS, "share", "t") is None
     assert bars(rows[["config"]], METRICS, "share", "t") is None  # metrics not logged at all
 
 
