@@ -12,19 +12,23 @@ requests, writes the PNG and stops the server. Used for the pictures in docs/liv
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
+from cdp import Cdp  # tools/cdp.py: run as a script, tools/ is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
-VIEWS = {"traces": "traces", "runs": "runs", "chat-sessions": "chat-sessions"}
+VIEWS = {"traces": "traces", "sessions": "traces", "runs": "runs"}
 
 
 def free_port() -> int:
@@ -64,8 +68,71 @@ def experiment_id(uri: str, name: str) -> str:
     return found.experiment_id
 
 
+# Page scripts (Runtime.evaluate). Controls are found by their text, aria-label or title.
+FIND = """(re) => [...document.querySelectorAll('button, [role=button], a')].filter(b => {
+  const r = b.getBoundingClientRect();
+  const label = [b.innerText, b.getAttribute('aria-label'), b.getAttribute('title')].join(' ');
+  return r.width > 0 && r.height > 0 && re.test(label.trim());
+})"""
+CLICK = "(" + FIND + ")({re}).map(b => (b.click(), 1)).length"
+DISMISS = r"/^(got it|close|dismiss|close assistant|close panel)$/i"
+ROWS = "document.querySelectorAll('[role=row], tbody tr').length"
+GROUP = r"/group by session/i"
+
+
+def clicks(page: Cdp, pattern: str) -> int:
+    """Click every visible control whose text/aria-label/title matches ``pattern``."""
+    return int(page.evaluate(CLICK.replace("{re}", pattern)) or 0)
+
+
+def drive(page: Cdp, url: str, view: str, out: Path, seconds: float) -> Path:
+    """Load ``url``, clear MLflow's tip and assistant panel, group if asked, capture."""
+    page.call("Page.enable")
+    page.call("Page.navigate", url=url)
+    if not page.wait_until(f"{ROWS} > 1", seconds):
+        sys.exit(f"the {view} view drew no table rows within {seconds:.0f} s")
+    time.sleep(2)  # late popovers and panels open after the first rows
+    for _ in range(3):
+        if not clicks(page, DISMISS):
+            break
+        time.sleep(0.5)
+    if view == "sessions":
+        if not clicks(page, GROUP):
+            sys.exit("no 'Group by session' control on the Traces view")
+        if not page.wait_until(f"{ROWS} > 1", seconds):
+            sys.exit(f"the sessions grouping drew no rows within {seconds:.0f} s")
+        time.sleep(1)
+        clicks(page, DISMISS)
+    time.sleep(1)
+    shot = page.call("Page.captureScreenshot", format="png")
+    out.write_bytes(base64.b64decode(shot["data"]))
+    return out
+
+
+def capture(url: str, view: str, out: Path, seconds: float) -> Path:
+    """Run headless Chromium with DevTools on a free loopback port and ``drive`` it."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="shots-profile-") as profile:
+        chrome = subprocess.Popen(
+            [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--window-size=1600,1000", f"--remote-debugging-port={port}",
+             "--remote-debugging-address=127.0.0.1", f"--user-data-dir={profile}",
+             "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            page = Cdp.page(port)
+            try:
+                return drive(page, url, view, out, seconds)
+            finally:
+                page.close()
+        finally:
+            chrome.terminate()
+            chrome.wait(30)
+
+
 def screenshot(
-    uri: str, experiment: str, view: str, out: Path, wait_ms: int = 20000,
+    uri: str, experiment: str, view: str, out: Path, seconds: float = 120.0,
     start_seconds: float = 600.0,
 ) -> Path:  # fmt: skip
     """Start ``mlflow ui`` over ``uri``, capture the experiment's ``view`` into ``out``."""
@@ -80,12 +147,7 @@ def screenshot(
         wait_for(f"{base}/health", start_seconds)
         url = f"{base}/#/experiments/{experiment_id(uri, experiment)}/{VIEWS[view]}"
         out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             "--window-size=1600,1000", f"--virtual-time-budget={wait_ms}",
-             f"--screenshot={out}", url],
-            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180,
-        )  # fmt: skip
+        return capture(url, view, out, seconds)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -93,7 +155,6 @@ def screenshot(
         except subprocess.TimeoutExpired:  # uvicorn waiting on a worker: stop it all
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(30)
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,10 +163,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--experiment", default="live")
     p.add_argument("--view", choices=sorted(VIEWS), default="traces")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "img" / "live_traces.png")
-    p.add_argument("--wait-ms", type=int, default=20000, help="virtual time for the page")
+    p.add_argument("--wait", type=float, default=120.0, help="seconds for rows to appear")
     args = p.parse_args(argv)
     uri = args.uri or f"sqlite:///{ROOT / 'mlflow.db'}"
-    print(screenshot(uri, args.experiment, args.view, args.out, args.wait_ms))
+    print(screenshot(uri, args.experiment, args.view, args.out, args.wait))
 
 
 if __name__ == "__main__":
