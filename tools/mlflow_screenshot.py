@@ -71,13 +71,13 @@ def experiment_id(uri: str, name: str) -> str:
 # Page scripts (Runtime.evaluate). Controls are found by their text, aria-label or title.
 FIND = """(re) => [...document.querySelectorAll('button, [role=button], a')].filter(b => {
   const r = b.getBoundingClientRect();
-  const label = [b.innerText, b.getAttribute('aria-label'), b.getAttribute('title')].join(' ');
-  return r.width > 0 && r.height > 0 && re.test(label.trim());
+  const labels = [b.innerText, b.getAttribute('aria-label'), b.getAttribute('title')];
+  return r.width > 0 && r.height > 0 && labels.some(t => t && re.test(t.trim()));
 })"""
 CLICK = "(" + FIND + ")({re}).map(b => (b.click(), 1)).length"
 DISMISS = r"/^(got it|close|dismiss|close assistant|close panel)$/i"
 ROWS = "document.querySelectorAll('[role=row], tbody tr').length"
-GROUP = r"/group by session/i"
+GROUP = r"/^group (traces )?by session$/i"
 
 
 def clicks(page: Cdp, pattern: str) -> int:
