@@ -1,12 +1,15 @@
-"""Screenshot an ``mlflow ui`` view with headless Chromium (the Debian package).
+"""Screenshot an ``mlflow ui`` view with headless Chromium driven over DevTools.
 
 ``python tools/mlflow_screenshot.py --experiment live --view traces --out docs/img/live_traces.png``
 starts ``mlflow ui`` on a free loopback port over the tracking store (``--uri``, else
 ``$MLFLOW_TRACKING_URI``, else the repo's ``mlflow.db``), waits until it answers
-``/health``, lets ``chromium-headless-shell`` (``apt-get install
-chromium-headless-shell``; ``chromium`` works too) load the experiment's view
-(``traces``, ``runs`` or ``chat-sessions``) with a virtual-time budget for the page's
-requests, writes the PNG and stops the server. Used for the pictures in docs/live.md.
+``/health``, starts ``chromium-headless-shell`` (``apt-get install
+chromium-headless-shell``; ``chromium`` works too) with ``--remote-debugging-port`` on
+another free loopback port and drives the page over the Chrome DevTools Protocol
+(``tools/cdp.py``): it waits for the table rows, clicks away MLflow 3.17's "Detect
+Issues" tip and assistant panel, for ``--view sessions`` clicks the Traces tab's "Group
+traces by session" control, then writes ``Page.captureScreenshot`` to the PNG and stops
+both. Used for the pictures in docs/live.md.
 """
 
 from __future__ import annotations
@@ -93,7 +96,9 @@ def drive(page: Cdp, url: str, view: str, out: Path, seconds: float) -> Path:
         sys.exit(f"the {view} view drew no table rows within {seconds:.0f} s")
     time.sleep(2)  # late popovers and panels open after the first rows
     for _ in range(3):
-        if not clicks(page, DISMISS):
+        n = clicks(page, DISMISS)
+        print(f"dismissed {n} tip/panel control(s)", file=sys.stderr)
+        if not n:
             break
         time.sleep(0.5)
     if view == "sessions":
