@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import os
 import shutil
 import signal
@@ -114,16 +115,32 @@ def drive(page: Cdp, url: str, view: str, out: Path, seconds: float) -> Path:
     return out
 
 
+def stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group ``proc`` leads (SIGKILL after 30 s) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:  # uvicorn waiting on a worker: stop it all
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    with contextlib.suppress(ProcessLookupError):  # children outliving their leader
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def capture(url: str, view: str, out: Path, seconds: float) -> Path:
     """Run headless Chromium with DevTools on a free loopback port and ``drive`` it."""
     port = free_port()
-    with tempfile.TemporaryDirectory(prefix="shots-profile-") as profile:
+    with tempfile.TemporaryDirectory(
+        prefix="shots-profile-", ignore_cleanup_errors=True
+    ) as profile:
+        # its own process group: /usr/bin/chromium-headless-shell is a sh wrapper
         chrome = subprocess.Popen(
             [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              "--window-size=1600,1000", f"--remote-debugging-port={port}",
              "--remote-debugging-address=127.0.0.1", f"--user-data-dir={profile}",
              "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         try:
             page = Cdp.page(port)
@@ -132,8 +149,7 @@ def capture(url: str, view: str, out: Path, seconds: float) -> Path:
             finally:
                 page.close()
         finally:
-            chrome.terminate()
-            chrome.wait(30)
+            stop_group(chrome)
 
 
 def screenshot(
@@ -154,12 +170,7 @@ def screenshot(
         out.parent.mkdir(parents=True, exist_ok=True)
         return capture(url, view, out, seconds)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:  # uvicorn waiting on a worker: stop it all
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(30)
+        stop_group(server)
 
 
 def main(argv: list[str] | None = None) -> None:
