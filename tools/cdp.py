@@ -39,6 +39,14 @@ class WebSocket:
             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
             "Sec-WebSocket-Version: 13\r\n\r\n"
         )
+        try:
+            self._handshake(request, key)
+        except BaseException:
+            self.sock.close()
+            raise
+
+    def _handshake(self, request: str, key: str) -> None:
+        """Send the upgrade; the reply must be 101 with base64(SHA-1(key + GUID))."""
         self.sock.sendall(request.encode())
         head = b""
         while b"\r\n\r\n" not in head:
