@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reports.calibration import calibration
+from reports.calibration import MIN_PAIRS, calibration
 from reports.summary import agreement_section
 
 
@@ -63,3 +63,15 @@ def test_the_agreement_sentence_says_when_all_within_4_se_is_not_enough():
     assert answer.startswith("Not quite: all 200 simulated figures")
     assert "30 beyond |z| > 2 (expected 9.1" in answer
     assert "the standard errors look too small" in answer
+
+
+def test_too_few_pairs_do_not_say_the_standard_errors_fit():
+    """16 pairs (the confidence_sweep preset's count): the interval is about 0.3 to 2.1,
+    too wide to call the SEs fit; from 100 pairs a passing check says so."""
+    z = np.random.default_rng(7).standard_normal(400)
+    few = calibration(pairs(z[:16]))
+    assert few.ok and not few.enough and few.pairs == 16
+    assert "16 pairs are too few to tell whether the standard errors fit" in few.describe()
+    assert "so the standard errors fit" not in few.describe()
+    many = calibration(pairs(z[:MIN_PAIRS]))
+    assert many.enough and many.ok and "so the standard errors fit" in many.describe()
