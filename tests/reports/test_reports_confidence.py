@@ -22,7 +22,7 @@ import pytest
 
 from procmem_core.flat import flat_fate
 from procmem_core.flat.design import RuleTargets, design_rule
-from reports.evidence import NOISE_Z, fmt
+from reports.evidence import NOISE_Z, fmt, fmt_exact
 from reports.options import ReportOptions
 from reports.sections.confidence import confidence_section
 from reports.sections.confidence_runs import confidence_runs
@@ -77,7 +77,8 @@ def test_opens_with_the_designed_rule_confirmed_in_simulation(sweep, section):
     assert abs(r["helpful_retained"] - d.pick.kept) <= 4 * r["helpful_retained_se"]
     seed = d.reference
     assert (
-        f"The seed's rule keeps {seed.kept:.3f} and excludes {seed.excluded:.3f}" in section.answer
+        f"The seed's rule keeps {fmt_exact(seed.kept)} and excludes {fmt_exact(seed.excluded)}"
+        in section.answer
     )
     table = next(b for b in section.blocks if getattr(b, "caption", "").startswith("Designed"))
     frame = table.frame.set_index("family")
