@@ -197,19 +197,26 @@ def rerun_overrides(d: DesignedRule) -> str:
 
 
 def opening(ev: DesignEvidence) -> str:
-    """The sentence the confidence section opens with."""
+    """The sentence the confidence section opens with: the rule to use (or the closest
+    and by how much it misses); the seed's rule beside it is ``seed_sentence``, the first
+    paragraph under the answer (an opening is at most two sentences, issue 30)."""
     t = ev.targets
     where = f"within {t.within} sessions at base {t.base:g}"
     feasible = [f for f in FAMILIES if ev.designs[f].feasible]
-    seed = ev.designs[FAMILIES[0]].reference
-    seed_text = (
-        f" The seed's rule keeps {fmt_exact(seed.kept)} and excludes "
-        f"{fmt_exact(seed.excluded)} (exact)."
-    )
     if feasible:
         family = next((f for f in feasible if ev.confirmations[f].row is not None), feasible[0])
-        return _use_sentence(ev, family, where) + seed_text
-    return _infeasible_sentence(ev, where) + seed_text
+        return _use_sentence(ev, family, where)
+    return _infeasible_sentence(ev, where)
+
+
+def seed_sentence(ev: DesignEvidence) -> str:
+    """The seed's rule at the same targets, exactly."""
+    seed = ev.designs[FAMILIES[0]].reference
+    t = ev.targets
+    return (
+        f"At the same targets the seed's rule keeps {fmt_exact(seed.kept)} and excludes "
+        f"{fmt_exact(seed.excluded)} (exact, within {t.within} sessions at base {t.base:g})."
+    )
 
 
 def _use_sentence(ev: DesignEvidence, family: str, where: str) -> str:
