@@ -172,6 +172,11 @@ def rises_most(rows: pd.DataFrame) -> str:
     top = ranks(options)[0]
     head = rows.loc[rows["config"] == top[0].name].iloc[0]
     text = f"{head['config']}: {fmt_metric(head, 'success_change')}"
+    if len(top) == len(rows) > 2:
+        return text + (
+            f", but within {NOISE_Z:g} SE of the difference of every other setting (the "
+            "noise cannot order any of them)"
+        )
     if len(top) > MAX_TIED + 1:
         return text + (
             f", tied within {NOISE_Z:g} SE of the difference with {len(top) - 1} of the "

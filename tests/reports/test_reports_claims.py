@@ -226,6 +226,11 @@ def test_the_loop_names_the_setting_where_success_rises_most_only_beyond_the_noi
         "a: 0.1 ± 0.01, tied within 2 SE of the difference with 4 of the other 5 settings "
         "(the noise cannot order them)"
     )
+    many.loc[5, "success_change"] = 0.09  # all six tied: no setting stands out
+    assert rises_most(many) == (
+        "a: 0.1 ± 0.01, but within 2 SE of the difference of every other setting (the noise "
+        "cannot order any of them)"
+    )
 
 
 def test_the_gate_pick_is_tied_with_gates_the_noise_cannot_order():
