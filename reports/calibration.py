@@ -14,6 +14,9 @@ many pairs (docs/statistics.md, "Monte Carlo hygiene"), so:
 Pairs with SE 0 (no sampling noise) that match their exact value carry no information
 and are left out; one that does not match has ``|z| = inf`` and counts in both tails.
 Pairs from one run share replications, so the interval is a guide, not a test at 1 %.
+Below ``MIN_PAIRS`` pairs the interval is too wide to tell standard errors 1.25 times too
+small from right ones (issue 30 asks for at least 100), so a sweep with fewer says so
+instead of calling its standard errors fit.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from scipy import stats
 LEVEL = 0.99
 """Coverage of the variance-ratio interval and of the tail counts' ranges."""
 TAILS = (2.0, 3.0)
+MIN_PAIRS = 100
+"""Fewest pairs from which a passing check is read as "the standard errors fit"."""
 
 
 @dataclass(frozen=True)
@@ -65,9 +70,20 @@ class Calibration:
         """The variance interval holds 1 and every tail count is within its range."""
         return self.low <= 1.0 <= self.high and all(t.ok for t in self.tails)
 
+    @property
+    def enough(self) -> bool:
+        """At least ``MIN_PAIRS`` pairs: a passing check then says the SEs fit."""
+        return self.pairs >= MIN_PAIRS
+
     def describe(self) -> str:
         """One sentence: the variance, its interval, the tails, and what they say."""
-        if self.ok:
+        if self.ok and not self.enough:
+            verdict = (
+                f"consistent with standard normal z-scores, but {self.pairs} pairs are too "
+                f"few to tell whether the standard errors fit (the check needs at least "
+                f"{MIN_PAIRS})"
+            )
+        elif self.ok:
             verdict = "consistent with standard normal z-scores, so the standard errors fit"
         elif self.low > 1.0 or not all(t.count <= t.high for t in self.tails):
             verdict = "the standard errors look too small (a dependence they ignore)"
@@ -105,4 +121,4 @@ def calibration(pairs: pd.DataFrame) -> Calibration | None:
     return Calibration(n, v, n * v / hi_q, n * v / lo_q, tuple(tail(z, c) for c in TAILS))
 
 
-__all__ = ["Calibration", "Tail", "calibration", "tail"]
+__all__ = ["MIN_PAIRS", "Calibration", "Tail", "calibration", "tail"]

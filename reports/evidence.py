@@ -66,6 +66,17 @@ def fmt_share(rate: float, n: int) -> str:
     return fmt(rate, math.sqrt(rate * (1 - rate) / n), n)
 
 
+def fmt_exact(value: float, digits: int = 3) -> str:
+    """An exact share to ``digits`` decimals, with more decimals (up to 9) when rounding
+    would print a value strictly between 0 and 1 as 0 or 1: 0.99995 stays 0.99995, never
+    "1.000", which reads as certainty."""
+    text = f"{value:.{digits}f}"
+    while 0.0 < value < 1.0 and float(text) in (0.0, 1.0) and digits < 9:
+        digits += 1
+        text = f"{value:.{digits}f}"
+    return text
+
+
 def se_of(row: pd.Series, metric: str) -> float:
     """The ``<metric>_se`` entry of a row, NaN when the row has none."""
     value = row.get(f"{metric}_se", float("nan"))

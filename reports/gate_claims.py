@@ -77,7 +77,13 @@ def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     ``per_day``, the calendar time of each (``reports.claims.calendar``)."""
     null = [pick.get(f"{m}_null") for m in ARM_METRICS]
     alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
-    if any(x is None or x != x for x in (*null, *alt)):
+    if any(x is None for x in (*null, *alt)):  # a row without the per-arm columns
+        return (
+            f"; a decision takes {float(pick['mean_runs_null']):.1f} runs when nothing changed "
+            f"and {float(pick['mean_runs_alt']):.1f} at the drop (this row has no per-arm "
+            "figures: a concurrent design's prior sessions are not counted here)"
+        )
+    if any(x != x for x in (*null, *alt)):
         null = [float(pick["mean_runs_null"]), 0.0]
         alt = [float(pick["mean_runs_alt"]), 0.0]
         arms = "all on the revision, none on the prior: no concurrent control"

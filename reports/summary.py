@@ -44,13 +44,19 @@ def summary_table(sweep: Sweep) -> pd.DataFrame:
 
 
 def agreement_table(sweep: Sweep) -> pd.DataFrame:
-    """Every simulated metric ``x`` with ``x_se`` and ``x_exact``: ``z = (x - exact) / se``."""
+    """Every simulated metric ``x`` with ``x_se`` and ``x_exact``: ``z = (x - exact) / se``.
+
+    When ``x_exact`` is computed from the same replications as ``x`` (an expectation given
+    what each replication drew), the run logs ``x_diff_se``, the SE of the mean paired
+    difference, and ``se`` is that one (``simulators.scenarios.loop_lift``)."""
     rows = []
     names = set(sweep.metric_names)
     pairs = [m for m in sorted(names) if f"{m}_se" in names and f"{m}_exact" in names]
     for _, r in sweep.runs.iterrows():
         for m in pairs:
             sim, se, exact = r.get(m), r.get(f"{m}_se"), r.get(f"{m}_exact")
+            paired = r.get(f"{m}_diff_se")
+            se = se if paired is None or np.isnan(paired) else paired
             if any(v is None or np.isnan(v) for v in (sim, se, exact)):
                 continue
             z = Metric(sim, se, exact).z  # SE 0: 0 when equal up to rounding, else inf

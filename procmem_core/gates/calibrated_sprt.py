@@ -19,9 +19,9 @@ Shown a ledger of another size ``m`` (``decide``: the prior's runs; ``operating_
 revert and final levels calibrated for ``m`` (``at_ledger``, the rule of
 ``recalibrate.LedgerLevels`` that ``TwoSampleGate`` uses), so its guarantee holds at the
 ledger a revision has (``ledger_profile``); ledger 0 is allowed (p0 then estimated from
-no runs; the calibration may leave no revert). ``decide_batch`` and ``run_codes`` take p0
-without a ledger size and use the gate's own levels (``at_ledger(m).decide_batch`` for
-another size).
+no runs; the calibration may leave no revert). ``decide_evidence`` (the simulators' path) uses them
+for the ledger it is given; ``decide_batch`` and ``run_codes`` take p0 without a ledger
+size and use the gate's own levels (``at_ledger(m).decide_batch`` for another size).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from procmem_core.gates.defaults import (
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.targets import check_fields
-from procmem_core.gates.verdicts import Evidence, GateDecision, RevisionStats
+from procmem_core.gates.verdicts import BatchDecision, Evidence, GateDecision, RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 ESTIMATES = ("plugin", "ml")
@@ -132,6 +132,24 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
     ) -> GateDecision:
         """``LatticeGate.decide`` with the levels for the prior's ledger (``at_ledger``)."""
         return LatticeGate.decide(self.at_ledger(prior.runs), prior, revision, p0)
+
+    def decide_evidence(
+        self,
+        outcomes: np.ndarray,
+        *,
+        p0: float | np.ndarray | None = None,
+        ledger_successes: ArrayLike | None = None,
+        ledger_runs: int = 0,
+        concurrent: np.ndarray | None = None,
+    ) -> BatchDecision:
+        """``LatticeGate.decide_evidence`` with the levels for a ledger of ``ledger_runs``
+        (``at_ledger``) when the evidence is a ledger, as ``decide`` and the exact
+        operating point use; with p0 known, the gate's own levels."""
+        gate = self if ledger_successes is None else self.at_ledger(ledger_runs)
+        return LatticeGate.decide_evidence(
+            gate, outcomes, p0=p0, ledger_successes=ledger_successes,
+            ledger_runs=ledger_runs, concurrent=concurrent,
+        )  # fmt: skip
 
     def operating_point(
         self, p: float | np.ndarray, p0: float, prior_runs: int | None = None

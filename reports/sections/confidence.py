@@ -26,6 +26,7 @@ from reports.sections.confidence_design import (
     exact_world,
     frontier_table,
     opening,
+    seed_sentence,
 )
 from reports.sections.confidence_evidence import (
     break_even_text,
@@ -63,7 +64,7 @@ def confidence_section(sweep: Sweep, options: ReportOptions) -> Section | None:
     ev = design_evidence(sweep, runs, options)
     if ev is not None:
         what = f"The designed rule (computed at world {ev.world}'s values)"
-        blocks: list = world_blocks(runs.rows, DESIGN_READS, what)
+        blocks: list = [seed_sentence(ev), *world_blocks(runs.rows, DESIGN_READS, what)]
         blocks += _design_blocks(ev, exact_world(runs))
     else:
         blocks = world_blocks(runs.rows, None, "The ranking of rules by their worst world")

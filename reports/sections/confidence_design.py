@@ -24,7 +24,7 @@ from procmem_core.flat import FLAT_RULES
 from procmem_core.flat.design import FAMILIES, DesignedRule, RuleDesign, RuleTargets
 from reports.answers import answer
 from reports.claims import joint_state, state_words, target_state
-from reports.evidence import fmt
+from reports.evidence import fmt, fmt_exact
 from reports.options import ReportOptions
 from reports.sections.confidence_runs import ConfidenceRuns, same_rule
 from reports.sections.confidence_worst import share_text
@@ -197,16 +197,26 @@ def rerun_overrides(d: DesignedRule) -> str:
 
 
 def opening(ev: DesignEvidence) -> str:
-    """The sentence the confidence section opens with."""
+    """The sentence the confidence section opens with: the rule to use (or the closest
+    and by how much it misses); the seed's rule beside it is ``seed_sentence``, the first
+    paragraph under the answer (an opening is at most two sentences, issue 30)."""
     t = ev.targets
     where = f"within {t.within} sessions at base {t.base:g}"
     feasible = [f for f in FAMILIES if ev.designs[f].feasible]
-    seed = ev.designs[FAMILIES[0]].reference
-    seed_text = f" The seed's rule keeps {seed.kept:.3f} and excludes {seed.excluded:.3f} (exact)."
     if feasible:
         family = next((f for f in feasible if ev.confirmations[f].row is not None), feasible[0])
-        return _use_sentence(ev, family, where) + seed_text
-    return _infeasible_sentence(ev, where) + seed_text
+        return _use_sentence(ev, family, where)
+    return _infeasible_sentence(ev, where)
+
+
+def seed_sentence(ev: DesignEvidence) -> str:
+    """The seed's rule at the same targets, exactly."""
+    seed = ev.designs[FAMILIES[0]].reference
+    t = ev.targets
+    return (
+        f"At the same targets the seed's rule keeps {fmt_exact(seed.kept)} and excludes "
+        f"{fmt_exact(seed.excluded)} (exact, within {t.within} sessions at base {t.base:g})."
+    )
 
 
 def _use_sentence(ev: DesignEvidence, family: str, where: str) -> str:
@@ -215,8 +225,8 @@ def _use_sentence(ev: DesignEvidence, family: str, where: str) -> str:
     t = ev.targets
     d, c = ev.designs[family].pick, ev.confirmations[family]
     head = (
-        f"Use {d.describe()}: exactly, it keeps {d.kept:.3f} of helpful "
-        f"({t.helpful_lift:+g}) procedures and excludes {d.excluded:.3f} of harmful "
+        f"Use {d.describe()}: exactly, it keeps {fmt_exact(d.kept)} of helpful "
+        f"({t.helpful_lift:+g}) procedures and excludes {fmt_exact(d.excluded)} of harmful "
         f"({t.harmful_lift:+g}) ones {where} (targets {t.keep:g} and {t.exclude:g})"
     )
     if c.row is None:

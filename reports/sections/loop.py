@@ -155,6 +155,11 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
     return " ".join(parts)
 
 
+MAX_TIED = 3
+"""At most this many tied settings are named; more are counted (the loop preset's 32
+settings had 21 ties, a paragraph of setting names)."""
+
+
 def rises_most(rows: pd.DataFrame) -> str:
     """The settings whose success rises most, as one rank (``reports.claims.ranks``): the
     highest, and every setting the noise cannot tell from it."""
@@ -166,6 +171,16 @@ def rises_most(rows: pd.DataFrame) -> str:
     top = ranks(options)[0]
     head = rows.loc[rows["config"] == top[0].name].iloc[0]
     text = f"{head['config']}: {fmt_metric(head, 'success_change')}"
+    if len(top) == len(rows) > 2:
+        return text + (
+            f", but within {NOISE_Z:g} SE of the difference of every other setting (the "
+            "noise cannot order any of them)"
+        )
+    if len(top) > MAX_TIED + 1:
+        return text + (
+            f", tied within {NOISE_Z:g} SE of the difference with {len(top) - 1} of the "
+            f"other {len(rows) - 1} settings (the noise cannot order them)"
+        )
     if len(top) > 1:
         text += f", tied within {NOISE_Z:g} SE of the difference with " + ", ".join(
             o.name for o in top[1:]

@@ -14,6 +14,14 @@ followed) at true success rates ``p_i``, ``W`` the withheld ones at the base rat
 - ``lift_exact``: ``mean(p_i) - b``, what the lift estimates;
 - ``naive_lift_bias``: ``naive_lift_exact - lift_exact``, the bias the exact formula gives.
 
+``lift_diff_se`` and ``naive_lift_diff_se``: the standard error of the mean of the
+per-replication differences ``lift - lift_exact`` (``naive_lift - naive_lift_exact``).
+Both "exact" figures are expectations given the ``p_i`` a replication drew, so they share
+that replication's draw of procedures with the simulated lift: the simulated-vs-exact z
+divides by this SE of the paired difference (``reports.summary.agreement_table``), not by
+``lift_se``, which also holds the spread of ``mean(p_i)`` over replications (the loop
+preset's z-scores had variance 0.26 with ``lift_se``).
+
 ``rated_rate``: the share of sessions rated. Replications where an arm has no (rated)
 session are left out of the lift metrics; each metric is a mean over replications with
 its standard error (the replication is the independent unit).
@@ -24,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from simulators.feedback import Feedback
-from simulators.result import ScenarioResult
+from simulators.result import ScenarioResult, mean_and_se
 from simulators.scenarios.loop_world import LoopWorld
 
 LIFT_METRICS = ("lift", "naive_lift", "naive_lift_exact", "lift_exact", "naive_lift_bias")
@@ -64,3 +72,6 @@ def add_lift_metrics(
     kept = [d for d in per if d is not None]
     for name in LIFT_METRICS:
         result.add_mean(name, np.array([d[name] for d in kept], dtype=float))
+    for name in ("lift", "naive_lift"):
+        diff = np.array([d[name] - d[f"{name}_exact"] for d in kept], dtype=float)
+        result.metrics[f"{name}_diff_se"] = mean_and_se(diff)[1]

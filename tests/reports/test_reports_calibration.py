@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reports.calibration import calibration
-from reports.summary import agreement_section
+from reports.calibration import MIN_PAIRS, calibration
+from reports.summary import agreement_section, agreement_table
 
 
 def pairs(z: np.ndarray, se: float = 0.01) -> pd.DataFrame:
@@ -63,3 +63,28 @@ def test_the_agreement_sentence_says_when_all_within_4_se_is_not_enough():
     assert answer.startswith("Not quite: all 200 simulated figures")
     assert "30 beyond |z| > 2 (expected 9.1" in answer
     assert "the standard errors look too small" in answer
+
+
+def test_too_few_pairs_do_not_say_the_standard_errors_fit():
+    """16 pairs (the confidence_sweep preset's count): the interval is about 0.3 to 2.1,
+    too wide to call the SEs fit; from 100 pairs a passing check says so."""
+    z = np.random.default_rng(7).standard_normal(400)
+    few = calibration(pairs(z[:16]))
+    assert few.ok and not few.enough and few.pairs == 16
+    assert "16 pairs are too few to tell whether the standard errors fit" in few.describe()
+    assert "so the standard errors fit" not in few.describe()
+    many = calibration(pairs(z[:MIN_PAIRS]))
+    assert many.enough and many.ok and "so the standard errors fit" in many.describe()
+
+
+def test_a_paired_exact_figure_uses_the_se_of_the_difference():
+    """A run logging x_diff_se (its exact figure computed from the same replications, as
+    the loop's lift) is judged by that SE; a run without it by x_se."""
+    runs = pd.DataFrame(
+        {"scenario": "s", "run_id": ["a", "b"], "x": [0.52, 0.52], "x_se": [0.02, 0.02],
+         "x_exact": [0.5, 0.5], "x_diff_se": [0.005, np.nan]}
+    )  # fmt: skip
+    sweep = SimpleNamespace(runs=runs, metric_names=("x", "x_se", "x_exact", "x_diff_se"))
+    t = agreement_table(sweep).set_index("run")
+    assert t.loc["a", "se"] == 0.005 and abs(t.loc["a", "z"] - 4.0) < 1e-9
+    assert t.loc["b", "se"] == 0.02 and abs(t.loc["b", "z"] - 1.0) < 1e-9

@@ -215,6 +215,22 @@ def test_the_loop_names_the_setting_where_success_rises_most_only_beyond_the_noi
     assert rises_most(rows) == "a: 0.1 ± 0.01, tied within 2 SE of the difference with b"
     rows.loc[1, "success_change"] = 0.05  # 0.05 > 2 * sqrt(2) * 0.01: a alone
     assert rises_most(rows) == "a: 0.1 ± 0.01"
+    many = pd.DataFrame(
+        {
+            "config": list("abcdef"),
+            "success_change": [0.10, 0.095, 0.094, 0.093, 0.092, 0.01],
+            "success_change_se": [0.01] * 6,
+        }
+    )  # four ties: counted, not named
+    assert rises_most(many) == (
+        "a: 0.1 ± 0.01, tied within 2 SE of the difference with 4 of the other 5 settings "
+        "(the noise cannot order them)"
+    )
+    many.loc[5, "success_change"] = 0.09  # all six tied: no setting stands out
+    assert rises_most(many) == (
+        "a: 0.1 ± 0.01, but within 2 SE of the difference of every other setting (the noise "
+        "cannot order any of them)"
+    )
 
 
 def test_the_gate_pick_is_tied_with_gates_the_noise_cannot_order():

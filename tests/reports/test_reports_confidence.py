@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 
 from procmem_core.flat import flat_fate
 from procmem_core.flat.design import RuleTargets, design_rule
-from reports.evidence import NOISE_Z, fmt
+from reports.evidence import NOISE_Z, fmt, fmt_exact
 from reports.options import ReportOptions
 from reports.sections.confidence import confidence_section
 from reports.sections.confidence_runs import confidence_runs
@@ -76,9 +77,11 @@ def test_opens_with_the_designed_rule_confirmed_in_simulation(sweep, section):
     assert shares in section.answer and "confirmed: both within 4 SE" in section.answer
     assert abs(r["helpful_retained"] - d.pick.kept) <= 4 * r["helpful_retained_se"]
     seed = d.reference
-    assert (
-        f"The seed's rule keeps {seed.kept:.3f} and excludes {seed.excluded:.3f}" in section.answer
+    seed_text = f"the seed's rule keeps {fmt_exact(seed.kept)} and excludes " + fmt_exact(
+        seed.excluded
     )
+    assert seed_text in section.blocks[0] and "seed's rule" not in section.answer
+    assert len(re.findall(r"\.\s+[A-Z]", section.answer)) <= 1  # at most two sentences
     table = next(b for b in section.blocks if getattr(b, "caption", "").startswith("Designed"))
     frame = table.frame.set_index("family")
     assert frame.loc["confidence", "helpful kept (exact)"] == round(d.pick.kept, 4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.evidence import fmt, fmt_metric
+from reports.evidence import fmt, fmt_exact, fmt_metric
 from reports.sections.explore_format import with_se
 from reports.sections.learnings import recommend_policy
 
@@ -62,3 +62,12 @@ def test_the_wait_is_read_as_censored_data_with_its_horizon():
     s = recommend_policy(pd.DataFrame([fast], columns=cols)).sentence
     assert "half the helpful rules are promoted within 61 sessions (Kaplan-Meier median" in s
     assert "restricted mean wait of 90 ± 1.2 sessions counts them" in s
+
+
+def test_an_exact_share_near_1_never_prints_as_certainty():
+    """The seed's rule excludes 0.99995 of harmful procedures within 60 sessions (the
+    confidence_sweep report printed "excludes 1.000 (exact)")."""
+    assert fmt_exact(0.9999514340722039) == "0.99995"
+    assert fmt_exact(0.00004) == "0.00004"
+    assert fmt_exact(0.06575635108409528) == "0.066"
+    assert fmt_exact(1.0) == "1.000" and fmt_exact(0.0) == "0.000"

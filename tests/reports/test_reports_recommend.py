@@ -110,6 +110,12 @@ def test_gate_counts_both_arms_under_concurrent_control():
         solo.sentence
     )
     assert "all on the revision, none on the prior: no concurrent control" in solo.sentence
+    # a row without the per-arm columns (a worst-case row) claims no split it does not have
+    bare = t[t["config"] == "paired"].drop(columns=[c for c in t if "_revision_runs" in c
+                                                     or "_prior_runs" in c])  # fmt: skip
+    note = recommend_gate(bare).sentence
+    assert "no concurrent control" not in note and "+ 0.0" not in note
+    assert "a concurrent design's prior sessions are not counted here" in note
 
 
 def test_gate_nothing_feasible_reports_nearest():
