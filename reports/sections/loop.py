@@ -19,10 +19,9 @@ import math
 import pandas as pd
 import yaml
 
-from reports.canvas import palette, png_bytes
 from reports.claims import NOISE_Z, Option, ranks
 from reports.configs import label_runs
-from reports.document import Detail, Figure, Section, Table
+from reports.document import Detail, Section, Table
 from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
@@ -38,7 +37,7 @@ from reports.sections.loop_evidence import (
     sources_table,
     verdict_of,
 )
-from reports.sections.loop_figures import bars, over_time, sources_bars
+from reports.sections.loop_figures import section_figures
 from reports.sections.loop_missing import missing_sentence, missing_table, split_channels, twins
 from reports.sections.loop_search import is_search, search_sentence, search_table
 from reports.sections.loop_verdict import (
@@ -63,18 +62,6 @@ MECHANISM_METRICS = (
     "missed_harmful_rate", "correct_verdict_rate", "withheld_rate", "prior_served_rate",
     "templates_promoted",
 )  # fmt: skip
-REVISION_METRICS = {
-    "correct_verdict_rate": "right verdicts (of decided)",
-    "wrong_revert_rate": "harmless revisions reverted",
-    "missed_harmful_rate": "harmful revisions accepted",
-    "stranded_revision_rate": "stranded: pending on a quarantined procedure (of proposed)",
-}
-SESSION_METRICS = {
-    "off_task_rate": "off task (another task's procedure on top)",
-    "withheld_rate": "withheld (explore rate)",
-    "prior_served_rate": "prior served (concurrent control)",
-}
-MAX_LINES = 8
 REGRET = (
     "Regret: the expected successes lost per session against an oracle that always follows "
     "the best graph the task's procedures hold at that moment (the current one or the prior "
@@ -246,86 +233,6 @@ def _why(row: pd.Series, sources: pd.DataFrame) -> str:
     return Detail(" ".join(text))
 
 
-def _figures(sweep: Sweep, rows: pd.DataFrame, per_run_sources: dict) -> list:
-    shown = rows[rows["at_reference"]].head(MAX_LINES)
-    where = (
-        f" Drawn at {shown['config'].iloc[0].split('; ')[-1]}."
-        if "; " in shown["config"].iloc[0]
-        else ""
-    )
-    success = _success_figure(sweep, shown, where)
-    blocks: list = [success] if success is not None else []
-    blocks += _verdict_and_session_figures(shown, where)
-    sources = _sources_figure(shown, per_run_sources, where)
-    return blocks + ([sources] if sources is not None else [])
-
-
-def _success_figure(sweep: Sweep, shown: pd.DataFrame, where: str) -> Figure | None:
-    """Success rate and regret per window of sessions, one line per shown config."""
-    traj = sweep.table("trajectory", list(shown["run_id"]))
-    if traj.empty or not {"session_start", "regret"} <= set(traj.columns):
-        return None
-    names = dict(zip(shown["run_id"], shown["config"], strict=True))
-    return Figure(
-        "loop_success_over_time",
-        png_bytes(over_time(traj, names, palette(shown["config"]))),
-        "Success rate (dotted: the oracle) and regret per window of sessions; bands: 95 % "
-        "intervals over replications." + where,
-    )
-
-
-def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure]:
-    """The gate's verdicts on revisions of known effect, and where sessions went."""
-    verdicts = bars(
-        shown,
-        REVISION_METRICS,
-        "share (probability)",
-        "Revisions: gate verdicts against the known truth, and stranded",
-    )
-    verdicts_caption = (
-        "Right and wrong verdicts on revisions of known true effect, and revisions left "
-        "pending on a quarantined procedure (bars: 95 % intervals over replications; none "
-        "where every replication gave the same share: the replications then give no "
-        "interval, not certainty)." + where
-    )
-    outcomes = bars(
-        shown,
-        SESSION_METRICS,
-        "share of sessions (probability)",
-        "Sessions off task, withheld, and served the prior",
-    )
-    outcomes_caption = (
-        "Where sessions went instead of the task's own current procedure (95 % intervals)." + where
-    )
-    figures = [
-        Figure("loop_gate_verdicts", png_bytes(verdicts), verdicts_caption)
-        if verdicts is not None  # short runs may decide no revision at all
-        else None,
-        Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption, detail=True)
-        if outcomes is not None
-        else None,
-    ]
-    return [f for f in figures if f is not None]
-
-
-def _sources_figure(shown: pd.DataFrame, per_run_sources: dict, where: str) -> Figure | None:
-    """Regret per session by source for the shown configs whose sources were logged."""
-    by_config = {
-        r["config"]: per_run_sources[r["run_id"]]
-        for _, r in shown.iterrows()
-        if r["run_id"] in per_run_sources
-    }
-    fig = sources_bars(by_config) if by_config else None
-    if fig is None:
-        return None
-    return Figure(
-        "loop_regret_sources",
-        png_bytes(fig),
-        "Regret per session by source, first and last quarter of sessions (means over "
-        "replications)." + where,
-    )
-
-
 def _rate(row: pd.Series, metric: str) -> str:
     """``fmt_metric``, except a rate of exactly 0 or 1 with SE 0 (every replication the
     same, so no spread to estimate an SE from): said as such with the replications, not
@@ -393,7 +300,7 @@ def loop_section(sweep: Sweep) -> Section | None:
             caption = f"Where the regret comes from{at} (mean ± SE over replications)"
             blocks.append(Table(caption, sources_table(sources)))
             blocks.append(_why(row, sources))
-    blocks += _figures(sweep, rows, per_run)
+    blocks += section_figures(sweep, rows, per_run)
     verdict = verdict_json(best if best is not None else best_row(rows), rows)
     return Section(
         "loop", "Closed loop: does the engine learn the right procedures",

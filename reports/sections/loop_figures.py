@@ -7,8 +7,22 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from reports.canvas import legend_outside, new_figure, palette
+from reports.canvas import legend_outside, new_figure, palette, png_bytes
+from reports.document import Figure
+from reports.source import Sweep
 
+REVISION_METRICS = {
+    "correct_verdict_rate": "right verdicts (of decided)",
+    "wrong_revert_rate": "harmless revisions reverted",
+    "missed_harmful_rate": "harmful revisions accepted",
+    "stranded_revision_rate": "stranded: pending on a quarantined procedure (of proposed)",
+}
+SESSION_METRICS = {
+    "off_task_rate": "off task (another task's procedure on top)",
+    "withheld_rate": "withheld (explore rate)",
+    "prior_served_rate": "prior served (concurrent control)",
+}
+MAX_LINES = 8
 SHORT = {"concurrent_share": "q", "strike_limit": "strike", "utility_weight": "utility"}
 
 
@@ -115,3 +129,85 @@ def sources_bars(by_config: dict[str, pd.DataFrame]) -> MplFigure | None:
     ax.grid(alpha=0.3, axis="y")
     legend_outside(ax, "source")
     return fig
+
+
+def section_figures(sweep: Sweep, rows: pd.DataFrame, per_run_sources: dict) -> list:
+    """The section's figures for its reference rows (at most ``MAX_LINES`` configurations):
+    success and regret over time, verdicts and where sessions went, regret by source."""
+    shown = rows[rows["at_reference"]].head(MAX_LINES)
+    where = (
+        f" Drawn at {shown['config'].iloc[0].split('; ')[-1]}."
+        if "; " in shown["config"].iloc[0]
+        else ""
+    )
+    success = _success_figure(sweep, shown, where)
+    blocks: list = [success] if success is not None else []
+    blocks += _verdict_and_session_figures(shown, where)
+    sources = _sources_figure(shown, per_run_sources, where)
+    return blocks + ([sources] if sources is not None else [])
+
+
+def _success_figure(sweep: Sweep, shown: pd.DataFrame, where: str) -> Figure | None:
+    """Success rate and regret per window of sessions, one line per shown config."""
+    traj = sweep.table("trajectory", list(shown["run_id"]))
+    if traj.empty or not {"session_start", "regret"} <= set(traj.columns):
+        return None
+    names = dict(zip(shown["run_id"], shown["config"], strict=True))
+    return Figure(
+        "loop_success_over_time",
+        png_bytes(over_time(traj, names, palette(shown["config"]))),
+        "Success rate (dotted: the oracle) and regret per window of sessions; bands: 95 % "
+        "intervals over replications." + where,
+    )
+
+
+def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure]:
+    """The gate's verdicts on revisions of known effect, and where sessions went."""
+    verdicts = bars(
+        shown,
+        REVISION_METRICS,
+        "share (probability)",
+        "Revisions: gate verdicts against the known truth, and stranded",
+    )
+    verdicts_caption = (
+        "Right and wrong verdicts on revisions of known true effect, and revisions left "
+        "pending on a quarantined procedure (bars: 95 % intervals over replications; none "
+        "where every replication gave the same share: the replications then give no "
+        "interval, not certainty)." + where
+    )
+    outcomes = bars(
+        shown,
+        SESSION_METRICS,
+        "share of sessions (probability)",
+        "Sessions off task, withheld, and served the prior",
+    )
+    outcomes_caption = (
+        "Where sessions went instead of the task's own current procedure (95 % intervals)." + where
+    )
+    figures = [
+        Figure("loop_gate_verdicts", png_bytes(verdicts), verdicts_caption)
+        if verdicts is not None  # short runs may decide no revision at all
+        else None,
+        Figure("loop_session_outcomes", png_bytes(outcomes), outcomes_caption, detail=True)
+        if outcomes is not None
+        else None,
+    ]
+    return [f for f in figures if f is not None]
+
+
+def _sources_figure(shown: pd.DataFrame, per_run_sources: dict, where: str) -> Figure | None:
+    """Regret per session by source for the shown configs whose sources were logged."""
+    by_config = {
+        r["config"]: per_run_sources[r["run_id"]]
+        for _, r in shown.iterrows()
+        if r["run_id"] in per_run_sources
+    }
+    fig = sources_bars(by_config) if by_config else None
+    if fig is None:
+        return None
+    return Figure(
+        "loop_regret_sources",
+        png_bytes(fig),
+        "Regret per session by source, first and last quarter of sessions (means over "
+        "replications)." + where,
+    )
