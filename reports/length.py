@@ -44,3 +44,23 @@ def word_budget(experiment: str) -> int:
     """The main page's budget: ``QUICKSTART_WORDS`` for the quickstart, else
     ``MAIN_WORDS``."""
     return QUICKSTART_WORDS if experiment == "quickstart" else MAIN_WORDS
+
+
+OPENING_SENTENCES = 2
+"""A section's opening answer is at most this many sentences (issue 30); the rest of
+what it says follows as a paragraph."""
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z(\"'])")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split into sentences: after ``.``, ``?`` or ``!`` and whitespace, where
+    the next one starts with a capital, a quote or a parenthesis (``0.05``, ``p0.8`` and
+    ``e.g. x`` do not split)."""
+    return [s for s in _SENTENCE_END.split(text.strip()) if s]
+
+
+def split_opening(text: str, n: int = OPENING_SENTENCES) -> tuple[str, str]:
+    """The first ``n`` sentences of ``text`` (the opening answer) and the rest."""
+    parts = sentences(text)
+    return " ".join(parts[:n]), " ".join(parts[n:])

@@ -23,6 +23,7 @@ from reports.claims import NOISE_Z, Option, ranks
 from reports.configs import label_runs
 from reports.document import Detail, Section, Table
 from reports.evidence import fmt_metric
+from reports.length import split_opening
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.loop_evidence import (
@@ -118,10 +119,9 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
     parts = [] if len(rows) == 1 else [_opening(rows, best)]
     if seed is not None:
         v = verdict_of(seed)
-        answer = v.answer.capitalize()
         which = "" if len(rows) == 1 else f" ({seed['config']})"
         parts.append(
-            f"Does the loop learn at the seeds' settings{which}? {answer}: "
+            f"At the seeds' settings{which} the loop's answer is {v.answer}: "
             f"regret per session {fmt_metric(seed, 'regret_early')} in the first quarter and "
             f"{fmt_metric(seed, 'regret_late')} in the last, {v.describe()}{each}; success "
             f"rate {fmt_metric(seed, 'success_rate_early')} -> "
@@ -302,16 +302,20 @@ def loop_section(sweep: Sweep) -> Section | None:
             blocks.append(_why(row, sources))
     blocks += section_figures(sweep, rows, per_run)
     verdict = verdict_json(best if best is not None else best_row(rows), rows)
+    said = " ".join(x for x in (search_sentence(rows) if search else "",
+                                _answer(rows, seed, best),
+                                missing_sentence(pairs, seed, 1),
+                                missing_sentence(pairs, best, len(rows)) if best is not None
+                                and (seed is None or best["run_id"] != seed["run_id"]) else "",
+                                decisive_setting(effects, "regret_change")) if x)  # fmt: skip
+    opening, rest = split_opening(said)  # the answer in two sentences, the rest after it
     return Section(
-        "loop", "Closed loop: does the engine learn the right procedures",
-        " ".join(x for x in (search_sentence(rows) if search else "",
-                             _answer(rows, seed, best),
-                             missing_sentence(pairs, seed, 1),
-                             missing_sentence(pairs, best, len(rows)) if best is not None
-                             and (seed is None or best["run_id"] != seed["run_id"]) else "",
-                             decisive_setting(effects, "regret_change")) if x), blocks,
+        "loop",
+        "Closed loop: does the engine learn the right procedures",
+        opening,
+        ([rest] if rest else []) + blocks,
         files={"loop_verdict.json": verdict},
-    )  # fmt: skip
+    )
 
 
 @report_section("loop", order=50)

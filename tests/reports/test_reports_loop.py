@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from procmem_core.quarantine import quarantine_fate
+from reports.length import OPENING_SENTENCES, sentences
 from reports.sections.loop import loop_preset_replications, loop_section, preset_power
 from reports.sections.loop_evidence import Verdict, main_effects, regret_sources, verdict_of
 from reports.source import Sweep
@@ -86,15 +87,18 @@ def test_the_section_answers_at_the_seeds_settings_with_its_numbers(sweep):
     assert seed["regret_change_se"] == pytest.approx(change.std(ddof=1) / np.sqrt(6))
     v = Verdict(change.mean(), change.std(ddof=1) / np.sqrt(6), 6)
     verdicts = [verdict_of(r) for _, r in s.runs.iterrows()]
+    assert len(sentences(section.answer)) <= OPENING_SENTENCES  # issue 30: a short opening
     if all(x.interval[1] >= 0 for x in verdicts):  # none learns: said first, with the chain
         assert section.answer.startswith("None of the 3 swept settings makes the loop learn")
         # this sweep does not log sessions: the chain is quoted at the preset's 1000 / 4
         assert f"{quarantine_fate(0.7, 250, 3).p_quarantined:.3f}" in section.answer
-    assert "Does the loop learn at the seeds' settings (strike limit 3" in section.answer
-    assert f"? {v.answer.capitalize()}: " in section.answer
-    assert v.describe() in section.answer
-    assert "6 replications" in section.answer
-    assert "setting that moves the trend most is" in section.answer
+    said = section.answer + " " + section.blocks[0]  # the rest follows as one paragraph
+    assert isinstance(section.blocks[0], str)
+    assert "At the seeds' settings (strike limit 3" in said
+    assert f" the loop's answer is {v.answer}: " in said
+    assert v.describe() in said
+    assert "6 replications" in said
+    assert "setting that moves the trend most is" in said
 
 
 def test_the_regret_by_source_table_is_recomputed_from_the_sessions(sweep):
@@ -123,7 +127,8 @@ def test_the_regret_by_source_table_is_recomputed_from_the_sessions(sweep):
     # one configuration: no sweep to compare, the section says which preset answers it
     one = Sweep(s.experiment, s.parent_id, s.parent_name, s.runs.iloc[:1], s.param_names,
                 s.metric_names, s.tables)  # fmt: skip
-    assert "experiment=loop" in loop_section(one).answer
+    single = loop_section(one)
+    assert "experiment=loop" in single.answer and len(sentences(single.answer)) <= 2
     assert "quarantines per replication" in why and "stranded" in why
 
 
