@@ -41,6 +41,7 @@ from reports.sections.loop_evidence import (
 from reports.sections.loop_figures import section_figures
 from reports.sections.loop_missing import missing_sentence, missing_table, split_channels, twins
 from reports.sections.loop_search import is_search, search_sentence, search_table
+from reports.sections.loop_split import regret_split, split_sentence, split_table
 from reports.sections.loop_verdict import (
     best_row,
     chain_reason,
@@ -285,11 +286,11 @@ def loop_section(sweep: Sweep) -> Section | None:
               "verdicts, withheld and prior-served sessions (value ± SE over replications)",
               _metric_table(rows, MECHANISM_METRICS)),
     ]  # fmt: skip
-    per_run = {}
+    per_run, raw = {}, {}
     for run_id in rows["run_id"]:
         t = sweep.table("regret_sources", [run_id])
         if not t.empty:
-            per_run[run_id] = regret_sources(t)
+            per_run[run_id], raw[run_id] = regret_sources(t), t
     explained = [r for r in (seed, best) if r is not None]
     if len(explained) == 2 and explained[0]["run_id"] == explained[1]["run_id"]:
         explained = explained[:1]
@@ -300,6 +301,15 @@ def loop_section(sweep: Sweep) -> Section | None:
             caption = f"Where the regret comes from{at} (mean ± SE over replications)"
             blocks.append(Table(caption, sources_table(sources)))
             blocks.append(_why(row, sources))
+            split = regret_split(raw[row["run_id"]])
+            blocks.append(split_sentence(split, at))
+            blocks.append(
+                Table(
+                    f"The regret change split{at}: structural cost and "
+                    "learning (mean ± SE over replications)",
+                    split_table(split),
+                )
+            )
     blocks += section_figures(sweep, rows, per_run)
     verdict = verdict_json(best if best is not None else best_row(rows), rows)
     said = " ".join(x for x in (search_sentence(rows) if search else "",

@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 
 from procmem_core.quarantine import quarantine_fate
+from reports.evidence import fmt
 from reports.length import OPENING_SENTENCES, sentences
 from reports.sections.loop import loop_preset_replications, loop_section, preset_power
 from reports.sections.loop_evidence import Verdict, main_effects, regret_sources, verdict_of
+from reports.sections.loop_split import STRUCTURAL, regret_split
 from reports.source import Sweep
 from simulators.scenarios.loop import LoopScenario
 
@@ -179,4 +181,48 @@ def test_a_rate_every_replication_agreed_on_is_not_shown_as_plus_minus_zero():
     # a count that did not vary: its exact bound over 4 replications, 1 - 0.05^(1/4)
     assert _rate(row, "quarantines") == (
         "0 (in all 4 replications; another value in < 0.53 at 95 %)"
+    )
+
+
+def test_the_regret_change_splits_into_structure_and_learning_recounted(sweep):
+    """Issue 30: the structural part (withheld, on trial, prior served, all quarantined)
+    and the learning part add up to the run's regret change; each recounted here from
+    the simulated sessions, paired within a replication."""
+    s, worlds = sweep
+    q = SMALL["sessions"] // 4
+    for run_id in ("r0", "r1"):
+        split = regret_split(s.table("regret_sources", [run_id])).set_index("part")
+        row = s.runs.set_index("run_id").loc[run_id]
+        assert split.loc["total", "change"] == pytest.approx(row["regret_change"], abs=1e-12)
+        assert split.loc["total", "change_se"] == pytest.approx(row["regret_change_se"], rel=1e-9)
+
+        def part(block, structural):
+            return sum(
+                x.p_oracle - x.p_true for x in block if (x.source in STRUCTURAL) == structural
+            ) / len(block)
+
+        for name, structural in (("structural", True), ("learning", False)):
+            change = [
+                part(w.sessions[-q:], structural) - part(w.sessions[:q], structural)
+                for w in worlds[run_id]
+            ]
+            assert split.loc[name, "change"] == pytest.approx(np.mean(change), abs=1e-12)
+            se = np.std(change, ddof=1) / np.sqrt(len(change))
+            assert split.loc[name, "change_se"] == pytest.approx(se, rel=1e-9)
+        assert split.loc["structural", "change"] + split.loc["learning", "change"] == (
+            pytest.approx(split.loc["total", "change"], abs=1e-12)
+        )
+    section = loop_section(s)
+    seed = regret_split(s.table("regret_sources", ["r0"]))
+    total, learned = seed.iloc[2], seed.iloc[1]
+    said = [b for b in section.blocks if isinstance(b, str) and b.startswith("The regret change")]
+    assert any(
+        f", {fmt(total['change'], total['change_se'])}, splits into" in b
+        and f"what the engine chose, {fmt(learned['change'], learned['change_se'])}:" in b
+        for b in said
+    ), said
+    tables = [b for b in section.blocks if getattr(b, "caption", "").startswith(
+        "The regret change split")]  # fmt: skip
+    assert tables and list(tables[0].frame["change"])[2] == fmt(
+        seed.loc[2, "change"], seed.loc[2, "change_se"]
     )
