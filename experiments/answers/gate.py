@@ -33,6 +33,7 @@ from procmem_core.gates import (
     make_gate,
     worst_case,
 )
+from procmem_core.gates.sensitivity import sensitivity
 from procmem_core.logged import gate_from_params, parse_param, row_value
 from procmem_core.metric import fmt
 from simulators.scenarios.gate import GateScenario
@@ -137,6 +138,16 @@ def profile(chosen: FamilyAnswer | None, q: DesignQuestion) -> list[dict]:
     return [dataclasses.asdict(r) for r in rows]
 
 
+def holds_if(chosen: FamilyAnswer | None, q: DesignQuestion) -> list[dict]:
+    """``sensitivity`` of the chosen gate: its exact worst cases at other true drops and
+    p0 ranges than the question's (issue 30, "holds if / breaks when")."""
+    if chosen is None:
+        return []
+    gate = make_gate(**chosen.config)
+    rows = sensitivity(gate, q, q.ledger if q.ledger else None)
+    return [dataclasses.asdict(r) for r in rows]
+
+
 def gate_answer(runs: pd.DataFrame, alpha: float, beta: float) -> dict | None:
     """The prescription as JSON-ready data: the targets, the question, every family's
     answer, the index of the chosen one (None: no family meets the targets), the
@@ -155,6 +166,7 @@ def gate_answer(runs: pd.DataFrame, alpha: float, beta: float) -> dict | None:
         "check": [] if chosen is None else simulation_check(chosen, q),
         "check_seed": CHECK_SEED,
         "profile": profile(chosen, q),
+        "sensitivity": holds_if(chosen, q),
         "reads": list(DESIGN_READS),
     }
 

@@ -69,7 +69,7 @@ PRESCRIBED = "prescribed"
 
 def _prescription_blocks(p: Prescription) -> list:
     blocks: list = [p.table()]
-    blocks += [t for t in (p.ledger_table(), p.share_table()) if t is not None]
+    blocks += [t for t in (p.ledger_table(), p.holds_table(), p.share_table()) if t is not None]
     if p.chosen is not None:
         blocks.append(
             Table(

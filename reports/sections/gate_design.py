@@ -33,6 +33,7 @@ import pandas as pd
 
 from procmem_core.gates import DesignQuestion, FamilyAnswer, GateDesign, LedgerRow, make_gate
 from procmem_core.gates.early_stop import FrontierPoint, NullRunsBound
+from procmem_core.gates.sensitivity import SensitivityRow
 from reports.answers import answer
 from reports.claims import calendar
 from reports.document import Table
@@ -68,6 +69,8 @@ class Prescription:
     """The params the question reads (``experiments.answers.gate.DESIGN_READS``)."""
     check_seed: int | None = None
     """The seed of the simulation check."""
+    holds: tuple[SensitivityRow, ...] = ()
+    """The chosen gate's exact worst cases at other drops and p0 ranges (``sensitivity``)."""
 
     @property
     def command(self) -> str:
@@ -92,6 +95,7 @@ class Prescription:
                 f"{a.false_revert:.4f}, power >= {a.power:.3f}); "
                 f"{sessions_phrase(a, q, self.sessions_per_day)} "
                 f"(expected, worst p0; {self.runs_basis(a)}){sim}.{self.ledger_phrase()}"
+                f"{gate_ledger.holds_phrase(self.holds)}"
             )
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
@@ -107,6 +111,10 @@ class Prescription:
     def ledger_table(self) -> Table | None:
         """The chosen gate's exact worst cases against the ledger size."""
         return gate_ledger.ledger_table(self.question, self.profile)
+
+    def holds_table(self) -> Table | None:
+        """Holds if / breaks when (``gate_ledger.holds_table``)."""
+        return gate_ledger.holds_table(self.question, self.holds)
 
     def share_table(self) -> Table | None:
         """Sessions of the prescribed concurrent gate against the concurrent share."""
@@ -231,6 +239,7 @@ class Prescription:
             "answers": [dataclasses.asdict(a) for a in self.design.answers],
             "simulation_check": self.check.to_dict(orient="records"),
             "ledger_profile": [dataclasses.asdict(r) for r in self.profile],
+            "holds_if": [dataclasses.asdict(r) for r in self.holds],
         }
         return json.dumps(out, indent=1, default=_plain)
 
@@ -293,8 +302,9 @@ def prescription_of(data: dict) -> Prescription:
     chosen = None if data["chosen"] is None else design.answers[data["chosen"]]
     profile = tuple(LedgerRow(**r) for r in data["profile"])
     check = pd.DataFrame(data["check"])
+    holds = tuple(SensitivityRow(**r) for r in data.get("sensitivity", ()))  # older sweeps: none
     return Prescription(q, design, chosen, check, profile, reads=tuple(data["reads"]),
-                        check_seed=data["check_seed"])  # fmt: skip
+                        check_seed=data["check_seed"], holds=holds)  # fmt: skip
 
 
 def prescribe(sweep: Sweep, targets: GateTargets) -> Prescription:

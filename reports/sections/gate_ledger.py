@@ -11,6 +11,7 @@ import pandas as pd
 
 from procmem_core.gates import DesignQuestion, FamilyAnswer, LedgerRow, make_gate
 from procmem_core.gates.design import arm_runs
+from procmem_core.gates.sensitivity import SensitivityRow
 from reports.document import Table
 
 SHARES = (0.25, 0.5, 0.75)
@@ -91,3 +92,44 @@ def share_table(q: DesignQuestion, a: FamilyAnswer | None) -> Table | None:
         f"(both arms, expected, worst p0 of 27; ledger {q.ledger})",
         pd.DataFrame(rows),
     )
+
+
+def holds_table(q: DesignQuestion, rows: tuple[SensitivityRow, ...]) -> Table | None:
+    """Holds if / breaks when: the prescribed gate's exact worst cases with one
+    assumption moved (``procmem_core.gates.sensitivity``, computed by the sweep)."""
+    if not rows:
+        return None
+    frame = pd.DataFrame(
+        {
+            "assumption": [r.assumption for r in rows],
+            "value": [r.value for r in rows],
+            "worst false revert": [f"{r.false_revert:.4f}" for r in rows],
+            "worst power": ["undefined" if r.power != r.power else f"{r.power:.3f}" for r in rows],
+            f"holds (<= {q.alpha:g}, >= {1 - q.beta:g})?": [
+                "holds" if r.holds else "breaks" for r in rows
+            ],
+        }
+    )
+    return Table(
+        "Holds if / breaks when: the prescribed gate, unchanged, evaluated exactly at other "
+        "true drops and prior-rate ranges than it was designed for (power undefined where "
+        "p0 - drop <= 0 lies in the range; the ledger's row set is the table above, and the "
+        "concurrent share moves sessions, not these rates)",
+        frame,
+    )
+
+
+def holds_phrase(rows: tuple[SensitivityRow, ...]) -> str:
+    """Where the guarantee breaks, in one sentence (empty when it holds everywhere tried)."""
+    broken = [r for r in rows[1:] if not r.holds]
+    if not rows:
+        return ""
+    if not broken:
+        tried = ", ".join(f"{r.assumption} {r.value}" for r in rows[1:])
+        return f" Its guarantee also holds at {tried} (exact)."
+    said = "; ".join(
+        f"{r.assumption} {r.value}: "
+        + (f"power {r.power:.3f}" if r.power == r.power else f"false revert {r.false_revert:.4f}")
+        for r in broken
+    )
+    return f" It breaks when {said} (exact; the holds-if table)."
