@@ -80,8 +80,8 @@ def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     if any(x is None for x in (*null, *alt)):  # a row without the per-arm columns
         return (
             f"; a decision takes {float(pick['mean_runs_null']):.1f} runs when nothing changed "
-            f"and {float(pick['mean_runs_alt']):.1f} at the drop (this row has no per-arm "
-            "figures: a concurrent design's prior sessions are not counted here)"
+            f"and {float(pick['mean_runs_alt']):.1f} at the drop (no per-arm figures here: "
+            "a concurrent design's prior sessions are left out)"
         )
     if any(x != x for x in (*null, *alt)):
         null = [float(pick["mean_runs_null"]), 0.0]

@@ -132,9 +132,8 @@ class Prescription:
         the revision holds more sessions than the pairs the gate reads (max_runs caps those)."""
         if a.design == "concurrent" and self.question.concurrent:
             return (
-                f"max_runs caps the runs per arm the gate reads; with share "
-                f"{self.question.concurrent:g} served to the prior the revision accrues more "
-                f"while the prior's arm fills"
+                "max_runs caps the runs per arm the gate reads; the arms fill at random, so "
+                "one accrues more while the other fills"
             )
         return "max_runs caps the revision runs the gate reads"
 

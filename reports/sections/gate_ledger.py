@@ -33,7 +33,7 @@ def ledger_phrase(q: DesignQuestion, rows: tuple[LedgerRow, ...]) -> str:
     )
     return (
         f" It recalibrates its revert and final levels for the ledger a revision has "
-        f"(certified per size when first seen), so false revert stays <= {q.alpha:g} "
+        f"(certified per size), so false revert stays <= {q.alpha:g} "
         f"there: exact worst case <= {worst.false_revert:.4f} at ledgers "
         f"{', '.join(str(r.ledger) for r in rows)}, where its {q.ledger}-run levels "
         f"kept would reach {kept.false_revert_kept:.4f} (at {kept.ledger}){power}."
@@ -132,4 +132,4 @@ def holds_phrase(rows: tuple[SensitivityRow, ...]) -> str:
         + (f"power {r.power:.3f}" if r.power == r.power else f"false revert {r.false_revert:.4f}")
         for r in broken
     )
-    return f" It breaks when {said} (exact; the holds-if table)."
+    return f" It breaks when {said} (exact)."

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from reports.evidence import fmt
 
@@ -82,9 +83,10 @@ def split_table(split: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _direction(change: float, se: float) -> str:
-    """Falls or rises when the 95 % interval (normal, over replications) excludes 0."""
-    if not np.isfinite(se) or abs(change) <= 1.96 * se:
+def _direction(change: float, se: float, n: int) -> str:
+    """Falls or rises when the 95 % interval over ``n`` replications (Student t with
+    ``n - 1`` degrees of freedom, as the section's verdicts) excludes 0."""
+    if n < 2 or not np.isfinite(se) or abs(change) <= stats.t.ppf(0.975, n - 1) * se:
         return "no detectable change"
     return "falls" if change < 0 else "rises"
 
@@ -98,7 +100,8 @@ def split_sentence(split: pd.DataFrame, where: str) -> str:
         f"structural cost (sessions withheld, on a revision on trial, on the prior, or of a "
         f"task with every procedure quarantined), {fmt(s['change'], s['change_se'])}, and "
         f"what the engine chose, {fmt(lrn['change'], lrn['change_se'])}: "
-        f"{_direction(lrn['change'], lrn['change_se'])} in the learning part (95 % interval "
+        f"{_direction(lrn['change'], lrn['change_se'], int(tot['n']))} in the learning part (95 % "
+        f"t interval "
         f"over {int(tot['n'])} replications). The oracle is the best graph the task's "
         "procedures hold at the time, so it rises with accepted revisions; a regret against "
         "a fixed oracle is not logged."

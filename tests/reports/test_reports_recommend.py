@@ -115,7 +115,7 @@ def test_gate_counts_both_arms_under_concurrent_control():
                                                      or "_prior_runs" in c])  # fmt: skip
     note = recommend_gate(bare).sentence
     assert "no concurrent control" not in note and "+ 0.0" not in note
-    assert "a concurrent design's prior sessions are not counted here" in note
+    assert "no per-arm figures here: a concurrent design's prior sessions are left out" in note
 
 
 def test_gate_nothing_feasible_reports_nearest():
