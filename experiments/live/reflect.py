@@ -27,7 +27,6 @@ the ``procmem.session_id`` tag, so ``traces:/`` reads only the sessions.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -35,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from experiments.live.revisions import Candidate
 from procmem_core.learn import LearnError
 from procmem_core.learn.client import complete_checked
-from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, _unfenced
+from procmem_core.learn.extraction import ExtractionError, reply_field
 
 REVISION_STEPS = ("reflection", "checker")
 MAX_RUNS = 5
@@ -68,13 +67,7 @@ def validate_revision(raw: str) -> RevisionReflection:
     """Parse one reply; ``InvalidJSONReply`` when it is not JSON (retried), else
     ``ExtractionError`` ("shape", "invalid_entry" or "empty" for a blank step)."""
     try:
-        data = json.loads(_unfenced(raw))
-    except (json.JSONDecodeError, TypeError) as exc:
-        raise InvalidJSONReply("invalid_json", f"not JSON ({exc})", raw or "") from None
-    if not isinstance(data, dict) or not isinstance(data.get("revision"), dict):
-        raise ExtractionError("shape", 'expected an object {"revision": {...}}', raw)
-    try:
-        got = RevisionReflection.model_validate(data["revision"])
+        got = RevisionReflection.model_validate(reply_field(raw, "revision", dict))
     except ValidationError as exc:
         raise ExtractionError("invalid_entry", f"revision: {exc.errors()[0]['msg']}", raw) from None
     if not got.step:

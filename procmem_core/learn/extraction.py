@@ -120,17 +120,27 @@ def _unfenced(raw: str) -> str:
     return found.group(1) if found else raw
 
 
-def validate_reply(raw: str, policy: str = "drop", max_procedures: int = 3) -> ValidatedReply:
-    """Parse and validate one extraction reply under ``policy`` (see the module docstring)."""
-    if policy not in VALIDATION_POLICIES:
-        raise ParameterError("policy", policy, f"expected one of {list(VALIDATION_POLICIES)}")
+def reply_field(raw: str, key: str, kind: type[dict] | type[list]) -> Any:
+    """``data[key]`` of a JSON-mode reply ``{"<key>": {...}}`` (``kind`` dict) or
+    ``{"<key>": [...]}`` (``kind`` list), a Markdown fence allowed around it: the one
+    parse of every model reply (extraction, bot rules, distill, live revisions).
+    ``InvalidJSONReply`` when it is not JSON (retried), ``ExtractionError("shape")`` when
+    the key is missing or of another kind."""
     try:
         data = json.loads(_unfenced(raw))
     except (json.JSONDecodeError, TypeError) as exc:
         raise InvalidJSONReply("invalid_json", f"not JSON ({exc})", raw or "") from None
-    if not isinstance(data, dict) or not isinstance(data.get("procedures"), list):
-        raise ExtractionError("shape", 'expected an object {"procedures": [...]}', raw)
-    entries = data["procedures"]
+    if not isinstance(data, dict) or not isinstance(data.get(key), kind):
+        inner = "{...}" if kind is dict else "[...]"
+        raise ExtractionError("shape", f'expected an object {{"{key}": {inner}}}', raw)
+    return data[key]
+
+
+def validate_reply(raw: str, policy: str = "drop", max_procedures: int = 3) -> ValidatedReply:
+    """Parse and validate one extraction reply under ``policy`` (see the module docstring)."""
+    if policy not in VALIDATION_POLICIES:
+        raise ParameterError("policy", policy, f"expected one of {list(VALIDATION_POLICIES)}")
+    entries = reply_field(raw, "procedures", list)
     if policy == "reject" and len(entries) > max_procedures:
         raise ExtractionError(
             "too_many", f"{len(entries)} procedures, at most {max_procedures} allowed", raw

@@ -13,7 +13,6 @@ that user's messages before its turn, as in the offline fallback
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -57,16 +56,10 @@ def rules_request(messages: Sequence[dict]) -> list[dict]:
 def validate_rules(raw: str, messages: Sequence[dict]) -> list[AgentRuleStatement]:
     """The rules of one reply; ``InvalidJSONReply`` when it is not JSON (retried), else
     ``ExtractionError`` ("shape" or "invalid_entry", naming the entry)."""
-    from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, _unfenced
+    from procmem_core.learn.extraction import ExtractionError, reply_field
 
-    try:
-        data = json.loads(_unfenced(raw))
-    except (json.JSONDecodeError, TypeError) as exc:
-        raise InvalidJSONReply("invalid_json", f"not JSON ({exc})", raw or "") from None
-    if not isinstance(data, dict) or not isinstance(data.get("agent_rules"), list):
-        raise ExtractionError("shape", 'expected an object {"agent_rules": [...]}', raw)
     found = []
-    for j, entry in enumerate(data["agent_rules"]):
+    for j, entry in enumerate(reply_field(raw, "agent_rules", list)):
         rule = entry.get("rule") if isinstance(entry, dict) else None
         turn = entry.get("turn") if isinstance(entry, dict) else None
         ok_turn = isinstance(turn, int) and not isinstance(turn, bool)

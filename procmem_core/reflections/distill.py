@@ -25,7 +25,6 @@ failed sessions with their nearest successful ones and distils the difference."
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
@@ -35,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 from procmem_core.errors import ParameterError
 from procmem_core.learn.client import complete_checked
 from procmem_core.learn.config import CallRecord, LLMConfig
-from procmem_core.learn.extraction import ExtractionError, InvalidJSONReply, LearnError, _unfenced
+from procmem_core.learn.extraction import ExtractionError, LearnError, reply_field
 from procmem_core.learn.reply_cache import ReplyCache
 from procmem_core.memory import MemoryRecord, MemoryStore
 from procmem_core.memory.index import VectorIndex
@@ -72,13 +71,7 @@ def validate_distill(raw: str) -> DistilledReflection:
     """Parse one distill reply; ``InvalidJSONReply`` when it is not JSON (retried), else
     ``ExtractionError`` ("shape", "invalid_entry" or "empty")."""
     try:
-        data = json.loads(_unfenced(raw))
-    except (json.JSONDecodeError, TypeError) as exc:
-        raise InvalidJSONReply("invalid_json", f"not JSON ({exc})", raw or "") from None
-    if not isinstance(data, dict) or not isinstance(data.get("reflection"), dict):
-        raise ExtractionError("shape", 'expected an object {"reflection": {...}}', raw)
-    try:
-        got = DistilledReflection.model_validate(data["reflection"])
+        got = DistilledReflection.model_validate(reply_field(raw, "reflection", dict))
     except ValidationError as exc:
         raise ExtractionError(
             "invalid_entry", f"reflection: {exc.errors()[0]['msg']}", raw
