@@ -73,39 +73,33 @@ class SessionTracer(NullTracer):
         self.experiment_id = experiment_id
         self.run_id = run_id
 
-    @contextlib.contextmanager
-    def session(self, session_id: str, attributes: dict[str, Any]) -> Iterator[Any]:
-        import mlflow
-        from mlflow.entities.trace_location import MlflowExperimentLocation
+    def session(self, session_id: str, attributes: dict[str, Any]) -> Any:
+        """A session's trace: root span ``session`` (AGENT), tagged ``procmem.session_id``."""
+        tags = {"procmem.session_id": session_id}
+        return self._root("session", "AGENT", attributes, session_id, tags)
 
-        with mlflow.start_span(
-            "session",
-            span_type="AGENT",
-            attributes=attributes,
-            run_id=self.run_id,
-            trace_destination=MlflowExperimentLocation(self.experiment_id),
-        ) as root:
-            mlflow.update_current_trace(
-                session_id=session_id, tags={"procmem.session_id": session_id}
-            )
-            yield root
-
-    @contextlib.contextmanager
-    def revision(self, session_id: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    def revision(self, session_id: str, attributes: dict[str, Any]) -> Any:
         """A revision's reflection call: a trace of its own (root span ``revision``, LLM)
         in ``session_id``'s MLflow session, without the ``procmem.session_id`` tag that
         marks a session's trace (``experiments.analyze`` reads those)."""
+        return self._root("revision", "LLM", attributes, session_id, {"procmem.revision": "1"})
+
+    @contextlib.contextmanager
+    def _root(
+        self, name: str, kind: str, attributes: dict[str, Any], session_id: str, tags: dict
+    ) -> Iterator[Any]:
+        """A root span in this run's experiment, its trace in MLflow session ``session_id``."""
         import mlflow
         from mlflow.entities.trace_location import MlflowExperimentLocation
 
         with mlflow.start_span(
-            "revision",
-            span_type="LLM",
+            name,
+            span_type=kind,
             attributes=attributes,
             run_id=self.run_id,
             trace_destination=MlflowExperimentLocation(self.experiment_id),
         ) as root:
-            mlflow.update_current_trace(session_id=session_id, tags={"procmem.revision": "1"})
+            mlflow.update_current_trace(session_id=session_id, tags=tags)
             yield root
 
     @contextlib.contextmanager
