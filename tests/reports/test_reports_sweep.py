@@ -136,7 +136,8 @@ def test_gate_pick_is_the_seed_default_and_exact_matches(store, monkeypatch, cap
     # the section opens with the design question's answer; the sweep's own pick follows
     assert "at every prior rate p0 in" in loose.answer
     ranking = [b for b in loose.blocks if isinstance(b, str) and b.startswith("Among the swept")]
-    assert "Use seed default" in ranking[0] and "seeds' default" in ranking[0]
+    assert "(at their own max_runs): use seed default" in ranking[0]  # lower case after ':'
+    assert "seeds' default" in ranking[0]
     # the simulated operating points sit on the exact curve within 4 SE
     from reports.sections.gate_tables import exact_curves, operating_points
 
