@@ -59,8 +59,12 @@ def truncated(template: Path):
 def bad_version(template: Path):
     def make(path: Path) -> None:
         shutil.copy(template, path)
-        with sqlite3.connect(path) as db:
-            db.execute("update alembic_version set version_num = 'not-a-revision'")
+        db = sqlite3.connect(path)  # closed here: a WAL store checkpoints when it closes
+        try:
+            with db:
+                db.execute("update alembic_version set version_num = 'not-a-revision'")
+        finally:
+            db.close()
 
     return make
 
