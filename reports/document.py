@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from procmem_core.errors import ParameterError
+from reports.length import split_opening
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,16 @@ def is_detail(block: Block) -> bool:
     return isinstance(block, Detail) or bool(getattr(block, "detail", False))
 
 
+WORLD_CAPTION = "The world simulated (one value: the same in every run; several: swept)"
+"""The caption of the world table a section opens with (``reports.world.world_blocks``)."""
+
+
 @dataclass
 class Section:
-    """One question the report answers: ``answer`` is the one sentence that opens it."""
+    """One question the report answers: ``answer`` opens it in at most
+    ``reports.length.OPENING_SENTENCES`` sentences (issue 30); what a section says beyond
+    them follows as its first paragraph (after the world table and its sentence when the
+    section opens with them), moved there when the section is built."""
 
     key: str
     title: str
@@ -100,6 +108,21 @@ class Section:
     pick: dict[str, object] = field(default_factory=dict)
     """The section's recommendation as named values (``label`` and numbers), logged to the
     sweep's parent run; empty: the first row of its "Recommended" table is used."""
+
+    more: str = field(default="", init=False)
+    """What the answer said beyond its opening sentences: the section's first paragraph."""
+
+    def __post_init__(self) -> None:
+        opening, self.more = split_opening(self.answer)
+        if self.more:  # after the world the section opens with, else first
+            b = self.blocks
+            at = 2 if b and isinstance(b[0], Table) and b[0].caption == WORLD_CAPTION else 0
+            self.answer, self.blocks = opening, [*b[:at], self.more, *b[at:]]
+
+    @property
+    def said(self) -> str:
+        """The whole answer as built: the opening and the paragraph after it."""
+        return f"{self.answer} {self.more}".strip()
 
     @property
     def figures(self) -> list[Figure]:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from procmem_core.logged import unset_phrase
 from reports.configs import show
-from reports.document import Table
+from reports.document import WORLD_CAPTION, Table
 
 WORLD_GROUPS = ("scenario", "users", "feedback")
 """Config groups whose params describe the simulated world."""
@@ -29,7 +29,7 @@ BOOKKEEPING = ("name", "chunk_size", "table_rows", "export_log")
 """Last key parts that say how a run is computed, not what world it simulates."""
 LISTED = 4
 """A swept number with at most this many values lists them; more: its range and count."""
-CAPTION = "The world simulated (one value: the same in every run; several: swept)"
+CAPTION = WORLD_CAPTION
 
 
 def _label(column: str) -> str:

@@ -23,7 +23,6 @@ from reports.claims import NOISE_Z, Option, ranks
 from reports.configs import label_runs
 from reports.document import Detail, Section, Table
 from reports.evidence import fmt_metric
-from reports.length import split_opening
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.loop_evidence import (
@@ -302,7 +301,7 @@ def loop_section(sweep: Sweep) -> Section | None:
             blocks.append(Table(caption, sources_table(sources)))
             blocks.append(_why(row, sources))
             split = regret_split(raw[row["run_id"]])
-            blocks.append(split_sentence(split, at))
+            blocks.append(split_sentence(split, at, row))
             blocks.append(
                 Table(
                     f"The regret change split{at}: structural cost and "
@@ -318,12 +317,11 @@ def loop_section(sweep: Sweep) -> Section | None:
                                 missing_sentence(pairs, best, len(rows)) if best is not None
                                 and (seed is None or best["run_id"] != seed["run_id"]) else "",
                                 decisive_setting(effects, "regret_change")) if x)  # fmt: skip
-    opening, rest = split_opening(said)  # the answer in two sentences, the rest after it
-    return Section(
+    return Section(  # the answer in two sentences, the rest after it (Section)
         "loop",
         "Closed loop: does the engine learn the right procedures",
-        opening,
-        ([rest] if rest else []) + blocks,
+        said,
+        blocks,
         files={"loop_verdict.json": verdict},
     )
 

@@ -91,8 +91,23 @@ def _direction(change: float, se: float, n: int) -> str:
     return "falls" if change < 0 else "rises"
 
 
-def split_sentence(split: pd.DataFrame, where: str) -> str:
-    """One sentence: the regret change, its structural part and its learning part."""
+def fixed_sentence(row: pd.Series, n: int) -> str:
+    """The regret change against the fixed oracle (the best each task offered at the start,
+    which the engine's revisions cannot raise), when the run logged it; else that it is
+    not logged. ``n``: the replications the change is a mean over."""
+    change, se = row.get("regret_fixed_change"), row.get("regret_fixed_change_se")
+    if change is None or se is None or not np.isfinite(float(change)):
+        return "A regret against a fixed oracle is not logged for this run."
+    return (
+        f"Against a fixed oracle, the best procedure each task had at the start (which no "
+        f"revision moves), the regret changes by {fmt(change, se)}: "
+        f"{_direction(change, se, n)} (95 % t interval over {n} replications)."
+    )
+
+
+def split_sentence(split: pd.DataFrame, where: str, row: pd.Series | None = None) -> str:
+    """The regret change, its structural part and its learning part; then the change
+    against the fixed oracle (``fixed_sentence``) when ``row`` (the run's metrics) is given."""
     part = split.set_index("part")
     s, lrn, tot = part.loc["structural"], part.loc["learning"], part.loc["total"]
     return (
@@ -103,6 +118,6 @@ def split_sentence(split: pd.DataFrame, where: str) -> str:
         f"{_direction(lrn['change'], lrn['change_se'], int(tot['n']))} in the learning part (95 % "
         f"t interval "
         f"over {int(tot['n'])} replications). The oracle is the best graph the task's "
-        "procedures hold at the time, so it rises with accepted revisions; a regret against "
-        "a fixed oracle is not logged."
-    )
+        "procedures hold at the time, so it rises with accepted revisions. "
+        + ("" if row is None else fixed_sentence(row, int(tot["n"])))
+    ).strip()

@@ -58,8 +58,11 @@ class LoopScenario(Scenario):
     pending revision, or none if none beats ``base_rate``); ``regret`` (oracle minus the
     expected success of what was done: the expected successes lost per session, >= 0),
     ``regret_early``, ``regret_late`` and ``regret_change`` (the loop learns when it
-    falls); ``withheld_rate``, ``off_task_rate`` (no procedure of the task followed and
-    none withheld: another task's on top, or nothing matched), ``prior_served_rate``;
+    falls); ``regret_fixed`` (and ``_early``, ``_late``, ``_change``): the regret against
+    the fixed oracle, the best each task offered at the start, which the engine's own
+    revisions cannot raise (negative: the engine beat its start); ``withheld_rate``,
+    ``off_task_rate`` (no procedure of the task followed and none withheld: another
+    task's on top, or nothing matched), ``prior_served_rate``;
     ``revisions_proposed``, ``revisions_decided``, ``correct_verdict_rate``,
     ``wrong_revert_rate`` (non-harmful revisions reverted), ``missed_harmful_rate``
     (harmful revisions accepted), ``stranded_revision_rate`` (revisions still pending at
@@ -202,7 +205,7 @@ class LoopScenario(Scenario):
         s = self.sessions
         q = max(1, s // 4)
         names = ("ok", "early", "late", "oracle", "regret", "regret_early", "regret_late",
-                 "withheld", "off", "prior")  # fmt: skip
+                 "fixed", "fixed_early", "fixed_late", "withheld", "off", "prior")  # fmt: skip
         per: dict[str, list[float]] = {k: [] for k in names}
         for w in worlds:
             ok = np.array([x.ok for x in w.sessions], dtype=float)
@@ -215,6 +218,10 @@ class LoopScenario(Scenario):
             per["regret"].append((best - p).sum())
             per["regret_early"].append((best - p)[:q].sum())
             per["regret_late"].append((best - p)[-q:].sum())
+            fixed = np.array([w.start_oracle[x.task] for x in w.sessions]) - p
+            per["fixed"].append(fixed.sum())
+            per["fixed_early"].append(fixed[:q].sum())
+            per["fixed_late"].append(fixed[-q:].sum())
             per["withheld"].append(sum(x.withheld is not None for x in w.sessions))
             per["off"].append(sum(not x.followed and x.withheld is None for x in w.sessions))
             per["prior"].append(sum(x.prior_served for x in w.sessions))
@@ -224,7 +231,9 @@ class LoopScenario(Scenario):
             ("success_rate", "ok", n), ("success_rate_early", "early", nq),
             ("success_rate_late", "late", nq), ("oracle_success_rate", "oracle", n),
             ("regret", "regret", n), ("regret_early", "regret_early", nq),
-            ("regret_late", "regret_late", nq), ("withheld_rate", "withheld", n),
+            ("regret_late", "regret_late", nq), ("regret_fixed", "fixed", n),
+            ("regret_fixed_early", "fixed_early", nq), ("regret_fixed_late", "fixed_late", nq),
+            ("withheld_rate", "withheld", n),
             ("off_task_rate", "off", n), ("prior_served_rate", "prior", n),
         ):  # fmt: skip
             result.add_ratio(name, per[key], den)
@@ -232,6 +241,8 @@ class LoopScenario(Scenario):
         result.add_mean("success_change", late - early)
         r_early, r_late = np.array(per["regret_early"]) / q, np.array(per["regret_late"]) / q
         result.add_mean("regret_change", r_late - r_early)
+        f_early, f_late = np.array(per["fixed_early"]) / q, np.array(per["fixed_late"]) / q
+        result.add_mean("regret_fixed_change", f_late - f_early)
 
     def _revision_metrics(self, result: ScenarioResult, worlds: list[LoopWorld]) -> None:
         proposed, decided, correct, benign, wrong_rev, harmful, missed, stranded = (

@@ -166,6 +166,8 @@ class LoopWorld:
         self.seen: dict[str, tuple[str, int, int | None]] = {}
         for key in self.task_of:
             self._saw(key)
+        # the fixed oracle: the best each task offered at the start, which no revision moves
+        self.start_oracle = [self.oracle(t) for t in range(sc.tasks)]
 
     def _saw(self, key: str) -> None:
         """Read ``key``'s status and live revisions after the world wrote it: the store is

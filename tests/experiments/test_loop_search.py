@@ -77,7 +77,7 @@ def test_a_tiny_search_runs_end_to_end(tmp_path):
         float(low["params.explore.explore_rate"])
     )
     section = loop_section(sweep)
-    assert section.answer.startswith("The search ran 2 trials of 3 replications each")
+    assert section.said.startswith("The search ran 2 trials of 3 replications each")
     assert any(getattr(b, "caption", "").startswith("The search's trials") for b in section.blocks)
 
 

@@ -15,3 +15,19 @@ def test_direction_uses_a_t_interval_over_the_replications() -> None:
     assert _direction(-0.1, 0.04, 400) == "falls"
     assert _direction(-0.1, float("nan"), 4) == "no detectable change"
     assert _direction(-0.1, 0.0, 1) == "no detectable change"  # one replication: no interval
+
+
+def test_the_fixed_oracle_sentence_reads_the_runs_change_or_says_it_is_not_logged() -> None:
+    import pandas as pd
+
+    from reports.sections.loop_split import fixed_sentence
+
+    said = fixed_sentence(
+        pd.Series({"regret_fixed_change": -0.2, "regret_fixed_change_se": 0.04}), 16
+    )
+    assert "-0.2 ± 0.04: falls" in said and "falls (95 % t interval over 16 replications)" in said
+    flat = fixed_sentence(
+        pd.Series({"regret_fixed_change": 0.01, "regret_fixed_change_se": 0.04}), 16
+    )
+    assert "no detectable change" in flat
+    assert "not logged" in fixed_sentence(pd.Series({"regret_change": 0.1}), 16)

@@ -96,19 +96,19 @@ def test_opening_sentence_counts_what_the_table_shows(section):
     table = _table(section, "Per deployment")
     n_holm = int((table["power after Holm"].map(rate) > 0.5).sum())
     n_seq = int((table["sequence power after Holm"].map(rate) > 0.5).sum())
-    assert f"{n_holm} of {len(table)} procedure comparisons" in section.answer
-    assert f"and {n_seq} with the per-arm Beta-mixture confidence sequence" in section.answer
-    assert "after Holm adjustment" in section.answer and "family-wise error" in section.answer
+    assert f"{n_holm} of {len(table)} procedure comparisons" in section.said
+    assert f"and {n_seq} with the per-arm Beta-mixture confidence sequence" in section.said
+    assert "after Holm adjustment" in section.said and "family-wise error" in section.said
     lo, hi = table["power"].map(rate).min(), table["power"].map(rate).max()
-    assert f"ranges from {lo:.3g} to {hi:.3g}" in section.answer
+    assert f"ranges from {lo:.3g} to {hi:.3g}" in section.said
     # shares are over every deployment of a cell ("compared of deployments")
     used = table["deployments"].map(lambda x: int(str(x).split(" of ")[1].replace(",", "")))
     thin = int((used < 30).sum())
     assert thin > 0  # the loop's cells: 3 replications
     assert f"; {thin} of the {len(table)} comparisons rest on fewer than 30 deployments" in (
-        section.answer
+        section.said
     )
-    assert f"one deployment moves a share by {1 / used.min():.2g})" in section.answer
+    assert f"one deployment moves a share by {1 / used.min():.2g})" in section.said
     check = _table(section, "Check of the estimator")
     assert "pooled over deployments" in next(
         b.caption for b in section.blocks if hasattr(b, "frame") and b.frame is check
@@ -133,7 +133,7 @@ def test_a_planted_sample_ratio_mismatch_is_flagged_and_never_an_effect(sweep_of
     assert rate(row["SRM flagged"]) > 0.99
     assert rate(row["power"]) < 0.01  # a lift of 0.2 would be found everywhere, were it trusted
     assert any("Sample-ratio mismatch was flagged" in b for b in sec.blocks if isinstance(b, str))
-    assert sec.answer.startswith("Read per deployment") and "0 of 1" in sec.answer
+    assert sec.said.startswith("Read per deployment") and "0 of 1" in sec.said
 
 
 def test_cells_read_as_words_with_what_varies(runs, sweep_of):

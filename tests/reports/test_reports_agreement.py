@@ -61,5 +61,5 @@ def test_a_noiseless_figure_agrees_up_to_rounding_and_not_beyond():
     )
     t = agreement_table(sweep)
     assert t["z"].tolist() == [0.0, np.inf]
-    answer = agreement_section(sweep).answer
+    answer = agreement_section(sweep).said
     assert answer.startswith("No: 1 of 2 simulated figures")

@@ -59,7 +59,7 @@ def test_the_agreement_sentence_says_when_all_within_4_se_is_not_enough():
          "x_se": 0.01, "x_exact": 0.5}
     )  # fmt: skip
     sweep = SimpleNamespace(runs=runs, metric_names=("x", "x_se", "x_exact"))
-    answer = agreement_section(sweep).answer
+    answer = agreement_section(sweep).said
     assert answer.startswith("Not quite: all 200 simulated figures")
     assert "30 beyond |z| > 2 (expected 9.1" in answer
     assert "the standard errors look too small" in answer

@@ -66,7 +66,7 @@ def test_opens_with_the_designed_rule_confirmed_in_simulation(sweep, section):
     sim = runs[(runs["world"] == "A") & (runs["label"].str.startswith(d.pick.describe()))]
     assert len(sim) == 1
     r = sim.iloc[0]
-    assert section.answer.startswith(
+    assert section.said.startswith(
         f"Use {d.pick.describe()}: exactly, it keeps {d.pick.kept:.3f} of helpful (+0.1) "
         f"procedures and excludes {d.pick.excluded:.3f} of harmful (-0.1) ones within 60 "
         "sessions at base 0.6 (targets 0.9 and 0.9); simulated over 4,000 users in world A"
@@ -74,7 +74,7 @@ def test_opens_with_the_designed_rule_confirmed_in_simulation(sweep, section):
     shares = f"{fmt(r['helpful_retained'], r['helpful_retained_se'])} and " + fmt(
         r["harmful_excluded"], r["harmful_excluded_se"]
     )
-    assert shares in section.answer and "confirmed: both within 4 SE" in section.answer
+    assert shares in section.said and "confirmed: both within 4 SE" in section.said
     assert abs(r["helpful_retained"] - d.pick.kept) <= 4 * r["helpful_retained_se"]
     seed = d.reference
     seed_text = f"the seed's rule keeps {fmt_exact(seed.kept)} and excludes " + fmt_exact(
@@ -141,16 +141,16 @@ def test_mixed_baselines_and_crowding_state_the_runs_numbers(sweep, section):
 def test_fate_headline_states_what_its_numbers_show(sweep):
     s = fate_section(sweep)
     exact = flat_fate(0.7, 20).p_excluded
-    assert s.answer.startswith(
+    assert s.said.startswith(
         f"A procedure that succeeds 70% of the time is excluded within 20 sessions with "
         f"probability 0.77 ({exact:.3f} exact, simulated "
     )
     assert round(exact, 3) == 0.766  # the seed's float arithmetic (0.740 on the grid)
-    assert "computed as the seed's code does, in raw binary floats" in s.answer
+    assert "computed as the seed's code does, in raw binary floats" in s.said
     assert (
         "although 0.7 is above the rule's break-even rate 0.652: one failure in the first "
         "session (probability 0.30) takes 0.60 to 0.45, below the threshold 0.55"
-    ) in s.answer
+    ) in s.said
 
 
 def test_one_rule_only_says_so_and_names_the_preset(sweep):
@@ -158,14 +158,14 @@ def test_one_rule_only_says_so_and_names_the_preset(sweep):
     keep = runs[runs["seed_rule"] & runs["world"].isin(["C", "D"])]["run_id"]
     only = dataclasses.replace(sweep, runs=sweep.runs[sweep.runs["run_id"].isin(keep)])
     s = confidence_section(only, ReportOptions())
-    assert s.answer.startswith("Only one rule was run in every world (seed rule (confidence ")
+    assert s.said.startswith("Only one rule was run in every world (seed rule (confidence ")
     seed = confidence_runs(only).rows  # worlds lettered afresh: A and B
     low = seed.loc[seed["helpful_retained"].idxmin()]
     kept = fmt(low["helpful_retained"], low["helpful_retained_se"])
     assert (
         f"so this sweep ranks none: at its worst it keeps {kept} of helpful procedures "
-        f"(world {low['world']})" in s.answer
+        f"(world {low['world']})" in s.said
     )
-    assert "the confidence_sweep preset compares rules" in s.answer
+    assert "the confidence_sweep preset compares rules" in s.said
     hint = next(b for b in s.blocks if isinstance(b, str) and "no exact design" in b)
     assert "python -m experiments.design rule --helpful-lift 0.15 --harmful-lift -0.15" in hint

@@ -70,7 +70,7 @@ def test_seed_demo_section_answers_with_the_final_confidences_and_the_prompt(run
     sweep = load_sweep("seed_demo", uri=uris["seed"])
     section = seed_demo_section(sweep)
     assert section is not None and replay_section(sweep) is None
-    assert section.answer == (
+    assert section.said == (
         "The seed's demo shows confidence following outcomes: 'Quantify the worst case' ends "
         "at 0.77, above the prompt threshold 0.55, and 'Push equity' ends at 0.30, below it, "
         "so only 'Quantify the worst case' is in the system prompt."
@@ -113,7 +113,7 @@ def test_replay_section_reports_learning_cost_and_both_kinds_of_failure(runs):
         by_config.loc[k] for k in ((2000, "record"), (100, "record"), (100, "raise"))
     )
     assert raised["status"] == "FAILED" and recorded["failed"] == 1
-    a = section.answer
+    a = section.said
     assert a.startswith("2 of 4 replays completed: ")
     assert (
         f"learned 3 procedure(s) (0 dropped, 3 shown in session 2's prompt) for "
@@ -124,7 +124,7 @@ def test_replay_section_reports_learning_cost_and_both_kinds_of_failure(runs):
         f"{recorded['tokens_total']:,.0f} tokens"
     ) in a
     assert "FAILED (ExtractionError; traceback below) with no metrics logged" in a
-    cost = section.blocks[0].frame.set_index("run")
+    cost = next(b for b in section.blocks if hasattr(b, "frame")).frame.set_index("run")
     # a raised failure logs the artifacts it wrote (error.json), so its stage is known too
     assert list(cost["outcome"]) == ["completed", "completed", "failed at learn", "FAILED at learn"]
     assert cost["tokens"].iloc[0] == ok["tokens_total"]
@@ -159,11 +159,11 @@ def test_a_single_replay_run_is_answered_in_one_sentence(runs):
     ok = by_config.loc[(2000, "record")]
     sweep = load_sweep("llm_replay", run_id=ok["run_id"], uri=uri)
     section = replay_section(sweep)
-    assert section.answer.startswith(
+    assert section.said.startswith(
         "The model procmem-offline learned 3 procedure(s) (0 dropped, 3 shown in session 2's "
         f"prompt) for {ok['tokens_total']:,.0f} tokens"
     )
-    assert section.answer.endswith(f"over {ok['n_calls']:.0f} calls.")
+    assert section.said.endswith(f"over {ok['n_calls']:.0f} calls.")
     procs = next(b for b in section.blocks if getattr(b, "caption", "").startswith("Procedures"))
     assert list(procs.frame["in prompt 2"]) == ["yes"] * 3
 
@@ -197,7 +197,7 @@ def test_a_seed_demo_run_without_text_or_threshold_falls_back_to_the_rule_param(
     client.log_metric(rid, "final_confidence.Push equity", 0.3)
     client.set_terminated(rid, "FINISHED")
     section = seed_demo_section(load_sweep("seed_demo_old", uri=uri))
-    assert section.answer == (
+    assert section.said == (
         "The seed's demo shows confidence following outcomes: 'Quantify the worst case' ends "
         "at 0.77, above the prompt threshold 0.70, and 'Push equity' ends at 0.30, below it, "
         "so only 'Quantify the worst case' is in the system prompt."

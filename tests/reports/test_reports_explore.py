@@ -82,8 +82,8 @@ def test_the_pick_is_the_cheapest_covering_read_reaching_the_power(sweep, sectio
             assert t["explore rate"] == readable(eps)
             assert t["successes forgone"].startswith(readable(cost))
     longest = readable(max(HORIZONS))
-    assert sec.answer.startswith(f"With {longest} sessions, power 0.8")
-    assert sec.answer.count("for true lift") == len(EFFECTS)
+    assert sec.said.startswith(f"With {longest} sessions, power 0.8")
+    assert sec.said.count("for true lift") == len(EFFECTS)
     online = next(b for b in sec.blocks if isinstance(b, str) and b.startswith("To read while"))
     top = rows[rows["sessions"] == max(HORIZONS)]
     named = 0
@@ -178,8 +178,8 @@ def test_one_explore_rate_says_so(grid, sweep_of):
     one = sweep_of(grid[:1])
     one.answers = sweep_answers(one.runs)
     sec = explore_section(one, ReportOptions(target_power=0.8))
-    assert sec.answer.startswith("Only one explore rate (0.05) and one horizon (200 sessions)")
-    assert "explore_tradeoff" in sec.answer
+    assert sec.said.startswith("Only one explore rate (0.05) and one horizon (200 sessions)")
+    assert "explore_tradeoff" in sec.said
 
 
 def test_numbers_for_reading():

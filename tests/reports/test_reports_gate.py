@@ -197,8 +197,8 @@ def test_worst_case_curves_are_each_gates_exact_false_revert(sweep):
 
 
 def test_the_section_prescribes_and_writes_recommendations(section, tmp_path):
-    assert section.answer.startswith("Use the ")
-    assert "exact worst cases: false revert <=" in section.answer
+    assert section.said.startswith("Use the ")
+    assert "exact worst cases: false revert <=" in section.said
     rec = json.loads(section.files["recommendations.json"])
     assert rec["feasible"] and rec["question"]["ledger"] == 20
     assert rec["question"]["concurrent"] == 0.5
@@ -230,9 +230,9 @@ def test_the_prescription_says_what_its_session_counts_count(section):
         r"a decision costs ([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the "
         r"prior, at share 0.5; [\d.]+ days at 100 sessions/day\) when nothing changed and "
         r"([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the prior",
-        section.answer,
+        section.said,
     )
-    assert found, section.answer
+    assert found, section.said
     null, alt = chosen[0]["runs_null"], chosen[0]["runs_alt"]
     got = [float(x) for x in found.groups()]
     assert got == [round(sum(null), 1), round(null[0], 1), round(null[1], 1),
@@ -240,8 +240,8 @@ def test_the_prescription_says_what_its_session_counts_count(section):
     assert rec["sessions_null"] == pytest.approx(sum(null), rel=1e-12)
     assert rec["sessions_at_drop"] == pytest.approx(sum(alt), rel=1e-12)
     assert rec["objective"] == "null_runs" and "--objective null_runs" in rec["command"]
-    assert f"max_runs {rec['gate']['max_runs']}" in section.answer
-    assert "max_runs caps the runs per arm the gate reads" in section.answer
+    assert f"max_runs {rec['gate']['max_runs']}" in section.said
+    assert "max_runs caps the runs per arm the gate reads" in section.said
 
 
 def test_the_sweeps_own_simulation_check_says_whose_replications_they_are(section):
@@ -331,7 +331,8 @@ def test_gate_labels_carry_the_parameters_that_tell_them_apart(sweep, section):
 def test_the_section_opens_with_the_world_its_design_reads(section):
     """Issue 30: the world, stated: the swept ledger and concurrent share with their
     values, and the sentence naming what the design question reads."""
-    table, sentence = section.blocks[:2]
+    table, sentence = section.blocks[:2]  # then what the answer says beyond 2 sentences
+    assert section.more == "" or section.blocks[2] == section.more
     values = table.frame.set_index("parameter")["value"]
     assert values["ledger_size"] == "swept: p0 known, 20"
     assert values["concurrent_share"] == "swept: 0, 0.5"

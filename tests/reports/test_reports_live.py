@@ -48,10 +48,10 @@ def test_the_lift_of_known_sessions_is_the_analysis_row(sweep_of, tmp_path):
     assert math.isclose(row["lift"], 0.6) and math.isclose(row["se"], se)
     assert row["ci_low"] < 0.6 < row["ci_high"] and row["effect"]
     section = live_section(sweep_of([({"live.seed": 0}, result)]))
-    assert section.answer.startswith("The memory helped: 1 of the 1 procedures tested")
-    assert f"is +0.60 (SE {se:.2f}, 95 % interval {row['ci_low']:+.2f} to " in section.answer
-    assert "0.80 over 10 shown against 0.20 over 10 withheld" in section.answer
-    assert "success 0.40 ± 0.10 over 25 sessions" in section.answer
+    assert section.said.startswith("The memory helped: 1 of the 1 procedures tested")
+    assert f"is +0.60 (SE {se:.2f}, 95 % interval {row['ci_low']:+.2f} to " in section.said
+    assert "0.80 over 10 shown against 0.20 over 10 withheld" in section.said
+    assert "success 0.40 ± 0.10 over 25 sessions" in section.said
     [table] = [b for b in section.blocks if getattr(b, "caption", "").startswith("Per top")]
     assert table.frame["lift"].tolist() == [row["lift"]]
     assert table.frame["ci_high"].tolist() == [row["ci_high"]]
@@ -62,16 +62,16 @@ def test_several_runs_give_the_lift_across_runs(sweep_of, tmp_path):
     b = result_of(known_sessions(6), tmp_path / "b")
     section = live_section(sweep_of([({"live.seed": 0}, a), ({"live.seed": 1}, b)]))
     # lifts 0.6 and 0.4: mean 0.5, SE across runs |0.6 - 0.4| / 2
-    assert "of the 2 procedures tested (procedure-runs, over 2 runs)" in section.answer
-    assert "over the 2 runs that tested it, +0.50 ± 0.10 (SE across runs)" in section.answer
-    assert "is +0.60 (SE" in section.answer
+    assert "of the 2 procedures tested (procedure-runs, over 2 runs)" in section.said
+    assert "over the 2 runs that tested it, +0.50 ± 0.10 (SE across runs)" in section.said
+    assert "is +0.60 (SE" in section.said
 
 
 def test_no_withheld_session_says_the_lift_cannot_be_estimated(sweep_of, tmp_path):
     result = result_of(known_sessions().assign(withheld=False), tmp_path / "a")
     assert result.tables["lifts"].empty
     section = live_section(sweep_of([({}, result)]))
-    assert "cannot be estimated yet" in section.answer
+    assert "cannot be estimated yet" in section.said
 
 
 def test_a_real_live_runs_section_states_the_lifts_csv_of_its_sessions(sweep_of, tmp_path):
@@ -95,7 +95,7 @@ def test_a_real_live_runs_section_states_the_lifts_csv_of_its_sessions(sweep_of,
         f"The largest lift, {best['key']}, is {best['lift']:+.2f} (SE {best['se']:.2f}, "
         f"95 % interval {best['ci_low']:+.2f} to {best['ci_high']:+.2f}; "
     )
-    assert stated in section.answer
+    assert stated in section.said
     sessions = result.tables["sessions"]
     assert per_run.frame["sessions"].tolist() == [40]
     assert per_run.frame["success"].tolist() == [sessions["outcome"].mean()]

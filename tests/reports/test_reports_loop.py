@@ -91,11 +91,11 @@ def test_the_section_answers_at_the_seeds_settings_with_its_numbers(sweep):
     verdicts = [verdict_of(r) for _, r in s.runs.iterrows()]
     assert len(sentences(section.answer)) <= OPENING_SENTENCES  # issue 30: a short opening
     if all(x.interval[1] >= 0 for x in verdicts):  # none learns: said first, with the chain
-        assert section.answer.startswith("None of the 3 swept settings makes the loop learn")
+        assert section.said.startswith("None of the 3 swept settings makes the loop learn")
         # this sweep does not log sessions: the chain is quoted at the preset's 1000 / 4
-        assert f"{quarantine_fate(0.7, 250, 3).p_quarantined:.3f}" in section.answer
-    said = section.answer + " " + section.blocks[0]  # the rest follows as one paragraph
-    assert isinstance(section.blocks[0], str)
+        assert f"{quarantine_fate(0.7, 250, 3).p_quarantined:.3f}" in section.said
+    said = section.said  # the rest follows as the section's first paragraph
+    assert section.more in section.blocks
     assert "At the seeds' settings (strike limit 3" in said
     assert f" the loop's answer is {v.answer}: " in said
     assert v.describe() in said

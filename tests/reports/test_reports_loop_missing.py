@@ -56,7 +56,7 @@ def test_the_channels_are_split_and_paired_by_setting(sweep):
 
 def test_the_verdict_under_informative_missingness_is_stated_next_to_the_default(sweep):
     section = loop_section(sweep)
-    said = " ".join([section.answer, *(b for b in section.blocks[:1] if isinstance(b, str))])
+    said = section.said  # the opening and the paragraph after it
     runs = sweep.runs.set_index("run_id")
     a, b = runs.loc["r0"], runs.loc["r2"]  # the seeds' strike limit, each channel
     va, vb = verdict_of(a), verdict_of(b)

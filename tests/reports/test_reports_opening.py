@@ -30,3 +30,21 @@ def test_split_opening_keeps_every_word() -> None:
     assert opening == "First one. Second (with 0.5)."
     assert rest == "Third: the rest. Fourth."
     assert split_opening("Only one.") == ("Only one.", "")
+
+
+def test_a_section_opens_in_two_sentences_and_says_the_rest_after_its_world() -> None:
+    """Every section (``reports.document.Section``): the answer is cut to two sentences;
+    the rest is the first paragraph, after the world table and its sentence if any."""
+    import pandas as pd
+
+    from reports.document import WORLD_CAPTION, Section, Table
+
+    said = "First, 0.05 here. Second (p0 0.3). Third one. Fourth."
+    plain = Section("k", "t", said, ["a paragraph"])
+    assert plain.answer == "First, 0.05 here. Second (p0 0.3)."
+    assert plain.blocks == ["Third one. Fourth.", "a paragraph"] and plain.said == said
+    world = Table(WORLD_CAPTION, pd.DataFrame({"parameter": ["x"], "value": ["1"]}))
+    opened = Section("k", "t", said, [world, "depends on x", "more"])
+    assert opened.blocks == [world, "depends on x", "Third one. Fourth.", "more"]
+    short = Section("k", "t", "One. Two.", [world])
+    assert short.answer == "One. Two." and short.more == "" and short.blocks == [world]

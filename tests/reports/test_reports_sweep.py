@@ -134,7 +134,7 @@ def test_gate_pick_is_the_seed_default_and_exact_matches(store, monkeypatch, cap
     assert gates.default_label == "seed default"
     loose = gate_section(sweep, GateTargets(0.2, 0.3))
     # the section opens with the design question's answer; the sweep's own pick follows
-    assert "at every prior rate p0 in" in loose.answer
+    assert "at every prior rate p0 in" in loose.said
     ranking = [b for b in loose.blocks if isinstance(b, str) and b.startswith("Among the swept")]
     assert "(at their own max_runs): use seed default" in ranking[0]  # lower case after ':'
     assert "seeds' default" in ranking[0]
@@ -163,7 +163,7 @@ def test_failed_child_is_listed_but_left_out(store):
     try:
         sweep = load_sweep("tiny", pid, uri)
         assert len(sweep.runs) == 6
-        assert "1 job(s) FAILED" in sweep_section(sweep).answer
+        assert "1 job(s) FAILED" in sweep_section(sweep).said
         assert len(gate_runs(sweep).rows) == 1
     finally:
         client.delete_run(run.info.run_id)

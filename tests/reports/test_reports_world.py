@@ -63,8 +63,8 @@ def test_the_gate_section_opens_with_its_world_and_what_the_design_reads(gate_sw
         "change only the simulated evidence below, not it."
     )
     # the design question is the one the sentence names: a 20-run ledger, p0 up to 0.95
-    assert "with a 20-run ledger" in section.answer
-    assert "at every prior rate p0 in [0.3, 0.95]" in section.answer
+    assert "with a 20-run ledger" in section.said
+    assert "at every prior rate p0 in [0.3, 0.95]" in section.said
 
 
 @pytest.fixture(scope="module")

@@ -203,3 +203,22 @@ def test_quarantine_off_and_the_utility_term_are_settings():
         LoopScenario(concurrent_share=1.0)
     with pytest.raises(ParameterError, match="streak_scope"):
         LoopScenario(streak_scope="forever")
+
+
+def test_the_fixed_oracle_is_the_start_and_its_regret_adds_the_oracles_drift():
+    """``regret_fixed`` is against the best each task offered at the start; the regret
+    against the moving oracle exceeds it by the oracle's drift, session by session."""
+    import numpy as np
+
+    sc = LoopScenario(**SMALL)
+    worlds, m = sc.simulate(6), sc.run(6).metrics
+    fixed = [np.mean([w.start_oracle[s.task] - s.p_true for s in w.sessions]) for w in worlds]
+    drift = [np.mean([s.p_oracle - w.start_oracle[s.task] for s in w.sessions]) for w in worlds]
+    assert m["regret_fixed"] == pytest.approx(np.mean(fixed))
+    assert m["regret"] - m["regret_fixed"] == pytest.approx(np.mean(drift))
+    assert any(d != 0 for d in drift)  # revisions moved the oracle in this world
+    change = m["regret_fixed_late"] - m["regret_fixed_early"]
+    assert m["regret_fixed_change"] == pytest.approx(change)
+    quiet = LoopScenario(**SMALL | {"revise_every": 10_000}).run(6).metrics
+    assert quiet["revisions_proposed"] == 0
+    assert quiet["regret_fixed"] == pytest.approx(quiet["regret"])  # no revision: one oracle
