@@ -220,10 +220,18 @@ class RunAggregates:
         self.path_successes += ok
         nodes, edge_runs = self.node_runs, self.edge_runs
         for node in set(run.path):
-            _tally(nodes, node).add(ok)
+            t = nodes.get(node)
+            if t is None:
+                t = nodes[node] = Tally()
+            t.runs += 1  # Tally.add, without a call per item
+            t.successes += ok
         for pair in set(pairwise(run.path)):
             if pair in edges:
-                _tally(edge_runs, pair).add(ok)
+                t = edge_runs.get(pair)
+                if t is None:
+                    t = edge_runs[pair] = Tally()
+                t.runs += 1
+                t.successes += ok
 
     def copy(self) -> RunAggregates:
         """An independent copy (the tallies are copied, not shared)."""
