@@ -48,6 +48,8 @@ class AccessDenied(ProcmemError):
 
 def is_number(value: Any) -> bool:
     """A real number (int, float or numpy scalar), not a bool."""
+    if type(value) is float or type(value) is int:  # the common case, without the unions
+        return True
     return not isinstance(value, bool | np.bool_) and isinstance(value, int | float | np.number)
 
 
@@ -83,27 +85,36 @@ def check_probability(
     field: str, value: float, *, open_low: bool = False, open_high: bool = False
 ) -> float:
     """Return ``value`` as a float if it lies in [0, 1] (ends open on request)."""
-    lo = "(" if open_low else "["
-    hi = ")" if open_high else "]"
-    allowed = f"expected a number in {lo}0, 1{hi}"
-    if isinstance(value, bool | np.bool_):
-        raise ParameterError(field, value, allowed)
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(field, value, allowed) from None
+    if type(value) is float:  # the common case, without the unions
+        x = value
+    elif isinstance(value, bool | np.bool_):
+        raise ParameterError(field, value, _probability_range(open_low, open_high))
+    else:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ParameterError(field, value, _probability_range(open_low, open_high)) from None
     lo_ok = x > 0 if open_low else x >= 0
     hi_ok = x < 1 if open_high else x <= 1
     if not (lo_ok and hi_ok):  # NaN fails both comparisons
-        raise ParameterError(field, value, allowed)
+        raise ParameterError(field, value, _probability_range(open_low, open_high))
     return x
+
+
+def _probability_range(open_low: bool, open_high: bool) -> str:
+    lo = "(" if open_low else "["
+    hi = ")" if open_high else "]"
+    return f"expected a number in {lo}0, 1{hi}"
 
 
 def check_int(field: str, value: Any, *, minimum: int = 0, maximum: int | None = None) -> int:
     """Return ``value`` if it is an integer (not a bool) within [minimum, maximum]."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+    if type(value) is int:  # the common case, without the unions (a bool is not an int here)
+        v = value
+    elif isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise ParameterError(field, value, f"expected an integer >= {minimum}")
-    v = int(value)
+    else:
+        v = int(value)
     if v < minimum or (maximum is not None and v > maximum):
         rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         raise ParameterError(field, value, f"expected an integer {rng}")

@@ -17,6 +17,8 @@ from procmem_core.errors import ParameterError, check_probability
 def withhold_top(u: ArrayLike, explore_rate: float) -> np.ndarray | bool:
     """Withhold the top procedure when the uniform draw ``u`` is below ``explore_rate``."""
     explore_rate = check_probability("explore_rate", explore_rate)
+    if type(u) is float:  # one pack's draw: the same comparison without an array
+        return u < explore_rate
     out = np.asarray(u) < explore_rate
     return bool(out) if out.ndim == 0 else out
 

@@ -39,8 +39,9 @@ class GateRecord:
     p0_used: float = math.nan
 
     def row(self) -> dict[str, Any]:
-        """The record as a table row (``DECISION_COLUMNS``)."""
-        return dataclasses.asdict(self)
+        """The record as a table row (``DECISION_COLUMNS``): ``dataclasses.asdict`` without
+        its deep copy (every field is a str, an int or a float)."""
+        return {name: getattr(self, name) for name in DECISION_COLUMNS}
 
 
 DECISION_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(GateRecord))

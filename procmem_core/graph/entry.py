@@ -53,6 +53,8 @@ class ProcedureEntry:
     watermark: int = 0
     judged: Any = field(default=None, repr=False, compare=False)
     """In memory only: the ``revision.Replay`` the last judge of the pending revision left."""
+    _pending_view: PendingRevision | None = field(default=None, repr=False, compare=False)
+    """In memory only: the last ``pending`` record handed out (rebuilt when it differs)."""
 
     @classmethod
     def registered(
@@ -93,13 +95,24 @@ class ProcedureEntry:
         h = self.held
         if h is None:
             return None
-        return PendingRevision(
+        view = self._pending_view
+        if (
+            view is not None
+            and view.prior_graph is h.graph
+            and view.prior_revision == h.revision
+            and view.reason == (self.pending_reason or "")
+            and view.prior_steps is h.steps
+            and view.since_run_id == self.pending_since
+        ):  # the record is frozen: hand out the one made for this pending revision
+            return view
+        view = self._pending_view = PendingRevision(
             prior_graph=h.graph,
             prior_revision=h.revision,
             reason=self.pending_reason or "",
             prior_steps=h.steps,
             since_run_id=self.pending_since,
         )
+        return view
 
     @property
     def status_code(self) -> int:

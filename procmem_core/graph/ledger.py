@@ -117,6 +117,9 @@ class RunDetails(TypedDict, total=False):
     agent: str | None
 
 
+_BARE_RUN = dict.fromkeys(("path", "ok", "note", "cost", "duration_ms", "tokens", "agent"))
+
+
 def check_run_fields(
     path: Any,
     ok: Any,
@@ -132,6 +135,13 @@ def check_run_fields(
     ``path`` (tuple), ``ok``, ``note``, ``cost`` (float), ``duration_ms``, ``tokens``
     (int), ``agent``.
     """
+    if (
+        type(ok) is bool
+        and note is cost is duration_ms is tokens is agent is None
+        and type(path) in (tuple, list)
+        and all(type(node) is str for node in path)
+    ):  # the common report (a path of ids, an outcome, nothing else): already normalised
+        return dict(_BARE_RUN, path=tuple(path), ok=ok)
     if isinstance(path, str) or not isinstance(path, Sequence | np.ndarray):
         raise ParameterError("path", path, "expected a list of node ids")
     for i, node in enumerate(path):
@@ -210,10 +220,18 @@ class RunAggregates:
         self.path_successes += ok
         nodes, edge_runs = self.node_runs, self.edge_runs
         for node in set(run.path):
-            _tally(nodes, node).add(ok)
+            t = nodes.get(node)
+            if t is None:
+                t = nodes[node] = Tally()
+            t.runs += 1  # Tally.add, without a call per item
+            t.successes += ok
         for pair in set(pairwise(run.path)):
             if pair in edges:
-                _tally(edge_runs, pair).add(ok)
+                t = edge_runs.get(pair)
+                if t is None:
+                    t = edge_runs[pair] = Tally()
+                t.runs += 1
+                t.successes += ok
 
     def copy(self) -> RunAggregates:
         """An independent copy (the tallies are copied, not shared)."""

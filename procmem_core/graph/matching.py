@@ -322,28 +322,38 @@ class MatchIndex:
         """
         n = len(self.keys)
         s, st, seq = sim.tolist(), self.status[:n].tolist(), self.seq[:n].tolist()
-        runs, wins = self.runs[:n].tolist(), self.successes[:n].tolist()
         g = [None] * n if goal_sim is None else goal_sim.tolist()
         c = [cover] * n if isinstance(cover, float) else cover.tolist()
         tb, uw = float(weights[0]), float(weights[1])
         keep = allowed.tolist()
+        rate_of = self._rate
+        if uw:  # every kept row's rate: read the counts once
+            runs, wins = self.runs[:n].tolist(), self.successes[:n].tolist()
+
+            def rate_of(i: int) -> float:
+                return float(smoothed_rate(wins[i], runs[i]))
+
         ranked = []
         for i in range(n):
             if keep[st[i]] and (
                 min_similarity is None
                 or match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0) >= min_similarity
             ):
-                rate = float(smoothed_rate(wins[i], runs[i])) if uw else 0.0
+                rate = rate_of(i) if uw else 0.0
                 score = match_score(s[i], g[i], c[i], rate, tb, uw)
                 if score != score:
                     return None
                 ranked.append((st[i] == CANDIDATE, -score, seq[i], i))
         top = [min(ranked)] if top_k == 1 and ranked else sorted(ranked)[:top_k]
         return [
-            (i, -neg, match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0),
-             float(smoothed_rate(wins[i], runs[i])))
+            (i, -neg, match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0), rate_of(i))
             for _, neg, _, i in top
         ]  # fmt: skip
+
+    def _rate(self, row: int) -> float:
+        """The smoothed success rate of one row, from its counts as Python ints (only the
+        rows a small rank needs, not every row's)."""
+        return float(smoothed_rate(int(self.successes[row]), int(self.runs[row])))
 
     def _grow(self) -> None:
         self._cap *= 2

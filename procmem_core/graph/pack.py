@@ -86,14 +86,21 @@ def render_procedure(
     label = f" {UNPROVEN}" if m.status == "candidate" else ""
     lines = [f"{i}. {m.name}{label} [{m.key}, {m.status}]", f"   When: {m.situation}"]
     lines += [f"   {j}) {step}" for j, step in enumerate(steps, 1)]
+    lines += graph._memoized("pack_edge_lines", lambda: _edge_lines(graph))
+    lines += [f"   Pitfall: {pitfall_text(f)}" for f in flags]
+    return "\n".join(lines)
+
+
+def _edge_lines(graph: ProcedureGraph) -> tuple[str, ...]:
+    """The edges' conditions, guidance and pitfalls as pack lines (once per graph)."""
+    lines = []
     for e in graph.edges:
         notes = [
             f"{k}: {getattr(e, k)}" for k in ("condition", "guidance", "pitfalls") if getattr(e, k)
         ]
         if notes:
             lines.append(f"   - {e.src} -> {e.dst}: " + "; ".join(notes))
-    lines += [f"   Pitfall: {pitfall_text(f)}" for f in flags]
-    return "\n".join(lines)
+    return tuple(lines)
 
 
 @dataclass(frozen=True)

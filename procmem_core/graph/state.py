@@ -37,6 +37,22 @@ def topology_signature(graph: ProcedureGraph, agg: RunAggregates) -> Signature:
     return (graph.canonical_hash(), fd.proven_path(graph, agg), fd.dead_ends(graph, agg))
 
 
+def _signature_unmoved(agg: RunAggregates, run: RunRecord) -> bool:
+    """True when folding ``run`` cannot change ``topology_signature``, read before the fold.
+
+    The proven path reads only success counts of nodes and edges, which a failed run or
+    a run without a path leaves as they are; the dead ends read only whether any run
+    reported a path and which nodes have runs, which a run changes only when it is the
+    first with a path or visits a node no run visited. So the signature is recomputed
+    only after a successful run with a path, or a run reaching new nodes."""
+    if not run.path:
+        return True
+    if run.ok or agg.path_runs == 0:
+        return False
+    seen = agg.node_runs
+    return all(node in seen and seen[node].runs for node in run.path)
+
+
 def _fail_prone_json(items: tuple[FailProne, ...]) -> list[dict[str, Any]]:
     return [dict(vars(x)) for x in items]
 
@@ -69,9 +85,13 @@ class GraphState:
         """Add one run made on this graph: aggregates, trace window, streak, stability. A
         quarantine is lifted by the store's policy, which sees the run first
         (``ProcedureStore._append``), not here."""
+        unmoved = _signature_unmoved(self.agg, run)
         self.agg.fold(run, self.graph.edge_pairs())
         self.trace_ids.append(run.run_id)
         del self.trace_ids[:-TRACE_LIMIT]
+        if unmoved:  # the signature is the one of the last fold
+            self.stable_runs += 1
+            return
         signature = topology_signature(self.graph, self.agg)
         self.stable_runs = self.stable_runs + 1 if signature == self.signature else 0
         self.signature = signature

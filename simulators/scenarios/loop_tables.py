@@ -49,11 +49,15 @@ def arms_table(worlds: list[LoopWorld]) -> pd.DataFrame:
     """Per replication and procedure: sessions shown (followed) vs withheld, and their rates."""
     rows = []
     for i, w in enumerate(worlds):
+        arms: dict[tuple[str, str], list] = {}  # (key, arm) -> its sessions, in order
+        for x in w.sessions:
+            if x.key is not None:
+                arms.setdefault((x.key, "shown"), []).append(x)
+            if x.withheld is not None:
+                arms.setdefault((x.withheld, "withheld"), []).append(x)
         for key in w.task_of:
             for arm in ("shown", "withheld"):
-                sel = [
-                    x for x in w.sessions if (x.key == key if arm == "shown" else x.withheld == key)
-                ]
+                sel = arms.get((key, arm), [])
                 n = len(sel)
                 k = sum(x.ok for x in sel)
                 rows.append(
@@ -103,10 +107,13 @@ def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
     last, ``all``) and source: sessions, successes and the regret summed over them."""
     rows = []
     for i, w in enumerate(worlds):
-        periods = {"early": w.sessions[:quarter], "late": w.sessions[-quarter:], "all": w.sessions}
-        for period, block in periods.items():
+        sources = [x.source for x in w.sessions]  # once per session, not per source
+        periods = {"early": slice(None, quarter), "late": slice(-quarter, None),
+                   "all": slice(None)}  # fmt: skip
+        for period, span in periods.items():
+            block, labels = w.sessions[span], sources[span]
             for source in REGRET_SOURCES:
-                sel = [x for x in block if x.source == source]
+                sel = [x for x, s in zip(block, labels, strict=True) if s == source]
                 rows.append(
                     {
                         "replication": i,

@@ -164,6 +164,7 @@ class LoopWorld:
             [k for k, t in self.task_of.items() if t == i] for i in range(sc.tasks)
         ]
         self.seen: dict[str, tuple[str, int, int | None]] = {}
+        self.by_task: dict[int, tuple[int, float]] = {}  # task -> (available, oracle)
         for key in self.task_of:
             self._saw(key)
         # the fixed oracle: the best each task offered at the start, which no revision moves
@@ -173,7 +174,20 @@ class LoopWorld:
         """Read ``key``'s status and live revisions after the world wrote it: the store is
         in memory and only this world writes it, one procedure per write, so between its
         writes a procedure reads the same (``seen``)."""
-        self.seen[key] = (self.store.status(key), *self.store.live_revisions(key))
+        seen = (self.store.status(key), *self.store.live_revisions(key))
+        if self.seen.get(key) != seen:
+            self.seen[key] = seen
+            self.by_task.pop(self.task_of[key], None)  # read again from ``seen`` when asked
+
+    def task_now(self, task: int) -> tuple[int, float]:
+        """The task's procedures not quarantined, and ``oracle(task)``: both read only
+        ``seen``, so they are computed again only after a procedure of the task changed."""
+        now = self.by_task.get(task)
+        if now is None:
+            keys = self.keys_of_task[task]
+            available = sum(self.seen[k][0] != "quarantined" for k in keys)
+            now = self.by_task[task] = (available, self.oracle(task))
+        return now
 
     # -- truth ------------------------------------------------------------------------
 
@@ -200,7 +214,7 @@ class LoopWorld:
     def session(self, t: int) -> None:
         sc = self.scenario
         task = int(self.rng.integers(sc.tasks))
-        available = sum(self.seen[k][0] != "quarantined" for k in self.keys_of_task[task])
+        available = self.task_now(task)[0]
         pack = self.packer.pack(TASKS[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
         withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
@@ -222,15 +236,17 @@ class LoopWorld:
             p = sc.base_rate
             ok = bool(self.rng.random() < p)
             rated, rating = self._rate(self.rating_rng, ok)
-        recorded = self._record(self.line.push(report))
+        arrived = self.line.push(report)
+        recorded = self._record(arrived)
         self.sessions.append(
             SessionLog(task, shown if followed else None, withheld, followed, ok, p,
-                       self.oracle(task), recorded, shown, prior_served, on_trial, available,
+                       self.task_now(task)[1], recorded, shown, prior_served, on_trial, available,
                        rated, rating)
         )  # fmt: skip
-        due = [key for key, n in self.fresh.items() if n >= sc.evolve_every]
-        if due:
-            self._evolve(t, due)
+        # only the procedure whose run was recorded now can have become due: every due
+        # procedure is evolved in the session it becomes due (``fresh`` forgets it)
+        if recorded and self.fresh[arrived[0]] >= sc.evolve_every:
+            self._evolve(t, [arrived[0]])
         if (t + 1) % sc.revise_every == 0:
             self._revise_one(t)
 
