@@ -1,13 +1,16 @@
 """Write ``tests/data/design_answers.json``: the full design answers of a few questions.
 
     .venv/bin/python tools/design_fixture.py [OUT]
+    .venv/bin/python tools/design_fixture.py --head [OUT]
 
 The fixture pins what ``design_gate`` answers (picked config, levels, error rates,
 expected runs, frontier, Wald-Wolfowitz bound) so that a change to how the answer is
 computed (issue 28, item 4: the speed-up) can be checked to leave it unchanged
 (``tests/procmem_core/gates/test_design_fixture.py``). It was written by the code before
 the speed-up (commit 2915019); regenerate it only for a deliberate change of the answers,
-and say which in the commit.
+and say which in the commit. ``--head`` writes ``tests/data/design_answers_head.json``
+instead: the answers to ``HEAD_QUESTIONS``, written by commit 6de0adb (before the second
+speed-up), which the faster code must match within 1e-12 relative.
 """
 
 from __future__ import annotations
@@ -20,12 +23,22 @@ from pathlib import Path
 from procmem_core.gates import DesignQuestion, design_gate
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "design_answers.json"
+HEAD_OUT = OUT.with_name("design_answers_head.json")
 QUESTIONS = {
     "quickstart": DesignQuestion(ledger=20, concurrent=0.5, max_runs=200),
     "quickstart_max_runs": DesignQuestion(
         ledger=20, concurrent=0.5, max_runs=200, objective="max_runs"
     ),
     "fixed_ledger_50": DesignQuestion(ledger=50, concurrent=0.0, max_runs=200),
+}
+
+HEAD_QUESTIONS = {
+    "quickstart": DesignQuestion(ledger=20, concurrent=0.5, max_runs=200),
+    "fixed_ledger_20": DesignQuestion(ledger=20, concurrent=0.0, max_runs=200),
+    "fixed_ledger_100": DesignQuestion(ledger=100, concurrent=0.0, max_runs=200),
+    "alpha_10_beta_10": DesignQuestion(
+        alpha=0.1, beta=0.1, ledger=20, concurrent=0.5, max_runs=200
+    ),
 }
 
 
@@ -36,9 +49,13 @@ def answers(question: DesignQuestion) -> list[dict]:
 
 
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
+    args = sys.argv[1:]
+    head = "--head" in args
+    args = [a for a in args if a != "--head"]
+    out = Path(args[0]) if args else HEAD_OUT if head else OUT
+    questions = HEAD_QUESTIONS if head else QUESTIONS
     data = {name: {"question": dataclasses.asdict(q), "answers": answers(q)}
-            for name, q in QUESTIONS.items()}  # fmt: skip
+            for name, q in questions.items()}  # fmt: skip
     out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {out}")
 

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -315,6 +317,39 @@ class Gate(ABC):
 def field_values(gate: Gate) -> dict[str, Any]:
     """A gate's parameters as plain values: its dataclass fields, in order."""
     return {f.name: getattr(gate, f.name) for f in dataclasses.fields(gate)}
+
+
+R = TypeVar("R")
+
+
+class Recursions:
+    """Exact recursions remembered across gate objects: a design search builds the gate
+    with the same parameters several times (a candidate, then the gate it certifies), and
+    the recursion at 1/2 depends on nothing else (``gate_key``). The ``size`` most recent
+    are kept; what is returned is shared, so callers only read it."""
+
+    def __init__(self, size: int = 24) -> None:
+        self.size = size
+        self.store: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def get(self, key: Hashable, compute: Callable[[], R]) -> R:
+        """The value remembered under ``key``, else ``compute()`` remembered."""
+        if key in self.store:
+            self.store.move_to_end(key)
+            return self.store[key]
+        value = compute()
+        self.store[key] = value
+        if len(self.store) > self.size:
+            self.store.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        self.store.clear()
+
+
+def gate_key(gate: Gate, *extra: Hashable) -> tuple:
+    """A gate's class and parameters (and ``extra``): equal for gates that decide alike."""
+    return (type(gate).__name__, *field_values(gate).items(), *extra)
 
 
 def ledger_and_runs(gate: Gate, prior_runs: int | None) -> int:

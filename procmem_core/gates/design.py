@@ -185,6 +185,17 @@ def meets(fit: Fit, q: DesignQuestion) -> bool:
     return bool(at_most(fit.false_revert, q.alpha) and at_least(fit.power, 1.0 - q.beta))
 
 
+def passes(family: Family, gate: Gate, q: DesignQuestion) -> bool:
+    """``meets(evaluate(family, gate, q), q)`` on the search grid, the power (the costly
+    curve off the null) evaluated only when the false revert already meets its target."""
+    grid = q.p0_range.grid(SEARCH_POINTS)
+    null = gate.operating_curve(grid, 0.0, family.prior_runs)
+    if not at_most(float(null.p_revert.max()), q.alpha):
+        return False
+    alt = gate.operating_curve(grid, q.min_drop, family.prior_runs)
+    return bool(at_least(float(alt.p_revert.min()), 1.0 - q.beta))
+
+
 def arm_runs(gate: Gate, curve: OperatingCurve, share: float) -> tuple[np.ndarray, np.ndarray]:
     """Expected runs ``(revision, prior)`` at each grid p0 when the prior serves a share
     ``share`` of the sessions: the runs a decision needs (``gate.arm_runs``) plus those
@@ -215,7 +226,7 @@ def _smallest_cap(family: Family, q: DesignQuestion) -> int:
     lo, hi = q.min_runs - 1, q.max_runs
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if meets(evaluate(family, family.build(mid, family.most, True), q), q):
+        if passes(family, family.build(mid, family.most, True), q):
             hi = mid
         else:
             lo = mid
@@ -226,12 +237,12 @@ def _loosest_accept(family: Family, q: DesignQuestion, cap: int) -> float | None
     """The accept boundary nearest ``family.least`` that still meets both targets."""
     if family.most is None:
         return None
-    if meets(evaluate(family, family.build(cap, family.least, True), q), q):
+    if passes(family, family.build(cap, family.least, True), q):
         return family.least
     lo, hi = family.most, family.least
     for _ in range(KNOB_STEPS):
         mid = (lo + hi) / 2.0
-        if meets(evaluate(family, family.build(cap, mid, True), q), q):
+        if passes(family, family.build(cap, mid, True), q):
             lo = mid
         else:
             hi = mid
@@ -248,8 +259,8 @@ def answer(family: Family, q: DesignQuestion) -> FamilyAnswer:
     if family.scan is not None:
         found = family.scan(q)
     else:
-        biggest = evaluate(family, family.build(q.max_runs, family.most, True), q)
-        found = q.max_runs if meets(biggest, q) else None
+        biggest = passes(family, family.build(q.max_runs, family.most, True), q)
+        found = q.max_runs if biggest else None
     revert = None
     if found is None:
         fit = evaluate(family, family.build(q.max_runs, family.most, False), q, certify=True)

@@ -99,10 +99,12 @@ def frontier(
     ``TwoSampleGate`` parameters other than the cap and the boundaries."""
     wald_b = math.log(beta / (1.0 - alpha))
     best: dict[int, FrontierPoint] = {}
-    top = int(np.max(caps))
     for factor in FACTORS:
         level = factor * wald_b
-        found = _scan_points(params, level, grid, alpha, beta, caps, top)
+        # a cap a looser level already meets keeps that level: scan only the others, and
+        # only up to the largest of them (a cap's figures do not depend on later runs)
+        left = np.array([k for k in np.asarray(caps, dtype=int) if int(k) not in best])
+        found = _scan_points(params, level, grid, alpha, beta, left, int(left.max()))
         for point in found:
             best.setdefault(point.max_runs, point)
         if len(best) == len(caps):

@@ -22,7 +22,9 @@ from procmem_core.gates.base import (
     Gate,
     OperatingCurve,
     OperatingPoint,
+    Recursions,
     check_p_values,
+    gate_key,
     ledger_and_runs,
     make_point,
 )
@@ -42,6 +44,10 @@ _REASON_ORDER = np.array(
 TABLES_KEPT = 256
 """Per-p0 decision tables a lattice gate keeps for ``decide_batch`` (~2.6 kB each at 50
 runs); past it they are dropped and recomputed."""
+
+
+LEDGER_MASSES = Recursions()
+"""``LatticeGate.ledger_masses`` per gate parameters and ledger size."""
 
 
 class LatticeGate(Gate):
@@ -263,14 +269,16 @@ class LatticeGate(Gate):
 
     def ledger_masses(self, prior_runs: int) -> mixture.LedgerMasses:
         """The recursion at 1/2 with a ledger of ``prior_runs`` runs
-        (``mixture.ledger_masses``), computed once per gate and ledger size."""
+        (``mixture.ledger_masses``), computed once per gate parameters and ledger size
+        (``base.Recursions``: a design search builds equal gates several times)."""
         prior_runs = check_int("prior_runs", prior_runs, minimum=0)
-        cache = self.__dict__.setdefault("_ledger_masses", {})
-        if prior_runs not in cache:
+
+        def compute() -> mixture.LedgerMasses:
             _, hats = self.ledger_estimates(prior_runs)
             tables = lattice.verdict_table(self.rule, hats, self.max_runs)
-            cache[prior_runs] = mixture.ledger_masses(tables, prior_runs)
-        return cache[prior_runs]
+            return mixture.ledger_masses(tables, prior_runs)
+
+        return LEDGER_MASSES.get(gate_key(self, prior_runs), compute)
 
     def operating_curve(
         self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,7 +19,13 @@ def ledger_power_bound(ledger: int, p0: float, drop: float, alpha: float) -> flo
     """Power of the most powerful level-``alpha`` test of the ledger alone: with the
     revision's rate ``r = p0 - drop`` known, H0 "the prior's rate is r" against H1 "it is
     p0" from ``S ~ Binomial(ledger, .)``; reject for large ``S``, randomized at the edge
-    (Neyman-Pearson). No gate on a fixed ledger of this size has more power."""
+    (Neyman-Pearson). No gate on a fixed ledger of this size has more power. Remembered
+    per argument: a design question asks it of every fixed-ledger family's note."""
+    return _power_bound(int(ledger), float(p0), float(drop), float(alpha))
+
+
+@lru_cache(maxsize=4096)
+def _power_bound(ledger: int, p0: float, drop: float, alpha: float) -> float:
     r = p0 - drop
     s = np.arange(ledger + 2)
     tail = stats.binom.sf(s - 1, ledger, r)  # P_r(S >= s)

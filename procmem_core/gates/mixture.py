@@ -242,12 +242,14 @@ def _steps(masses: LedgerMasses, f0: tuple, f1: tuple, null: bool) -> tuple:
     """``(revert, accept, E[runs] before the cap)`` run by run (``ledger_curve``)."""
     n0, t = masses.prior_runs, len(masses.revert) - 1
     revert, accept, runs = (np.zeros(f0[0].shape[1]) for _ in range(3))
+    # the ledger's factor per count u, once: the rows ``weights(f0, u, n0)`` gathers
+    ledger = f0[0][: n0 + 1] * f0[1][n0::-1]
     for n in range(1, t + 1):
         if null:
             r, a = (weights(f0, u + s, n0 + n) @ m for u, s, m in (masses.revert[n],
                                                                    masses.accept[n]))  # fmt: skip
         else:
-            r, a = ((weights(f0, u, n0) * weights(f1, s, n)) @ m
+            r, a = ((ledger[u].T * weights(f1, s, n)) @ m
                     for u, s, m in (masses.revert[n], masses.accept[n]))  # fmt: skip
         revert, accept, runs = revert + r, accept + a, runs + n * (r + a)
     return revert, accept, runs

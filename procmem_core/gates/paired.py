@@ -19,6 +19,7 @@ discordant pairs (the cap rule then applies), as well as ``max_runs`` pairs.
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -31,7 +32,9 @@ from procmem_core.gates.base import (
     Gate,
     OperatingCurve,
     OperatingPoint,
+    Recursions,
     check_p_values,
+    gate_key,
     make_point,
 )
 from procmem_core.gates.lattice import check_outcomes, check_p0_array
@@ -46,6 +49,9 @@ from procmem_core.gates.verdicts import (
     RevisionStats,
     first_codes,
 )
+
+PAIR_MASSES = Recursions()
+"""``pair_masses`` per gate parameters and design p0, shared by equal gates."""
 
 
 class PairedGate(Gate):
@@ -199,9 +205,9 @@ class PairedGate(Gate):
         After ``k - 1`` pairs only cells with ``W, B < k`` hold mass, so step ``k`` works
         on that corner; the verdict codes change with ``k`` only at ``min_runs`` and the
         cap, so each regime's decided cells are found once (``_decided``)."""
-        cache = self.__dict__.setdefault("_pair_masses", {})
-        if design in cache:
-            return cache[design]
+        return PAIR_MASSES.get(gate_key(self, float(design)), lambda: self._pair_masses(design))
+
+    def _pair_masses(self, design: float) -> tuple[list, list]:
         cap = self.max_runs if self.max_discordant is None else min(self.max_runs,
                                                                    self.max_discordant)  # fmt: skip
         cells = np.arange(cap + 1)
@@ -229,8 +235,7 @@ class PairedGate(Gate):
             accept.append(_take(nxt, acc))
             nxt[stopped] = 0.0
             mass = nxt
-        cache[design] = (revert, accept)
-        return cache[design]
+        return revert, accept
 
     def reverts_by_pair(self, p0: ArrayLike, p: ArrayLike, design: ArrayLike) -> np.ndarray:
         """``out[g, k]`` = P(revert at pair k) at ``(p0[g], p[g])``."""
@@ -310,26 +315,69 @@ def _take(m: np.ndarray, cells: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def _weighted(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.ndarray:
     """``out[g, k] = sum_{W,B} masses[k][W, B] (3 pc)^k (pw/pc)^W (pb/pc)^B`` in logs
-    (row-scaled, so no power overflows); under no change (``pw = pb``) by ``W + B``."""
+    (row-scaled, so no power overflows); under no change (``pw = pb``) by ``W + B``.
+    A boundary cell ``(W, B)`` is decided at many pairs ``k`` (the concordant pairs
+    vary), so the weights are taken once per distinct cell and every pair's sum is one
+    matrix product with the masses by (cell, pair) (``CellTable``)."""
     pw, pb = p0 * (1.0 - p), (1.0 - p0) * p
     pc = 1.0 - pw - pb
     if np.array_equal(p0, p):
         return _weighted_null(masses, pw, pc)
-    cells = np.arange(self_size(masses))[None, :]
+    table = cell_table(masses)
+    cells = np.arange(table.size)[None, :]
     with np.errstate(divide="ignore"):
         lw = special.xlogy(cells, pw[:, None]) - special.xlogy(cells, pc[:, None])
         lb = special.xlogy(cells, pb[:, None]) - special.xlogy(cells, pc[:, None])
         lc = np.log(3.0 * pc)
     sw, sb = lw.max(axis=1, keepdims=True), lb.max(axis=1, keepdims=True)
-    # rows of the transposed factors: x[:, w] * y[:, b], same values and layout
-    x_t, y_t = np.exp(lw - sw).T.copy(), np.exp(lb - sb).T.copy()
-    out = np.zeros((p0.size, len(masses)))
-    for k in range(1, len(masses)):
-        w, b, mass = masses[k]
-        total = (x_t[w] * y_t[b]).T @ mass
-        with np.errstate(divide="ignore"):
-            out[:, k] = np.exp(np.log(total) + k * lc + sw[:, 0] + sb[:, 0])
+    x, y = np.exp(lw - sw), np.exp(lb - sb)
+    total = (x[:, table.w] * y[:, table.b]) @ table.mass
+    steps = np.arange(len(masses))[None, :]
+    with np.errstate(divide="ignore"):
+        out = np.exp(np.log(total) + steps * lc[:, None] + sw + sb)
+    out[:, 0] = 0.0
     return out
+
+
+@dataclass(frozen=True)
+class CellTable:
+    """The decided masses of ``pair_masses`` by distinct cell: ``mass[c, k]`` is the mass
+    decided at pair ``k`` in cell ``(w[c], b[c])``; ``size``: the largest index plus one.
+    Few cells (those on the boundaries: 81 of 7,748 cell-pairs for the discordant SPRT at
+    200 pairs), so the weights of ``_weighted`` are taken per cell, not per cell and pair."""
+
+    w: np.ndarray
+    b: np.ndarray
+    mass: np.ndarray
+    size: int
+
+    @property
+    def by_total(self) -> np.ndarray:
+        """``[m, k]``: the mass decided at pair ``k`` in the cells with ``W + B = m``."""
+        if "_by_total" not in self.__dict__:
+            out = np.zeros((2 * self.size - 1, self.mass.shape[1]))
+            np.add.at(out, self.w + self.b, self.mass)
+            self.__dict__["_by_total"] = out
+        return self.__dict__["_by_total"]
+
+
+CELL_TABLES = Recursions()
+
+
+def cell_table(masses: list[tuple]) -> CellTable:
+    """``CellTable`` of ``masses`` (remembered while ``masses`` is: keyed by identity)."""
+    return CELL_TABLES.get(id(masses), lambda: _cell_table(masses))[1]
+
+
+def _cell_table(masses: list[tuple]) -> tuple[list, CellTable]:
+    size = self_size(masses)
+    w = np.concatenate([m[0] for m in masses]).astype(np.int64)
+    b = np.concatenate([m[1] for m in masses]).astype(np.int64)
+    k = np.repeat(np.arange(len(masses)), [m[0].size for m in masses])
+    cell, at = np.unique(w * size + b, return_inverse=True)
+    table = np.zeros((cell.size, len(masses)))
+    table[at.ravel(), k] = np.concatenate([m[2] for m in masses])
+    return masses, CellTable(cell // size, cell % size, table, size)
 
 
 def self_size(masses: list[tuple]) -> int:
@@ -338,12 +386,15 @@ def self_size(masses: list[tuple]) -> int:
 
 
 def _weighted_null(masses: list[tuple], pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
-    """``_weighted`` at ``pw = pb``: a cell's weight depends on ``m = W + B`` only."""
-    out = np.zeros((pw.size, len(masses)))
+    """``_weighted`` at ``pw = pb``: a cell's weight depends on ``m = W + B`` only,
+    ``(3 pw)^m (3 pc)^(k - m) = (3 pc)^k (pw / pc)^m`` (``pw <= 1/4 <= 1/2 <= pc``, so no
+    factor overflows), and every pair's sum is one matrix product with the masses by
+    ``(m, k)`` (``CellTable.by_total``)."""
+    by_total = cell_table(masses).by_total
+    totals = np.arange(by_total.shape[0])[None, :]
     steps = np.arange(len(masses))[None, :]
-    log_w, log_c = special.xlogy(steps, 3.0 * pw[:, None]), special.xlogy(steps, 3.0 * pc[:, None])
-    for k in range(1, len(masses)):
-        w, b, mass = masses[k]
-        by_m = np.bincount(w + b, weights=mass, minlength=1)
-        out[:, k] = np.exp(log_w[:, : by_m.size] + log_c[:, k::-1][:, : by_m.size]) @ by_m
+    with np.errstate(divide="ignore", under="ignore"):
+        ratio = np.exp(special.xlogy(totals, pw[:, None]) - special.xlogy(totals, pc[:, None]))
+        out = (ratio @ by_total) * np.exp(special.xlogy(steps, 3.0 * pc[:, None]))
+    out[:, 0] = 0.0
     return out

@@ -50,7 +50,9 @@ from procmem_core.gates.base import (
     Gate,
     OperatingCurve,
     OperatingPoint,
+    Recursions,
     check_p_values,
+    gate_key,
     make_point,
 )
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
@@ -77,6 +79,9 @@ from procmem_core.gates.verdicts import (
     RevisionStats,
 )
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
+
+HALF_MASSES = Recursions()
+"""``TwoSampleGate.half_masses`` per gate parameters and ledger, shared by equal gates."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,6 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, Gate):
                 self.accept_level,
                 f"below revert_level={self.revert_level:g}: the boundaries must not cross",
             )
-        object.__setattr__(self, "_masses", {})
         if self.final_level is None:
             cal = _calibrated(self.key_at(self.ledger))
             object.__setattr__(self, "revert_level", cal.revert_level)
@@ -300,12 +304,9 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, Gate):
     def half_masses(self, prior_runs: int | None):
         """The recursion at 1/2 (``twolattice.half_masses``) for this gate with a ledger of
         ``prior_runs`` runs, at the levels it uses there (cached per ledger size)."""
-        key = int(prior_runs or 0)
-        cache = self.__dict__["_masses"]
-        if key not in cache:
-            lat = self.lattice_for(prior_runs)
-            cache[key] = twolattice.half_masses(lat, self.tables(lat))
-        return cache[key]
+        lat = self.lattice_for(prior_runs)
+        key = gate_key(self, int(prior_runs or 0))
+        return HALF_MASSES.get(key, lambda: twolattice.half_masses(lat, self.tables(lat)))
 
     def passes(self, p0, p, prior_runs: int | None) -> twolattice.TwoSamplePass:
         """The two-sample recursion for this gate at prior rates ``p0``, revision rates ``p``."""
