@@ -38,6 +38,8 @@ from procmem_core.holds import SensitivityRow, relative_shift
 from procmem_core.learnings.exact import first_reach
 from procmem_core.learnings.policy import ReviewPolicy
 
+TARGET_PRECISION = 0.9
+"""The share of promoted rules that must be helpful (the learnings section's target)."""
 USER_FACTORS = (0.5, 2.0)
 """User counts tried, as multiples of the world's."""
 RATE_FACTORS = {"helpful_rate": (0.5, 0.75), "neutral_rate": (2.0,), "harmful_rate": (2.0,)}
@@ -70,8 +72,8 @@ class ReviewWorld:
                      "harmful_share", "reviewer_accuracy"):  # fmt: skip
             check_probability(name, getattr(self, name))
         if self.helpful_share + self.harmful_share > 1 + 1e-12:
-            raise ParameterError("harmful_share", self.harmful_share,
-                                 f"at most 1 - helpful_share ({1 - self.helpful_share:g})")  # fmt: skip
+            most = f"at most 1 - helpful_share ({1 - self.helpful_share:g})"
+            raise ParameterError("harmful_share", self.harmful_share, most)
 
 
 @dataclass(frozen=True)
