@@ -37,9 +37,14 @@ class SensitivityRow:
 
     def to_json(self) -> dict:
         """Plain JSON: the fields, the figures as a dict (NaN kept as NaN)."""
-        return {"assumption": self.assumption, "value": self.value,
-                "figures": {k: float(v) for k, v in self.figures.items()},
-                "holds": self.holds, "shift": float(self.shift), "note": self.note}  # fmt: skip
+        return {
+            "assumption": self.assumption,
+            "value": self.value,
+            "figures": {k: float(v) for k, v in self.figures.items()},
+            "holds": None if self.holds is None else bool(self.holds),
+            "shift": float(self.shift),
+            "note": self.note,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping) -> SensitivityRow:

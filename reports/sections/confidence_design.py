@@ -168,8 +168,8 @@ def design_evidence(
     )
     simulated_at = int(_get(sweep, r0, "sessions", "scenario") or 0)
     designs, holds = designs_of(sweep, targets, options)
-    world = str(r0["world"])
-    ev = DesignEvidence(targets, world, runs.worlds.get(world, ""), designs, holds=holds)
+    name = str(r0["world"])
+    ev = DesignEvidence(targets, name, runs.worlds.get(name, ""), designs, holds=holds)
     for family, design in ev.designs.items():
         ev.confirmations[family] = _confirm(world, design.pick, simulated_at, targets)
     seed = world[world["seed_rule"]]
