@@ -39,4 +39,5 @@ def holds_blocks(sweep: Sweep, policy: str, target: float) -> list:
         },
         f"precision >= {target:g}",
     )
-    return [breaks_sentence("The prescribed policy", rows, figures), table]
+    subject = "Without erasures or a multi-user writer, the prescribed policy"
+    return [breaks_sentence(subject, rows, figures), table]

@@ -93,5 +93,5 @@ def test_the_learnings_section_reads_its_policys_rows():
     assert table.frame["assumption"].iloc[0] == "as assumed"
     assert "reviewer_accuracy 0.7" in table.frame["value"].iloc[0]  # the worst swept world
     assert list(table.frame.iloc[-2:, -1]) == ["no exact answer"] * 2  # erasure, writer
-    assert sentence.startswith("The prescribed policy ")
+    assert sentence.startswith("Without erasures or a multi-user writer, the prescribed policy ")
     assert holds_blocks(sweep, "supporter_writers >= 3", 0.9) == []  # not swept: no table
