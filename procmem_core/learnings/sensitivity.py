@@ -44,6 +44,8 @@ USER_FACTORS = (0.5, 2.0)
 """User counts tried, as multiples of the world's."""
 RATE_FACTORS = {"helpful_rate": (0.5, 0.75), "neutral_rate": (2.0,), "harmful_rate": (2.0,)}
 """Endorsement rates tried, as multiples of the world's (toward less separation)."""
+UNMODELLED_NAMES = {"multi_user_share": "multi-user writer share"}
+"""How a parameter without an exact answer is named in its row."""
 ACCURACY_MOVES = (-0.1, -0.05, 0.05)
 """Reviewer accuracies tried (added to the world's, kept in [0, 1])."""
 
@@ -159,8 +161,7 @@ def review_sensitivity(
     rows += [_row(policy, w, target, name, value, s) for name, value, w, s in _moves(world)]
     for name, value in unmodelled:
         if value:
-            rows.append(SensitivityRow(
-                name.replace("_", " "), f"{value:g}", {}, None, math.nan,
-                "no exact answer: the exact figures assume 0 (see the simulated table)",
-            ))  # fmt: skip
+            said = UNMODELLED_NAMES.get(name, name.replace("_", " "))
+            note = "no exact answer: the exact figures assume 0 (see the simulated table)"
+            rows.append(SensitivityRow(said, f"{value:g}", {}, None, math.nan, note))
     return tuple(rows)

@@ -81,7 +81,13 @@ def test_rows_are_the_figures_at_the_moved_world_and_move_as_they_must():
     # erasures have no exact answer: said, not invented; a share never run is not a row
     gone = by[("erasure share", "0.1")]
     assert gone.holds is None and not gone.figures and "no exact answer" in gone.note
-    assert ("multi user share", "0") not in by
+    assert not [r for r in rows if r.assumption == "multi-user writer share"]  # share 0: no row
+    writer = review_sensitivity(policy, W, 0.9, unmodelled=(("multi_user_share", 0.2),))[-1]
+    assert (writer.assumption, writer.value, writer.holds) == (
+        "multi-user writer share",
+        "0.2",
+        None,
+    )
 
 
 def test_the_simulated_queue_agrees_with_the_exact_precision():
