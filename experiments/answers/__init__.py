@@ -3,7 +3,8 @@
 A report only reads: the design questions a report section answers (the gate
 prescription: ``design_gate`` and a simulation check of its answer; the flat rule's
 exact design: ``design_rule`` per family; the explore planner: ``plan`` and
-``fixed_power``; the exact fates the report draws: ``flat_fate``) are asked here, by
+``fixed_power``; the exact fates the report draws: ``flat_fate``; each prescription's
+exact "holds if / breaks when" rows, the review policies' included) are asked here, by
 the sweep's finalize step (``experiments.callbacks.SweepTracking`` at multirun end),
 from the runs the sweep logged, and their answers are logged on the sweep's parent run
 as ``answers/<name>.json`` (plain JSON, with the targets they answer) and as metrics
@@ -39,7 +40,7 @@ TARGET_POWER = Design.power
 DEFAULTS = {"false_revert": ALPHA, "missed_regression": BETA, "target_kept": KEEP,
             "target_excluded": EXCLUDE, "target_power": TARGET_POWER}  # fmt: skip
 """The targets the sweep answers at when it ends (the report's defaults)."""
-ASKING = ("gate", "confidence", "explore", "fate")
+ASKING = ("gate", "confidence", "explore", "fate", "learnings")
 """The scenarios whose runs pose a design question (``sweep_answers``)."""
 ANSWERS_FOLDER = "answers"
 """Where the answers go among the parent run's artifacts."""
@@ -88,6 +89,7 @@ def sweep_answers(
     from experiments.answers.explore import explore_answer
     from experiments.answers.fate import fate_answer
     from experiments.answers.gate import gate_answer
+    from experiments.answers.learnings import learnings_answer
     from experiments.answers.rule import rule_answer
 
     out = {}
@@ -105,6 +107,9 @@ def sweep_answers(
     fate = fate_answer(runs)
     if fate is not None:
         out["fate"] = fate
+    learnings = learnings_answer(runs)
+    if learnings is not None:
+        out["learnings"] = learnings
     return out
 
 

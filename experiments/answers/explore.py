@@ -9,7 +9,9 @@ run), alpha (``1 - explore.confidence_level``, else 0.05), the explore rates as 
 used them (``explore.explore_rate``, else ``scenario.explore_rate``), each run's horizon
 (``scenario.sessions``) and true lift (its ``true_lift`` metric). ``explore_answer``
 returns them as plain JSON: ``entries`` (one per lift and horizon: the targets, the plan
-and the sequential pick; ``plan`` None when the planner refuses the design) and
+and the sequential pick; ``plan`` None when the planner refuses the design; ``holds_if``:
+the fixed-n pick's power with the true lift and the horizon moved,
+``procmem_core.ab.sensitivity``) and
 ``fixed_power`` (one per cell), which ``reports.sections.explore_choice`` reads back.
 """
 
@@ -20,6 +22,7 @@ import dataclasses
 import pandas as pd
 
 from procmem_core.ab.planner import Design, fixed_power, plan
+from procmem_core.ab.sensitivity import explore_sensitivity
 from procmem_core.errors import ProcmemError
 
 EXPLORE_SCENARIO = "explore"
@@ -73,6 +76,9 @@ def _plan_entry(lift: float, base: float, alpha: float, target: float, rates, ho
             "pick": None if p.pick is None else dataclasses.asdict(p.pick),
         },
         "sequential_pick": None if seq is None else dataclasses.asdict(seq),
+        "holds_if": []
+        if p.pick is None
+        else [r.to_json() for r in explore_sensitivity(design, horizon, p.pick.explore_rate)],
     }
 
 

@@ -145,7 +145,7 @@ def holds_if(chosen: FamilyAnswer | None, q: DesignQuestion) -> list[dict]:
         return []
     gate = make_gate(**chosen.config)
     rows = sensitivity(gate, q, q.ledger if q.ledger else None)
-    return [dataclasses.asdict(r) for r in rows]
+    return [r.to_json() for r in rows]
 
 
 def gate_answer(runs: pd.DataFrame, alpha: float, beta: float) -> dict | None:

@@ -5,7 +5,8 @@ kept and excluded shares have exact counterparts, with one base rate), the quest
 ``RuleTargets(helpful_lift, harmful_lift = -harmful_effect, base, keep, exclude,
 within)`` from its ``users.*`` and ``scenario.sessions`` params (``within``: the
 report's ``--target-sessions`` when asked, else the world's sessions), and
-``design_rule`` answers it for each family (``FAMILIES``), exactly. ``rule_answer``
+``design_rule`` answers it for each family (``FAMILIES``), exactly, and each family's pick
+is re-evaluated with the base rate and the lifts moved (``holds_if``). ``rule_answer``
 returns them as plain JSON; ``reports.sections.confidence_design`` reads the one for its
 world back (by its targets) and renders it.
 """
@@ -18,6 +19,7 @@ import math
 import pandas as pd
 
 from procmem_core.flat.design import FAMILIES, DesignedRule, RuleDesign, RuleTargets, design_rule
+from procmem_core.flat.sensitivity import rule_sensitivity
 
 RULE_SCENARIO = "confidence"
 DESIGN_READS = ("users.base_rate", "users.helpful_effect", "users.harmful_effect",
@@ -77,7 +79,15 @@ def design_json(design: RuleDesign) -> dict:
         "skipped": design.skipped,
         "reference": designed_json(design.reference),
         "shortest": None if shortest is None else [shortest[0], designed_json(shortest[1])],
+        "holds_if": holds_if(design),
     }
+
+
+def holds_if(design: RuleDesign) -> list[dict]:
+    """``rule_sensitivity`` of the family's pick: its exact kept and excluded shares with
+    the base rate or one lift moved (issue 30, "holds if / breaks when")."""
+    rows = rule_sensitivity(design.pick.rule, design.pick.threshold, design.targets)
+    return [r.to_json() for r in rows]
 
 
 def rule_answer(

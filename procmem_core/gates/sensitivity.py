@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from procmem_core.gates.base import Gate
 from procmem_core.gates.design import DesignQuestion
 from procmem_core.gates.tolerance import at_least, at_most
 from procmem_core.gates.worst import P0Range, worst_case
+from procmem_core.holds import SensitivityRow, relative_shift
 
 DROPS = (0.10, 0.20, 0.25)
 """True drops tried beside the design's ``min_drop`` (0.15 in the seeds' question)."""
@@ -34,20 +34,17 @@ RANGES = ((0.1, 0.95), (0.5, 0.95))
 """p0 ranges tried beside the design's (the seeds' question: [0.3, 0.95])."""
 
 
-@dataclass(frozen=True)
-class SensitivityRow:
-    """The gate's exact worst cases with one assumption moved (NaN: not defined there)."""
-
-    assumption: str
-    value: str
-    false_revert: float
-    power: float
-    holds: bool
+__all__ = ["DROPS", "RANGES", "SensitivityRow", "sensitivity"]
 
 
-def _row(assumption: str, value: str, fr: float, pw: float, q: DesignQuestion) -> SensitivityRow:
+def _row(
+    assumption: str, value: str, fr: float, pw: float, q: DesignQuestion, shift: float = math.nan
+) -> SensitivityRow:
+    """A row of the shared type (``procmem_core.holds``) with figures ``false_revert``
+    (worst) and ``power`` (worst; NaN: not defined)."""
     ok = bool(at_most(fr, q.alpha)) and (math.isnan(pw) or bool(at_least(pw, 1.0 - q.beta)))
-    return SensitivityRow(assumption, value, float(fr), float(pw), ok)
+    return SensitivityRow(assumption, value, {"false_revert": float(fr), "power": float(pw)}, ok,
+                          shift)  # fmt: skip
 
 
 def sensitivity(
@@ -66,7 +63,7 @@ def sensitivity(
                  fr, pw, q)]  # fmt: skip
     for d in (d for d in drops if d != q.min_drop and 0 < d < design.low):
         power = worst_case(gate, d, prior_runs, design, target=1 - q.beta).bound
-        rows.append(_row("true drop", f"{d:g}", fr, power, q))
+        rows.append(_row("true drop", f"{d:g}", fr, power, q, relative_shift(d, q.min_drop)))
     for low, high in (r for r in ranges if r != (q.p0_low, q.p0_high)):
         rng = P0Range(low, high)
         null = worst_case(gate, 0.0, prior_runs, rng, target=q.alpha).bound

@@ -25,6 +25,7 @@ from reports.sections.confidence_design import (
     design_table,
     exact_world,
     frontier_table,
+    holds_blocks,
     opening,
     seed_sentence,
 )
@@ -66,6 +67,7 @@ def confidence_section(sweep: Sweep, options: ReportOptions) -> Section | None:
         what = f"The designed rule (computed at world {ev.world}'s values)"
         blocks: list = [seed_sentence(ev), *world_blocks(runs.rows, DESIGN_READS, what)]
         blocks += _design_blocks(ev, exact_world(runs))
+        blocks += holds_blocks(ev)
     else:
         blocks = world_blocks(runs.rows, None, "The ranking of rules by their worst world")
         blocks.append(_design_hint(sweep, runs, options))

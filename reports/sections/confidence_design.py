@@ -22,9 +22,11 @@ import pandas as pd
 
 from procmem_core.flat import FLAT_RULES
 from procmem_core.flat.design import FAMILIES, DesignedRule, RuleDesign, RuleTargets
+from procmem_core.holds import SensitivityRow
 from reports.answers import answer
 from reports.claims import joint_state, state_words, target_state
 from reports.evidence import fmt, fmt_exact
+from reports.holds import breaks_sentence, holds_table, rows_of
 from reports.options import ReportOptions
 from reports.sections.confidence_runs import ConfidenceRuns, same_rule
 from reports.sections.confidence_worst import share_text
@@ -81,6 +83,9 @@ class DesignEvidence:
     designs: dict[str, RuleDesign]
     confirmations: dict[str, Confirmation] = field(default_factory=dict)
     seed: Confirmation | None = None
+    holds: dict[str, tuple[SensitivityRow, ...]] = field(default_factory=dict)
+    """Each family's pick with the base rate or a lift moved (``flat.sensitivity``, as the
+    sweep computed it; empty for sweeps before it did)."""
 
 
 def _get(sweep: Sweep, row: pd.Series, key: str, group: str) -> float | None:
@@ -117,14 +122,16 @@ def _design(d: dict) -> RuleDesign:
     )
 
 
-def designs_of(sweep: Sweep, targets: RuleTargets, options: ReportOptions) -> dict:
-    """Each family's design at ``targets``, as the sweep answered it."""
+def designs_of(sweep: Sweep, targets: RuleTargets, options: ReportOptions) -> tuple[dict, dict]:
+    """Each family's design at ``targets`` and its pick's holds-if rows, as the sweep
+    answered them."""
     flags = [f"--target-kept {options.target_kept:g}",
              f"--target-excluded {options.target_excluded:g}"]  # fmt: skip
     if options.target_sessions:
         flags.append(f"--target-sessions {options.target_sessions}")
     found = answer(sweep, "rule", dataclasses.asdict(targets), " ".join(flags))
-    return {f: _design(found["designs"][f]) for f in FAMILIES}
+    designs = {f: _design(found["designs"][f]) for f in FAMILIES}
+    return designs, {f: rows_of(found["designs"][f].get("holds_if", ())) for f in FAMILIES}
 
 
 def exact_world(runs: ConfidenceRuns) -> pd.DataFrame:
@@ -160,12 +167,9 @@ def design_evidence(
         within=sessions,
     )
     simulated_at = int(_get(sweep, r0, "sessions", "scenario") or 0)
-    ev = DesignEvidence(
-        targets,
-        str(r0["world"]),
-        runs.worlds.get(str(r0["world"]), ""),
-        designs_of(sweep, targets, options),
-    )
+    designs, holds = designs_of(sweep, targets, options)
+    name = str(r0["world"])
+    ev = DesignEvidence(targets, name, runs.worlds.get(name, ""), designs, holds=holds)
     for family, design in ev.designs.items():
         ev.confirmations[family] = _confirm(world, design.pick, simulated_at, targets)
     seed = world[world["seed_rule"]]
@@ -202,11 +206,44 @@ def opening(ev: DesignEvidence) -> str:
     paragraph under the answer (an opening is at most two sentences, issue 30)."""
     t = ev.targets
     where = f"within {t.within} sessions at base {t.base:g}"
-    feasible = [f for f in FAMILIES if ev.designs[f].feasible]
-    if feasible:
-        family = next((f for f in feasible if ev.confirmations[f].row is not None), feasible[0])
-        return _use_sentence(ev, family, where)
+    if any(d.feasible for d in ev.designs.values()):
+        return _use_sentence(ev, prescribed(ev), where)
     return _infeasible_sentence(ev, where)
+
+
+def prescribed(ev: DesignEvidence) -> str:
+    """The family whose pick the opening prescribes: the first feasible one the sweep
+    simulated, else the first feasible one, else the seed's family (the closest rule)."""
+    feasible = [f for f in FAMILIES if ev.designs[f].feasible]
+    if not feasible:
+        return FAMILIES[0]
+    return next((f for f in feasible if ev.confirmations[f].row is not None), feasible[0])
+
+
+def holds_blocks(ev: DesignEvidence) -> list:
+    """Holds if / breaks when: the prescribed rule, unchanged, at other base rates and
+    lifts (exact, computed by the sweep); the sentence naming what breaks it first, then
+    the table (to the appendix)."""
+    family = prescribed(ev)
+    rows = ev.holds.get(family, ())
+    if not rows:
+        return []
+    t = ev.targets
+
+    def figures(r: SensitivityRow) -> str:
+        return f"kept {r.figure('kept'):.3f}, excluded {r.figure('excluded'):.3f}"
+
+    table = holds_table(
+        f"the prescribed rule ({ev.designs[family].pick.describe()}), unchanged, exactly, "
+        f"within {t.within} sessions with the base rate or one lift moved",
+        rows,
+        {
+            "kept": ("helpful kept", "{:.3f}".format),
+            "excluded": ("harmful excluded", "{:.3f}".format),
+        },
+        f"kept >= {t.keep:g}, excluded >= {t.exclude:g}",
+    )
+    return [breaks_sentence("The prescribed rule", rows, figures), table]
 
 
 def seed_sentence(ev: DesignEvidence) -> str:

@@ -24,6 +24,7 @@ from reports.sections.explore_choice import (
     estimators_in,
     online_sentence,
     planner_agreement,
+    planner_holds,
     planner_table,
 )
 from reports.sections.explore_format import readable, with_se
@@ -181,6 +182,7 @@ def _planner_blocks(sweep: Sweep, rows: pd.DataFrame, options: ReportOptions) ->
             f"or {base:g} + lift; the simulated users differ in base rate and in the "
             "procedure's effect on them, which it ignores."
         ),
+        *planner_holds(sweep, rows, base, alpha, options.target_power, rates),
     ]
 
 

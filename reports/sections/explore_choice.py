@@ -20,9 +20,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from procmem_core.ab import ESTIMATORS
-from procmem_core.ab.planner import RatePlan
+from procmem_core.ab.planner import EXACT_ARM, RatePlan
 from reports.answers import answer
 from reports.claims import MEETS, NOISE_Z, WITHIN_NOISE, state_words, target_state
+from reports.document import Table
+from reports.holds import TITLE as HOLDS_TITLE
+from reports.holds import breaks_sentence, holds_table, rows_of
 from reports.sections.explore_format import readable, with_se
 
 NOMINAL = 0.95
@@ -273,3 +276,40 @@ def online_sentence(online: list[Choice], target: float) -> str:
         f"{target:g} is " + "; ".join(parts) + " (stopping at the first exclusion of 0 only "
         "adds power)."
     )
+
+
+def planner_holds(
+    sweep, rows: pd.DataFrame, base: float, alpha: float, target: float, rates: list[float]
+) -> list:
+    """Holds if / breaks when: each planner pick at the longest horizon, unchanged, with
+    the true lift or the horizon moved (``procmem_core.ab.sensitivity``, computed by the
+    sweep); one sentence per pick naming what breaks it first, then one table."""
+    horizon = int(rows["sessions"].max())
+    frames, said = [], []
+    for lift in sorted(rows.loc[rows["sessions"] == horizon, "true_lift"].unique(), reverse=True):
+        asked = {"lift": float(lift), "base": base, "target_power": target, "alpha": alpha,
+                 "rates": list(rates), "horizon": horizon}  # fmt: skip
+        found = answer(sweep, "explore", asked, f"--target-power {target:g}")
+        held = rows_of(found.get("holds_if", ()))  # older sweeps: none
+        pick = _rate_plan(None if found["plan"] is None else found["plan"]["pick"])
+        if not held or pick is None:
+            continue
+        name = f"rate {readable(pick.explore_rate)} for lift {readable(float(lift))}"
+        said.append(breaks_sentence(f"The planner's {name}", held, _power_words))
+        columns = {"power": ("power (fixed-n)", "{:.3f}".format)}
+        table = holds_table("", held, columns, f">= {target:g}")
+        frames.append(table.frame.assign(pick=name).set_index("pick").reset_index())
+        frames[-1]["how"] = [r.note for r in held]
+    if not frames:
+        return []
+    caption = (
+        f"{HOLDS_TITLE}: each planner pick at the {readable(horizon)}-session horizon, "
+        "unchanged, with the true lift or the horizon moved: its power for the difference in "
+        f"means read once at the horizon (exact binomial where the withheld arm is expected "
+        f"to hold at most {EXACT_ARM} sessions, else the normal formula)"
+    )
+    return [" ".join(said), Table(caption, pd.concat(frames, ignore_index=True))]
+
+
+def _power_words(r) -> str:
+    return f"power {r.figure('power'):.3f}"

@@ -238,7 +238,7 @@ class Prescription:
             "answers": [dataclasses.asdict(a) for a in self.design.answers],
             "simulation_check": self.check.to_dict(orient="records"),
             "ledger_profile": [dataclasses.asdict(r) for r in self.profile],
-            "holds_if": [dataclasses.asdict(r) for r in self.holds],
+            "holds_if": [r.to_json() for r in self.holds],
         }
         return json.dumps(out, indent=1, default=_plain)
 
@@ -301,7 +301,8 @@ def prescription_of(data: dict) -> Prescription:
     chosen = None if data["chosen"] is None else design.answers[data["chosen"]]
     profile = tuple(LedgerRow(**r) for r in data["profile"])
     check = pd.DataFrame(data["check"])
-    holds = tuple(SensitivityRow(**r) for r in data.get("sensitivity", ()))  # older sweeps: none
+    # older sweeps: none
+    holds = tuple(SensitivityRow.from_json(r) for r in data.get("sensitivity", ()))
     return Prescription(q, design, chosen, check, profile, reads=tuple(data["reads"]),
                         check_seed=data["check_seed"], holds=holds)  # fmt: skip
 

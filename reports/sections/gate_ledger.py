@@ -6,6 +6,8 @@ per share (its error rates, read in pairs, do not move)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -103,8 +105,8 @@ def holds_table(q: DesignQuestion, rows: tuple[SensitivityRow, ...]) -> Table | 
         {
             "assumption": [r.assumption for r in rows],
             "value": [r.value for r in rows],
-            "worst false revert": [f"{r.false_revert:.4f}" for r in rows],
-            "worst power": ["undefined" if r.power != r.power else f"{r.power:.3f}" for r in rows],
+            "worst false revert": [f"{r.figure('false_revert'):.4f}" for r in rows],
+            "worst power": [_power(r.figure("power")) for r in rows],
             f"holds (<= {q.alpha:g}, >= {1 - q.beta:g})?": [
                 "holds" if r.holds else "breaks" for r in rows
             ],
@@ -119,6 +121,10 @@ def holds_table(q: DesignQuestion, rows: tuple[SensitivityRow, ...]) -> Table | 
     )
 
 
+def _power(p: float) -> str:
+    return "undefined" if math.isnan(p) else f"{p:.3f}"
+
+
 def holds_phrase(rows: tuple[SensitivityRow, ...]) -> str:
     """Where the guarantee breaks, in one sentence (empty when it holds everywhere tried)."""
     broken = [r for r in rows[1:] if not r.holds]
@@ -129,7 +135,11 @@ def holds_phrase(rows: tuple[SensitivityRow, ...]) -> str:
         return f" Its guarantee also holds at {tried} (exact)."
     said = "; ".join(
         f"{r.assumption} {r.value}: "
-        + (f"power {r.power:.3f}" if r.power == r.power else f"false revert {r.false_revert:.4f}")
+        + (
+            f"power {r.figure('power'):.3f}"
+            if not math.isnan(r.figure("power"))
+            else f"false revert {r.figure('false_revert'):.4f}"
+        )
         for r in broken
     )
     return f" It breaks when {said} (exact)."

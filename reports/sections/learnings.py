@@ -21,6 +21,7 @@ import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
 from procmem_core.learnings import ReviewPolicy
+from procmem_core.learnings.sensitivity import TARGET_PRECISION
 from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
 from reports.claims import MISSES, WITHIN_NOISE, state_words, target_state
 from reports.configs import label
@@ -29,12 +30,11 @@ from reports.evidence import NOISE_Z, fmt_metric, se_of, worst_case
 from reports.options import ReportOptions
 from reports.recommend import Recommendation, _pick_best, _rank
 from reports.sections import report_section
+from reports.sections.learnings_holds import holds_blocks
 from reports.source import Sweep
 from reports.summary import short_name
 from reports.world import world_blocks
 
-TARGET_PRECISION = 0.9
-"""The share of promoted rules that must be helpful in a policy's worst condition."""
 POLICY_KEYS = ("min_writers", "min_users", "combine")
 WORLD_READS = tuple(f"scenario.{k}" for k in ("users", "helpful_rate", "neutral_rate",
                     "harmful_rate", "reviewer_accuracy", "sessions"))  # fmt: skip
@@ -365,6 +365,7 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
                 writers,
             )
         )
+    blocks += holds_blocks(sweep, str(rec.pick["policy"]), target)
     blocks.append(ASSUMPTIONS)
     return Section("learnings", "Learnings review queue: which review policy", rec.sentence, blocks)
 

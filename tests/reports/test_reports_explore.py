@@ -205,3 +205,30 @@ def test_the_section_opens_with_its_world_and_the_lift_and_horizon_the_choice_re
         "sessions (swept: 200, 1000); it is chosen from simulated runs, so it holds only at "
         "the values shown for the others (replications, users.base_rate)."
     )
+
+
+def test_the_planner_picks_show_where_they_hold_and_break(sweep, section):
+    """Holds if / breaks when (issue 30): each planner pick at the longest horizon with the
+    true lift or the horizon moved, the table's cells the sweep's exact powers, and one
+    sentence per pick naming the assumption that breaks it first."""
+    from procmem_core.ab.sensitivity import explore_sensitivity
+    from procmem_core.holds import first_break
+
+    table = next(b for b in section.blocks if getattr(b, "caption", "").startswith("Holds if"))
+    frame = table.frame
+    said = next(b for b in section.blocks if isinstance(b, str) and "The planner's rate" in b)
+    lifts = sorted({float(r["true_lift"]) for _, r in _explore_runs(sweep).rows.iterrows()
+                    if int(r["sessions"]) == 1000}, reverse=True)  # fmt: skip
+    picks = [(lift, plan(Design(lift, 0.5), RATES, 1000).pick) for lift in lifts]
+    picks = [(lift, p) for lift, p in picks if p is not None]
+    assert picks and len(frame) == sum(
+        len(explore_sensitivity(Design(lift, 0.5), 1000, p.explore_rate)) for lift, p in picks
+    )
+    for lift, p in picks:
+        rows = explore_sensitivity(Design(lift, 0.5), 1000, p.explore_rate)
+        mine = frame[frame["pick"] == f"rate {readable(p.explore_rate)} for lift {readable(lift)}"]
+        assert list(mine["power (fixed-n)"]) == [f"{r.figure('power'):.3f}" for r in rows]
+        assert list(mine.iloc[:, -2]) == ["holds" if r.holds else "breaks" for r in rows]
+        first = first_break(rows)
+        if first is not None and rows[0].holds:
+            assert f"moves to {first.value}" in said

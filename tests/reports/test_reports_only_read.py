@@ -27,9 +27,11 @@ from reports.errors import ReportError
 from reports.source import Sweep
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
-COMPUTES = ("design_gate", "design_rule", "plan", "fixed_power", "flat_fate", "GateScenario")
-"""What a report must never call: the design questions, the planner, the exact fate and
-the scenario simulation (the sweep computes them)."""
+COMPUTES = ("design_gate", "design_rule", "plan", "fixed_power", "flat_fate", "GateScenario",
+            "sensitivity", "rule_sensitivity", "explore_sensitivity", "review_sensitivity",
+            "review_figures")  # fmt: skip
+"""What a report must never call: the design questions, the planner, the exact fate, the
+prescriptions' holds-if rows and the scenario simulation (the sweep computes them)."""
 FORBIDDEN_MODULES = ("simulators", "experiments")
 """Packages a report never imports (the scenarios; the layer above it)."""
 
