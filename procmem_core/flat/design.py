@@ -287,7 +287,7 @@ def _earliest(grid, members_hopeful: np.ndarray, targets: RuleTargets, horizon: 
     threshold)``, or None."""
     best = None  # (k, -margin, rule, threshold): the earliest, then the largest margin
     for members in chunks(members_hopeful):
-        batch = Batch(grid, targets, members=members, horizon=horizon)
+        batch = Batch(grid, targets.base, members=members, horizon=horizon)
         g = batch.cand_g
         for k, (kept, vx) in batch.walk((targets.p_helpful, targets.p_harmful), horizon):
             if best is not None and k > best[0]:

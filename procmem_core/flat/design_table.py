@@ -12,6 +12,7 @@ threshold (``V = 0`` below), ``V_0 = 1``, so ``P(kept) = V_n(x0)`` and
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -20,10 +21,10 @@ import numpy as np
 from procmem_core.errors import ParameterError
 from procmem_core.flat.chain import confidence_space
 from procmem_core.flat.fate import flat_fate
-from procmem_core.flat.rule import DesignSpace
+from procmem_core.flat.rule import DesignSpace, FlatRule
 from procmem_core.flat.targets import RuleTargets
 
-__all__ = ["MEMBERS_PER_BATCH", "Batch", "Table", "by_fate", "by_grid", "chunks"]
+__all__ = ["MEMBERS_PER_BATCH", "Batch", "Table", "by_fate", "by_grid", "chunks", "still_shown"]
 
 
 @dataclass
@@ -73,7 +74,7 @@ def by_grid(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> 
     (``MEMBERS_PER_BATCH`` members at a time)."""
     parts, skipped = [], 0
     for members in chunks(range(len(grid))):
-        batch = Batch(grid, targets, members=members, horizon=horizon)
+        batch = Batch(grid, targets.base, members=members, horizon=horizon)
         vh, vx, sx = batch.survival((targets.p_helpful, targets.p_harmful), horizon)
         start = batch.states[batch.cand_g]
         parts.append((batch.cand_space, batch.cand_thr, start, vh, 1.0 - vx, sx))
@@ -87,7 +88,7 @@ class Batch:
     threshold; a higher threshold keeps the states at or above it (a suffix: states are
     sorted), and a move below it goes to the sentinel."""
 
-    def __init__(self, grid, targets: RuleTargets, members=None, *, horizon: int) -> None:
+    def __init__(self, grid, base: float, members=None, *, horizon: int) -> None:
         self.skipped = 0
         parts: list[list[np.ndarray]] = [[] for _ in range(7)]
         size = 0
@@ -95,7 +96,7 @@ class Batch:
             ds = grid[i]
             low = min(ds.thresholds)
             starts = [x for x in ds.initials if x >= low]
-            b = targets.base if ds.rule.needs_baseline else None
+            b = base if ds.rule.needs_baseline else None
             bound = horizon if ds.rule.arithmetic == "float" else None
             try:
                 sp = confidence_space(ds.rule, low, starts, b, horizon=bound)
@@ -172,3 +173,38 @@ class Batch:
             if k < horizon:
                 total += at[1]
         return at[0], at[1], total
+
+
+def still_shown(
+    rules: Sequence[tuple[FlatRule, float]], p: float, horizon: int, base: float
+) -> np.ndarray:
+    """P(still shown after ``horizon`` sessions) of each ``(step rule, threshold)`` from
+    the rule's start at success probability ``p`` (``1 - flat_fate(...).p_excluded``), by
+    ``Batch``'s backward recursion: the rules that differ only in their initial confidence
+    share one space, so thousands of rules cost one walk per ``MEMBERS_PER_BATCH``
+    members. The recursion sums in another order than ``flat_fate`` (agreement to 1e-12,
+    ``tests/procmem_core/flat/test_flat_design.py``). NaN where a member's space is too
+    large for a chain (``Batch.skipped``)."""
+    members: dict[FlatRule, tuple[set, set]] = {}
+    for rule, thr in rules:
+        if rule.needs_counts:
+            raise ParameterError("rule", rule.describe(), "a step rule (its state a confidence)")
+        thresholds, starts = members.setdefault(rule.with_initial(rule.ceiling), (set(), set()))
+        thresholds.add(float(thr))
+        starts.add(float(rule.start(base if rule.needs_baseline else None)))
+    grid = [DesignSpace(m, tuple(sorted(t)), tuple(sorted(s))) for m, (t, s) in members.items()]
+    found: dict[tuple[int, float, float], float] = {}
+    for chunk in chunks(range(len(grid))):
+        batch = Batch(grid, base, members=chunk, horizon=horizon)
+        ((_, (v,)),) = deque(batch.walk((p,), horizon), maxlen=1)  # V_horizon
+        keys = zip(batch.cand_space, batch.cand_thr, batch.states[batch.cand_g], v, strict=True)
+        found |= {(int(i), float(t), float(s)): float(x) for i, t, s, x in keys}
+    index = {m: i for i, m in enumerate(members)}
+    out = np.full(len(rules), np.nan)
+    for j, (rule, thr) in enumerate(rules):
+        start = float(rule.start(base if rule.needs_baseline else None))
+        if start < thr:  # never shown: excluded before its first session (flat_fate's 1)
+            out[j] = 0.0
+            continue
+        out[j] = found.get((index[rule.with_initial(rule.ceiling)], float(thr), start), np.nan)
+    return out

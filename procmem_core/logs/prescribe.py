@@ -48,6 +48,7 @@ from scipy import stats
 from procmem_core.ab import Design, plan_rate
 from procmem_core.ab.planner import DEFAULT_RATES
 from procmem_core.flat.design import RuleTargets, design_rule
+from procmem_core.flat.design_table import still_shown
 from procmem_core.flat.fate import flat_fate
 from procmem_core.gates import DesignQuestion, design_gate
 from procmem_core.logs.world import Param, withheld_rate
@@ -212,17 +213,16 @@ def flat_rule(base: float, bases: np.ndarray, targets: RuleTargets, family: str 
         excl = flat_fate(at_hi.p_harmful, targets.within, d.rule, d.threshold, b_hi)
         return 1.0 - float(lost.p_excluded), float(excl.p_excluded)
 
-    def ok(kept: float, excluded: float) -> bool:
-        return kept >= targets.keep - 1e-12 and excluded >= targets.exclude - 1e-12
+    def ok(kept, excluded):  # floats or arrays
+        return (kept >= targets.keep - 1e-12) & (excluded >= targets.exclude - 1e-12)
 
     pick, (kept, excluded), robust = design.pick, worst(design.pick), False
     if not ok(kept, excluded):
-        checked = [(d, worst(d)) for d in design.frontier]
-        good = [(d, w) for d, w in checked if ok(*w)]
+        good = _meeting(design.frontier, at_lo, at_hi, targets, worst, ok)
         if good:
-            pick, (kept, excluded) = min(good, key=lambda g: g[0].harmful_sessions)
-            robust = True
-    meets = ok(kept, excluded)
+            pick = min(good, key=lambda d: d.harmful_sessions)
+            (kept, excluded), robust = worst(pick), True
+    meets = bool(ok(kept, excluded))
     setting = f"{pick.rule.describe()}, threshold {pick.threshold:g}"
     sentence = (f"Flat rule {setting}: at the worst draws (base {lo:.3f} for keeping, {hi:.3f} "
                 f"for excluding) it keeps {kept:.3f} of helpful and excludes {excluded:.3f} of "
@@ -243,6 +243,29 @@ def flat_rule(base: float, bases: np.ndarray, targets: RuleTargets, family: str 
                "rule": pick.rule, "threshold": pick.threshold, "design": design,
                "robust": robust}  # fmt: skip
     return Prescription("flat rule", setting, meets, sentence, details)
+
+
+SCREEN_TOLERANCE = 1e-9
+"""How close to a target a frontier rule's batched figure must be to be recomputed by
+``flat_fate`` (the two recursions agree to 1e-12)."""
+
+
+def _meeting(frontier, at_lo: RuleTargets, at_hi: RuleTargets, targets: RuleTargets, worst,
+             ok) -> list:  # fmt: skip
+    """The frontier rules meeting both targets at the extreme draws, in frontier order:
+    the same set as ``ok(*worst(d))`` for each. Step rules are screened by one batched
+    walk per draw (``design_table.still_shown``); a rule whose figures lie within
+    ``SCREEN_TOLERANCE`` of a target, or that the walk could not place, is decided by
+    ``worst`` (``flat_fate``), so the set does not depend on the order of summation."""
+    if not frontier or frontier[0].rule.needs_counts:
+        return [d for d in frontier if ok(*worst(d))]
+    pairs = [(d.rule, d.threshold) for d in frontier]
+    kept = still_shown(pairs, at_lo.p_helpful, targets.within, at_lo.base)
+    excluded = 1.0 - still_shown(pairs, at_hi.p_harmful, targets.within, at_hi.base)
+    tol = SCREEN_TOLERANCE
+    sure = ok(kept - tol, excluded - tol)
+    near = (~sure & ok(kept + tol, excluded + tol)) | np.isnan(kept) | np.isnan(excluded)
+    return [d for d, s, n in zip(frontier, sure, near, strict=True) if s or (n and ok(*worst(d)))]
 
 
 def targets_at(t: RuleTargets, base: float) -> RuleTargets:
