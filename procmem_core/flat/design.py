@@ -120,18 +120,22 @@ class RuleDesign:
         return field_table("RuleDesign", head) + column_table("pick, then frontier", cols)
 
 
-def evaluate(rule: FlatRule, threshold: float, targets: RuleTargets) -> DesignedRule:
-    """One rule at the targets, by ``flat_fate`` (and ``run_lengths`` for step rules)."""
+def evaluate(
+    rule: FlatRule, threshold: float, targets: RuleTargets, runs: bool = True
+) -> DesignedRule:
+    """One rule at the targets, by ``flat_fate`` (and, with ``runs``, ``run_lengths`` for
+    step rules: in float arithmetic a renewal walk of about a second each; without, NaN)."""
     base = targets.base if rule.needs_baseline else None
     fh = flat_fate(targets.p_helpful, targets.within, rule, threshold, base)
     fx = flat_fate(targets.p_harmful, targets.within, rule, threshold, base)
-    runs = [float("nan"), float("nan")]
-    if not rule.needs_counts:
+    lengths = [float("nan"), float("nan")]
+    if runs and not rule.needs_counts:
         for i, p in enumerate((targets.p_helpful, targets.p_harmful)):
-            runs[i] = run_lengths(p, rule, threshold, baseline=base).at(rule.start(base))
+            lengths[i] = run_lengths(p, rule, threshold, baseline=base).at(rule.start(base))
     return DesignedRule(
-        rule, threshold, 1.0 - fh.p_excluded, fx.p_excluded, fx.expected_sessions_applied, *runs
-    )
+        rule, threshold, 1.0 - fh.p_excluded, fx.p_excluded, fx.expected_sessions_applied,
+        *lengths,
+    )  # fmt: skip
 
 
 OBJECTIVES = ("exposure", "margin")
@@ -193,9 +197,15 @@ def _design(targets: RuleTargets, family: str, separating: bool, objective: str)
         frontier=tuple(_designed(grid, table, i, targets, runs=False) for i in _pareto(table)),
         candidates=len(table.kept),
         skipped=skipped,
-        reference=evaluate(DEFAULT_RULE, DEFAULT_THRESHOLD, targets),
+        reference=_reference(targets),
         shortest=None if ok.any() else _shortest(grid, table, targets, counts),
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _reference(targets: RuleTargets) -> DesignedRule:
+    """The seed's rule at the targets, remembered (every family's design reads it)."""
+    return evaluate(DEFAULT_RULE, DEFAULT_THRESHOLD, targets)
 
 
 def _separating(grid, table: Table, targets: RuleTargets) -> Table:

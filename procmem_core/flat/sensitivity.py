@@ -34,7 +34,7 @@ ASSUMPTIONS = {"base": "base rate", "helpful_lift": "helpful lift", "harmful_lif
 
 
 def _row(rule: FlatRule, threshold: float, t: RuleTargets, name: str, shift: float):
-    d = evaluate(rule, threshold, t)
+    d = evaluate(rule, threshold, t, runs=False)  # kept and excluded: no run lengths
     if not name:
         label, shown = (
             "as designed",
