@@ -182,22 +182,26 @@ def build_scenario(cfg: DictConfig | Mapping[str, Any]) -> Any:
         raise ParameterError(key, exc.value, exc.allowed) from None
 
 
-def tasks() -> dict[str, ModuleType | None]:
-    """``scenario`` and every module of ``experiments.tasks`` (each defines ``run_task``)."""
+def task_names() -> list[str]:
+    """``scenario`` and the name of every module of ``experiments.tasks``, sorted, without
+    importing them (a task module may load heavy clients: ``llm_replay`` loads ``openai``)."""
     import experiments.tasks as package
 
-    found: dict[str, ModuleType | None] = {SCENARIO_TASK: None}
-    for info in pkgutil.iter_modules(package.__path__):
-        found[info.name] = importlib.import_module(f"experiments.tasks.{info.name}")
-    return found
+    return sorted([SCENARIO_TASK, *(info.name for info in pkgutil.iter_modules(package.__path__))])
+
+
+def tasks() -> dict[str, ModuleType | None]:
+    """``scenario`` and every module of ``experiments.tasks`` (each defines ``run_task``),
+    imported."""
+    return {name: None if name == SCENARIO_TASK else task_module(name) for name in task_names()}
 
 
 def task_module(task: str) -> ModuleType:
     """The module ``experiments.tasks.<task>`` (its ``run_task(cfg, out_dir)`` runs the job)."""
-    module = tasks().get(task)
-    if module is None:
-        raise ParameterError("task", task, f"one of {sorted(tasks())}")
-    return module
+    names = task_names()
+    if task == SCENARIO_TASK or task not in names:
+        raise ParameterError("task", task, f"one of {names}")
+    return importlib.import_module(f"experiments.tasks.{task}")
 
 
 def machine_memory() -> float:
@@ -240,7 +244,7 @@ def validate_job(cfg: DictConfig | Mapping[str, Any]) -> tuple[Any, Budget]:
     scenario's own estimate of its memory and time must fit ``budget.*`` (``budget_of``).
     """
     task = cfg.get("task")
-    check_choice("task", task, sorted(tasks()))
+    check_choice("task", task, task_names())
     check_choice("progress", cfg.get("progress"), PROGRESS_MODES)
     workers = cfg.get("workers", "auto")
     if str(workers) != "auto" and not (str(workers).isdigit() and int(str(workers)) >= 1):

@@ -44,7 +44,6 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import tracking as tr
-from experiments.figures import scenario_figures
 from experiments.progress import chunk_progress
 from experiments.spec import JobContext, JobSpec, build_spec
 from experiments.stopping import Stopped
@@ -182,6 +181,8 @@ def _run_and_log(
     write_artifacts(spec.config, result, folder)
     t1 = time.perf_counter()
     if spec.tracking.figures:
+        from experiments.figures import scenario_figures  # matplotlib: only when drawing
+
         scenario_figures(result, folder / "figures")
     outcome.figure_seconds = time.perf_counter() - t1
     outcome.artifact_seconds = t1 - t0

@@ -14,25 +14,26 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-import experiments.schema  # noqa: F401 (registers the structured configs)
-from experiments.callbacks import ACTIVE, SWEEP_STATUS
-from experiments.job import JobContext, run_job
-from experiments.search import objective_value
-from experiments.stopping import Stopped, install_handlers
-from experiments.stores import check_experiment_name
-from procmem_core.errors import ParameterError, ProcmemError
+if TYPE_CHECKING:
+    from experiments.job import JobContext
+
+# The engine, MLflow and the job's modules are imported where they are first needed, so
+# a value refused before Hydra composes (``check_choices``) costs no import of them.
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 def context(hydra_cfg: DictConfig) -> JobContext:
     """The job's folder, mode, sweep dir, number and overrides from Hydra's runtime config."""
+    from hydra.types import RunMode
+
+    from experiments.job import JobContext
+
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     return JobContext(
         out_dir=Path(hydra_cfg.runtime.output_dir),
@@ -54,13 +55,21 @@ def compose_job(experiment: str, overrides: Sequence[str] = ()) -> DictConfig:
     Sweep values (``a=1,2``) are not expanded: give one value per key.
     """
     from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
 
+    register_schema()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(
             "config", overrides=[f"experiment={experiment}", *overrides], return_hydra_config=True
         )
     HydraConfig.instance().set_config(cfg)
     return cfg
+
+
+def register_schema() -> None:
+    """Register the structured configs (``experiments.schema``: it imports the engine's
+    registries) before Hydra composes."""
+    import experiments.schema  # noqa: F401
 
 
 def group_options(group: str) -> list[str] | None:
@@ -80,6 +89,9 @@ def check_choices(arguments: Sequence[str]) -> str | None:
     for argument in arguments:
         key, sep, value = argument.lstrip("+").partition("=")
         if sep and key == "tracking.experiment":
+            from experiments.stores import check_experiment_name
+            from procmem_core.errors import ParameterError
+
             try:
                 check_experiment_name(value.strip("'\""))
             except ParameterError as exc:
@@ -97,6 +109,12 @@ def check_choices(arguments: Sequence[str]) -> str | None:
 def main(cfg: DictConfig) -> str | float:
     """Run one job; returns its status (finished, failed or skipped), or in a search (an
     ``objective`` set) the objective for the sweeper (``experiments.search``)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from experiments.job import run_job
+    from experiments.search import objective_value
+    from procmem_core.errors import ProcmemError
+
     ctx = context(HydraConfig.get())
     try:
         outcome = run_job(cfg, ctx)
@@ -146,6 +164,10 @@ def cli() -> None:
     if problem is not None:
         print(f"Error: {problem}", file=sys.stderr)
         sys.exit(1)
+    from experiments.callbacks import ACTIVE, SWEEP_STATUS
+    from experiments.stopping import Stopped, install_handlers
+
+    register_schema()
     install_handlers()
     try:
         main()

@@ -16,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.build import tasks
+from experiments.build import task_module, task_names
+from experiments.identity import SCENARIO_TASK
 from experiments.stores import browse_hint
 from procmem_core.metric import Metric
 from simulators.scenarios import SCENARIOS
@@ -36,7 +37,9 @@ def declared_metrics(label: str) -> tuple[str, ...]:
     or its task module's ``KEY_METRICS``; () for an unknown label."""
     if label in SCENARIOS:
         return SCENARIOS[label].key_metrics
-    return tuple(getattr(tasks().get(label), "KEY_METRICS", ()))
+    if label == SCENARIO_TASK or label not in task_names():
+        return ()
+    return tuple(getattr(task_module(label), "KEY_METRICS", ()))
 
 
 def key_metrics(label: str, metrics: Mapping[str, float]) -> list[str]:
