@@ -6,7 +6,8 @@
 - ``caption_runs``: appended to every figure's and table's caption, the replications and
   seeds of the runs behind that section;
 - ``define_terms``: each term of ``GLOSSARY`` defined in the section where it is first
-  used (its answer, text, captions or table columns), once per report.
+  used (its answer, text, captions or table columns): on the main page when the main
+  page uses it, else on the appendix page beside the moved blocks that do.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from reports.document import Figure, Preformatted, Section, Table
+from reports.document import Detail, Figure, Preformatted, Section, Table, is_detail
 from reports.source import Sweep
 
 GLOSSARY: dict[str, str] = {
@@ -64,29 +65,48 @@ _TERM_PATTERNS["LLR"] = re.compile(r"(?<![\w-])llr(?![\w-])", re.IGNORECASE)
 _TERM_PATTERNS["SE"] = re.compile(r"(?<![\w-])SEs?(?![\w-])")
 
 
-def _texts(section: Section) -> list[str]:
-    out = [section.title, section.answer]
+def _texts(section: Section) -> tuple[str, str]:
+    """The section's text on the main page (title, answer, paragraphs, captions and the
+    columns of the tables kept there) and in the blocks that move to the appendix."""
+    main, moved = [section.title, section.answer], []
     for block in section.blocks:
         if isinstance(block, str):
-            out.append(block)
+            said = [block]
         elif isinstance(block, Table):
-            out += [block.caption, *map(str, block.frame.columns)]
+            said = [block.caption, *map(str, block.frame.columns)]
         elif isinstance(block, Figure | Preformatted):
-            out.append(block.caption)
-    return out
+            said = [block.caption]
+        else:
+            continue
+        (moved if is_detail(block) else main).extend(said)
+    return "\n".join(main), "\n".join(moved)
+
+
+def _used(text: str, skip: set[str]) -> list[str]:
+    return [t for t in GLOSSARY if t not in skip and _TERM_PATTERNS[t].search(text)]
 
 
 def define_terms(sections: list[Section]) -> list[Section]:
-    """Each section with a "Terms" paragraph for the glossary terms it uses first."""
-    defined: set[str] = set()
+    """Each section with a "Terms" paragraph for the glossary terms its main-page text
+    uses first, and a "Terms" detail (on the appendix page, beside the blocks that use
+    them) for those only its moved tables, figures and details use first."""
+    on_page: set[str] = set()  # defined on the main page
+    anywhere: set[str] = set()  # defined on either page
     out = []
     for section in sections:
-        text = "\n".join(_texts(section))
-        new = [t for t in GLOSSARY if t not in defined and _TERM_PATTERNS[t].search(text)]
-        defined.update(new)
-        if new:
-            terms = "; ".join(f"{t}: {GLOSSARY[t]}" for t in new)
-            section = replace(section, blocks=[*section.blocks, f"Terms. {terms}."])
+        main, moved = _texts(section)
+        here = _used(main, on_page)
+        there = [t for t in _used(moved, anywhere) if t not in here]
+        on_page.update(here)
+        anywhere.update(here, there)
+        added: list[str] = []
+        if here:
+            added.append("Terms. " + "; ".join(f"{t}: {GLOSSARY[t]}" for t in here) + ".")
+        if there:
+            terms = "; ".join(f"{t}: {GLOSSARY[t]}" for t in there)
+            added.append(Detail(f"Terms used in the tables and figures above. {terms}."))
+        if added:
+            section = replace(section, blocks=[*section.blocks, *added])
         out.append(section)
     return out
 

@@ -97,10 +97,12 @@ def fixed_sentence(row: pd.Series, n: int) -> str:
     not logged. ``n``: the replications the change is a mean over."""
     change, se = row.get("regret_fixed_change"), row.get("regret_fixed_change_se")
     if change is None or se is None or not np.isfinite(float(change)):
-        return "A regret against a fixed oracle is not logged for this run."
+        return (
+            "The regret's oracle rises with accepted revisions; no fixed-oracle regret is logged."
+        )
     return (
-        f"Against a fixed oracle, the best procedure each task had at the start (which no "
-        f"revision moves), the regret changes by {fmt(change, se)}: "
+        f"The regret's oracle rises with accepted revisions; against a fixed one (each task's best "
+        f"procedure at the start), the regret changes by {fmt(change, se)}: "
         f"{_direction(change, se, n)} (95 % t interval over {n} replications)."
     )
 
@@ -117,7 +119,6 @@ def split_sentence(split: pd.DataFrame, where: str, row: pd.Series | None = None
         f"what the engine chose, {fmt(lrn['change'], lrn['change_se'])}: "
         f"{_direction(lrn['change'], lrn['change_se'], int(tot['n']))} in the learning part (95 % "
         f"t interval "
-        f"over {int(tot['n'])} replications). The oracle is the best graph the task's "
-        "procedures hold at the time, so it rises with accepted revisions. "
+        f"over {int(tot['n'])} replications). "
         + ("" if row is None else fixed_sentence(row, int(tot["n"])))
     ).strip()

@@ -30,4 +30,6 @@ def test_the_fixed_oracle_sentence_reads_the_runs_change_or_says_it_is_not_logge
         pd.Series({"regret_fixed_change": 0.01, "regret_fixed_change_se": 0.04}), 16
     )
     assert "no detectable change" in flat
-    assert "not logged" in fixed_sentence(pd.Series({"regret_change": 0.1}), 16)
+    assert "no fixed-oracle regret is logged" in fixed_sentence(
+        pd.Series({"regret_change": 0.1}), 16
+    )

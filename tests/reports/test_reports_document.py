@@ -136,3 +136,21 @@ def test_power_is_defined_for_the_section_that_uses_it_first():
     assert "dropped by min_drop (1 - missed regression rate)" in said
     assert "whose interval excludes 0" in said  # the A/B reading, in the same definition
     assert not any(isinstance(b, str) and "power: " in b for b in second.blocks)  # once
+
+
+def test_a_term_only_moved_blocks_use_is_defined_on_the_appendix_page():
+    """A glossary term used only in a table that moves to the appendix is defined there
+    (a detail), not on the main page; once the main page uses it, it is defined there."""
+    from reports.document import Table, is_detail
+    from reports.provenance import define_terms
+
+    moved = Table("Runs until the gate decides", pd.DataFrame({"LLR": [1.0]}))
+    first = Section("gates", "Gates", "Use the SPRT.", [moved])
+    later = Section("loop", "Loop", "The LLR crosses the boundary.", [])
+    a, b = define_terms([first, later])
+    terms = a.blocks[-1]
+    assert is_detail(terms) and "LLR: log-likelihood ratio" in terms
+    assert not any(isinstance(x, str) and x.startswith("Terms. ") for x in a.blocks)
+    assert b.blocks[-1].startswith("Terms. LLR: log-likelihood ratio")  # main page: defined
+    again = define_terms([first, Section("ab", "A/B", "No term here.", [moved])])[1]
+    assert again.blocks == [moved]  # the appendix definition is not repeated
