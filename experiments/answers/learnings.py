@@ -50,8 +50,9 @@ def policy_of(row: pd.Series) -> ReviewPolicy:
 
 def world_of(row: pd.Series) -> ReviewWorld:
     """The exact review world of a run (``ReviewWorld``'s fields from its params)."""
-    fields = {f.name: _param(row, f.name) for f in dataclasses.fields(ReviewWorld)}
-    return ReviewWorld(**{k: type(getattr(ReviewWorld, k))(v) for k, v in fields.items()})
+    kinds = {"int": int, "float": float}  # the fields' annotations (postponed: strings)
+    fields = dataclasses.fields(ReviewWorld)
+    return ReviewWorld(**{f.name: kinds[str(f.type)](_param(row, f.name)) for f in fields})
 
 
 def learnings_answer(runs: pd.DataFrame, target: float = TARGET_PRECISION) -> dict | None:

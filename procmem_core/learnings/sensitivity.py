@@ -52,18 +52,19 @@ ACCURACY_MOVES = (-0.1, -0.05, 0.05)
 
 @dataclass(frozen=True)
 class ReviewWorld:
-    """The review world the exact figures assume (``LearningsScenario``'s names)."""
+    """The review world the exact figures assume (``LearningsScenario``'s names; its
+    defaults are the scenario's, read there: ``experiments.answers.learnings.world_of``)."""
 
-    users: int = 50
-    sessions: int = 200
-    agents: int = 2
-    helpful_rate: float = 0.15
-    neutral_rate: float = 0.08
-    harmful_rate: float = 0.05
-    helpful_share: float = 0.4
-    harmful_share: float = 0.3
-    reviewer_accuracy: float = 0.9
-    review_delay: int = 10
+    users: int
+    sessions: int
+    agents: int
+    helpful_rate: float
+    neutral_rate: float
+    harmful_rate: float
+    helpful_share: float
+    harmful_share: float
+    reviewer_accuracy: float
+    review_delay: int
 
     def __post_init__(self) -> None:
         check_int("users", self.users, minimum=1)

@@ -3,6 +3,7 @@ directly on the prescription, as plain JSON."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -20,7 +21,8 @@ from procmem_core.flat.rule import DEFAULT_RULE
 from procmem_core.flat.sensitivity import rule_sensitivity
 from procmem_core.flat.targets import RuleTargets
 from procmem_core.learnings import ReviewPolicy
-from procmem_core.learnings.sensitivity import ReviewWorld, review_sensitivity
+from procmem_core.learnings.sensitivity import review_sensitivity
+from simulators.scenarios.learnings import LearningsScenario
 
 
 def _text(rows) -> str:
@@ -46,14 +48,17 @@ def test_each_swept_policy_is_evaluated_in_its_worst_exact_world():
         {"policy": "supporter_writers >= 3", "target_precision": 0.9},
     ]  # the failed run's policy is not asked
     six = got["entries"][0]
-    world = ReviewWorld(reviewer_accuracy=0.7)  # the lower precision of its two worlds
+    world = world_of(pd.Series({"params.scenario.reviewer_accuracy": 0.7}))  # the lower one
     assert six["world"] == json.loads(json.dumps(world.__dict__))
     want = review_sensitivity(ReviewPolicy(6, 0), world, 0.9,
                               (("erasure_share", 0.1), ("multi_user_share", 0.2)))  # fmt: skip
     assert json.dumps(six["sensitivity"]) == _text(want)
     three = got["entries"][1]["sensitivity"]
     assert not [r for r in three if r["holds"] is None]  # it ran without either
-    assert world_of(_runs().iloc[2]) == ReviewWorld(reviewer_accuracy=0.9)
+    assert world_of(_runs().iloc[2]) == world_of(
+        pd.Series({"params.scenario.reviewer_accuracy": 0.9})
+    )
+    assert world_of(pd.Series(dtype=object)).users == LearningsScenario().users  # its default
     assert "learnings" in sweep_answers(_runs())
     assert learnings_answer(_runs().assign(scenario="gate")) is None
 
@@ -76,4 +81,4 @@ def test_a_bad_world_names_its_field(bad):
     from procmem_core.errors import ParameterError
 
     with pytest.raises(ParameterError, match=next(iter(bad))):
-        ReviewWorld(**bad)
+        dataclasses.replace(world_of(pd.Series(dtype=object)), **bad)

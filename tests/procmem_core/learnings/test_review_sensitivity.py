@@ -21,7 +21,8 @@ from procmem_core.learnings.sensitivity import (
 )
 
 W = ReviewWorld(users=40, sessions=120, agents=2, helpful_rate=0.15, neutral_rate=0.08,
-                harmful_rate=0.05, reviewer_accuracy=0.8, review_delay=10)  # fmt: skip
+                harmful_rate=0.05, helpful_share=0.4, harmful_share=0.3,
+                reviewer_accuracy=0.8, review_delay=10)  # fmt: skip
 
 
 def _precision(w: ReviewWorld, reach: dict[str, float]) -> float:
