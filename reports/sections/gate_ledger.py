@@ -131,10 +131,10 @@ def holds_phrase(rows: tuple[SensitivityRow, ...]) -> str:
     if not rows:
         return ""
     if not broken:
-        tried = ", ".join(f"{r.assumption} {r.value}" for r in rows[1:])
-        return f" Its guarantee also holds at {tried} (exact)."
+        tried = ", ".join(f"the {r.assumption} is {r.value}" for r in rows[1:])
+        return f" Its guarantee also holds when {tried} (exact)."
     said = "; ".join(
-        f"{r.assumption} {r.value}: "
+        f"the {r.assumption} is {r.value}: "
         + (
             f"power {r.figure('power'):.3f}"
             if not math.isnan(r.figure("power"))

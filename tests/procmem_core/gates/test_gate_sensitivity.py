@@ -65,7 +65,8 @@ def test_the_section_shows_where_it_holds_and_breaks(chosen):
     assert list(table["value"]) == [r.value for r in rows]
     assert list(table["worst power"]) == [f"{r.figure('power'):.3f}" for r in rows]
     assert list(table.iloc[:, -1]) == ["holds" if r.holds else "breaks" for r in rows]
-    assert f"It breaks when true drop 0.2: power {rows[1].figure('power'):.3f}" in p.sentence()
+    power = rows[1].figure("power")
+    assert f"It breaks when the true drop is 0.2: power {power:.3f}" in p.sentence()
     rec = json.loads(p.recommendations())
     back = [SensitivityRow.from_json(r).to_json() for r in rec["holds_if"]]
     assert json.dumps(back) == json.dumps([r.to_json() for r in rows])  # NaN != NaN: as text
