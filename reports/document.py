@@ -109,15 +109,16 @@ class Section:
     """The section's recommendation as named values (``label`` and numbers), logged to the
     sweep's parent run; empty: the first row of its "Recommended" table is used."""
 
-    more: str = field(default="", init=False)
-    """What the answer said beyond its opening sentences: the section's first paragraph."""
+    more: str = field(default="", repr=False)
+    """What the answer said beyond its opening sentences: the section's first paragraph.
+    Set by the cut, not by callers; ``dataclasses.replace`` carries it over."""
 
     def __post_init__(self) -> None:
-        opening, self.more = split_opening(self.answer)
-        if self.more:  # after the world the section opens with, else first
+        opening, rest = split_opening(self.answer)
+        if rest:  # after the world the section opens with, else first
             b = self.blocks
             at = 2 if b and isinstance(b[0], Table) and b[0].caption == WORLD_CAPTION else 0
-            self.answer, self.blocks = opening, [*b[:at], self.more, *b[at:]]
+            self.answer, self.more, self.blocks = opening, rest, [*b[:at], rest, *b[at:]]
 
     @property
     def said(self) -> str:

@@ -48,3 +48,16 @@ def test_a_section_opens_in_two_sentences_and_says_the_rest_after_its_world() ->
     assert opened.blocks == [world, "depends on x", "Third one. Fourth.", "more"]
     short = Section("k", "t", "One. Two.", [world])
     assert short.answer == "One. Two." and short.more == "" and short.blocks == [world]
+
+
+def test_a_replaced_section_keeps_what_its_answer_said() -> None:
+    """The glossary step rebuilds sections with ``dataclasses.replace``: the cut answer
+    and its paragraph survive it, not cut again or lost."""
+    from dataclasses import replace
+
+    from reports.document import Section
+
+    said = "One. Two. Three."
+    section = replace(Section("k", "t", said, []), blocks=["Three.", "Terms. x."])
+    assert section.answer == "One. Two." and section.more == "Three." and section.said == said
+    assert section.blocks == ["Three.", "Terms. x."]
