@@ -135,7 +135,7 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
         )
         return " ".join(parts)
     parts.append(
-        f"Success rises most with {rises_most(rows)} from the first quarter to the last (success "
+        f"From the first quarter to the last, success rises most with {rises_most(rows)} (success "
         "can rise while regret stays flat when accepted revisions make the procedures "
         "themselves better: the oracle rises with them)."
     )

@@ -144,7 +144,7 @@ def missing_table(pairs: list[tuple[pd.Series, pd.Series]], family: int) -> Tabl
         )
     level = verdict_of(pairs[0][0], family).level_words() if pairs else "95 % interval"
     return Table(
-        f"The verdict under informative missingness ({channel_words(pairs[0][1])}) next to the "
+        f"The verdict under {channel_words(pairs[0][1])} next to the "
         f"default channel's: regret change ± SE [{level}], the difference with its SE, and "
         "under the informative channel the naive shown-vs-withheld lift on rated sessions, "
         "the outcomes' lift and the exact formula's bias (± SE over replications)",

@@ -84,11 +84,11 @@ def split_table(split: pd.DataFrame) -> pd.DataFrame:
 
 
 def _direction(change: float, se: float, n: int) -> str:
-    """Falls or rises when the 95 % interval over ``n`` replications (Student t with
-    ``n - 1`` degrees of freedom, as the section's verdicts) excludes 0."""
+    """A detectable fall or rise when the 95 % interval over ``n`` replications (Student t
+    with ``n - 1`` degrees of freedom, as the section's verdicts) excludes 0."""
     if n < 2 or not np.isfinite(se) or abs(change) <= stats.t.ppf(0.975, n - 1) * se:
         return "no detectable change"
-    return "falls" if change < 0 else "rises"
+    return "a detectable fall" if change < 0 else "a detectable rise"
 
 
 def fixed_sentence(row: pd.Series, n: int) -> str:

@@ -213,12 +213,17 @@ def test_the_regret_change_splits_into_structure_and_learning_recounted(sweep):
             pytest.approx(split.loc["total", "change"], abs=1e-12)
         )
     section = loop_section(s)
+    assert "From the first quarter to the last, success rises most with " in section.said
     seed = regret_split(s.table("regret_sources", ["r0"]))
     total, learned = seed.iloc[2], seed.iloc[1]
     said = [b for b in section.blocks if isinstance(b, str) and b.startswith("The regret change")]
     assert any(
         f", {fmt(total['change'], total['change_se'])}, splits into" in b
-        and f"what the engine chose, {fmt(learned['change'], learned['change_se'])}:" in b
+        and f"what the engine chose, {fmt(learned['change'], learned['change_se'])}: " in b
+        and any(
+            f": {d} in the learning part (95 % t" in b
+            for d in ("no detectable change", "a detectable fall", "a detectable rise")
+        )
         for b in said
     ), said
     tables = [b for b in section.blocks if getattr(b, "caption", "").startswith(

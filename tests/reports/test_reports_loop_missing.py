@@ -71,6 +71,9 @@ def test_the_verdict_under_informative_missingness_is_stated_next_to_the_default
     table = next(x.frame for x in section.blocks if getattr(x, "caption", "").startswith(
         "The verdict under informative missingness"))  # fmt: skip
     assert len(table) == 2
+    caption = next(x.caption for x in section.blocks if getattr(x, "caption", "").startswith(
+        "The verdict under informative missingness"))  # fmt: skip
+    assert caption.count("informative missingness") == 1, caption  # not "(informative ...("
     for a_id, b_id in (("r0", "r2"), ("r1", "r3")):  # simultaneous over the 2 settings
         x, y = runs.loc[a_id], runs.loc[b_id]
         lo, hi = verdict_of(y, 2).interval
