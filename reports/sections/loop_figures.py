@@ -23,25 +23,24 @@ SESSION_METRICS = {
     "prior_served_rate": "prior served (concurrent control)",
 }
 MAX_LINES = 8
-SHORT = {"concurrent_share": "q", "strike_limit": "strike", "utility_weight": "utility"}
 
 
-def short_label(config: str) -> str:
+def short_label(config: str, condition: str = "") -> str:
     """A configuration label for a figure: without its condition (a figure is drawn at one
-    condition, named in its caption) and with the loop's long setting names shortened."""
-    head = config.split("; ")[0]
-    for long, short in SHORT.items():
-        head = head.replace(f"{long}=", f"{short}=")
-    return head
+    condition, named in its caption), which ``config`` ends with as ``"; {condition}"``."""
+    tail = f"; {condition}"
+    return config[: -len(tail)] if condition and config.endswith(tail) else config
 
 
-def over_time(traj: pd.DataFrame, names: dict[str, str], colours: dict) -> MplFigure:
+def over_time(
+    traj: pd.DataFrame, names: dict[str, str], colours: dict, condition: str = ""
+) -> MplFigure:
     """Success rate (left) and regret (right) per window, mean over replications with 95 %
-    bands; dotted on the left: the oracle."""
+    bands; dotted on the left: the oracle. Lines are labelled without ``condition``."""
     fig, (ax, bx) = new_figure(11.0, 4.2, ncols=2)
     t = traj.assign(config=traj["run_id"].map(names))
-    colours = {short_label(k): v for k, v in colours.items()}
-    t["config"] = t["config"].map(short_label)
+    colours = {short_label(k, condition): v for k, v in colours.items()}
+    t["config"] = t["config"].map(lambda c: short_label(c, condition))
     for cfg, g in t.groupby("config", sort=True):
         m = g.groupby("session_start").agg(
             success=("success_rate", "mean"),
@@ -72,7 +71,9 @@ def over_time(traj: pd.DataFrame, names: dict[str, str], colours: dict) -> MplFi
     return fig
 
 
-def bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -> MplFigure | None:
+def bars(
+    rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str, condition: str = ""
+) -> MplFigure | None:
     """Grouped bars per configuration with 95 % error bars from each metric's SE; None
     when no metric has a finite non-zero value (every bar would be missing or of height
     0: a blank figure under a caption describing bars; short runs that decide no revision
@@ -82,7 +83,7 @@ def bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -
     if not (np.isfinite(values) & (values != 0)).any():
         return None
     fig, (ax,) = new_figure(9.5, 4.2)
-    configs = [short_label(c) for c in rows["config"]]
+    configs = [short_label(c, condition) for c in rows["config"]]
     width = 0.8 / len(metrics)
     colours = palette(metrics.values())
     for i, (m, name) in enumerate(metrics.items()):
@@ -99,7 +100,7 @@ def bars(rows: pd.DataFrame, metrics: dict[str, str], ylabel: str, title: str) -
     return fig
 
 
-def sources_bars(by_config: dict[str, pd.DataFrame]) -> MplFigure | None:
+def sources_bars(by_config: dict[str, pd.DataFrame], condition: str = "") -> MplFigure | None:
     """Stacked regret per session by source, first vs last quarter, per configuration;
     None when no source has positive regret (nothing to stack)."""
     if not any((t["regret"] > 0).any() for t in by_config.values()):
@@ -120,7 +121,7 @@ def sources_bars(by_config: dict[str, pd.DataFrame]) -> MplFigure | None:
                     ax.bar(x, h, 0.8, bottom=bottom, color=colours[source], label=label)
                 bottom += h
             x += 1
-        labels.append(f"{short_label(cfg)}\nfirst | last quarter")
+        labels.append(f"{short_label(cfg, condition)}\nfirst | last quarter")
         x += 0.5
     ticks = [2.5 * j + 0.5 for j in range(len(labels))]
     ax.set_xticks(ticks, labels, rotation=25, ha="right", fontsize=7)
@@ -135,19 +136,19 @@ def section_figures(sweep: Sweep, rows: pd.DataFrame, per_run_sources: dict) -> 
     """The section's figures for its reference rows (at most ``MAX_LINES`` configurations):
     success and regret over time, verdicts and where sessions went, regret by source."""
     shown = rows[rows["at_reference"]].head(MAX_LINES)
-    where = (
-        f" Drawn at {shown['config'].iloc[0].split('; ')[-1]}."
-        if "; " in shown["config"].iloc[0]
-        else ""
-    )
-    success = _success_figure(sweep, shown, where)
+    conditions = set(shown["condition"]) if "condition" in shown else set()
+    condition = conditions.pop() if len(conditions) == 1 else ""
+    if not all(c.endswith(f"; {condition}") for c in shown["config"]):
+        condition = ""  # the labels do not carry it (no swept condition): nothing to name
+    where = f" Drawn at {condition}." if condition else ""
+    success = _success_figure(sweep, shown, where, condition)
     blocks: list = [success] if success is not None else []
-    blocks += _verdict_and_session_figures(shown, where)
-    sources = _sources_figure(shown, per_run_sources, where)
+    blocks += _verdict_and_session_figures(shown, where, condition)
+    sources = _sources_figure(shown, per_run_sources, where, condition)
     return blocks + ([sources] if sources is not None else [])
 
 
-def _success_figure(sweep: Sweep, shown: pd.DataFrame, where: str) -> Figure | None:
+def _success_figure(sweep: Sweep, shown: pd.DataFrame, where: str, condition: str) -> Figure | None:
     """Success rate and regret per window of sessions, one line per shown config."""
     traj = sweep.table("trajectory", list(shown["run_id"]))
     if traj.empty or not {"session_start", "regret"} <= set(traj.columns):
@@ -155,19 +156,20 @@ def _success_figure(sweep: Sweep, shown: pd.DataFrame, where: str) -> Figure | N
     names = dict(zip(shown["run_id"], shown["config"], strict=True))
     return Figure(
         "loop_success_over_time",
-        png_bytes(over_time(traj, names, palette(shown["config"]))),
+        png_bytes(over_time(traj, names, palette(shown["config"]), condition)),
         "Success rate (dotted: the oracle) and regret per window of sessions; bands: 95 % "
         "intervals over replications." + where,
     )
 
 
-def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure]:
+def _verdict_and_session_figures(shown: pd.DataFrame, where: str, condition: str) -> list[Figure]:
     """The gate's verdicts on revisions of known effect, and where sessions went."""
     verdicts = bars(
         shown,
         REVISION_METRICS,
         "share (probability)",
         "Revisions: gate verdicts against the known truth, and stranded",
+        condition,
     )
     verdicts_caption = (
         "Right and wrong verdicts on revisions of known true effect, and revisions left "
@@ -180,6 +182,7 @@ def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure
         SESSION_METRICS,
         "share of sessions (probability)",
         "Sessions off task, withheld, and served the prior",
+        condition,
     )
     outcomes_caption = (
         "Where sessions went instead of the task's own current procedure (95 % intervals)." + where
@@ -195,14 +198,16 @@ def _verdict_and_session_figures(shown: pd.DataFrame, where: str) -> list[Figure
     return [f for f in figures if f is not None]
 
 
-def _sources_figure(shown: pd.DataFrame, per_run_sources: dict, where: str) -> Figure | None:
+def _sources_figure(
+    shown: pd.DataFrame, per_run_sources: dict, where: str, condition: str
+) -> Figure | None:
     """Regret per session by source for the shown configs whose sources were logged."""
     by_config = {
         r["config"]: per_run_sources[r["run_id"]]
         for _, r in shown.iterrows()
         if r["run_id"] in per_run_sources
     }
-    fig = sources_bars(by_config) if by_config else None
+    fig = sources_bars(by_config, condition) if by_config else None
     if fig is None:
         return None
     return Figure(

@@ -42,3 +42,30 @@ def test_sources_bars_returns_none_when_nothing_to_stack() -> None:
     fig = sources_bars({"cfg": some})
     assert fig is not None and _heights(fig) == [0.1]
     plt.close(fig)
+
+
+def test_labels_keep_every_setting_and_drop_only_the_condition_the_caption_names() -> None:
+    """The loop preset's rows end with a two-part condition ('quarantine seed(); perfect
+    feedback'); the labels once kept only the text before the first '; ' and the caption
+    named only the last part, so the quarantine policy drawn was named nowhere."""
+    from reports.sections.loop_figures import short_label
+
+    cond = "quarantine seed(); perfect feedback"
+    rows = pd.DataFrame(
+        {
+            "config": [f"strike limit {k}; {cond}" for k in (0, 3)],
+            "condition": [cond] * 2,
+            "right": [0.9, 0.8],
+        }
+    )
+    fig = bars(rows, METRICS, "share", "t", cond)
+    assert fig is not None
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == [
+        "strike limit 0",
+        "strike limit 3",
+    ]
+    plt.close(fig)
+    assert short_label("strike limit 3; quarantine decay()", cond) == (
+        "strike limit 3; quarantine decay()"  # another condition's row keeps its label whole
+    )
+    assert short_label("strike limit 3", "") == "strike limit 3"

@@ -74,6 +74,8 @@ def test_the_verdict_under_informative_missingness_is_stated_next_to_the_default
     caption = next(x.caption for x in section.blocks if getattr(x, "caption", "").startswith(
         "The verdict under informative missingness"))  # fmt: skip
     assert caption.count("informative missingness") == 1, caption  # not "(informative ...("
+    figures = [b for b in section.blocks if hasattr(b, "png")]
+    assert figures and all(f.caption.endswith(" Drawn at perfect feedback.") for f in figures)
     for a_id, b_id in (("r0", "r2"), ("r1", "r3")):  # simultaneous over the 2 settings
         x, y = runs.loc[a_id], runs.loc[b_id]
         lo, hi = verdict_of(y, 2).interval
