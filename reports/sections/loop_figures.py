@@ -23,7 +23,8 @@ SESSION_METRICS = {
     "prior_served_rate": "prior served (concurrent control)",
 }
 MAX_LINES = 8
-SHORT = {"concurrent_share": "q", "strike_limit": "strike", "utility_weight": "utility"}
+SHORT = {"concurrent_share": "q", "strike_limit": "strike", "utility_weight": "utility",
+         "explore_rate": "explore"}  # fmt: skip
 
 
 def short_label(config: str) -> str:
