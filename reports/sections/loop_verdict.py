@@ -5,7 +5,8 @@ falls, with its 95 % interval, or that none does and why, from the quarantine ch
 ``regret_change``, ``ci_low``, ``ci_high`` (Student-t over replications, simultaneous
 over the swept settings by Bonferroni, ``loop_evidence.Verdict``; ``ci_level`` says so),
 ``replications`` and ``setting``: the swept config overrides of that row (``key=value``,
-a group's choice as ``group=name``). With no learning row the file names the row whose
+a group's choice as ``group=name``, e.g. ``gate=prescribed``, without the params the choice
+implies: ``swept_overrides``). With no learning row the file names the row whose
 interval reaches lowest, with ``learns`` false.
 """
 
