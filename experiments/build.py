@@ -4,7 +4,8 @@ Each config group has one builder (``GROUP_BUILDERS``), and each builder asks a 
 for the class the config names, so no code here decodes a config by type or by field
 names: ``rule`` -> ``FLAT_RULES[rule.name]`` (its ``threshold`` and ``limit`` are the prompt
 filter's), ``users`` -> ``UserPopulation``, ``feedback`` -> one channel per key
-(``CHANNELS``) in a ``Feedback``, ``gate`` / ``cost_gate`` -> ``make_gate``, ``quarantine``
+(``CHANNELS``) in a ``Feedback``, ``gate`` / ``cost_gate`` -> ``make_gate`` (``name:
+prescribed``: ``prescribed_gate``, the design tool's pick for the node's question), ``quarantine``
 -> ``make_quarantine_policy``, ``explore`` -> plain values. A scenario
 (``SCENARIOS[scenario.name]``) declares which of its fields a group feeds
 (``Scenario.inputs``); every other field comes from the ``scenario`` node. A task
@@ -37,6 +38,7 @@ from procmem_core.errors import (
 )
 from procmem_core.flat import FLAT_RULES, PromptFilter
 from procmem_core.gates import make_gate
+from procmem_core.gates.prescribed import PRESCRIBED, prescribed_gate
 from procmem_core.quarantine import make_quarantine_policy
 from simulators import CHANNELS, SCENARIOS, Feedback, UserPopulation
 from simulators.scenarios.base import Budget
@@ -98,8 +100,12 @@ def _users(node: dict[str, Any]) -> UserPopulation:
 
 
 def _gate(group: str) -> Callable[[dict[str, Any]], Any]:
+    """A gate from its node: ``make_gate``, or for ``name: prescribed`` the design tool's
+    pick for the node's question (``procmem_core.gates.prescribed``)."""
+
     def build(node: dict[str, Any]) -> Any:
-        return within(group, lambda: make_gate(**node))
+        make = prescribed_gate if node.get("name") == PRESCRIBED else make_gate
+        return within(group, lambda: make(**node))
 
     return build
 

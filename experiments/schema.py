@@ -9,6 +9,7 @@ an edit here:
 - ``users/users_schema``: ``UserPopulation``;
 - ``feedback/feedback_schema``: one optional node per feedback channel (``CHANNELS``);
 - ``gate/<name>_schema`` and ``cost_gate/<name>_schema``: each gate (``GATES``) plus ``name``;
+  ``gate/prescribed_schema``: the design question (``DesignQuestion``) plus ``name``;
 - ``quarantine/<name>_schema``: each quarantine exit policy (``QUARANTINE_POLICIES``);
 - ``scenario/<name>_schema``: each scenario's plain fields except the ones a group feeds
   (``Scenario.inputs``);
@@ -33,7 +34,8 @@ from hydra.core.config_store import ConfigStore
 
 from experiments.build import PROGRESS_MODES  # noqa: F401 (re-exported for callers)
 from procmem_core.flat import FLAT_RULES, PromptFilter
-from procmem_core.gates import GATES
+from procmem_core.gates import GATES, DesignQuestion
+from procmem_core.gates.prescribed import PRESCRIBED
 from procmem_core.quarantine import QUARANTINE_POLICIES
 from simulators import CHANNELS, SCENARIOS, UserPopulation
 
@@ -205,6 +207,9 @@ def register(store: ConfigStore | None = None) -> ConfigStore:
         cs.store(group="gate", name=f"{name}_schema", node=named_schema(name, cls))
         node = named_schema(name, cls, group="cost_gate")
         cs.store(group="cost_gate", name=f"{name}_schema", node=node)
+    # the gate the design tool prescribes: its node is the design question
+    prescribed = named_schema(PRESCRIBED, DesignQuestion, group="gate")
+    cs.store(group="gate", name=f"{PRESCRIBED}_schema", node=prescribed)
     for name, cls in QUARANTINE_POLICIES.items():
         cs.store(group="quarantine", name=f"{name}_schema", node=named_schema(name, cls))
     for name, cls in SCENARIOS.items():

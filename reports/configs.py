@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.gates import GATES
+from procmem_core.gates.prescribed import PRESCRIBED
 from procmem_core.logged import unset_phrase
 from reports.source import Sweep
 
@@ -52,6 +53,8 @@ def _named(group: str, value: object) -> str:
     text = show(value)
     if group in ("gate", "cost_gate") and text in GATES:
         return GATES[text].label
+    if group == "gate" and text == PRESCRIBED:
+        return "prescribed gate"  # the design tool's pick (procmem_core.gates.prescribed)
     return ACRONYMS.get(text.lower(), text.replace("_", " "))
 
 

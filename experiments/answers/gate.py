@@ -157,7 +157,7 @@ def gate_answer(runs: pd.DataFrame, alpha: float, beta: float) -> dict | None:
     if q is None:
         return None
     design = design_gate(q)
-    chosen = design.feasible[0] if design.feasible else None
+    chosen = design.chosen
     return {
         "targets": {"false_revert": alpha, "missed_regression": beta},
         "question": dataclasses.asdict(q),

@@ -146,17 +146,17 @@ def render(design: GateDesign) -> str:
         )
         if a.note:
             notes.append(f"  {name}: {a.note}")
-    best = design.feasible
+    best = design.chosen
     lines.append("")
-    if best:
-        lines.append(f"use {best[0].family} ({best[0].design}): make_gate(**{best[0].config})")
-        lines.append(f"  chosen for the objective {q.goal.label()}; " + sessions(best[0], q))
+    if best is not None:
+        lines.append(f"use {best.family} ({best.design}): make_gate(**{best.config})")
+        lines.append(f"  chosen for the objective {q.goal.label()}; " + sessions(best, q))
     else:
         lines.append("no family meets both targets with the runs available:")
     for a in design.answers:
         lines.extend(frontier_lines(a))
-    if best and q.ledger_sizes:
-        lines.extend(profile_lines(best[0], q))
+    if best is not None and q.ledger_sizes:
+        lines.extend(profile_lines(best, q))
     return "\n".join(lines + notes)
 
 

@@ -368,6 +368,14 @@ class GateDesign:
 
         return tuple(sorted(usable, key=key))
 
+    @property
+    def chosen(self) -> FamilyAnswer | None:
+        """The design's pick: the first of ``feasible`` (None when no family meets both
+        targets). The design tool, the report's prescription and ``prescribed_gate``
+        all use this one."""
+        found = self.feasible
+        return found[0] if found else None
+
     def _repr_html_(self) -> str:
         """A notebook's view: the question, then one row per family's answer."""
         columns = {f.name: [getattr(a, f.name) for a in self.answers] for f in fields(FamilyAnswer)}

@@ -284,10 +284,9 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
     q = replace(question, p0_low=float(np.floor(low * 100) / 100),
                 p0_high=float(np.ceil(high * 100) / 100))  # fmt: skip
     design = design_gate(q)
-    found = design.feasible
+    best = design.chosen
     details = {"p0_low": q.p0_low, "p0_high": q.p0_high, "design": design}
-    if found:
-        best = found[0]
+    if best is not None:
         return Prescription("gate", f"{best.family} ({best.design}), max_runs {best.max_runs}",
                             True,
                             f"Gate {best.family} ({best.design} design), max_runs "

@@ -45,7 +45,8 @@ from reports.sections.loop_verdict import (
     best_row,
     chain_reason,
     exposure_cost,
-    quarantine_conditions,
+    named_conditions,
+    prescribed_note,
     selection_note,
     verdict_json,
 )
@@ -78,7 +79,7 @@ def _rows(sweep: Sweep) -> pd.DataFrame | None:
     rows = lab.rows
     reference = lab.rows["condition"] == lab.reference_condition
     if lab.condition_cols:
-        rows, reference = quarantine_conditions(rows, lab.condition_cols, reference)
+        rows, reference = named_conditions(rows, lab.condition_cols, reference)
         rows = rows.assign(
             config=[
                 f"{a}; {b}" if lab.config_cols else b
@@ -129,8 +130,9 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
         )
     if len(rows) == 1:
         parts.append(
-            "The loop preset sweeps the settings that decide it (strike limit, the match's "
-            "utility term, concurrent control): python -m experiments.run -m experiment=loop"
+            "The loop preset sweeps the settings that decide it (quarantine exit policy, "
+            "strike limit, explore rate, the seed's SPRT against the gate the design tool "
+            "prescribes, concurrent control): python -m experiments.run -m experiment=loop"
             f"{preset_power(verdict_of(seed) if seed is not None else None)}."
         )
         return " ".join(parts)
@@ -270,6 +272,8 @@ def loop_section(sweep: Sweep) -> Section | None:
     blocks += [missing_table(pairs, len(rows))] if pairs else []
     search = is_search(sweep.parent_tags)
     blocks += [search_table(rows)] if search else []
+    note = prescribed_note(rows, sweep.table("gate_decisions", list(rows["run_id"])))
+    blocks += [Detail(note)] if note else []
     blocks += [
         REGRET + chance_note(rows),
         *(

@@ -53,8 +53,12 @@ SEED_LOOP = {
 """The seeds' settings of the loop (by the last part of the param name); gate and
 feedback are left to the reference condition."""
 
-SEED_GROUPS = {"params.quarantine.name": "seed"}
-"""The seeds' choice of a config group the loop reads (by the full param name)."""
+SEED_GROUPS = {"params.quarantine.name": "seed", "params.gate.name": "sprt"}
+"""The seeds' choice of a config group the loop reads (by the full param name): absorbing
+quarantine, and the SPRT gate (the loop preset sets it against ``gate=prescribed``)."""
+
+SETTING_GROUPS = ("params.scenario.", "params.explore.")
+"""Where the loop's own settings are logged (``explore.explore_rate`` feeds the loop)."""
 
 
 def _seed_value(col: str) -> object | None:
@@ -242,9 +246,9 @@ def main_effects(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
     out = []
     for col in rows.columns:
         want = _seed_value(col)
-        if want is None or not (col.startswith("params.scenario.") or col in SEED_GROUPS):
+        if want is None or not (col.startswith(SETTING_GROUPS) or col in SEED_GROUPS):
             continue
-        last = "quarantine" if col in SEED_GROUPS else col.split(".")[-1]
+        last = col.split(".")[1] if col in SEED_GROUPS else col.split(".")[-1]
         values = rows[col].dropna().unique()
         if len(values) < 2:
             continue

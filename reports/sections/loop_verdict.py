@@ -5,7 +5,8 @@ falls, with its 95 % interval, or that none does and why, from the quarantine ch
 ``regret_change``, ``ci_low``, ``ci_high`` (Student-t over replications, simultaneous
 over the swept settings by Bonferroni, ``loop_evidence.Verdict``; ``ci_level`` says so),
 ``replications`` and ``setting``: the swept config overrides of that row (``key=value``,
-a group's choice as ``group=name``). With no learning row the file names the row whose
+a group's choice as ``group=name``, e.g. ``gate=prescribed``, without the params the choice
+implies: ``swept_overrides``). With no learning row the file names the row whose
 interval reaches lowest, with ``learns`` false.
 """
 
@@ -16,13 +17,15 @@ import math
 
 import pandas as pd
 
+from procmem_core.gates import GATES
+from procmem_core.gates.prescribed import PRESCRIBED
 from procmem_core.quarantine import (
     QuarantinePolicy,
     SeedPolicy,
     make_quarantine_policy,
     quarantine_fate,
 )
-from reports.configs import label
+from reports.configs import label, phrase, show
 from reports.sections.loop_evidence import verdict_of
 
 SEED_STRIKE_LIMIT = 3
@@ -31,10 +34,14 @@ CHAIN_P = 0.7
 
 
 def swept_overrides(row: pd.Series, rows: pd.DataFrame) -> list[str]:
-    """The params that vary across ``rows``, at ``row``'s values, as config overrides."""
+    """The params that vary across ``rows``, at ``row``'s values, as config overrides. A
+    group's choice (``gate=prescribed``) carries its parameters, so a parameter of a group
+    whose choice varies is listed only when it varies among the rows of ``row``'s choice
+    (``gate.max_runs`` differs between ``sprt`` and ``prescribed`` only because they are
+    different choices)."""
     out = []
     for col in sorted(c for c in rows.columns if c.startswith("params.")):
-        values = rows[col].astype(str).unique()  # unset (NaN) differs from a value
+        values = _peers(row, rows, col)[col].astype(str).unique()  # unset (NaN) differs
         if len(values) < 2 or pd.isna(row.get(col)):
             continue
         key = col.removeprefix("params.")
@@ -44,6 +51,16 @@ def swept_overrides(row: pd.Series, rows: pd.DataFrame) -> list[str]:
         else:
             out.append(f"{key}={_plain(value)}")
     return out
+
+
+def _peers(row: pd.Series, rows: pd.DataFrame, col: str) -> pd.DataFrame:
+    """The rows ``col`` is compared across: all of them, or for a parameter of a group
+    whose choice (``params.<group>.name``) varies, those with ``row``'s choice."""
+    parts = col.split(".")
+    name = f"params.{parts[1]}.name"
+    if len(parts) != 3 or col == name or name not in rows or rows[name].nunique() < 2:
+        return rows
+    return rows[rows[name] == row.get(name)]
 
 
 def _plain(value: object) -> object:
@@ -130,23 +147,37 @@ def exposure_cost(row: pd.Series) -> str:
     )
 
 
-def quarantine_conditions(
+NAMED_GROUPS = {"quarantine": "seed", "gate": "sprt"}
+"""Groups whose rows are labelled by their choice, with the seeds' choice of each."""
+
+
+def _choice_words(group: str, row: pd.Series) -> str:
+    if group == "quarantine":
+        return f"quarantine {policy_of(row).describe()}"
+    return phrase(f"params.{group}.name", row[f"params.{group}.name"])
+
+
+def named_conditions(
     rows: pd.DataFrame, condition_cols: list[str], reference: pd.Series
 ) -> tuple[pd.DataFrame, pd.Series]:
-    """Conditions labelled with the quarantine policy by name (``policy.describe()``), not
-    by the parameters that imply it, and the reference at the seed's policy."""
-    name = "params.quarantine.name"
-    if name not in rows or rows[name].astype(str).nunique() < 2:
+    """Conditions labelled with the quarantine policy (``policy.describe()``) and the gate
+    (``SPRT``, ``prescribed gate``) by their choice, not by the parameters that imply it
+    (the prescribed gate's ``max_runs`` is its question's cap, not the gate's); the
+    reference moved to the seeds' choices (absorbing quarantine, the SPRT)."""
+    names = {g: f"params.{g}.name" for g in NAMED_GROUPS}
+    varying = [g for g, c in names.items() if c in rows and rows[c].astype(str).nunique() > 1]
+    if not varying:
         return rows, reference
-    others = [c for c in condition_cols if not c.startswith("params.quarantine.")]
+    others = [c for c in condition_cols if c.split(".")[1] not in varying]
     rest = [label(r, others, "") for _, r in rows.iterrows()]
     first = rows.index[reference][0] if reference.any() else rows.index[0]
     words = [
-        "; ".join(x for x in (f"quarantine {policy_of(r).describe()}", o) if x)
+        "; ".join(x for x in (*(_choice_words(g, r) for g in varying), o) if x)
         for (_, r), o in zip(rows.iterrows(), rest, strict=True)
     ]
     at_seed = pd.Series(
-        [r[name] == "seed" and o == rest[rows.index.get_loc(first)]
+        [all(r[f"params.{g}.name"] == NAMED_GROUPS[g] for g in varying)
+         and o == rest[rows.index.get_loc(first)]
          for (_, r), o in zip(rows.iterrows(), rest, strict=True)],
         index=rows.index,
     )  # fmt: skip
@@ -166,3 +197,31 @@ def selection_note(row: pd.Series, n: int) -> str:
     if pd.notna(limit) and float(limit) == 0:
         notes.append("strike limit 0 turns quarantine off, so the exit policy plays no part")
     return f" ({'; '.join(notes)})" if notes else ""
+
+
+def prescribed_note(rows: pd.DataFrame, decisions: pd.DataFrame) -> str:
+    """Which gate the prescribed rows ran: the gates their logged decisions name (the
+    ``gate_decisions`` table's ``gate``, the design tool's pick made at job start) and
+    the question the pick answers (their ``gate.*`` params). Empty without such rows."""
+    name = "params.gate.name"
+    if name not in rows:
+        return ""
+    chosen = rows[rows[name] == PRESCRIBED]
+    if chosen.empty:
+        return ""
+    ran = decisions[decisions["run_id"].isin(chosen["run_id"])] if "gate" in decisions else None
+    gates = [] if ran is None else sorted(set(ran["gate"]) - {"cost"})
+    said = ", ".join(GATES[g].label if g in GATES else g for g in gates) or "no decision logged"
+    r = chosen.iloc[0]
+
+    def param(key: str) -> str:
+        return show(_plain(r.get(f"params.gate.{key}")))
+
+    return (
+        f"The prescribed gate is the design tool's pick at job start (python -m "
+        f"experiments.design gate; gate=prescribed) for false revert <= {param('alpha')} "
+        f"and power >= {1 - float(r['params.gate.beta']):g} against a drop of "
+        f"{param('min_drop')} over p0 in [{param('p0_low')}, {param('p0_high')}], a "
+        f"{param('ledger')}-run ledger and "
+        f"concurrent share {param('concurrent')}; its runs' decisions were made by: {said}."
+    )

@@ -157,6 +157,12 @@ class LoopScenario(Scenario):
         check_instance("gate", self.gate, Gate)
         if self.gate.veto_only:
             raise ParameterError("gate", self.gate.name, "a gate that can accept (not a veto)")
+        if self.concurrent_share == 0 and "fixed" not in self.gate.designs:
+            raise ParameterError(
+                "concurrent_share", self.concurrent_share,
+                f"> 0 with the {self.gate.name} gate: it decides only on runs of the prior "
+                "served beside the revision (concurrent design), which q = 0 never serves",
+            )  # fmt: skip
         check_veto("cost_gate", self.cost_gate)
         check_instance("quarantine", self.quarantine, QuarantinePolicy)
         check_instance("feedback", self.feedback, Feedback)

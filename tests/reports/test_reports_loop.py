@@ -20,7 +20,7 @@ from reports.source import Sweep
 from simulators.scenarios.loop import LoopScenario
 
 SMALL = {"tasks": 2, "sessions": 240, "revise_every": 20, "replications": 6}
-SETTINGS = [{"strike_limit": 3}, {"strike_limit": 0}, {"strike_limit": 0, "utility_weight": 1.0}]
+SETTINGS = [{"strike_limit": 3}, {"strike_limit": 0}, {"strike_limit": 0, "explore_rate": 0.02}]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +31,9 @@ def sweep():
         res = sc.run(9)
         worlds[f"r{i}"] = sc.simulate(9)  # the same replications: same seed, same chunks
         row = {"run_id": f"r{i}", "scenario": "loop", "status": "FINISHED", **res.metrics}
-        for key in ("strike_limit", "utility_weight", "concurrent_share", "replications"):
+        for key in ("strike_limit", "concurrent_share", "replications"):
             row[f"params.scenario.{key}"] = getattr(sc, key)
+        row["params.explore.explore_rate"] = sc.explore_rate  # group explore feeds it
         runs.append(row)
         tables[f"r{i}"] = res.tables
     frame = pd.DataFrame(runs)
@@ -145,7 +146,11 @@ def test_main_effects_average_each_setting_over_the_others(sweep):
         np.sqrt((sel["regret_change_se"] ** 2).sum()) / 2
     )
     assert zero["configurations"] == 2 and zero["seed's"] == ""
-    assert set(effects.setting) == {"strike_limit", "utility_weight"}
+    assert set(effects.setting) == {"strike_limit", "explore_rate"}
+    low = effects[(effects.setting == "explore_rate") & (effects.value == "0.02")].iloc[0]
+    assert low["regret_change_mean"] == pytest.approx(rows["regret_change"].iloc[2])
+    assert low["regret_change_se"] == pytest.approx(rows["regret_change_se"].iloc[2])
+    assert effects[effects.value == "0.1"].iloc[0]["seed's"] == "yes"
 
 
 def test_the_figures_are_drawn(sweep):

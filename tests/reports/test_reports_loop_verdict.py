@@ -68,7 +68,8 @@ def test_the_learning_setting_opens_the_section_and_fills_the_json():
         "ci_high": pytest.approx(hi),
         "ci_level": "95 % interval simultaneous over 4 settings, Bonferroni",
         "replications": 10,
-        "setting": ["quarantine.cool_down=5", "quarantine=half_open", "scenario.strike_limit=3"],
+        # the policy's own parameters come with its choice (one half_open row: none swept)
+        "setting": ["quarantine=half_open", "scenario.strike_limit=3"],
         "configuration": "c1",
     }
     ours = quarantine_fate(0.7, 1, 3, HalfOpenPolicy(cool_down=5)).exits[0]
@@ -114,3 +115,44 @@ def test_the_seed_row_and_the_main_effects_read_the_quarantine_group():
     assert "quarantine=seed" in swept_overrides(rows.iloc[0], rows)
     off = exposure_cost(rows.iloc[3])  # strike limit 0: never quarantined, every session
     assert "1000.0 under seed() at strike limit 0 against 3.7 under the seed's" in off
+
+
+def _gate_rows() -> pd.DataFrame:
+    """The loop preset's new factors: the seed's SPRT against the prescribed gate (each
+    choice logs its own params) and the explore rate; c0 is the seeds' setting."""
+    rows = _rows([(0.08, 0.02), (-0.05, 0.01), (-0.02, 0.02), (0.0, 0.01)])
+    prescribed = np.array([False, True, True, False])
+    return rows.assign(**{
+        "params.quarantine.name": "seed",
+        "params.quarantine.cool_down": np.nan,
+        "params.scenario.strike_limit": 3,
+        "params.gate.name": np.where(prescribed, "prescribed", "sprt"),
+        "params.gate.max_runs": np.where(prescribed, 200, 50),
+        "params.gate.ledger": np.where(prescribed, 20.0, np.nan),
+        "params.gate.at_cap": np.where(prescribed, None, "llr"),
+        "params.scenario.concurrent_share": [0.0, 0.5, 0.5, 0.5],
+        "params.explore.explore_rate": [0.1, 0.02, 0.1, 0.02],
+    })  # fmt: skip
+
+
+def test_the_verdict_carries_the_gate_and_the_explore_rate_as_overrides():
+    rows = _gate_rows()
+    best = learning_row(rows)
+    assert best["config"] == "c1"
+    data = json.loads(verdict_json(best, rows))
+    # the gate's choice, not the params its choice implies (max_runs 200 is the question's
+    # cap, ledger its ledger): one override per swept factor
+    assert data["setting"] == [
+        "explore.explore_rate=0.02", "gate=prescribed", "scenario.concurrent_share=0.5",
+    ]  # fmt: skip
+    seed = json.loads(verdict_json(rows.iloc[0], rows))["setting"]
+    assert seed == ["explore.explore_rate=0.1", "gate=sprt", "scenario.concurrent_share=0"]
+    assert seed_row(rows)["config"] == "c0"  # the SPRT, explore 0.1, q = 0
+    effects = main_effects(rows, ("regret_change",)).set_index(["setting", "value"])
+    assert effects.loc[("gate", "prescribed"), "regret_change_mean"] == pytest.approx(-0.035)
+    assert effects.loc[("gate", "prescribed"), "regret_change_se"] == pytest.approx(
+        np.sqrt(0.01**2 + 0.02**2) / 2
+    )
+    assert effects.loc[("gate", "sprt"), "seed's"] == "yes"
+    assert effects.loc[("explore_rate", "0.02"), "regret_change_mean"] == pytest.approx(-0.025)
+    assert effects.loc[("explore_rate", "0.1"), "seed's"] == "yes"
