@@ -95,7 +95,7 @@ class Prescription:
                 f"{a.false_revert:.4f}, power >= {a.power:.3f}); "
                 f"{sessions_phrase(a, q, self.sessions_per_day)} "
                 f"(expected, worst p0; {self.runs_basis(a)}){sim}.{self.ledger_phrase()}"
-                f"{gate_ledger.holds_phrase(self.holds)}"
+                f"{self.holds_sentence()}"
             )
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
@@ -111,6 +111,12 @@ class Prescription:
     def ledger_table(self) -> Table | None:
         """The chosen gate's exact worst cases against the ledger size."""
         return gate_ledger.ledger_table(self.question, self.profile)
+
+    def holds_sentence(self) -> str:
+        """Where the guarantee holds and breaks (``gate_ledger.holds_sentence``), led by a
+        space to follow the sentence before it; empty without rows."""
+        said = gate_ledger.holds_sentence(self.question, self.holds)
+        return f" {said}" if said else ""
 
     def holds_table(self) -> Table | None:
         """Holds if / breaks when (``gate_ledger.holds_table``)."""
