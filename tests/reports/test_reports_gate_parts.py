@@ -199,3 +199,37 @@ def test_equal_points_are_set_apart_in_factor_and_tradeoff_figures():
     fig = tradeoff_figure(table, colours, (0.05, 0.2), ("a", "b"))
     markers = [c.lines[0].get_marker() for c in fig.axes[0].containers]
     assert sorted(markers) == ["o", "x"]
+
+
+def test_the_gate_opens_in_two_short_sentences_and_keeps_every_number_after():
+    """Issue 30: what to use, then its guarantee and cost, each at most about 50 words; the
+    exact worst cases, the per-arm sessions, the calendar time and the ledger's remark
+    follow in the paragraph after, so no number of the old single sentence is lost."""
+    from procmem_core.gates import DesignQuestion, LedgerRow, design_gate
+    from reports.document import Section
+    from reports.length import sentences
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40, ledger_sizes=(0, 10, 40))  # fmt: skip
+    design = design_gate(q)
+    a = next(x for x in design.answers if (x.family, x.design) == ("two_sample", "concurrent"))
+    from experiments.answers.gate import profile
+
+    p = Prescription(q, design, a, pd.DataFrame(), tuple(LedgerRow(**r) for r in profile(a, q)),
+                     sessions_per_day=8.0)  # fmt: skip
+    s = Section("gates", "Gates", p.sentence(), [])
+    use, cost = sentences(s.answer)
+    assert use.startswith("Use the exact two-sample test") and len(use.split()) <= 50
+    assert cost.startswith("At every prior rate p0 in [0.4, 0.9]") and len(cost.split()) <= 50
+    assert f"max_runs {a.max_runs}" in use and f"{a.config['accept_level']:.3f}" in use
+    assert f"{sum(a.runs_null):.1f} sessions when nothing changed" in cost
+    assert f"{sum(a.runs_alt):.1f} at that drop" in cost
+    numbers = [f"false revert <= {a.false_revert:.4f}", f"power >= {a.power:.3f}",
+               f"{a.runs_null[0]:.1f} sessions on the revision + {a.runs_null[1]:.1f} on the prior",
+               f"{a.runs_alt[0]:.1f} + {a.runs_alt[1]:.1f} at the drop",
+               f"{sum(a.runs_null) / 8:.3g} days at 8 sessions/day",
+               f"{sum(a.runs_alt) / 8:.3g} days at 8 sessions/day", "10-run ledger",
+               "concurrent share 0.5", "recalibrates its revert and final levels"]  # fmt: skip
+    assert [n for n in numbers if n not in s.more] == []
+    assert s.said == p.sentence()
