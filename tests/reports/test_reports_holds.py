@@ -142,3 +142,15 @@ def test_the_learnings_section_reads_its_policys_rows():
         "erasure share and the multi-user writer share have no exact answer."
     )
     assert holds_blocks(sweep, "supporter_writers >= 3", 0.9) == []  # not swept: no table
+
+
+def test_the_world_stated_reads_in_every_variant():
+    world = "in the assumed world without erasures"
+    assert breaks_sentence("the policy", ROWS[:4], _words, world) == (
+        "The policy holds in the assumed world without erasures but breaks first when the "
+        "horizon moves to 900 (-10% of the assumed): power 0.79, below the 0.8 target (exact)."
+    )
+    assert breaks_sentence("the policy", (ROWS[0], ROWS[3]), _words, world) == (
+        "The policy holds in the assumed world without erasures and at every move tried "
+        "(horizon 2000; exact)."
+    )
