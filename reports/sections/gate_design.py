@@ -110,9 +110,8 @@ class Prescription:
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
             f"No gate meets {goal} at every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}] "
-            f"{at} within {q.max_runs} runs. The closest is the {best.family} gate "
-            f"({best.design} design), power {best.power:.3f} at {best.max_runs} runs. "
-            f"To meet them: {self.what_it_takes()}."
+            f"{at} within {q.max_runs} runs. The closest is the {designed_label(best)}: "
+            f"exact worst-case power {best.power:.3f}. To meet them: {self.what_it_takes()}."
         )
 
     def ledger_phrase(self) -> str:
@@ -155,13 +154,17 @@ class Prescription:
         return "max_runs caps the revision runs the gate reads"
 
     def what_it_takes(self) -> str:
-        notes = [f"{a.family} ({a.design}): {a.note}" for a in self.design.answers if a.note]
+        q = self.question
+        where = f"exact, worst over p0 in [{q.p0_low:g}, {q.p0_high:g}]"
+        notes = [f"{make_gate(**a.config).describe()} ({where}): {a.note}"
+                 for a in self.design.answers if a.note]  # fmt: skip
         concurrent = [a for a in self.design.answers if a.design == "concurrent" and a.feasible]
         if self.question.concurrent == 0 and concurrent:
             a = min(concurrent, key=lambda x: x.max_runs)
             null = a.runs_null
             return (
-                f"with concurrent control the {a.family} gate meets both at {a.max_runs} "
+                f"with concurrent control the {make_gate(**a.config).describe()} meets both "
+                f"at {a.max_runs} "
                 f"pairs (a decision costs {sum(null):.1f} sessions when nothing changed: "
                 f"{null[0]:.1f} on the revision + {null[1]:.1f} on the prior at share 0.5; "
                 f"{calendar(sum(null), self.sessions_per_day)})"
@@ -260,14 +263,15 @@ class Prescription:
         return json.dumps(out, indent=1, default=_plain)
 
 
-def designed_label(a: FamilyAnswer) -> str:
+def designed_label(a: FamilyAnswer, cap: bool = True) -> str:
     """A design answer's gate with the settings its numbers hold at (issue 30 item 10):
-    ``"SPRT, accept at the cap, alpha 0.05, beta 0.2, min runs 3, max_runs 200"``."""
+    ``"SPRT, accept at the cap, alpha 0.05, beta 0.2, min runs 3, max_runs 200"``
+    (without ``cap``: the family's settings, its cap left out)."""
     c = a.config
     parts = [make_gate(**c).describe()]
     parts += [f"{k} {c[k]:g}" for k in ("alpha", "beta") if isinstance(c.get(k), int | float)]
     parts += [f"min runs {c['min_runs']}"] if "min_runs" in c else []
-    return ", ".join([*parts, f"max_runs {a.max_runs}"])
+    return ", ".join([*parts, f"max_runs {a.max_runs}"] if cap else parts)
 
 
 def sessions_phrase(a: FamilyAnswer, q: DesignQuestion, per_day: float | None = None) -> str:

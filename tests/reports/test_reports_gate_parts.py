@@ -233,3 +233,34 @@ def test_the_gate_opens_in_two_short_sentences_and_keeps_every_number_after():
                "concurrent share 0.5", "recalibrates its revert and final levels"]  # fmt: skip
     assert [n for n in numbers if n not in s.more] == []
     assert s.said == p.sentence()
+
+
+def test_gate_labels_carry_the_settings_that_tell_them_apart():
+    """Issue 30 item 10: the prescribed gate's legend label, the frontier's caption and the
+    infeasible answer's closest gate and notes name the gate with its settings (not the
+    bare family key ``two_sample``) and the conditions of their worst cases."""
+    from procmem_core.gates import DesignQuestion, design_gate
+    from reports.sections.gate import _frontier_block, prescribed_label
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40)  # fmt: skip
+    design = design_gate(q)
+    a = next(x for x in design.answers if (x.family, x.design) == ("two_sample", "concurrent"))
+    p = Prescription(q, design, a, pd.DataFrame())
+    assert prescribed_label(p) == (
+        f"prescribed: exact two-sample test, concurrent design, ledger 10, alpha 0.1, beta 0.3, "
+        f"min runs {a.config['min_runs']}, max_runs {a.max_runs}, accept level "
+        f"{a.config['accept_level']:.3f}"
+    )
+    (fig,) = _frontier_block(p)
+    assert fig.caption.startswith(
+        "The design frontier of the exact two-sample test, concurrent design, ledger 10, "
+        "alpha 0.1, beta 0.3, min runs"
+    )
+    assert prescribed_label(Prescription(q, design, None, pd.DataFrame())) == "prescribed"
+    hard = DesignQuestion(alpha=0.01, beta=0.01, min_drop=0.05, ledger=20, concurrent=0.0,
+                          p0_low=0.3, p0_high=0.95, max_runs=10)  # fmt: skip
+    said = Prescription(hard, design_gate(hard), None, pd.DataFrame()).sentence()
+    assert "two_sample" not in said and "The closest is the " in said
+    assert "(exact, worst over p0 in [0.3, 0.95]): best power" in said
