@@ -113,12 +113,15 @@ def _frontier_block(p: Prescription) -> list:
     points = pd.DataFrame([pt.__dict__ for pt in a.frontier])
     bound = a.bound.bound if a.bound is not None else None
     whose = "the prescribed" if a is p.chosen else "this family's chosen"
+    whose_family = (
+        "the prescribed gate's family" if a is p.chosen else f"the {designed_label(a, cap=False)}"
+    )
     ratio = f"; {whose} gate is within {a.bound.ratio:.3f} of it" if a.bound else ""
     return [
         Figure(
             "gate_frontier",
             png_bytes(frontier_figure(points, a.max_runs, bound)),
-            f"The design frontier of the {designed_label(a, cap=False)}: for each cap "
+            f"The design frontier of {whose_family}: for each cap "
             "the configuration meeting both targets at every p0 with the fewest expected "
             "pairs when nothing changed (its accept level searched), exact on the design "
             "grid, worst p0; the horizontal line is the Wald-Wolfowitz lower bound on the "

@@ -87,9 +87,7 @@ class Prescription:
             f"false revert <= {q.alpha:g} and missed regression <= {q.beta:g} against a drop "
             f"of {q.min_drop:g}"
         )
-        at = f"with a {q.ledger}-run ledger" + (
-            f" and concurrent share {q.concurrent:g}" if q.concurrent else ""
-        )
+        at = f"ledger {q.ledger}" + (f", share {q.concurrent:g}" if q.concurrent else "")
         if self.chosen is None:
             return self.infeasible_sentence(goal, at)
         a, gate = self.chosen, make_gate(**self.chosen.config)
@@ -99,7 +97,7 @@ class Prescription:
             f"At every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}] it keeps {goal} (exact), "
             f"and a decision costs {sum(a.runs_null):.1f} sessions when nothing changed and "
             f"{sum(a.runs_alt):.1f} at that drop (both arms, expected, worst p0). "
-            f"Exact worst cases {at}: false revert <= {a.false_revert:.4f}, power >= "
+            f"Exact worst cases at {at}: false revert <= {a.false_revert:.4f}, power >= "
             f"{a.power:.3f}; {sim}. {sessions_phrase(a, q, self.sessions_per_day)}; "
             f"{self.runs_basis(a)}.{self.ledger_phrase()}{self.holds_sentence()}"
         )
@@ -110,7 +108,7 @@ class Prescription:
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
             f"No gate meets {goal} at every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}] "
-            f"{at} within {q.max_runs} runs. The closest is the {designed_label(best)}: "
+            f"at {at} within {q.max_runs} runs. The closest is the {designed_label(best)}: "
             f"exact worst-case power {best.power:.3f}. To meet them: {self.what_it_takes()}."
         )
 
@@ -148,8 +146,8 @@ class Prescription:
         the revision holds more sessions than the pairs the gate reads (max_runs caps those)."""
         if a.design == "concurrent" and self.question.concurrent:
             return (
-                "max_runs caps the runs per arm the gate reads, and as the arms fill at "
-                "random one accrues more while the other fills"
+                "max_runs caps the runs per arm the gate reads; one arm may run ahead while "
+                "the other fills"
             )
         return "max_runs caps the revision runs the gate reads"
 
@@ -281,15 +279,12 @@ def sessions_phrase(a: FamilyAnswer, q: DesignQuestion, per_day: float | None = 
     with ``per_day`` the calendar time of both arms together (``reports.claims.calendar``);
     the totals open the section."""
     null, alt = a.runs_null, a.runs_alt
-
-    def days(r) -> str:
-        return f" ({calendar(sum(r), per_day)})" if per_day else ""
-
+    days = f" (together {calendar((sum(null), sum(alt)), per_day)})" if per_day else ""
     where = f"at share {q.concurrent:g}" if null[1] > 0 else "none on the prior at share 0"
     return (
         f"Per arm ({where}), a decision takes {null[0]:.1f} sessions on the revision + "
-        f"{null[1]:.1f} on the prior when nothing changed{days(null)} and {alt[0]:.1f} + "
-        f"{alt[1]:.1f} at the drop{days(alt)}"
+        f"{null[1]:.1f} on the prior when nothing changed and {alt[0]:.1f} + {alt[1]:.1f} "
+        f"at the drop{days}"
     )
 
 

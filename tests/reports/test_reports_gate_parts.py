@@ -228,9 +228,9 @@ def test_the_gate_opens_in_two_short_sentences_and_keeps_every_number_after():
     numbers = [f"false revert <= {a.false_revert:.4f}", f"power >= {a.power:.3f}",
                f"{a.runs_null[0]:.1f} sessions on the revision + {a.runs_null[1]:.1f} on the prior",
                f"{a.runs_alt[0]:.1f} + {a.runs_alt[1]:.1f} at the drop",
-               f"{sum(a.runs_null) / 8:.3g} days at 8 sessions/day",
-               f"{sum(a.runs_alt) / 8:.3g} days at 8 sessions/day", "10-run ledger",
-               "concurrent share 0.5", "recalibrates its revert and final levels"]  # fmt: skip
+               f"(together {sum(a.runs_null) / 8:.3g} and {sum(a.runs_alt) / 8:.3g} days at 8",
+               "Exact worst cases at ledger 10, share 0.5",
+               "recalibrates its revert and final levels"]  # fmt: skip
     assert [n for n in numbers if n not in s.more] == []
     assert s.said == p.sentence()
 
@@ -254,11 +254,14 @@ def test_gate_labels_carry_the_settings_that_tell_them_apart():
         f"{a.config['accept_level']:.3f}"
     )
     (fig,) = _frontier_block(p)
+    assert fig.caption.startswith("The design frontier of the prescribed gate's family: ")
+    none = Prescription(q, design, None, pd.DataFrame())
+    (fig,) = _frontier_block(none)  # the first feasible family's, named with its settings
     assert fig.caption.startswith(
         "The design frontier of the exact two-sample test, concurrent design, ledger 10, "
         "alpha 0.1, beta 0.3, min runs"
     )
-    assert prescribed_label(Prescription(q, design, None, pd.DataFrame())) == "prescribed"
+    assert prescribed_label(none) == "prescribed"
     hard = DesignQuestion(alpha=0.01, beta=0.01, min_drop=0.05, ledger=20, concurrent=0.0,
                           p0_low=0.3, p0_high=0.95, max_runs=10)  # fmt: skip
     said = Prescription(hard, design_gate(hard), None, pd.DataFrame()).sentence()
