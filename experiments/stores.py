@@ -195,10 +195,8 @@ def _check_server(uri: str) -> None:
     problem = server_problem(uri, CONNECT_SECONDS)
     if problem is None:
         return
-    hint = (
+    hint = problem.hint(
         "start it (mlflow server --host 127.0.0.1 --port <port> ...) or fix MLFLOW_TRACKING_URI"
-        if problem.startswith("cannot")
-        else "not an MLflow server?"
     )
     raise TrackingError(f"the tracking server {uri} {problem}: {hint}")
 

@@ -134,10 +134,12 @@ def detectable_change(se: float, replications: int, level: float = MDE_LEVEL) ->
     return (t_a + t_b) * abs(float(se))
 
 
-def calendar(sessions: float, sessions_per_day: float) -> str:
-    """``"2.4 days at 100 sessions/day"``: the calendar time ``sessions`` take."""
-    days = float(sessions) / float(sessions_per_day)
-    return f"{days:.3g} days at {sessions_per_day:g} sessions/day"
+def calendar(sessions: float | Sequence[float], sessions_per_day: float) -> str:
+    """``"2.4 days at 100 sessions/day"``: the calendar time ``sessions`` take
+    (``sessions / sessions_per_day``); several counts read ``"1.23 and 1.72 days at ..."``."""
+    counts = [sessions] if isinstance(sessions, int | float) else list(sessions)
+    days = " and ".join(f"{float(s) / float(sessions_per_day):.3g}" for s in counts)
+    return f"{days} days at {sessions_per_day:g} sessions/day"
 
 
 def coinciding(curves: dict[str, Sequence[float]], tol: float = COINCIDE_TOL) -> list[tuple]:

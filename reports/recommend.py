@@ -205,12 +205,14 @@ def recommend_gate(
     )
     state = str(pick["state"])
     if feasible:
-        head = f"Use {what}" + noise_note(state, "its error rates are")
+        head = f"The swept gate to use, at its own max_runs, is {what}" + noise_note(
+            state, "its error rates are"
+        )
     else:
         head = (
             f"No swept gate meets the targets (false revert <= {targets.false_revert:g}, "
-            f"missed regression <= {targets.missed_regression:g}); the nearest is {what}"
-            + noise_note(state, "it is")
+            f"missed regression <= {targets.missed_regression:g}) at its own max_runs; the "
+            f"nearest is {what}" + noise_note(state, "it is")
         )
     if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
         head += "; " + _tradeoff(comparisons, {m: True for m in GATE_METRICS})

@@ -78,9 +78,5 @@ def _probe_server(uri: str) -> None:
     problem = server_problem(uri, PROBE_SECONDS)
     if problem is None:
         return
-    hint = (
-        "start it or fix MLFLOW_TRACKING_URI"
-        if problem.startswith("cannot")
-        else "not an MLflow server?"
-    )
+    hint = problem.hint("start it or fix MLFLOW_TRACKING_URI")
     raise ReportError(f"the tracking server {uri} {problem}; {hint}")

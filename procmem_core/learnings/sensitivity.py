@@ -131,7 +131,7 @@ def _moves(world: ReviewWorld) -> list[tuple[str, str, ReviewWorld, float]]:
     out = []
     for f in USER_FACTORS:
         users = max(1, round(f * world.users))
-        out.append(("users", f"{users}", replace(world, users=users),
+        out.append(("user count", f"{users}", replace(world, users=users),
                     relative_shift(users, world.users)))  # fmt: skip
     for name, factors in RATE_FACTORS.items():
         for f in factors:

@@ -26,7 +26,7 @@ from procmem_core.holds import SensitivityRow
 from reports.answers import answer
 from reports.claims import joint_state, state_words, target_state
 from reports.evidence import fmt, fmt_exact
-from reports.holds import breaks_sentence, holds_table, rows_of
+from reports.holds import breaks_sentence, holds_table, rows_of, short_of
 from reports.options import ReportOptions
 from reports.sections.confidence_runs import ConfidenceRuns, same_rule
 from reports.sections.confidence_worst import share_text
@@ -231,7 +231,11 @@ def holds_blocks(ev: DesignEvidence) -> list:
     t = ev.targets
 
     def figures(r: SensitivityRow) -> str:
-        return f"kept {r.figure('kept'):.3f}, excluded {r.figure('excluded'):.3f}"
+        kept, gone = r.figure("kept"), r.figure("excluded")
+        return (
+            f"{short_of(f'kept {kept:.3f}', kept >= t.keep - 1e-12, f'{t.keep:g}')}, "
+            f"{short_of(f'excluded {gone:.3f}', gone >= t.exclude - 1e-12, f'{t.exclude:g}')}"
+        )
 
     table = holds_table(
         f"the prescribed rule ({ev.designs[family].pick.describe()}), unchanged, exactly, "
@@ -243,7 +247,7 @@ def holds_blocks(ev: DesignEvidence) -> list:
         },
         f"kept >= {t.keep:g}, excluded >= {t.exclude:g}",
     )
-    return [breaks_sentence("The prescribed rule", rows, figures), table]
+    return [breaks_sentence("the prescribed rule", rows, figures), table]
 
 
 def seed_sentence(ev: DesignEvidence) -> str:

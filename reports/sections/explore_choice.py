@@ -25,7 +25,7 @@ from reports.answers import answer
 from reports.claims import MEETS, NOISE_Z, WITHIN_NOISE, state_words, target_state
 from reports.document import Table
 from reports.holds import TITLE as HOLDS_TITLE
-from reports.holds import breaks_sentence, holds_table, rows_of
+from reports.holds import breaks_sentence, holds_table, rows_of, short_of
 from reports.sections.explore_format import readable, with_se
 
 NOMINAL = 0.95
@@ -295,7 +295,7 @@ def planner_holds(
         if not held or pick is None:
             continue
         name = f"rate {readable(pick.explore_rate)} for lift {readable(float(lift))}"
-        said.append(breaks_sentence(f"The planner's {name}", held, _power_words))
+        said.append(breaks_sentence(f"the planner's {name}", held, _power_words(target)))
         columns = {"power": ("power (fixed-n)", "{:.3f}".format)}
         table = holds_table("", held, columns, f">= {target:g}")
         frames.append(table.frame.assign(pick=name).set_index("pick").reset_index())
@@ -311,5 +311,10 @@ def planner_holds(
     return [" ".join(said), Table(caption, pd.concat(frames, ignore_index=True))]
 
 
-def _power_words(r) -> str:
-    return f"power {r.figure('power'):.3f}"
+def _power_words(target: float):
+    """A row's power told against the target power (``reports.holds.short_of``)."""
+
+    def words(r) -> str:
+        return short_of(f"power {r.figure('power'):.3f}", bool(r.holds), f"{target:g}")
+
+    return words

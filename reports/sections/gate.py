@@ -25,7 +25,7 @@ from reports.evidence import NOISE_Z
 from reports.options import SESSIONS_PER_DAY, ReportOptions
 from reports.recommend import GateTargets
 from reports.sections import report_section
-from reports.sections.gate_design import Prescription, prescribe
+from reports.sections.gate_design import Prescription, designed_label, prescribe
 from reports.sections.gate_explain import explain_block
 from reports.sections.gate_figures import (
     Refs,
@@ -65,6 +65,18 @@ FACTOR_NAMES = {
     "concurrent_share": "concurrent share of the prior",
 }
 PRESCRIBED = "prescribed"
+"""How the prescribed gate's label opens (``prescribed_label``)."""
+
+
+def prescribed_label(p: Prescription) -> str:
+    """The prescribed gate's label with the settings that tell it apart from the swept
+    ones (issue 30 item 10): ``"prescribed: exact two-sample test, ..., max_runs 185,
+    accept level -1.640"``; ``PRESCRIBED`` alone when no gate meets the targets."""
+    if p.chosen is None:
+        return PRESCRIBED
+    level = p.chosen.config.get("accept_level")
+    accept = f", accept level {level:.3f}" if level is not None and level > -10 else ""
+    return f"{PRESCRIBED}: {designed_label(p.chosen)}{accept}"
 
 
 def _prescription_blocks(p: Prescription) -> list:
@@ -101,12 +113,15 @@ def _frontier_block(p: Prescription) -> list:
     points = pd.DataFrame([pt.__dict__ for pt in a.frontier])
     bound = a.bound.bound if a.bound is not None else None
     whose = "the prescribed" if a is p.chosen else "this family's chosen"
+    whose_family = (
+        "the prescribed gate's family" if a is p.chosen else f"the {designed_label(a, cap=False)}"
+    )
     ratio = f"; {whose} gate is within {a.bound.ratio:.3f} of it" if a.bound else ""
     return [
         Figure(
             "gate_frontier",
             png_bytes(frontier_figure(points, a.max_runs, bound)),
-            f"The design frontier of the {a.family} gate ({a.design} design): for each cap "
+            f"The design frontier of {whose_family}: for each cap "
             "the configuration meeting both targets at every p0 with the fewest expected "
             "pairs when nothing changed (its accept level searched), exact on the design "
             "grid, worst p0; the horizontal line is the Wald-Wolfowitz lower bound on the "
@@ -126,7 +141,7 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
     extra = {}
     if p.chosen is not None:
         ledger = p.question.ledger if p.question.ledger > 0 else None
-        extra[PRESCRIBED] = (make_gate(**p.chosen.config), ledger)
+        extra[prescribed_label(p)] = (make_gate(**p.chosen.config), ledger)
     curves = null_curves(sweep, gates, shown, extra)
     blocks: list = []
     if not curves.empty:
@@ -137,7 +152,7 @@ def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, ref
                 "Exact false revert rate when nothing changed against the prior's true rate "
                 "p0, each gate at the condition where its worst case is largest (its ledger "
                 "mixed in exactly; triangles: the worst case)"
-                + ("; 'prescribed' is the design question's answer" if extra else "")
+                + ("; 'prescribed: ...' is the design question's answer" if extra else "")
                 + ". A gate whose curve crosses the dotted alpha line misses its target there."
                 + coincide_note(curve_groups(curves, "p0", "p_revert")),
             )
@@ -194,7 +209,7 @@ def gate_section(
     shown = highlight(rec, worst, list(worst.loc[worst["frontier"], "config"]))
     prescription = prescribe(sweep, targets)
     prescription.sessions_per_day = sessions_per_day
-    colours = palette([*rows["config"], PRESCRIBED])
+    colours = palette([*rows["config"], prescribed_label(prescription)])
     refs = Refs(targets.false_revert, targets.missed_regression, prescription.question.min_drop)
     blocks = world_blocks(gates.rows, prescription.reads, "The prescribed gate")
     blocks += _prescription_blocks(prescription)

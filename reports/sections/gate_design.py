@@ -77,31 +77,39 @@ class Prescription:
         return command_of(self.question)
 
     def sentence(self) -> str:
+        """The section's answer: what to use, then its guarantee and what a decision costs
+        (the opening, two sentences of at most about 50 words each); then the exact worst
+        cases at the question's ledger and share, the simulation check, the sessions per
+        arm with their calendar time, the guarantee across ledger sizes and where it
+        breaks (the paragraph after the opening, ``reports.document.Section``)."""
         q = self.question
-        where = (
-            f"at every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}], with a {q.ledger}-run "
-            f"ledger" + (f" and concurrent share {q.concurrent:g}" if q.concurrent else "")
-        )
         goal = (
             f"false revert <= {q.alpha:g} and missed regression <= {q.beta:g} against a drop "
             f"of {q.min_drop:g}"
         )
-        if self.chosen is not None:
-            a, gate = self.chosen, make_gate(**self.chosen.config)
-            sim = "; simulation agrees" if self.agrees else "; simulation disagrees (see table)"
-            return (
-                f"Use the {gate.describe()} with max_runs {a.max_runs}{self.accepts(a)}: it "
-                f"meets {goal} {where} (exact worst cases: false revert <= "
-                f"{a.false_revert:.4f}, power >= {a.power:.3f}); "
-                f"{sessions_phrase(a, q, self.sessions_per_day)} "
-                f"(expected, worst p0; {self.runs_basis(a)}){sim}.{self.ledger_phrase()}"
-                f"{gate_ledger.holds_phrase(self.holds)}"
-            )
+        at = f"ledger {q.ledger}" + (f", share {q.concurrent:g}" if q.concurrent else "")
+        if self.chosen is None:
+            return self.infeasible_sentence(goal, at)
+        a, gate = self.chosen, make_gate(**self.chosen.config)
+        sim = "simulation agrees" if self.agrees else "simulation disagrees (see table)"
+        return (
+            f"Use the {gate.describe()} with max_runs {a.max_runs}{self.accepts(a)}. "
+            f"At every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}] it keeps {goal} (exact), "
+            f"and a decision costs {sum(a.runs_null):.1f} sessions when nothing changed and "
+            f"{sum(a.runs_alt):.1f} at that drop (both arms, expected, worst p0). "
+            f"Exact worst cases at {at}: false revert <= {a.false_revert:.4f}, power >= "
+            f"{a.power:.3f}; {sim}. {sessions_phrase(a, q, self.sessions_per_day)}; "
+            f"{self.runs_basis(a)}.{self.ledger_phrase()}{self.holds_sentence()}"
+        )
+
+    def infeasible_sentence(self, goal: str, at: str) -> str:
+        """No family meets the targets: that, the closest gate, and what it would take."""
+        q = self.question
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
-            f"No gate meets {goal} {where} within {q.max_runs} runs: the closest is the "
-            f"{best.family} gate ({best.design} design), power {best.power:.3f} at "
-            f"{best.max_runs} runs; {self.what_it_takes()}."
+            f"No gate meets {goal} at every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}] "
+            f"at {at} within {q.max_runs} runs. The closest is the {designed_label(best)}: "
+            f"exact worst-case power {best.power:.3f}. To meet them: {self.what_it_takes()}."
         )
 
     def ledger_phrase(self) -> str:
@@ -111,6 +119,12 @@ class Prescription:
     def ledger_table(self) -> Table | None:
         """The chosen gate's exact worst cases against the ledger size."""
         return gate_ledger.ledger_table(self.question, self.profile)
+
+    def holds_sentence(self) -> str:
+        """Where the guarantee holds and breaks (``gate_ledger.holds_sentence``), led by a
+        space to follow the sentence before it; empty without rows."""
+        said = gate_ledger.holds_sentence(self.question, self.holds)
+        return f" {said}" if said else ""
 
     def holds_table(self) -> Table | None:
         """Holds if / breaks when (``gate_ledger.holds_table``)."""
@@ -132,19 +146,23 @@ class Prescription:
         the revision holds more sessions than the pairs the gate reads (max_runs caps those)."""
         if a.design == "concurrent" and self.question.concurrent:
             return (
-                "max_runs caps the runs per arm the gate reads; the arms fill at random, so "
-                "one accrues more while the other fills"
+                "max_runs caps the runs per arm the gate reads; one arm may run ahead while "
+                "the other fills"
             )
         return "max_runs caps the revision runs the gate reads"
 
     def what_it_takes(self) -> str:
-        notes = [f"{a.family} ({a.design}): {a.note}" for a in self.design.answers if a.note]
+        q = self.question
+        where = f"exact, worst over p0 in [{q.p0_low:g}, {q.p0_high:g}]"
+        notes = [f"{make_gate(**a.config).describe()} ({where}): {a.note}"
+                 for a in self.design.answers if a.note]  # fmt: skip
         concurrent = [a for a in self.design.answers if a.design == "concurrent" and a.feasible]
         if self.question.concurrent == 0 and concurrent:
             a = min(concurrent, key=lambda x: x.max_runs)
             null = a.runs_null
             return (
-                f"with concurrent control the {a.family} gate meets both at {a.max_runs} "
+                f"with concurrent control the {make_gate(**a.config).describe()} meets both "
+                f"at {a.max_runs} "
                 f"pairs (a decision costs {sum(null):.1f} sessions when nothing changed: "
                 f"{null[0]:.1f} on the revision + {null[1]:.1f} on the prior at share 0.5; "
                 f"{calendar(sum(null), self.sessions_per_day)})"
@@ -243,34 +261,30 @@ class Prescription:
         return json.dumps(out, indent=1, default=_plain)
 
 
-def designed_label(a: FamilyAnswer) -> str:
+def designed_label(a: FamilyAnswer, cap: bool = True) -> str:
     """A design answer's gate with the settings its numbers hold at (issue 30 item 10):
-    ``"SPRT, accept at the cap, alpha 0.05, beta 0.2, min runs 3, max_runs 200"``."""
+    ``"SPRT, accept at the cap, alpha 0.05, beta 0.2, min runs 3, max_runs 200"``
+    (without ``cap``: the family's settings, its cap left out)."""
     c = a.config
     parts = [make_gate(**c).describe()]
     parts += [f"{k} {c[k]:g}" for k in ("alpha", "beta") if isinstance(c.get(k), int | float)]
     parts += [f"min runs {c['min_runs']}"] if "min_runs" in c else []
-    return ", ".join([*parts, f"max_runs {a.max_runs}"])
+    return ", ".join([*parts, f"max_runs {a.max_runs}"] if cap else parts)
 
 
 def sessions_phrase(a: FamilyAnswer, q: DesignQuestion, per_day: float | None = None) -> str:
-    """What a decision costs when nothing changed and when the revision drops by min_drop:
-    the sessions in total and per arm, ``(revision, prior)`` as the design computes them
-    (the prior's sessions at the concurrent share, which a one-sample gate lets elapse
-    too; none at share 0), and with ``per_day`` the calendar time
-    (``reports.claims.calendar``)."""
-
-    def cost(r) -> str:
-        days = f"; {calendar(sum(r), per_day)}" if per_day else ""
-        where = f"at share {q.concurrent:g}" if r[1] > 0 else "none at share 0"
-        return (
-            f"{sum(r):.1f} sessions ({r[0]:.1f} on the revision + {r[1]:.1f} on the prior, "
-            f"{where}{days})"
-        )
-
+    """A decision's sessions per arm when nothing changed and when the revision drops by
+    min_drop, ``(revision, prior)`` as the design computes them (the prior's sessions at
+    the concurrent share, which a one-sample gate lets elapse too; none at share 0), and
+    with ``per_day`` the calendar time of both arms together (``reports.claims.calendar``);
+    the totals open the section."""
+    null, alt = a.runs_null, a.runs_alt
+    days = f" (together {calendar((sum(null), sum(alt)), per_day)})" if per_day else ""
+    where = f"at share {q.concurrent:g}" if null[1] > 0 else "none on the prior at share 0"
     return (
-        f"a decision costs {cost(a.runs_null)} when nothing changed and {cost(a.runs_alt)} "
-        f"when the revision drops by {q.min_drop:g}"
+        f"Per arm ({where}), a decision takes {null[0]:.1f} sessions on the revision + "
+        f"{null[1]:.1f} on the prior when nothing changed and {alt[0]:.1f} + {alt[1]:.1f} "
+        f"at the drop{days}"
     )
 
 

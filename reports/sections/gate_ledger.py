@@ -7,6 +7,7 @@ per share (its error rates, read in pairs, do not move)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,8 @@ import pandas as pd
 from procmem_core.gates import DesignQuestion, FamilyAnswer, LedgerRow, make_gate
 from procmem_core.gates.design import arm_runs
 from procmem_core.gates.sensitivity import SensitivityRow
+from procmem_core.gates.tolerance import at_least, at_most
+from reports import holds
 from reports.document import Table
 
 SHARES = (0.25, 0.5, 0.75)
@@ -98,48 +101,36 @@ def share_table(q: DesignQuestion, a: FamilyAnswer | None) -> Table | None:
 
 def holds_table(q: DesignQuestion, rows: tuple[SensitivityRow, ...]) -> Table | None:
     """Holds if / breaks when: the prescribed gate's exact worst cases with one
-    assumption moved (``procmem_core.gates.sensitivity``, computed by the sweep)."""
-    if not rows:
-        return None
-    frame = pd.DataFrame(
+    assumption moved (``procmem_core.gates.sensitivity``, computed by the sweep), as every
+    section's table is drawn (``reports.holds.holds_table``)."""
+    undefined = "undefined (p0 - drop <= 0 in the range)"
+    rows = tuple(r if r.note else replace(r, note=undefined) for r in rows)
+    return holds.holds_table(
+        "the prescribed gate, unchanged, evaluated exactly at other true drops and "
+        "prior-rate ranges than it was designed for (the ledger's row set is the table "
+        "above, and the concurrent share moves sessions, not these rates)",
+        rows,
         {
-            "assumption": [r.assumption for r in rows],
-            "value": [r.value for r in rows],
-            "worst false revert": [f"{r.figure('false_revert'):.4f}" for r in rows],
-            "worst power": [_power(r.figure("power")) for r in rows],
-            f"holds (<= {q.alpha:g}, >= {1 - q.beta:g})?": [
-                "holds" if r.holds else "breaks" for r in rows
-            ],
-        }
-    )
-    return Table(
-        "Holds if / breaks when: the prescribed gate, unchanged, evaluated exactly at other "
-        "true drops and prior-rate ranges than it was designed for (power undefined where "
-        "p0 - drop <= 0 lies in the range; the ledger's row set is the table above, and the "
-        "concurrent share moves sessions, not these rates)",
-        frame,
+            "false_revert": ("worst false revert", "{:.4f}".format),
+            "power": ("worst power", "{:.3f}".format),
+        },
+        f"<= {q.alpha:g}, >= {1 - q.beta:g}",
     )
 
 
-def _power(p: float) -> str:
-    return "undefined" if math.isnan(p) else f"{p:.3f}"
+def holds_sentence(q: DesignQuestion, rows: tuple[SensitivityRow, ...]) -> str:
+    """Where the prescribed gate's guarantee holds and where it breaks, told as every
+    section tells it (``reports.holds.breaks_sentence``): the figures that miss, each
+    against its target (the design's own test, ``at_most`` / ``at_least``)."""
 
+    def figures(r: SensitivityRow) -> str:
+        fr, pw = r.figure("false_revert"), r.figure("power")
+        said = []
+        if not at_most(fr, q.alpha):
+            said.append(holds.short_of(f"worst false revert {fr:.4f}", False, f"{q.alpha:g}",
+                                       below=False))  # fmt: skip
+        if not math.isnan(pw) and not at_least(pw, 1 - q.beta):
+            said.append(holds.short_of(f"power {pw:.3f}", False, f"{1 - q.beta:g}"))
+        return ", and ".join(said) or f"worst false revert {fr:.4f}, power {pw:.3f}"
 
-def holds_phrase(rows: tuple[SensitivityRow, ...]) -> str:
-    """Where the guarantee breaks, in one sentence (empty when it holds everywhere tried)."""
-    broken = [r for r in rows[1:] if not r.holds]
-    if not rows:
-        return ""
-    if not broken:
-        tried = ", ".join(f"the {r.assumption} is {r.value}" for r in rows[1:])
-        return f" Its guarantee also holds when {tried} (exact)."
-    said = "; ".join(
-        f"the {r.assumption} is {r.value}: "
-        + (
-            f"power {r.figure('power'):.3f}"
-            if not math.isnan(r.figure("power"))
-            else f"false revert {r.figure('false_revert'):.4f}"
-        )
-        for r in broken
-    )
-    return f" It breaks when {said} (exact)."
+    return holds.breaks_sentence("the prescribed gate", rows, figures)

@@ -58,10 +58,7 @@ def ranking_blocks(
     several = conditions > 1
     blocks: list = []
     if rec is not None:
-        said = rec.sentence  # after a colon: a plain word's capital goes, "SPRT" stays
-        if len(said) > 1 and said[0].isupper() and said[1].islower():
-            said = said[0].lower() + said[1:]
-        blocks.append("Among the swept configurations (at their own max_runs): " + said)
+        blocks.append(rec.sentence)
         ranked = worst.set_index("config").loc[list(rec.ranked["config"])].reset_index()
         table = worst_table(ranked, several)
         table.insert(1, "meets targets", [state_words(x) for x in rec.ranked["state"]])

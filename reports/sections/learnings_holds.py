@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from reports.holds import breaks_sentence, holds_table, rows_of
+from reports.holds import breaks_sentence, holds_table, rows_of, short_of
 from reports.source import Sweep
 
 
@@ -24,7 +24,7 @@ def holds_blocks(sweep: Sweep, policy: str, target: float) -> list:
     rows = rows_of(found[0]["sensitivity"])
 
     def figures(r) -> str:
-        return f"precision {r.figure('precision'):.3f}"
+        return short_of(f"precision {r.figure('precision'):.3f}", bool(r.holds), f"{target:g}")
 
     table = holds_table(
         f"the prescribed policy ({policy}), unchanged, in its worst swept world without "
@@ -39,5 +39,5 @@ def holds_blocks(sweep: Sweep, policy: str, target: float) -> list:
         },
         f"precision >= {target:g}",
     )
-    subject = "Without erasures or a multi-user writer, the prescribed policy"
-    return [breaks_sentence(subject, rows, figures), table]
+    world = "in the assumed world without erasures or a multi-user writer"
+    return [breaks_sentence("the prescribed policy", rows, figures, world), table]

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from procmem_core.probe import server_problem
+from procmem_core.probe import NOT_MLFLOW, ServerProblem, server_problem
 
 
 def _server(status: int) -> ThreadingHTTPServer:
@@ -36,16 +36,17 @@ def test_a_server_answers_health(status: int, problem: str | None) -> None:
     if problem is None:
         assert found is None
     else:
-        assert found == f"answered /health with {problem}"
+        assert (str(found), found.reachable) == (f"answered /health with {problem}", True)
+        assert found.hint("start it") == NOT_MLFLOW
 
 
 def test_a_closed_port_cannot_be_reached() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    assert server_problem(f"http://127.0.0.1:{port}", 5) == (
-        "cannot be reached (ConnectionRefusedError)"
-    )
+    found = server_problem(f"http://127.0.0.1:{port}", 5)
+    assert found == ServerProblem("cannot be reached (ConnectionRefusedError)", False)
+    assert found.hint("start it") == "start it"
 
 
 def test_a_silent_server_is_given_up_after_its_timeout() -> None:
@@ -53,4 +54,6 @@ def test_a_silent_server_is_given_up_after_its_timeout() -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        assert server_problem(uri, 0.3) == "cannot be reached (no answer in 0.3 s)"
+        found = server_problem(uri, 0.3)
+        assert found == ServerProblem("cannot be reached (no answer in 0.3 s)", False)
+        assert found.hint("start it") == "start it"

@@ -216,7 +216,7 @@ def test_the_planner_picks_show_where_they_hold_and_break(sweep, section):
 
     table = next(b for b in section.blocks if getattr(b, "caption", "").startswith("Holds if"))
     frame = table.frame
-    said = next(b for b in section.blocks if isinstance(b, str) and "The planner's rate" in b)
+    said = next(b for b in section.blocks if isinstance(b, str) and "planner's rate" in b)
     lifts = sorted({float(r["true_lift"]) for _, r in _explore_runs(sweep).rows.iterrows()
                     if int(r["sessions"]) == 1000}, reverse=True)  # fmt: skip
     picks = [(lift, plan(Design(lift, 0.5), RATES, 1000).pick) for lift in lifts]

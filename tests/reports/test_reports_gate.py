@@ -198,7 +198,7 @@ def test_worst_case_curves_are_each_gates_exact_false_revert(sweep):
 
 def test_the_section_prescribes_and_writes_recommendations(section, tmp_path):
     assert section.said.startswith("Use the ")
-    assert "exact worst cases: false revert <=" in section.said
+    assert "Exact worst cases at ledger 20, share 0.5: false revert <=" in section.more
     rec = json.loads(section.files["recommendations.json"])
     assert rec["feasible"] and rec["question"]["ledger"] == 20
     assert rec["question"]["concurrent"] == 0.5
@@ -227,14 +227,20 @@ def test_the_prescription_says_what_its_session_counts_count(section):
     chosen = [a for a in rec["answers"] if a["feasible"] and a["config"] == rec["gate"]]
     assert len(chosen) == 1
     found = re.search(
-        r"a decision costs ([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the "
-        r"prior, at share 0.5; [\d.]+ days at 100 sessions/day\) when nothing changed and "
-        r"([\d.]+) sessions \(([\d.]+) on the revision \+ ([\d.]+) on the prior",
-        section.said,
+        r"a decision costs ([\d.]+) sessions when nothing changed and ([\d.]+) at that drop "
+        r"\(both arms, expected, worst p0\)\.",
+        section.answer,
     )
-    assert found, section.said
+    arms = re.search(
+        r"Per arm \(at share 0.5\), a decision takes ([\d.]+) sessions on the revision \+ "
+        r"([\d.]+) on the prior when nothing changed and ([\d.]+) \+ ([\d.]+) at the drop "
+        r"\(together [\d.]+ and [\d.]+ days at 100 sessions/day\)",
+        section.more,
+    )
+    assert found and arms, section.said
     null, alt = chosen[0]["runs_null"], chosen[0]["runs_alt"]
-    got = [float(x) for x in found.groups()]
+    got = [float(found[1]), *map(float, arms.groups()[:2]), float(found[2]),
+           *map(float, arms.groups()[2:])]  # fmt: skip
     assert got == [round(sum(null), 1), round(null[0], 1), round(null[1], 1),
                    round(sum(alt), 1), round(alt[0], 1), round(alt[1], 1)]  # fmt: skip
     assert rec["sessions_null"] == pytest.approx(sum(null), rel=1e-12)

@@ -199,3 +199,71 @@ def test_equal_points_are_set_apart_in_factor_and_tradeoff_figures():
     fig = tradeoff_figure(table, colours, (0.05, 0.2), ("a", "b"))
     markers = [c.lines[0].get_marker() for c in fig.axes[0].containers]
     assert sorted(markers) == ["o", "x"]
+
+
+def test_the_gate_opens_in_two_short_sentences_and_keeps_every_number_after():
+    """Issue 30: what to use, then its guarantee and cost, each at most about 50 words; the
+    exact worst cases, the per-arm sessions, the calendar time and the ledger's remark
+    follow in the paragraph after, so no number of the old single sentence is lost."""
+    from procmem_core.gates import DesignQuestion, LedgerRow, design_gate
+    from reports.document import Section
+    from reports.length import sentences
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40, ledger_sizes=(0, 10, 40))  # fmt: skip
+    design = design_gate(q)
+    a = next(x for x in design.answers if (x.family, x.design) == ("two_sample", "concurrent"))
+    from experiments.answers.gate import profile
+
+    p = Prescription(q, design, a, pd.DataFrame(), tuple(LedgerRow(**r) for r in profile(a, q)),
+                     sessions_per_day=8.0)  # fmt: skip
+    s = Section("gates", "Gates", p.sentence(), [])
+    use, cost = sentences(s.answer)
+    assert use.startswith("Use the exact two-sample test") and len(use.split()) <= 50
+    assert cost.startswith("At every prior rate p0 in [0.4, 0.9]") and len(cost.split()) <= 50
+    assert f"max_runs {a.max_runs}" in use and f"{a.config['accept_level']:.3f}" in use
+    assert f"{sum(a.runs_null):.1f} sessions when nothing changed" in cost
+    assert f"{sum(a.runs_alt):.1f} at that drop" in cost
+    numbers = [f"false revert <= {a.false_revert:.4f}", f"power >= {a.power:.3f}",
+               f"{a.runs_null[0]:.1f} sessions on the revision + {a.runs_null[1]:.1f} on the prior",
+               f"{a.runs_alt[0]:.1f} + {a.runs_alt[1]:.1f} at the drop",
+               f"(together {sum(a.runs_null) / 8:.3g} and {sum(a.runs_alt) / 8:.3g} days at 8",
+               "Exact worst cases at ledger 10, share 0.5",
+               "recalibrates its revert and final levels"]  # fmt: skip
+    assert [n for n in numbers if n not in s.more] == []
+    assert s.said == p.sentence()
+
+
+def test_gate_labels_carry_the_settings_that_tell_them_apart():
+    """Issue 30 item 10: the prescribed gate's legend label, the frontier's caption and the
+    infeasible answer's closest gate and notes name the gate with its settings (not the
+    bare family key ``two_sample``) and the conditions of their worst cases."""
+    from procmem_core.gates import DesignQuestion, design_gate
+    from reports.sections.gate import _frontier_block, prescribed_label
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5,
+                       p0_low=0.4, p0_high=0.9, max_runs=40)  # fmt: skip
+    design = design_gate(q)
+    a = next(x for x in design.answers if (x.family, x.design) == ("two_sample", "concurrent"))
+    p = Prescription(q, design, a, pd.DataFrame())
+    assert prescribed_label(p) == (
+        f"prescribed: exact two-sample test, concurrent design, ledger 10, alpha 0.1, beta 0.3, "
+        f"min runs {a.config['min_runs']}, max_runs {a.max_runs}, accept level "
+        f"{a.config['accept_level']:.3f}"
+    )
+    (fig,) = _frontier_block(p)
+    assert fig.caption.startswith("The design frontier of the prescribed gate's family: ")
+    none = Prescription(q, design, None, pd.DataFrame())
+    (fig,) = _frontier_block(none)  # the first feasible family's, named with its settings
+    assert fig.caption.startswith(
+        "The design frontier of the exact two-sample test, concurrent design, ledger 10, "
+        "alpha 0.1, beta 0.3, min runs"
+    )
+    assert prescribed_label(none) == "prescribed"
+    hard = DesignQuestion(alpha=0.01, beta=0.01, min_drop=0.05, ledger=20, concurrent=0.0,
+                          p0_low=0.3, p0_high=0.95, max_runs=10)  # fmt: skip
+    said = Prescription(hard, design_gate(hard), None, pd.DataFrame()).sentence()
+    assert "two_sample" not in said and "The closest is the " in said
+    assert "(exact, worst over p0 in [0.3, 0.95]): best power" in said

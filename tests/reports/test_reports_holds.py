@@ -11,7 +11,7 @@ from procmem_core.flat.rule import DEFAULT_RULE
 from procmem_core.flat.sensitivity import rule_sensitivity
 from procmem_core.flat.targets import RuleTargets
 from procmem_core.holds import SensitivityRow
-from reports.holds import breaks_sentence, holds_table, rows_of
+from reports.holds import breaks_sentence, holds_table, rows_of, short_of
 
 ROWS = (
     SensitivityRow("as assumed", "x 1", {"power": 0.85}, True),
@@ -23,7 +23,7 @@ ROWS = (
 
 
 def _words(r: SensitivityRow) -> str:
-    return f"power {r.figure('power'):.2f}"
+    return short_of(f"power {r.figure('power'):.2f}", bool(r.holds), "0.8")
 
 
 def test_the_table_shows_each_row_and_says_where_there_is_no_answer():
@@ -35,18 +35,58 @@ def test_the_table_shows_each_row_and_says_where_there_is_no_answer():
     assert holds_table("x", (), {}, "") is None
 
 
-def test_the_sentence_names_the_smallest_move_that_breaks():
-    said = breaks_sentence("The pick", ROWS, _words)
-    assert said == (
-        "The pick breaks first when the horizon moves to 900 (-10% of the assumed): power 0.79 "
-        "(exact) (erasure share: no exact answer)."
+def test_a_figure_is_told_against_its_target_only_when_it_misses():
+    assert short_of("power 0.79", False, "0.8") == "power 0.79, below the 0.8 target"
+    assert short_of("false revert 0.06", False, "0.05", below=False) == (
+        "false revert 0.06, above the 0.05 target"
     )
-    held = breaks_sentence("The pick", (ROWS[0], ROWS[3]), _words)
-    assert held == "The pick holds at every move tried (exact)."
-    missed = (SensitivityRow("as assumed", "x", {"power": 0.5}, False), ROWS[1])
-    assert breaks_sentence("The pick", missed, _words).startswith(
-        "The pick misses its targets as assumed (power 0.50, exact)"
+    assert short_of("power 0.85", True, "0.8") == "power 0.85"
+
+
+def test_breaks_names_the_smallest_move_that_breaks_and_what_has_no_answer():
+    assert breaks_sentence("the pick", ROWS, _words) == (
+        "The pick holds as assumed but breaks first when the horizon moves to 900 (-10% of "
+        "the assumed): power 0.79, below the 0.8 target (exact); the erasure share has no "
+        "exact answer."
     )
+
+
+def test_a_break_without_a_numeric_move_is_named_too():
+    unranked = SensitivityRow("p0 range", "[0.1, 0.95]", {"power": 0.6}, False)
+    assert breaks_sentence("the pick", (ROWS[0], ROWS[1], unranked), _words) == (
+        "The pick holds as assumed but breaks first when the lift moves to 0.05 (-50% of "
+        "the assumed): power 0.40, below the 0.8 target; it also breaks when the p0 range "
+        "is [0.1, 0.95]: power 0.60, below the 0.8 target (exact)."
+    )
+    assert breaks_sentence("the pick", (ROWS[0], unranked), _words) == (
+        "The pick holds as assumed but breaks when the p0 range is [0.1, 0.95]: power 0.60, "
+        "below the 0.8 target (exact)."
+    )
+
+
+def test_holds_names_every_move_tried():
+    more = SensitivityRow("horizon", "3000", {"power": 0.999}, True, 2.0)
+    assert breaks_sentence("the pick", (ROWS[0], ROWS[3], more), _words) == (
+        "The pick holds as assumed and at every move tried (horizon 2000 or 3000; exact)."
+    )
+    assert breaks_sentence("the pick", ROWS[:1], _words) == "The pick holds as assumed (exact)."
+    assert breaks_sentence("the pick", (), _words) == ""
+
+
+def test_misses_as_assumed_says_so_in_the_world_stated():
+    missed = (SensitivityRow("as assumed", "x", {"power": 0.5}, False), ROWS[1], ROWS[4])
+    world = "in the assumed world without erasures"
+    assert breaks_sentence("the pick", missed, _words, world) == (
+        "Even in the assumed world without erasures, the pick falls short: power 0.50, below "
+        "the 0.8 target (exact); the erasure share has no exact answer."
+    )
+    writer = SensitivityRow("multi-user writer share", "0.2", {}, None)
+    assert breaks_sentence("the pick", (*missed, writer), _words).endswith(
+        "(exact); the erasure share and the multi-user writer share have no exact answer."
+    )
+
+
+def test_rows_come_back_from_json():
     back = rows_of([r.to_json() for r in ROWS])
     assert [r.to_json() for r in back][1:4] == [r.to_json() for r in ROWS][1:4]
 
@@ -66,10 +106,12 @@ def test_the_confidence_section_shows_the_prescribed_rules_rows():
     assert list(table.frame["helpful kept"]) == [f"{r.figure('kept'):.3f}" for r in rows]
     assert list(table.frame["harmful excluded"]) == [f"{r.figure('excluded'):.3f}" for r in rows]
     kept = next(r for r in rows if r.value == "0.55").figure("kept")
+    gone = next(r for r in rows if r.value == "0.55").figure("excluded")
+    assert kept < t.keep and gone >= t.exclude
     assert sentence == (
-        f"The prescribed rule breaks first when the base rate moves to 0.55 (-8% of the "
-        f"assumed): kept {kept:.3f}, excluded "
-        f"{next(r for r in rows if r.value == '0.55').figure('excluded'):.3f} (exact)."
+        f"The prescribed rule holds as assumed but breaks first when the base rate moves to "
+        f"0.55 (-8% of the assumed): kept {kept:.3f}, below the 0.2 target, excluded "
+        f"{gone:.3f} (exact)."
     )
     assert holds_blocks(SimpleNamespace(**vars(ev) | {"holds": {}})) == []
 
@@ -93,5 +135,22 @@ def test_the_learnings_section_reads_its_policys_rows():
     assert table.frame["assumption"].iloc[0] == "as assumed"
     assert "reviewer_accuracy 0.7" in table.frame["value"].iloc[0]  # the worst swept world
     assert list(table.frame.iloc[-2:, -1]) == ["no exact answer"] * 2  # erasure, writer
-    assert sentence.startswith("Without erasures or a multi-user writer, the prescribed policy ")
+    precision = table.frame["precision"].iloc[0]
+    assert sentence == (
+        "Even in the assumed world without erasures or a multi-user writer, the prescribed "
+        f"policy falls short: precision {precision}, below the 0.9 target (exact); the "
+        "erasure share and the multi-user writer share have no exact answer."
+    )
     assert holds_blocks(sweep, "supporter_writers >= 3", 0.9) == []  # not swept: no table
+
+
+def test_the_world_stated_reads_in_every_variant():
+    world = "in the assumed world without erasures"
+    assert breaks_sentence("the policy", ROWS[:4], _words, world) == (
+        "The policy holds in the assumed world without erasures but breaks first when the "
+        "horizon moves to 900 (-10% of the assumed): power 0.79, below the 0.8 target (exact)."
+    )
+    assert breaks_sentence("the policy", (ROWS[0], ROWS[3]), _words, world) == (
+        "The policy holds in the assumed world without erasures and at every move tried "
+        "(horizon 2000; exact)."
+    )

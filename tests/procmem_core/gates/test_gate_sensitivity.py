@@ -66,7 +66,11 @@ def test_the_section_shows_where_it_holds_and_breaks(chosen):
     assert list(table["worst power"]) == [f"{r.figure('power'):.3f}" for r in rows]
     assert list(table.iloc[:, -1]) == ["holds" if r.holds else "breaks" for r in rows]
     power = rows[1].figure("power")
-    assert f"It breaks when the true drop is 0.2: power {power:.3f}" in p.sentence()
+    assert power < 0.7 and rows[2].holds
+    assert p.sentence().endswith(
+        f" The prescribed gate holds as assumed but breaks first when the true drop moves to "
+        f"0.2 (-33% of the assumed): power {power:.3f}, below the 0.7 target (exact)."
+    )
     rec = json.loads(p.recommendations())
     back = [SensitivityRow.from_json(r).to_json() for r in rec["holds_if"]]
     assert json.dumps(back) == json.dumps([r.to_json() for r in rows])  # NaN != NaN: as text

@@ -66,7 +66,7 @@ def test_rows_are_the_figures_at_the_moved_world_and_move_as_they_must():
     base = review_figures(policy, W)
     assert rows[0].figure("precision") == base.precision
     moves = (
-        (("users", "20"), "users", 20),
+        (("user count", "20"), "users", 20),
         (("harmful rate", "0.1"), "harmful_rate", 0.1),
         (("reviewer accuracy", "0.7"), "reviewer_accuracy", 0.7),
     )
