@@ -28,6 +28,7 @@ checked: each recorded run is one ledger row, each gate record one the store mad
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
@@ -339,6 +340,13 @@ class LoopWorld:
 
 
 def _linear_graph(nodes: list[str], task: int) -> ProcedureGraph:
+    return _linear_graph_of(tuple(nodes), task)
+
+
+@functools.lru_cache(maxsize=4096)
+def _linear_graph_of(nodes: tuple[str, ...], task: int) -> ProcedureGraph:
+    """One graph object per chain of node ids and task: a ``ProcedureGraph`` is immutable,
+    so the worlds share it, and what it remembers of itself (hash, edges, pack lines)."""
     return ProcedureGraph.from_dict(
         {
             "nodes": [{"id": n, "kind": "step", "text": f"step {n} of task {task}"} for n in nodes],
