@@ -222,7 +222,8 @@ class LoopWorld:
         followed = shown is not None and self.task_of[shown] == task
         report, prior_served, on_trial = None, False, False
         if followed:
-            m = next(m for m in pack.matches if m.ref == shown)  # the store as the pack saw it
+            # the store as the pack saw it: the shown match follows the withheld one
+            m = pack.matches[len(pack.procedure_keys_withheld)]
             revision = pack.procedure_revisions[0]
             prior_served = revision != m.revision
             on_trial = m.pending_revision is not None and not prior_served
