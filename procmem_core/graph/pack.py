@@ -217,8 +217,8 @@ class ContextPacker:
             )  # fmt: skip
         return Pack(
             text=text,
-            procedure_keys=tuple(m.ref for m in shown),
-            procedure_keys_withheld=tuple(m.ref for m in withheld),
+            procedure_keys=tuple([m.ref for m in shown]),
+            procedure_keys_withheld=tuple([m.ref for m in withheld]),
             procedure_revisions=tuple(revisions),
             matches=tuple(matches),
         )

@@ -171,11 +171,15 @@ class LoopWorld:
         # the fixed oracle: the best each task offered at the start, which no revision moves
         self.start_oracle = [self.oracle(t) for t in range(sc.tasks)]
 
-    def _saw(self, key: str) -> None:
+    def _saw(self, key: str, run: bool = False) -> None:
         """Read ``key``'s status and live revisions after the world wrote it: the store is
         in memory and only this world writes it, one procedure per write, so between its
-        writes a procedure reads the same (``seen``)."""
-        seen = (self.store.status(key), *self.store.live_revisions(key))
+        writes a procedure reads the same (``seen``). After a recorded ``run`` only the
+        status can have moved (a run changes no revision: ``record_run``)."""
+        if run:
+            seen = (self.store.status(key), *self.seen[key][1:])
+        else:
+            seen = (self.store.status(key), *self.store.live_revisions(key))
         if self.seen.get(key) != seen:
             self.seen[key] = seen
             self.by_task.pop(self.task_of[key], None)  # read again from ``seen`` when asked
@@ -270,7 +274,7 @@ class LoopWorld:
             self.stale_reports += 1
             return False
         self.store.record_run(key, list(path), signal, revision=revision)
-        self._saw(key)
+        self._saw(key, run=True)
         self.runs.append((key, path, signal))
         self.fresh[key] = self.fresh.get(key, 0) + 1
         self.recent.add(key)
