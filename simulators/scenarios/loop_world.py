@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from procmem_core.graph import ContextPacker, ProcedureGraph, ProcedureStore
+from procmem_core.graph.embedding import HashingEmbedder
 from simulators.feedback import ArrivalLine
 
 TASKS = (
@@ -48,6 +49,9 @@ TASKS = (
     "new employee needs accounts and laptop provisioning",
 )
 KINDS = ("harmful", "neutral", "helpful")
+EMBEDDER = HashingEmbedder()
+"""The store's default embedder, one for every world: it is deterministic, so the worlds
+share the rows it keeps of the task texts instead of each embedding them again."""
 
 
 @dataclass
@@ -142,7 +146,9 @@ class LoopWorld:
         # their own spawned child, so the engine's stream is the same with or without them
         self.rating_rng = self.rng.spawn(1)[0]
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
-        self.store = ProcedureStore(strike_limit=sc.strike_limit, quarantine=sc.quarantine)
+        self.store = ProcedureStore(
+            EMBEDDER, strike_limit=sc.strike_limit, quarantine=sc.quarantine
+        )
         # min_similarity=None: the world's pack has no relevance floor (the engine's default
         # since issue 25 is 0.3), so a task whose procedures are all quarantined is still
         # shown another task's procedure, as the recorded decisions and published loop
