@@ -13,7 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from procmem_core.frozen import quick_init
 
+
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class GateRecord:
     """One decision: which procedure and revisions, which gate, its verdict, reason code

@@ -113,10 +113,10 @@ class RevisionStats:
         bool outcomes agreeing with the counts): built without checking them again, once
         per ledger event while a revision is judged (``graph.revision``)."""
         stats = object.__new__(cls)
-        for name, value in (("runs", runs), ("successes", successes),
-                            ("success_costs", success_costs), ("outcomes", outcomes),
-                            ("concurrent", concurrent)):  # fmt: skip
-            object.__setattr__(stats, name, value)
+        stats.__dict__.update(
+            runs=runs, successes=successes, success_costs=success_costs, outcomes=outcomes,
+            concurrent=concurrent,
+        )  # fmt: skip
         return stats
 
     @property

@@ -61,18 +61,23 @@ class HashingEmbedder:
             raise ParameterError("bigram_weight", self.bigram_weight, "expected 0 <= w <= 10")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 1:  # a match's one situation: a copy of its row, no fill loop
+            return self._row(str(texts[0]))[None].copy()
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        rows = self._rows
         for i, text in enumerate(texts):
-            text = str(text)
-            row = rows.get(text)
-            if row is None:
-                row = self._embed_one(text)
-                if len(rows) >= EMBED_CACHE_TEXTS:
-                    _forget_oldest(rows)
-                rows[text] = row
-            out[i] = row
+            out[i] = self._row(str(text))
         return out
+
+    def _row(self, text: str) -> np.ndarray:
+        """The row of one text, embedded once and kept (``EMBED_CACHE_TEXTS``)."""
+        rows = self._rows
+        row = rows.get(text)
+        if row is None:
+            row = self._embed_one(text)
+            if len(rows) >= EMBED_CACHE_TEXTS:
+                _forget_oldest(rows)
+            rows[text] = row
+        return row
 
     def _embed_one(self, text: str) -> np.ndarray:
         out = np.zeros((1, self.dim), dtype=np.float32)

@@ -20,12 +20,14 @@ from typing import Any, TypedDict
 import numpy as np
 
 from procmem_core.errors import ParameterError, is_number
+from procmem_core.frozen import quick_init
 from procmem_core.limits import MAX_IDENTIFIER, MAX_NOTE
 
 TRACE_LIMIT = 50
 NOTE_LIMIT = MAX_NOTE
 
 
+@quick_init
 @dataclass(frozen=True)
 class RunRecord:
     """One ledger row. ``revision`` is the graph revision the run was made against;

@@ -37,6 +37,8 @@ __all__ = [
 
 SMALL_INDEX = 64
 """``MatchIndex.rank`` scores at most this many procedures row by row, more with numpy."""
+RANKS_REMEMBERED = 256
+"""A small index keeps the ranks of at most this many distinct queries (``_remember``)."""
 
 
 def check_match_request(
@@ -158,6 +160,7 @@ class MatchIndex:
         self._actor_codes: dict[str, int] = {}
         self._tools: dict[str, set[int]] = {}
         self._row_tools: list[frozenset[str]] = []
+        self._ranked: dict[tuple, list[tuple[int, float, float]]] = {}  # ``_remember``
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -182,6 +185,7 @@ class MatchIndex:
         if len(self.keys) == self._cap:
             self._grow()
         row = len(self.keys)
+        self._ranked.clear()
         self.keys.append(ref)
         self.rows[ref] = row
         self.emb[row] = vector
@@ -195,6 +199,8 @@ class MatchIndex:
 
     def set_tools(self, ref: str, tools: frozenset[str]) -> None:
         row = self.rows[ref]
+        if self._row_tools[row] != tools:
+            self._ranked.clear()
         for t in self._row_tools[row]:
             self._tools[t].discard(row)
         for t in tools:
@@ -203,9 +209,12 @@ class MatchIndex:
 
     def set_stats(self, ref: str, runs: int, successes: int, status_code: int) -> None:
         row = self.rows[ref]
+        if self.status[row] != status_code:
+            self._ranked.clear()
         self.runs[row], self.successes[row], self.status[row] = runs, successes, status_code
 
     def remove(self, ref: str) -> None:
+        self._ranked.clear()
         row = self.rows.pop(ref)
         self.set_tools_row_empty(row)
         last = len(self.keys) - 1
@@ -268,6 +277,15 @@ class MatchIndex:
         relevance (situation and goal, before the tool and utility terms) reaches it.
         """
         n = len(self.keys)
+        small = n <= SMALL_INDEX and namespaces is None and written_by is None
+        memo = None
+        if small and utility_weight == 0:
+            memo = (query.tobytes(), None if goal_query is None else goal_query.tobytes(),
+                    tuple(recent_tools), top_k, tool_boost, templates_only, include_candidates,
+                    include_quarantined, min_similarity)  # fmt: skip
+            ranked = self._ranked.get(memo)
+            if ranked is not None:
+                return [(i, score, rel, self._rate(i)) for i, score, rel in ranked]
         emb = self.emb[:n]
         sim = emb @ query
         goal_sim = None if goal_query is None else emb @ goal_query
@@ -275,10 +293,12 @@ class MatchIndex:
         allowed = _KEEP_STATUS[
             int(templates_only), int(include_candidates), int(include_quarantined)
         ]
-        if n <= SMALL_INDEX and namespaces is None and written_by is None:
+        if small:
             weights = (tool_boost, utility_weight)
             ranked = self._rank_small(sim, goal_sim, cover, weights, allowed, top_k, min_similarity)
             if ranked is not None:
+                if memo is not None:
+                    self._remember(memo, ranked)
                 return ranked
         rate = smoothed_rate(self.successes[:n], self.runs[:n])
         keep = allowed[self.status[:n]]
@@ -349,6 +369,16 @@ class MatchIndex:
             (i, -neg, match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0), rate_of(i))
             for _, neg, _, i in top
         ]  # fmt: skip
+
+    def _remember(self, memo: tuple, ranked: list[tuple[int, float, float, float]]) -> None:
+        """Keep a small rank's rows, scores and relevances for its query (``memo``): with
+        ``utility_weight`` 0 they depend only on the query, the embeddings, the statuses,
+        the tools and the insertion order, so they hold until one of those changes
+        (``add``, ``remove``, ``set_tools``, a status in ``set_stats``: each clears them);
+        the rates, read from the counts, are taken again on every call."""
+        if len(self._ranked) >= RANKS_REMEMBERED:
+            self._ranked.clear()
+        self._ranked[memo] = [(i, score, rel) for i, score, rel, _ in ranked]
 
     def _rate(self, row: int) -> float:
         """The smoothed success rate of one row, from its counts as Python ints (only the

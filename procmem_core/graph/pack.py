@@ -55,6 +55,7 @@ from procmem_core.errors import (
     check_probability,
 )
 from procmem_core.explore import check_rng, draw, withhold_top
+from procmem_core.frozen import quick_init
 from procmem_core.graph.access import MAX_NAMESPACE_FAN_OUT, check_principal
 from procmem_core.graph.findings import FailProne
 from procmem_core.graph.graph import ProcedureGraph
@@ -103,6 +104,7 @@ def _edge_lines(graph: ProcedureGraph) -> tuple[str, ...]:
     return tuple(lines)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Pack:
     """A packed prompt and which procedures (``namespace/key``) it showed and withheld;
@@ -215,8 +217,8 @@ class ContextPacker:
             )  # fmt: skip
         return Pack(
             text=text,
-            procedure_keys=tuple(m.ref for m in shown),
-            procedure_keys_withheld=tuple(m.ref for m in withheld),
+            procedure_keys=tuple([m.ref for m in shown]),
+            procedure_keys_withheld=tuple([m.ref for m in withheld]),
             procedure_revisions=tuple(revisions),
             matches=tuple(matches),
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from procmem_core.frozen import quick_init
 from procmem_core.gates.records import GateRecord
 from procmem_core.graph.findings import FailProne
 from procmem_core.graph.graph import ProcedureGraph
@@ -54,6 +55,7 @@ class RevisionEntry:
     decided_at: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class StoredProcedure:
     """A snapshot of one procedure as the store holds it. ``actor``: who wrote it (None:
@@ -88,6 +90,7 @@ class StoredProcedure:
         return f"{self.namespace}/{self.key}"
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class Match:
     """One ranked procedure. ``similarity`` is the situation (and goal) relevance before the
@@ -123,6 +126,7 @@ class Match:
         return f"{self.namespace}/{self.key}"
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class EvolveReport:
     """What one ``evolve`` call folded, found and decided.

@@ -186,13 +186,20 @@ class Replay:
         the last event, or at the proposal)."""
         start = bisect_right(entry.runs, self.through, key=lambda r: r.run_id)
         arms = {entry.revision: (self.rev, False), entry.held.revision: (self.prior, True)}
-        pairs = []
+        pairs: list[tuple[RevisionStats, RevisionStats]] = []
         for run in entry.runs[start:]:
             if run.revision in arms:
                 arm, concurrent = arms[run.revision]
                 arm.add(run, concurrent)
                 self.events += 1
-                pairs.append((self.prior.stats(), self.rev.stats()))
+                # statistics are immutable: the arm without this run keeps its last ones
+                last = pairs[-1] if pairs else None
+                if last is None:
+                    pairs.append((self.prior.stats(), self.rev.stats()))
+                elif concurrent:
+                    pairs.append((self.prior.stats(), last[1]))
+                else:
+                    pairs.append((last[0], self.rev.stats()))
         if entry.runs:
             self.through = max(self.through, entry.runs[-1].run_id)
         return pairs or [(self.prior.stats(), self.rev.stats())]

@@ -50,7 +50,11 @@ def _signature_unmoved(agg: RunAggregates, run: RunRecord) -> bool:
     if run.ok or agg.path_runs == 0:
         return False
     seen = agg.node_runs
-    return all(node in seen and seen[node].runs for node in run.path)
+    for node in run.path:  # a loop, not ``all`` over a generator: once per recorded run
+        t = seen.get(node)
+        if t is None or not t.runs:
+            return False
+    return True
 
 
 def _fail_prone_json(items: tuple[FailProne, ...]) -> list[dict[str, Any]]:

@@ -28,12 +28,14 @@ checked: each recorded run is one ledger row, each gate record one the store mad
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from procmem_core.graph import ContextPacker, ProcedureGraph, ProcedureStore
+from procmem_core.graph.embedding import HashingEmbedder
 from simulators.feedback import ArrivalLine
 
 TASKS = (
@@ -47,6 +49,9 @@ TASKS = (
     "new employee needs accounts and laptop provisioning",
 )
 KINDS = ("harmful", "neutral", "helpful")
+EMBEDDER = HashingEmbedder()
+"""The store's default embedder, one for every world: it is deterministic, so the worlds
+share the rows it keeps of the task texts instead of each embedding them again."""
 
 
 @dataclass
@@ -141,7 +146,9 @@ class LoopWorld:
         # their own spawned child, so the engine's stream is the same with or without them
         self.rating_rng = self.rng.spawn(1)[0]
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
-        self.store = ProcedureStore(strike_limit=sc.strike_limit, quarantine=sc.quarantine)
+        self.store = ProcedureStore(
+            EMBEDDER, strike_limit=sc.strike_limit, quarantine=sc.quarantine
+        )
         # min_similarity=None: the world's pack has no relevance floor (the engine's default
         # since issue 25 is 0.3), so a task whose procedures are all quarantined is still
         # shown another task's procedure, as the recorded decisions and published loop
@@ -170,11 +177,15 @@ class LoopWorld:
         # the fixed oracle: the best each task offered at the start, which no revision moves
         self.start_oracle = [self.oracle(t) for t in range(sc.tasks)]
 
-    def _saw(self, key: str) -> None:
+    def _saw(self, key: str, run: bool = False) -> None:
         """Read ``key``'s status and live revisions after the world wrote it: the store is
         in memory and only this world writes it, one procedure per write, so between its
-        writes a procedure reads the same (``seen``)."""
-        seen = (self.store.status(key), *self.store.live_revisions(key))
+        writes a procedure reads the same (``seen``). After a recorded ``run`` only the
+        status can have moved (a run changes no revision: ``record_run``)."""
+        if run:
+            seen = (self.store.status(key), *self.seen[key][1:])
+        else:
+            seen = (self.store.status(key), *self.store.live_revisions(key))
         if self.seen.get(key) != seen:
             self.seen[key] = seen
             self.by_task.pop(self.task_of[key], None)  # read again from ``seen`` when asked
@@ -221,7 +232,8 @@ class LoopWorld:
         followed = shown is not None and self.task_of[shown] == task
         report, prior_served, on_trial = None, False, False
         if followed:
-            m = next(m for m in pack.matches if m.ref == shown)  # the store as the pack saw it
+            # the store as the pack saw it: the shown match follows the withheld one
+            m = pack.matches[len(pack.procedure_keys_withheld)]
             revision = pack.procedure_revisions[0]
             prior_served = revision != m.revision
             on_trial = m.pending_revision is not None and not prior_served
@@ -268,7 +280,7 @@ class LoopWorld:
             self.stale_reports += 1
             return False
         self.store.record_run(key, list(path), signal, revision=revision)
-        self._saw(key)
+        self._saw(key, run=True)
         self.runs.append((key, path, signal))
         self.fresh[key] = self.fresh.get(key, 0) + 1
         self.recent.add(key)
@@ -339,6 +351,13 @@ class LoopWorld:
 
 
 def _linear_graph(nodes: list[str], task: int) -> ProcedureGraph:
+    return _linear_graph_of(tuple(nodes), task)
+
+
+@functools.lru_cache(maxsize=4096)
+def _linear_graph_of(nodes: tuple[str, ...], task: int) -> ProcedureGraph:
+    """One graph object per chain of node ids and task: a ``ProcedureGraph`` is immutable,
+    so the worlds share it, and what it remembers of itself (hash, edges, pack lines)."""
     return ProcedureGraph.from_dict(
         {
             "nodes": [{"id": n, "kind": "step", "text": f"step {n} of task {task}"} for n in nodes],

@@ -140,6 +140,49 @@ def test_a_small_index_ranks_as_the_vectorized_rank(seed, monkeypatch):
             assert a == b
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_remembered_rank_equals_a_fresh_one_while_the_store_changes(seed):
+    """The small index's remembered ranks (``MatchIndex._remember``) against ranks made
+    afresh, after every write that can move them: runs, evolves that quarantine or
+    promote, a status back from quarantine, a new procedure."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    store, texts = _random_store(rng, int(rng.integers(3, 20)))
+    queries = [
+        {"situation": texts[0]},
+        {"situation": "refund a card charge", "top_k": 4},
+        {"situation": "invoice", "top_k": 50, "include_quarantined": True},
+        {"situation": "ship to a new address", "recent_tools": ["pay"], "top_k": 3},
+        {"situation": "card", "goal": "refund", "min_similarity": 0.1, "top_k": 5},
+    ]
+    hits = 0
+    for step in range(60):
+        keys = [ref.rsplit("/", 1)[-1] for ref in store._index.keys]
+        key = keys[int(rng.integers(len(keys)))]
+        action = rng.random()
+        if action < 0.6:
+            store.record_run(key, ["a", "b"], ok=bool(rng.random() < 0.5))
+        elif action < 0.9:
+            store.evolve(key, min_runs=1)
+        else:
+            graph = {"nodes": [{"id": "a", "kind": "action", "tool": "pay"},
+                               {"id": "b", "kind": "step"}],
+                     "edges": [{"src": "a", "dst": "b"}]}  # fmt: skip
+            text = " ".join(rng.choice(["refund", "card", "ship"], 2))
+            store.add(f"new {step}", text, graph=graph)
+        for q in queries:
+            index = store._index
+            before = len(index._ranked)
+            remembered = store.match(**q)
+            hits += len(index._ranked) == before > 0  # nothing new remembered: a hit
+            memo, index._ranked = index._ranked, {}  # rank afresh, keep what was remembered
+            fresh = store.match(**q)
+            index._ranked = memo
+            assert fresh == remembered
+    assert hits > 100  # the remembered ranks were used
+    assert any(m.status == "quarantined" for m in store.match("refund", top_k=99,
+               include_quarantined=True))  # fmt: skip
+
+
 def test_a_nan_score_falls_back_to_the_vectorized_order(monkeypatch):
     class NaNEmbedder:
         dim = 16
