@@ -1,0 +1,70 @@
+"""The simulated-vs-exact pairs a preset's sweep gives its calibration check (issue 30:
+at least 100 per preset). A tiny sweep of each preset's shape (every job, at most
+``TINY`` replications; the calibration blocks at their preset sizes) has the count the
+design says: the quickstart's 41 whole-sample pairs plus 40 blocks in each of its two
+flat-fate jobs, and the confidence_sweep's 16 (four rules x four figures of the
+single-procedure world) plus 30 blocks per rule there."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from experiments.run import compose_job
+from experiments.spec import build_spec
+from reports.calibration import calibration
+from reports.summary import agreement_table
+from simulators.calibration_blocks import parse_name
+
+pytestmark = pytest.mark.slow
+
+TINY = 400
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+
+
+def sweep_jobs(preset: str) -> list[list[str]]:
+    """The overrides of every job of the preset's sweep (its ``hydra.sweeper.params``)."""
+    conf = OmegaConf.load(ROOT / "conf" / "experiment" / f"{preset}.yaml")
+    params = conf.hydra.sweeper.params
+    axes = [[f"{k}={v.strip()}" for v in str(params[k]).split(",")] for k in params]
+    return [list(job) for job in itertools.product(*axes)]
+
+
+def tiny_sweep_pairs(preset: str) -> pd.DataFrame:
+    rows, names = [], set()
+    for job in sweep_jobs(preset):
+        cfg = compose_job(preset, job)
+        if cfg.scenario.replications > TINY:
+            cfg = compose_job(preset, [*job, f"scenario.replications={TINY}"])
+        spec = build_spec(cfg)
+        metrics = spec.scenario.run(spec.job_seed).metrics
+        rows.append({"scenario": spec.scenario.name, "run_id": " ".join(job), **metrics})
+        names |= set(metrics)
+    sweep = SimpleNamespace(runs=pd.DataFrame(rows), metric_names=tuple(sorted(names)))
+    return agreement_table(sweep)
+
+
+def blocks(t: pd.DataFrame) -> pd.DataFrame:
+    return t[[parse_name(m) is not None for m in t["metric"]]]
+
+
+def test_the_quickstart_sweep_has_121_pairs_80_of_them_from_blocks():
+    t = tiny_sweep_pairs("quickstart")
+    b = blocks(t)
+    assert len(t) == 41 + 2 * 40 and len(b) == 80
+    assert sorted(b["run"].unique()) == ["case=fate_break_even", "case=fate_seed"]
+    assert calibration(t).pairs >= 100  # every block share is within [0.05, 0.95]
+
+
+def test_the_confidence_sweep_has_136_pairs_120_of_them_from_blocks():
+    t = tiny_sweep_pairs("confidence_sweep")
+    b = blocks(t)
+    assert len(t) == 4 * 4 + 4 * 30 and len(b) == 120
+    assert set(b["run"].str.split().str[0]) == {"case=confidence_single"}
+    assert b.groupby("run").size().tolist() == [30, 30, 30, 30]
+    assert calibration(t).pairs >= 100
