@@ -13,7 +13,13 @@ many pairs (docs/statistics.md, "Monte Carlo hygiene"), so:
 
 Pairs with SE 0 (no sampling noise) that match their exact value carry no information
 and are left out; one that does not match has ``|z| = inf`` and counts in both tails.
-Pairs from one run share replications, so the interval is a guide, not a test at 1 %.
+A pair that is the complement of another pair of the same run (simulated and exact both
+sum to 1 with the same SE: the gates' ``missed_regression_rate`` is ``1 -
+revert_rate_alt``) has the other's ``|z|`` and is counted once (``complements``).
+Other pairs from one run share replications (a gate's false-revert rate and its mean runs
+under the null), so the interval is a guide, not a test at 1 %; the flat-rule presets'
+calibration blocks (``simulators.calibration_blocks``) each come from replications of
+their own and are independent of every other pair.
 Below ``MIN_PAIRS`` pairs the interval is too wide to tell standard errors 1.25 times too
 small from right ones (issue 30 asks for at least 100), so a sweep with fewer says so
 instead of calling its standard errors fit.
@@ -64,6 +70,8 @@ class Calibration:
     low: float
     high: float
     tails: tuple[Tail, ...]
+    complements: int = 0
+    """Pairs left out as the complement (1 - x) of a counted pair of the same run."""
 
     @property
     def ok(self) -> bool:
@@ -90,8 +98,12 @@ class Calibration:
         else:
             verdict = "the standard errors look too large"
         tails = " and ".join(t.describe() for t in self.tails)
+        verb = "is" if self.complements == 1 else "are"
+        twice = f" (not counting {self.complements} that {verb} 1 minus another)" * (
+            self.complements > 0
+        )
         return (
-            f"Over {self.pairs} simulated-vs-exact pairs the z-scores have variance "
+            f"Over {self.pairs} simulated-vs-exact pairs{twice} the z-scores have variance "
             f"{self.variance:.2f} ({LEVEL * 100:g} % interval {self.low:.2f} to {self.high:.2f}, "
             f"1 if the standard errors are right), with {tails}; {verdict}."
         )
@@ -106,19 +118,42 @@ def tail(z: np.ndarray, cut: float) -> Tail:
     return Tail(cut, int((np.abs(z) > cut).sum()), n * p, int(low), int(high))
 
 
+def complements(pairs: pd.DataFrame) -> np.ndarray:
+    """True for each pair that is the complement of an earlier pair of the same ``run``:
+    ``simulated`` and ``exact`` both sum to 1 and the SEs are equal (to 1e-12); all False
+    without those columns."""
+    out = np.zeros(len(pairs), dtype=bool)
+    if not {"run", "simulated", "exact", "se"} <= set(pairs.columns):
+        return out
+    sim, ex, se = (pairs[c].to_numpy(dtype=float) for c in ("simulated", "exact", "se"))
+    for rows in pairs.groupby("run", sort=False).indices.values():
+        for j, b in enumerate(rows):
+            for a in rows[:j]:
+                if not out[a] and all(
+                    abs(v) <= 1e-12 for v in (sim[a] + sim[b] - 1, ex[a] + ex[b] - 1, se[a] - se[b])
+                ):
+                    out[b] = True
+                    break
+    return out
+
+
 def calibration(pairs: pd.DataFrame) -> Calibration | None:
     """The calibration of the z-scores of ``pairs`` (columns ``z`` and ``se``, as
-    ``reports.summary.agreement_table``); None with no informative pair."""
+    ``reports.summary.agreement_table``; with ``run``, ``simulated`` and ``exact`` a
+    complement of another pair is counted once); None with no informative pair."""
     z = pairs["z"].to_numpy(dtype=float)
     se = pairs["se"].to_numpy(dtype=float)
-    z = z[~np.isnan(z) & ((se > 0) | np.isinf(z))]
+    informative = ~np.isnan(z) & ((se > 0) | np.isinf(z))
+    twice = complements(pairs) & informative
+    z = z[informative & ~twice]
     n = int(z.size)
     if n == 0:
         return None
     v = float(np.mean(z**2))
     a = (1.0 - LEVEL) / 2.0
     hi_q, lo_q = stats.chi2.ppf([1.0 - a, a], n)
-    return Calibration(n, v, n * v / hi_q, n * v / lo_q, tuple(tail(z, c) for c in TAILS))
+    tails = tuple(tail(z, c) for c in TAILS)
+    return Calibration(n, v, n * v / hi_q, n * v / lo_q, tails, int(twice.sum()))
 
 
-__all__ = ["MIN_PAIRS", "Calibration", "Tail", "calibration", "tail"]
+__all__ = ["MIN_PAIRS", "Calibration", "Tail", "calibration", "complements", "tail"]

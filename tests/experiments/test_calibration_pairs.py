@@ -1,9 +1,10 @@
 """The simulated-vs-exact pairs a preset's sweep gives its calibration check (issue 30:
 at least 100 per preset). A tiny sweep of each preset's shape (every job, at most
 ``TINY`` replications; the calibration blocks at their preset sizes) has the count the
-design says: the quickstart's 41 whole-sample pairs plus 40 blocks in each of its two
-flat-fate jobs, and the confidence_sweep's 16 (four rules x four figures of the
-single-procedure world) plus 30 blocks per rule there."""
+design says: the quickstart's 41 whole-sample pairs (5 of them the complement of
+another, counted once by the check) plus 40 blocks in each of its two flat-fate jobs,
+and the confidence_sweep's 16 (four rules x four figures of the single-procedure world)
+plus 30 blocks per rule there."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def test_the_quickstart_sweep_has_121_pairs_80_of_them_from_blocks():
     b = blocks(t)
     assert len(t) == 41 + 2 * 40 and len(b) == 80
     assert sorted(b["run"].unique()) == ["case=fate_break_even", "case=fate_seed"]
-    assert calibration(t).pairs >= 100  # every block share is within [0.05, 0.95]
+    cal = calibration(t)  # each of the 5 gates' missed_regression_rate is 1 - revert_rate_alt
+    assert cal.complements == 5 and cal.pairs >= 100
 
 
 def test_the_confidence_sweep_has_136_pairs_120_of_them_from_blocks():
