@@ -13,9 +13,12 @@ many pairs (docs/statistics.md, "Monte Carlo hygiene"), so:
 
 Pairs with SE 0 (no sampling noise) that match their exact value carry no information
 and are left out; one that does not match has ``|z| = inf`` and counts in both tails.
-A pair that is the complement of another pair of the same run (simulated and exact both
-sum to 1 with the same SE: the gates' ``missed_regression_rate`` is ``1 -
-revert_rate_alt``) has the other's ``|z|`` and is counted once (``complements``).
+A pair that repeats another pair of the same run, as the same figure or its complement
+(simulated, exact and SE equal, or simulated and exact both summing to 1 with the same
+SE), has the other's ``|z|`` and is counted once (``repeats``): the gates'
+``missed_regression_rate`` is ``1 - revert_rate_alt``, and in the quickstart's worlds the
+loop's ``naive_lift`` is its ``lift`` and the reflections' ``opposite_pair_rate`` its
+``lesson_helpful_rate``.
 Other pairs from one run share replications (a gate's false-revert rate and its mean runs
 under the null), so the interval is a guide, not a test at 1 %; the flat-rule presets'
 calibration blocks (``simulators.calibration_blocks``) each come from replications of
@@ -70,8 +73,8 @@ class Calibration:
     low: float
     high: float
     tails: tuple[Tail, ...]
-    complements: int = 0
-    """Pairs left out as the complement (1 - x) of a counted pair of the same run."""
+    repeats: int = 0
+    """Pairs left out as a repeat (x or 1 - x) of a counted pair of the same run."""
 
     @property
     def ok(self) -> bool:
@@ -98,9 +101,9 @@ class Calibration:
         else:
             verdict = "the standard errors look too large"
         tails = " and ".join(t.describe() for t in self.tails)
-        verb = "is" if self.complements == 1 else "are"
-        twice = f" (not counting {self.complements} that {verb} 1 minus another)" * (
-            self.complements > 0
+        verb = "repeats" if self.repeats == 1 else "repeat"
+        twice = f" (not counting {self.repeats} that {verb} another as x or 1 - x)" * (
+            self.repeats > 0
         )
         return (
             f"Over {self.pairs} simulated-vs-exact pairs{twice} the z-scores have variance "
@@ -118,9 +121,9 @@ def tail(z: np.ndarray, cut: float) -> Tail:
     return Tail(cut, int((np.abs(z) > cut).sum()), n * p, int(low), int(high))
 
 
-def complements(pairs: pd.DataFrame) -> np.ndarray:
-    """True for each pair that is the complement of an earlier pair of the same ``run``:
-    ``simulated`` and ``exact`` both sum to 1 and the SEs are equal (to 1e-12); all False
+def repeats(pairs: pd.DataFrame) -> np.ndarray:
+    """True for each pair that repeats an earlier pair of the same ``run``: equal SEs, and
+    ``simulated`` and ``exact`` both equal or both summing to 1 (to 1e-12); all False
     without those columns."""
     out = np.zeros(len(pairs), dtype=bool)
     if not {"run", "simulated", "exact", "se"} <= set(pairs.columns):
@@ -129,8 +132,12 @@ def complements(pairs: pd.DataFrame) -> np.ndarray:
     for rows in pairs.groupby("run", sort=False).indices.values():
         for j, b in enumerate(rows):
             for a in rows[:j]:
-                if not out[a] and all(
-                    abs(v) <= 1e-12 for v in (sim[a] + sim[b] - 1, ex[a] + ex[b] - 1, se[a] - se[b])
+                same = (sim[a] - sim[b], ex[a] - ex[b])
+                complement = (sim[a] + sim[b] - 1.0, ex[a] + ex[b] - 1.0)
+                if (
+                    not out[a]
+                    and abs(se[a] - se[b]) <= 1e-12
+                    and any(max(abs(d) for d in diffs) <= 1e-12 for diffs in (same, complement))
                 ):
                     out[b] = True
                     break
@@ -140,11 +147,11 @@ def complements(pairs: pd.DataFrame) -> np.ndarray:
 def calibration(pairs: pd.DataFrame) -> Calibration | None:
     """The calibration of the z-scores of ``pairs`` (columns ``z`` and ``se``, as
     ``reports.summary.agreement_table``; with ``run``, ``simulated`` and ``exact`` a
-    complement of another pair is counted once); None with no informative pair."""
+    repeat of another pair is counted once); None with no informative pair."""
     z = pairs["z"].to_numpy(dtype=float)
     se = pairs["se"].to_numpy(dtype=float)
     informative = ~np.isnan(z) & ((se > 0) | np.isinf(z))
-    twice = complements(pairs) & informative
+    twice = repeats(pairs) & informative
     z = z[informative & ~twice]
     n = int(z.size)
     if n == 0:
@@ -156,4 +163,4 @@ def calibration(pairs: pd.DataFrame) -> Calibration | None:
     return Calibration(n, v, n * v / hi_q, n * v / lo_q, tails, int(twice.sum()))
 
 
-__all__ = ["MIN_PAIRS", "Calibration", "Tail", "calibration", "complements", "tail"]
+__all__ = ["MIN_PAIRS", "Calibration", "Tail", "calibration", "repeats", "tail"]

@@ -1,8 +1,8 @@
 """The simulated-vs-exact pairs a preset's sweep gives its calibration check (issue 30:
 at least 100 per preset). A tiny sweep of each preset's shape (every job, at most
 ``TINY`` replications; the calibration blocks at their preset sizes) has the count the
-design says: the quickstart's 41 whole-sample pairs (5 of them the complement of
-another, counted once by the check) plus 40 blocks in each of its two flat-fate jobs,
+design says: the quickstart's 41 whole-sample pairs (7 of them repeat another as x or
+1 - x, counted once by the check) plus 40 blocks in each of its two flat-fate jobs,
 and the confidence_sweep's 16 (four rules x four figures of the single-procedure world)
 plus 30 blocks per rule there."""
 
@@ -59,8 +59,9 @@ def test_the_quickstart_sweep_has_121_pairs_80_of_them_from_blocks():
     b = blocks(t)
     assert len(t) == 41 + 2 * 40 and len(b) == 80
     assert sorted(b["run"].unique()) == ["case=fate_break_even", "case=fate_seed"]
-    cal = calibration(t)  # each of the 5 gates' missed_regression_rate is 1 - revert_rate_alt
-    assert cal.complements == 5 and cal.pairs >= 100
+    cal = calibration(t)  # the 5 gates' missed_regression_rate = 1 - revert_rate_alt and
+    # the loop's naive_lift = lift and the reflections' opposite_pair_rate = lesson_helpful_rate
+    assert cal.repeats == 7 and cal.pairs >= 100
 
 
 def test_the_confidence_sweep_has_136_pairs_120_of_them_from_blocks():
