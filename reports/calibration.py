@@ -18,7 +18,9 @@ A pair that repeats another pair of the same run, as the same figure or its comp
 SE), has the other's ``|z|`` and is counted once (``repeats``): the gates'
 ``missed_regression_rate`` is ``1 - revert_rate_alt``, and in the quickstart's worlds the
 loop's ``naive_lift`` is its ``lift`` and the reflections' ``opposite_pair_rate`` its
-``lesson_helpful_rate``.
+``lesson_helpful_rate``. A calibration block's pair is never read as a repeat: it comes
+from replications of its own, so two blocks at one horizon that happen to draw the same
+count are two pieces of evidence.
 Other pairs from one run share replications (a gate's false-revert rate and its mean runs
 under the null), so the interval is a guide, not a test at 1 %; the flat-rule presets'
 calibration blocks (``simulators.calibration_blocks``) each come from replications of
@@ -35,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from simulators.calibration_blocks import parse_name
 
 LEVEL = 0.99
 """Coverage of the variance-ratio interval and of the tail counts' ranges."""
@@ -124,12 +128,17 @@ def tail(z: np.ndarray, cut: float) -> Tail:
 def repeats(pairs: pd.DataFrame) -> np.ndarray:
     """True for each pair that repeats an earlier pair of the same ``run``: equal SEs, and
     ``simulated`` and ``exact`` both equal or both summing to 1 (to 1e-12); all False
-    without those columns."""
+    without those columns. Calibration blocks (``metric`` named as
+    ``simulators.calibration_blocks`` names them) are independent by construction and
+    left as they are."""
     out = np.zeros(len(pairs), dtype=bool)
     if not {"run", "simulated", "exact", "se"} <= set(pairs.columns):
         return out
     sim, ex, se = (pairs[c].to_numpy(dtype=float) for c in ("simulated", "exact", "se"))
+    names = pairs["metric"] if "metric" in pairs.columns else [""] * len(pairs)
+    block = np.array([parse_name(str(m)) is not None for m in names], dtype=bool)
     for rows in pairs.groupby("run", sort=False).indices.values():
+        rows = rows[~block[rows]]
         for j, b in enumerate(rows):
             for a in rows[:j]:
                 same = (sim[a] - sim[b], ex[a] - ex[b])

@@ -112,3 +112,14 @@ def test_a_pair_repeating_another_of_the_run_as_x_or_1_minus_x_is_counted_once()
         cal.describe()
     )
     assert calibration(t[["z", "se"]]).pairs == 6  # without run and values: no way to tell
+
+
+def test_two_calibration_blocks_with_the_same_count_are_two_pairs():
+    """Blocks at one horizon draw from replications of their own: an equal count is a
+    coincidence, not a repeat (simulators.calibration_blocks)."""
+    t = pd.DataFrame(
+        {"run": "r", "metric": ["cal00_p_excluded_s5", "cal01_p_excluded_s5", "x", "y"],
+         "simulated": 0.62, "se": 0.005, "exact": 0.61, "z": 2.0}
+    )  # fmt: skip
+    cal = calibration(t)
+    assert cal.pairs == 3 and cal.repeats == 1  # y repeats x; the blocks both count
