@@ -13,7 +13,18 @@ many pairs (docs/statistics.md, "Monte Carlo hygiene"), so:
 
 Pairs with SE 0 (no sampling noise) that match their exact value carry no information
 and are left out; one that does not match has ``|z| = inf`` and counts in both tails.
-Pairs from one run share replications, so the interval is a guide, not a test at 1 %.
+A pair that repeats another pair of the same run, as the same figure or its complement
+(simulated, exact and SE equal, or simulated and exact both summing to 1 with the same
+SE), has the other's ``|z|`` and is counted once (``repeats``): the gates'
+``missed_regression_rate`` is ``1 - revert_rate_alt``, and in the quickstart's worlds the
+loop's ``naive_lift`` is its ``lift`` and the reflections' ``opposite_pair_rate`` its
+``lesson_helpful_rate``. A calibration block's pair is never read as a repeat: it comes
+from replications of its own, so two blocks at one horizon that happen to draw the same
+count are two pieces of evidence.
+Other pairs from one run share replications (a gate's false-revert rate and its mean runs
+under the null), so the interval is a guide, not a test at 1 %; the flat-rule presets'
+calibration blocks (``simulators.calibration_blocks``) each come from replications of
+their own and are independent of every other pair.
 Below ``MIN_PAIRS`` pairs the interval is too wide to tell standard errors 1.25 times too
 small from right ones (issue 30 asks for at least 100), so a sweep with fewer says so
 instead of calling its standard errors fit.
@@ -26,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from simulators.calibration_blocks import parse_name
 
 LEVEL = 0.99
 """Coverage of the variance-ratio interval and of the tail counts' ranges."""
@@ -64,6 +77,8 @@ class Calibration:
     low: float
     high: float
     tails: tuple[Tail, ...]
+    repeats: int = 0
+    """Pairs left out as a repeat (x or 1 - x) of a counted pair of the same run."""
 
     @property
     def ok(self) -> bool:
@@ -90,8 +105,12 @@ class Calibration:
         else:
             verdict = "the standard errors look too large"
         tails = " and ".join(t.describe() for t in self.tails)
+        verb = "repeats" if self.repeats == 1 else "repeat"
+        twice = f" (not counting {self.repeats} that {verb} another as x or 1 - x)" * (
+            self.repeats > 0
+        )
         return (
-            f"Over {self.pairs} simulated-vs-exact pairs the z-scores have variance "
+            f"Over {self.pairs} simulated-vs-exact pairs{twice} the z-scores have variance "
             f"{self.variance:.2f} ({LEVEL * 100:g} % interval {self.low:.2f} to {self.high:.2f}, "
             f"1 if the standard errors are right), with {tails}; {verdict}."
         )
@@ -106,19 +125,51 @@ def tail(z: np.ndarray, cut: float) -> Tail:
     return Tail(cut, int((np.abs(z) > cut).sum()), n * p, int(low), int(high))
 
 
+def repeats(pairs: pd.DataFrame) -> np.ndarray:
+    """True for each pair that repeats an earlier pair of the same ``run``: equal SEs, and
+    ``simulated`` and ``exact`` both equal or both summing to 1 (to 1e-12); all False
+    without those columns. Calibration blocks (``metric`` named as
+    ``simulators.calibration_blocks`` names them) are independent by construction and
+    left as they are."""
+    out = np.zeros(len(pairs), dtype=bool)
+    if not {"run", "simulated", "exact", "se"} <= set(pairs.columns):
+        return out
+    sim, ex, se = (pairs[c].to_numpy(dtype=float) for c in ("simulated", "exact", "se"))
+    names = pairs["metric"] if "metric" in pairs.columns else [""] * len(pairs)
+    block = np.array([parse_name(str(m)) is not None for m in names], dtype=bool)
+    for rows in pairs.groupby("run", sort=False).indices.values():
+        rows = rows[~block[rows]]
+        for j, b in enumerate(rows):
+            for a in rows[:j]:
+                same = (sim[a] - sim[b], ex[a] - ex[b])
+                complement = (sim[a] + sim[b] - 1.0, ex[a] + ex[b] - 1.0)
+                if (
+                    not out[a]
+                    and abs(se[a] - se[b]) <= 1e-12
+                    and any(max(abs(d) for d in diffs) <= 1e-12 for diffs in (same, complement))
+                ):
+                    out[b] = True
+                    break
+    return out
+
+
 def calibration(pairs: pd.DataFrame) -> Calibration | None:
     """The calibration of the z-scores of ``pairs`` (columns ``z`` and ``se``, as
-    ``reports.summary.agreement_table``); None with no informative pair."""
+    ``reports.summary.agreement_table``; with ``run``, ``simulated`` and ``exact`` a
+    repeat of another pair is counted once); None with no informative pair."""
     z = pairs["z"].to_numpy(dtype=float)
     se = pairs["se"].to_numpy(dtype=float)
-    z = z[~np.isnan(z) & ((se > 0) | np.isinf(z))]
+    informative = ~np.isnan(z) & ((se > 0) | np.isinf(z))
+    twice = repeats(pairs) & informative
+    z = z[informative & ~twice]
     n = int(z.size)
     if n == 0:
         return None
     v = float(np.mean(z**2))
     a = (1.0 - LEVEL) / 2.0
     hi_q, lo_q = stats.chi2.ppf([1.0 - a, a], n)
-    return Calibration(n, v, n * v / hi_q, n * v / lo_q, tuple(tail(z, c) for c in TAILS))
+    tails = tuple(tail(z, c) for c in TAILS)
+    return Calibration(n, v, n * v / hi_q, n * v / lo_q, tails, int(twice.sum()))
 
 
-__all__ = ["MIN_PAIRS", "Calibration", "Tail", "calibration", "tail"]
+__all__ = ["MIN_PAIRS", "Calibration", "Tail", "calibration", "repeats", "tail"]

@@ -31,6 +31,10 @@ SCENARIO_TAG = "procmem.scenario"
 PARENT_TAG = "mlflow.parentRunId"
 ROLE_TAG = "procmem.role"
 
+CHECKS = ("calibration_blocks", "calibration_replications")
+"""Last key parts of params that say how a run checks its standard errors
+(``simulators.calibration_blocks``), not what world it simulates or what it sweeps."""
+
 
 def tracking_uri() -> str:
     """``$MLFLOW_TRACKING_URI``, else ``sqlite:///<absolute project root>/mlflow.db``."""
@@ -84,11 +88,12 @@ class Sweep:
     def swept_params(self) -> tuple[str, ...]:
         """Params that take more than one value among the children of one scenario.
 
-        Bookkeeping params (``*.name``, ``*.replications``, ``seed``) are left out.
+        Bookkeeping params (``*.name``, ``*.replications``, ``seed``, the calibration
+        blocks' sizes) are left out.
         """
         out = []
         for name in self.param_names:
-            if name.split(".")[-1] in ("name", "replications", "seed"):
+            if name.split(".")[-1] in ("name", "replications", "seed", *CHECKS):
                 continue
             for _, group in self.runs.groupby("scenario"):
                 if group[name].map(repr).nunique(dropna=False) > 1:

@@ -22,10 +22,11 @@ import pandas as pd
 from procmem_core.logged import unset_phrase
 from reports.configs import show
 from reports.document import WORLD_CAPTION, Table
+from reports.source import CHECKS
 
 WORLD_GROUPS = ("scenario", "users", "feedback")
 """Config groups whose params describe the simulated world."""
-BOOKKEEPING = ("name", "chunk_size", "table_rows", "export_log")
+BOOKKEEPING = ("name", "chunk_size", "table_rows", "export_log", *CHECKS)
 """Last key parts that say how a run is computed, not what world it simulates."""
 LISTED = 4
 """A swept number with at most this many values lists them; more: its range and count."""

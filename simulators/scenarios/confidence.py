@@ -55,6 +55,7 @@ from procmem_core.flat import (
     flat_fate,
 )
 from procmem_core.flat.reshow import reshow_fate
+from simulators.calibration_blocks import block_units, calibration_metrics
 from simulators.feedback import Feedback
 from simulators.replication import Chunk
 from simulators.result import RatioTally, ScenarioResult
@@ -63,6 +64,8 @@ from simulators.scenarios.confidence_pass import SessionPass, row_sum, tally_tra
 from simulators.users import HARMFUL, HELPFUL, KIND_NAMES, NEUTRAL, UserPopulation
 
 WITHHOLD = ("top", "all")
+CALIBRATION_SHARES = ("helpful_retained", "harmful_excluded")
+"""The shares a calibration block may log (exact at every horizon in the exact regime)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,11 @@ class ConfidenceScenario(Scenario):
     rates without procedures and with only the helpful ones, up to ``limit``), and the
     exact ``break_even`` of the rule. Tables ``trajectory`` (per session) and ``fates``
     (per kind of procedure); their rates carry ``_se`` columns (users as clusters).
+
+    In the exact regime, ``calibration_blocks`` > 0 adds that many ``helpful_retained``
+    and ``harmful_excluded`` figures at horizons ``h <= sessions``, each from
+    ``calibration_replications`` fresh users of its own (``simulators.calibration_blocks``:
+    independent z-scores for the calibration check), as ``cal<i>_<metric>_s<h>``.
     """
 
     name: ClassVar[str] = "confidence"
@@ -106,6 +114,8 @@ class ConfidenceScenario(Scenario):
     withhold: str = "top"
     replications: int = 2_000
     chunk_size: int = 8_192
+    calibration_blocks: int = 0
+    calibration_replications: int = 2_000
     units_per_second: ClassVar[float] = 5e6  # procedure-sessions
 
     def __post_init__(self) -> None:
@@ -120,6 +130,10 @@ class ConfidenceScenario(Scenario):
         check_probability("withhold_rate", self.withhold_rate)
         check_choice("withhold", self.withhold, WITHHOLD)
         self.check_replications()
+        check_int("calibration_blocks", self.calibration_blocks, minimum=0)
+        check_int(
+            "calibration_replications", self.calibration_replications, minimum=self.min_replications
+        )
 
     @property
     def exact_regime(self) -> bool:
@@ -167,7 +181,7 @@ class ConfidenceScenario(Scenario):
 
     def work(self) -> Work:
         """Procedure-sessions; ~12 sums kept per replication, ~10 arrays per procedure."""
-        units = self.replications * self.procedures * self.sessions
+        units = (self.replications * self.sessions + block_units(self)) * self.procedures
         return self.estimate(
             units, 200, 80 * self.procedures, ("replications", "procedures", "sessions")
         )
@@ -211,8 +225,9 @@ class ConfidenceScenario(Scenario):
         if not np.isnan(self.rule.break_even):  # NaN: it is each task's baseline
             result.metrics["break_even"] = self.rule.break_even
         if self.exact_regime:
-            result.metrics.update(self._exact())
+            result.metrics.update(self.exact_metrics())
             self._boundary_se(result, acc)
+            result.metrics.update(calibration_metrics(self, seed, CALIBRATION_SHARES))
         self._add_tables(result, traj)
         return result
 
@@ -266,7 +281,7 @@ class ConfidenceScenario(Scenario):
             best = np.where(m <= most, np.maximum(best, rate), best)
         return best
 
-    def _exact(self) -> dict[str, float]:
+    def exact_metrics(self) -> dict[str, float]:
         """Single procedure: mix the exact fate over the base rates and the three kinds of
         effect (``flat_fate``; ``reshow_fate`` when excluded ones are explored)."""
         pop, rule = self.population, self.rule

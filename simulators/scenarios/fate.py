@@ -19,7 +19,15 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import check_instance, check_int, check_probability
-from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, flat_fate, shown_mask
+from procmem_core.flat import (
+    DEFAULT_RULE,
+    DEFAULT_THRESHOLD,
+    FlatFate,
+    FlatRule,
+    flat_fate,
+    shown_mask,
+)
+from simulators.calibration_blocks import block_units, calibration_metrics
 from simulators.replication import DEFAULT_CHUNK, Chunk
 from simulators.result import ScenarioResult, rate_and_se
 from simulators.scenarios.base import Scenario, Work
@@ -34,6 +42,11 @@ class ProcedureFateScenario(Scenario):
     and their exact counterparts ``p_excluded_exact``, ``expected_sessions_applied_exact``
     from ``flat_fate`` (this scenario is always in the exact regime), plus the rule's
     ``break_even``. Table ``fates``: exclusion by session, simulated and exact.
+
+    With ``calibration_blocks`` > 0, that many more ``p_excluded`` figures at horizons
+    ``h <= sessions``, each from ``calibration_replications`` fresh replications of its
+    own (``simulators.calibration_blocks``: independent z-scores for the calibration
+    check), logged as ``cal<i>_p_excluded_s<h>`` with ``_se`` and ``_exact``.
     """
 
     name: ClassVar[str] = "fate"
@@ -46,6 +59,8 @@ class ProcedureFateScenario(Scenario):
     threshold: float = DEFAULT_THRESHOLD
     replications: int = 20_000
     chunk_size: int = DEFAULT_CHUNK
+    calibration_blocks: int = 0
+    calibration_replications: int = 10_000
     min_replications: ClassVar[int] = 1
     units_per_second: ClassVar[float] = 1e7  # procedure-sessions
 
@@ -55,16 +70,31 @@ class ProcedureFateScenario(Scenario):
         check_instance("rule", self.rule, FlatRule)
         check_probability("threshold", self.threshold)
         self.check_replications()
+        check_int("calibration_blocks", self.calibration_blocks, minimum=0)
+        check_int("calibration_replications", self.calibration_replications, minimum=1)
 
     @property
     def exact_regime(self) -> bool:
         return True
 
     def work(self) -> Work:
-        """Procedure-sessions; 24 B kept per replication, ~8 arrays of 8 B per chunk row."""
-        return self.estimate(
-            self.replications * self.sessions, 24, 64, ("replications", "sessions")
-        )
+        """Procedure-sessions (the calibration blocks' too); 24 B kept per replication,
+        ~8 arrays of 8 B per chunk row."""
+        units = self.replications * self.sessions + block_units(self)
+        return self.estimate(units, 24, 64, ("replications", "sessions"))
+
+    def exact_metrics(self) -> dict[str, float]:
+        """``p_excluded_exact`` and ``expected_sessions_applied_exact`` (``flat_fate``)."""
+        exact = self._exact_fate()
+        return {
+            "p_excluded_exact": exact.p_excluded,
+            "expected_sessions_applied_exact": exact.expected_sessions_applied,
+        }
+
+    def _exact_fate(self) -> FlatFate:
+        rule = self.rule
+        baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
+        return flat_fate(self.p, self.sessions, rule, self.threshold, baseline)
 
     def _chunk(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
         """One chunk: exclusions by session (counts) and sessions applied per replication."""
@@ -89,8 +119,6 @@ class ProcedureFateScenario(Scenario):
 
     def run(self, seed: int) -> ScenarioResult:
         n_sessions, reps = self.sessions, self.replications
-        rule = self.rule
-        baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
         parts = self.map_chunks(seed, self._chunk)
         excluded_by = np.zeros(n_sessions)
         for counts, _ in parts:
@@ -100,10 +128,11 @@ class ProcedureFateScenario(Scenario):
         result = self.new_result()
         result.add_rate("p_excluded", excluded_by[-1], reps)
         result.add_mean("expected_sessions_applied", np.concatenate(applied_parts))
-        exact = flat_fate(self.p, n_sessions, rule, self.threshold, baseline)
+        exact = self._exact_fate()
         result.metrics["p_excluded_exact"] = exact.p_excluded
         result.metrics["expected_sessions_applied_exact"] = exact.expected_sessions_applied
         result.metrics["break_even"] = exact.break_even
+        result.metrics.update(calibration_metrics(self, seed, ("p_excluded",)))
         rates = [rate_and_se(x, reps) for x in excluded_by]
         result.tables["fates"] = pd.DataFrame(
             {

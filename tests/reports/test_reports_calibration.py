@@ -88,3 +88,38 @@ def test_a_paired_exact_figure_uses_the_se_of_the_difference():
     t = agreement_table(sweep).set_index("run")
     assert t.loc["a", "se"] == 0.005 and abs(t.loc["a", "z"] - 4.0) < 1e-9
     assert t.loc["b", "se"] == 0.02 and abs(t.loc["b", "z"] - 1.0) < 1e-9
+
+
+def test_a_pair_repeating_another_of_the_run_as_x_or_1_minus_x_is_counted_once():
+    """A gate's missed_regression_rate is 1 - revert_rate_alt from the same replications,
+    and a figure logged under two names is the same figure: the |z| is the other's, so the
+    check counts each once; the same values in another run, or with another SE, are a
+    pair of their own."""
+    runs = pd.DataFrame(
+        {"scenario": "gate", "run_id": ["a", "b"],
+         "revert_rate_alt": [0.62, 0.62], "revert_rate_alt_se": [0.01, 0.01],
+         "revert_rate_alt_exact": [0.6, 0.6],
+         "missed_regression_rate": [0.38, 0.38], "missed_regression_rate_se": [0.01, 0.02],
+         "missed_regression_rate_exact": [0.4, 0.4],
+         "naive_lift": [0.62, 0.5], "naive_lift_se": [0.01, 0.01], "naive_lift_exact": 0.6}
+    )  # fmt: skip
+    names = tuple(c for c in runs.columns if c not in ("scenario", "run_id"))
+    t = agreement_table(SimpleNamespace(runs=runs, metric_names=names))
+    cal = calibration(t)
+    assert len(t) == 6 and cal.pairs == 4 and cal.repeats == 2
+    assert abs(cal.variance - (4 + 4 + 1 + 100) / 4) < 1e-9
+    assert "Over 4 simulated-vs-exact pairs (not counting 2 that repeat another as x or 1 - x)" in (
+        cal.describe()
+    )
+    assert calibration(t[["z", "se"]]).pairs == 6  # without run and values: no way to tell
+
+
+def test_two_calibration_blocks_with_the_same_count_are_two_pairs():
+    """Blocks at one horizon draw from replications of their own: an equal count is a
+    coincidence, not a repeat (simulators.calibration_blocks)."""
+    t = pd.DataFrame(
+        {"run": "r", "metric": ["cal00_p_excluded_s5", "cal01_p_excluded_s5", "x", "y"],
+         "simulated": 0.62, "se": 0.005, "exact": 0.61, "z": 2.0}
+    )  # fmt: skip
+    cal = calibration(t)
+    assert cal.pairs == 3 and cal.repeats == 1  # y repeats x; the blocks both count

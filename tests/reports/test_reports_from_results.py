@@ -63,3 +63,19 @@ def test_from_results_takes_bare_results_and_names_a_wrong_entry(fates):
     assert isinstance(sweep.runs, pd.DataFrame) and len(sweep.runs) == 1
     with pytest.raises(ReportError, match=r"results\[1\] is dict"):
         Sweep.from_results([fates[0], {"p_excluded": 0.5}])
+
+
+def test_calibration_block_sizes_are_neither_swept_nor_the_world(fates):
+    """Blocks say how a run checks its SEs (simulators.calibration_blocks): a sweep whose
+    jobs differ only there sweeps nothing and shows no world column for them."""
+    from reports.world import world_columns
+
+    blocked = ProcedureFateScenario(p=0.6, sessions=20, replications=3_000, calibration_blocks=3)
+    sweep = Sweep.from_results(
+        [({"scenario": {"p": 0.6, "calibration_blocks": 0}}, fates[0]),
+         ({"scenario": {"p": 0.6, "calibration_blocks": 3}}, blocked.run(seed=7))]
+    )  # fmt: skip
+    assert "params.scenario.calibration_blocks" in sweep.runs.columns
+    assert sweep.swept_params == ()
+    assert "params.scenario.calibration_blocks" not in world_columns(sweep.runs)
+    assert len(agreement_table(sweep)) == 2 + (2 + 3)  # the blocks are pairs too

@@ -1,0 +1,75 @@
+"""The simulated-vs-exact pairs a preset's sweep gives its calibration check (issue 30:
+at least 100 per preset). A tiny sweep of each preset's shape (every job, at most
+``TINY`` replications; the calibration blocks at their preset sizes) has the count the
+design says: the quickstart's 41 whole-sample pairs (7 of them repeat another as x or
+1 - x, counted once by the check) plus 80 blocks in each of its two flat-fate jobs,
+and the confidence_sweep's 16 (four rules x four figures of the single-procedure world)
+plus 45 blocks per rule there: about 200 counted pairs in each
+(``conf/case/fate_seed.yaml`` says why)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from experiments.run import compose_job
+from experiments.spec import build_spec
+from reports.calibration import calibration
+from reports.summary import agreement_table
+from simulators.calibration_blocks import parse_name
+
+pytestmark = pytest.mark.slow
+
+TINY = 400
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+
+
+def sweep_jobs(preset: str) -> list[list[str]]:
+    """The overrides of every job of the preset's sweep (its ``hydra.sweeper.params``)."""
+    conf = OmegaConf.load(ROOT / "conf" / "experiment" / f"{preset}.yaml")
+    params = conf.hydra.sweeper.params
+    axes = [[f"{k}={v.strip()}" for v in str(params[k]).split(",")] for k in params]
+    return [list(job) for job in itertools.product(*axes)]
+
+
+def tiny_sweep_pairs(preset: str) -> pd.DataFrame:
+    rows, names = [], set()
+    for job in sweep_jobs(preset):
+        cfg = compose_job(preset, job)
+        if cfg.scenario.replications > TINY:
+            cfg = compose_job(preset, [*job, f"scenario.replications={TINY}"])
+        spec = build_spec(cfg)
+        metrics = spec.scenario.run(spec.job_seed).metrics
+        rows.append({"scenario": spec.scenario.name, "run_id": " ".join(job), **metrics})
+        names |= set(metrics)
+    sweep = SimpleNamespace(runs=pd.DataFrame(rows), metric_names=tuple(sorted(names)))
+    return agreement_table(sweep)
+
+
+def blocks(t: pd.DataFrame) -> pd.DataFrame:
+    return t[[parse_name(m) is not None for m in t["metric"]]]
+
+
+def test_the_quickstart_sweep_has_201_pairs_160_of_them_from_blocks():
+    t = tiny_sweep_pairs("quickstart")
+    b = blocks(t)
+    assert len(t) == 41 + 2 * 80 and len(b) == 160
+    assert sorted(b["run"].unique()) == ["case=fate_break_even", "case=fate_seed"]
+    cal = calibration(t)  # the 5 gates' missed_regression_rate = 1 - revert_rate_alt and
+    # the loop's naive_lift = lift and the reflections' opposite_pair_rate = lesson_helpful_rate
+    assert cal.repeats == 7 and cal.pairs == 201 - 7
+
+
+def test_the_confidence_sweep_has_196_pairs_180_of_them_from_blocks():
+    t = tiny_sweep_pairs("confidence_sweep")
+    b = blocks(t)
+    assert len(t) == 4 * 4 + 4 * 45 and len(b) == 180
+    assert set(b["run"].str.split().str[0]) == {"case=confidence_single"}
+    assert b.groupby("run").size().tolist() == [45, 45, 45, 45]
+    cal = calibration(t)
+    assert cal.repeats == 0 and cal.pairs == 196
