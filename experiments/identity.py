@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from simulators.calibration_blocks import CHECK_FIELDS
 from simulators.scenarios.base import unset_phrase
 
 RUN_CONTROL_KEYS = ("resume", "progress", "tracking", "budget", "workers")
@@ -165,7 +166,8 @@ def varying_keys(jobs: Sequence[tuple[str, Mapping[str, str]]]) -> list[str]:
     """``label:key`` for each param key that tells apart the jobs of one label (scenario),
     over ``(label, flattened params)`` pairs: it takes two or more values, or some jobs
     have it and others do not (a feedback channel switched on), unless a group ``name``
-    that varies explains that (an SPRT's alpha beside a margin gate). Names first."""
+    that varies explains that (an SPRT's alpha beside a margin gate), and never for the
+    fields that only say how a run checks its SEs (``CHECK_FIELDS``). Names first."""
     by_label: dict[str, list[Mapping[str, str]]] = {}
     for label, params in jobs:
         by_label.setdefault(label, []).append(params)
@@ -175,6 +177,8 @@ def varying_keys(jobs: Sequence[tuple[str, Mapping[str, str]]]) -> list[str]:
         seen = {k: [params.get(k) for params in group] for k in keys}
         named = {k.rsplit(".", 1)[0] for k in keys if k.endswith(".name") and len(set(seen[k])) > 1}
         for key in keys:
+            if key.rsplit(".", 1)[-1] in CHECK_FIELDS:
+                continue  # how the run checks its SEs, not what it is
             values = seen[key]
             partial = None in values and key.split(".", 1)[0] not in named
             if len(set(v for v in values if v is not None)) > 1 or (partial and len(group) > 1):

@@ -23,6 +23,7 @@ import pandas as pd
 from procmem_core.logged import parse_param
 from reports.errors import NoSweepError, ReportError
 from reports.store_check import HTTP_BOUNDS, PROBE_SECONDS, check_store  # noqa: F401 (re-exported)
+from simulators.calibration_blocks import CHECK_FIELDS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # artifact downloads print a tqdm bar per call; a report reads dozens of runs
@@ -31,7 +32,7 @@ SCENARIO_TAG = "procmem.scenario"
 PARENT_TAG = "mlflow.parentRunId"
 ROLE_TAG = "procmem.role"
 
-CHECKS = ("calibration_blocks", "calibration_replications")
+CHECKS = CHECK_FIELDS
 """Last key parts of params that say how a run checks its standard errors
 (``simulators.calibration_blocks``), not what world it simulates or what it sweeps."""
 

@@ -38,6 +38,10 @@ import numpy as np
 
 from simulators.replication import CHUNK_LISTENER, check_seed
 
+CHECK_FIELDS = ("calibration_blocks", "calibration_replications")
+"""The scenario fields that say how a run checks its standard errors, not what world it
+simulates: run names, sweep factors and world tables leave them out."""
+
 FLOOR = 0.05
 """A share qualifies as a calibration figure when its exact value is in [FLOOR, 1 - FLOOR]."""
 BLOCK_KEY = 0xCA1

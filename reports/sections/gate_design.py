@@ -87,7 +87,9 @@ class Prescription:
             f"false revert <= {q.alpha:g} and missed regression <= {q.beta:g} against a drop "
             f"of {q.min_drop:g}"
         )
-        at = f"ledger {q.ledger}" + (f", share {q.concurrent:g}" if q.concurrent else "")
+        at = f"with a {q.ledger}-run ledger" + (
+            f" and concurrent share {q.concurrent:g}" if q.concurrent else ""
+        )
         if self.chosen is None:
             return self.infeasible_sentence(goal, at)
         a, gate = self.chosen, make_gate(**self.chosen.config)
@@ -97,7 +99,7 @@ class Prescription:
             f"At every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}] it keeps {goal} (exact), "
             f"and a decision costs {sum(a.runs_null):.1f} sessions when nothing changed and "
             f"{sum(a.runs_alt):.1f} at that drop (both arms, expected, worst p0). "
-            f"Exact worst cases at {at}: false revert <= {a.false_revert:.4f}, power >= "
+            f"Exact worst cases {at}: false revert <= {a.false_revert:.4f}, power >= "
             f"{a.power:.3f}; {sim}. {sessions_phrase(a, q, self.sessions_per_day)}; "
             f"{self.runs_basis(a)}.{self.ledger_phrase()}{self.holds_sentence()}"
         )
@@ -108,7 +110,7 @@ class Prescription:
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
         return (
             f"No gate meets {goal} at every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}] "
-            f"at {at} within {q.max_runs} runs. The closest is the {designed_label(best)}: "
+            f"{at} within {q.max_runs} runs. The closest is the {designed_label(best)}: "
             f"exact worst-case power {best.power:.3f}. To meet them: {self.what_it_takes()}."
         )
 

@@ -210,11 +210,18 @@ def test_run_names_say_what_tells_a_job_apart_from_the_others_of_its_scenario():
         ("gate", {"gate.name": "sprt", "gate.alpha": "0.05", "scenario.ledger_size": "None"}),
         ("gate", {"gate.name": "margin", "gate.margin": "0.1", "scenario.ledger_size": "None"}),
         ("gate", {"gate.name": "sprt", "gate.alpha": "0.05", "scenario.ledger_size": "20"}),
-        ("confidence", {"rule.reward": "0.08"}),
-        ("confidence", {"rule.reward": "0.08", "feedback.flips.false_negative": "0.1"}),
+        ("confidence", {"rule.reward": "0.08", "scenario.calibration_blocks": "0"}),
+        (
+            "confidence",
+            {
+                "rule.reward": "0.08",
+                "feedback.flips.false_negative": "0.1",
+                "scenario.calibration_blocks": "45",
+            },
+        ),
         ("loop", {"gate.name": "sprt", "explore.estimator": "dim"}),
     ]
-    vary = varying_keys(jobs)
+    vary = varying_keys(jobs)  # the calibration blocks say how SEs are checked: not named
     assert vary == [
         "gate:gate.name", "confidence:feedback.flips.false_negative", "gate:scenario.ledger_size"
     ]  # fmt: skip

@@ -198,7 +198,10 @@ def test_worst_case_curves_are_each_gates_exact_false_revert(sweep):
 
 def test_the_section_prescribes_and_writes_recommendations(section, tmp_path):
     assert section.said.startswith("Use the ")
-    assert "Exact worst cases at ledger 20, share 0.5: false revert <=" in section.more
+    assert (
+        "Exact worst cases with a 20-run ledger and concurrent share 0.5: false revert <="
+        in section.more
+    )
     rec = json.loads(section.files["recommendations.json"])
     assert rec["feasible"] and rec["question"]["ledger"] == 20
     assert rec["question"]["concurrent"] == 0.5

@@ -229,7 +229,7 @@ def test_the_gate_opens_in_two_short_sentences_and_keeps_every_number_after():
                f"{a.runs_null[0]:.1f} sessions on the revision + {a.runs_null[1]:.1f} on the prior",
                f"{a.runs_alt[0]:.1f} + {a.runs_alt[1]:.1f} at the drop",
                f"(together {sum(a.runs_null) / 8:.3g} and {sum(a.runs_alt) / 8:.3g} days at 8",
-               "Exact worst cases at ledger 10, share 0.5",
+               "Exact worst cases with a 10-run ledger and concurrent share 0.5",
                "recalibrates its revert and final levels"]  # fmt: skip
     assert [n for n in numbers if n not in s.more] == []
     assert s.said == p.sentence()
