@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int
-from procmem_core.gates import lattice, llr, mixture
+from procmem_core.gates import llr, mixture
 from procmem_core.gates.base import OperatingPoint
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
 from procmem_core.gates.defaults import (
@@ -51,6 +51,7 @@ from procmem_core.gates.defaults import (
 )
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.recalibrate import LedgerLevels
+from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
 from procmem_core.gates.verdicts import BatchDecision, Evidence, GateDecision, RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
@@ -239,10 +240,14 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     runs = np.arange(t + 1)
     every = probe.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
 
-    def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
+    def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
         gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        tables = lattice.verdict_table(lambda s, n, p0: gate.codes_at(every, n, None), hats, t)
-        masses = mixture.ledger_masses(tables, n0)
+        # run n's rows of ``lattice.verdict_table``, computed when the recursion reaches n
+        rows = mixture.Steps(lambda n: gate.codes_at(every[:, n, : n + 1], n, None), t + 1)
+        stop = None if limit is None else RevertLimit(grid, limit, n0 + t)
+        masses = mixture.ledger_masses(rows, n0, stop)
+        if masses is None:
+            return NullPass.stopped(grid, stop.spent)
         res = mixture.ledger_curve(masses, grid, grid)
         return NullPass(grid, res.revert, stat.ravel(), masses.residual.ravel(), total, n0 + t)
 
