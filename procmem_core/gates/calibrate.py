@@ -100,12 +100,18 @@ def final_and_worst(null: NullPass, target: float) -> tuple[float, float]:
     order = np.argsort(-stat, kind="stable")
     s = stat[order]
     mass, succ = null.mass[order], null.successes[order]
-    worst = np.full(s.size, -np.inf)
+    # the cumulative sums move only at cells holding mass (adding 0.0 is exact): take them
+    # there, and read every other cell's at the last such cell before it
+    held = np.flatnonzero(mass != 0)
+    mass, succ = mass[held], succ[held]
+    worst_held = np.full(held.size, -np.inf)
     for lo in range(0, null.p0.size, CHUNK):
         up, down = powers(null.p0[lo : lo + CHUNK], null.observations)
         cells = gathered(up, succ, down, null.observations - succ, order="C") * mass
         part = null.interim[lo : lo + CHUNK, None] + np.cumsum(cells, axis=1)
-        worst = np.maximum(worst, part.max(axis=0))
+        worst_held = np.maximum(worst_held, part.max(axis=0))
+    at = np.searchsorted(held, np.arange(s.size), side="right") - 1  # -1: none held yet
+    worst = np.where(at >= 0, worst_held[np.maximum(at, 0)], null.interim.max())
     ends = np.r_[s[:-1] - s[1:] > TIE * np.maximum(1.0, np.abs(s[1:])), True]
     ok = np.flatnonzero(at_most(worst, target) & ends & np.isfinite(s))
     if ok.size == 0:

@@ -187,6 +187,12 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
     def codes_at(self, value: np.ndarray, runs: ArrayLike, final: float | None) -> np.ndarray:
         """``verdicts`` from the statistic ``value`` already computed at the cells."""
         runs = np.asarray(runs)
+        if runs.ndim == 0 and runs < self.max_runs:  # one run before the cap: no cap rule
+            if runs < self.min_runs:
+                return np.zeros(np.shape(value), dtype=np.int8)
+            revert = value >= self.revert_level
+            accept = (value <= self.accept_level) & ~revert
+            return revert.view(np.int8) * np.int8(2) + accept.view(np.int8)
         live = runs >= self.min_runs
         cap = runs >= self.max_runs
         early_rev = live & ~cap & (value >= self.revert_level)

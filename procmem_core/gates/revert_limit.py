@@ -42,9 +42,14 @@ class RevertLimit:
         """Add the reverted cells (total successes, mass at 1/2) of a step with
         ``outcomes`` outcomes; True once the limit is passed."""
         if mass.size and not self.over:
+            first, last = int(successes.min()), int(successes.max())
+            by_total = np.bincount(successes - first, weights=mass, minlength=last - first + 1)
             part = np.empty(self.spent.size)
             for side, ratio, lower in self.sides:
-                part[side] = ratio[:, successes if lower else outcomes - successes] @ mass
+                if lower:
+                    part[side] = ratio[:, first : last + 1] @ by_total
+                else:  # r^(N - S) for S = last .. first
+                    part[side] = ratio[:, outcomes - last : outcomes - first + 1] @ by_total[::-1]
             self.spent += part * np.exp(outcomes * self.log_c)
             self.over = bool(self.spent.max() > self.limit)
         return self.over
