@@ -190,9 +190,9 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         if runs.ndim == 0 and runs < self.max_runs:  # one run before the cap: no cap rule
             if runs < self.min_runs:
                 return np.zeros(np.shape(value), dtype=np.int8)
-            revert = value >= self.revert_level
-            accept = (value <= self.accept_level) & ~revert
-            return revert.view(np.int8) * np.int8(2) + accept.view(np.int8)
+            revert = np.asarray(value >= self.revert_level)
+            accept = np.asarray(value <= self.accept_level) & ~revert
+            return revert.astype(np.int8) * 2 + accept.astype(np.int8)
         live = runs >= self.min_runs
         cap = runs >= self.max_runs
         early_rev = live & ~cap & (value >= self.revert_level)
@@ -246,14 +246,20 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     runs = np.arange(t + 1)
     every = probe.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
 
+    done: dict[float, mixture.LedgerMasses] = {}  # a later round retries a level
+
     def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
-        gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        # run n's rows of ``lattice.verdict_table``, computed when the recursion reaches n
-        rows = mixture.Steps(lambda n: gate.codes_at(every[:, n, : n + 1], n, None), t + 1)
-        stop = None if limit is None else RevertLimit(grid, limit, n0 + t)
-        masses = mixture.ledger_masses(rows, n0, stop)
-        if masses is None:
-            return NullPass.stopped(grid, stop.spent)
+        if revert_level not in done:
+            gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level,
+                                         "final_level": 0.0})  # fmt: skip
+            # run n's rows of ``lattice.verdict_table``, computed when the recursion gets there
+            rows = mixture.Steps(lambda n: gate.codes_at(every[:, n, : n + 1], n, None), t + 1)
+            stop = None if limit is None else RevertLimit(grid, limit, n0 + t)
+            masses = mixture.ledger_masses(rows, n0, stop)
+            if masses is None:
+                return NullPass.stopped(grid, stop.spent)
+            done[revert_level] = masses
+        masses = done[revert_level]
         res = mixture.ledger_curve(masses, grid, grid)
         return NullPass(grid, res.revert, stat.ravel(), masses.residual.ravel(), total, n0 + t)
 

@@ -365,15 +365,20 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     probe = TwoSampleGate(**{**params, "final_level": 0.0})
     lat = probe.lattice
 
+    done: dict[float, twolattice.HalfMasses] = {}  # a later round retries a level
+
     def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
-        gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        stop = None if limit is None else RevertLimit(grid, limit, lat.observations)
-        masses = twolattice.half_masses(lat, gate.tables(lat, at_cap=False, lazy=True), stop)
-        if masses is None:
-            return NullPass.stopped(grid, stop.spent)
+        if revert_level not in done:
+            gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
+            stop = None if limit is None else RevertLimit(grid, limit, lat.observations)
+            masses = twolattice.half_masses(lat, gate.tables(lat, at_cap=False, lazy=True), stop)
+            if masses is None:
+                return NullPass.stopped(grid, stop.spent)
+            done[revert_level] = masses
+        masses = done[revert_level]
         res = twolattice.evaluate(lat, masses, grid, grid)
         a, b, n = lat.cells(lat.max_runs)
-        lam = drop_statistics(lat.max_runs, a, b, n, gate.min_drop)[0]
+        lam = drop_statistics(lat.max_runs, a, b, n, probe.min_drop)[0]
         total = np.broadcast_to(a + b, lam.shape).ravel()
         obs = lat.max_runs + lat.prior_runs(lat.max_runs)
         return NullPass(grid, res.revert, lam.ravel(), masses.residual.ravel(), total, obs)
