@@ -65,6 +65,20 @@ class NullPass:
     mass: np.ndarray
     successes: np.ndarray
     observations: int
+    complete: bool = True
+    """False: the recursion stopped once ``interim`` (the early reverts so far) passed the
+    limit it was given (``revert_limit``); the cap's cells are then left empty."""
+
+    @classmethod
+    def stopped(cls, p0: np.ndarray, interim: np.ndarray) -> NullPass:
+        """A recursion stopped with early reverts ``interim`` over its limit."""
+        empty = np.zeros(0)
+        return cls(p0, interim, empty, empty, empty.astype(np.int64), 0, complete=False)
+
+    def within(self, target: float) -> bool:
+        """Early reverts at most ``target`` at every grid p0 (``tolerance.at_most``); a
+        stopped recursion's are not (they passed ``target``'s limit)."""
+        return self.complete and bool(at_most(self.interim.max(), target))
 
 
 CHUNK = 64
@@ -86,12 +100,18 @@ def final_and_worst(null: NullPass, target: float) -> tuple[float, float]:
     order = np.argsort(-stat, kind="stable")
     s = stat[order]
     mass, succ = null.mass[order], null.successes[order]
-    worst = np.full(s.size, -np.inf)
+    # the cumulative sums move only at cells holding mass (adding 0.0 is exact): take them
+    # there, and read every other cell's at the last such cell before it
+    held = np.flatnonzero(mass != 0)
+    mass, succ = mass[held], succ[held]
+    worst_held = np.full(held.size, -np.inf)
     for lo in range(0, null.p0.size, CHUNK):
         up, down = powers(null.p0[lo : lo + CHUNK], null.observations)
         cells = gathered(up, succ, down, null.observations - succ, order="C") * mass
         part = null.interim[lo : lo + CHUNK, None] + np.cumsum(cells, axis=1)
-        worst = np.maximum(worst, part.max(axis=0))
+        worst_held = np.maximum(worst_held, part.max(axis=0))
+    at = np.searchsorted(held, np.arange(s.size), side="right") - 1  # -1: none held yet
+    worst = np.where(at >= 0, worst_held[np.maximum(at, 0)], null.interim.max())
     ends = np.r_[s[:-1] - s[1:] > TIE * np.maximum(1.0, np.abs(s[1:])), True]
     ok = np.flatnonzero(at_most(worst, target) & ends & np.isfinite(s))
     if ok.size == 0:
@@ -111,8 +131,19 @@ class Calibration:
     worst: WorstCase | None
 
 
+NullPassFn = Callable[[float, np.ndarray, float | None], NullPass]
+"""``null_pass(revert_level, grid, limit)``: the recursion with the cap undecided; with a
+``limit`` it may stop as soon as the early reverts at some grid p0 exceed it (then
+``NullPass.complete`` is False)."""
+
+
+def limit_of(target: float) -> float:
+    """The early reverts above which ``at_most(value, target)`` fails."""
+    return target * (1.0 - MARGIN)
+
+
 def calibrate(
-    null_pass: Callable[[float, np.ndarray], NullPass],
+    null_pass: NullPassFn,
     certify: Callable[[float, float, int], WorstCase] | None,
     alpha: float,
     grid: np.ndarray,
@@ -121,20 +152,21 @@ def calibrate(
 ) -> Calibration:
     """Boundaries with certified worst-case false revert <= alpha (module docstring).
 
-    ``null_pass(revert_level, grid)``: the recursion with the cap undecided;
-    ``certify(revert_level, final_level, max_points)``: the worst case of the gate so built,
-    refined within ``max_points`` (None: stop after step 1, calibrated on the grid only:
-    what a design search uses). ``start``: the result of step 1 on this grid at ``alpha``
-    (the uncertified calibration, cached by the gate modules), which the first round then
-    reuses.
+        ``null_pass(revert_level, grid, limit)``: the recursion with the cap undecided
+    (``NullPassFn``);
+        ``certify(revert_level, final_level, max_points)``: the worst case of the gate so built,
+        refined within ``max_points`` (None: stop after step 1, calibrated on the grid only:
+        what a design search uses). ``start``: the result of step 1 on this grid at ``alpha``
+        (the uncertified calibration, cached by the gate modules), which the first round then
+        reuses.
     """
     target, last = alpha, None
     for round_ in range(ROUNDS):
         if round_ == 0 and start is not None:
             revert_level, final = start.revert_level, start.final_level
         else:
-            null = null_pass(revert_level, grid)
-            if not at_most(null.interim.max(), target):
+            null = null_pass(revert_level, grid, limit_of(target))
+            if not null.within(target):
                 revert_level, null = _raise_revert(null_pass, grid, revert_level, target)
             final, worst_here = final_and_worst(null, target)
             if (revert_level, final) == last and np.isfinite(final):
@@ -154,27 +186,28 @@ def calibrate(
 
 
 def _raise_revert(
-    null_pass: Callable[[float, np.ndarray], NullPass],
+    null_pass: NullPassFn,
     grid: np.ndarray,
     level: float,
     target: float,
 ) -> tuple[float, NullPass]:
     """The lowest early revert boundary (by bisection) whose early reverts alone stay
-    within ``target`` on the grid; P(early revert) falls as the boundary rises."""
-    lo, hi = level, level + 1.0
-    null = null_pass(hi, grid)
+    within ``target`` on the grid; P(early revert) falls as the boundary rises. A trial
+    stops as soon as its early reverts fail the target (``revert_limit``)."""
+    lo, hi, limit = level, level + 1.0, limit_of(target)
+    null = null_pass(hi, grid, limit)
     for _ in range(RAISE_STEPS):
-        if at_most(null.interim.max(), target):
+        if null.within(target):
             break
         lo, hi = hi, hi + 2.0 * (hi - lo)
-        null = null_pass(hi, grid)
+        null = null_pass(hi, grid, limit)
     else:
         raise GateError(f"no early revert boundary keeps early reverts within {target:g}")
     best = null
     for _ in range(RAISE_STEPS):
         mid = (lo + hi) / 2.0
-        trial = null_pass(mid, grid)
-        if not at_most(trial.interim.max(), target):
+        trial = null_pass(mid, grid, limit)
+        if not trial.within(target):
             lo = mid
         else:
             hi, best = mid, trial

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int
-from procmem_core.gates import lattice, llr, mixture
+from procmem_core.gates import llr, mixture
 from procmem_core.gates.base import OperatingPoint
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
 from procmem_core.gates.defaults import (
@@ -51,6 +51,7 @@ from procmem_core.gates.defaults import (
 )
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.recalibrate import LedgerLevels
+from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
 from procmem_core.gates.verdicts import BatchDecision, Evidence, GateDecision, RevisionStats
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
@@ -186,6 +187,12 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
     def codes_at(self, value: np.ndarray, runs: ArrayLike, final: float | None) -> np.ndarray:
         """``verdicts`` from the statistic ``value`` already computed at the cells."""
         runs = np.asarray(runs)
+        if runs.ndim == 0 and runs < self.max_runs:  # one run before the cap: no cap rule
+            if runs < self.min_runs:
+                return np.zeros(np.shape(value), dtype=np.int8)
+            revert = np.asarray(value >= self.revert_level)
+            accept = np.asarray(value <= self.accept_level) & ~revert
+            return revert.astype(np.int8) * 2 + accept.astype(np.int8)
         live = runs >= self.min_runs
         cap = runs >= self.max_runs
         early_rev = live & ~cap & (value >= self.revert_level)
@@ -239,10 +246,20 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     runs = np.arange(t + 1)
     every = probe.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
 
-    def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
-        gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        tables = lattice.verdict_table(lambda s, n, p0: gate.codes_at(every, n, None), hats, t)
-        masses = mixture.ledger_masses(tables, n0)
+    done: dict[float, mixture.LedgerMasses] = {}  # a later round retries a level
+
+    def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
+        if revert_level not in done:
+            gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level,
+                                         "final_level": 0.0})  # fmt: skip
+            # run n's rows of ``lattice.verdict_table``, computed when the recursion gets there
+            rows = mixture.Steps(lambda n: gate.codes_at(every[:, n, : n + 1], n, None), t + 1)
+            stop = None if limit is None else RevertLimit(grid, limit, n0 + t)
+            masses = mixture.ledger_masses(rows, n0, stop)
+            if masses is None:
+                return NullPass.stopped(grid, stop.spent)
+            done[revert_level] = masses
+        masses = done[revert_level]
         res = mixture.ledger_curve(masses, grid, grid)
         return NullPass(grid, res.revert, stat.ravel(), masses.residual.ravel(), total, n0 + t)
 

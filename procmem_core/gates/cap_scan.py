@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from procmem_core.gates.calibrate import NullPass, final_level
-from procmem_core.gates.mixture import masked_cells, powers, transposed, weights
+from procmem_core.gates.mixture import powers, transposed, weights
 from procmem_core.gates.tolerance import at_least, at_most
 from procmem_core.gates.two_sample import TwoSampleGate
+from procmem_core.gates.twolattice import Walk, decided_cells
 from procmem_core.gates.twostats import step_statistics
 from procmem_core.gates.verdicts import REVERT_CODE
 
@@ -63,41 +63,35 @@ def cap_scan(
     up0, down0 = powers(grid, k_max + lat.prior_runs(k_max))
     upa, downa = powers(p_alt, k_max)
     null_f, alt_f = transposed(up0, down0), transposed(upa, downa)
-    mass = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)[None, :]
+    walk = Walk(lat)
     early_null, early_alt = np.zeros(grid.size), np.zeros(grid.size)
     done = np.zeros((2, grid.size))  # P(decided before k): null, drop
     spent = np.zeros((2, grid.size))  # sum_{j<k} j P(N = j)
     out = np.full((6, k_max + 1), np.nan)
     wanted = None if caps is None else {int(c) for c in np.asarray(caps).ravel()}
     for k in range(1, k_max + 1):
-        nxt = np.zeros((k + 1, mass.shape[1]))
-        nxt[:k] = 0.5 * mass
-        nxt[1:] += 0.5 * mass
-        if lat.concurrent:
-            both = np.zeros((k + 1, mass.shape[1] + 1))
-            both[:, :-1] = 0.5 * nxt
-            both[:, 1:] += 0.5 * nxt
-            nxt = both
+        nxt = walk.step()
         n = lat.prior_runs(k)
         if k >= gate.min_runs and (wanted is None or k in wanted):
             a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
             total = np.broadcast_to(a + b, nxt.shape).ravel()
             lam = step_statistics(lat.ledger, lat.concurrent, k, gate.min_drop)[0].ravel()
-            live = nxt.ravel() > 0  # unreachable cells cannot move the boundary's error
-            null = NullPass(grid, early_null, lam[live], nxt.ravel()[live], total[live], k + n)
+            held = nxt.ravel()  # a copy: the walk's buffer is not contiguous
+            live = held > 0  # unreachable cells cannot move the boundary's error
+            null = NullPass(grid, early_null, lam[live], held[live], total[live], k + n)
             c = final_level(null, alpha)
-            hit = (lam >= c) & (nxt.ravel() > 0)
+            hit = (lam >= c) & live
             w_null = weights(null_f, total[hit], k + n)
             x = weights(alt_f, np.broadcast_to(a, nxt.shape).ravel()[hit], k)
             y = weights(null_f, np.broadcast_to(b, nxt.shape).ravel()[hit], n)
-            fr = early_null + w_null @ nxt.ravel()[hit]
-            pw = early_alt + (x * y) @ nxt.ravel()[hit]
+            fr = early_null + w_null @ held[hit]
+            pw = early_alt + (x * y) @ held[hit]
             runs = spent + k * (1.0 - done)
             out[:, k] = (c, fr.max(), pw.min(), early_null.max(), *runs.max(axis=1))
             met = at_most(fr.max(), alpha) and at_most(early_null.max(), alpha)
             if beta is not None and met and at_least(pw.min(), 1.0 - beta):
                 break
-        i, j, stopped = masked_cells(nxt, tables[k] != 0)
+        i, j, stopped = decided_cells(nxt, tables[k])
         w_null = weights(null_f, i + j, k + n)
         w_alt = weights(alt_f, i, k) * weights(null_f, j, n)
         rev = tables[k][i, j] == REVERT_CODE  # the reverted cells among those decided
@@ -107,5 +101,4 @@ def cap_scan(
         done += now
         spent += k * now
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
-        mass = nxt
     return CapScan(*out)

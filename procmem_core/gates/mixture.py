@@ -16,12 +16,17 @@ final boundary without re-running the recursion. ``diagonal_pass`` is the p0-kno
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special, stats
 
 from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
+
+if TYPE_CHECKING:
+    from procmem_core.gates.revert_limit import RevertLimit
 
 
 @dataclass(frozen=True)
@@ -105,31 +110,61 @@ class LedgerMasses:
     residual: np.ndarray
 
 
+@dataclass(frozen=True)
+class Steps(Sequence):
+    """A lattice's per-step tables computed when read: ``step(k)`` for ``k < size``."""
+
+    step: Callable[[int], np.ndarray]
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if not isinstance(k, int | np.integer) or not 0 <= k < self.size:
+            raise IndexError(k)
+        return self.step(int(k))
+
+
 def sparse_cells(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(row, column, value)`` of the nonzero cells of ``m``."""
     i, j = np.nonzero(m)
     return i, j, m[i, j]
 
 
-def ledger_masses(tables: np.ndarray, prior_runs: int) -> LedgerMasses:
-    """``LedgerMasses`` of tables ``(prior_runs + 1, T+1, T+1)`` (one per ledger count)."""
-    t = tables.shape[1] - 1
+def ledger_masses(
+    tables: np.ndarray | Steps, prior_runs: int, limit: RevertLimit | None = None
+) -> LedgerMasses | None:
+    """``LedgerMasses`` of tables ``(prior_runs + 1, T+1, T+1)`` (one per ledger count),
+    or of ``Steps`` giving run ``n``'s rows ``(prior_runs + 1, n + 1)`` when read. With
+    ``limit``: None as soon as the reverts so far pass it (``revert_limit``)."""
+    lazy = isinstance(tables, Steps)
+    t = len(tables) - 1 if lazy else tables.shape[1] - 1
     u = np.arange(prior_runs + 1)
-    mass = np.zeros((prior_runs + 1, t + 1))
+    # two buffers in turn: run n's masses from run n - 1's (a fresh array a run cost more
+    # than the arithmetic); halving the sum is exact, so the values are those of halving
+    # each term
+    buffer, spare = np.empty((prior_runs + 1, t + 1)), np.empty((prior_runs + 1, t + 1))
+    mass = buffer[:, :1]
     mass[:, 0] = stats.binom.pmf(u, prior_runs, 0.5)
     empty = sparse_cells(np.zeros((1, 1)))
     revert, accept = [empty], [empty]
     for n in range(1, t + 1):
-        nxt = 0.5 * mass[:, : n + 1]
-        nxt[:, 1:] += 0.5 * mass[:, :n]
-        row = tables[:, n, : n + 1]
+        nxt = spare[:, : n + 1]
+        nxt[:, 0], nxt[:, n] = mass[:, 0], mass[:, n - 1]
+        np.add(mass[:, 1:], mass[:, :-1], out=nxt[:, 1:n])
+        nxt *= 0.5
+        row = tables[n] if lazy else tables[:, n, : n + 1]
         i, j, m = masked_cells(nxt, (row == REVERT_CODE) | (row == ACCEPT_CODE))
         code = row[i, j]  # row-major, so each part below is in masked_cells' order
         for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
             hit = code == which
             out.append((i[hit], j[hit], m[hit]))
+        if limit is not None and limit.add(revert[-1][0] + revert[-1][1], revert[-1][2],
+                                           prior_runs + n):  # fmt: skip
+            return None
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
-        mass[:, : n + 1] = nxt
+        mass, buffer, spare = nxt, spare, buffer
     return LedgerMasses(prior_runs, revert, accept, mass)
 
 
@@ -189,7 +224,8 @@ def weights(factors: tuple[np.ndarray, np.ndarray], s: np.ndarray, total: int) -
 
 def masked_cells(m: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``sparse_cells(np.where(mask, m, 0))`` without the intermediate array."""
-    i, j = np.nonzero(mask & (m != 0))
+    flat = np.flatnonzero(mask & (m != 0))  # a flat index is found faster than a 2-D one
+    i, j = np.divmod(flat, m.shape[1])
     return i, j, m[i, j]
 
 

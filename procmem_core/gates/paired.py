@@ -214,16 +214,16 @@ class PairedGate(Gate):
         w, b = cells[:, None], cells[None, :]
         value = self.statistic_of(w, b, design)
         regimes: dict[tuple, tuple] = {}
-        mass = np.zeros((cap + 1, cap + 1))
+        # two buffers in turn (zero outside the corner a step writes) and one for the terms
+        mass, spare, term = (np.zeros((cap + 1, cap + 1)) for _ in range(3))
         mass[0, 0] = 1.0
         revert, accept = [_sparse(np.zeros_like(mass))], [_sparse(np.zeros_like(mass))]
         before: tuple = ("start",)
         for k in range(1, self.max_runs + 1):
-            e = min(k + 1, cap + 1)
-            nxt = np.zeros_like(mass)
-            nxt[:e, :e] = mass[:e, :e] / 3.0
-            nxt[1:e, :e] += mass[: e - 1, :e] / 3.0
-            nxt[:e, 1:e] += mass[:e, : e - 1] / 3.0
+            e, nxt = min(k + 1, cap + 1), spare
+            np.divide(mass[:e, :e], 3.0, out=nxt[:e, :e])
+            nxt[1:e, :e] += np.divide(mass[: e - 1, :e], 3.0, out=term[: e - 1, :e])
+            nxt[:e, 1:e] += np.divide(mass[:e, : e - 1], 3.0, out=term[:e, : e - 1])
             now = (k >= self.min_runs, k >= self.max_runs)
             if (before, now) not in regimes:
                 held = mass != 0 if before == ("start",) else ~regimes[before][2]
@@ -234,7 +234,7 @@ class PairedGate(Gate):
             revert.append(_take(nxt, rev))
             accept.append(_take(nxt, acc))
             nxt[stopped] = 0.0
-            mass = nxt
+            mass, spare = nxt, mass
         return revert, accept
 
     def reverts_by_pair(self, p0: ArrayLike, p: ArrayLike, design: ArrayLike) -> np.ndarray:

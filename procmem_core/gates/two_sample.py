@@ -36,6 +36,7 @@ calibration, cached per size), so its guarantee holds at the ledger a revision h
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
@@ -67,7 +68,9 @@ from procmem_core.gates.defaults import (
     P0_LOW,
 )
 from procmem_core.gates.llr import sprt_boundaries
+from procmem_core.gates.mixture import Steps
 from procmem_core.gates.recalibrate import LedgerLevels
+from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
 from procmem_core.gates.two_sample_batch import TwoSampleBatch
 from procmem_core.gates.twostats import drop_statistics, step_statistics
@@ -187,27 +190,34 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, Gate):
         revert, final = self.cell_levels(k, n)
         return self._codes(k, *stats, final if at_cap else None, revert)
 
-    def tables(self, lat: twolattice.TwoSampleLattice, at_cap: bool = True) -> list[np.ndarray]:
+    def tables(
+        self, lat: twolattice.TwoSampleLattice, at_cap: bool = True, lazy: bool = False
+    ) -> Sequence[np.ndarray]:
         """``verdicts`` on every cell of every step of ``lat`` (``lat.tables(rule)``), the
         statistics of each step computed once for every gate on that lattice; the levels
-        are those for ``lat.ledger`` (``at_cap=False``: the cap left undecided)."""
+        are those for ``lat.ledger`` (``at_cap=False``: the cap left undecided). ``lazy``:
+        each step's table computed when it is read (a recursion that may stop early)."""
         revert, final = self.levels(lat.ledger)
-        out = []
-        for k in range(lat.max_runs + 1):
-            stats = step_statistics(
-                lat.ledger, lat.concurrent, k, self.min_drop, self.accept_shrink
-            )
-            out.append(self._codes(np.int64(k), *stats, final if at_cap else None, revert))
-        return out
+
+        def step(k: int) -> np.ndarray:
+            stats = step_statistics(lat.ledger, lat.concurrent, k, self.min_drop,
+                                    self.accept_shrink)  # fmt: skip
+            return self._codes(np.int64(k), *stats, final if at_cap else None, revert)
+
+        steps = lat.max_runs + 1
+        return Steps(step, steps) if lazy else [step(k) for k in range(steps)]
 
     def _codes(self, k, lam, ref, valid, final, revert_level) -> np.ndarray:
         k = np.asarray(k)
         if k.ndim == 0 and k < self.max_runs:  # one step before the cap: no cap rule
-            if k < self.min_runs:
+            if k < self.min_runs or not np.any(valid):
                 return np.zeros(np.shape(lam), dtype=np.int8)
-            revert = valid & (lam >= revert_level)
-            accept = valid & (ref <= self.accept_level)
-            accept &= ~revert
+            revert, accept = lam >= revert_level, ref <= self.accept_level
+            if np.ndim(valid):
+                revert &= valid
+                accept &= valid
+            if not self.accept_level < 0.0 < revert_level:  # else disjoint: lambda and the
+                accept &= ~revert  # accept statistic share the sign of the observed drop
             codes = revert.view(np.int8) * np.int8(2)
             codes += accept.view(np.int8)
             return codes
@@ -355,13 +365,20 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     probe = TwoSampleGate(**{**params, "final_level": 0.0})
     lat = probe.lattice
 
-    def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
-        gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
-        tables = gate.tables(lat, at_cap=False)
-        masses = twolattice.half_masses(lat, tables)
+    done: dict[float, twolattice.HalfMasses] = {}  # a later round retries a level
+
+    def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
+        if revert_level not in done:
+            gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
+            stop = None if limit is None else RevertLimit(grid, limit, lat.observations)
+            masses = twolattice.half_masses(lat, gate.tables(lat, at_cap=False, lazy=True), stop)
+            if masses is None:
+                return NullPass.stopped(grid, stop.spent)
+            done[revert_level] = masses
+        masses = done[revert_level]
         res = twolattice.evaluate(lat, masses, grid, grid)
         a, b, n = lat.cells(lat.max_runs)
-        lam = drop_statistics(lat.max_runs, a, b, n, gate.min_drop)[0]
+        lam = drop_statistics(lat.max_runs, a, b, n, probe.min_drop)[0]
         total = np.broadcast_to(a + b, lam.shape).ravel()
         obs = lat.max_runs + lat.prior_runs(lat.max_runs)
         return NullPass(grid, res.revert, lam.ravel(), masses.residual.ravel(), total, obs)

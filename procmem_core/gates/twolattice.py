@@ -22,7 +22,7 @@ drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +39,7 @@ from procmem_core.gates.mixture import (
     transposed,
     weights,
 )
+from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 MAX_OBSERVATIONS = 1000
@@ -125,27 +126,65 @@ class HalfMasses:
         return self.__dict__["_null"]
 
 
-def half_masses(lat: TwoSampleLattice, tables: list[np.ndarray]) -> HalfMasses:
-    """The recursion of the module docstring at ``p0 = p = 1/2``."""
-    mass = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)[None, :]
+class Walk:
+    """The recursion's undecided masses at 1/2, one step after another, in two buffers
+    reused across steps (a fresh array a step cost more than the arithmetic). ``mass``:
+    the current step's masses (a view: copy what must outlive the next ``step``)."""
+
+    def __init__(self, lat: TwoSampleLattice) -> None:
+        shape = (lat.max_runs + 1, lat.prior_runs(lat.max_runs) + 1)
+        self.concurrent = lat.concurrent
+        self.buffer, self.spare = np.empty(shape), np.empty(shape)
+        self.mass = self.buffer[:1, : lat.ledger + 1]
+        self.mass[0] = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)
+
+    def step(self) -> np.ndarray:
+        """The next step's masses before its decisions: a revision run (``a`` up by 0 or
+        1) and, concurrently, a prior run (``B`` up by 0 or 1), each with probability 1/2.
+        The sums are taken unscaled and halved once a run (exact: powers of 2), the same
+        values as halving each term."""
+        k, width = self.mass.shape
+        m, nxt = self.mass, self.spare[: k + 1, :width]
+        nxt[0], nxt[k] = m[0], m[k - 1]
+        np.add(m[1:], m[:-1], out=nxt[1:k])
+        if self.concurrent:
+            out = self.buffer[: k + 1, : width + 1]
+            out[:, 0], out[:, width] = nxt[:, 0], nxt[:, width - 1]
+            np.add(nxt[:, 1:], nxt[:, :-1], out=out[:, 1:width])
+            out *= 0.25
+        else:
+            out = np.multiply(nxt, 0.5, out=self.buffer[: k + 1, :width])
+        self.mass = out
+        return out
+
+
+def decided_cells(mass: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(row, column, mass)`` of the cells holding mass whose verdict in ``table`` is
+    not "continue", row-major (``mixture.masked_cells``)."""
+    return masked_cells(mass, table != CONTINUE_CODE)
+
+
+def half_masses(
+    lat: TwoSampleLattice, tables: Sequence[np.ndarray], limit: RevertLimit | None = None
+) -> HalfMasses | None:
+    """The recursion of the module docstring at ``p0 = p = 1/2``; ``tables[k]`` is read at
+    step ``k`` only (it may be computed then). With ``limit``: None as soon as the reverts
+    so far pass it (``revert_limit``: a calibration trial that has failed)."""
+    walk = Walk(lat)
     revert, accept = [sparse_cells(np.zeros((1, 1)))], [sparse_cells(np.zeros((1, 1)))]
     for k in range(1, lat.max_runs + 1):
-        nxt = np.zeros((k + 1, mass.shape[1]))
-        nxt[:k] = 0.5 * mass
-        nxt[1:] += 0.5 * mass
-        if lat.concurrent:
-            both = np.zeros((k + 1, mass.shape[1] + 1))
-            both[:, :-1] = 0.5 * nxt
-            both[:, 1:] += 0.5 * nxt
-            nxt = both
-        i, j, m = masked_cells(nxt, tables[k] != CONTINUE_CODE)  # row-major, as split below
-        code = tables[k][i, j]
+        nxt = walk.step()
+        table = tables[k]  # read once: it may be computed when read
+        i, j, m = decided_cells(nxt, table)  # row-major, as split below
+        code = table[i, j]
         for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
             hit = code == which
             out.append((i[hit], j[hit], m[hit]))
+        if limit is not None and limit.add(revert[-1][0] + revert[-1][1], revert[-1][2],
+                                           k + lat.prior_runs(k)):  # fmt: skip
+            return None
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
-        mass = nxt
-    return HalfMasses(revert, accept, mass)
+    return HalfMasses(revert, accept, walk.mass.copy())
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def toy(slack: float):
     k cells at the cap costs 0.01 k exactly; the certification's bound adds ``slack``."""
     calls: list[float] = []
 
-    def null_pass(revert_level: float, grid: np.ndarray) -> NullPass:
+    def null_pass(revert_level: float, grid: np.ndarray, limit: float | None = None) -> NullPass:
         zeros = np.zeros(STATS.size, dtype=np.int64)
         return NullPass(grid, np.zeros(grid.size), STATS, np.full(STATS.size, 0.01), zeros, 1)
 
