@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from simulators.calibration_blocks import CHECK_FIELDS
+from procmem_core.logged import CHECK_FIELDS
 from simulators.scenarios.base import unset_phrase
 
 RUN_CONTROL_KEYS = ("resume", "progress", "tracking", "budget", "workers")

@@ -6,14 +6,18 @@ the report (``reports.source``, which reads them): both see the same values.
 ``unset_phrase`` gives the words an unset scenario field stands for (``p0 known``).
 ``row_value`` and ``rule_from_params`` read a run's flat rule back from its ``rule.*``
 params, ``gate_from_params`` its gate from its ``gate.*`` params, and ``rule_key`` names a
-rule in the sweep's answers, for both of them too.
+rule in the sweep's answers, for both of them too. ``parse_name`` and ``figure_name`` are
+the calibration blocks' metric names, ``CHECK_FIELDS`` the fields that only say how a run
+checks its standard errors.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from procmem_core.errors import ProcmemError
@@ -108,3 +112,34 @@ def rule_key(rule: FlatRule) -> dict:
     """A flat rule as the sweep's answers name it: its registry name and init fields."""
     fields = {f.name: getattr(rule, f.name) for f in dataclasses.fields(rule) if f.init}
     return {"name": rule.name, "fields": fields}
+
+
+# The calibration blocks' logged names (``simulators.calibration_blocks`` writes them, the
+# report's calibration check reads them): one convention, read by both.
+CHECK_FIELDS = ("calibration_blocks", "calibration_replications")
+"""The scenario fields that say how a run checks its standard errors, not what world it
+simulates: run names, sweep factors and world tables leave them out."""
+
+CALIBRATION_NAME = re.compile(r"^cal(\d+)_(\w+)_s(\d+)$")
+
+
+@dataclass(frozen=True)
+class CalibrationFigure:
+    """One calibration figure: ``metric`` of the scenario run over ``sessions`` sessions."""
+
+    metric: str
+    sessions: int
+
+
+def figure_name(index: int, figure: CalibrationFigure) -> str:
+    """The logged name of block ``index``'s figure: ``cal07_p_excluded_s12``."""
+    return f"cal{index:02d}_{figure.metric}_s{figure.sessions}"
+
+
+def parse_name(name: str) -> tuple[int, CalibrationFigure] | None:
+    """``(index, CalibrationFigure)`` of a calibration metric's name (without ``_se``/``_exact``),
+    else None."""
+    m = CALIBRATION_NAME.match(name)
+    if m is None:
+        return None
+    return int(m.group(1)), CalibrationFigure(m.group(2), int(m.group(3)))

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simulators.calibration_blocks import parse_name
+from procmem_core.logged import parse_name
 
 LEVEL = 0.99
 """Coverage of the variance-ratio interval and of the tail counts' ranges."""

@@ -20,10 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from procmem_core.logged import parse_param
+from procmem_core.logged import CHECK_FIELDS, parse_param
 from reports.errors import NoSweepError, ReportError
 from reports.store_check import HTTP_BOUNDS, PROBE_SECONDS, check_store  # noqa: F401 (re-exported)
-from simulators.calibration_blocks import CHECK_FIELDS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # artifact downloads print a tqdm bar per call; a report reads dozens of runs

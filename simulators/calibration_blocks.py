@@ -29,46 +29,20 @@ are more blocks than candidates. Outside the exact regime nothing is added.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from procmem_core.logged import CalibrationFigure as Figure
+from procmem_core.logged import figure_name, parse_name
 from simulators.replication import CHUNK_LISTENER, check_seed
-
-CHECK_FIELDS = ("calibration_blocks", "calibration_replications")
-"""The scenario fields that say how a run checks its standard errors, not what world it
-simulates: run names, sweep factors and world tables leave them out."""
 
 FLOOR = 0.05
 """A share qualifies as a calibration figure when its exact value is in [FLOOR, 1 - FLOOR]."""
 BLOCK_KEY = 0xCA1
 """First spawn-key entry of the calibration blocks' seeds (the chunks use ``(i,)``)."""
-NAME = re.compile(r"^cal(\d+)_(\w+)_s(\d+)$")
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One calibration figure: ``metric`` of the scenario run over ``sessions`` sessions."""
-
-    metric: str
-    sessions: int
-
-
-def figure_name(index: int, figure: Figure) -> str:
-    """The logged name of block ``index``'s figure: ``cal07_p_excluded_s12``."""
-    return f"cal{index:02d}_{figure.metric}_s{figure.sessions}"
-
-
-def parse_name(name: str) -> tuple[int, Figure] | None:
-    """``(index, Figure)`` of a calibration metric's name (without ``_se``/``_exact``),
-    else None."""
-    m = NAME.match(name)
-    if m is None:
-        return None
-    return int(m.group(1)), Figure(m.group(2), int(m.group(3)))
 
 
 def block_seed(seed: int, index: int) -> int:

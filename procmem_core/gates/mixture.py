@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import special, stats
 
+from procmem_core.gates.ratio import RATIO_TOP, ratio_powers
 from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
 
 if TYPE_CHECKING:
@@ -227,21 +228,6 @@ def masked_cells(m: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
     flat = np.flatnonzero(mask & (m != 0))  # a flat index is found faster than a 2-D one
     i, j = np.divmod(flat, m.shape[1])
     return i, j, m[i, j]
-
-
-RATIO_TOP = 1000
-"""Most outcomes for which weights are taken as ``(2c)^t r^u`` (``ratio_powers``)."""
-
-
-def ratio_powers(x: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(low, ln 2c, r^j)`` for ``j = 0..top``: with ``c = max(x, 1 - x)`` and ``r = min(x,
-    1 - x) / c <= 1``, ``(2x)^s (2(1-x))^(t-s) = (2c)^t r^u`` where ``u = s`` if ``low``
-    (``x <= 1/2``), else ``u = t - s``. Every factor stays finite for ``t <= RATIO_TOP``
-    (``(2c)^t <= 2^t``), and a term whose ``r^u`` underflows is below ``2^t 5e-324 < 1e-22``."""
-    x = np.asarray(x, dtype=float)
-    big = np.maximum(x, 1.0 - x)
-    r = np.minimum(x, 1.0 - x) / big
-    return x <= 0.5, np.log(2.0 * big), np.exp(special.xlogy(np.arange(top + 1), r[:, None]))
 
 
 def _null_tables(masses: LedgerMasses) -> dict[str, np.ndarray]:

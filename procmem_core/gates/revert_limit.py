@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from procmem_core.gates.mixture import ratio_powers
+from procmem_core.gates.ratio import ratio_powers
 
 SLACK = 1e-10
 """Relative slack of the stopping limit (sums of the same terms in another order differ

@@ -19,9 +19,9 @@ from omegaconf import OmegaConf
 
 from experiments.run import compose_job
 from experiments.spec import build_spec
+from procmem_core.logged import parse_name
 from reports.calibration import calibration
 from reports.summary import agreement_table
-from simulators.calibration_blocks import parse_name
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from simulators.calibration_blocks import parse_name
+from procmem_core.logged import parse_name
 from simulators.scenarios.loop_lift import LIFT_METRICS
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
