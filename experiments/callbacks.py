@@ -53,6 +53,7 @@ from experiments.plan import (
     PlannedJob,
     check_launcher,
     check_writable,
+    install_composed_once,
     mark_skipped,
     planned_jobs,
     preset_question,
@@ -126,6 +127,7 @@ class SweepTracking(Callback):
         if search:
             check_search(config)
         jobs = [] if search else planned_jobs(config)  # checked before the store
+        install_composed_once()  # Hydra's sweeper and launcher compose each job once
         new_store = check_uri(tracker.uri, uri_source(configured))
         check_writable(Path(str(config.hydra.sweep.dir)))
         if new_store:

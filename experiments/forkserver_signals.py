@@ -1,4 +1,4 @@
-"""Imported by the local launcher's fork server (``launcher.PRELOAD``) only: SIGINT ignored.
+"""Imported by the local launcher's fork server (``launcher.preload``) only: SIGINT ignored.
 
 The fork server takes the signal handlers its children start with after importing its
 preload modules, so every job process starts with SIGINT ignored. A Ctrl-C reaches every

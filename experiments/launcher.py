@@ -17,7 +17,8 @@ forked from a server that has already imported the heavy modules (``PRELOAD``), 
   interrupts the main process while it hands a job its payload (``stopping.deferred``).
 
 A job runs exactly as under Hydra's other launchers (``hydra.core.utils.run_job`` on
-the sweep config composed for its overrides), so its numbers do not depend on the
+the sweep config composed for its overrides, here in the main process, which has it
+from the sweeper's check: ``plan.ComposedOnce``), so its numbers do not depend on the
 launcher.
 """
 
@@ -40,7 +41,7 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
-from omegaconf import OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from experiments.stopping import (
     STOP_GRACE_SECONDS,
@@ -49,6 +50,7 @@ from experiments.stopping import (
     install_handlers,
     watch_parent,
 )
+from experiments.stores import tracking_uri
 from procmem_core.errors import check_int
 
 log = logging.getLogger(__name__)
@@ -64,10 +66,19 @@ PRELOAD = (
     "omegaconf",
     "hydra",
     "experiments.job",
+    "experiments.schema",
+    "experiments.callbacks",
 )
-"""Imported once by the fork server, so a job's process starts in milliseconds. Not
-matplotlib: a job draws only with ``tracking.figures=true`` (default off) and imports it
-then (0.8 s of CPU the fork server no longer spends on every sweep)."""
+"""Imported once by the fork server, so a job's process starts in milliseconds: what
+every job imports (``experiments.schema`` and ``experiments.callbacks`` when it unpickles
+its config and Hydra's callbacks). Not matplotlib: a job draws only with
+``tracking.figures=true`` (default off) and imports it then (0.8 s of CPU the fork server
+no longer spends on every sweep)."""
+
+SQL_STORE = "mlflow.store.tracking.sqlalchemy_store"
+"""MLflow's SQL store (its ORM models and alembic): every job of a sweep into SQLite or
+another database imports it when it opens its client, about 0.8 s of CPU each; the fork
+server imports it once (``preload``). A sweep into a tracking server never needs it."""
 
 LOST: dict[int, str] = {}
 """Job number -> why its process ended without reporting (read by the sweep callback)."""
@@ -85,12 +96,12 @@ class Slot:
     alive: Connection
 
 
-def execute_job(num: int, overrides: list[str], shared: tuple) -> JobReturn:
-    """Compose the job's sweep config and run it as Hydra's launchers do."""
-    hydra_context, config, task_function, singleton_state = shared
+def execute_job(num: int, sweep_config: DictConfig, shared: tuple) -> JobReturn:
+    """Run the job's sweep config (composed by the launching process) as Hydra's
+    launchers do."""
+    hydra_context, _, task_function, singleton_state = shared
     setup_globals()
     Singleton.set_state(singleton_state)
-    sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
     with open_dict(sweep_config):
         sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{num}"
         sweep_config.hydra.job.num = num
@@ -113,8 +124,8 @@ def job_process(payload: bytes, result: Connection, alive: Connection) -> None:
     done = threading.Event()
     try:
         watch_parent(alive, done)
-        num, overrides, shared = cloudpickle.loads(payload)
-        ret = execute_job(num, overrides, shared)
+        num, sweep_config, shared = cloudpickle.loads(payload)
+        ret = execute_job(num, sweep_config, shared)
         with deferred():  # the result goes back whole; a stop now waits, then exits
             send_return(result, ret)
             done.set()
@@ -151,11 +162,16 @@ def lost_return(slot: Slot, reason: str) -> JobReturn:
 
 
 def start(ctx: Any, num: int, overrides: Sequence[str], shared: tuple) -> Slot:
+    """Start the job's process with its sweep config, composed here: the sweeper composed
+    it to validate the batch, and ``plan.ComposedOnce`` hands that back, so the job's
+    process composes nothing."""
     import cloudpickle
 
+    hydra_context, config = shared[0], shared[1]
+    sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
     result_r, result_w = ctx.Pipe(duplex=False)
     alive_r, alive_w = ctx.Pipe(duplex=False)
-    payload = cloudpickle.dumps((num, list(overrides), shared))
+    payload = cloudpickle.dumps((num, sweep_config, shared))
     process = ctx.Process(
         target=job_process, args=(payload, result_w, alive_r), name=f"procmem-job-{num}"
     )
@@ -205,9 +221,15 @@ def stop_all(running: list[Slot], why: str) -> None:
         slot.alive.close()
 
 
-def context() -> Any:
+def preload(uri: str) -> list[str]:
+    """What the fork server imports for jobs that log to ``uri``: ``PRELOAD``, and
+    ``SQL_STORE`` unless ``uri`` is a tracking server (http or https)."""
+    return [*PRELOAD] + ([] if uri.startswith(("http:", "https:")) else [SQL_STORE])
+
+
+def context(uri: str) -> Any:
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(list(PRELOAD))
+    ctx.set_forkserver_preload(preload(uri))
     return ctx
 
 
@@ -221,7 +243,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     sweep_dir.mkdir(parents=True, exist_ok=True)
     log.info("launching %d jobs, %d at a time, into %s", len(job_overrides), n_jobs, sweep_dir)
     shared = (launcher.hydra_context, config, launcher.task_function, Singleton.get_state())
-    ctx = context()
+    ctx = context(tracking_uri(OmegaConf.select(config, "tracking.uri")))
     queue = deque((initial_job_idx + i, o) for i, o in enumerate(job_overrides))
     running: list[Slot] = []
     returns: dict[int, JobReturn] = {}
