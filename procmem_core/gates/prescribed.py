@@ -20,6 +20,7 @@ from typing import Any
 
 from procmem_core.errors import ParameterError, is_number
 from procmem_core.gates.base import Gate
+from procmem_core.gates.calibration_store import stored
 from procmem_core.gates.design import FamilyAnswer, design_gate
 from procmem_core.gates.question import DesignQuestion
 from procmem_core.gates.registry import make_gate
@@ -29,6 +30,7 @@ PRESCRIBED = "prescribed"
 
 
 @lru_cache(maxsize=32)
+@stored("prescribed.prescribed_answer")
 def prescribed_answer(question: DesignQuestion) -> FamilyAnswer:
     """The design tool's pick for ``question`` (``GateDesign.chosen``); a
     ``ParameterError`` naming ``concurrent`` (without concurrent control) or ``max_runs``
