@@ -236,3 +236,18 @@ def test_the_version_hashes_every_procmem_core_module_the_gates_import():
         imported |= set(re.findall(r"^from procmem_core\.(\w+)", f.read_text(), re.M))
     covered = {s.removesuffix(".py") for s in calibration_store.SOURCES}
     assert imported - covered == set()
+
+
+def test_a_design_answer_is_read_back_equal(folder):
+    from procmem_core.gates.prescribed import prescribed_answer
+    from procmem_core.gates.question import DesignQuestion
+
+    question = DesignQuestion(concurrent=0.5, p0_low=0.3, p0_high=0.95, max_runs=200)
+    prescribed_answer.cache_clear()
+    fresh = prescribed_answer(question)
+    prescribed_answer.cache_clear()
+    calibration_store.STATS.clear()
+    again = prescribed_answer(question)
+    assert calibration_store.STATS["hit"] == 1 and calibration_store.STATS["miss"] == 0
+    assert again == fresh and bits(again) == bits(fresh)
+    assert again.config == fresh.config and again is not fresh
