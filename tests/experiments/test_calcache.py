@@ -17,7 +17,9 @@ from procmem_core.gates import calibration_store
 
 @pytest.fixture(autouse=True)
 def restore(monkeypatch):
-    monkeypatch.delenv(calibration_store.CACHE_ENV, raising=False)
+    """The store and ``$PROCMEM_CALIBRATION_CACHE`` as they were (setenv records it)."""
+    monkeypatch.setenv(calibration_store.CACHE_ENV, "")
+    monkeypatch.delenv(calibration_store.CACHE_ENV)
     yield
     calibration_store.install(None)
 
