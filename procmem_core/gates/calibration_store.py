@@ -101,6 +101,10 @@ class FileStore:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:  # unreadable (permissions, a folder in the way): recompute
+            STATS["corrupt"] += 1
+            log.warning("calibration cache: cannot read %s (%s)", path, exc)
+            return None
         try:
             entry = json.loads(gzip.decompress(raw))
             if entry["key"] != key:

@@ -149,6 +149,20 @@ def test_corrupt_or_foreign_entry_is_recomputed(folder):
     assert calibration_store.STATS["hit"] >= 1 and calibration_store.STATS["corrupt"] == 0
 
 
+def test_an_unusable_folder_never_fails_the_job(tmp_path):
+    blocked = tmp_path / "a file"
+    blocked.write_text("in the way")
+    calibration_store.install(calibration_store.FileStore(blocked / "cache"))
+    clear_process_caches()
+    try:
+        gate = GATES["two_sample"]()  # reads and writes fail: computed, logged, not stored
+        assert gate.levels(SIZES[0]) == GATES["two_sample"]().levels(SIZES[0])
+    finally:
+        calibration_store.install(None)
+        clear_process_caches()
+    assert blocked.read_text() == "in the way"
+
+
 def test_an_entry_answers_only_its_own_key(folder):
     store = calibration_store.FileStore(folder)
     store.put("a", 1.5)
