@@ -76,6 +76,7 @@ class ProcmemConf:
     resume: bool = False
     progress: str = "auto"
     workers: str = "auto"  # processes one job's chunks use; the numbers do not depend on it
+    calibration_cache: Optional[str] = ".procmem/calibrations"  # noqa: UP045 (experiments.calcache)
     objective: Optional[str] = None  # noqa: UP045 (the metric an Optuna search optimizes)
     scenario: Any = None
     rule: Any = None

@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments import tracking as tr
 from experiments.build import groups_read, task_module, used_groups, validate_job
+from experiments.calcache import DEFAULT_CACHE, use_cache
 from experiments.identity import (
     SCENARIO_TASK,
     digest,
@@ -113,6 +114,7 @@ def build_spec(cfg: DictConfig | Mapping[str, Any], ctx: JobContext | None = Non
     run; None for a single run with no overrides). Raises ``ParameterError`` naming the
     full key before any work."""
     ctx = ctx or JobContext(out_dir=Path.cwd())
+    use_cache(cfg.get("calibration_cache", DEFAULT_CACHE))  # before the gate is built
     scenario, budget = validate_job(cfg)
     config = job_container(cfg)
     task = str(config["task"])

@@ -12,6 +12,7 @@ started here). This folder is on ``sys.path`` so tests import ``local_services``
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,23 @@ from procmem_core.graph import ProcedureStore
 sys.path.insert(0, str(Path(__file__).parent))
 
 from local_services import fresh_database, postgres
+
+
+@pytest.fixture(scope="session", autouse=True)
+def calibration_cache(tmp_path_factory) -> Iterator[Path]:
+    """Calibrations the tests compute go to a session folder, not the repo's default
+    (``$PROCMEM_CALIBRATION_CACHE``: read by ``conf/config.yaml`` and by sweeps run in a
+    subprocess)."""
+    from procmem_core.gates.calibration_store import CACHE_ENV
+
+    folder = tmp_path_factory.mktemp("calibrations")
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ from procmem_core.errors import ParameterError, check_choice, check_int
 from procmem_core.gates import llr, mixture
 from procmem_core.gates.base import OperatingPoint
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
+from procmem_core.gates.calibration_store import stored
 from procmem_core.gates.defaults import (
     ALPHA,
     BETA,
@@ -233,6 +234,7 @@ def grid_calibrated(**params: object) -> CalibratedSPRTGate:
 
 
 @lru_cache(maxsize=512)
+@stored("calibrated_sprt._calibrated")
 def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     """Calibrated boundaries of the gate with these parameters (cached: deterministic)."""
     params = dict(key)

@@ -3,10 +3,11 @@
 ``prescribed_gate(alpha=..., beta=..., min_drop=..., ledger=..., concurrent=..., ...)``
 asks ``design_gate(DesignQuestion(...))`` (``gates.design``: every family's exact answer)
 and builds its pick, ``GateDesign.chosen`` (the feasible answer the objective prefers,
-the one ``python -m experiments.design gate`` says to use), with ``make_gate``. Nothing
-about the answer is stored here: change a target and the gate changes with it. The
-answer is cached per question (a question takes seconds), so the jobs of a sweep that
-share one ask it once per process.
+the one ``python -m experiments.design gate`` says to use), with ``make_gate``. Change a
+target and the gate changes with it. The answer is cached per question in the process and
+in ``calibration_store.current()`` (keyed by the whole question and the code's hash; a
+file shared by a sweep's jobs when the experiments layer installs one), as a question
+takes seconds.
 
 A question no family can answer (no concurrent control and a ledger too short to support
 the targets, or too small a ``max_runs``) is refused naming the key to change, with the
@@ -20,6 +21,7 @@ from typing import Any
 
 from procmem_core.errors import ParameterError, is_number
 from procmem_core.gates.base import Gate
+from procmem_core.gates.calibration_store import stored
 from procmem_core.gates.design import FamilyAnswer, design_gate
 from procmem_core.gates.question import DesignQuestion
 from procmem_core.gates.registry import make_gate
@@ -29,6 +31,7 @@ PRESCRIBED = "prescribed"
 
 
 @lru_cache(maxsize=32)
+@stored("prescribed.prescribed_answer")
 def prescribed_answer(question: DesignQuestion) -> FamilyAnswer:
     """The design tool's pick for ``question`` (``GateDesign.chosen``); a
     ``ParameterError`` naming ``concurrent`` (without concurrent control) or ``max_runs``

@@ -57,6 +57,7 @@ from procmem_core.gates.base import (
     make_point,
 )
 from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
+from procmem_core.gates.calibration_store import stored
 from procmem_core.gates.defaults import (
     ALPHA,
     BETA,
@@ -358,6 +359,7 @@ def grid_calibrated(**params: object) -> TwoSampleGate:
 
 
 @lru_cache(maxsize=512)
+@stored("two_sample._calibrated")
 def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     """Calibrated boundaries of the gate with these parameters (cached: deterministic)."""
     params = dict(key)
