@@ -78,10 +78,9 @@ def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     null = [pick.get(f"{m}_null") for m in ARM_METRICS]
     alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
     if any(x is None for x in (*null, *alt)):  # a row without the per-arm columns
-        return (
-            f"; a decision takes {float(pick['mean_runs_null']):.1f} runs when nothing changed "
-            f"and {float(pick['mean_runs_alt']):.1f} at the drop (no per-arm figures here: "
-            "a concurrent design's prior sessions are left out)"
+        return (  # its runs are already stated: say only what they leave out
+            "; those runs count the revision's sessions only (no per-arm figures: a "
+            "concurrent design's prior sessions are left out)"
         )
     if any(x != x for x in (*null, *alt)):
         null = [float(pick["mean_runs_null"]), 0.0]

@@ -53,7 +53,15 @@ CALIBRATION_VERSION = 1
 CACHE_ENV = "PROCMEM_CALIBRATION_CACHE"
 """A folder for a ``FileStore``, read by ``current()`` when no store is installed."""
 
-SOURCES = ("gates", "errors.py", "proportions.py", "holds.py", "display.py", "registry.py")
+SOURCES = (
+    "gates",
+    "errors.py",
+    "proportions.py",
+    "holds.py",
+    "display.py",
+    "registry.py",
+    "frozen.py",
+)
 """The procmem_core files (a folder: its ``*.py``) whose source ``version()`` hashes."""
 
 GZIP_LEVEL = 1

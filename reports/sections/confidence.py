@@ -69,7 +69,8 @@ def confidence_section(sweep: Sweep, options: ReportOptions) -> Section | None:
         blocks += _design_blocks(ev, exact_world(runs))
         blocks += holds_blocks(ev)
     else:
-        blocks = world_blocks(runs.rows, None, "The ranking of rules by their worst world")
+        what = "The ranking of rules by their worst world" if rec is not None else "Each figure"
+        blocks = world_blocks(runs.rows, None, what)  # nothing ranked: no ranking to qualify
         blocks.append(_design_hint(sweep, runs, options))
     blocks.append(break_even_text(sweep, runs))
     mixed = mixed_table(sweep, runs)

@@ -167,5 +167,8 @@ def test_one_rule_only_says_so_and_names_the_preset(sweep):
         f"(world {low['world']})" in s.said
     )
     assert "the confidence_sweep preset compares rules" in s.said
+    text = " ".join(b for b in s.blocks if isinstance(b, str))
+    assert "The ranking of rules" not in text  # nothing was ranked: no ranking to qualify
+    assert "Each figure is read from the simulation of this whole world" in text
     hint = next(b for b in s.blocks if isinstance(b, str) and "no exact design" in b)
     assert "python -m experiments.design rule --helpful-lift 0.15 --harmful-lift -0.15" in hint

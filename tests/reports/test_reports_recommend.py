@@ -115,7 +115,11 @@ def test_gate_counts_both_arms_under_concurrent_control():
                                                      or "_prior_runs" in c])  # fmt: skip
     note = recommend_gate(bare).sentence
     assert "no concurrent control" not in note and "+ 0.0" not in note
-    assert "no per-arm figures here: a concurrent design's prior sessions are left out" in note
+    assert (
+        "those runs count the revision's sessions only (no per-arm figures: a concurrent "
+        "design's prior sessions are left out)" in note
+    )
+    assert note.count("when nothing changed") == 1  # its runs said once, not twice
 
 
 def test_gate_nothing_feasible_reports_nearest():
