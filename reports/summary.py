@@ -115,24 +115,53 @@ def agreement_section(sweep: Sweep) -> Section | None:
     )
 
 
+NAMED_SWEPT = 8
+"""At most this many swept params are named in the section's sentence; more are counted
+there and listed, with their values, in a table."""
+
+
 def sweep_section(sweep: Sweep) -> Section:
-    """What was run: scenarios, child runs, swept params, statuses."""
+    """What was run: scenarios, child runs, swept params (with their values when there
+    are more than ``NAMED_SWEPT``), statuses."""
     runs = sweep.runs
     counts = runs.groupby(["scenario", "status"]).size().reset_index(name="runs")
     failed = int((runs["status"] == "FAILED").sum())
     swept = [short_name(p) for p in sweep.swept_params]
+    if len(swept) > NAMED_SWEPT:
+        sweeping = f", sweeping {len(swept)} parameters (each listed with its values)"
+    else:
+        sweeping = f", sweeping {', '.join(swept)}" if swept else ""
     answer = (
         f"This sweep ran {len(runs)} job(s) over scenario(s) "
         f"{', '.join(sorted(runs['scenario'].unique()))}"
-        + (f", sweeping {', '.join(swept)}" if swept else "")
+        + sweeping
         + (f"; {failed} job(s) FAILED and are left out of the figures." if failed else ".")
     )
-    return Section(
-        "sweep",
-        "What this sweep ran",
-        answer,
-        [
-            f"Experiment {sweep.experiment}, parent run {sweep.parent_name} ({sweep.parent_id}).",
-            Table("Jobs by scenario and status", counts),
-        ],
-    )
+    blocks: list = [
+        f"Experiment {sweep.experiment}, parent run {sweep.parent_name} ({sweep.parent_id}).",
+        Table("Jobs by scenario and status", counts),
+    ]
+    if len(swept) > NAMED_SWEPT:
+        blocks.append(Table("Swept parameters and the values they took", _swept_values(sweep)))
+    return Section("sweep", "What this sweep ran", answer, blocks)
+
+
+def _swept_values(sweep: Sweep) -> pd.DataFrame:
+    """Each swept param and its distinct values over the runs, "unset" for the runs that
+    did not set it (a float column's whole numbers written as integers)."""
+    rows = []
+    for name in sweep.swept_params:
+        column = sweep.runs[name]
+        unset = column.isna() | column.astype(str).isin(("None", "null", ""))
+        values = sorted({_plain(v) for v in column[~unset]}, key=lambda v: (len(v), v))
+        rows.append(
+            {
+                "parameter": short_name(name),
+                "values": ", ".join(values + ["unset"] * bool(unset.any())),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _plain(value: object) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)

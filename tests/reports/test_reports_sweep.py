@@ -294,3 +294,31 @@ def test_main_page_within_its_word_budget_and_moved_tables_kept(store, tmp_path)
 
 FLOAT = r"-?(\d+\.\d*|\d*\.\d+)(e[-+]?\d+)?|-?\d+e[-+]?\d+|-?inf|nan"
 """A float as pandas writes it to CSV (ints have no point and stay as written)."""
+
+
+def test_many_swept_params_are_counted_and_listed_with_their_values(sweep_of):
+    """More than ``NAMED_SWEPT`` swept params: the sentence counts them, and a table lists
+    each with the values it took (the quickstart's sentence named 23 keys inline)."""
+    from reports.summary import NAMED_SWEPT
+    from simulators.scenarios.fate import ProcedureFateScenario
+
+    result = ProcedureFateScenario(p=0.7, sessions=5, replications=50).run(seed=1)
+    keys = [f"k{i}" for i in range(NAMED_SWEPT + 1)]
+    entries = [
+        ({"scenario": {"name": "fate", "p": 0.7}, "knob": {k: v for k in keys}}, result)
+        for v in (1, 2)
+    ]
+    section = sweep_section(sweep_of(entries))
+    assert f"sweeping {NAMED_SWEPT + 1} parameters (each listed with its values)" in section.said
+    table = next(b.frame for b in section.blocks if getattr(b, "caption", "").startswith("Swept"))
+    assert list(table["parameter"]) == [f"knob.{k}" for k in keys]
+    assert set(table["values"]) == {"1, 2"}
+    half = [({**c, "knob": {**c["knob"], "k0": None if i else 3.0}}, r)
+            for i, (c, r) in enumerate(entries)]  # fmt: skip
+    listed = next(b.frame for b in sweep_section(sweep_of(half)).blocks
+                  if getattr(b, "caption", "").startswith("Swept"))  # fmt: skip
+    assert listed.set_index("parameter").at["knob.k0", "values"] == "3, unset"
+    few = sweep_section(sweep_of([({**c, "knob": {"k0": c["knob"]["k0"]}}, r)
+                                  for c, r in entries]))  # fmt: skip
+    assert "sweeping knob.k0." in few.said
+    assert not any(getattr(b, "caption", "").startswith("Swept") for b in few.blocks)
