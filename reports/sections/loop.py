@@ -87,6 +87,11 @@ def _rows(sweep: Sweep) -> pd.DataFrame | None:
             ]
         )
     rows = rows.assign(at_reference=reference)
+    seed = seed_row(rows.assign(at_reference=False))
+    if seed is not None and "condition" in rows and not reference[rows.index == seed.name].any():
+        # the reference is the seeds' condition (explore rate 0.1), not the swept values'
+        # smallest (0.02): the figures are drawn where the seeds' verdict is read
+        rows = rows.assign(at_reference=rows["condition"] == seed["condition"])
     return rows.sort_values("config").reset_index(drop=True)
 
 

@@ -109,5 +109,9 @@ def test_a_tiny_loop_sweep_with_the_new_factors_reaches_the_report(tmp_path):
         assert by.loc[(name, value), "regret_change_mean"] == pytest.approx(
             sel["regret_change"].mean()
         )
+    # the figures are drawn where the seeds' verdict is read: explore rate 0.1, the SPRT
+    # (not the smallest swept rate, 0.02)
+    drawn = [b.caption for b in section.blocks if hasattr(b, "png")]
+    assert drawn and all("explore rate 0.1" in c and "0.02" not in c for c in drawn), drawn
     notes = [b for b in section.blocks if "The prescribed gate is the design tool's pick" in str(b)]
     assert notes and f"made by: {GATES[pick.family].label}." in str(notes[0])
