@@ -149,6 +149,14 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
     return " ".join(parts)
 
 
+def picked_note(n: int) -> str:
+    """For the setting picked as the lowest of ``n`` intervals after the fact."""
+    return (
+        f" (the setting loop_verdict.json names: the lowest of {n} intervals, picked after "
+        "the fact, so the t intervals here are not adjusted for that choice)"
+    )
+
+
 MAX_TIED = 3
 """At most this many tied settings are named; more are counted (the loop preset's 32
 settings had 21 ties, a paragraph of setting names)."""
@@ -299,7 +307,8 @@ def loop_section(sweep: Sweep) -> Section | None:
         t = sweep.table("regret_sources", [run_id])
         if not t.empty:
             per_run[run_id], raw[run_id] = regret_sources(t), t
-    explained = [r for r in (seed, best) if r is not None]
+    top = best if best is not None else best_row(rows)  # what loop_verdict.json names
+    explained = [r for r in (seed, top) if r is not None]  # the default's and the pick's
     if len(explained) == 2 and explained[0]["run_id"] == explained[1]["run_id"]:
         explained = explained[:1]
     for row in explained:
@@ -310,7 +319,9 @@ def loop_section(sweep: Sweep) -> Section | None:
             blocks.append(Table(caption, sources_table(sources)))
             blocks.append(_why(row, sources))
             split = regret_split(raw[row["run_id"]])
-            blocks.append(split_sentence(split, at, row))
+            picked = row is top and best is None and len(rows) > 1
+            said = split_sentence(split, at + (picked_note(len(rows)) if picked else ""), row)
+            blocks.append(said)
             blocks.append(
                 Table(
                     f"The regret change split{at}: structural cost and "
@@ -319,7 +330,7 @@ def loop_section(sweep: Sweep) -> Section | None:
                 )
             )
     blocks += section_figures(sweep, rows, per_run)
-    verdict = verdict_json(best if best is not None else best_row(rows), rows)
+    verdict = verdict_json(top, rows)
     said = " ".join(x for x in (search_sentence(rows) if search else "",
                                 _answer(rows, seed, best),
                                 missing_sentence(pairs, seed, 1),

@@ -109,6 +109,10 @@ def test_a_tiny_loop_sweep_with_the_new_factors_reaches_the_report(tmp_path):
         assert by.loc[(name, value), "regret_change_mean"] == pytest.approx(
             sel["regret_change"].mean()
         )
+    # the setting loop_verdict.json names is decomposed too, flagged as picked after the fact
+    picked = [b for b in section.blocks if isinstance(b, str) and "picked after the fact" in b]
+    assert not verdict["learns"] and len(picked) == 1
+    assert picked[0].startswith(f"The regret change, {verdict['configuration']} (the setting ")
     # the figures are drawn where the seeds' verdict is read: explore rate 0.1, the SPRT
     # (not the smallest swept rate, 0.02)
     drawn = [b.caption for b in section.blocks if hasattr(b, "png")]
