@@ -123,21 +123,48 @@ def _default_row(table: pd.DataFrame, label_col: str, default: str | None) -> pd
     return hit.iloc[0]
 
 
+COUNTED = {"mean_runs_null": "runs when nothing changed", "mean_runs_alt": "runs at the drop"}
+"""Compared figures that count runs ("fewer"/"more"); any other is a rate ("a lower"/"a
+higher" and its name in words)."""
+
+
+NAMED = {
+    "helpful_retained": "share of helpful procedures kept",
+    "harmful_excluded": "share of harmful procedures excluded",
+}
+"""Rates whose column name does not read as words."""
+
+
+def _moved(metric: str, lower: bool) -> str:
+    if metric in COUNTED:
+        return f"{'fewer' if lower else 'more'} {COUNTED[metric]}"
+    name = NAMED.get(metric, metric.replace("_", " "))
+    return f"a {'lower' if lower else 'higher'} {name}"
+
+
+def _words(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _tradeoff(comparisons: tuple[MetricComparison, ...], lower_is_better: dict[str, bool]) -> str:
+    """How the pick differs from the default beyond the noise, gains first: "fewer runs
+    when nothing changed than the default, at the price of a higher missed regression
+    rate, beyond the noise"."""
     better, worse = [], []
     for c in comparisons:
         if not c.exceeds_noise:
             continue
-        good = (c.difference < 0) == lower_is_better.get(c.metric, True)
-        (better if good else worse).append(c.metric.replace("_", " "))
+        lower = c.difference < 0
+        good = lower == lower_is_better.get(c.metric, True)
+        (better if good else worse).append(_moved(c.metric, lower))
     if not better and not worse:
         return "no difference from the default is larger than the Monte Carlo noise"
-    parts = []
-    if better:
-        parts.append("better " + ", ".join(better))
+    if not better:
+        return f"{_words(worse)} than the default, beyond the noise"
+    text = f"{_words(better)} than the default"
     if worse:
-        parts.append("at the price of worse " + ", ".join(worse))
-    return " ".join(parts) + " than the default, beyond the noise"
+        text += f", at the price of {_words(worse)}"
+    return text + ", beyond the noise"
 
 
 def _condition(row: pd.Series, metric: str) -> str:

@@ -49,6 +49,11 @@ def test_gate_pick_is_fastest_feasible_and_compared_with_default():
     assert not runs["false_revert_rate"].exceeds_noise
     assert "fast-ok" in rec.sentence and "beyond the noise" in rec.sentence
     assert list(rec.ranked["config"][:2]) == ["fast-ok", "seed"]
+    # the metrics in words, better before worse (fast-ok: fewer runs, more missed regressions)
+    assert (
+        "fewer runs when nothing changed and fewer runs at the drop than the default, at "
+        "the price of a higher missed regression rate, beyond the noise" in rec.sentence
+    )
 
 
 def test_gate_targets_are_settable():
@@ -195,7 +200,9 @@ def test_confidence_pick_ties_and_nothing_feasible():
     rec = recommend_confidence(t, target_excluded=0.9, default="seed")
     assert rec.label == "balanced2"  # tie on retention, more harmful excluded wins
     assert rec.tied_with == ("balanced",)
-    assert "helpful retained" in rec.sentence
+    assert "; a higher share of helpful procedures kept than the default, beyond the noise" in (
+        rec.sentence
+    )
     rec = recommend_confidence(t, target_excluded=0.99)
     assert not rec.feasible and rec.label == "balanced2"
     assert rec.sentence.startswith("No swept rule excludes at least 0.99")
