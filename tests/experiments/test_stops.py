@@ -235,8 +235,8 @@ def test_a_sweep_that_cannot_run_stops_before_any_run_in_one_line(tmp_path, args
          "Error: gate.alpha=1.5 is not allowed: expected a number in (0, 1)"),
         (
             ["gate=sprtt"],
-            "Error: gate='sprtt' is not an option: one of calibrated_sprt, cost, "
-            "discordant_sprt, eprocess, margin, sdk, sprt, two_sample",
+            "Error: gate='sprtt' is not an option: one of "
+            + ", ".join(sorted(p.stem for p in (ROOT / "conf" / "gate").glob("*.yaml"))),
         ),
         (["-m", "case=gate_sprt,gate_sprtt"], "Error: case='gate_sprtt' is not an option: one of"),
     ],
