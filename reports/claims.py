@@ -32,6 +32,12 @@ from scipy import stats
 from procmem_core.metric import fmt
 from reports.evidence import NOISE_Z
 
+
+def spoken_list(items: Sequence[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``: items as a sentence lists them."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 MEETS = "meets"
 WITHIN_NOISE = "within noise"
 MISSES = "misses"
@@ -113,7 +119,7 @@ def ordering(
     texts = []
     for g in groups:
         names = [show(o) for o in g]
-        text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        text = spoken_list(names)
         texts.append(f"{text} (tied)" if len(g) > 1 and len(groups) > 1 else text)
     sign = " > " if higher_first else " < "
     if len(groups) == 1 and len(options) > 1:

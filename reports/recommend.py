@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import ParameterError, check_probability
-from reports.claims import MEETS, MISSES, NOISE_Z, target_state
+from reports.claims import MEETS, MISSES, NOISE_Z, spoken_list, target_state
 from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
 from reports.gate_claims import (
     gate_state,
@@ -142,10 +142,6 @@ def _moved(metric: str, lower: bool) -> str:
     return f"a {'lower' if lower else 'higher'} {name}"
 
 
-def _words(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _tradeoff(comparisons: tuple[MetricComparison, ...], lower_is_better: dict[str, bool]) -> str:
     """How the pick differs from the default beyond the noise, gains first: "fewer runs
     when nothing changed than the default, at the price of a higher missed regression
@@ -160,10 +156,10 @@ def _tradeoff(comparisons: tuple[MetricComparison, ...], lower_is_better: dict[s
     if not better and not worse:
         return "no difference from the default is larger than the Monte Carlo noise"
     if not better:
-        return f"{_words(worse)} than the default, beyond the noise"
-    text = f"{_words(better)} than the default"
+        return f"{spoken_list(worse)} than the default, beyond the noise"
+    text = f"{spoken_list(better)} than the default"
     if worse:
-        text += f", at the price of {_words(worse)}"
+        text += f", at the price of {spoken_list(worse)}"
     return text + ", beyond the noise"
 
 

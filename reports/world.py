@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from procmem_core.logged import unset_phrase
+from reports.claims import spoken_list
 from reports.configs import show
 from reports.document import WORLD_CAPTION, Table
 from reports.source import CHECKS
@@ -129,7 +130,7 @@ def world_sentence(
     if not present:
         return f"{what} reads none of the world's parameters above."
     named = [f"{_label(c)} ({value_text(_logged(runs, c), c.split('.')[-1])})" for c in present]
-    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    listed = spoken_list(named)
     rest = [_label(c) for c in world_columns(runs, reads, chosen) if c not in present]
     others = ", ".join(rest)
     if not rest:

@@ -87,8 +87,8 @@ def _rows(sweep: Sweep) -> pd.DataFrame | None:
             ]
         )
     rows = rows.assign(at_reference=reference)
-    seed = seed_row(rows.assign(at_reference=False))
-    if seed is not None and "condition" in rows and not reference[rows.index == seed.name].any():
+    seed = seed_row(rows.assign(at_reference=False))  # the seeds' row in any condition
+    if seed is not None and "condition" in rows and not reference.loc[seed.name]:
         # the reference is the seeds' condition (explore rate 0.1), not the swept values'
         # smallest (0.02): the figures are drawn where the seeds' verdict is read
         rows = rows.assign(at_reference=rows["condition"] == seed["condition"])
