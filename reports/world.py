@@ -15,7 +15,7 @@ of the whole world, so it depends on every row.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -117,10 +117,12 @@ def world_sentence(
     what: str,
     exact: bool = True,
     chosen: Sequence[str] = (),
+    how: Mapping[str, str] | None = None,
 ) -> str:
     """Which world parameters ``what`` (the section's prescription) depends on; ``exact``:
     it is computed from ``reads`` alone (else it is chosen from simulated runs, which
-    every other parameter also shaped)."""
+    every other parameter also shaped); ``how``: for a read key, how the prescription
+    reads it (e.g. "the smallest swept"), said before its values."""
     if reads is None:
         return (
             f"{what} is read from the simulation of this whole world, so it depends on "
@@ -129,7 +131,12 @@ def world_sentence(
     present = [c for c in (f"params.{r}" for r in reads) if c in runs]
     if not present:
         return f"{what} reads none of the world's parameters above."
-    named = [f"{_label(c)} ({value_text(_logged(runs, c), c.split('.')[-1])})" for c in present]
+    how = how or {}
+    named = [
+        f"{_label(c)} ({how.get(c.removeprefix('params.'), '')}"
+        f"{value_text(_logged(runs, c), c.split('.')[-1])})"
+        for c in present
+    ]
     listed = spoken_list(named)
     rest = [_label(c) for c in world_columns(runs, reads, chosen) if c not in present]
     others = ", ".join(rest)
@@ -151,10 +158,11 @@ def world_blocks(
     what: str = "The prescription",
     exact: bool = True,
     chosen: Sequence[str] = (),
+    how: Mapping[str, str] | None = None,
 ) -> list[Table | str]:
     """The world table and the dependency sentence, to open a section (module docstring);
     nothing when the runs logged no world parameter."""
     table = world_table(runs, reads, chosen)
     if table.empty:
         return []
-    return [Table(CAPTION, table), world_sentence(runs, reads, what, exact, chosen)]
+    return [Table(CAPTION, table), world_sentence(runs, reads, what, exact, chosen, how)]

@@ -151,31 +151,32 @@ def _answer(table: pd.DataFrame, deployments: list[int]) -> str:
     if fams == [1]:
         fixed = (
             f"{holm} of {n} procedure comparisons {verb} an effect in most deployments with the "
-            "fixed-n interval read once at the end (each deployment compares one procedure, so "
-            "there is nothing to adjust for)"
+            "fixed-n interval read once at the end. Each deployment compares one procedure, so "
+            "there is nothing to adjust for."
         )
     else:
         fixed = (
             f"{holm} of {n} procedure comparisons {verb} an effect in most deployments after Holm "
-            f"adjustment over the {' or '.join(map(str, fams))} procedures each deployment "
-            "compares (family-wise error <= 0.05, fixed-n interval read once at the end), "
-            f"{bh} after Benjamini-Hochberg (false discovery rate <= 0.05)"
+            f"adjustment (fixed-n interval read once at the end, family-wise error <= 0.05). "
+            f"Each deployment compares {' or '.join(map(str, fams))} procedures. {bh} "
+            f"{'finds' if bh == 1 else 'find'} one after Benjamini-Hochberg (false discovery "
+            "rate <= 0.05)."
         )
     adjusted = "" if fams == [1] else ", Holm-adjusted"
     thin = sum(d < FEW_DEPLOYMENTS for d in deployments)
     rough = (
-        f"; {thin} of the {n} comparisons rest on fewer than {FEW_DEPLOYMENTS} deployments, "
+        f" {thin} of the {n} comparisons rest on fewer than {FEW_DEPLOYMENTS} deployments, "
         f"so their shares are rough (with {few} deployments one deployment moves a share by "
-        f"{1 / few:.2g})"
+        f"{1 / few:.2g})."
         if thin
         else ""
     )
     return (
-        f"Read per deployment (one replication: what one researcher would see), {fixed}, and "
-        f"{seq} with the per-arm Beta-mixture confidence sequence{adjusted} (valid at any "
-        f"stopping time, in finite samples, and wider); per comparison, the share of "
-        f"deployments finding an effect with the fixed-n interval ranges from {lo:.3g} to "
-        f"{hi:.3g} ({per} deployments per cell){rough}."
+        f"Read per deployment (one replication: what one researcher would see), {fixed} "
+        f"{seq} {'finds' if seq == 1 else 'find'} one with the per-arm Beta-mixture "
+        f"confidence sequence{adjusted}, which is valid at any stopping time and wider. Per "
+        f"comparison, the share of deployments finding an effect with the fixed-n interval "
+        f"ranges from {lo:.3g} to {hi:.3g} ({per} deployments per cell).{rough}"
     )
 
 

@@ -103,7 +103,7 @@ def _single_value(rows: pd.DataFrame, estimators: list[str], target: float) -> s
     return (
         f"Only one explore rate ({readable(r['explore_rate'])}) and one horizon "
         f"({readable(r['sessions'])} sessions) were run, so this sweep cannot say which rate "
-        f"to use (the explore_tradeoff preset asks that); at that setting and true lift "
+        f"to use (the explore_tradeoff preset asks that). At that setting and true lift "
         f"{readable(r['true_lift'])} ({r['run_name']}), the highest simulated powers per "
         "deployment are "
         f"{powers}; {reached} the target {target:g}."

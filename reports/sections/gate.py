@@ -137,6 +137,12 @@ def frontier_answer(p: Prescription):
     return next((a for a in p.design.answers if a.feasible and a.frontier), None)
 
 
+def _swept(rows: pd.DataFrame, key: str) -> bool:
+    """Whether the runs took more than one value of the param ``key``."""
+    col = f"params.{key}"
+    return col in rows and rows[col].dropna().nunique() > 1
+
+
 def _figures(sweep, gates: GateRuns, p: Prescription, shown: tuple, colours, refs) -> list:
     extra = {}
     if p.chosen is not None:
@@ -211,7 +217,8 @@ def gate_section(
     prescription.sessions_per_day = sessions_per_day
     colours = palette([*rows["config"], prescribed_label(prescription)])
     refs = Refs(targets.false_revert, targets.missed_regression, prescription.question.min_drop)
-    blocks = world_blocks(gates.rows, prescription.reads, "The prescribed gate")
+    how = {k: v for k, v in prescription.reads_how().items() if _swept(gates.rows, k)}
+    blocks = world_blocks(gates.rows, prescription.reads, "The prescribed gate", how=how)
     blocks += _prescription_blocks(prescription)
     blocks += _figures(sweep, gates, prescription, shown, colours, refs)
     blocks += ranking_blocks(rec, worst, targets, conditions)

@@ -104,6 +104,17 @@ class Prescription:
             f"{self.runs_basis(a)}.{self.ledger_phrase()}{self.holds_sentence()}"
         )
 
+    def reads_how(self) -> dict[str, str]:
+        """How the design question reads each swept world parameter
+        (``experiments.answers.gate.question_of``): the p0 range covers every prior rate,
+        the design is made at the smallest ledger and the largest concurrent share."""
+        q = self.question
+        return {
+            "scenario.p_prior": f"the p0 range [{q.p0_low:g}, {q.p0_high:g}] covers it; ",
+            "scenario.ledger_size": f"designed at the smallest, {q.ledger}; ",
+            "scenario.concurrent_share": f"designed at the largest, {q.concurrent:g}; ",
+        }
+
     def infeasible_sentence(self, goal: str, at: str) -> str:
         """No family meets the targets: that, the closest gate, and what it would take."""
         q = self.question

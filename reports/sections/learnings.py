@@ -146,7 +146,9 @@ def _waits(pick: pd.Series, most: str) -> str:
     the restricted mean; the restricted mean alone for runs without them."""
     mean = fmt_metric(pick, "helpful_wait")
     if "helpful_wait_median" not in pick.index or pd.isna(pick["helpful_wait_median"]):
-        return f"a helpful rule waits {most}{mean} sessions (never promoted counted at the horizon)"
+        return (
+            f"A helpful rule waits {most}{mean} sessions (never promoted counted at the horizon)."
+        )
     horizon = int(float(_param(pick, "sessions", float(pick["helpful_wait_median"]) - 1)))
     beyond = horizon + 1
 
@@ -156,15 +158,16 @@ def _waits(pick: pd.Series, most: str) -> str:
     median = float(pick["helpful_wait_median"])
     low, high = (float(pick.get(f"helpful_wait_median_{e}", median)) for e in ("low", "high"))
     half = (
-        f"half the helpful rules are promoted within {median:.0f} sessions"
+        f"Half the helpful rules are promoted within {median:.0f} sessions"
         + (" in its worst condition" if most else "")
         if median < beyond
-        else f"fewer than half the helpful rules are promoted within the {horizon}-session horizon"
+        else f"Fewer than half the helpful rules are promoted within the {horizon}-session horizon"
     )
     return (
-        f"{half} (Kaplan-Meier median, 95 % interval {session(low)} to {session(high)}; "
-        f"{most}{fmt_metric(pick, 'helpful_unpromoted')} of them not promoted by session "
-        f"{horizon}, the horizon, where the restricted mean wait of {mean} sessions counts them)"
+        f"{half} (Kaplan-Meier median, 95 % interval {session(low)} to {session(high)}). "
+        f"A share of {most}{fmt_metric(pick, 'helpful_unpromoted')} of them is not promoted by "
+        f"session {horizon}, the horizon; the restricted mean wait, which counts them, is "
+        f"{mean} sessions."
     )
 
 
@@ -193,12 +196,15 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
         where, least, most = "in the one condition run", "", ""
     what = (
         f"{pick['policy']}, {where}: precision {least}{fmt_metric(pick, 'precision')} (target "
-        f"{target:g}), {_waits(pick, most)}, recall {least}{fmt_metric(pick, 'recall')}, "
-        f"harmful rules served in {most}{fmt_metric(pick, 'harmful_served_sessions')} "
-        "conversations per replication"
+        f"{target:g})"
+    )
+    more = (
+        f" {_waits(pick, most)} Recall is {least}{fmt_metric(pick, 'recall')}; harmful rules "
+        f"are served in {most}{fmt_metric(pick, 'harmful_served_sessions')} conversations per "
+        "replication."
     )
     if len(worst) == 1:
-        return f"One review policy ran: {what}; sweep learnings_review to compare policies."
+        return f"One review policy ran: {what}.{more} Sweep learnings_review to compare policies."
     if not pick["feasible"]:
         near = (
             f" (within {NOISE_Z:g} SE of the target: this sweep cannot tell whether it reaches it)"
@@ -207,14 +213,14 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
         )
         return (
             f"No swept policy reaches precision {target:g} in every condition; the nearest "
-            f"is {what}{near}."
+            f"is {what}{near}.{more}"
         )
     head = f"Review with {what}"
     if pick["state"] == WITHIN_NOISE:
         head += f"; its worst precision is within {NOISE_Z:g} SE of the target"
     if tied:
         head += f"; this sweep cannot tell it apart from {', '.join(tied)}"
-    return head + "."
+    return head + "." + more
 
 
 def _ranked_table(ranked: pd.DataFrame) -> pd.DataFrame:

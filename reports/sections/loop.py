@@ -198,12 +198,13 @@ def preset_power(v: Verdict | None) -> str:
     if v is None or n is None or not v.answer.startswith("no detectable change"):
         return ""
     if n <= v.replications:
-        return "; python -m reports loop answers whether the regret falls"
+        return ". Its report (python -m reports loop) answers whether the regret falls"
     wider = Verdict(v.change, v.se * math.sqrt(v.replications / n), n)
     return (
-        f": its {n} replications per setting would detect a change of about "
+        f". Its {n} replications per setting would detect a change of about "
         f"{wider.detectable:.3f} per session at this spread (this read: "
-        f"{v.detectable:.3f}), and python -m reports loop answers whether the regret falls"
+        f"{v.detectable:.3f}); its report (python -m reports loop) answers whether the "
+        "regret falls"
     )
 
 

@@ -97,7 +97,8 @@ def test_opening_sentence_counts_what_the_table_shows(section):
     n_holm = int((table["power after Holm"].map(rate) > 0.5).sum())
     n_seq = int((table["sequence power after Holm"].map(rate) > 0.5).sum())
     assert f"{n_holm} of {len(table)} procedure comparisons" in section.said
-    assert f"and {n_seq} with the per-arm Beta-mixture confidence sequence" in section.said
+    verb = "finds" if n_seq == 1 else "find"
+    assert f"{n_seq} {verb} one with the per-arm Beta-mixture confidence sequence" in section.said
     assert "after Holm adjustment" in section.said and "family-wise error" in section.said
     lo, hi = table["power"].map(rate).min(), table["power"].map(rate).max()
     assert f"ranges from {lo:.3g} to {hi:.3g}" in section.said
@@ -105,7 +106,7 @@ def test_opening_sentence_counts_what_the_table_shows(section):
     used = table["deployments"].map(lambda x: int(str(x).split(" of ")[1].replace(",", "")))
     thin = int((used < 30).sum())
     assert thin > 0  # the loop's cells: 3 replications
-    assert f"; {thin} of the {len(table)} comparisons rest on fewer than 30 deployments" in (
+    assert f". {thin} of the {len(table)} comparisons rest on fewer than 30 deployments" in (
         section.said
     )
     assert f"one deployment moves a share by {1 / used.min():.2g})" in section.said

@@ -55,13 +55,13 @@ def test_the_wait_is_read_as_censored_data_with_its_horizon():
     low_recall = ("k", 0.95, 0.01, 176.0, 1.2, 0.468, 0.02, 1.0, 0.5, 1, 201, 180, 201, 0.532,
                   0.02, "200")  # fmt: skip
     s = recommend_policy(pd.DataFrame([low_recall], columns=cols)).sentence
-    assert "fewer than half the helpful rules are promoted within the 200-session horizon" in s
+    assert "Fewer than half the helpful rules are promoted within the 200-session horizon" in s
     assert "95 % interval 180 to beyond the 200-session horizon" in s
-    assert "0.532 ± 0.02 of them not promoted by session 200, the horizon" in s
+    assert "A share of 0.532 ± 0.02 of them is not promoted by session 200, the horizon" in s
     fast = ("k", 0.95, 0.01, 90.0, 1.2, 0.9, 0.02, 1.0, 0.5, 1, 61, 55, 70, 0.1, 0.01, "200")
     s = recommend_policy(pd.DataFrame([fast], columns=cols)).sentence
-    assert "half the helpful rules are promoted within 61 sessions (Kaplan-Meier median" in s
-    assert "restricted mean wait of 90 ± 1.2 sessions counts them" in s
+    assert "Half the helpful rules are promoted within 61 sessions (Kaplan-Meier median" in s
+    assert "the restricted mean wait, which counts them, is 90 ± 1.2 sessions." in s
 
 
 def test_an_exact_share_near_1_never_prints_as_certainty():

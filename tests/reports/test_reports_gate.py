@@ -349,6 +349,7 @@ def test_the_section_opens_with_the_world_its_design_reads(section):
     assert values["p_prior"] == "0.8" and values["replications"] == str(REPS)
     assert sentence == (
         "The prescribed gate depends on p_prior (0.8), ledger_size (swept: p0 known, 20), "
-        "concurrent_share (swept: 0, 0.5) and gate.min_drop (0.15); the others (design, "
-        "replications) change only the simulated evidence below, not it."
+        "concurrent_share (designed at the largest, 0.5; swept: 0, 0.5) and gate.min_drop "
+        "(0.15); the others (design, replications) change only the simulated evidence below, "
+        "not it."
     )

@@ -68,7 +68,7 @@ def test_policies_the_noise_cannot_separate_are_named():
     rec = recommend_policy(t)
     assert rec.label == "a" and rec.tied_with == ("b",)
     assert "its worst precision is within 2 SE of the target" in rec.sentence
-    assert rec.sentence.endswith("this sweep cannot tell it apart from b.")
+    assert "; this sweep cannot tell it apart from b. A helpful rule waits" in rec.sentence
 
 
 def test_no_feasible_policy_and_a_single_policy_are_said_so():
@@ -83,7 +83,7 @@ def test_no_feasible_policy_and_a_single_policy_are_said_so():
     assert rec.sentence.startswith(f"No swept policy reaches precision {TARGET_PRECISION:g}")
     one = recommend_policy(t.iloc[:1].assign(conditions=1))
     assert one.sentence.startswith("One review policy ran: a, in the one condition run:")
-    assert "sweep learnings_review" in one.sentence
+    assert "Sweep learnings_review to compare policies." in one.sentence
 
 
 def _sweep(root: Path, uri: str, *args: str) -> subprocess.Popen:

@@ -69,7 +69,7 @@ def test_no_detectable_change_says_what_it_could_have_detected():
     # replication: SE 0.008 * sqrt(4 / 16) = 0.004, (2.131450 + 0.866245) * 0.004 = 0.0120
     assert loop_preset_replications() == 16
     note = preset_power(v)
-    assert "its 16 replications per setting would detect a change of about 0.012" in note
+    assert "Its 16 replications per setting would detect a change of about 0.012" in note
     assert "this read: 0.033" in note and "python -m reports loop" in note
     assert preset_power(Verdict(-0.05, 0.01, 8)) == ""  # a "yes" needs no pointer
     # Bonferroni over 2 settings: t(1 - 0.0125, 3) = 4.176535

@@ -14,7 +14,7 @@ from reports.document import Table
 from reports.recommend import GateTargets
 from reports.sections.fate import fate_section
 from reports.sections.gate import gate_section
-from reports.world import CAPTION, value_text, world_blocks
+from reports.world import CAPTION, value_text, world_blocks, world_sentence
 from simulators.scenarios.fate import ProcedureFateScenario
 from simulators.scenarios.gate import GateScenario
 
@@ -58,13 +58,37 @@ def test_the_gate_section_opens_with_its_world_and_what_the_design_reads(gate_sw
     reads = table["prescription reads it"] == "yes"
     assert sorted(table.index[reads]) == ["gate.min_drop", "ledger_size", "p_prior"]
     assert sentence == (
-        "The prescribed gate depends on p_prior (swept: 0.6 to 0.9 (5 values)), ledger_size "
-        "(20) and gate.min_drop (0.15); the others (drops, heterogeneity, replications) "
-        "change only the simulated evidence below, not it."
+        "The prescribed gate depends on p_prior (the p0 range [0.3, 0.95] covers it; swept: "
+        "0.6 to 0.9 (5 values)), ledger_size (20) and gate.min_drop (0.15); the others "
+        "(drops, heterogeneity, replications) change only the simulated evidence below, not it."
     )
     # the design question is the one the sentence names: a 20-run ledger, p0 up to 0.95
     assert "with a 20-run ledger" in section.said
     assert "at every prior rate p0 in [0.3, 0.95]" in section.said
+
+
+def test_the_sentence_says_how_a_swept_read_is_used():
+    """The design question is made at the smallest swept ledger and the largest concurrent
+    share (``experiments.answers.gate.question_of``): the sentence says so beside the values;
+    an unswept read keeps its bare value."""
+    runs = pd.DataFrame(
+        {
+            "params.scenario.ledger_size": [20, 50, 20, 50],
+            "params.scenario.concurrent_share": [0.25, 0.25, 0.5, 0.5],
+            "params.gate.min_drop": [0.15] * 4,
+        }
+    )
+    how = {
+        "scenario.ledger_size": "designed at the smallest, 20; ",
+        "scenario.concurrent_share": "designed at the largest, 0.5; ",
+    }
+    reads = ["scenario.ledger_size", "scenario.concurrent_share", "gate.min_drop"]
+    said = world_sentence(runs, reads, "The prescribed gate", how=how)
+    assert said == (
+        "The prescribed gate depends on ledger_size (designed at the smallest, 20; swept: 20, "
+        "50), concurrent_share (designed at the largest, 0.5; swept: 0.25, 0.5) and "
+        "gate.min_drop (0.15)."
+    )
 
 
 @pytest.fixture(scope="module")
