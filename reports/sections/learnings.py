@@ -371,7 +371,7 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
                 writers,
             )
         )
-    blocks += holds_blocks(sweep, str(rec.pick["policy"]), target)
+    blocks += holds_blocks(sweep, str(rec.pick["policy"]), target, len(worst) == 1)
     blocks.append(ASSUMPTIONS)
     return Section("learnings", "Learnings review queue: which review policy", rec.sentence, blocks)
 

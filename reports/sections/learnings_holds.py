@@ -7,11 +7,12 @@ from reports.holds import breaks_sentence, holds_table, rows_of, short_of
 from reports.source import Sweep
 
 
-def holds_blocks(sweep: Sweep, policy: str, target: float) -> list:
+def holds_blocks(sweep: Sweep, policy: str, target: float, only: bool = False) -> list:
     """Holds if / breaks when: the prescribed policy's exact figures with the user count,
     an endorsement rate or the reviewer's accuracy moved, in the world without erasures or
     a multi-user writer (``procmem_core.learnings.sensitivity``, computed by the sweep:
-    ``answers/learnings.json``; none for sweeps before it did)."""
+    ``answers/learnings.json``; none for sweeps before it did). ``only``: the sweep ran
+    one policy, so nothing was prescribed: "the policy run"."""
     found = [
         e
         for name, data in sweep.answers.items()
@@ -22,12 +23,13 @@ def holds_blocks(sweep: Sweep, policy: str, target: float) -> list:
     if not found:
         return []
     rows = rows_of(found[0]["sensitivity"])
+    subject = "the policy run" if only else "the prescribed policy"
 
     def figures(r) -> str:
         return short_of(f"precision {r.figure('precision'):.3f}", bool(r.holds), f"{target:g}")
 
     table = holds_table(
-        f"the prescribed policy ({policy}), unchanged, in its worst swept world without "
+        f"{subject} ({policy}), unchanged, in its worst swept world without "
         "erasures or a multi-user writer, with one assumption moved: exact precision and "
         "recall (a reach recursion over distinct supporters, procmem_core.learnings.exact) "
         "and the median wait of a helpful rule (horizon + 1: not within it)",
@@ -40,4 +42,4 @@ def holds_blocks(sweep: Sweep, policy: str, target: float) -> list:
         f"precision >= {target:g}",
     )
     world = "in the assumed world without erasures or a multi-user writer"
-    return [breaks_sentence("the prescribed policy", rows, figures, world), table]
+    return [breaks_sentence(subject, rows, figures, world), table]

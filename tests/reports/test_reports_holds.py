@@ -142,6 +142,11 @@ def test_the_learnings_section_reads_its_policys_rows():
         "erasure share and the multi-user writer share have no exact answer."
     )
     assert holds_blocks(sweep, "supporter_writers >= 3", 0.9) == []  # not swept: no table
+    # one policy ran: nothing was prescribed, so it is "the policy run"
+    only, table = holds_blocks(sweep, policy, 0.9, only=True)
+    assert only.startswith("Even in the assumed world without erasures or a multi-user writer, "
+                           "the policy run falls short")  # fmt: skip
+    assert table.caption.startswith("Holds if / breaks when: the policy run (")
 
 
 def test_the_world_stated_reads_in_every_variant():
