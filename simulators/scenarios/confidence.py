@@ -259,14 +259,10 @@ class ConfidenceScenario(Scenario):
 
     @staticmethod
     def _boundary_se(result: ScenarioResult, acc: dict) -> None:
-        """A simulated share at 0 or 1 has a plug-in SE of 0; beside an exact value, report
-        the binomial SE at that value, ``sqrt(e (1 - e) / n)`` (n procedures of the kind:
-        one per user here, so independent), so the two can be compared."""
+        """``ScenarioResult.boundary_se`` over the procedures of each kind (one per user
+        here, so independent)."""
         for name, count in (("helpful_retained", "helpful"), ("harmful_excluded", "harmful")):
-            exact = result.metrics.get(f"{name}_exact")
-            n = float(acc[count].sum())
-            if exact is not None and result.metrics[f"{name}_se"] == 0 and n > 0:
-                result.metrics[f"{name}_se"] = float(np.sqrt(exact * (1 - exact) / n))
+            result.boundary_se(name, float(acc[count].sum()))
 
     def _oracle(self, base: np.ndarray, helpful: np.ndarray) -> np.ndarray:
         """Expected success with only helpful procedures shown, as many as pay off (at

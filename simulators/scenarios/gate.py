@@ -368,6 +368,8 @@ class GateScenario(Scenario):
                     result.metrics["missed_regression_rate_exact"] = 1.0 - p_rev
                     result.metrics["revert_rate_alt_exact"] = p_rev
                 result.metrics[f"mean_runs_{label}_exact"] = runs
+                for name in ("false_revert_rate", "missed_regression_rate", "revert_rate_alt"):
+                    result.boundary_se(name, reps)
         result.tables["operating_points"] = operating_points_table(self, sims, exact, means)
         result.tables["gate_decisions"] = decisions_table(self, sims)
         return result

@@ -265,3 +265,19 @@ def test_one_sample_gates_keep_their_fixed_design_numbers():
 def test_invalid_designs(kwargs, fragment):
     with pytest.raises(ParameterError, match=fragment):
         GateScenario(**kwargs)
+
+
+def test_a_rate_simulated_at_0_carries_the_binomial_se_at_its_exact_value():
+    """gate_tuning logged false_revert_rate 0 with SE 0 beside an exact 6.5e-05 (4,000
+    replications: 0 reverts has probability (1 - 6.5e-05)^4000 = 0.77), so its z was
+    infinite. A rate at 0 or 1 carries ``sqrt(e (1 - e) / R)`` at its exact value ``e``;
+    any other rate keeps its plug-in ``sqrt(r (1 - r) / R)``."""
+    gate = SPRTGate(alpha=0.01, beta=0.1, max_runs=30, min_drop=0.1, at_cap="accept")
+    reps = 4000
+    m = GateScenario(gate=gate, replications=reps).run(0).metrics
+    e = m["false_revert_rate_exact"]
+    assert 0 < e < 1e-3 and m["false_revert_rate"] == 0.0  # the case gate_tuning met
+    assert m["false_revert_rate_se"] == pytest.approx(np.sqrt(e * (1 - e) / reps), rel=1e-12)
+    r = m["revert_rate_alt"]
+    assert 0 < r < 1
+    assert m["revert_rate_alt_se"] == pytest.approx(np.sqrt(r * (1 - r) / reps), rel=1e-12)
