@@ -218,7 +218,8 @@ def gate_section(
     colours = palette([*rows["config"], prescribed_label(prescription)])
     refs = Refs(targets.false_revert, targets.missed_regression, prescription.question.min_drop)
     how = {k: v for k, v in prescription.reads_how().items() if _swept(gates.rows, k)}
-    blocks = world_blocks(gates.rows, prescription.reads, "The prescribed gate", how=how)
+    what = "The prescribed gate" if prescription.chosen else "The design question"
+    blocks = world_blocks(gates.rows, prescription.reads, what, how=how)
     blocks += _prescription_blocks(prescription)
     blocks += _figures(sweep, gates, prescription, shown, colours, refs)
     blocks += ranking_blocks(rec, worst, targets, conditions)

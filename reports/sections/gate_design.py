@@ -119,10 +119,16 @@ class Prescription:
         """No family meets the targets: that, the closest gate, and what it would take."""
         q = self.question
         best = max(self.design.answers, key=lambda x: (x.false_revert <= q.alpha, x.power))
+        needs = (
+            " (it needs concurrent control, which this question's runs did not have)"
+            if best.design == "concurrent" and q.concurrent == 0
+            else ""
+        )
         return (
             f"No gate meets {goal} at every prior rate p0 in [{q.p0_low:g}, {q.p0_high:g}] "
-            f"{at} within {q.max_runs} runs. The closest is the {designed_label(best)}: "
-            f"exact worst-case power {best.power:.3f}. To meet them: {self.what_it_takes()}."
+            f"{at} within {q.max_runs} runs. The closest is the {designed_label(best)}"
+            f"{needs}: exact worst-case power {best.power:.3f}. To meet them: "
+            f"{self.what_it_takes()}."
         )
 
     def ledger_phrase(self) -> str:
@@ -167,8 +173,9 @@ class Prescription:
     def what_it_takes(self) -> str:
         q = self.question
         where = f"exact, worst over p0 in [{q.p0_low:g}, {q.p0_high:g}]"
+        # remedies, not reasons: a family that misses alpha is told "use a calibrated one"
         notes = [f"{make_gate(**a.config).describe()} ({where}): {a.note}"
-                 for a in self.design.answers if a.note]  # fmt: skip
+                 for a in self.design.answers if a.note and a.false_revert <= q.alpha]  # fmt: skip
         concurrent = [a for a in self.design.answers if a.design == "concurrent" and a.feasible]
         if self.question.concurrent == 0 and concurrent:
             a = min(concurrent, key=lambda x: x.max_runs)
@@ -180,7 +187,11 @@ class Prescription:
                 f"{null[0]:.1f} on the revision + {null[1]:.1f} on the prior at share 0.5; "
                 f"{calendar(sum(null), self.sessions_per_day)})"
             )
-        return "; ".join(notes[:2]) if notes else "a longer ledger or more runs"
+        once: list[str] = []  # a remedy two families share is said once, by the first
+        for n in notes:
+            if not any(n.rsplit("; ", 1)[-1] == o.rsplit("; ", 1)[-1] for o in once):
+                once.append(n)
+        return "; ".join(once[:2]) if once else "a longer ledger or more runs"
 
     @property
     def agrees(self) -> bool:

@@ -94,6 +94,27 @@ def test_an_infeasible_recommendations_file_says_what_to_do_instead():
     assert rec["sentence"].startswith("No gate meets false revert <= 0.01")
 
 
+def test_an_infeasible_question_says_what_it_would_take_in_remedies():
+    """gate_tuning's question at 60 runs (no concurrent control): the SPRT misses alpha
+    (its note is a reason, not a remedy) and two fixed-ledger families share one remedy,
+    said once; the closest gate is a concurrent one, which the question's runs lack."""
+    from procmem_core.gates.design import DesignQuestion, design_gate
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.05, beta=0.2, min_drop=0.125, ledger=20, concurrent=0.0,
+                       p0_low=0.3, p0_high=0.95, max_runs=60)  # fmt: skip
+    design = design_gate(q)
+    said = Prescription(q, design, None, pd.DataFrame()).sentence()
+    takes = said.split("To meet them: ")[1]
+    sprt = next(a for a in design.answers if a.family == "sprt")
+    assert sprt.false_revert > q.alpha and sprt.note not in takes
+    ledger = "so it needs a ledger of at least 99 runs or concurrent control"
+    assert takes.count(ledger) == 1  # calibrated SPRT and fixed two-sample share it
+    assert "concurrent design" in takes and "a larger max_runs is needed" in takes
+    assert "The closest is the exact two-sample test, concurrent design" in said
+    assert "(it needs concurrent control, which this question's runs did not have)" in said
+
+
 def test_the_prescription_shows_its_guarantee_against_ledger_size_and_share():
     """The prescribed two-sample gate recalibrates per ledger size: the section's table holds
     its exact worst cases per size (each <= alpha) beside the levels-kept figures, the
