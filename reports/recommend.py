@@ -217,14 +217,14 @@ def recommend_gate(
     default_row = _default_row(ranked, label_col, default)
     comparisons = compare(pick, default_row, GATE_METRICS) if default_row is not None else ()
     at = {m: _condition(pick, m) for m in GATE_METRICS}
-    what = (
-        f"{pick[label_col]}{_worst_note(pick, at)}: it decides in"
-        f" {fmt_metric(pick, 'mean_runs_null')} runs when nothing changed{at['mean_runs_null']}"
-        f" and {fmt_metric(pick, 'mean_runs_alt')} runs on a real regression"
-        f"{at['mean_runs_alt']}{sessions_note(pick, sessions_per_day)}; false revert rate"
-        f" {fmt_metric(pick, 'false_revert_rate')}"
-        f"{at['false_revert_rate']} and missed regression rate"
-        f" {fmt_metric(pick, 'missed_regression_rate')}{at['missed_regression_rate']}"
+    what = f"{pick[label_col]}{_worst_note(pick, at)}"
+    figures = (
+        f"It decides in {fmt_metric(pick, 'mean_runs_null')} runs when nothing changed"
+        f"{at['mean_runs_null']} and {fmt_metric(pick, 'mean_runs_alt')} runs on a real "
+        f"regression{at['mean_runs_alt']}{sessions_note(pick, sessions_per_day)}. Its false "
+        f"revert rate is {fmt_metric(pick, 'false_revert_rate')}{at['false_revert_rate']} and "
+        f"its missed regression rate {fmt_metric(pick, 'missed_regression_rate')}"
+        f"{at['missed_regression_rate']}"
     )
     state = str(pick["state"])
     if feasible:
@@ -237,15 +237,17 @@ def recommend_gate(
             f"missed regression <= {targets.missed_regression:g}) at its own max_runs; the "
             f"nearest is {what}" + noise_note(state, "it is")
         )
-    if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
-        head += "; " + _tradeoff(comparisons, {m: True for m in GATE_METRICS})
-    elif default_row is not None:
-        head += "; this is the seeds' default"
     if tied:
         head += (
             f"; tied with {', '.join(tied)} (sessions when nothing changed within "
             f"{NOISE_Z:g} SE of the difference)"
         )
+    head += f". {figures}"
+    if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
+        trade = _tradeoff(comparisons, {m: True for m in GATE_METRICS})
+        head += f". No{trade[2:]}" if trade.startswith("no ") else f". It has {trade}"
+    elif default_row is not None:
+        head += ". It is the seeds' default"
     return Recommendation(
         "gate", pick, feasible, ranked, label_col, default_row, tied, comparisons, head + "."
     )

@@ -122,7 +122,7 @@ def test_the_ranking_sentence_names_the_condition_of_each_figure(sweep):
         value = f"{pick[m]:.3g} ± {pick[f'{m}_se']:.2g}"
         assert f"{value} {said} ({pick[f'{m}_condition']})" in s
     for m, said in (
-        ("false_revert_rate", "false revert rate"),
+        ("false_revert_rate", "false revert rate is"),
         ("missed_regression_rate", "missed regression rate"),
     ):
         value = f"{pick[m]:.3g} ± {pick[f'{m}_se']:.2g}"
