@@ -6,10 +6,13 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.metric import Metric
-from reports.calibration import calibration
+from reports.calibration import calibration, normal_scale
 from reports.document import Section, Table
 from reports.source import Sweep
 
+AGREEMENT_COLUMNS = ("scenario", "run", "metric", "simulated", "se", "exact", "z", "df", "normal z")
+"""The agreement table's columns (``df``: NaN when the SE is not estimated from few
+replications, and then ``normal z`` is ``z``)."""
 AGREEMENT_Z = 4.0
 """A simulated figure and its exact counterpart must agree within this many SEs."""
 
@@ -48,7 +51,9 @@ def agreement_table(sweep: Sweep) -> pd.DataFrame:
 
     When ``x_exact`` is computed from the same replications as ``x`` (an expectation given
     what each replication drew), the run logs ``x_diff_se``, the SE of the mean paired
-    difference, and ``se`` is that one (``simulators.scenarios.loop_lift``)."""
+    difference, and ``se`` is that one (``simulators.scenarios.loop_lift``); with
+    ``x_diff_n`` replications behind it, ``df = n - 1`` and ``normal z`` is that t-score on
+    the normal scale (``reports.calibration.normal_scale``); elsewhere ``normal z = z``."""
     rows = []
     names = set(sweep.metric_names)
     pairs = [m for m in sorted(names) if f"{m}_se" in names and f"{m}_exact" in names]
@@ -60,6 +65,8 @@ def agreement_table(sweep: Sweep) -> pd.DataFrame:
             if any(v is None or np.isnan(v) for v in (sim, se, exact)):
                 continue
             z = Metric(sim, se, exact).z  # SE 0: 0 when equal up to rounding, else inf
+            n = r.get(f"{m}_diff_n") if paired is not None and not np.isnan(paired) else None
+            df = float(n) - 1.0 if n is not None and not np.isnan(n) and n >= 2 else np.nan
             rows.append(
                 {
                     "scenario": r["scenario"],
@@ -69,11 +76,11 @@ def agreement_table(sweep: Sweep) -> pd.DataFrame:
                     "se": se,
                     "exact": exact,
                     "z": z,
+                    "df": df,
+                    "normal z": normal_scale(z, df),
                 }
             )
-    return pd.DataFrame(
-        rows, columns=["scenario", "run", "metric", "simulated", "se", "exact", "z"]
-    )
+    return pd.DataFrame(rows, columns=[*AGREEMENT_COLUMNS])
 
 
 def agreement_section(sweep: Sweep) -> Section | None:
@@ -83,8 +90,8 @@ def agreement_section(sweep: Sweep) -> Section | None:
     t = agreement_table(sweep)
     if t.empty:
         return None
-    bad = t[t["z"].abs() > AGREEMENT_Z]
-    worst = float(t["z"].abs().max())
+    bad = t[t["normal z"].abs() > AGREEMENT_Z]
+    worst = float(t["normal z"].abs().max())
     cal = calibration(t)
     calibrated = cal is None or cal.ok
     if bad.empty:
@@ -101,17 +108,22 @@ def agreement_section(sweep: Sweep) -> Section | None:
         )
     if cal is not None:
         answer += " " + cal.describe()
-    shown = t.reindex(t["z"].abs().sort_values(ascending=False).index).head(40)
+    shown = t.reindex(t["normal z"].abs().sort_values(ascending=False).index).head(40)
+    if t["df"].isna().all():
+        shown = shown.drop(columns=["df", "normal z"])
+        caption = "Simulated vs exact, largest deviations first (z = (simulated - exact) / SE)"
+    else:
+        caption = (
+            "Simulated vs exact, largest deviations first (z = (simulated - exact) / SE; "
+            "where the SE is estimated from n replications, z is Student's t with df = n - 1 "
+            "and normal z = Phi^-1(T_df(z)) is the same tail probability on the normal scale, "
+            "which the check reads)"
+        )
     return Section(
         "exact",
         "Simulation against exact answers",
         answer,
-        [
-            Table(
-                "Simulated vs exact, largest deviations first (z = (simulated - exact) / SE)",
-                shown.reset_index(drop=True),
-            )
-        ],
+        [Table(caption, shown.reset_index(drop=True))],
     )
 
 

@@ -20,7 +20,9 @@ Both "exact" figures are expectations given the ``p_i`` a replication drew, so t
 that replication's draw of procedures with the simulated lift: the simulated-vs-exact z
 divides by this SE of the paired difference (``reports.summary.agreement_table``), not by
 ``lift_se``, which also holds the spread of ``mean(p_i)`` over replications (the loop
-preset's z-scores had variance 0.26 with ``lift_se``).
+preset's z-scores had variance 0.26 with ``lift_se``). ``lift_diff_n`` and
+``naive_lift_diff_n``: the replications that SE is estimated from, so a reader takes
+that z as Student's t with ``n - 1`` degrees of freedom (``reports.calibration``).
 
 ``rated_rate``: the share of sessions rated. Replications where an arm has no (rated)
 session are left out of the lift metrics; each metric is a mean over replications with
@@ -75,3 +77,4 @@ def add_lift_metrics(
     for name in ("lift", "naive_lift"):
         diff = np.array([d[name] - d[f"{name}_exact"] for d in kept], dtype=float)
         result.metrics[f"{name}_diff_se"] = mean_and_se(diff)[1]
+        result.metrics[f"{name}_diff_n"] = float(diff.size)

@@ -30,7 +30,8 @@ fixture = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fixture)
 DATA = fixture.load()
 LOOP_FIXED = {"regret_fixed", "regret_fixed_early", "regret_fixed_late", "regret_fixed_change"}
-LOOP_ADDED = {"rated_rate", *LIFT_METRICS, "lift_diff", "naive_lift_diff", *LOOP_FIXED}
+LOOP_ADDED = {"rated_rate", *LIFT_METRICS, "lift_diff", "naive_lift_diff", *LOOP_FIXED,
+              "lift_diff_n", "naive_lift_diff_n"}  # fmt: skip
 _cspec = importlib.util.spec_from_file_location(
     "fixture_compare", ROOT / "tools" / "fixture_compare.py"
 )
@@ -50,7 +51,8 @@ def test_quickstart_metrics_equal_the_fixture(case):
     # the redesign adds exact counterparts where it can compute them (the gate with p0
     # estimated from a ledger), and the loop its lift by ratings (issue 29 item 6:
     # rated_rate and simulators.scenarios.loop_lift, whose paired SEs lift_diff_se and
-    # naive_lift_diff_se issue 30 added, and the regret against a fixed oracle), and the
+    # naive_lift_diff_se issue 30 added with their replications, *_diff_n, and the regret
+    # against a fixed oracle), and the
     # flat fate's calibration blocks (issue 30: simulators.calibration_blocks, drawn from
     # seeds of their own, so every old number stays), nothing else
     added = {m.removesuffix("_se") for m in set(got) - set(want["metrics"])}

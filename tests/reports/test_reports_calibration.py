@@ -8,9 +8,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
 
-from reports.calibration import MIN_PAIRS, calibration
+from reports.calibration import MIN_PAIRS, calibration, normal_scale
 from reports.summary import agreement_section, agreement_table
 
 
@@ -123,3 +124,38 @@ def test_two_calibration_blocks_with_the_same_count_are_two_pairs():
     )  # fmt: skip
     cal = calibration(t)
     assert cal.pairs == 3 and cal.repeats == 1  # y repeats x; the blocks both count
+
+
+def test_a_t_score_is_read_on_the_normal_scale():
+    """t(0.975, 3) = 3.182446 has the normal 0.975 point 1.959964 as its image; with no
+    degrees of freedom stated the z stays as it is, and an infinite one stays infinite."""
+    assert normal_scale(3.182446305284263, 3.0) == pytest.approx(1.959963984540054, rel=1e-9)
+    assert normal_scale(-3.182446305284263, 3.0) == pytest.approx(-1.959963984540054, rel=1e-9)
+    assert normal_scale(2.5, np.nan) == 2.5 and normal_scale(np.inf, 3.0) == np.inf
+
+
+def test_z_from_an_se_over_four_replications_passes_only_on_the_normal_scale():
+    """mean / SE over 4 normal replications is t with 3 df (variance infinite): 4,000 such
+    z-scores fail the check as they stand and pass on the normal scale, where mean(z^2)
+    is within 4 SE (sqrt(2 / 4000) = 0.022) of 1."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(4000, 4))
+    z = x.mean(axis=1) / (x.std(axis=1, ddof=1) / 2.0)
+    raw = pd.DataFrame({"z": z, "se": 1.0})
+    assert not calibration(raw).ok
+    scaled = raw.assign(**{"normal z": [normal_scale(v, 3.0) for v in z]})
+    cal = calibration(scaled)
+    assert cal.ok and abs(cal.variance - 1.0) < 4 * np.sqrt(2 / 4000)
+
+
+def test_a_paired_figure_with_its_replications_carries_its_df():
+    runs = pd.DataFrame(
+        {"scenario": "loop", "run_id": ["a", "b"], "x": [0.52, 0.52], "x_se": [0.02, 0.02],
+         "x_exact": [0.5, 0.5], "x_diff_se": [0.005, 0.005], "x_diff_n": [4.0, np.nan]}
+    )  # fmt: skip
+    names = ("x", "x_se", "x_exact", "x_diff_se", "x_diff_n")
+    t = agreement_table(SimpleNamespace(runs=runs, metric_names=names)).set_index("run")
+    assert t.loc["a", "df"] == 3.0
+    assert t.loc["a", "normal z"] == pytest.approx(normal_scale(4.0, 3.0), rel=1e-12)
+    assert 2.0 < t.loc["a", "normal z"] < 2.5  # P(t3 > 4) = 0.014
+    assert np.isnan(t.loc["b", "df"]) and t.loc["b", "normal z"] == t.loc["b", "z"]

@@ -91,4 +91,5 @@ def test_the_lifts_simulated_vs_exact_se_is_that_of_the_paired_difference(worlds
         diff = d[name] - d[f"{name}_exact"]
         want = np.std(diff, ddof=1) / np.sqrt(len(diff))
         assert m[f"{name}_diff_se"] == pytest.approx(want, rel=1e-12)
+        assert m[f"{name}_diff_n"] == len(diff)  # the t-score's df is this - 1
     assert m["lift_diff_se"] < 0.8 * m["lift_se"]
