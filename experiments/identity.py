@@ -132,8 +132,22 @@ ACRONYMS = {"sprt": "SPRT", "ipw": "IPW", "aipw": "AIPW", "dim": "DiM", "ht": "H
 EMPTY = ("None", "null", "")
 
 
+NAME_DIGITS = 4
+"""Significant digits of a float in a run name (a search's 0.056099363343358924 reads
+0.0561); the params keep every digit."""
+
+
 def _word(value: str) -> str:
-    return ACRONYMS.get(value.lower(), value)
+    """A value as a run name writes it: acronyms (``ACRONYMS``), and a float with more
+    than ``NAME_DIGITS`` significant digits rounded to them."""
+    try:
+        number = float(value)
+    except ValueError:
+        return ACRONYMS.get(value.lower(), value)
+    digits = value.lstrip("-+0.").replace(".", "").split("e")[0].split("E")[0]
+    if "." in value and len(digits) > NAME_DIGITS and number == number:
+        return f"{number:.{NAME_DIGITS}g}"
+    return value
 
 
 def run_name(label: str, params: Mapping[str, str], vary: Sequence[str]) -> str:

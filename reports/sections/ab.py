@@ -137,6 +137,13 @@ def rate(cell: str) -> float:
         return float("nan")
 
 
+def _counts(values: list[int]) -> str:
+    """Sorted distinct counts in words: ``3``, ``1 or 4``, ``3 to 6`` (a run of 3 or more)."""
+    if len(values) > 2 and values[-1] - values[0] == len(values) - 1:
+        return f"{values[0]} to {values[-1]}"
+    return " or ".join(map(str, values))
+
+
 def _answer(table: pd.DataFrame, deployments: list[int]) -> str:
     n = len(table)
     holm = int((table["power after Holm"].map(rate) > MOST).sum())
@@ -158,7 +165,7 @@ def _answer(table: pd.DataFrame, deployments: list[int]) -> str:
         fixed = (
             f"{holm} of {n} procedure comparisons {verb} an effect in most deployments after Holm "
             f"adjustment (fixed-n interval read once at the end, family-wise error <= 0.05). "
-            f"Each deployment compares {' or '.join(map(str, fams))} procedures. {bh} "
+            f"Each deployment compares {_counts(fams)} procedures. {bh} "
             f"{'finds' if bh == 1 else 'find'} one after Benjamini-Hochberg (false discovery "
             "rate <= 0.05)."
         )

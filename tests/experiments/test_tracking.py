@@ -231,6 +231,10 @@ def test_run_names_say_what_tells_a_job_apart_from_the_others_of_its_scenario():
         "confidence", "confidence: false negative 0.1", "loop",
     ]  # fmt: skip
     assert run_name("fate", {"scenario.p": "0.652"}, ["scenario.p"]) == "fate: p 0.652"
+    # a search's float reads in 4 significant digits; the params keep every digit
+    rate = {"explore.explore_rate": "0.056099363343358924"}
+    assert run_name("loop", rate, ["explore.explore_rate"]) == "loop: explore rate 0.0561"
+    assert run_name("x", {"s.v": "123.456789"}, ["s.v"]) == "x: v 123.5"
     # an unset scenario field reads as what a scenario says it means (unset_phrase),
     # any other unset field is left out
     assert run_name("gate", {"scenario.ledger_size": "None"}, ["scenario.ledger_size"]) == (

@@ -148,3 +148,11 @@ def test_cells_read_as_words_with_what_varies(runs, sweep_of):
     section = ab_section(sweep_of([*jobs, ({"scenario.sessions": 300}, loop)]))
     cells = set(_table(section, "Per deployment")["cell"])
     assert {"explore: explore rate 0.1", "explore: explore rate 0.2", "loop"} == cells
+
+
+def test_the_procedure_counts_read_as_a_range_when_they_run_on():
+    from reports.sections.ab import _counts
+
+    assert _counts([3, 4, 5, 6]) == "3 to 6"
+    assert _counts([1, 4]) == "1 or 4" and _counts([2]) == "2"
+    assert _counts([1, 2, 4]) == "1 or 2 or 4"
