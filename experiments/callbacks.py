@@ -201,8 +201,11 @@ class SweepTracking(Callback):
         swept = sweep_params(config)
         question = preset_question(preset)
         keys = ", ".join(swept) or "no swept keys"
+        # a search (Optuna) plans its trials as it goes: no job list to count at the start
+        sweeper = str(OmegaConf.select(config, "hydra.sweeper._target_") or "")
+        count = "a search" if "optuna" in sweeper.lower() else f"{len(jobs)} jobs"
         parent_id = tracker.start_run(
-            f"{tracker.experiment}: {len(jobs)} jobs over {keys}",
+            f"{tracker.experiment}: {count} over {keys}",
             {
                 tr.TAG_ROLE: "parent",
                 tr.TAG_SWEEP_DIR: str(config.hydra.sweep.dir),

@@ -137,6 +137,15 @@ def rate(cell: str) -> float:
         return float("nan")
 
 
+def _procedures(names: list[str]) -> str:
+    """``procedure a`` or ``2 procedures (a, b)``."""
+    return (
+        f"procedure {names[0]}"
+        if len(names) == 1
+        else f"{len(names)} procedures ({', '.join(names)})"
+    )
+
+
 def _counts(values: list[int]) -> str:
     """Sorted distinct counts in words: ``3``, ``1 or 4``, ``3 to 6`` (a run of 3 or more)."""
     if len(values) > 2 and values[-1] - values[0] == len(values) - 1:
@@ -223,7 +232,8 @@ def ab_section(sweep: Sweep) -> Section | None:
     if not flagged.empty:
         blocks.append(
             f"Sample-ratio mismatch was flagged in more than 1 % of the deployments of "
-            f"{len(flagged)} comparison(s) ({', '.join(sorted(set(flagged['procedure'])))}): "
+            f"{len(flagged)} of the {len(table)} comparisons, of "
+            f"{_procedures(sorted(set(flagged['procedure'])))}: "
             "their arms are not the randomized split the explore rate draws, so their "
             "estimates should not be read as the procedure's effect."
         )

@@ -57,6 +57,8 @@ def test_a_tiny_search_runs_end_to_end(tmp_path):
     sweep = load_sweep("loop_search", uri=uri)
     runs = sweep.runs
     assert len(runs) == 2 and set(runs.status) == {"FINISHED"}
+    # the parent names a search, not "0 jobs": its trials are planned as it goes
+    assert sweep.parent_name.startswith("loop_search: a search over ")
     q = 40 // 4
     for _, run in runs.iterrows():
         # the objective from the logged table: per replication, the late quarter's regret
