@@ -70,6 +70,15 @@ def _option(row: pd.Series, key: str, se: str) -> Option:
     return Option(key, float(row[key]), float(row.get(se, np.nan)))
 
 
+def _design(pick: pd.Series) -> str | None:
+    """The row's design (``fixed`` or ``concurrent``) as its run logged it, else None."""
+    for key in ("params.scenario.design", "params.gate.design", "design"):
+        value = pick.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     """What a decision costs in sessions, in total and per arm, when nothing changed and
     at the drop: concurrent control counts the prior's sessions
@@ -78,6 +87,8 @@ def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     null = [pick.get(f"{m}_null") for m in ARM_METRICS]
     alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
     if any(x is None for x in (*null, *alt)):  # a row without the per-arm columns
+        if _design(pick) == "fixed":
+            return ""  # every session is the revision's: its runs are its sessions
         return (  # its runs are already stated: say only what they leave out
             "; those runs count the revision's sessions only (no per-arm figures: a "
             "concurrent design's prior sessions are left out)"

@@ -125,6 +125,9 @@ def test_gate_counts_both_arms_under_concurrent_control():
         "design's prior sessions are left out)" in note
     )
     assert note.count("when nothing changed") == 1  # its runs said once, not twice
+    # a fixed design's runs are its sessions: nothing is left out, so nothing is said
+    fixed = recommend_gate(bare.assign(**{"params.scenario.design": "fixed"})).sentence
+    assert "those runs count" not in fixed and "per-arm" not in fixed
 
 
 def test_gate_nothing_feasible_reports_nearest():
