@@ -22,9 +22,14 @@ from reports.source import Sweep
 P0_GRID = np.linspace(0.05, 0.95, 91)
 
 
+DESIGN_KEYS = ("params.scenario.design", "params.gate.design")
+"""Params that say whether a configuration's runs are all the revision's (fixed design)."""
+
+
 def worst_rows(rows: pd.DataFrame, metrics: tuple[str, ...] = GATE_METRICS) -> pd.DataFrame:
     """One row per configuration: each metric at its worst (largest) over conditions, with
-    ``<metric>_se`` and ``<metric>_condition``; ``conditions`` and ``complete``."""
+    ``<metric>_se`` and ``<metric>_condition``; ``conditions`` and ``complete``; the
+    ``DESIGN_KEYS`` a configuration logged one value of."""
     total = rows["condition"].nunique()
     out = []
     for config, g in rows.groupby("config", sort=True):
@@ -34,6 +39,9 @@ def worst_rows(rows: pd.DataFrame, metrics: tuple[str, ...] = GATE_METRICS) -> p
             "complete": bool(g["condition"].nunique() == total),
             "replications": g["replications"].iloc[0] if "replications" in g else None,
         }
+        for key in DESIGN_KEYS:  # the design, where one holds for every condition
+            if key in g and g[key].dropna().nunique() == 1:
+                row[key] = g[key].dropna().iloc[0]
         for m in metrics:
             values = g[m].astype(float)
             idx = values.idxmax()
