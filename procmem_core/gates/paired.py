@@ -331,7 +331,9 @@ def _weighted(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.ndarray:
         lc = np.log(3.0 * pc)
     sw, sb = lw.max(axis=1, keepdims=True), lb.max(axis=1, keepdims=True)
     x, y = np.exp(lw - sw), np.exp(lb - sb)
-    total = (x[:, table.w] * y[:, table.b]) @ table.mass
+    total = np.zeros((p0.size, len(masses)))  # a gate that accepts only at the cap: 1 column
+    live = table.live if 4 * table.live.size <= len(masses) else slice(None)
+    total[:, live] = (x[:, table.w] * y[:, table.b]) @ table.mass[:, live]
     steps = np.arange(len(masses))[None, :]
     with np.errstate(divide="ignore"):
         out = np.exp(np.log(total) + steps * lc[:, None] + sw + sb)
@@ -350,6 +352,8 @@ class CellTable:
     b: np.ndarray
     mass: np.ndarray
     size: int
+    live: np.ndarray
+    """The pairs at which some cell decides (every other column of ``mass`` is 0)."""
 
     @property
     def by_total(self) -> np.ndarray:
@@ -377,7 +381,8 @@ def _cell_table(masses: list[tuple]) -> tuple[list, CellTable]:
     cell, at = np.unique(w * size + b, return_inverse=True)
     table = np.zeros((cell.size, len(masses)))
     table[at.ravel(), k] = np.concatenate([m[2] for m in masses])
-    return masses, CellTable(cell // size, cell % size, table, size)
+    live = np.flatnonzero(table.any(axis=0))
+    return masses, CellTable(cell // size, cell % size, table, size, live)
 
 
 def self_size(masses: list[tuple]) -> int:
