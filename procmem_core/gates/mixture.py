@@ -237,13 +237,23 @@ def _null_tables(masses: LedgerMasses) -> dict[str, np.ndarray]:
     if "_null" not in masses.__dict__:
         steps, n0 = len(masses.revert), masses.prior_runs
         n = n0 + np.arange(steps)
-        by_s, by_f = np.zeros((2 * steps, n[-1] + 1)), np.zeros((2 * steps, n[-1] + 1))
-        for row, (u, s, m) in enumerate((*masses.revert, *masses.accept)):
-            if row % steps:
-                np.add.at(by_s[row], u + s, m)
-                np.add.at(by_f[row], n[row % steps] - u - s, m)
+        cells = (*masses.revert, *masses.accept)
+        total, mass = [u + s for u, s, _ in cells], [m for _, _, m in cells]
+        failures = [outcomes - t for outcomes, t in zip(np.tile(n, 2), total, strict=True)]
+        by_s, by_f = (by_row(x, mass, n[-1] + 1) for x in (total, failures))
         masses.__dict__["_null"] = {"S": by_s, "F": by_f, "N": n}
     return masses.__dict__["_null"]
+
+
+def by_row(index: Sequence[np.ndarray], mass: Sequence[np.ndarray], width: int) -> np.ndarray:
+    """``out[r, x]`` = the sum of ``mass[r]`` over its cells with ``index[r] == x``, shape
+    ``(len(mass), width)``: one ``np.bincount`` for every row, which adds each bin's cells
+    in their order from 0.0, as ``np.add.at`` row by row does (the same values, bit for
+    bit; 400 calls of ``np.add.at`` a recursion cost more than the sums)."""
+    rows = np.repeat(np.arange(len(mass)), [m.size for m in mass])
+    flat = rows * width + np.concatenate([np.asarray(x, dtype=np.int64) for x in index])
+    out = np.bincount(flat, weights=np.concatenate(mass), minlength=len(mass) * width)
+    return out.reshape(len(mass), width)
 
 
 def by_total(tables: dict[str, np.ndarray], p: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.mixture import (
+    by_row,
     by_total,
     masked_cells,
     powers,
@@ -114,14 +115,10 @@ class HalfMasses:
         if "_null" not in self.__dict__:
             steps = len(self.revert)
             n = np.array([k + lat.prior_runs(k) for k in range(steps)])
-            width = int(n.max()) + 1
-            by_s, by_f = np.zeros((2 * steps, width)), np.zeros((2 * steps, width))
-            for row, cells in enumerate((*self.revert, *self.accept)):
-                i, j, m = cells
-                k = row % steps
-                if k:
-                    np.add.at(by_s[row], i + j, m)
-                    np.add.at(by_f[row], n[k] - i - j, m)
+            cells = (*self.revert, *self.accept)
+            total, mass = [i + j for i, j, _ in cells], [m for _, _, m in cells]
+            failures = [outcomes - t for outcomes, t in zip(np.tile(n, 2), total, strict=True)]
+            by_s, by_f = (by_row(x, mass, int(n.max()) + 1) for x in (total, failures))
             self.__dict__["_null"] = {"S": by_s, "F": by_f, "N": n}
         return self.__dict__["_null"]
 
