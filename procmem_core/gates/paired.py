@@ -221,9 +221,10 @@ class PairedGate(Gate):
         before: tuple = ("start",)
         for k in range(1, self.max_runs + 1):
             e, nxt = min(k + 1, cap + 1), spare
-            np.divide(mass[:e, :e], 3.0, out=nxt[:e, :e])
-            nxt[1:e, :e] += np.divide(mass[: e - 1, :e], 3.0, out=term[: e - 1, :e])
-            nxt[:e, 1:e] += np.divide(mass[:e, : e - 1], 3.0, out=term[:e, : e - 1])
+            third = np.divide(mass[:e, :e], 3.0, out=term[:e, :e])  # once: the same values
+            nxt[:e, :e] = third
+            nxt[1:e, :e] += third[: e - 1, :e]
+            nxt[:e, 1:e] += third[:e, : e - 1]
             now = (k >= self.min_runs, k >= self.max_runs)
             if (before, now) not in regimes:
                 held = mass != 0 if before == ("start",) else ~regimes[before][2]
@@ -359,9 +360,10 @@ class CellTable:
     def by_total(self) -> np.ndarray:
         """``[m, k]``: the mass decided at pair ``k`` in the cells with ``W + B = m``."""
         if "_by_total" not in self.__dict__:
-            out = np.zeros((2 * self.size - 1, self.mass.shape[1]))
-            np.add.at(out, self.w + self.b, self.mass)
-            self.__dict__["_by_total"] = out
+            k = self.mass.shape[1]  # np.add.at's sums in its order (row by row), bit for bit
+            flat = ((self.w + self.b)[:, None] * k + np.arange(k)[None, :]).ravel()
+            out = np.bincount(flat, self.mass.ravel(), minlength=(2 * self.size - 1) * k)
+            self.__dict__["_by_total"] = out.reshape(2 * self.size - 1, k)
         return self.__dict__["_by_total"]
 
 

@@ -32,6 +32,7 @@ from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.mixture import (
     by_row,
     by_total,
+    half_pmf,
     masked_cells,
     powers,
     ratio_powers,
@@ -133,7 +134,7 @@ class Walk:
         self.concurrent = lat.concurrent
         self.buffer, self.spare = np.empty(shape), np.empty(shape)
         self.mass = self.buffer[:1, : lat.ledger + 1]
-        self.mass[0] = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)
+        self.mass[0] = half_pmf(lat.ledger)
 
     def step(self) -> np.ndarray:
         """The next step's masses before its decisions: a revision run (``a`` up by 0 or
