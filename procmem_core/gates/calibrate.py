@@ -26,17 +26,21 @@ raising ``revert_level`` first if the early boundary alone spends more than alph
    needed about 11 rounds to move the level by one step, and the calibration failed).
 
 The result meets ``bound <= alpha`` (raised as ``GateError`` when it cannot).
+
+A bisection trial whose level is at least that of a finished recursion is often decided
+without its own recursion (``passes_by_monotony``): early reverts only fall as the level
+rises, so a lower level's exact early reverts bound the trial's (issue 28, item 4).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 
-from procmem_core.gates.base import GateError, field_values
+from procmem_core.gates.base import GateError, Recursions, field_values
 from procmem_core.gates.mixture import gathered, powers
 from procmem_core.gates.tolerance import MARGIN, at_most
 from procmem_core.gates.worst import WorstCase
@@ -49,6 +53,13 @@ RAISE_STEPS = 40
 LEVEL_TOLERANCE = 1e-3
 CERTIFY_POINTS = 3000
 """Largest grid of a certification's ``worst_case`` (both calibrated gates)."""
+MONOTONY_SLACK = 1e-8
+"""Relative room ``passes_by_monotony`` leaves below the target's own margin: far above the
+rounding of the two sums it compares (about 1e-14 relative, ``revert_limit.SLACK``)."""
+TRIALS = Recursions(size=4)
+"""Per calibrated gate's parameters (its calibration key), the finished recursions of its
+calibration trials by early revert level: shared by the key's uncertified and certified
+calibration (the second starts where the first ended, on a finer grid)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,7 @@ def calibrate(
     grid: np.ndarray,
     revert_level: float,
     start: Calibration | None = None,
+    finished: Collection[float] = (),
 ) -> Calibration:
     """Boundaries with certified worst-case false revert <= alpha (module docstring).
 
@@ -158,7 +170,8 @@ def calibrate(
         refined within ``max_points`` (None: stop after step 1, calibrated on the grid only:
         what a design search uses). ``start``: the result of step 1 on this grid at ``alpha``
         (the uncertified calibration, cached by the gate modules), which the first round then
-        reuses.
+        reuses. ``finished``: the levels whose recursion ``null_pass`` holds complete (a live
+    view, e.g. its cache's keys), for ``passes_by_monotony``.
     """
     target, last = alpha, None
     for round_ in range(ROUNDS):
@@ -167,7 +180,7 @@ def calibrate(
         else:
             null = null_pass(revert_level, grid, limit_of(target))
             if not null.within(target):
-                revert_level, null = _raise_revert(null_pass, grid, revert_level, target)
+                revert_level, null = _raise_revert(null_pass, grid, revert_level, target, finished)
             final, worst_here = final_and_worst(null, target)
             if (revert_level, final) == last and np.isfinite(final):
                 target = min(target, worst_here * (1.0 - MARGIN))  # one lattice step up
@@ -185,34 +198,73 @@ def calibrate(
     raise GateError(f"could not calibrate the boundaries to alpha={alpha:g} in {ROUNDS} rounds")
 
 
+def passes_by_monotony(
+    null_pass: NullPassFn, grid: np.ndarray, below: float, target: float
+) -> bool:
+    """True when every early revert level above ``below``, a level whose recursion is
+    finished, keeps its early reverts within ``target`` on ``grid``: ``below``'s own early
+    reverts are within ``target (1 - MONOTONY_SLACK)`` (with the target's margin).
+
+    Proof. Raising the early revert level only shrinks the early revert region (cells with
+    statistic ``>= level``, before the cap) and, where the accept region excludes it, only
+    grows the accept region; so a path that reverts early at a level above ``below`` did not
+    accept earlier at ``below`` either and reverts there no later: ``P_p0(early revert |
+    level) <= P_p0(early revert | below)`` at every p0 of the grid (the monotony the
+    bisection already rests on). Both sides are computed as sums of nonnegative terms within
+    about 1e-14 relative of their exact values, far inside ``MONOTONY_SLACK``, so the
+    higher level's own recursion would give early reverts below ``target (1 - MARGIN)``:
+    its ``NullPass.within`` would be True. False says nothing (the trial is then run)."""
+    known = null_pass(below, grid, None)  # finished: no recursion, the grid's sums only
+    return known.complete and bool(at_most(known.interim.max(), target * (1.0 - MONOTONY_SLACK)))
+
+
 def _raise_revert(
     null_pass: NullPassFn,
     grid: np.ndarray,
     level: float,
     target: float,
+    finished: Collection[float] = (),
 ) -> tuple[float, NullPass]:
     """The lowest early revert boundary (by bisection) whose early reverts alone stay
     within ``target`` on the grid; P(early revert) falls as the boundary rises. A trial
-    stops as soon as its early reverts fail the target (``revert_limit``)."""
+    stops as soon as its early reverts fail the target (``revert_limit``), and a trial that
+    a finished lower level shows to pass runs no recursion (``passes_by_monotony``): the
+    same steps, so the same level, and its pass computed once at the end."""
     lo, hi, limit = level, level + 1.0, limit_of(target)
-    null = null_pass(hi, grid, limit)
+
+    bounds: dict[float, bool] = {}  # finished level -> passes_by_monotony on this grid
+
+    def trial(x: float) -> tuple[bool, NullPass | None]:
+        below = max((y for y in finished if y < x), default=None)
+        if x not in finished and below is not None:
+            if below not in bounds:
+                bounds[below] = passes_by_monotony(null_pass, grid, below, target)
+            if bounds[below]:
+                return True, None
+        null = null_pass(x, grid, limit)
+        return null.within(target), null
+
+    ok, best = trial(hi)
     for _ in range(RAISE_STEPS):
-        if null.within(target):
+        if ok:
             break
         lo, hi = hi, hi + 2.0 * (hi - lo)
-        null = null_pass(hi, grid, limit)
+        ok, best = trial(hi)
     else:
         raise GateError(f"no early revert boundary keeps early reverts within {target:g}")
-    best = null
     for _ in range(RAISE_STEPS):
         mid = (lo + hi) / 2.0
-        trial = null_pass(mid, grid, limit)
-        if not trial.within(target):
+        ok, found = trial(mid)
+        if not ok:
             lo = mid
         else:
-            hi, best = mid, trial
+            hi, best = mid, found
         if hi - lo < LEVEL_TOLERANCE:
             break
+    if best is None:
+        best = null_pass(hi, grid, limit)
+        if not best.within(target):  # cannot happen (passes_by_monotony's proof)
+            raise GateError(f"early revert level {hi:g} was inferred within {target:g}, is not")
     return hi, best
 
 

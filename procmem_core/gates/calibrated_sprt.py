@@ -38,7 +38,13 @@ from numpy.typing import ArrayLike
 from procmem_core.errors import ParameterError, check_choice, check_int
 from procmem_core.gates import llr, mixture
 from procmem_core.gates.base import OperatingPoint
-from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
+from procmem_core.gates.calibrate import (
+    TRIALS,
+    Calibration,
+    NullPass,
+    calibrate,
+    grid_calibrated_gate,
+)
 from procmem_core.gates.calibration_store import stored
 from procmem_core.gates.defaults import (
     ALPHA,
@@ -248,7 +254,8 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     runs = np.arange(t + 1)
     every = probe.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
 
-    done: dict[float, mixture.LedgerMasses] = {}  # a later round retries a level
+    # by level, shared with this key's other calibration (a later round retries a level)
+    done: dict[float, mixture.LedgerMasses] = TRIALS.get(("calibrated_sprt", key), dict)
 
     def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
         if revert_level not in done:
@@ -276,4 +283,5 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
         rng.grid(CALIBRATION_POINTS),
         probe.revert_level,
         _calibrated(key, certified=False) if certified else None,
+        done.keys(),
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -141,13 +142,12 @@ def ledger_masses(
     ``limit``: None as soon as the reverts so far pass it (``revert_limit``)."""
     lazy = isinstance(tables, Steps)
     t = len(tables) - 1 if lazy else tables.shape[1] - 1
-    u = np.arange(prior_runs + 1)
     # two buffers in turn: run n's masses from run n - 1's (a fresh array a run cost more
     # than the arithmetic); halving the sum is exact, so the values are those of halving
     # each term
     buffer, spare = np.empty((prior_runs + 1, t + 1)), np.empty((prior_runs + 1, t + 1))
     mass = buffer[:, :1]
-    mass[:, 0] = stats.binom.pmf(u, prior_runs, 0.5)
+    mass[:, 0] = half_pmf(prior_runs)
     empty = sparse_cells(np.zeros((1, 1)))
     revert, accept = [empty], [empty]
     for n in range(1, t + 1):
@@ -167,6 +167,16 @@ def ledger_masses(
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
         mass, buffer, spare = nxt, spare, buffer
     return LedgerMasses(prior_runs, revert, accept, mass)
+
+
+@lru_cache(maxsize=64)
+def half_pmf(runs: int) -> np.ndarray:
+    """``Bin(runs, 1/2)``'s pmf at ``0..runs``, the ledger's masses at 1/2 every recursion
+    starts from (computed once per size: scipy's pmf costs more than a recursion's step;
+    read-only, shared)."""
+    out = stats.binom.pmf(np.arange(runs + 1), runs, 0.5)
+    out.setflags(write=False)
+    return out
 
 
 def powers(p: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
@@ -237,13 +247,23 @@ def _null_tables(masses: LedgerMasses) -> dict[str, np.ndarray]:
     if "_null" not in masses.__dict__:
         steps, n0 = len(masses.revert), masses.prior_runs
         n = n0 + np.arange(steps)
-        by_s, by_f = np.zeros((2 * steps, n[-1] + 1)), np.zeros((2 * steps, n[-1] + 1))
-        for row, (u, s, m) in enumerate((*masses.revert, *masses.accept)):
-            if row % steps:
-                np.add.at(by_s[row], u + s, m)
-                np.add.at(by_f[row], n[row % steps] - u - s, m)
+        cells = (*masses.revert, *masses.accept)
+        total, mass = [u + s for u, s, _ in cells], [m for _, _, m in cells]
+        failures = [outcomes - t for outcomes, t in zip(np.tile(n, 2), total, strict=True)]
+        by_s, by_f = (by_row(x, mass, n[-1] + 1) for x in (total, failures))
         masses.__dict__["_null"] = {"S": by_s, "F": by_f, "N": n}
     return masses.__dict__["_null"]
+
+
+def by_row(index: Sequence[np.ndarray], mass: Sequence[np.ndarray], width: int) -> np.ndarray:
+    """``out[r, x]`` = the sum of ``mass[r]`` over its cells with ``index[r] == x``, shape
+    ``(len(mass), width)``: one ``np.bincount`` for every row, which adds each bin's cells
+    in their order from 0.0, as ``np.add.at`` row by row does (the same values, bit for
+    bit; 400 calls of ``np.add.at`` a recursion cost more than the sums)."""
+    rows = np.repeat(np.arange(len(mass)), [m.size for m in mass])
+    flat = rows * width + np.concatenate([np.asarray(x, dtype=np.int64) for x in index])
+    out = np.bincount(flat, weights=np.concatenate(mass), minlength=len(mass) * width)
+    return out.reshape(len(mass), width)
 
 
 def by_total(tables: dict[str, np.ndarray], p: np.ndarray) -> np.ndarray:

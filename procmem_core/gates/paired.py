@@ -221,9 +221,10 @@ class PairedGate(Gate):
         before: tuple = ("start",)
         for k in range(1, self.max_runs + 1):
             e, nxt = min(k + 1, cap + 1), spare
-            np.divide(mass[:e, :e], 3.0, out=nxt[:e, :e])
-            nxt[1:e, :e] += np.divide(mass[: e - 1, :e], 3.0, out=term[: e - 1, :e])
-            nxt[:e, 1:e] += np.divide(mass[:e, : e - 1], 3.0, out=term[:e, : e - 1])
+            third = np.divide(mass[:e, :e], 3.0, out=term[:e, :e])  # once: the same values
+            nxt[:e, :e] = third
+            nxt[1:e, :e] += third[: e - 1, :e]
+            nxt[:e, 1:e] += third[:e, : e - 1]
             now = (k >= self.min_runs, k >= self.max_runs)
             if (before, now) not in regimes:
                 held = mass != 0 if before == ("start",) else ~regimes[before][2]
@@ -331,7 +332,9 @@ def _weighted(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.ndarray:
         lc = np.log(3.0 * pc)
     sw, sb = lw.max(axis=1, keepdims=True), lb.max(axis=1, keepdims=True)
     x, y = np.exp(lw - sw), np.exp(lb - sb)
-    total = (x[:, table.w] * y[:, table.b]) @ table.mass
+    total = np.zeros((p0.size, len(masses)))  # a gate that accepts only at the cap: 1 column
+    live = table.live if 4 * table.live.size <= len(masses) else slice(None)
+    total[:, live] = (x[:, table.w] * y[:, table.b]) @ table.mass[:, live]
     steps = np.arange(len(masses))[None, :]
     with np.errstate(divide="ignore"):
         out = np.exp(np.log(total) + steps * lc[:, None] + sw + sb)
@@ -350,14 +353,17 @@ class CellTable:
     b: np.ndarray
     mass: np.ndarray
     size: int
+    live: np.ndarray
+    """The pairs at which some cell decides (every other column of ``mass`` is 0)."""
 
     @property
     def by_total(self) -> np.ndarray:
         """``[m, k]``: the mass decided at pair ``k`` in the cells with ``W + B = m``."""
         if "_by_total" not in self.__dict__:
-            out = np.zeros((2 * self.size - 1, self.mass.shape[1]))
-            np.add.at(out, self.w + self.b, self.mass)
-            self.__dict__["_by_total"] = out
+            k = self.mass.shape[1]  # np.add.at's sums in its order (row by row), bit for bit
+            flat = ((self.w + self.b)[:, None] * k + np.arange(k)[None, :]).ravel()
+            out = np.bincount(flat, self.mass.ravel(), minlength=(2 * self.size - 1) * k)
+            self.__dict__["_by_total"] = out.reshape(2 * self.size - 1, k)
         return self.__dict__["_by_total"]
 
 
@@ -377,7 +383,8 @@ def _cell_table(masses: list[tuple]) -> tuple[list, CellTable]:
     cell, at = np.unique(w * size + b, return_inverse=True)
     table = np.zeros((cell.size, len(masses)))
     table[at.ravel(), k] = np.concatenate([m[2] for m in masses])
-    return masses, CellTable(cell // size, cell % size, table, size)
+    live = np.flatnonzero(table.any(axis=0))
+    return masses, CellTable(cell // size, cell % size, table, size, live)
 
 
 def self_size(masses: list[tuple]) -> int:

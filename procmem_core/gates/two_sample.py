@@ -56,7 +56,13 @@ from procmem_core.gates.base import (
     gate_key,
     make_point,
 )
-from procmem_core.gates.calibrate import Calibration, NullPass, calibrate, grid_calibrated_gate
+from procmem_core.gates.calibrate import (
+    TRIALS,
+    Calibration,
+    NullPass,
+    calibrate,
+    grid_calibrated_gate,
+)
 from procmem_core.gates.calibration_store import stored
 from procmem_core.gates.defaults import (
     ALPHA,
@@ -367,7 +373,8 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     probe = TwoSampleGate(**{**params, "final_level": 0.0})
     lat = probe.lattice
 
-    done: dict[float, twolattice.HalfMasses] = {}  # a later round retries a level
+    # by level, shared with this key's other calibration (a later round retries a level)
+    done: dict[float, twolattice.HalfMasses] = TRIALS.get(("two_sample", key), dict)
 
     def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
         if revert_level not in done:
@@ -396,4 +403,5 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
         rng.grid(CALIBRATION_POINTS),
         probe.revert_level,
         _calibrated(key, certified=False) if certified else None,
+        done.keys(),
     )

@@ -30,7 +30,9 @@ from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.mixture import (
+    by_row,
     by_total,
+    half_pmf,
     masked_cells,
     powers,
     ratio_powers,
@@ -114,14 +116,10 @@ class HalfMasses:
         if "_null" not in self.__dict__:
             steps = len(self.revert)
             n = np.array([k + lat.prior_runs(k) for k in range(steps)])
-            width = int(n.max()) + 1
-            by_s, by_f = np.zeros((2 * steps, width)), np.zeros((2 * steps, width))
-            for row, cells in enumerate((*self.revert, *self.accept)):
-                i, j, m = cells
-                k = row % steps
-                if k:
-                    np.add.at(by_s[row], i + j, m)
-                    np.add.at(by_f[row], n[k] - i - j, m)
+            cells = (*self.revert, *self.accept)
+            total, mass = [i + j for i, j, _ in cells], [m for _, _, m in cells]
+            failures = [outcomes - t for outcomes, t in zip(np.tile(n, 2), total, strict=True)]
+            by_s, by_f = (by_row(x, mass, int(n.max()) + 1) for x in (total, failures))
             self.__dict__["_null"] = {"S": by_s, "F": by_f, "N": n}
         return self.__dict__["_null"]
 
@@ -136,7 +134,7 @@ class Walk:
         self.concurrent = lat.concurrent
         self.buffer, self.spare = np.empty(shape), np.empty(shape)
         self.mass = self.buffer[:1, : lat.ledger + 1]
-        self.mass[0] = stats.binom.pmf(np.arange(lat.ledger + 1), lat.ledger, 0.5)
+        self.mass[0] = half_pmf(lat.ledger)
 
     def step(self) -> np.ndarray:
         """The next step's masses before its decisions: a revision run (``a`` up by 0 or
