@@ -9,6 +9,9 @@ keep ``sessions x replications`` in the thousands.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -179,8 +182,9 @@ class LoopScenario(Scenario):
     def _world(self, chunk: Chunk) -> LoopWorld:
         """One replication: a fresh world driven through every session."""
         world = LoopWorld(self, chunk.rng)
-        for t in range(self.sessions):
-            world.session(t)
+        with collector_paused():
+            for t in range(self.sessions):
+                world.session(t)
         return world
 
     def work(self) -> Work:
@@ -277,6 +281,24 @@ class LoopScenario(Scenario):
         result.add_ratio("wrong_revert_rate", wrong_rev, benign)
         result.add_ratio("missed_harmful_rate", missed, harmful)
         result.add_ratio("stranded_revision_rate", stranded, proposed)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a block, restoring its state after.
+
+    A world allocates tens of container objects a session and keeps most of them (the
+    ledger, the logs), so the collector's generational scans, which revisit every live
+    object, cost about 15 % of the loop's time while finding nothing: the world's
+    objects form no garbage cycles (2,000 sessions with the collector off leave 0 for
+    ``gc.collect``). Reference counting still frees everything at once."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _VERDICT_OF = {"accepted": "accept", "reverted": "revert"}
