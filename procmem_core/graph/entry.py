@@ -146,7 +146,10 @@ class ProcedureEntry:
 
     def revision_tally(self, revision: int) -> RevisionTally:
         """Runs, successes and success costs of one revision (created empty when new)."""
-        return self.by_revision.setdefault(revision, RevisionTally())
+        tally = self.by_revision.get(revision)  # no RevisionTally built per recorded run
+        if tally is None:
+            tally = self.by_revision[revision] = RevisionTally()
+        return tally
 
     # -- records handed out -----------------------------------------------------------
 

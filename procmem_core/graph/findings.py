@@ -33,6 +33,9 @@ from procmem_core.graph.ledger import RunAggregates, Tally
 
 FAIL_PRONE_LEVEL = 0.05
 FAIL_PRONE_MIN_RUNS = 5
+SMALL_ITEMS = 16
+"""``fail_prone`` tests at most this many items one by one on Python numbers (numpy's
+per-call overhead dominates a few items), more as arrays."""
 DEAD_END_KINDS = ("step", "action")
 
 
@@ -105,6 +108,9 @@ def fail_prone(
     # failure rate f / n is one IEEE division, the same in Python as in numpy)
     if not any((v.runs - v.successes) / v.runs > base for _, v in items):
         return ()
+    small = len(items) <= SMALL_ITEMS and _hypergeom_sf is not None
+    if small and all(v.runs <= total_runs for _, v in items):  # scipy's valid arguments
+        return _fail_prone_small(items, total_runs, total_f, level)
     n = np.array([v.runs for _, v in items])
     f = n - np.array([v.successes for _, v in items])
     worse = f / n > base
@@ -126,6 +132,34 @@ def fail_prone(
                 p_value=float(p[i]),
             )
         )
+    return tuple(sorted(out, key=lambda x: (x.p_value, x.src, x.dst or "")))
+
+
+def _fail_prone_small(
+    items: list[tuple[object, Tally]], total_runs: int, total_f: int, level: float
+) -> tuple[FailProne, ...]:
+    """``fail_prone``'s answer item by item: the same failure rates (one IEEE division of
+    two ints, as numpy's), the same p-values (``_hypergeom_survival``'s branches, its ufunc
+    on each item inside the support, clipped to [0, 1]; tests/procmem_core/graph/
+    test_findings_fast.py compares both paths) and the same order."""
+    base = total_f / total_runs
+    bar = level / len(items)
+    out = []
+    for k, v in items:
+        n, f = v.runs, v.runs - v.successes
+        if not f / n > base:
+            continue
+        low, high = max(n - (total_runs - total_f), 0), min(total_f, n)
+        if f - 1 < low:
+            p = 1.0
+        elif f - 1 >= high:
+            p = 0.0
+        else:
+            p = float(np.clip(_hypergeom_sf(f - 1, total_f, n, total_runs), 0, 1))
+        if p <= bar:
+            src, dst = (k, None) if isinstance(k, str) else k
+            out.append(FailProne(src=src, dst=dst, runs=n, failures=f, failure_rate=f / n,
+                                 base_failure_rate=base, p_value=p))  # fmt: skip
     return tuple(sorted(out, key=lambda x: (x.p_value, x.src, x.dst or "")))
 
 

@@ -141,9 +141,12 @@ def check_run_fields(
         type(ok) is bool
         and note is cost is duration_ms is tokens is agent is None
         and type(path) in (tuple, list)
-        and all(type(node) is str for node in path)
     ):  # the common report (a path of ids, an outcome, nothing else): already normalised
-        return dict(_BARE_RUN, path=tuple(path), ok=ok)
+        for node in path:  # a loop, not ``all`` over a generator: once per recorded run
+            if type(node) is not str:
+                break
+        else:
+            return dict(_BARE_RUN, path=tuple(path), ok=ok)
     if isinstance(path, str) or not isinstance(path, Sequence | np.ndarray):
         raise ParameterError("path", path, "expected a list of node ids")
     for i, node in enumerate(path):

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -104,17 +105,33 @@ def _edge_lines(graph: ProcedureGraph) -> tuple[str, ...]:
     return tuple(lines)
 
 
+Block = tuple[int, Match, ProcedureGraph | None, Sequence[str] | None, Sequence[FailProne] | None]
+"""One shown procedure's ``render_procedure`` arguments: its number, match, and the graph,
+steps and pitfalls served (None: the match's own)."""
+
+
 @quick_init
 @dataclass(frozen=True)
 class Pack:
     """A packed prompt and which procedures (``namespace/key``) it showed and withheld;
-    ``procedure_revisions``: the graph revision served for each shown procedure."""
+    ``procedure_revisions``: the graph revision served for each shown procedure.
 
-    text: str
+    ``text`` (the prompt: ``PACK_HEADING`` and one ``render_procedure`` block per shown
+    procedure, empty when none) is rendered from ``blocks`` when first read and kept: the
+    matches, graphs and steps it reads are immutable, so it is the text the pack would
+    have rendered at once, and a caller that never reads it (the simulated loop) does
+    not pay for it."""
+
     procedure_keys: tuple[str, ...]
     procedure_keys_withheld: tuple[str, ...]
     procedure_revisions: tuple[int, ...] = ()
     matches: tuple[Match, ...] = field(repr=False, default=())
+    blocks: tuple[Block, ...] = field(repr=False, default=())
+
+    @cached_property
+    def text(self) -> str:
+        rendered = [render_procedure(*b) for b in self.blocks]
+        return PACK_HEADING + "\n" + "\n".join(rendered) if rendered else ""
 
 
 @dataclass
@@ -204,21 +221,20 @@ class ContextPacker:
         for i, m in enumerate(shown):
             p = m.pending_revision
             if p is not None and prior_draws is not None and prior_draws[i] < self.concurrent_share:
-                blocks.append(render_procedure(i + 1, m, p.prior_graph, p.prior_steps, ()))
+                blocks.append((i + 1, m, p.prior_graph, p.prior_steps, ()))
                 revisions.append(p.prior_revision)
             else:
-                blocks.append(render_procedure(i + 1, m))
+                blocks.append((i + 1, m, None, None, None))
                 revisions.append(m.revision)
-        text = PACK_HEADING + "\n" + "\n".join(blocks) if blocks else ""
         if session_id is not None:
             self.store.log_pack(
                 session_id, matches[0].ref if matches else "", withhold, self.explore_rate,
                 [m.ref for m in shown], time, user_id, self.principal, self.principal,
             )  # fmt: skip
         return Pack(
-            text=text,
             procedure_keys=tuple([m.ref for m in shown]),
             procedure_keys_withheld=tuple([m.ref for m in withheld]),
             procedure_revisions=tuple(revisions),
             matches=tuple(matches),
+            blocks=tuple(blocks),
         )

@@ -37,17 +37,22 @@ def topology_signature(graph: ProcedureGraph, agg: RunAggregates) -> Signature:
     return (graph.canonical_hash(), fd.proven_path(graph, agg), fd.dead_ends(graph, agg))
 
 
-def _signature_unmoved(agg: RunAggregates, run: RunRecord) -> bool:
-    """True when folding ``run`` cannot change ``topology_signature``, read before the fold.
+def _signature_unmoved(agg: RunAggregates, run: RunRecord, signature: Signature) -> bool:
+    """True when folding ``run`` cannot change ``topology_signature``, read before the fold
+    (``signature``: the one the aggregates give now).
 
-    The proven path reads only success counts of nodes and edges, which a failed run or
-    a run without a path leaves as they are; the dead ends read only whether any run
-    reported a path and which nodes have runs, which a run changes only when it is the
-    first with a path or visits a node no run visited. So the signature is recomputed
-    only after a successful run with a path, or a run reaching new nodes."""
+    The dead ends read only whether any run reported a path and which nodes have runs,
+    which a run changes only when it is the first with a path or visits a node no run
+    visited. The proven path reads only success counts of nodes and edges, which a failed
+    run or a run without a path leaves as they are; a successful run along the proven
+    path itself (``signature[1]``) adds one success to its start node and to each edge it
+    chose, each of which was the best option at its step and stays the best, and to no
+    other option (a proven path repeats no node), so the path stays. So the signature is
+    recomputed only after a successful run off the proven path, or a run reaching new
+    nodes."""
     if not run.path:
         return True
-    if run.ok or agg.path_runs == 0:
+    if agg.path_runs == 0 or (run.ok and run.path != signature[1]):
         return False
     seen = agg.node_runs
     for node in run.path:  # a loop, not ``all`` over a generator: once per recorded run
@@ -89,7 +94,7 @@ class GraphState:
         """Add one run made on this graph: aggregates, trace window, streak, stability. A
         quarantine is lifted by the store's policy, which sees the run first
         (``ProcedureStore._append``), not here."""
-        unmoved = _signature_unmoved(self.agg, run)
+        unmoved = _signature_unmoved(self.agg, run, self.signature)
         self.agg.fold(run, self.graph.edge_pairs())
         self.trace_ids.append(run.run_id)
         del self.trace_ids[:-TRACE_LIMIT]

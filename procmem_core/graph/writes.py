@@ -51,7 +51,9 @@ class Write:
     def add_runs(self, runs: list[RunRecord]) -> None:
         if self.tx is not None:
             self.tx.add_runs(runs)
-        self.last_run_id = max(self.last_run_id, max((r.run_id for r in runs), default=0))
+        for r in runs:  # a loop, not ``max`` over a generator: once per recorded run
+            if r.run_id > self.last_run_id:
+                self.last_run_id = r.run_id
 
     def add_decisions(self, decisions: list[GateRecord]) -> None:
         if self.tx is not None and decisions:
@@ -75,11 +77,14 @@ class Write:
                 seen.version = self.tx.version
             seen.last_run_id = max(seen.last_run_id, self.last_run_id)
             seen.last_decision = max(seen.last_decision, self.last_decision)
+        rows = self.index.rows
         for e, graph_changed in self.touched:
-            if e.ref in self.index.rows:
-                self.index.set_stats(e.ref, e.agg.runs, e.agg.successes, e.status_code)
+            ref = e.ref
+            if ref in rows:
+                agg = e.current.agg
+                self.index.set_stats(ref, agg.runs, agg.successes, e.status_code)
                 if graph_changed:
-                    self.index.set_tools(e.ref, e.graph.tools())
+                    self.index.set_tools(ref, e.graph.tools())
 
 
 class InMemoryWrite:

@@ -9,6 +9,9 @@ keep ``sessions x replications`` in the thousands.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -174,13 +177,15 @@ class LoopScenario(Scenario):
         """Run every replication and return the worlds (store, truth and logs), in
         replication order; spread over ``CHUNK_WORKERS`` processes when set (each world
         draws from its own spawned child, so the worlds are the same on any number)."""
-        return self.map_chunks(seed, self._world)
+        with collector_paused():
+            return self.map_chunks(seed, self._world)
 
     def _world(self, chunk: Chunk) -> LoopWorld:
         """One replication: a fresh world driven through every session."""
         world = LoopWorld(self, chunk.rng)
-        for t in range(self.sessions):
-            world.session(t)
+        with collector_paused():
+            for t in range(self.sessions):
+                world.session(t)
         return world
 
     def work(self) -> Work:
@@ -189,7 +194,10 @@ class LoopScenario(Scenario):
         return self.estimate(units, 2000 * self.sessions, 0, ("replications", "sessions"))
 
     def run(self, seed: int) -> ScenarioResult:
-        worlds = self.simulate(seed)
+        with collector_paused():  # the worlds, then their metrics and tables
+            return self._result(self.simulate(seed))
+
+    def _result(self, worlds: list[LoopWorld]) -> ScenarioResult:
         result = self.new_result()
         self._session_metrics(result, worlds)
         self._revision_metrics(result, worlds)
@@ -277,6 +285,26 @@ class LoopScenario(Scenario):
         result.add_ratio("wrong_revert_rate", wrong_rev, benign)
         result.add_ratio("missed_harmful_rate", missed, harmful)
         result.add_ratio("stranded_revision_rate", stranded, proposed)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a block, restoring its state after.
+
+    A world allocates tens of container objects a session and keeps most of them (the
+    ledger, the logs), so the collector's generational scans, which revisit every live
+    object, cost about 15 % of the loop's time while finding nothing: the world's
+    objects form no garbage cycles (2,000 sessions with the collector off leave 0 for
+    ``gc.collect``), so reference counting frees them all once the worlds are dropped,
+    and a run paused from its first world to its last table never scans them. Blocks
+    nest (an inner block leaves the collector as the outer one set it)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _VERDICT_OF = {"accepted": "accept", "reverted": "revert"}

@@ -79,22 +79,28 @@ def trajectory_table(worlds: list[LoopWorld], sessions: int, window: int) -> pd.
     the share of off-task sessions, and the statuses at the window's last evolve."""
     rows = []
     for i, w in enumerate(worlds):
+        # each column once per world as an array (a window's mean is np.mean of its slice,
+        # the same float64 values and summation as np.mean of the window's list)
+        ok = np.array([x.ok for x in w.sessions], dtype=bool)
+        p = np.array([x.p_true for x in w.sessions], dtype=float)
+        best = np.array([x.p_oracle for x in w.sessions], dtype=float)
+        lost = best - p
+        off = np.array([not x.followed and x.withheld is None for x in w.sessions], dtype=bool)
         for start in range(0, sessions, window):
-            block = w.sessions[start : start + window]
-            stop = start + len(block)
+            stop = start + len(w.sessions[start : start + window])
+            span = slice(start, stop)
             statuses = [st for t, st in w.status_by_window if t < stop]
             last = statuses[-1] if statuses else {}
-            off = [not x.followed and x.withheld is None for x in block]
             rows.append(
                 {
                     "replication": i,
                     "session_start": start,
-                    "sessions": len(block),
-                    "success_rate": float(np.mean([x.ok for x in block])),
-                    "expected_success_rate": float(np.mean([x.p_true for x in block])),
-                    "oracle_success_rate": float(np.mean([x.p_oracle for x in block])),
-                    "regret": float(np.mean([x.p_oracle - x.p_true for x in block])),
-                    "off_task_rate": float(np.mean(off)),
+                    "sessions": stop - start,
+                    "success_rate": float(np.mean(ok[span])),
+                    "expected_success_rate": float(np.mean(p[span])),
+                    "oracle_success_rate": float(np.mean(best[span])),
+                    "regret": float(np.mean(lost[span])),
+                    "off_task_rate": float(np.mean(off[span])),
                     "quarantined": sum(v == "quarantined" for v in last.values()),
                     "templates": sum(v == "template" for v in last.values()),
                 }
@@ -112,8 +118,11 @@ def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
                    "all": slice(None)}  # fmt: skip
         for period, span in periods.items():
             block, labels = w.sessions[span], sources[span]
+            by_source: dict[str, list] = {source: [] for source in REGRET_SOURCES}
+            for x, s in zip(block, labels, strict=True):  # one pass; each source in order
+                by_source[s].append(x)
             for source in REGRET_SOURCES:
-                sel = [x for x, s in zip(block, labels, strict=True) if s == source]
+                sel = by_source[source]
                 rows.append(
                     {
                         "replication": i,

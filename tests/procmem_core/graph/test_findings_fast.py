@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from procmem_core.graph import findings
 from procmem_core.graph.findings import fail_prone_pvalues
+from procmem_core.graph.ledger import Tally
 
 
 def test_pvalues_equal_scipy_bit_for_bit_over_a_grid():
@@ -43,3 +45,27 @@ def test_arrays_of_totals_and_scalars_equal_scipy():
     assert np.array_equal(got, stats.hypergeom.sf(f_in - 1, 60, f_all, n))
     one = fail_prone_pvalues(10, 7, 40, 12)
     assert one == stats.hypergeom.sf(6, 40, 12, 10) and np.ndim(one) == 0
+
+
+def test_fail_prone_item_by_item_equals_the_array_path(monkeypatch):
+    """A few items are tested one by one on Python numbers (``findings.SMALL_ITEMS``): the
+    same flags, p-values, rates and order as the array path, bit for bit."""
+    rng = np.random.default_rng(np.random.SeedSequence(29))
+    compared = flagged = 0
+    for _ in range(400):
+        total = int(rng.integers(5, 200))
+        wins = int(rng.binomial(total, rng.uniform(0.2, 0.95)))
+        counts = {}
+        for j in range(int(rng.integers(1, 12))):
+            runs = int(rng.integers(0, total + 1))
+            key = f"s{j}" if j % 2 else (f"s{j}", f"s{j + 1}")
+            counts[key] = Tally(runs, int(rng.binomial(runs, rng.uniform(0.1, 1.0))))
+        small = findings.fail_prone(counts, total, wins)
+        monkeypatch.setattr(findings, "SMALL_ITEMS", 0)
+        arrays = findings.fail_prone(counts, total, wins)
+        monkeypatch.undo()
+        assert small == arrays
+        assert [x.p_value for x in small] == [x.p_value for x in arrays]
+        compared += 1
+        flagged += len(small)
+    assert compared == 400 and flagged > 50
