@@ -19,12 +19,10 @@ discordant pairs (the cap rule then applies), as well as ``max_runs`` pairs.
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special
 
 from procmem_core.errors import check_int, check_probability
 from procmem_core.gates import arms
@@ -38,6 +36,8 @@ from procmem_core.gates.base import (
     make_point,
 )
 from procmem_core.gates.lattice import check_outcomes, check_p0_array
+from procmem_core.gates.mixture import sparse_cells
+from procmem_core.gates.paired_cells import decided_pairs, take_cells, weighted_masses
 from procmem_core.gates.verdicts import (
     ACCEPT_CODE,
     CONTINUE_CODE,
@@ -204,7 +204,7 @@ class PairedGate(Gate):
         at pair ``k`` (revert, accept), for the alternative set at ``design`` (cached).
         After ``k - 1`` pairs only cells with ``W, B < k`` hold mass, so step ``k`` works
         on that corner; the verdict codes change with ``k`` only at ``min_runs`` and the
-        cap, so each regime's decided cells are found once (``_decided``)."""
+        cap, so each regime's decided cells are found once (``decided_pairs``)."""
         return PAIR_MASSES.get(gate_key(self, float(design)), lambda: self._pair_masses(design))
 
     def _pair_masses(self, design: float) -> tuple[list, list]:
@@ -217,7 +217,7 @@ class PairedGate(Gate):
         # two buffers in turn (zero outside the corner a step writes) and one for the terms
         mass, spare, term = (np.zeros((cap + 1, cap + 1)) for _ in range(3))
         mass[0, 0] = 1.0
-        revert, accept = [_sparse(np.zeros_like(mass))], [_sparse(np.zeros_like(mass))]
+        revert, accept = [sparse_cells(np.zeros_like(mass))], [sparse_cells(np.zeros_like(mass))]
         before: tuple = ("start",)
         for k in range(1, self.max_runs + 1):
             e, nxt = min(k + 1, cap + 1), spare
@@ -228,12 +228,12 @@ class PairedGate(Gate):
             now = (k >= self.min_runs, k >= self.max_runs)
             if (before, now) not in regimes:
                 held = mass != 0 if before == ("start",) else ~regimes[before][2]
-                regimes[before, now] = _decided(self.rule_at(k, w, b, value), held)
+                regimes[before, now] = decided_pairs(self.rule_at(k, w, b, value), held)
                 regimes[now] = regimes[before, now]
             rev, acc, stopped = regimes[before, now]
             before = now
-            revert.append(_take(nxt, rev))
-            accept.append(_take(nxt, acc))
+            revert.append(take_cells(nxt, rev))
+            accept.append(take_cells(nxt, acc))
             nxt[stopped] = 0.0
             mass, spare = nxt, mass
         return revert, accept
@@ -244,7 +244,7 @@ class PairedGate(Gate):
         out = np.zeros((p0.size, self.max_runs + 1))
         for value in np.unique(design):
             rows = np.flatnonzero(design == value)
-            out[rows] = _weighted(self.pair_masses(float(value))[0], p0[rows], p[rows])
+            out[rows] = weighted_masses(self.pair_masses(float(value))[0], p0[rows], p[rows])
         return out
 
     def pair_pass(self, p0: np.ndarray, p: np.ndarray, design: np.ndarray):
@@ -258,7 +258,7 @@ class PairedGate(Gate):
         for value in np.unique(design):
             rows = np.flatnonzero(design == value)
             masses = self.pair_masses(float(value))
-            rev[rows], acc[rows] = (_weighted(m, p0[rows], p[rows]) for m in masses)
+            rev[rows], acc[rows] = (weighted_masses(m, p0[rows], p[rows]) for m in masses)
         stop = rev + acc
         return rev.sum(axis=1), acc.sum(axis=1), stop @ np.arange(self.max_runs + 1), stop
 
@@ -286,122 +286,3 @@ class PairedGate(Gate):
             p0s, drop, rev, acc, runs, runs.copy(), prior_runs, self.observations(prior_runs),
             prior_runs is None, stop,
         )  # fmt: skip
-
-
-def _sparse(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(W, B, mass)`` of a step's decided cells (few: they lie on the boundaries)."""
-    w, b = np.nonzero(m)
-    return w, b, m[w, b]
-
-
-def _decided(codes: np.ndarray, held: np.ndarray) -> tuple[tuple, tuple, np.ndarray]:
-    """Of one step's verdict codes: the revert and the accept cells that can hold mass
-    (each ``(W, B)`` in row-major order: a cell ``held`` by the last step's undecided
-    mass, or one step from one) and the mask of every decided cell."""
-    reach = held.copy()
-    reach[1:, :] |= held[:-1, :]
-    reach[:, 1:] |= held[:, :-1]
-    revert = np.nonzero((codes == REVERT_CODE) & reach)
-    accept = np.nonzero((codes == ACCEPT_CODE) & reach)
-    return revert, accept, codes != CONTINUE_CODE
-
-
-def _take(m: np.ndarray, cells: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``_sparse`` of ``m`` restricted to ``cells``: the cells with nonzero mass, in order."""
-    w, b = cells
-    mass = m[w, b]
-    keep = mass != 0
-    return w[keep], b[keep], mass[keep]
-
-
-def _weighted(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """``out[g, k] = sum_{W,B} masses[k][W, B] (3 pc)^k (pw/pc)^W (pb/pc)^B`` in logs
-    (row-scaled, so no power overflows); under no change (``pw = pb``) by ``W + B``.
-    A boundary cell ``(W, B)`` is decided at many pairs ``k`` (the concordant pairs
-    vary), so the weights are taken once per distinct cell and every pair's sum is one
-    matrix product with the masses by (cell, pair) (``CellTable``)."""
-    pw, pb = p0 * (1.0 - p), (1.0 - p0) * p
-    pc = 1.0 - pw - pb
-    if np.array_equal(p0, p):
-        return _weighted_null(masses, pw, pc)
-    table = cell_table(masses)
-    cells = np.arange(table.size)[None, :]
-    with np.errstate(divide="ignore"):
-        lw = special.xlogy(cells, pw[:, None]) - special.xlogy(cells, pc[:, None])
-        lb = special.xlogy(cells, pb[:, None]) - special.xlogy(cells, pc[:, None])
-        lc = np.log(3.0 * pc)
-    sw, sb = lw.max(axis=1, keepdims=True), lb.max(axis=1, keepdims=True)
-    x, y = np.exp(lw - sw), np.exp(lb - sb)
-    total = np.zeros((p0.size, len(masses)))  # a gate that accepts only at the cap: 1 column
-    live = table.live if 4 * table.live.size <= len(masses) else slice(None)
-    total[:, live] = (x[:, table.w] * y[:, table.b]) @ table.mass[:, live]
-    steps = np.arange(len(masses))[None, :]
-    with np.errstate(divide="ignore"):
-        out = np.exp(np.log(total) + steps * lc[:, None] + sw + sb)
-    out[:, 0] = 0.0
-    return out
-
-
-@dataclass(frozen=True)
-class CellTable:
-    """The decided masses of ``pair_masses`` by distinct cell: ``mass[c, k]`` is the mass
-    decided at pair ``k`` in cell ``(w[c], b[c])``; ``size``: the largest index plus one.
-    Few cells (those on the boundaries: 81 of 7,748 cell-pairs for the discordant SPRT at
-    200 pairs), so the weights of ``_weighted`` are taken per cell, not per cell and pair."""
-
-    w: np.ndarray
-    b: np.ndarray
-    mass: np.ndarray
-    size: int
-    live: np.ndarray
-    """The pairs at which some cell decides (every other column of ``mass`` is 0)."""
-
-    @property
-    def by_total(self) -> np.ndarray:
-        """``[m, k]``: the mass decided at pair ``k`` in the cells with ``W + B = m``."""
-        if "_by_total" not in self.__dict__:
-            k = self.mass.shape[1]  # np.add.at's sums in its order (row by row), bit for bit
-            flat = ((self.w + self.b)[:, None] * k + np.arange(k)[None, :]).ravel()
-            out = np.bincount(flat, self.mass.ravel(), minlength=(2 * self.size - 1) * k)
-            self.__dict__["_by_total"] = out.reshape(2 * self.size - 1, k)
-        return self.__dict__["_by_total"]
-
-
-CELL_TABLES = Recursions()
-
-
-def cell_table(masses: list[tuple]) -> CellTable:
-    """``CellTable`` of ``masses`` (remembered while ``masses`` is: keyed by identity)."""
-    return CELL_TABLES.get(id(masses), lambda: _cell_table(masses))[1]
-
-
-def _cell_table(masses: list[tuple]) -> tuple[list, CellTable]:
-    size = self_size(masses)
-    w = np.concatenate([m[0] for m in masses]).astype(np.int64)
-    b = np.concatenate([m[1] for m in masses]).astype(np.int64)
-    k = np.repeat(np.arange(len(masses)), [m[0].size for m in masses])
-    cell, at = np.unique(w * size + b, return_inverse=True)
-    table = np.zeros((cell.size, len(masses)))
-    table[at.ravel(), k] = np.concatenate([m[2] for m in masses])
-    live = np.flatnonzero(table.any(axis=0))
-    return masses, CellTable(cell // size, cell % size, table, size, live)
-
-
-def self_size(masses: list[tuple]) -> int:
-    """The largest count a cell index reaches, plus one."""
-    return 1 + max((int(max(w.max(), b.max())) for w, b, _ in masses if w.size), default=0)
-
-
-def _weighted_null(masses: list[tuple], pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
-    """``_weighted`` at ``pw = pb``: a cell's weight depends on ``m = W + B`` only,
-    ``(3 pw)^m (3 pc)^(k - m) = (3 pc)^k (pw / pc)^m`` (``pw <= 1/4 <= 1/2 <= pc``, so no
-    factor overflows), and every pair's sum is one matrix product with the masses by
-    ``(m, k)`` (``CellTable.by_total``)."""
-    by_total = cell_table(masses).by_total
-    totals = np.arange(by_total.shape[0])[None, :]
-    steps = np.arange(len(masses))[None, :]
-    with np.errstate(divide="ignore", under="ignore"):
-        ratio = np.exp(special.xlogy(totals, pw[:, None]) - special.xlogy(totals, pc[:, None]))
-        out = (ratio @ by_total) * np.exp(special.xlogy(steps, 3.0 * pc[:, None]))
-    out[:, 0] = 0.0
-    return out
