@@ -45,6 +45,7 @@ from procmem_core.errors import (
 )
 from procmem_core.explore import withhold_top
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold
+from procmem_core.logged import CHECK_FIELDS
 from simulators.calibration_blocks import Figure, block_units, calibration_metrics, pick_figures
 from simulators.feedback import Feedback
 from simulators.replication import Chunk
@@ -157,6 +158,7 @@ class ExploreScenario(Scenario):
     calibration_blocks: int = 0
     calibration_replications: int = 500
     units_per_second: ClassVar[float] = 1e6  # sessions
+    unseeded: ClassVar[tuple[str, ...]] = CHECK_FIELDS  # added after its jobs were logged
 
     def __post_init__(self) -> None:
         check_instance("population", self.population, UserPopulation)

@@ -45,6 +45,7 @@ import pandas as pd
 
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.graph import HashingEmbedder
+from procmem_core.logged import CHECK_FIELDS
 from procmem_core.memory import MemoryStore
 from procmem_core.memory.index import VectorIndex
 from procmem_core.reflections import (
@@ -103,6 +104,7 @@ class ReflectionsScenario(Scenario):
     chunk_size: ClassVar[int] = 1
     min_replications: ClassVar[int] = 2
     units_per_second: ClassVar[float] = 50.0  # sessions (set low: the estimate is a bound)
+    unseeded: ClassVar[tuple[str, ...]] = CHECK_FIELDS  # added after its jobs were logged
 
     def __post_init__(self) -> None:
         check_int("tasks", self.tasks, minimum=1, maximum=len(TASKS))
