@@ -67,10 +67,10 @@ CHUNK_SESSIONS = 4_000_000
 ANALYSIS_SESSIONS = 500_000
 BLOCK_METRICS = ("exploration_cost", "dim_estimate")
 """The figures a calibration block may log (``exact_metrics``)."""
-BLOCK_HORIZONS = (50, 200)
-"""Calibration blocks run at horizons in this range (within ``4 .. sessions``): at 50 the
-withheld arm expects a session at the smallest preset rate (0.02), and a block of 500
-replications at 200 costs a fifth of a 1000-session job (module docstring)."""
+BLOCK_HORIZONS = range(50, 201, 25)
+"""The horizons of the calibration blocks (those up to ``sessions``; ``sessions`` when
+none is): at 50 the withheld arm expects a session at the smallest preset rate (0.02),
+and a block of 500 replications at 200 costs a tenth of a 1000-session job."""
 
 
 def _default_population() -> UserPopulation:
@@ -279,7 +279,7 @@ class ExploreScenario(Scenario):
     def work(self) -> Work:
         """Sessions; ~24 estimates kept per replication, ~290 B per session of a chunk (the
         traced confidence sequences and the peeked interval hold a value per session)."""
-        longest = min(self.sessions, BLOCK_HORIZONS[1])
+        longest = min(self.sessions, BLOCK_HORIZONS[-1])
         units = self.replications * self.sessions + block_units(self, longest)
         drivers = ("replications", "sessions", "users")
         return self.estimate(units, 400, 290 * self.sessions, drivers)
@@ -348,10 +348,10 @@ class ExploreScenario(Scenario):
         return out
 
     def block_figures(self) -> list[Figure]:
-        """The calibration blocks' figures: ``BLOCK_METRICS`` at horizons in
-        ``BLOCK_HORIZONS`` (``simulators.calibration_blocks``)."""
-        low, high = (min(h, self.sessions) for h in BLOCK_HORIZONS)
-        return pick_figures(self, BLOCK_METRICS, horizons=range(low, high + 1), bounded=False)
+        """The calibration blocks' figures: ``BLOCK_METRICS`` at ``BLOCK_HORIZONS``
+        (``simulators.calibration_blocks``)."""
+        horizons = [h for h in BLOCK_HORIZONS if h <= self.sessions] or [self.sessions]
+        return pick_figures(self, BLOCK_METRICS, horizons=horizons, bounded=False)
 
     def _power_formula(self, lift: float) -> dict[str, float]:
         """``n = (z_{1-a} + z_{power})^2 (p1 q1 / (1 - eps) + p0 q0 / eps) / delta^2``.
