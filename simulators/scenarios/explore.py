@@ -116,6 +116,10 @@ class ExploreScenario(Scenario):
     pooled: a check of the simulation), ``ab_arms_by_replication`` (per deployment and
     arm, the loop's layout), ``estimates`` (per replication and estimator, with p-values
     and the monitoring flags) and ``cs_path`` (the first deployment, session by session).
+
+    With ``calibration_blocks`` > 0, that many ``exploration_cost`` and ``dim_estimate``
+    figures at horizons ``BLOCK_HORIZONS``, each from ``calibration_replications`` fresh
+    replications of its own (``simulators.calibration_blocks``, ``exact_metrics``).
     """
 
     name: ClassVar[str] = "explore"

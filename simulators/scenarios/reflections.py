@@ -31,7 +31,10 @@ task, whose procedure is independent of the failure's): with ``P(flag | p) = (1 
 p)[c >= t] + (u / 2)[0.5 >= t]`` and ``P(ok | p) = (1 - u) p + u / 2``,
 ``true_contrast_rate_exact = P(harmful | flagged) = h P(flag | p_bad) / (h P(flag |
 p_bad) + (1 - h) P(flag | p_good))``, ``opposite_pair_rate_exact = P(harmful | flagged)
-P(helpful | labelled ok)``, equal to ``lesson_helpful_rate_exact``.
+P(helpful | labelled ok)``, equal to ``lesson_helpful_rate_exact``. There, with
+``calibration_blocks`` > 0, the run adds that many ``true_contrast_rate`` and
+``opposite_pair_rate`` figures, each from ``calibration_replications`` fresh replications
+paired without the model (``calibration_run``; ``simulators.calibration_blocks``).
 """
 
 from __future__ import annotations
