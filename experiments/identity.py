@@ -82,6 +82,18 @@ def digest(identity: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def seed_digest(identity: Mapping[str, Any], unseeded: Sequence[str]) -> str:
+    """The digest a job's seed is drawn from: ``identity``'s without the scenario fields
+    ``unseeded`` (``Scenario.unseeded``: added after the scenario's jobs were first
+    logged, changing none of a run's own numbers), so every existing job keeps its seed
+    while its config hash, which says what the run logged, takes them in."""
+    node = identity.get("scenario")
+    if not unseeded or not isinstance(node, Mapping):
+        return digest(identity)
+    kept = {k: v for k, v in node.items() if k not in unseeded}
+    return digest({**identity, "scenario": kept})
+
+
 def job_seed(seed: int, digest: str) -> int:
     """A 63-bit seed from the configured ``seed`` and the config hash ``digest``.
 

@@ -40,6 +40,7 @@ from experiments.identity import (
     job_seed,
     package_versions,
     run_name,
+    seed_digest,
 )
 from procmem_core.errors import ParameterError
 from simulators.parallel import available_cores
@@ -122,7 +123,8 @@ def build_spec(cfg: DictConfig | Mapping[str, Any], ctx: JobContext | None = Non
     groups = groups_read(task, type(scenario) if scenario is not None else None)
     identity = identity_of(config, groups)
     hashed = digest(identity)
-    seed = job_seed(int(config["seed"]), hashed)
+    unseeded = getattr(type(scenario), "unseeded", ())
+    seed = job_seed(int(config["seed"]), seed_digest(identity, unseeded))
     params = flatten(identity | {"resume": config.get("resume")})
     tracking = tracking_target(config, ctx)
     tags = run_tags(config, ctx, label, hashed, seed)

@@ -19,6 +19,7 @@ import pandas as pd
 from experiments.build import task_module, task_names
 from experiments.identity import SCENARIO_TASK
 from experiments.stores import browse_hint
+from procmem_core.logged import parse_name
 from procmem_core.metric import Metric
 from simulators.scenarios import SCENARIOS
 
@@ -44,11 +45,13 @@ def declared_metrics(label: str) -> tuple[str, ...]:
 
 def key_metrics(label: str, metrics: Mapping[str, float]) -> list[str]:
     """The metric names to show for one job: the declared ones it logged, else the
-    first three (by name) with an SE."""
+    first three (by name) with an SE, never a calibration block's (``cal00_...``: a check
+    of the SEs, not a result)."""
     names = [m for m in declared_metrics(label) if m in metrics]
     if names:
         return names
-    return [m for m in sorted(metrics) if f"{m}_se" in metrics][:3]
+    shown = [m for m in sorted(metrics) if f"{m}_se" in metrics and parse_name(m) is None]
+    return shown[:3]
 
 
 def headline(label: str, metrics: Mapping[str, float]) -> str:

@@ -25,9 +25,9 @@ loop's ``naive_lift`` is its ``lift`` and the reflections' ``opposite_pair_rate`
 from replications of its own, so two blocks at one horizon that happen to draw the same
 count are two pieces of evidence.
 Other pairs from one run share replications (a gate's false-revert rate and its mean runs
-under the null), so the interval is a guide, not a test at 1 %; the flat-rule presets'
-calibration blocks (``simulators.calibration_blocks``) each come from replications of
-their own and are independent of every other pair.
+under the null), so the interval is a guide, not a test at 1 %; the calibration blocks
+(``simulators.calibration_blocks``: the flat-rule, explore_tradeoff and reflections_study
+presets) each come from replications of their own and are independent of every other pair.
 Below ``MIN_PAIRS`` pairs the interval is too wide to tell standard errors 1.25 times too
 small from right ones (issue 30 asks for at least 100), so a sweep with fewer says so
 instead of calling its standard errors fit.

@@ -15,21 +15,27 @@ replications: the scenario re-run at horizon ``h`` (``sessions = h``) from a see
 own (``block_seed``: the ``i``-th calibration child of the job's seed, disjoint from the
 chunk children the job's own replications draw from). No block shares a replication with
 another block or with the job's whole-sample figures, so the added z-scores are
-independent of each other and of every other pair. The figure, its SE and its exact value
-are the re-run's own (the same simulation and the same exact code at horizon ``h``),
-logged as ``cal<i>_<metric>_s<h>`` (``figure_name``).
+independent of each other and of every other pair. The figure and its SE are the re-run's
+own, its exact value the re-run's ``exact_metrics()`` (the same simulation and the same
+exact code at horizon ``h``), logged as ``cal<i>_<metric>_s<h>`` (``figure_name``). A
+scenario whose ``run`` does costly work no block figure reads (the reflections scenario's
+model calls) gives a ``calibration_run(seed)`` that simulates the same replications and
+logs the block figures without it; the blocks run that instead.
 
-Which figures: the candidates are ``(metric, h)`` for ``h = 1 .. sessions`` and the given
-share metrics; a candidate qualifies when its exact value is within ``[FLOOR, 1 - FLOOR]``
-(near 0 or 1 a share's z is skewed, and at 0 or 1 its SE is 0 and says nothing). The
-``calibration_blocks`` figures are spread evenly over the qualifying list in its order
-(``i * len // blocks``), each candidate repeated in turn, in independent blocks, when there
-are more blocks than candidates. Outside the exact regime nothing is added.
+Which figures (each scenario's ``block_figures()``, by ``pick_figures``): the candidates
+are ``(metric, h)`` for the scenario's horizons (default ``h = 1 .. sessions``) and the
+given metrics. A share qualifies when its exact value is within ``[FLOOR, 1 - FLOOR]``
+(near 0 or 1 a share's z is skewed, and at 0 or 1 its SE is 0 and says nothing); a
+metric that is not a share (``bounded=False``: a mean count, a difference) when its
+exact value is finite. The ``calibration_blocks`` figures are spread evenly over the
+qualifying list in its order (``i * len // blocks``), each candidate repeated in turn, in
+independent blocks, when there are more blocks than candidates. Outside the exact regime
+nothing is added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -58,51 +64,64 @@ def at_horizon(scenario: Any, sessions: int, replications: int | None = None) ->
     return replace(scenario, sessions=sessions, replications=reps, calibration_blocks=0)
 
 
-def pick_figures(scenario: Any, metrics: Sequence[str]) -> list[Figure]:
+def pick_figures(
+    scenario: Any,
+    metrics: Sequence[str],
+    *,
+    horizons: Iterable[int] | None = None,
+    bounded: bool = True,
+) -> list[Figure]:
     """The scenario's ``calibration_blocks`` figures, spread evenly over the qualifying
-    ``(metric, h)`` candidates (module docstring); [] outside the exact regime."""
+    ``(metric, h)`` candidates, ``h`` in ``horizons`` (default ``1 .. sessions``); shares
+    qualify within ``[FLOOR, 1 - FLOOR]``, with ``bounded=False`` any finite exact value
+    does (module docstring); [] outside the exact regime."""
     blocks = int(scenario.calibration_blocks)
     if blocks == 0 or not scenario.exact_regime:
         return []
+    hs = range(1, scenario.sessions + 1) if horizons is None else horizons
     ok = []
-    for h in range(1, scenario.sessions + 1):
+    for h in hs:
         exact = at_horizon(scenario, h).exact_metrics()
         for m in metrics:
             e = exact.get(f"{m}_exact", np.nan)
-            if FLOOR <= e <= 1.0 - FLOOR:
+            if (FLOOR <= e <= 1.0 - FLOOR) if bounded else np.isfinite(e):
                 ok.append(Figure(m, h))
     if not ok:
         return []
     return [ok[i * len(ok) // blocks] for i in range(blocks)]
 
 
-def calibration_metrics(scenario: Any, seed: int, metrics: Sequence[str]) -> dict[str, float]:
-    """Each picked figure from its own block: ``{name, name_se, name_exact}`` per block.
+def calibration_metrics(scenario: Any, seed: int) -> dict[str, float]:
+    """Each of ``scenario.block_figures()`` from its own block: ``{name, name_se,
+    name_exact}`` per block.
 
     ``scenario`` has ``sessions``, ``replications``, ``calibration_blocks``,
-    ``calibration_replications``, ``exact_regime`` and ``exact_metrics()``, and its
-    ``run(seed)`` logs ``<metric>``, ``<metric>_se`` and ``<metric>_exact``. The blocks'
-    chunks are not reported to a progress listener (they are not the job's chunks)."""
+    ``calibration_replications``, ``exact_metrics()`` and ``block_figures()``; its
+    ``calibration_run(seed)`` if it has one, else its ``run(seed)``, logs ``<metric>`` and
+    ``<metric>_se``. The blocks' chunks are not reported to a progress listener (they are
+    not the job's chunks)."""
     out: dict[str, float] = {}
-    figures = pick_figures(scenario, metrics)
+    figures = scenario.block_figures()
     token = CHUNK_LISTENER.set(None)
     try:
         for i, figure in enumerate(figures):
             block = at_horizon(scenario, figure.sessions, scenario.calibration_replications)
-            got = block.run(block_seed(seed, i)).metrics
+            run = getattr(block, "calibration_run", block.run)
+            got = run(block_seed(seed, i)).metrics
             name = figure_name(i, figure)
-            for suffix in ("", "_se", "_exact"):
-                out[name + suffix] = float(got[figure.metric + suffix])
+            out[name] = float(got[figure.metric])
+            out[name + "_se"] = float(got[figure.metric + "_se"])
+            out[name + "_exact"] = float(block.exact_metrics()[figure.metric + "_exact"])
     finally:
         CHUNK_LISTENER.reset(token)
     return out
 
 
-def block_units(scenario: Any) -> float:
-    """Replication-sessions the blocks add at most (each block at most ``sessions`` long)."""
-    return float(scenario.calibration_blocks * scenario.calibration_replications) * float(
-        scenario.sessions
-    )
+def block_units(scenario: Any, longest: int | None = None) -> float:
+    """Replication-sessions the blocks add at most (each block at most ``longest`` sessions
+    long, by default the scenario's ``sessions``)."""
+    h = scenario.sessions if longest is None else longest
+    return float(scenario.calibration_blocks * scenario.calibration_replications) * float(h)
 
 
 __all__ = [

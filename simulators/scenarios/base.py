@@ -86,6 +86,12 @@ class Scenario(ABC):
     """The headline metrics (names in ``ScenarioResult.metrics``) a sweep's summary and
     progress lines show for this scenario; () shows the first three with an SE."""
 
+    unseeded: ClassVar[tuple[str, ...]] = ()
+    """Fields left out of what a job's seed is drawn from (``experiments.identity.
+    seed_digest``): fields added after the scenario's jobs were first logged that change
+    none of a run's own numbers (the calibration blocks' fields of the explore and
+    reflections scenarios), so adding them keeps every job's seed and numbers."""
+
     unset_words: ClassVar[dict[str, str]] = {}
     """What a field left unset means, in words, for run names and report labels
     (``{"ledger_size": "p0 known"}``: no prior ledger, the gate is given the true rate)."""

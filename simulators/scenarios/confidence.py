@@ -55,7 +55,7 @@ from procmem_core.flat import (
     flat_fate,
 )
 from procmem_core.flat.reshow import reshow_fate
-from simulators.calibration_blocks import block_units, calibration_metrics
+from simulators.calibration_blocks import Figure, block_units, calibration_metrics, pick_figures
 from simulators.feedback import Feedback
 from simulators.replication import Chunk
 from simulators.result import RatioTally, ScenarioResult
@@ -227,7 +227,7 @@ class ConfidenceScenario(Scenario):
         if self.exact_regime:
             result.metrics.update(self.exact_metrics())
             self._boundary_se(result, acc)
-            result.metrics.update(calibration_metrics(self, seed, CALIBRATION_SHARES))
+            result.metrics.update(calibration_metrics(self, seed))
         self._add_tables(result, traj)
         return result
 
@@ -276,6 +276,10 @@ class ConfidenceScenario(Scenario):
             rate = pop.success_probability(base, pop.crowded_effect(m * pop.helpful_effect, m))
             best = np.where(m <= most, np.maximum(best, rate), best)
         return best
+
+    def block_figures(self) -> list[Figure]:
+        """The calibration blocks' kept and excluded shares (``simulators.calibration_blocks``)."""
+        return pick_figures(self, CALIBRATION_SHARES)
 
     def exact_metrics(self) -> dict[str, float]:
         """Single procedure: mix the exact fate over the base rates and the three kinds of

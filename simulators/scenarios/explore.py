@@ -34,7 +34,6 @@ from procmem_core.ab import (
     newcombe_path,
     regression_adjustment,
     sequential_srm_p_value,
-    srm_flagged,
     srm_p_value,
 )
 from procmem_core.errors import (
@@ -46,10 +45,13 @@ from procmem_core.errors import (
 )
 from procmem_core.explore import withhold_top
 from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD, FlatRule, passes_threshold
+from procmem_core.logged import CHECK_FIELDS
+from simulators.calibration_blocks import Figure, block_units, calibration_metrics, pick_figures
 from simulators.feedback import Feedback
 from simulators.replication import Chunk
 from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario, Work
+from simulators.scenarios.explore_metrics import correlation, estimator_metrics, online_metrics
 from simulators.scenarios.explore_tables import (
     arms_table,
     deployment_arms,
@@ -63,6 +65,12 @@ TRACED = ("cs_aipw", "cs_eb_aipw")
 """The sequences traced over the sessions of the first deployment (table ``cs_path``)."""
 CHUNK_SESSIONS = 4_000_000
 ANALYSIS_SESSIONS = 500_000
+BLOCK_METRICS = ("exploration_cost", "dim_estimate")
+"""The figures a calibration block may log (``exact_metrics``)."""
+BLOCK_HORIZONS = range(50, 201, 25)
+"""The horizons of the calibration blocks (those up to ``sessions``; ``sessions`` when
+none is): at 50 the withheld arm expects a session at the smallest preset rate (0.02),
+and a block of 500 replications at 200 costs a tenth of a 1000-session job."""
 
 
 def _default_population() -> UserPopulation:
@@ -108,6 +116,10 @@ class ExploreScenario(Scenario):
     pooled: a check of the simulation), ``ab_arms_by_replication`` (per deployment and
     arm, the loop's layout), ``estimates`` (per replication and estimator, with p-values
     and the monitoring flags) and ``cs_path`` (the first deployment, session by session).
+
+    With ``calibration_blocks`` > 0, that many ``exploration_cost`` and ``dim_estimate``
+    figures at horizons ``BLOCK_HORIZONS``, each from ``calibration_replications`` fresh
+    replications of its own (``simulators.calibration_blocks``, ``exact_metrics``).
     """
 
     name: ClassVar[str] = "explore"
@@ -147,7 +159,10 @@ class ExploreScenario(Scenario):
     """Export this many replications (of the first chunk) as one session log
     (docs/logs.md): tables ``sessions`` (one procedure per replication) and
     ``sessions_truth`` (each one's pool lift); 0: none."""
+    calibration_blocks: int = 0
+    calibration_replications: int = 500
     units_per_second: ClassVar[float] = 1e6  # sessions
+    unseeded: ClassVar[tuple[str, ...]] = CHECK_FIELDS  # added after its jobs were logged
 
     def __post_init__(self) -> None:
         check_instance("population", self.population, UserPopulation)
@@ -164,6 +179,10 @@ class ExploreScenario(Scenario):
         check_probability("threshold", self.threshold)
         self.check_replications()
         check_int("export_log", self.export_log, minimum=0)
+        check_int("calibration_blocks", self.calibration_blocks, minimum=0)
+        check_int(
+            "calibration_replications", self.calibration_replications, minimum=self.min_replications
+        )
         if self.feedback.delay >= self.sessions:
             raise ParameterError(
                 "feedback", self.feedback, f"expected delay < sessions ({self.sessions})"
@@ -264,7 +283,8 @@ class ExploreScenario(Scenario):
     def work(self) -> Work:
         """Sessions; ~24 estimates kept per replication, ~290 B per session of a chunk (the
         traced confidence sequences and the peeked interval hold a value per session)."""
-        units = self.replications * self.sessions
+        longest = min(self.sessions, BLOCK_HORIZONS[-1])
+        units = self.replications * self.sessions + block_units(self, longest)
         drivers = ("replications", "sessions", "users")
         return self.estimate(units, 400, 290 * self.sessions, drivers)
 
@@ -288,19 +308,19 @@ class ExploreScenario(Scenario):
         result.add_mean("true_lift_pool", d["pool_lift"])
         truth = d["pool_lift"]
         for name in ESTIMATORS.names():
-            self._estimator_metrics(result, name, d, truth)
+            estimator_metrics(result, name, d, truth)
         for key in ("estimate", "bias", "rmse", "coverage", "power", "ci_width", "undefined_rate"):
             for suffix in ("", "_se"):
                 result.metrics[key + suffix] = result.metrics[f"{self.estimator}_{key}{suffix}"]
         result.metrics.update(self._power_formula(lift))
         result.add_mean("exploration_cost", d["withheld"] * truth)
-        result.metrics["exploration_cost_exact"] = self.explore_rate * self.sessions * lift
+        result.metrics["exploration_cost_exact"] = self.exact_metrics()["exploration_cost_exact"]
         conf = d["confidence"]
         result.add_mean("confidence_final", conf)
         wrong = passes_threshold(conf, self.threshold) != (truth > 0)
         result.add_rate("confidence_wrong_side_rate", np.count_nonzero(wrong), reps)
-        result.metrics.update(_correlation("confidence_lift_correlation", conf, truth))
-        self._online_metrics(result, d, truth)
+        result.metrics.update(correlation("confidence_lift_correlation", conf, truth))
+        online_metrics(result, d, truth, reps)
         result.tables["ab_arms"] = arms_table(d, pop)
         result.tables["ab_arms_by_replication"] = deployment_arms(d, reps)
         result.tables["estimates"] = estimates_table(d, reps)
@@ -308,48 +328,34 @@ class ExploreScenario(Scenario):
         if log is not None:
             result.tables["sessions"] = pd.DataFrame(log[0])
             result.tables["sessions_truth"] = pd.DataFrame(log[1])
+        result.metrics.update(calibration_metrics(self, seed))
         return result
 
-    def _online_metrics(self, result: ScenarioResult, d: dict, truth: np.ndarray) -> None:
-        """Monitoring, sample-ratio and CUPED metrics (class docstring)."""
-        reps = self.replications
-        for name, cls in ESTIMATORS.items():
-            if f"{name}_miss" in d:
-                result.add_rate(
-                    f"{name}_monitor_miss_rate", np.count_nonzero(d[f"{name}_miss"]), reps
-                )
-                result.add_rate(
-                    f"{name}_sequential_power", np.count_nonzero(d[f"{name}_detect"]), reps
-                )
-            if cls.fixed_counterpart is not None:
-                width = d[f"{name}_high"] - d[f"{name}_low"]
-                base = d[f"{cls.fixed_counterpart}_high"] - d[f"{cls.fixed_counterpart}_low"]
-                ok = np.isfinite(width) & np.isfinite(base) & (base > 0)
-                result.add_mean(f"{name}_width_ratio", width[ok] / base[ok])
-        result.add_rate("dim_monitor_miss_rate", np.count_nonzero(d["peeked_miss"]), reps)
-        result.add_rate("srm_flag_rate", np.count_nonzero(srm_flagged(d["srm_p"])), reps)
-        seq = np.count_nonzero(srm_flagged(d["srm_sequential_p"]))
-        result.add_rate("srm_sequential_flag_rate", seq, reps)
-        reduction = d["cuped_reduction"]
-        result.add_mean("cuped_width_reduction", reduction[np.isfinite(reduction)])
+    @property
+    def exact_regime(self) -> bool:
+        """Always: ``exploration_cost`` has its exact value (``exact_metrics``)."""
+        return True
 
-    @staticmethod
-    def _estimator_metrics(result: ScenarioResult, name: str, d: dict, truth: np.ndarray) -> None:
-        tau, low, high = d[f"{name}_tau"], d[f"{name}_low"], d[f"{name}_high"]
-        ok = np.isfinite(tau) & np.isfinite(low) & np.isfinite(high)
-        err = (tau - truth)[ok]
-        result.add_mean(f"{name}_estimate", tau[ok])
-        result.add_mean(f"{name}_bias", err)
-        sq, sq_se = np.mean(err**2), np.std(err**2, ddof=1) / np.sqrt(err.size)
-        rmse = float(np.sqrt(sq))
-        result.metrics[f"{name}_rmse"] = rmse
-        result.metrics[f"{name}_rmse_se"] = float(sq_se / (2 * rmse)) if rmse > 0 else float("nan")
-        covered = (low <= truth) & (truth <= high)
-        result.add_rate(f"{name}_coverage", np.count_nonzero(covered[ok]), int(ok.sum()))
-        detected = ok & ((low > 0) | (high < 0))  # no interval: nothing detected
-        result.add_rate(f"{name}_power", np.count_nonzero(detected), tau.size)
-        result.add_rate(f"{name}_undefined_rate", np.count_nonzero(~ok), tau.size)
-        result.add_mean(f"{name}_ci_width", (high - low)[ok])
+    def exact_metrics(self) -> dict[str, float]:
+        """``exploration_cost_exact = epsilon n true_lift`` (the withheld count is
+        Binomial(n, epsilon), independent of the pool); with noiseless feedback also
+        ``dim_estimate_exact = true_lift``: given the arms' sizes, each session's user is
+        a uniform draw from a pool drawn from the population, so the mean of each arm is
+        unbiased for the population's rate with and without the procedure (an empty arm,
+        decided by the draw alone, leaves the replication out). A run logs only the first:
+        its ``dim_estimate`` shares the replications of ``exploration_cost``; the
+        calibration blocks check both (``block_figures``)."""
+        lift = self.population.mean_lift
+        out = {"exploration_cost_exact": self.explore_rate * self.sessions * lift}
+        if self.feedback.noiseless:
+            out["dim_estimate_exact"] = lift
+        return out
+
+    def block_figures(self) -> list[Figure]:
+        """The calibration blocks' figures: ``BLOCK_METRICS`` at ``BLOCK_HORIZONS``
+        (``simulators.calibration_blocks``)."""
+        horizons = [h for h in BLOCK_HORIZONS if h <= self.sessions] or [self.sessions]
+        return pick_figures(self, BLOCK_METRICS, horizons=horizons, bounded=False)
 
     def _power_formula(self, lift: float) -> dict[str, float]:
         """``n = (z_{1-a} + z_{power})^2 (p1 q1 / (1 - eps) + p0 q0 / eps) / delta^2``.
@@ -371,12 +377,3 @@ class ExploreScenario(Scenario):
         n = (za + zb) ** 2 * v / lift**2
         power = stats.norm.cdf(abs(lift) / np.sqrt(v / self.sessions) - za)
         return {"sessions_for_target_power": float(n), "power_formula": float(power)}
-
-
-def _correlation(name: str, a: np.ndarray, b: np.ndarray) -> dict[str, float]:
-    """Pearson correlation with the Fisher-z delta SE ``(1 - r^2) / sqrt(n - 3)``."""
-    n = a.size
-    if n < 4 or np.std(a) == 0 or np.std(b) == 0:
-        return {name: float("nan"), f"{name}_se": float("nan")}
-    r = float(np.corrcoef(a, b)[0, 1])
-    return {name: r, f"{name}_se": (1 - r * r) / np.sqrt(n - 3)}

@@ -27,7 +27,7 @@ from procmem_core.flat import (
     flat_fate,
     shown_mask,
 )
-from simulators.calibration_blocks import block_units, calibration_metrics
+from simulators.calibration_blocks import Figure, block_units, calibration_metrics, pick_figures
 from simulators.replication import DEFAULT_CHUNK, Chunk
 from simulators.result import ScenarioResult, rate_and_se
 from simulators.scenarios.base import Scenario, Work
@@ -91,6 +91,10 @@ class ProcedureFateScenario(Scenario):
             "expected_sessions_applied_exact": exact.expected_sessions_applied,
         }
 
+    def block_figures(self) -> list[Figure]:
+        """The calibration blocks' ``p_excluded`` figures (``simulators.calibration_blocks``)."""
+        return pick_figures(self, ("p_excluded",))
+
     def _exact_fate(self) -> FlatFate:
         rule = self.rule
         baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
@@ -132,7 +136,7 @@ class ProcedureFateScenario(Scenario):
         result.metrics["p_excluded_exact"] = exact.p_excluded
         result.metrics["expected_sessions_applied_exact"] = exact.expected_sessions_applied
         result.metrics["break_even"] = exact.break_even
-        result.metrics.update(calibration_metrics(self, seed, ("p_excluded",)))
+        result.metrics.update(calibration_metrics(self, seed))
         rates = [rate_and_se(x, reps) for x in excluded_by]
         result.tables["fates"] = pd.DataFrame(
             {

@@ -31,7 +31,10 @@ task, whose procedure is independent of the failure's): with ``P(flag | p) = (1 
 p)[c >= t] + (u / 2)[0.5 >= t]`` and ``P(ok | p) = (1 - u) p + u / 2``,
 ``true_contrast_rate_exact = P(harmful | flagged) = h P(flag | p_bad) / (h P(flag |
 p_bad) + (1 - h) P(flag | p_good))``, ``opposite_pair_rate_exact = P(harmful | flagged)
-P(helpful | labelled ok)``, equal to ``lesson_helpful_rate_exact``.
+P(helpful | labelled ok)``, equal to ``lesson_helpful_rate_exact``. There, with
+``calibration_blocks`` > 0, the run adds that many ``true_contrast_rate`` and
+``opposite_pair_rate`` figures, each from ``calibration_replications`` fresh replications
+paired without the model (``calibration_run``; ``simulators.calibration_blocks``).
 """
 
 from __future__ import annotations
@@ -45,14 +48,18 @@ import pandas as pd
 
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.graph import HashingEmbedder
+from procmem_core.logged import CHECK_FIELDS
 from procmem_core.memory import MemoryStore
+from procmem_core.memory.index import VectorIndex
 from procmem_core.reflections import (
     MATCH_ON,
     DistillSettings,
     SessionOutcome,
     SessionPair,
+    pair_sessions,
     read_reflection,
 )
+from simulators.calibration_blocks import Figure, block_units, calibration_metrics, pick_figures
 from simulators.llm_server import DEFAULT_MODEL, OfflineServer
 from simulators.result import ScenarioResult
 from simulators.scenarios.base import Scenario, Work
@@ -95,9 +102,12 @@ class ReflectionsScenario(Scenario):
     match_on: str = "situation"
     customers: int = 50
     replications: int = 100
+    calibration_blocks: int = 0
+    calibration_replications: int = 100
     chunk_size: ClassVar[int] = 1
     min_replications: ClassVar[int] = 2
     units_per_second: ClassVar[float] = 50.0  # sessions (set low: the estimate is a bound)
+    unseeded: ClassVar[tuple[str, ...]] = CHECK_FIELDS  # added after its jobs were logged
 
     def __post_init__(self) -> None:
         check_int("tasks", self.tasks, minimum=1, maximum=len(TASKS))
@@ -118,6 +128,10 @@ class ReflectionsScenario(Scenario):
         check_choice("match_on", self.match_on, MATCH_ON)
         check_int("customers", self.customers, minimum=1)
         self.check_replications()
+        check_int("calibration_blocks", self.calibration_blocks, minimum=0)
+        check_int(
+            "calibration_replications", self.calibration_replications, minimum=self.min_replications
+        )
 
     @property
     def settings(self) -> DistillSettings:
@@ -160,10 +174,22 @@ class ReflectionsScenario(Scenario):
             "lesson_helpful_rate": harmful_given_flag * helpful_given_ok,
         }
 
+    def exact_metrics(self) -> dict[str, float]:
+        """``<rate>_exact`` for each rate of ``exact`` (valid in ``exact_regime``)."""
+        return {f"{name}_exact": value for name, value in self.exact().items()}
+
+    def block_figures(self) -> list[Figure]:
+        """The calibration blocks' pair rates (``simulators.calibration_blocks``), all at
+        the run's horizon: the exact rates do not depend on it, and a short world pairs few
+        sessions."""
+        return pick_figures(self, BLOCK_METRICS, horizons=(self.sessions,))
+
     def work(self) -> Work:
         """Sessions; a world holds about 1 MB (the model client's import, about 30 MB, and
-        the offline server start once per process: not the run's to budget)."""
-        units = self.replications * self.sessions
+        the offline server start once per process: not the run's to budget). A calibration
+        block's session costs about 1 % of one distilled (``calibration_run``: 0.7 ms
+        against 90 ms a replication of 40 sessions, measured 2026-12-02)."""
+        units = self.replications * self.sessions + block_units(self) / 100
         return self.estimate(
             units, 2_000, 1_000_000 + 500 * self.sessions, ("replications", "sessions")
         )
@@ -179,9 +205,20 @@ class ReflectionsScenario(Scenario):
             client = make_client(config)
             for chunk in self.chunks(seed):
                 logs.append(self._replication(chunk.rng, client, config))
-        return self._result(logs)
+        return self._result(logs, seed)
 
     def _replication(self, rng: np.random.Generator, client, config) -> dict:
+        sessions, truth = self._sessions(rng)
+        from procmem_core.reflections.distill import DistillWorker
+
+        worker = DistillWorker(MemoryStore(), client, config, self.settings)
+        report = worker.run(sessions)
+        return {"truth": truth, "report": report}
+
+    def _sessions(
+        self, rng: np.random.Generator
+    ) -> tuple[list[SessionOutcome], dict[str, tuple[int, str]]]:
+        """One replication's sessions, and each one's ``(task, procedure)`` by session id."""
         tasks = rng.integers(self.tasks, size=self.sessions)
         harmful = rng.random(self.sessions) < self.harmful_share
         p = np.where(harmful, self.p_bad, self.p_good)
@@ -212,46 +249,64 @@ class ReflectionsScenario(Scenario):
                     situation=TASKS[task],
                 )
             )
-        from procmem_core.reflections.distill import DistillWorker
+        return sessions, truth
 
-        worker = DistillWorker(MemoryStore(), client, config, self.settings)
-        report = worker.run(sessions)
-        return {"truth": truth, "report": report}
-
-    def _result(self, logs: list[dict]) -> ScenarioResult:
+    def _result(self, logs: list[dict], seed: int) -> ScenarioResult:
         counts, rows = [], []
         for i, log in enumerate(logs):
             truth, report = log["truth"], log["report"]
             pairs = report.pairing.pairs
-            kinds = [(truth[pp.failed.session_id], truth[pp.succeeded.session_id]) for pp in pairs]
+            kinds = _kinds(pairs, truth)
             counts.append(_counts(kinds, report))
             rows += _pair_rows(i, pairs, kinds)
         per = {k: [c[k] for c in counts] for k in COUNTS}
-        result = self.new_result()
-        for name, key in (
-            ("true_contrast_rate", "true"),
-            ("opposite_pair_rate", "opposite"),
-            ("same_procedure_rate", "same_proc"),
-            ("same_task_rate", "same_task"),
-        ):
-            result.add_ratio(name, per[key], per["pairs"])
+        result = self._pair_result(per)
         for name, key in (
             ("lesson_helpful_rate", "good"),
             ("lesson_harmful_rate", "bad"),
             ("junk_lesson_rate", "junk"),
         ):
             result.add_ratio(name, per[key], per["reflections"])
-        for name, key in (
-            ("pairs", "pairs"),
-            ("unpaired", "unpaired"),
-            ("distill_faults", "faults"),
-        ):
+        for name, key in (("unpaired", "unpaired"), ("distill_faults", "faults")):
             result.add_mean(name, np.array(per[key], dtype=float))
         if self.exact_regime:
-            for name, value in self.exact().items():
-                result.metrics[f"{name}_exact"] = value
+            result.metrics.update(self.exact_metrics())
+        result.metrics.update(calibration_metrics(self, seed))
         result.tables["distill_pairs"] = pd.DataFrame(rows)
         return result
+
+    def _pair_result(self, per: dict[str, list[int]]) -> ScenarioResult:
+        """A result holding the pair rates (pairs as the denominator) and mean ``pairs``."""
+        result = self.new_result()
+        for name, key in PAIR_RATES:
+            result.add_ratio(name, per[key], per["pairs"])
+        result.add_mean("pairs", np.array(per["pairs"], dtype=float))
+        return result
+
+    def calibration_run(self, seed: int) -> ScenarioResult:
+        """The run's pairs without the model: the same replications (``_sessions``) paired
+        by ``pair_sessions`` through an index of the worker's own embedder, as the worker
+        pairs them; metrics the pair rates and ``pairs``, as ``run`` logs them. The
+        calibration blocks run this (``simulators.calibration_blocks``): a pair rate does
+        not depend on the model, and pairing alone is about 100 times faster."""
+        index = VectorIndex(MemoryStore().embedder)
+        counts = []
+        for chunk in self.chunks(seed):
+            sessions, truth = self._sessions(chunk.rng)
+            pairs = pair_sessions(sessions, index, self.settings).pairs
+            counts.append(_pair_counts(_kinds(pairs, truth)))
+        return self._pair_result({k: [c[k] for c in counts] for k in counts[0]})
+
+
+PAIR_RATES = (
+    ("true_contrast_rate", "true"),
+    ("opposite_pair_rate", "opposite"),
+    ("same_procedure_rate", "same_proc"),
+    ("same_task_rate", "same_task"),
+)
+"""The pair rates and the ``_pair_counts`` key of their numerators."""
+BLOCK_METRICS = ("true_contrast_rate", "opposite_pair_rate")
+"""The pair rates a calibration block may log (exact in the exact regime)."""
 
 
 COUNTS = (
@@ -270,17 +325,29 @@ COUNTS = (
 """What ``_counts`` counts in one replication."""
 
 
-def _counts(kinds: list[tuple[tuple, tuple]], report: DistillReport) -> dict[str, int]:
-    """One replication's counts: its pairs by what the failed and the succeeded session
-    truly were (``kinds``: ``(task, procedure)`` of each), its reflections by lesson, the
-    failed sessions left unpaired and the distill faults."""
-    lessons = [read_reflection(r).lessons for r in report.reflections]
+def _kinds(pairs: Sequence[SessionPair], truth: dict) -> list[tuple[tuple, tuple]]:
+    """``(task, procedure)`` of each pair's failed and succeeded session."""
+    return [(truth[pp.failed.session_id], truth[pp.succeeded.session_id]) for pp in pairs]
+
+
+def _pair_counts(kinds: list[tuple[tuple, tuple]]) -> dict[str, int]:
+    """One replication's pairs by what the failed and the succeeded session truly were
+    (``kinds``: ``(task, procedure)`` of each)."""
     return {
         "pairs": len(kinds),
         "true": sum(f[1] == "harmful" for f, _ in kinds),
         "opposite": sum(f[1] == "harmful" and s[1] == "helpful" for f, s in kinds),
         "same_proc": sum(f[1] == s[1] for f, s in kinds),
         "same_task": sum(f[0] == s[0] for f, s in kinds),
+    }
+
+
+def _counts(kinds: list[tuple[tuple, tuple]], report: DistillReport) -> dict[str, int]:
+    """One replication's counts: its pairs (``_pair_counts``), its reflections by lesson,
+    the failed sessions left unpaired and the distill faults."""
+    lessons = [read_reflection(r).lessons for r in report.reflections]
+    return {
+        **_pair_counts(kinds),
         "reflections": len(lessons),
         "good": sum(bool(x) and x[0].startswith("Do: procedure: helpful") for x in lessons),
         "bad": sum(bool(x) and x[0].startswith("Do: procedure: harmful") for x in lessons),

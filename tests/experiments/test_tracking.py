@@ -310,3 +310,21 @@ def test_a_gate_run_without_a_ledger_is_tagged_p0_known():
     }
     assert unset_tags(compose_job("quickstart", ["case=gate_ledger"])) == {}
     assert unset_tags(compose_job("quickstart", ["case=fate_seed"])) == {}
+
+
+def test_a_job_without_declared_metrics_shows_results_not_calibration_blocks():
+    """The reflections scenario declares no key metrics: its summary line shows the first
+    three metrics with an SE by name, skipping the blocks (``cal00_...``) that sort first."""
+    from experiments.summary import headline
+
+    metrics = {
+        "cal00_true_contrast_rate_s40": 0.77, "cal00_true_contrast_rate_s40_se": 0.02,
+        "opposite_pair_rate": 0.49, "opposite_pair_rate_se": 0.027,
+        "pairs": 5.0, "pairs_se": 0.1,
+        "same_task_rate": 1.0, "same_task_rate_se": 0.0,
+        "true_contrast_rate": 0.71, "true_contrast_rate_se": 0.021,
+    }  # fmt: skip
+    line = headline("reflections", metrics)
+    assert "cal00" not in line
+    assert line.startswith("opposite_pair_rate=0.49") and "pairs=5" in line
+    assert "same_task_rate" in line and "true_contrast_rate" not in line

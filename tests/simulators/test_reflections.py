@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from procmem_core.errors import ParameterError
@@ -115,3 +116,65 @@ def test_no_job_loads_the_model_client_unless_it_runs_the_study():
         [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+# Calibration blocks (simulators.calibration_blocks): pair rates from fresh replications,
+# paired without the model (ReflectionsScenario.calibration_run).
+
+EXACT_WORLDS = [
+    {"unsure_rate": u, "min_confidence": t, "harmful_share": h}
+    for u, t, h in itertools.product((0.2, 0.4), (0.5, 0.8), (0.2, 0.5))
+]
+"""The situation-matched worlds of the reflections_study preset (its exact regime)."""
+
+
+def test_pairing_without_the_model_gives_the_runs_pair_rates():
+    sc = ReflectionsScenario(replications=6, min_confidence=0.5, unsure_rate=0.4)
+    full, pairs_only = sc.run(8).metrics, sc.calibration_run(8).metrics
+    assert set(pairs_only) < set(full) and "lesson_helpful_rate" not in pairs_only
+    assert {k: full[k] for k in pairs_only} == pairs_only
+    assert pairs_only["pairs"] > 0
+
+
+def test_blocks_add_their_figures_and_leave_the_runs_own_numbers():
+    sc = ReflectionsScenario(replications=4, calibration_blocks=3, calibration_replications=50)
+    got = sc.run(5).metrics
+    plain = ReflectionsScenario(replications=4).run(5).metrics
+    names = sorted(k for k in got if k.startswith("cal") and not k.endswith(("_se", "_exact")))
+    # two candidates at the run's horizon (40), spread evenly over 3 blocks
+    assert names == [
+        "cal00_true_contrast_rate_s40",
+        "cal01_true_contrast_rate_s40",
+        "cal02_opposite_pair_rate_s40",
+    ]
+    assert {k: v for k, v in got.items() if not k.startswith("cal")} == plain
+    exact = enumerated(sc)
+    assert got["cal02_opposite_pair_rate_s40_exact"] == pytest.approx(
+        exact["opposite_pair_rate"], rel=1e-12
+    )
+
+
+def test_blocks_count_24_per_situation_job_and_none_for_whole_text_matching():
+    assert len(ReflectionsScenario(calibration_blocks=24).block_figures()) == 24
+    assert ReflectionsScenario(calibration_blocks=24, match_on="text").block_figures() == []
+
+
+def test_block_pair_rates_agree_with_the_enumeration_within_4_se_across_seeds():
+    """12 blocks in each of the preset's 8 exact worlds, each from its own seed: every
+    z within 4, and the 96 z-scores pass the report's calibration check (their variance
+    interval holds 1, the tails within their Binomial 99 % ranges)."""
+    from reports.calibration import calibration
+    from simulators.calibration_blocks import calibration_metrics
+
+    rows = []
+    for seed, world in enumerate(EXACT_WORLDS):
+        sc = ReflectionsScenario(**world, calibration_blocks=12)
+        want = enumerated(sc)
+        got = calibration_metrics(sc, 100 + seed)
+        for name in (k for k in got if not k.endswith(("_se", "_exact"))):
+            metric = name.split("_", 1)[1].rsplit("_s", 1)[0]
+            assert got[name + "_exact"] == pytest.approx(want[metric], rel=1e-12)
+            rows.append((got[name] - got[name + "_exact"]) / got[name + "_se"])
+    assert len(rows) == 96 and max(abs(z) for z in rows) < 4
+    cal = calibration(pd.DataFrame({"z": rows, "se": 1.0}))
+    assert cal.ok, cal.describe()
