@@ -98,8 +98,10 @@ def calibration_metrics(scenario: Any, seed: int) -> dict[str, float]:
     ``scenario`` has ``sessions``, ``replications``, ``calibration_blocks``,
     ``calibration_replications``, ``exact_metrics()`` and ``block_figures()``; its
     ``calibration_run(seed)`` if it has one, else its ``run(seed)``, logs ``<metric>`` and
-    ``<metric>_se``. The blocks' chunks are not reported to a progress listener (they are
-    not the job's chunks)."""
+    ``<metric>_se``; when it also logs ``<metric>_diff_se`` (an exact figure that is an
+    expectation given what the block's replications drew: the loop's lift), its
+    ``_exact``, ``_diff_se`` and ``_diff_n`` are the block's own. The blocks' chunks are
+    not reported to a progress listener (they are not the job's chunks)."""
     out: dict[str, float] = {}
     figures = scenario.block_figures()
     token = CHUNK_LISTENER.set(None)
@@ -111,7 +113,11 @@ def calibration_metrics(scenario: Any, seed: int) -> dict[str, float]:
             name = figure_name(i, figure)
             out[name] = float(got[figure.metric])
             out[name + "_se"] = float(got[figure.metric + "_se"])
-            out[name + "_exact"] = float(block.exact_metrics()[figure.metric + "_exact"])
+            if figure.metric + "_diff_se" in got:  # an exact figure of the block's own draws
+                for suffix in ("_exact", "_diff_se", "_diff_n"):
+                    out[name + suffix] = float(got[figure.metric + suffix])
+            else:
+                out[name + "_exact"] = float(block.exact_metrics()[figure.metric + "_exact"])
     finally:
         CHUNK_LISTENER.reset(token)
     return out

@@ -26,7 +26,9 @@ from procmem_core.errors import (
 )
 from procmem_core.gates import CostGate, Gate, SPRTGate
 from procmem_core.graph.evolve import check_streak_scope
+from procmem_core.logged import CHECK_FIELDS
 from procmem_core.quarantine import QuarantinePolicy, SeedPolicy
+from simulators.calibration_blocks import Figure, block_units, calibration_metrics
 from simulators.feedback import Feedback
 from simulators.replication import Chunk
 from simulators.result import ScenarioResult
@@ -125,6 +127,13 @@ class LoopScenario(Scenario):
     """Export the first this many replications as one session log (docs/logs.md): tables
     ``sessions``, ``sessions_truth`` (``loop_tables.session_log``), ``runs`` and
     ``revisions`` (``loop_tables.ledger_log``); 0: none."""
+    calibration_blocks: int = 0
+    """Calibration blocks (``simulators.calibration_blocks``): that many more ``lift``
+    figures, each from ``calibration_replications`` fresh replications over
+    ``sessions // 4`` sessions with their paired exact value, so a search of few trials
+    still gives the report's calibration check its pairs; 0: none."""
+    calibration_replications: int = 4
+    unseeded: ClassVar[tuple[str, ...]] = CHECK_FIELDS  # added after its jobs were logged
     chunk_size: ClassVar[int] = 1
     min_replications: ClassVar[int] = 1
     units_per_second: ClassVar[float] = 200.0  # sessions of the object engine
@@ -172,6 +181,8 @@ class LoopScenario(Scenario):
         check_int("window", self.window, minimum=1)
         self.check_replications()
         check_int("export_log", self.export_log, minimum=0)
+        check_int("calibration_blocks", self.calibration_blocks, minimum=0)
+        check_int("calibration_replications", self.calibration_replications, minimum=2)
 
     def simulate(self, seed: int) -> list[LoopWorld]:
         """Run every replication and return the worlds (store, truth and logs), in
@@ -189,13 +200,17 @@ class LoopScenario(Scenario):
         return world
 
     def work(self) -> Work:
-        """Sessions of the whole engine; each world keeps its store, ~2 kB a session."""
-        units = self.replications * self.sessions
+        """Sessions of the whole engine (the calibration blocks' too); each world keeps its
+        store, ~2 kB a session."""
+        units = self.replications * self.sessions + block_units(self, self._block_sessions())
         return self.estimate(units, 2000 * self.sessions, 0, ("replications", "sessions"))
 
     def run(self, seed: int) -> ScenarioResult:
         with collector_paused():  # the worlds, then their metrics and tables
-            return self._result(self.simulate(seed))
+            result = self._result(self.simulate(seed))
+            if self.calibration_blocks:
+                result.metrics.update(calibration_metrics(self, seed))
+            return result
 
     def _result(self, worlds: list[LoopWorld]) -> ScenarioResult:
         result = self.new_result()
@@ -213,6 +228,20 @@ class LoopScenario(Scenario):
             log, truth = session_log(exported, self.explore_rate, self.base_rate)
             result.tables["sessions"], result.tables["sessions_truth"] = log, truth
             result.tables["runs"], result.tables["revisions"] = ledger_log(exported)
+        return result
+
+    def _block_sessions(self) -> int:
+        return max(4, self.sessions // 4)
+
+    def block_figures(self) -> list[Figure]:
+        """The calibration blocks' figures: the lift at a quarter of the horizon, once per
+        block (each from replications of its own: ``simulators.calibration_blocks``)."""
+        return [Figure("lift", self._block_sessions())] * self.calibration_blocks
+
+    def calibration_run(self, seed: int) -> ScenarioResult:
+        """A block's run: the worlds and their lift metrics only (no tables)."""
+        result = self.new_result()
+        add_lift_metrics(result, self.simulate(seed), self.feedback, self.base_rate)
         return result
 
     def _session_metrics(self, result: ScenarioResult, worlds: list[LoopWorld]) -> None:

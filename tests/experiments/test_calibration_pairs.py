@@ -119,3 +119,16 @@ def test_blocks_leave_the_jobs_seed(preset, job, seed):
     assert with_blocks.scenario.calibration_blocks > 0
     assert with_blocks.job_seed == without.job_seed == seed
     assert with_blocks.config_hash != without.config_hash
+
+
+def test_a_loop_search_trial_has_two_blocks_and_keeps_its_seed():
+    """loop_search's 40 trials give one whole-sample lift each (its naive_lift repeats it
+    under perfect feedback) and 2 blocks: 120 pairs. A trial's seed is the one it had
+    before the loop had block fields."""
+    cfg = compose_job("loop_search", [])
+    spec = build_spec(cfg)
+    assert spec.scenario.calibration_blocks == 2 and cfg.hydra.sweeper.n_trials == 40
+    assert [f.sessions for f in spec.scenario.block_figures()] == [250, 250]
+    assert cfg.hydra.sweeper.n_trials * (1 + len(spec.scenario.block_figures())) == 120
+    without = build_spec(compose_job("loop_search", ["scenario.calibration_blocks=0"]))
+    assert spec.job_seed == without.job_seed
