@@ -1,9 +1,10 @@
 """A store for calibrations and design answers, shared by processes when a layer above asks.
 
 A calibrated gate's levels for one ledger size (``two_sample._calibrated``,
-``calibrated_sprt._calibrated``) and the design tool's answer to a question
-(``prescribed.prescribed_answer``) are deterministic functions of their arguments that take
-seconds. Each is cached per process (``lru_cache``); ``stored(kind)`` adds a second level:
+``calibrated_sprt._calibrated``) and the design tool's answers to a question
+(``design.design_gate``, ``prescribed.prescribed_answer``) are deterministic functions of
+their arguments that take seconds. The calibrations and the pick are cached per process
+(``lru_cache``); ``stored(kind)`` adds a second level:
 ``current()``, a ``CalibrationStore`` (``get(key) -> value | None``, ``put(key, value)``).
 The default is an in-memory ``MemoryStore``; the experiments layer installs a ``FileStore``
 (one gzipped JSON file per entry in a folder it owns) so the jobs of a sweep, each in its own

@@ -255,6 +255,7 @@ def test_the_version_hashes_every_procmem_core_module_the_gates_import():
 
 
 def test_a_design_answer_is_read_back_equal(folder):
+    from procmem_core.gates.design import design_gate
     from procmem_core.gates.prescribed import prescribed_answer
     from procmem_core.gates.question import DesignQuestion
 
@@ -267,3 +268,9 @@ def test_a_design_answer_is_read_back_equal(folder):
     assert calibration_store.STATS["hit"] == 1 and calibration_store.STATS["miss"] == 0
     assert again == fresh and bits(again) == bits(fresh)
     assert again.config == fresh.config and again is not fresh
+    # the whole design (every family's answer) was stored on the way, and reads back too
+    calibration_store.STATS.clear()
+    design = design_gate(question)
+    assert calibration_store.STATS["hit"] == 1 and calibration_store.STATS["miss"] == 0
+    assert design.chosen == fresh and bits(design.chosen) == bits(fresh)
+    assert design.question == question and len(design.answers) > 1
