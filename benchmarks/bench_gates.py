@@ -49,6 +49,7 @@ from procmem_core.gates import (
     make_gate,
     worst_case,
 )
+from procmem_core.gates.calibration_store import CACHE_ENV
 from procmem_core.gates.early_stop import null_runs_bound, null_runs_ceiling
 
 P0S = np.array([0.5, 0.7, 0.8, 0.9])
@@ -142,17 +143,21 @@ seconds, with the family it prescribes."""
 
 
 def cold() -> None:
-    """Drop the calibrations and lattice statistics cached by earlier questions, so that
-    every question is timed from scratch."""
+    """Drop the calibrations, design answers and lattice statistics cached by earlier
+    questions (a fresh, empty calibration store too), so that every question is timed
+    from scratch."""
     from procmem_core.gates import (
         calibrate,
         calibrated_sprt,
+        calibration_store,
         lattice_gate,
         paired,
         two_sample,
         twostats,
     )
     from procmem_core.gates.ledger_bound import _power_bound
+
+    calibration_store.install(calibration_store.MemoryStore())
 
     two_sample._calibrated.cache_clear()
     calibrated_sprt._calibrated.cache_clear()
@@ -174,7 +179,8 @@ def design_time(question: DesignQuestion = QUICKSTART):
 
 def _least(root, arg: list[str], repeats: int) -> dict:
     """The run with the least CPU time of ``repeats`` fresh-interpreter runs."""
-    runs = [run_json(root, DESIGN_TIMER, arg, ONE_CORE) for _ in range(repeats)]
+    cold_store = {**ONE_CORE, CACHE_ENV: ""}  # no file store: each run computes (cold)
+    runs = [run_json(root, DESIGN_TIMER, arg, cold_store) for _ in range(repeats)]
     return min(runs, key=lambda r: r["cpu"])
 
 

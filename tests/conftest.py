@@ -30,12 +30,20 @@ from local_services import fresh_database, postgres
 
 @pytest.fixture(scope="session", autouse=True)
 def calibration_cache(tmp_path_factory) -> Iterator[Path]:
-    """Calibrations the tests compute go to a session folder, not the repo's default
-    (``$PROCMEM_CALIBRATION_CACHE``: read by ``conf/config.yaml`` and by sweeps run in a
-    subprocess)."""
+    """Calibrations and design answers the tests compute go to one folder for the whole
+    pytest run, not the repo's default (``$PROCMEM_CALIBRATION_CACHE``: read by
+    ``conf/config.yaml`` and by sweeps run in a subprocess).
+
+    The folder is new with each run (under pytest's base temporary folder; with xdist, the
+    run's, which every worker's lies in), so nothing outlives the run, and the sweeps and
+    tests of all workers ask each question once (``FileStore`` writes are atomic). Tests of
+    the cache itself install their own folder (``test_calibration_store.py``)."""
     from procmem_core.gates.calibration_store import CACHE_ENV
 
-    folder = tmp_path_factory.mktemp("calibrations")
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = run / "calibrations"
+    folder.mkdir(exist_ok=True)
     before = os.environ.get(CACHE_ENV)
     os.environ[CACHE_ENV] = str(folder)
     yield folder

@@ -46,6 +46,7 @@ from procmem_core.flat.fate import flat_fate
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
 from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, FlatRule
 from procmem_core.flat.targets import RuleTargets
+from procmem_core.gates.calibration_store import stored
 
 __all__ = [
     "FAMILIES",
@@ -152,7 +153,7 @@ def design_rule(
 ) -> RuleDesign:
     """Search the family's grid exactly (module docstring). Remembered per arguments
     (the search over the seed's float arithmetic takes tens of seconds; the answer is
-    frozen).
+    frozen), also across processes (``_design``).
 
     ``separating``: only rules whose break-even success rate lies strictly between the
     harmful and the helpful one's, so that beyond the horizon too the helpful procedure
@@ -180,8 +181,11 @@ def _table(targets: RuleTargets, family: str) -> tuple[tuple, Table, int]:
 
 
 @functools.lru_cache(maxsize=16)
+@stored("flat.design_rule")
 def _design(targets: RuleTargets, family: str, separating: bool, objective: str) -> RuleDesign:
-    """``design_rule`` after its checks, remembered per arguments."""
+    """``design_rule`` after its checks, remembered per arguments: in the process and in
+    ``calibration_store.current()`` (a file shared by a sweep's finalize step, the design
+    tool and later runs when the experiments layer installs one)."""
     grid, table, skipped = _table(targets, family)
     counts = grid[0].rule.needs_counts
     if separating:

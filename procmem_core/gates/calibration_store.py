@@ -1,9 +1,11 @@
 """A store for calibrations and design answers, shared by processes when a layer above asks.
 
 A calibrated gate's levels for one ledger size (``two_sample._calibrated``,
-``calibrated_sprt._calibrated``) and the design tool's answer to a question
-(``prescribed.prescribed_answer``) are deterministic functions of their arguments that take
-seconds. Each is cached per process (``lru_cache``); ``stored(kind)`` adds a second level:
+``calibrated_sprt._calibrated``) and the design tool's answers to a question
+(``design.design_gate``, ``prescribed.prescribed_answer``) and the flat rule's design
+(``flat.design.design_rule``) are deterministic functions of their arguments that take
+seconds. The calibrations and the pick are cached per process
+(``lru_cache``); ``stored(kind)`` adds a second level:
 ``current()``, a ``CalibrationStore`` (``get(key) -> value | None``, ``put(key, value)``).
 The default is an in-memory ``MemoryStore``; the experiments layer installs a ``FileStore``
 (one gzipped JSON file per entry in a folder it owns) so the jobs of a sweep, each in its own
@@ -15,7 +17,7 @@ worker processes use the folder their job uses.
   (defaults applied; floats as ``float.hex``, dataclasses with all their fields), so the
   entry depends on everything the result does. ``version()`` hashes ``CALIBRATION_VERSION``
   (bump it when the encoding changes), the numpy version and the source of every module in
-  ``SOURCES`` (the gates package and what it imports from procmem_core): a code change
+  ``SOURCES`` (the gates and flat packages and what they import from procmem_core): a code change
   invalidates every entry.
 - Values round-trip bit for bit (``encode``/``decode``: floats as ``float.hex``, arrays as
   their raw bytes with dtype and shape; only procmem_core dataclasses are rebuilt).
@@ -55,6 +57,8 @@ CACHE_ENV = "PROCMEM_CALIBRATION_CACHE"
 
 SOURCES = (
     "gates",
+    "flat",
+    "explore.py",
     "errors.py",
     "proportions.py",
     "holds.py",
@@ -62,7 +66,9 @@ SOURCES = (
     "registry.py",
     "frozen.py",
 )
-"""The procmem_core files (a folder: its ``*.py``) whose source ``version()`` hashes."""
+"""The procmem_core files (a folder: its ``*.py``) whose source ``version()`` hashes: the
+packages whose answers are stored (gates; flat, ``design.design_rule``) and every
+procmem_core module they import."""
 
 GZIP_LEVEL = 1
 """Fast compression: a certified calibration's certificate is mostly float bits."""

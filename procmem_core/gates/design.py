@@ -41,6 +41,7 @@ from procmem_core.display import column_table, record_html
 from procmem_core.gates import calibrated_sprt, two_sample
 from procmem_core.gates.base import Gate, OperatingCurve
 from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
+from procmem_core.gates.calibration_store import stored
 from procmem_core.gates.design_scans import SEARCH_POINTS, paired_scan, two_sample_scan
 from procmem_core.gates.discordant import DiscordantSPRTGate
 from procmem_core.gates.early_stop import (
@@ -382,6 +383,9 @@ class GateDesign:
         return record_html(self.question, "question") + column_table("answers", columns)
 
 
+@stored("design.design_gate")
 def design_gate(question: DesignQuestion) -> GateDesign:
-    """Every family's answer to ``question`` (module docstring)."""
+    """Every family's answer to ``question`` (module docstring); kept in
+    ``calibration_store.current()`` (seconds per question; the jobs of a sweep, its
+    finalize step and later runs ask the same ones)."""
     return GateDesign(question, tuple(answer(f, question) for f in families(question)))

@@ -244,17 +244,18 @@ def test_the_key_holds_every_field_and_the_code_version(monkeypatch):
 
 
 def test_the_version_hashes_every_procmem_core_module_the_gates_import():
-    """A gates module importing another procmem_core module must add it to ``SOURCES``,
-    or a change there would not invalidate the cache."""
-    gates = ROOT / "procmem_core" / "gates"
+    """A gates or flat module (both store answers) importing another procmem_core module
+    must add it to ``SOURCES``, or a change there would not invalidate the cache."""
     imported = set()
-    for f in gates.glob("*.py"):
-        imported |= set(re.findall(r"^from procmem_core\.(\w+)", f.read_text(), re.M))
+    for package in ("gates", "flat"):
+        for f in (ROOT / "procmem_core" / package).glob("*.py"):
+            imported |= set(re.findall(r"^from procmem_core\.(\w+)", f.read_text(), re.M))
     covered = {s.removesuffix(".py") for s in calibration_store.SOURCES}
     assert imported - covered == set()
 
 
 def test_a_design_answer_is_read_back_equal(folder):
+    from procmem_core.gates.design import design_gate
     from procmem_core.gates.prescribed import prescribed_answer
     from procmem_core.gates.question import DesignQuestion
 
@@ -267,3 +268,25 @@ def test_a_design_answer_is_read_back_equal(folder):
     assert calibration_store.STATS["hit"] == 1 and calibration_store.STATS["miss"] == 0
     assert again == fresh and bits(again) == bits(fresh)
     assert again.config == fresh.config and again is not fresh
+    # the whole design (every family's answer) was stored on the way, and reads back too
+    calibration_store.STATS.clear()
+    design = design_gate(question)
+    assert calibration_store.STATS["hit"] == 1 and calibration_store.STATS["miss"] == 0
+    assert design.chosen == fresh and bits(design.chosen) == bits(fresh)
+    assert design.question == question and len(design.answers) > 1
+
+
+def test_a_flat_rule_design_is_read_back_bit_for_bit(folder):
+    from procmem_core.flat.design import _design, design_rule
+    from procmem_core.flat.targets import RuleTargets
+
+    targets = RuleTargets(0.1, -0.1, 0.6, 0.9, 0.9, 60)
+    _design.cache_clear()
+    fresh = design_rule(targets, "baseline")
+    assert calibration_store.STATS["stored"] == 1
+    _design.cache_clear()
+    calibration_store.STATS.clear()
+    again = design_rule(targets, "baseline")
+    assert calibration_store.STATS["hit"] == 1 and calibration_store.STATS["miss"] == 0
+    assert bits(again) == bits(fresh) and again is not fresh
+    assert again.pick.rule == fresh.pick.rule and len(again.frontier) == len(fresh.frontier)
