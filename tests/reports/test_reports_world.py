@@ -58,10 +58,12 @@ def test_the_gate_section_opens_with_its_world_and_what_the_design_reads(gate_sw
     reads = table["prescription reads it"] == "yes"
     assert sorted(table.index[reads]) == ["gate.min_drop", "ledger_size", "p_prior"]
     assert sentence == (
-        "The prescribed gate depends on p_prior (the p0 range [0.3, 0.95] covers it; swept: "
+        "The design question depends on p_prior (the p0 range [0.3, 0.95] covers it; swept: "
         "0.6 to 0.9 (5 values)), ledger_size (20) and gate.min_drop (0.15); the others "
         "(drops, heterogeneity, replications) change only the simulated evidence below, not it."
     )
+    # no gate meets 0.1 / 0.5 here, so the sentence names the question, not a prescribed gate
+    assert section.said.startswith("No gate meets")
     # the design question is the one the sentence names: a 20-run ledger, p0 up to 0.95
     assert "with a 20-run ledger" in section.said
     assert "at every prior rate p0 in [0.3, 0.95]" in section.said
