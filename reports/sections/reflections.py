@@ -57,26 +57,27 @@ def _range(rows: pd.DataFrame, metric: str) -> str:
 
 
 def _answer(runs: pd.DataFrame) -> str:
+    """One sentence per matching mode: the share of pairs that are a true contrast, how
+    often both sides are one procedure, and the reflections that name the helpful one
+    ("the same share" when it equals the pairs' share in every run)."""
     column = "params.scenario.match_on"
     by = dict(iter(runs.groupby(column))) if column in runs else {"as configured": runs}
-    parts = []
-    for match_on, g in sorted(by.items()):
-        parts.append(
-            f"matching on the {MATCHED.get(match_on, match_on)}, "
-            f"{_range(g, 'opposite_pair_rate')} of the worker's pairs set a failure on the "
-            "harmful procedure against a success on the helpful one "
-            f"(both on the same procedure in {_range(g, 'same_procedure_rate')}), and "
-            f"{_range(g, 'lesson_helpful_rate')} of its reflections told the agent to follow "
-            "the helpful procedure"
-        )
     n = len(runs)
-    if n == 1:
-        return "In the one setting run, " + "; ".join(parts) + " (± Monte Carlo SE)."
-    return (
-        f"Over {n} swept settings, "
-        + "; ".join(parts)
-        + " (ranges over the settings, ± Monte Carlo SE)."
-    )
+    lead = "In the one setting run" if n == 1 else f"Over {n} swept settings"
+    parts = []
+    for i, (match_on, g) in enumerate(sorted(by.items())):
+        pairs = _range(g, "opposite_pair_rate")
+        same = (g["lesson_helpful_rate"] == g["opposite_pair_rate"]).all()
+        lessons = "the same share" if same else _range(g, "lesson_helpful_rate")
+        parts.append(
+            f"{lead + ', m' if i == 0 else 'M'}atching on the "
+            f"{MATCHED.get(match_on, match_on)}, {pairs} of the worker's pairs set a failure "
+            "on the harmful procedure against a success on the helpful one (both on the same "
+            f"procedure in {_range(g, 'same_procedure_rate')}), and {lessons} of its "
+            "reflections told the agent to follow the helpful procedure."
+        )
+    spread = "ranges over the settings, " if n > 1 else ""
+    return " ".join(parts)[:-1] + f" ({spread}± Monte Carlo SE)."
 
 
 def _table(runs: pd.DataFrame) -> pd.DataFrame:

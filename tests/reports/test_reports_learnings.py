@@ -157,3 +157,28 @@ def test_both_sections_from_real_sweeps(tmp_path, monkeypatch, capsys):
     assert "(exact " not in md2
     assert "(exact " in (tmp_path / "r2" / "appendix.md").read_text()
     capsys.readouterr()
+
+
+def test_the_reflections_opening_is_one_sentence_per_matching_mode():
+    import pandas as pd
+
+    from reports.sections.reflections import _answer
+
+    rows = pd.DataFrame(
+        {
+            "params.scenario.match_on": ["situation", "situation", "text", "text"],
+            "opposite_pair_rate": [0.3, 0.5, 0.0, 0.06],
+            "opposite_pair_rate_se": [0.02, 0.03, 0.01, 0.016],
+            "lesson_helpful_rate": [0.3, 0.5, 0.01, 0.06],
+            "lesson_helpful_rate_se": [0.02, 0.03, 0.01, 0.016],
+            "same_procedure_rate": [0.4, 0.6, 0.9, 0.95],
+            "same_procedure_rate_se": [0.02, 0.02, 0.02, 0.02],
+        }
+    )
+    said = _answer(rows)
+    first, second = said.split(". M")
+    assert first.startswith("Over 4 swept settings, matching on the task's situation, 0.3 ± ")
+    assert "the same share of its reflections" in first
+    assert second.startswith("atching on the whole session text, 0 ± 0.01 to 0.06 ± 0.016")
+    assert "0.01 ± 0.01 to 0.06 ± 0.016 of its reflections" in second  # not the pairs' share
+    assert said.endswith("(ranges over the settings, ± Monte Carlo SE).")
