@@ -97,12 +97,13 @@ def chain_reason(sessions: float, strike_limit: int = 3) -> str:
     """Why no setting learns, in the quarantine chain's numbers (``quarantine_fate``)."""
     runs = max(1, int(sessions) // 4)
     fate = quarantine_fate(CHAIN_P, runs, strike_limit)
-    parts = [
-        f"The quarantine chain says why quarantine alone cannot make it learn: at strike "
+    head = (
+        f"The quarantine chain says why quarantine alone cannot make it learn. At strike "
         f"limit {strike_limit} a procedure succeeding {CHAIN_P:.0%} of the time is "
         f"quarantined within {runs} runs with probability {fate.p_quarantined:.3f} (after "
-        f"{fate.expected_runs_to_quarantine:.0f} runs on average)"
-    ]
+        f"{fate.expected_runs_to_quarantine:.0f} runs on average). "
+    )
+    parts = []
     for e in fate.exits:
         if math.isinf(e.expected_release):
             parts.append(f"under {e.policy} it never returns (share of time quarantined 1)")
@@ -111,10 +112,16 @@ def chain_reason(sessions: float, strike_limit: int = 3) -> str:
                 f"under {e.policy} it returns after {e.expected_release:.0f} sessions and "
                 f"spends {e.share_quarantined:.0%} of its sessions quarantined"
             )
-    return "; ".join(parts) + (
-        ". An exit gives a quarantined procedure its traffic back, which removes the rise "
-        "that absorbing quarantine causes, but it cannot make the regret fall by itself: what "
-        "else moves it is in the regret-by-source table below."
+    said = "; ".join(parts)
+    return (
+        head
+        + said[:1].upper()
+        + said[1:]
+        + (
+            ". An exit gives a quarantined procedure its traffic back, which removes the rise "
+            "that absorbing quarantine causes, but it cannot make the regret fall by itself: what "
+            "else moves it is in the regret-by-source table below."
+        )
     )
 
 

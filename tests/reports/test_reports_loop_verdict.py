@@ -85,6 +85,9 @@ def test_no_learning_setting_is_said_with_the_chain_and_the_json_says_false():
     fate = quarantine_fate(0.7, 250, 3)
     assert f"probability {fate.p_quarantined:.3f}" in text
     assert chain_reason(1000) in text
+    # the chain's reason in short sentences: the quarantine, then each exit policy
+    assert "cannot make it learn. At strike limit 3 a procedure" in text
+    assert "(after 51 runs on average). Under " in text
     half = fate.exit("half_open")
     assert f"returns after {half.expected_release:.0f} sessions" in text
     data = json.loads(verdict_json(best_row(rows), rows))
