@@ -23,7 +23,7 @@ from reports.sections.loop_verdict import swept_overrides
 
 SWEEPER_TAG = "procmem.sweeper"
 """The parent run's tag naming the sweeper's class (``experiments.callbacks``)."""
-MAX_NAMED = 4
+MAX_NAMED = 2
 
 
 def is_search(parent_tags: dict[str, str]) -> bool:
@@ -75,9 +75,10 @@ def search_sentence(rows: pd.DataFrame) -> str:
     if tied:
         names = "; ".join(o.name for o in tied[:MAX_NAMED])
         more = f" and {len(tied) - MAX_NAMED} more" if len(tied) > MAX_NAMED else ""
+        one = len(tied) == 1
         text += (
-            f"; {len(tied)} are within {NOISE_Z:g} SE of it, so the search cannot call it "
-            f"better than them ({names}{more})"
+            f"; {len(tied)} {'is' if one else 'are'} within {NOISE_Z:g} SE of it, so the "
+            f"search cannot call it better than {'that one' if one else 'them'} ({names}{more})"
         )
     return text + (
         ". The lowest of the trials is picked for being low, so its value is biased down "

@@ -98,8 +98,8 @@ def test_a_trial_is_better_only_beyond_two_se_of_the_difference():
     assert text.startswith(
         "The search ran 3 trials of 8 replications each; the lowest regret change is "
         "-0.05 ± 0.01 with t1. It beats 1 of the other 2 trials by more than 2 SE of the "
-        "difference; 1 are within 2 SE of it, so the search cannot call it better than them "
-        "(t2)."
+        "difference; 1 is within 2 SE of it, so the search cannot call it better than that "
+        "one (t2)."
     )
     table = search_table(rows).frame.set_index("trial")
     assert list(table.index) == ["t1", "t2", "t0"]
@@ -120,3 +120,10 @@ def test_a_trial_is_named_by_its_searched_values():
         "The search ran 2 trials of 8 replications each; the lowest regret change is "
         "-0.05 ± 0.01 with explore.explore_rate=0.1, quarantine=decay. It beats 1 of the other 1"
     )
+
+
+def test_many_ties_name_two_and_count_the_rest():
+    rows = _rows([(-0.05, 0.01), (-0.04, 0.02), (-0.045, 0.02), (-0.03, 0.02), (-0.035, 0.02)])
+    text = search_sentence(rows)
+    assert "; 4 are within 2 SE of it, so the search cannot call it better than them " in text
+    assert "(t2; t1 and 2 more)." in text
