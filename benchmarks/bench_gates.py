@@ -152,7 +152,9 @@ def cold() -> None:
         calibration_store,
         lattice_gate,
         paired,
+        paired_cells,
         two_sample,
+        two_sample_exact,
         twostats,
     )
     from procmem_core.gates.ledger_bound import _power_bound
@@ -163,8 +165,9 @@ def cold() -> None:
     calibrated_sprt._calibrated.cache_clear()
     twostats._lattice_statistics.cache_clear()
     _power_bound.cache_clear()
-    for remembered in (two_sample.HALF_MASSES, paired.PAIR_MASSES, paired.CELL_TABLES,
-                       lattice_gate.LEDGER_MASSES, calibrate.TRIALS):  # fmt: skip
+    for remembered in (two_sample_exact.HALF_MASSES, paired.PAIR_MASSES,
+                       paired_cells.CELL_TABLES, lattice_gate.LEDGER_MASSES,
+                       calibrate.TRIALS):  # fmt: skip
         remembered.clear()
 
 

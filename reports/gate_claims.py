@@ -70,9 +70,13 @@ def _option(row: pd.Series, key: str, se: str) -> Option:
     return Option(key, float(row[key]), float(row.get(se, np.nan)))
 
 
+DESIGN_KEYS = ("params.scenario.design", "params.gate.design")
+"""Params that say whether a configuration's runs are all the revision's (fixed design)."""
+
+
 def _design(pick: pd.Series) -> str | None:
     """The row's design (``fixed`` or ``concurrent``) as its run logged it, else None."""
-    for key in ("params.scenario.design", "params.gate.design", "design"):
+    for key in (*DESIGN_KEYS, "design"):
         value = pick.get(key)
         if isinstance(value, str) and value:
             return value

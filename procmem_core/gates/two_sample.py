@@ -44,17 +44,11 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
+from procmem_core.errors import ParameterError, check_choice, check_int
 from procmem_core.gates import arms, twolattice
 from procmem_core.gates.base import (
     DESIGNS,
     Gate,
-    OperatingCurve,
-    OperatingPoint,
-    Recursions,
-    check_p_values,
-    gate_key,
-    make_point,
 )
 from procmem_core.gates.calibrate import (
     TRIALS,
@@ -80,6 +74,7 @@ from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
 from procmem_core.gates.two_sample_batch import TwoSampleBatch
+from procmem_core.gates.two_sample_exact import TwoSampleExact
 from procmem_core.gates.twostats import drop_statistics, step_statistics
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
@@ -90,12 +85,9 @@ from procmem_core.gates.verdicts import (
 )
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
-HALF_MASSES = Recursions()
-"""``TwoSampleGate.half_masses`` per gate parameters and ledger, shared by equal gates."""
-
 
 @dataclass(frozen=True)
-class TwoSampleGate(LedgerLevels, TwoSampleBatch, Gate):
+class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
     """Exact two-sample sequential test (module docstring); guarantee: worst-case false
     revert ``<= alpha`` over p0 in ``[p0_low, p0_high]`` for its design and ledger."""
 
@@ -304,56 +296,6 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, Gate):
             "undecided": f"lambda={lam:.4f} between the boundaries",
         }[reason_code]
         return f"{why}; {arm}"
-
-    # --- exact ---------------------------------------------------------------------------
-
-    def observations(self, prior_runs: int | None) -> int:
-        return twolattice.TwoSampleLattice(
-            int(prior_runs or 0), self.design == "concurrent", self.max_runs
-        ).observations
-
-    def lattice_for(self, prior_runs: int | None) -> twolattice.TwoSampleLattice:
-        """The cells with a ledger of ``prior_runs`` runs (None: no ledger)."""
-        return twolattice.TwoSampleLattice(
-            int(prior_runs or 0), self.design == "concurrent", self.max_runs
-        )
-
-    def half_masses(self, prior_runs: int | None):
-        """The recursion at 1/2 (``twolattice.half_masses``) for this gate with a ledger of
-        ``prior_runs`` runs, at the levels it uses there (cached per ledger size)."""
-        lat = self.lattice_for(prior_runs)
-        key = gate_key(self, int(prior_runs or 0))
-        return HALF_MASSES.get(key, lambda: twolattice.half_masses(lat, self.tables(lat)))
-
-    def passes(self, p0, p, prior_runs: int | None) -> twolattice.TwoSamplePass:
-        """The two-sample recursion for this gate at prior rates ``p0``, revision rates ``p``."""
-        lat = self.lattice_for(prior_runs)
-        return twolattice.evaluate(lat, self.half_masses(prior_runs), p0, p)
-
-    def operating_point(
-        self, p: float | np.ndarray, p0: float, prior_runs: int | None = None
-    ) -> OperatingPoint:
-        """Exact P(revert), P(accept), E[runs] at revision rate(s) ``p`` and prior rate
-        ``p0``, with a ledger of ``prior_runs`` runs (None: no ledger)."""
-        arr = check_p_values(p)
-        p0 = check_probability("p0", p0)
-        flat = arr.ravel()
-        res = self.passes(np.full(flat.size, p0), flat, prior_runs)
-        point = make_point(arr, p0, res.revert, res.accept, res.runs, "exact", prior_runs)
-        prior = point.expected_runs if self.design == "concurrent" else 0.0 * point.expected_runs
-        return OperatingPoint(**{**point.__dict__, "expected_prior_runs": prior})
-
-    def operating_curve(
-        self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None
-    ) -> OperatingCurve:
-        p0s = check_p_values(p0).ravel()
-        drop = check_probability("drop", drop)
-        res = self.passes(p0s, np.maximum(p0s - drop, 0.0), prior_runs)
-        prior = res.runs if self.design == "concurrent" else np.zeros_like(res.runs)
-        return OperatingCurve(
-            p0s, drop, res.revert, res.accept, res.runs, prior, prior_runs,
-            self.observations(prior_runs), False, res.stop,
-        )  # fmt: skip
 
 
 CALIBRATION_POINTS = 41

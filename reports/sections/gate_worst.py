@@ -15,15 +15,12 @@ import pandas as pd
 
 from procmem_core.gates import Gate
 from reports.evidence import fmt
+from reports.gate_claims import DESIGN_KEYS
 from reports.recommend import GATE_METRICS
 from reports.sections.gate_tables import GateRuns, ledger_of
 from reports.source import Sweep
 
 P0_GRID = np.linspace(0.05, 0.95, 91)
-
-
-DESIGN_KEYS = ("params.scenario.design", "params.gate.design")
-"""Params that say whether a configuration's runs are all the revision's (fixed design)."""
 
 
 def worst_rows(rows: pd.DataFrame, metrics: tuple[str, ...] = GATE_METRICS) -> pd.DataFrame:
