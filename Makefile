@@ -25,9 +25,12 @@ run: $(STAMP)
 	$(BIN)/python -m experiments.analyze examples/session_log --out reports/out/analyze/example
 
 # The suite on every core (pytest-xdist); a test file runs on one worker, so its
-# module-scoped fixtures (a sweep, a tracking server, a Ray head) start once.
+# module-scoped fixtures (a sweep, a tracking server, a Ray head) start once. One worker
+# more than the cores: the service tests spend most of their time waiting on a server, a
+# Ray head or a sweep's subprocess, and the extra worker runs other files meanwhile.
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)")
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # The fixture tests again with numpy's dispatched SIMD kernels disabled (baseline only):
 # another summation order, as on another CPU; the fixtures' tolerance must absorb it.

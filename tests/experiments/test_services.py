@@ -305,6 +305,15 @@ def ray_client_logs(folder: Path) -> str:
     return "".join(f"\n== {f.name}\n" + f.read_text()[-1500:] for f in logs)
 
 
+RAY_CLIENT_START_FAILURES = (
+    "Starting Ray client server failed",
+    # the proxy read a per-client server that had already died (psutil.ZombieProcess in
+    # proxier.start_specific_server), seen once at load 7: no job had started
+    "ConnectionAbortedError: Initialization failure from server",
+)
+"""Ray client start-up failures on a loaded head, before any job is sent: tried once more."""
+
+
 def test_a_sweep_on_a_ray_cluster_reaches_the_store_it_was_started_with(
     ray_head, local_sweep, tmp_path
 ):
@@ -318,7 +327,7 @@ def test_a_sweep_on_a_ray_cluster_reaches_the_store_it_was_started_with(
             uri,
             env={"RAY_ADDRESS": address},
         )  # fmt: skip
-        if "Starting Ray client server failed" not in proc.stderr:
+        if not any(failure in proc.stderr for failure in RAY_CLIENT_START_FAILURES):
             break
     assert proc.returncode == 0, proc.stderr[-4000:] + ray_client_logs(folder)
     assert_loopback_only(marker)
