@@ -150,18 +150,25 @@ class Batch:
         if horizon > len(self.within) - 1:
             raise ValueError(f"a walk of {horizon} steps on a batch built for fewer")
         pv = np.asarray(ps, dtype=float)
-        v = np.ones((self.size + 1, pv.size))  # one row per state: V_k for every p at once
-        v[self.size] = 0.0
+        # two buffers per p, swapped each step (V_k written where V_{k-2} was: step k reads
+        # V_{k-1} only in the prefix step k-1 wrote), so no step copies; the sentinel is 0
+        # in both. The sums are those of ``p V(up) + (1 - p) V(down)`` in that order.
+        src, dst = np.ones((2, pv.size, self.size + 1))
+        src[:, self.size] = dst[:, self.size] = 0.0
+        scratch = np.empty(self.size)
         for k in range(1, horizon + 1):
             n = self.within[horizon - k]
-            a = np.take(v, self.up[:n], axis=0)
-            a *= pv
-            b = np.take(v, self.down[:n], axis=0)
-            b *= 1.0 - pv
-            a += b
-            v[:n] = a
-            at = v[self.cand_g]
-            yield k, [at[:, j] for j in range(pv.size)]
+            up, down, b = self.up[:n], self.down[:n], scratch[:n]
+            for j, p in enumerate(pv):
+                a = dst[j, :n]
+                np.take(src[j], up, out=a)
+                a *= p
+                np.take(src[j], down, out=b)
+                b *= 1.0 - p
+                a += b
+            src, dst = dst, src
+            at = src[:, self.cand_g]
+            yield k, list(at)
 
     def survival(self, ps: tuple[float, float], horizon: int):
         """``V_horizon`` at every candidate's start for both success probabilities (one
