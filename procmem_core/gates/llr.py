@@ -64,7 +64,15 @@ def prior_estimate(method: str, successes: ArrayLike, runs: ArrayLike, alpha: fl
 
 
 def sprt_boundaries(alpha: float, beta: float) -> tuple[float, float]:
-    """Wald's boundaries ``(ln A, ln B) = (ln((1-beta)/alpha), ln(beta/(1-alpha)))``."""
+    """Wald's boundaries ``(ln A, ln B) = (ln((1-beta)/alpha), ln(beta/(1-alpha)))`` (kept
+    per Python-float ``(alpha, beta)``: a gate asks for its two after every run it replays)."""
+    if type(alpha) is float and type(beta) is float:  # numpy scalars keep their own rounding
+        return _boundaries(alpha, beta)
+    return _boundaries.__wrapped__(alpha, beta)
+
+
+@lru_cache(maxsize=256)
+def _boundaries(alpha: float, beta: float) -> tuple[float, float]:
     return math.log((1.0 - beta) / alpha), math.log(beta / (1.0 - alpha))
 
 
@@ -98,7 +106,12 @@ def sprt_llr(
     ``n ln_failure + s (ln_success - ln_failure)`` (one product per cell fewer); on Python
     numbers when every input is a scalar (the same IEEE operations: a float).
     """
-    if all(isinstance(x, _SCALARS) for x in (successes, runs, ln_success, ln_failure)):
+    if (
+        isinstance(successes, _SCALARS)
+        and isinstance(runs, _SCALARS)
+        and isinstance(ln_success, _SCALARS)
+        and isinstance(ln_failure, _SCALARS)
+    ):  # four checks, not ``all`` over a generator: once per run a gate replays
         return runs * float(ln_failure) + successes * (float(ln_success) - float(ln_failure))
     ln_success = np.asarray(ln_success, dtype=float)
     ln_failure = np.asarray(ln_failure, dtype=float)

@@ -28,6 +28,7 @@ checked: each recorded run is one ledger row, each gate record one the store mad
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 from dataclasses import dataclass, field
@@ -146,6 +147,7 @@ class LoopWorld:
         # their own spawned child, so the engine's stream is the same with or without them
         self.rating_rng = self.rng.spawn(1)[0]
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
+        self.kind_cdf = _choice_cdf(sc.revision_mix)
         self.store = ProcedureStore(
             EMBEDDER, strike_limit=sc.strike_limit, quarantine=sc.quarantine
         )
@@ -323,8 +325,9 @@ class LoopWorld:
         key = free[int(self.rng.integers(len(free)))]
         snap = self.store.get(key)
         q = dict(self.node_success[(key, snap.revision)])
-        p = float(np.prod(list(q.values())))
-        kind = KINDS[int(self.rng.choice(3, p=sc.revision_mix))]
+        p = self.p_true(key, snap.revision)  # the product of ``q``'s values, kept
+        # ``rng.choice(3, p=revision_mix)``: numpy's draw, one ``random()`` against the cdf
+        kind = KINDS[bisect.bisect_right(self.kind_cdf, self.rng.random())]
         nodes = list(snap.graph.reading_order())
         i = int(self.rng.integers(len(nodes)))
         if kind == "helpful":  # improve the weakest step, so the gain is not capped early
@@ -346,8 +349,18 @@ class LoopWorld:
         self.node_success[(key, after.revision)] = q
         self.revisions.append(
             RevisionTruth(key, after.revision, snap.revision, kind, p,
-                          float(np.prod(list(q.values()))), t)
+                          self.p_true(key, after.revision), t)
         )  # fmt: skip
+
+
+def _choice_cdf(shares: tuple[float, ...]) -> list[float]:
+    """The cdf ``Generator.choice(n, p=shares)`` draws against: ``cumsum(p)`` divided by
+    its last value; the choice is then ``bisect_right(cdf, rng.random())``, the same
+    index numpy's ``searchsorted(side="right")`` of its one ``random()`` gives, from the
+    same stream (tests/simulators/test_loop_world.py checks it against numpy)."""
+    cdf = np.asarray(shares, dtype=np.float64).cumsum()
+    cdf /= cdf[-1]
+    return cdf.tolist()
 
 
 def _linear_graph(nodes: list[str], task: int) -> ProcedureGraph:
