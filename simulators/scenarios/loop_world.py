@@ -37,6 +37,7 @@ import numpy as np
 
 from procmem_core.graph import ContextPacker, ProcedureGraph, ProcedureStore
 from procmem_core.graph.embedding import HashingEmbedder
+from simulators.draws import IntegersDraw
 from simulators.feedback import ArrivalLine
 
 TASKS = (
@@ -148,6 +149,7 @@ class LoopWorld:
         self.rating_rng = self.rng.spawn(1)[0]
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
         self.kind_cdf = _choice_cdf(sc.revision_mix)
+        self.integers = IntegersDraw(self.rng)  # ``int(rng.integers(n))``, the same stream
         self.store = ProcedureStore(
             EMBEDDER, strike_limit=sc.strike_limit, quarantine=sc.quarantine
         )
@@ -226,7 +228,7 @@ class LoopWorld:
 
     def session(self, t: int) -> None:
         sc = self.scenario
-        task = int(self.rng.integers(sc.tasks))
+        task = self.integers(sc.tasks)
         available = self.task_now(task)[0]
         pack = self.packer.pack(TASKS[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
@@ -322,14 +324,14 @@ class LoopWorld:
         self.recent.clear()
         if not free:
             return
-        key = free[int(self.rng.integers(len(free)))]
+        key = free[self.integers(len(free))]
         snap = self.store.get(key)
         q = dict(self.node_success[(key, snap.revision)])
         p = self.p_true(key, snap.revision)  # the product of ``q``'s values, kept
         # ``rng.choice(3, p=revision_mix)``: numpy's draw, one ``random()`` against the cdf
         kind = KINDS[bisect.bisect_right(self.kind_cdf, self.rng.random())]
         nodes = list(snap.graph.reading_order())
-        i = int(self.rng.integers(len(nodes)))
+        i = self.integers(len(nodes))
         if kind == "helpful":  # improve the weakest step, so the gain is not capped early
             i = int(np.argmin([q[n] for n in nodes]))
         old = nodes[i]
