@@ -77,7 +77,11 @@ def _boundaries(alpha: float, beta: float) -> tuple[float, float]:
 
 
 def sprt_hypotheses(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(p0, p1)`` after the documented clipping: p0 in [2 EPS, 1 - EPS], p1 >= EPS."""
+    """``(p0, p1)`` after the documented clipping: p0 in [2 EPS, 1 - EPS], p1 >= EPS (for
+    one Python-float p0, the same clip with ``min`` and ``max``: no rounding, NaN kept)."""
+    if type(p0) is float:
+        p0c = min(max(p0, 2.0 * EPS), 1.0 - EPS)
+        return p0c, max(p0c - min_drop, EPS)
     p0c = np.clip(np.asarray(p0, dtype=float), 2.0 * EPS, 1.0 - EPS)
     return p0c, np.maximum(p0c - min_drop, EPS)
 

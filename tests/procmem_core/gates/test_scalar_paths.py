@@ -147,3 +147,12 @@ def test_the_kept_boundaries_are_walds_for_any_scalar_type(alpha, beta):
         exact = (math.log((1.0 - b) / a), math.log(b / (1.0 - a)))
         assert got == exact and all(type(x) is float for x in got)
     assert llr.sprt_boundaries(alpha, beta) == want
+
+
+@pytest.mark.parametrize("min_drop", [0.0, 0.15, 0.5, 1.0])
+def test_the_hypotheses_of_one_float_p0_are_the_arrays_clip(min_drop):
+    for p0 in [*P0, -0.0, -1.0, 2.0, 1e-300]:
+        p0c, p1 = llr.sprt_hypotheses(p0, min_drop)
+        want_c, want_1 = llr.sprt_hypotheses(np.array([p0]), min_drop)
+        for got, want in ((p0c, want_c[0]), (p1, want_1[0])):
+            assert got == want or (math.isnan(got) and math.isnan(want))
