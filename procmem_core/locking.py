@@ -15,6 +15,10 @@ above both stores that calls the procedure store, then the memory store, holding
 lock across the two. The only nesting left is ``LearningsQueue.review``
 promoting into the memory store (queue, then memory), so the locks cannot deadlock.
 
+Each wrapper has its method's own signature (``_locked``): it passes its arguments on by
+position, so a call with many keywords (a pack's ``match``) builds no ``*args`` tuple or
+``**kwargs`` dict on the way in.
+
 Throughput: the calls of one store run one at a time (``benchmarks/bench_threads.py``
 measures 1, 2 and 8 threads); a process that needs parallel writers opens one store per
 process on one SQLite file (``graph.sqlite``).
@@ -79,10 +83,46 @@ def _picklable(cls: type) -> None:
 
 
 def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            return method(self, *args, **kwargs)
+    """``method`` under ``self._lock``: a wrapper with the method's signature (its defaults
+    the same objects) that calls it by position; a method taking ``*args``, ``**kwargs``
+    or positional-only parameters gets the generic ``(self, *args, **kwargs)`` wrapper."""
+    call = _same_signature(method)
+    if call is None:
 
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return method(self, *args, **kwargs)
+
+    functools.update_wrapper(call, method)
     call._procmem_locked = True  # type: ignore[attr-defined]
     return call
+
+
+def _same_signature(method: Callable[..., Any]) -> Callable[..., Any] | None:
+    """The locked wrapper of ``method`` with its parameters spelled out (None when they
+    cannot be: variadic or positional-only ones)."""
+    params = list(inspect.signature(method).parameters.values())
+    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if not params or any(p.kind not in plain or p.name.startswith("_") for p in params):
+        return None  # (a name with "_" could shadow the wrapper's own ``_method``, ``_d<i>``)
+    env: dict[str, Any] = {"_method": method}
+    head, passed, star = [], [], False
+    for i, p in enumerate(params):
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and not star:
+            head.append("*")
+            star = True
+        if p.default is inspect.Parameter.empty:
+            head.append(p.name)
+        else:
+            env[f"_d{i}"] = p.default
+            head.append(f"{p.name}=_d{i}")
+        passed.append(p.name if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                      else f"{p.name}={p.name}")  # fmt: skip
+    self_name = params[0].name
+    source = (
+        f"def call({', '.join(head)}):\n"
+        f"    with {self_name}._lock:\n"
+        f"        return _method({', '.join(passed)})\n"
+    )
+    exec(source, env)  # the source is built from the method's own signature
+    return env["call"]

@@ -47,3 +47,41 @@ def bernoulli_rows(
         rng.random(out=draws)
         np.less(draws, rate, out=out[lo:hi])
     return out
+
+
+class IntegersDraw:
+    """``int(rng.integers(n))``, one ``n`` at a time: the same numbers from the same stream
+    without numpy's per-call overhead (a loop session draws its task this way).
+
+    numpy draws ``integers(n)`` (int64, ``1 < n <= 2**31`` here) by Lemire's method on the
+    bit generator's 32-bit output ``u`` (Lemire 2019, "Fast random integer generation in
+    an interval", ACM TOMACS 29(1)): ``m = u * n``; while the low 32 bits of ``m`` are
+    below ``(2**32 - n) mod n``, draw again; the answer is ``m >> 32``. ``n = 1`` draws
+    nothing. ``u`` comes from the bit generator's own ``next_uint32`` (through its ctypes
+    interface), which hands out the kept half of a 64-bit draw first, as numpy's calls do,
+    so the two can be mixed; other ``n`` go to numpy. For one thread (it takes no lock).
+    """
+
+    __slots__ = ("_next", "_rng", "_state")
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = rng  # keeps the bit generator, whose state the pointer reads, alive
+        c = rng.bit_generator.ctypes
+        self._next, self._state = c.next_uint32, c.state
+
+    def __call__(self, n: int) -> int:
+        if n == 1:
+            return 0
+        if not 1 < n <= 1 << 31:
+            return int(self._rng.integers(n))
+        m = self._next(self._state) * n
+        low = m & 0xFFFFFFFF
+        if low < n:
+            threshold = (0xFFFFFFFF - (n - 1)) % n
+            while low < threshold:
+                m = self._next(self._state) * n
+                low = m & 0xFFFFFFFF
+        return m >> 32
+
+    def __reduce__(self) -> tuple:
+        return IntegersDraw, (self._rng,)  # a copy reads its own generator's state

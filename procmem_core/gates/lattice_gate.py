@@ -107,10 +107,14 @@ class LatticeGate(Gate):
         np.copyto(which, 0, where=np.asarray(runs) < self.min_runs)
         return np.asarray(_REASON_ORDER.take(which), dtype=object)
 
-    def _reason_code(self, successes: int, runs: int, p0: float, verdict: int) -> str:
+    def _reason_code(
+        self, successes: int, runs: int, p0: float, verdict: int, statistic: ArrayLike | None = None
+    ) -> str:
         """``reason_codes`` at one cell, as Python values: too few runs, else the revert
-        boundary, else the accept boundary, else at the cap or undecided."""
-        rev, acc = self.crossed(successes, runs, p0)
+        boundary, else the accept boundary, else at the cap or undecided (``statistic``:
+        the one at the cell, when already computed: ``crossed_at`` reads it)."""
+        crossed = None if statistic is None else self.crossed_at(statistic)
+        rev, acc = self.crossed(successes, runs, p0) if crossed is None else crossed
         if runs < self.min_runs:
             return "too_few_runs"
         if rev:
@@ -131,8 +135,9 @@ class LatticeGate(Gate):
             source = self.prior_source(prior)
         n, s = revision.runs, revision.successes
         code = np.int8(self.rule(s, n, p0_value))
-        reason = self._reason_code(s, n, p0_value, code)
-        stat = float(self.statistic(s, n, p0_value)) if p0_value == p0_value else 0.0
+        raw = self.statistic(s, n, p0_value)  # once, for the reason and the record
+        reason = self._reason_code(s, n, p0_value, code, raw)
+        stat = float(raw) if p0_value == p0_value else 0.0
         return GateDecision(
             verdict=VERDICT_NAMES[int(code)],
             reason_code=reason,

@@ -64,12 +64,24 @@ def prior_estimate(method: str, successes: ArrayLike, runs: ArrayLike, alpha: fl
 
 
 def sprt_boundaries(alpha: float, beta: float) -> tuple[float, float]:
-    """Wald's boundaries ``(ln A, ln B) = (ln((1-beta)/alpha), ln(beta/(1-alpha)))``."""
+    """Wald's boundaries ``(ln A, ln B) = (ln((1-beta)/alpha), ln(beta/(1-alpha)))`` (kept
+    per Python-float ``(alpha, beta)``: a gate asks for its two after every run it replays)."""
+    if type(alpha) is float and type(beta) is float:  # numpy scalars keep their own rounding
+        return _boundaries(alpha, beta)
+    return _boundaries.__wrapped__(alpha, beta)
+
+
+@lru_cache(maxsize=256)
+def _boundaries(alpha: float, beta: float) -> tuple[float, float]:
     return math.log((1.0 - beta) / alpha), math.log(beta / (1.0 - alpha))
 
 
 def sprt_hypotheses(p0: ArrayLike, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(p0, p1)`` after the documented clipping: p0 in [2 EPS, 1 - EPS], p1 >= EPS."""
+    """``(p0, p1)`` after the documented clipping: p0 in [2 EPS, 1 - EPS], p1 >= EPS (for
+    one Python-float p0, the same clip with ``min`` and ``max``: no rounding, NaN kept)."""
+    if type(p0) is float:
+        p0c = min(max(p0, 2.0 * EPS), 1.0 - EPS)
+        return p0c, max(p0c - min_drop, EPS)
     p0c = np.clip(np.asarray(p0, dtype=float), 2.0 * EPS, 1.0 - EPS)
     return p0c, np.maximum(p0c - min_drop, EPS)
 
@@ -98,7 +110,12 @@ def sprt_llr(
     ``n ln_failure + s (ln_success - ln_failure)`` (one product per cell fewer); on Python
     numbers when every input is a scalar (the same IEEE operations: a float).
     """
-    if all(isinstance(x, _SCALARS) for x in (successes, runs, ln_success, ln_failure)):
+    if (
+        isinstance(successes, _SCALARS)
+        and isinstance(runs, _SCALARS)
+        and isinstance(ln_success, _SCALARS)
+        and isinstance(ln_failure, _SCALARS)
+    ):  # four checks, not ``all`` over a generator: once per run a gate replays
         return runs * float(ln_failure) + successes * (float(ln_success) - float(ln_failure))
     ln_success = np.asarray(ln_success, dtype=float)
     ln_failure = np.asarray(ln_failure, dtype=float)

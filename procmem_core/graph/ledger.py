@@ -224,13 +224,15 @@ class RunAggregates:
         self.path_runs += 1
         self.path_successes += ok
         nodes, edge_runs = self.node_runs, self.edge_runs
-        for node in set(run.path):
+        visited = set(run.path)
+        for node in visited:
             t = nodes.get(node)
             if t is None:
                 t = nodes[node] = Tally()
             t.runs += 1  # Tally.add, without a call per item
             t.successes += ok
-        for pair in set(pairwise(run.path)):
+        pairs = pairwise(run.path)  # distinct when no node repeats: no set to build then
+        for pair in pairs if len(visited) == len(run.path) else set(pairs):
             if pair in edges:
                 t = edge_runs.get(pair)
                 if t is None:

@@ -22,6 +22,15 @@ GATE_TRUTH = ("replication", "kind", "p_prior", "p_new", "true_drop", "correct_v
 """What the loop's world knows beside each of the store's records."""
 GATE_COLUMNS = [*DECISION_COLUMNS, *GATE_TRUTH]
 """The one ``gate_decisions`` schema (``gates.DECISION_COLUMNS``), then the truth."""
+ARMS_COLUMNS = ["replication", "key", "arm", "sessions", "successes", "rate", "mean_true_rate"]
+TRAJECTORY_COLUMNS = [
+    "replication", "session_start", "sessions", "success_rate", "expected_success_rate",
+    "oracle_success_rate", "regret", "off_task_rate", "quarantined", "templates",
+]  # fmt: skip
+SOURCES_COLUMNS = ["replication", "period", "source", "period_sessions", "sessions",
+                   "successes", "regret"]  # fmt: skip
+"""The columns of ``arms_table``, ``trajectory_table`` and ``regret_sources_table``, in
+order (their rows are built as tuples)."""
 
 
 def gate_table(worlds: list[LoopWorld]) -> pd.DataFrame:
@@ -31,18 +40,12 @@ def gate_table(worlds: list[LoopWorld]) -> pd.DataFrame:
         truth = {(r.key, r.revision): r for r in w.revisions}
         for d in w.store.gate_decisions():
             r = truth.get((f"{d.namespace}/{d.key}", d.revision))
-            rows.append(
-                {
-                    **d.row(),
-                    "replication": i,
-                    "kind": r.kind if r else None,
-                    "p_prior": r.p_prior if r else np.nan,
-                    "p_new": r.p_new if r else np.nan,
-                    "true_drop": r.p_prior - r.p_new if r else np.nan,
-                    "correct_verdict": r.correct_verdict if r else None,
-                }
-            )
-    return pd.DataFrame(rows, columns=GATE_COLUMNS)
+            if r is None:
+                known = (None, np.nan, np.nan, np.nan, None)
+            else:
+                known = (r.kind, r.p_prior, r.p_new, r.p_prior - r.p_new, r.correct_verdict)
+            rows.append((*[getattr(d, c) for c in DECISION_COLUMNS], i, *known))
+    return pd.DataFrame(rows, columns=GATE_COLUMNS)  # rows as tuples: no key lookup per cell
 
 
 def arms_table(worlds: list[LoopWorld]) -> pd.DataFrame:
@@ -60,18 +63,9 @@ def arms_table(worlds: list[LoopWorld]) -> pd.DataFrame:
                 sel = arms.get((key, arm), [])
                 n = len(sel)
                 k = sum(x.ok for x in sel)
-                rows.append(
-                    {
-                        "replication": i,
-                        "key": key,
-                        "arm": arm,
-                        "sessions": n,
-                        "successes": k,
-                        "rate": k / n if n else np.nan,
-                        "mean_true_rate": float(np.mean([x.p_true for x in sel])) if n else np.nan,
-                    }
-                )
-    return pd.DataFrame(rows)
+                mean_true = float(np.mean([x.p_true for x in sel])) if n else np.nan
+                rows.append((i, key, arm, n, k, k / n if n else np.nan, mean_true))
+    return pd.DataFrame(rows, columns=ARMS_COLUMNS)
 
 
 def trajectory_table(worlds: list[LoopWorld], sessions: int, window: int) -> pd.DataFrame:
@@ -86,26 +80,20 @@ def trajectory_table(worlds: list[LoopWorld], sessions: int, window: int) -> pd.
         best = np.array([x.p_oracle for x in w.sessions], dtype=float)
         lost = best - p
         off = np.array([not x.followed and x.withheld is None for x in w.sessions], dtype=bool)
+        evolves, seen, last = w.status_by_window, 0, {}
         for start in range(0, sessions, window):
             stop = start + len(w.sessions[start : start + window])
             span = slice(start, stop)
-            statuses = [st for t, st in w.status_by_window if t < stop]
-            last = statuses[-1] if statuses else {}
+            while seen < len(evolves) and evolves[seen][0] < stop:  # in session order
+                last = evolves[seen][1]
+                seen += 1
             rows.append(
-                {
-                    "replication": i,
-                    "session_start": start,
-                    "sessions": stop - start,
-                    "success_rate": float(np.mean(ok[span])),
-                    "expected_success_rate": float(np.mean(p[span])),
-                    "oracle_success_rate": float(np.mean(best[span])),
-                    "regret": float(np.mean(lost[span])),
-                    "off_task_rate": float(np.mean(off[span])),
-                    "quarantined": sum(v == "quarantined" for v in last.values()),
-                    "templates": sum(v == "template" for v in last.values()),
-                }
-            )
-    return pd.DataFrame(rows)
+                (i, start, stop - start, float(np.mean(ok[span])), float(np.mean(p[span])),
+                 float(np.mean(best[span])), float(np.mean(lost[span])),
+                 float(np.mean(off[span])), sum(v == "quarantined" for v in last.values()),
+                 sum(v == "template" for v in last.values()))
+            )  # fmt: skip
+    return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS)
 
 
 def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
@@ -124,17 +112,10 @@ def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
             for source in REGRET_SOURCES:
                 sel = by_source[source]
                 rows.append(
-                    {
-                        "replication": i,
-                        "period": period,
-                        "source": source,
-                        "period_sessions": len(block),
-                        "sessions": len(sel),
-                        "successes": sum(x.ok for x in sel),
-                        "regret": float(sum(x.p_oracle - x.p_true for x in sel)),
-                    }
-                )
-    return pd.DataFrame(rows)
+                    (i, period, source, len(block), len(sel), sum(x.ok for x in sel),
+                     float(sum(x.p_oracle - x.p_true for x in sel)))
+                )  # fmt: skip
+    return pd.DataFrame(rows, columns=SOURCES_COLUMNS)
 
 
 def session_log(worlds: list[LoopWorld], explore_rate: float,

@@ -28,6 +28,7 @@ checked: each recorded run is one ledger row, each gate record one the store mad
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ import numpy as np
 
 from procmem_core.graph import ContextPacker, ProcedureGraph, ProcedureStore
 from procmem_core.graph.embedding import HashingEmbedder
+from simulators.draws import IntegersDraw
 from simulators.feedback import ArrivalLine
 
 TASKS = (
@@ -146,6 +148,8 @@ class LoopWorld:
         # their own spawned child, so the engine's stream is the same with or without them
         self.rating_rng = self.rng.spawn(1)[0]
         self.p_of: dict[tuple[str, int], float] = {}  # p_true by (key, revision), once each
+        self.kind_cdf = _choice_cdf(sc.revision_mix)
+        self.integers = IntegersDraw(self.rng)  # ``int(rng.integers(n))``, the same stream
         self.store = ProcedureStore(
             EMBEDDER, strike_limit=sc.strike_limit, quarantine=sc.quarantine
         )
@@ -224,7 +228,7 @@ class LoopWorld:
 
     def session(self, t: int) -> None:
         sc = self.scenario
-        task = int(self.rng.integers(sc.tasks))
+        task = self.integers(sc.tasks)
         available = self.task_now(task)[0]
         pack = self.packer.pack(TASKS[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
@@ -320,13 +324,14 @@ class LoopWorld:
         self.recent.clear()
         if not free:
             return
-        key = free[int(self.rng.integers(len(free)))]
+        key = free[self.integers(len(free))]
         snap = self.store.get(key)
         q = dict(self.node_success[(key, snap.revision)])
-        p = float(np.prod(list(q.values())))
-        kind = KINDS[int(self.rng.choice(3, p=sc.revision_mix))]
+        p = self.p_true(key, snap.revision)  # the product of ``q``'s values, kept
+        # ``rng.choice(3, p=revision_mix)``: numpy's draw, one ``random()`` against the cdf
+        kind = KINDS[bisect.bisect_right(self.kind_cdf, self.rng.random())]
         nodes = list(snap.graph.reading_order())
-        i = int(self.rng.integers(len(nodes)))
+        i = self.integers(len(nodes))
         if kind == "helpful":  # improve the weakest step, so the gain is not capped early
             i = int(np.argmin([q[n] for n in nodes]))
         old = nodes[i]
@@ -346,8 +351,18 @@ class LoopWorld:
         self.node_success[(key, after.revision)] = q
         self.revisions.append(
             RevisionTruth(key, after.revision, snap.revision, kind, p,
-                          float(np.prod(list(q.values()))), t)
+                          self.p_true(key, after.revision), t)
         )  # fmt: skip
+
+
+def _choice_cdf(shares: tuple[float, ...]) -> list[float]:
+    """The cdf ``Generator.choice(n, p=shares)`` draws against: ``cumsum(p)`` divided by
+    its last value; the choice is then ``bisect_right(cdf, rng.random())``, the same
+    index numpy's ``searchsorted(side="right")`` of its one ``random()`` gives, from the
+    same stream (tests/simulators/test_loop_world.py checks it against numpy)."""
+    cdf = np.asarray(shares, dtype=np.float64).cumsum()
+    cdf /= cdf[-1]
+    return cdf.tolist()
 
 
 def _linear_graph(nodes: list[str], task: int) -> ProcedureGraph:

@@ -129,3 +129,30 @@ def test_a_locked_store_pickles_without_its_lock_and_the_copy_has_its_own():
     )
     with copy._lock:  # re-entrant, like the original's
         copy.list()
+
+
+def test_a_locked_method_keeps_its_signature_and_defaults_and_holds_the_lock():
+    seen: list = []
+    marker = object()
+
+    @thread_safe()
+    class Store:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def call(self, a, b=marker, *, c=(), d=None):
+            seen.append(self._lock._is_owned())
+            return a, b, c, d
+
+        def spread(self, *args, **kwargs):
+            seen.append(self._lock._is_owned())
+            return args, kwargs
+
+    s = Store()
+    assert inspect.signature(Store.call) == inspect.signature(Store.call.__wrapped__)
+    assert s.call(1) == (1, marker, (), None)
+    assert s.call(1, 2, d=4, c=3) == (1, 2, 3, 4)
+    assert s.call(a=1, b=2) == (1, 2, (), None)
+    assert s.spread(1, x=2) == ((1,), {"x": 2})
+    assert seen == [True] * 4
+    assert not s._lock._is_owned()

@@ -3,6 +3,8 @@ draw, and ``scratch`` hands a thread the same array for the same shape and dtype
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -29,3 +31,17 @@ def test_scratch_is_kept_per_shape_and_dtype():
     for k in range(draws.SCRATCH_KEPT + 1):  # the oldest goes first
         draws.scratch((k + 10,), bool)
     assert draws.scratch((3, 4), bool) is not a
+
+
+def test_integers_draw_is_numpys_integers_from_the_same_stream():
+    for seed in range(60):
+        ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+        draw = draws.IntegersDraw(ours)
+        for i in range(120):
+            n = (1, 2, 3, 5, 6, 7, 40, 3**19, 2**31, 2**31 + 1)[(i * 7 + seed) % 10]
+            assert draw(n) == int(numpys.integers(n)), (seed, i, n)
+            if i % 3 == 0:  # numpy's own draws in between: the streams stay in step
+                assert ours.random() == numpys.random()
+                assert int(ours.integers(9)) == int(numpys.integers(9))
+    copy = pickle.loads(pickle.dumps((ours, draw)))
+    assert copy[1](7) == int(numpys.integers(7)) and copy[0].random() == numpys.random()

@@ -137,3 +137,22 @@ def test_ledger_statistics_equal_validated_ones():
     assert fast.success_rate == checked.success_rate == 0.6
     with pytest.raises(ParameterError, match="successes"):
         RevisionStats(3, 4)  # the public constructor still checks
+
+
+@pytest.mark.parametrize(("alpha", "beta"), [(0.05, 0.2), (0.1, 0.1), (0.6, 0.6), (1e-9, 0.5)])
+def test_the_kept_boundaries_are_walds_for_any_scalar_type(alpha, beta):
+    want = (math.log((1.0 - beta) / alpha), math.log(beta / (1.0 - alpha)))
+    for a, b in [(alpha, beta), (np.float64(alpha), beta), (alpha, np.float32(beta))]:
+        got = llr.sprt_boundaries(a, b)
+        exact = (math.log((1.0 - b) / a), math.log(b / (1.0 - a)))
+        assert got == exact and all(type(x) is float for x in got)
+    assert llr.sprt_boundaries(alpha, beta) == want
+
+
+@pytest.mark.parametrize("min_drop", [0.0, 0.15, 0.5, 1.0])
+def test_the_hypotheses_of_one_float_p0_are_the_arrays_clip(min_drop):
+    for p0 in [*P0, -0.0, -1.0, 2.0, 1e-300]:
+        p0c, p1 = llr.sprt_hypotheses(p0, min_drop)
+        want_c, want_1 = llr.sprt_hypotheses(np.array([p0]), min_drop)
+        for got, want in ((p0c, want_c[0]), (p1, want_1[0])):
+            assert got == want or (math.isnan(got) and math.isnan(want))
