@@ -25,12 +25,13 @@ Var s_i Var s_j <= 2 I^2``; so ``|f''| = |E[(1_revert - f) W]| <= sqrt(2) sqrt(f
 I(p0)``. On ``[a, b]`` let ``M`` bound that (``curvature_excess``: ``I`` at its larger end,
 ``min(p q, p1 q1)`` being concave, and ``f (1 - f)`` at its largest over the first-order
 bounds of ``f`` there). Then ``g = f - l``, ``l`` the chord through ``(a, f(a))`` and ``(b,
-f(b))``, has ``g(a) = g(b) = 0`` and ``g'' <= M``, so ``g + M (x - a)(b - x) / 2`` is convex
-and zero at both ends, hence ``<= 0``: ``f <= max(f(a), f(b)) + M (b - a)^2 / 8`` inside
-(``>= min(f(a), f(b)) - M (b - a)^2 / 8`` for power). Each interval takes the tighter of the
-two bounds. Near the worst value the second-order one is far tighter (its excess shrinks as
-the square of the interval), so the certifications need about a tenth of the points (the
-quickstart's power: 167 values of p0 instead of 2,620).
+f(b))``, has ``g(a) = g(b) = 0`` and ``|g''| = |f''| <= M``, so ``g - M (x - a)(b - x) / 2``
+is convex (its second derivative is ``g'' + M >= 0``) and zero at both ends, hence ``<= 0``:
+``f <= max(f(a), f(b)) + M (b - a)^2 / 8`` inside; likewise ``g + M (x - a)(b - x) / 2`` is
+concave, hence ``>= 0``: ``f >= min(f(a), f(b)) - M (b - a)^2 / 8`` (for power). Each
+interval takes the tighter of the two bounds. Near the worst value the second-order one is
+far tighter (its excess shrinks as the square of the interval), so the certifications need
+about a tenth of the points (the quickstart's power: 167 values of p0 instead of 2,620).
 
 Intervals whose bound is not yet within target are split until it is
 (``worst_case(target=...)``). The bound needs a rule that does not use the true p0: for

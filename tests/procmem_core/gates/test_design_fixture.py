@@ -90,7 +90,7 @@ def test_differences_holds_the_head_fixture_to_1e_12():
 @pytest.mark.parametrize(
     "name", ["quickstart", "fixed_ledger_20", "fixed_ledger_100", "alpha_10_beta_10"]
 )
-def test_design_answers_match_the_code_before_the_second_speed_up(name):
+def test_design_answers_match_the_head_fixture(name):
     stored = json.loads(HEAD_FIXTURE.read_text())[name]
     question = DesignQuestion(**{k: tuple(v) if isinstance(v, list) else v
                                  for k, v in stored["question"].items()})  # fmt: skip
