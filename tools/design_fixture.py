@@ -5,12 +5,12 @@
 
 The fixture pins what ``design_gate`` answers (picked config, levels, error rates,
 expected runs, frontier, Wald-Wolfowitz bound) so that a change to how the answer is
-computed (issue 28, item 4: the speed-up) can be checked to leave it unchanged
-(``tests/procmem_core/gates/test_design_fixture.py``). It was written by the code before
-the speed-up (commit 2915019); regenerate it only for a deliberate change of the answers,
-and say which in the commit. ``--head`` writes ``tests/data/design_answers_head.json``
-instead: the answers to ``HEAD_QUESTIONS``, written by commit 6de0adb (before the second
-speed-up), which the faster code must match within 1e-12 relative.
+computed (issue 28, item 4: the speed-ups) can be checked to leave it unchanged
+(``tests/procmem_core/gates/test_design_fixture.py``). Regenerate it only for a deliberate
+change of the answers, and say which figures moved in the commit: the last one was the
+second-order bound between certification grid points (branch speed28e). ``--head`` writes
+``tests/data/design_answers_head.json`` instead: the answers to ``HEAD_QUESTIONS``, which
+the code must match within 1e-12 relative.
 """
 
 from __future__ import annotations

@@ -54,8 +54,11 @@ def cap_scan(
 ) -> CapScan:
     """Scan every cap ``min_runs..gate.max_runs`` of ``gate`` (its early boundaries fixed)
     on the p0 ``grid``: no change at ``(p0, p0)``, the drop at ``(p0, p0 - drop)``. With
-    ``beta``, stop at the first cap that meets both targets (later caps stay NaN); with
-    ``caps``, evaluate only those (the others stay NaN)."""
+    ``beta``, stop at the first cap that meets both targets, or at the first whose early
+    reverts already pass alpha (later caps stay NaN): the early reverts before cap ``k``
+    are a sum over the runs before it of nonnegative terms, so they only grow with ``k``
+    and no later cap can meet alpha. With ``caps``, evaluate only those (the others stay
+    NaN)."""
     lat = gate.lattice
     k_max = lat.max_runs
     tables = gate.tables(lat, at_cap=False)
@@ -72,6 +75,9 @@ def cap_scan(
     for k in range(1, k_max + 1):
         nxt = walk.step()
         n = lat.prior_runs(k)
+        if beta is not None and k >= gate.min_runs and not at_most(early_null.max(), alpha):
+            out[3, k] = early_null.max()
+            break
         if k >= gate.min_runs and (wanted is None or k in wanted):
             a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
             total = np.broadcast_to(a + b, nxt.shape).ravel()

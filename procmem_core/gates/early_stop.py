@@ -192,8 +192,9 @@ def null_runs_bound(gate, grid: np.ndarray, drop: float, prior_runs: int) -> Nul
 def null_runs_ceiling(gate, p0_range, prior_runs: int, points: int = 201) -> tuple[float, float]:
     """``(grid worst, bound)`` of the expected pairs when nothing changed over the range.
     ``E[min(N, K)] / K`` is the mean of a [0, 1]-valued function of the outcomes, so the
-    derivative bound of ``worst.interval_bounds`` (``Var g <= f (1 - f)`` for ``g`` in
-    [0, 1]) bounds it between grid points as it bounds a probability."""
+    derivative bounds of ``worst.interval_bounds`` (first and second order: both use only
+    ``Var g <= f (1 - f)`` for ``g`` in [0, 1]) bound it between grid points as they bound
+    a probability."""
     grid = p0_range.grid(points)
     curve = gate.operating_curve(grid, 0.0, prior_runs)
     f = curve.expected_runs / gate.max_runs

@@ -102,6 +102,24 @@ def test_cap_scan_runs_equal_the_capped_gates_recursion():
         assert res.runs_alt[k] == pytest.approx(alt.expected_runs.max(), rel=1e-12)
 
 
+def test_cap_scan_stops_where_early_reverts_pass_alpha_with_the_same_answer():
+    """With ``beta`` the scan stops at the first cap whose early reverts pass alpha (they
+    only grow with the cap): no cap meets the targets either way, and every cap before it
+    has the full scan's figures."""
+    gate = TwoSampleGate(ledger=60, max_runs=60, accept_level=-60.0, final_level=0.0,
+                         p0_low=0.3, p0_high=0.95)  # fmt: skip
+    grid = P0Range(0.3, 0.95).grid(13)
+    full = cap_scan(gate, grid, 0.15, 0.05)
+    fast = cap_scan(gate, grid, 0.15, 0.05, 0.2)
+    assert np.all(np.diff(full.early[gate.min_runs :]) >= 0.0)
+    first = int(np.flatnonzero(full.early > 0.05)[0])  # 29 here
+    assert 10 < first < 60 and fast.early[first] == full.early[first]
+    assert np.all(np.isnan(fast.final[first:])) and not np.isnan(full.final[first:]).any()
+    np.testing.assert_array_equal(fast.final[:first], full.final[:first])
+    np.testing.assert_array_equal(fast.power[:first], full.power[:first])
+    assert not np.any(full.power[:first] >= 0.8)  # neither scan finds a cap
+
+
 def test_pair_bound_reduces_to_wald_wolfowitz_and_grows_with_the_nuisance():
     """At q = p (the prior's rate known) the bound is Wald-Wolfowitz's one-sample bound;
     an alternative between the arms gives a larger one; the ledger lowers it."""

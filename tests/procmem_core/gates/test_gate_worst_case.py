@@ -20,7 +20,7 @@ from procmem_core.gates import (
     ledger_power_bound,
     worst_case,
 )
-from procmem_core.gates.worst import interval_bounds, rate_bound
+from procmem_core.gates.worst import curvature_excess, interval_bounds, rate_bound
 
 P0S = np.array([0.5, 0.6, 0.7, 0.8, 0.9])
 
@@ -208,6 +208,54 @@ def test_lower_bound_on_power_holds_on_a_dense_grid():
     assert dense.min() >= w.bound - 1e-12
     per = interval_bounds(w.p0, w.value, 0.15, w.curve.observations, upper=False)
     assert per.size == w.p0.size - 1
+
+
+@pytest.mark.parametrize(
+    ("gate", "drop", "prior_runs"),
+    [
+        (SPRTGate(at_cap="accept"), 0.0, 20),
+        (TwoSampleGate(max_runs=40, ledger=20), 0.0, 20),
+        (TwoSampleGate(max_runs=40, ledger=20), 0.15, 20),
+        (DiscordantSPRTGate(max_runs=40), 0.15, 0),
+    ],
+)
+def test_second_derivative_inequality_behind_the_second_order_bound(gate, drop, prior_runs):
+    # |f''| <= sqrt(2) sqrt(f (1 - f)) I(p0), I = 4 r(p0)^2 (worst module docstring), by
+    # central second differences (rounding about 1e-16 / h^2 = 1e-8, far below the bound)
+    x = np.linspace(0.3, 0.9, 121)
+    h = 1e-4
+    f = gate.operating_curve(np.r_[x - h, x, x + h], drop, prior_runs)
+    v = f.p_revert.reshape(3, -1)
+    second = np.abs(v[2] - 2 * v[1] + v[0]) / h**2
+    info = 4 * rate_bound(x, drop, f.observations) ** 2
+    assert np.all(second <= np.sqrt(2 * v[1] * (1 - v[1])) * info)
+    assert second.max() > 1e-3 * (np.sqrt(2 * v[1] * (1 - v[1])) * info).max()  # curved
+
+
+def test_curvature_excess_by_hand():
+    # [0.5, 0.52], N = 100 outcomes at p0 (no drop): I = 100 / min(pq) = 100 / (0.52 * 0.48)
+    # at the larger end; f within [0.04, 0.06]: sqrt(f (1 - f)) at most sqrt(0.06 * 0.94)
+    p0 = np.array([0.5, 0.52])
+    r = rate_bound(p0, 0.0, 100)
+    got = curvature_excess(p0, np.array([0.04]), np.array([0.06]), r)
+    want = math.sqrt(2 * 0.06 * 0.94) * 100 / (0.52 * 0.48) * 0.02**2 / 8
+    assert got[0] == pytest.approx(want, rel=1e-12)
+    straddle = curvature_excess(p0, np.array([0.4]), np.array([0.6]), r)  # f (1 - f) <= 1/4
+    assert straddle[0] == pytest.approx(math.sqrt(0.5) * 100 / (0.52 * 0.48) * 0.02**2 / 8)
+
+
+def test_second_order_bound_certifies_with_few_points_and_holds_densely():
+    # the quickstart's prescribed gate: the first-order bound alone needed 2,620 values of
+    # p0 to certify its power (commit 605fa21); the second-order one far fewer
+    gate = TwoSampleGate(max_runs=185, ledger=20, p0_low=0.3, p0_high=0.95,
+                         accept_level=-1.6399472104939936, accept_shrink=4.0)  # fmt: skip
+    rng = P0Range(0.3, 0.95)
+    w = worst_case(gate, 0.15, 20, rng, target=0.8)
+    assert w.p0.size < 400 and w.bound >= 0.8
+    dense = gate.operating_curve(np.linspace(0.3, 0.95, 4001), 0.15, 20).p_revert
+    assert dense.min() >= w.bound - 1e-12
+    per = interval_bounds(w.p0, w.value, 0.15, w.curve.observations, upper=False)
+    assert np.all(per <= np.minimum(w.value[:-1], w.value[1:]))
 
 
 @pytest.mark.parametrize(
