@@ -18,7 +18,7 @@ worker processes use the folder their job uses.
   entry depends on everything the result does. ``version()`` hashes ``CALIBRATION_VERSION``
   (bump it when the encoding changes), the numpy version and the source of every module in
   ``SOURCES`` (the gates and flat packages and what they import from procmem_core): a code change
-  invalidates every entry.
+  invalidates every entry, and ``prune`` removes the entries of other versions.
 - Values round-trip bit for bit (``encode``/``decode``: floats as ``float.hex``, arrays as
   their raw bytes with dtype and shape; only procmem_core dataclasses are rebuilt).
 - A ``FileStore`` writes a temporary file and ``os.replace``s it (atomic: concurrent
@@ -39,13 +39,19 @@ import inspect
 import json
 import logging
 import os
+import re
 import tempfile
+import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from procmem_core.errors import ParameterError
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +146,67 @@ class FileStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json\.gz")
+"""The name of a ``FileStore`` entry; ``prune`` reads and removes only files named so
+(and its own writers' temporary files), nothing else in the folder."""
+_TEMP_NAME = re.compile(r"\.tmp-.*\.json\.gz")
+_VERSION_AT = re.compile(rb'\{"key": "\[\\"[^"\\]*\\",\\"([0-9a-f]{64})\\"')
+TEMP_MAX_AGE = 86_400.0
+"""Seconds after which a writer's temporary file is a killed writer's leftover."""
+
+
+def entry_version(path: str | os.PathLike) -> str | None:
+    """The code version (``version()``) an entry was written under: ``entry_key``'s second
+    field, read from the first bytes of the decompressed file; None if unreadable."""
+    try:
+        with gzip.open(path, "rb") as f:
+            head = f.read(512)
+    except (OSError, EOFError, zlib.error):
+        return None
+    m = _VERSION_AT.match(head)
+    return m.group(1).decode() if m else None
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What ``prune`` removed (or would remove) and kept: counts and bytes."""
+
+    removed: int
+    removed_bytes: int
+    temporary: int
+    kept: int
+    kept_bytes: int
+
+
+def prune(folder: str | os.PathLike, dry_run: bool = False) -> Pruned:
+    """Remove the entries of the ``FileStore`` in ``folder`` that this code never reads:
+    written under another ``version()`` (another state of the sources) or unreadable, and
+    writers' temporary files older than ``TEMP_MAX_AGE``. Entries of this version stay, so
+    a sweep running meanwhile loses nothing (it writes only this version's). Another
+    checkout's entries are another version: prune from the checkout whose cache you keep."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ParameterError("folder", str(folder), "an existing calibration cache folder")
+    current_version, now = version(), time.time()
+    removed = removed_bytes = temporary = kept = kept_bytes = 0
+    for path in sorted(folder.iterdir()):
+        if not path.is_file():
+            continue
+        size = path.stat().st_size
+        if ENTRY_NAME.fullmatch(path.name):
+            if entry_version(path) == current_version:
+                kept, kept_bytes = kept + 1, kept_bytes + size
+                continue
+            removed, removed_bytes = removed + 1, removed_bytes + size
+        elif _TEMP_NAME.fullmatch(path.name) and now - path.stat().st_mtime > TEMP_MAX_AGE:
+            temporary += 1
+        else:
+            continue
+        if not dry_run:
+            path.unlink(missing_ok=True)
+    return Pruned(removed, removed_bytes, temporary, kept, kept_bytes)
 
 
 _installed: CalibrationStore | None = None
@@ -291,10 +358,13 @@ __all__ = [
     "CalibrationStore",
     "FileStore",
     "MemoryStore",
+    "Pruned",
     "current",
     "decode",
     "encode",
+    "entry_version",
     "install",
+    "prune",
     "stored",
     "version",
 ]
