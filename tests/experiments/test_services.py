@@ -95,7 +95,11 @@ class Server:
         self.log = artifacts.parent / f"server-{self.marker[:6]}.log"
 
     def start(self) -> None:
-        env = dict(os.environ, PROCMEM_SERVICE=self.marker)
+        # No GenAI job runner: procmem submits no server-side jobs, and its seven Huey
+        # consumer processes cost about 20 s of CPU per start (MLflow 3's default is on).
+        env = dict(
+            os.environ, PROCMEM_SERVICE=self.marker, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"
+        )
         env.pop("MLFLOW_TRACKING_URI", None)
         with self.log.open("a") as log:
             proc = subprocess.Popen(
