@@ -13,6 +13,7 @@ started here). This folder is on ``sys.path`` so tests import ``local_services``
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,8 +61,18 @@ def compose_preset() -> Callable[..., DictConfig]:
 
 
 @pytest.fixture
-def tracking_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary SQLite MLflow store for code running in this process."""
+def tracking_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_mlflow_store: Callable[[Path], str]
+) -> Path:
+    """A temporary SQLite MLflow store for code running in this process (new and empty)."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", new_mlflow_store(tmp_path / "mlflow.db"))
+    return tmp_path / "mlflow.db"
+
+
+@pytest.fixture
+def unmade_tracking_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``MLFLOW_TRACKING_URI`` at a SQLite file not yet made: for the tests that check
+    whether code in this process creates it."""
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     return tmp_path / "mlflow.db"
 
@@ -111,25 +122,50 @@ def store(
 
 @pytest.fixture(scope="session")
 def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new, empty MLflow store of the installed MLflow, at its latest schema revision.
+    """A new, empty MLflow store of the installed MLflow, at its latest schema revision,
+    whole in one file (rollback journal, no ``-wal``), so a plain copy of it is the store.
 
-    A store MLflow had just created was once seen one migration short of its head in a
-    parallel run; ``mlflow db upgrade`` (idempotent) brings it there, and the revision is
-    checked, so the tests that change a table start from the store MLflow would use."""
+    It is made in a child process. Made in the test process, it once came out one
+    migration short in its copies: a process that has used procmem's ``Tracker`` opens
+    every SQLite connection in WAL mode (``experiments.tracking.tune_sqlite``), the last
+    migrations then sat in ``mlflow.db-wal``, and a copy of ``mlflow.db`` alone missed
+    them. ``mlflow db upgrade`` (idempotent) is run too, and the revision is checked."""
     import sqlite3
     import subprocess
     import sys
 
     from mlflow.store.db.utils import _get_latest_schema_revision
-    from mlflow.tracking import MlflowClient
 
     path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
     uri = f"sqlite:///{path}"
-    MlflowClient(uri).search_experiments()
+    make = (
+        "import sys; from mlflow.tracking import MlflowClient; "
+        "MlflowClient(sys.argv[1]).search_experiments()"
+    )
+    subprocess.run([sys.executable, "-c", make, uri], check=True, capture_output=True)
     mlflow_cli = Path(sys.executable).with_name("mlflow")
     subprocess.run([mlflow_cli, "db", "upgrade", uri], check=True, capture_output=True)
     with sqlite3.connect(path) as db:
         (version,) = db.execute("select version_num from alembic_version").fetchone()
+        (journal,) = db.execute("pragma journal_mode").fetchone()
     db.close()
     assert version == _get_latest_schema_revision(), version
+    assert journal == "delete" and not path.with_name("mlflow.db-wal").exists(), journal
     return path
+
+
+@pytest.fixture(scope="session")
+def new_mlflow_store(mlflow_template: Path) -> Callable[[Path], str]:
+    """``new_mlflow_store(path)``: a new, empty MLflow SQLite store at ``path`` (a copy of
+    ``mlflow_template``), and its URI. MLflow creates a store by running its Alembic
+    migrations, about 1.2 s of CPU each time; a test whose subject is not that creation
+    starts from the copy. The tests of procmem creating the store itself (a sweep's first
+    run, bad input that must leave no store) do not use it."""
+
+    def make(path: Path) -> str:
+        if path.exists():
+            raise FileExistsError(f"{path} exists: new_mlflow_store makes a new store only")
+        shutil.copyfile(mlflow_template, path)
+        return f"sqlite:///{path}"
+
+    return make

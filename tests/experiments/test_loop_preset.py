@@ -57,8 +57,8 @@ TINY = ["quarantine=seed", "scenario.strike_limit=3", "feedback=perfect",
 
 
 @pytest.mark.slow
-def test_a_tiny_loop_sweep_with_the_new_factors_reaches_the_report(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_a_tiny_loop_sweep_with_the_new_factors_reaches_the_report(tmp_path, new_mlflow_store):
+    uri = new_mlflow_store(tmp_path / "mlflow.db")
     proc = subprocess.run(
         [sys.executable, "-m", "experiments.run", "-m", "experiment=loop", *TINY,
          f"tracking.uri={uri}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],

@@ -45,8 +45,8 @@ def test_the_sampler_seed_and_the_searched_keys_come_from_config():
 
 
 @pytest.mark.slow
-def test_a_tiny_search_runs_end_to_end(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_a_tiny_search_runs_end_to_end(tmp_path, new_mlflow_store):
+    uri = new_mlflow_store(tmp_path / "mlflow.db")
     sweep_dir = tmp_path / "search"
     proc = subprocess.run(
         [sys.executable, "-m", "experiments.run", "-m", "experiment=loop_search", *TINY,

@@ -141,10 +141,10 @@ def server(request, tmp_path_factory) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def local_sweep(tmp_path_factory) -> dict[str, dict[str, float]]:
+def local_sweep(tmp_path_factory, new_mlflow_store) -> dict[str, dict[str, float]]:
     """The same sweep into a local SQLite file: metrics by config hash."""
     folder = tmp_path_factory.mktemp("local")
-    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    uri = new_mlflow_store(folder / "mlflow.db")
     proc = run_cli(["-m", *SMALL, JOBS, f"hydra.sweep.dir={folder / 's'}"], uri)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return metrics_by_hash(uri, "quickstart")

@@ -107,7 +107,14 @@ def _boot() -> str:
     return boot_id()
 
 
-def test_a_killed_worker_fails_only_its_job_and_the_sweep_goes_on(tmp_path):
+@pytest.fixture
+def made_store(tmp_path, new_mlflow_store) -> None:
+    """The test's store, made before its sweep starts (a copy of a new MLflow store: these
+    tests are about stopping; a sweep creating its store is ``test_sweeps.py``'s)."""
+    new_mlflow_store(tmp_path / "mlflow.db")
+
+
+def test_a_killed_worker_fails_only_its_job_and_the_sweep_goes_on(tmp_path, made_store):
     proc = launch(tmp_path, [*FATE, "scenario.p=0.6,0.7,0.8"], hold=[1], name="s")
     worker = reached(tmp_path, "s", 1)
     os.kill(worker, signal.SIGKILL)
@@ -125,7 +132,7 @@ def test_a_killed_worker_fails_only_its_job_and_the_sweep_goes_on(tmp_path):
     assert "killed by SIGKILL" in children[1].data.tags["procmem.end_reason"]
 
 
-def test_sigterm_kills_the_parent_and_the_jobs_in_flight_and_exits_143(tmp_path):
+def test_sigterm_kills_the_parent_and_the_jobs_in_flight_and_exits_143(tmp_path, made_store):
     proc = launch(tmp_path, [*FATE, "scenario.p=0.6,0.7,0.8"], hold=[0, 1], name="s")
     workers = [reached(tmp_path, "s", n) for n in (0, 1)]
     proc.send_signal(signal.SIGTERM)
@@ -143,7 +150,7 @@ def test_sigterm_kills_the_parent_and_the_jobs_in_flight_and_exits_143(tmp_path)
         assert child.data.tags["procmem.end_reason"] == "stopped by SIGTERM"
 
 
-def test_a_killed_main_leaves_no_worker_and_the_next_run_fails_its_orphans(tmp_path):
+def test_a_killed_main_leaves_no_worker_and_the_next_run_fails_its_orphans(tmp_path, made_store):
     proc = launch(tmp_path, [*FATE, "scenario.p=0.6,0.7"], hold=[0, 1], name="s")
     workers = [reached(tmp_path, "s", n) for n in (0, 1)]
     proc.kill()
@@ -165,7 +172,7 @@ def test_a_killed_main_leaves_no_worker_and_the_next_run_fails_its_orphans(tmp_p
     assert parent.data.tags["procmem.end_reason"].startswith("orphaned: its process (")
 
 
-def test_an_interrupted_sweep_resumes_without_duplicates(tmp_path):
+def test_an_interrupted_sweep_resumes_without_duplicates(tmp_path, made_store):
     args = [*FATE, "scenario.p=0.6,0.7,0.8", "hydra/launcher=basic"]
     proc = launch(tmp_path, args, hold=[1], name="first")
     reached(tmp_path, "first", 1)  # job 0 has finished, job 1 is in flight

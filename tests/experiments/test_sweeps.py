@@ -198,11 +198,11 @@ def own_tables(out_dir: Path) -> set[str]:
     return {p.stem for p in (out_dir / "artifacts" / "tables").glob("*.parquet")}
 
 
-def test_invalid_single_run_creates_no_store(tmp_path, tracking_store):
+def test_invalid_single_run_creates_no_store(tmp_path, unmade_tracking_store):
     cfg = compose_config("quickstart", ["case=gate_sprt", "gate.alpha=1.5"])
     with pytest.raises(ParameterError, match=r"gate\.alpha=1\.5 is not allowed"):
         run_job(cfg, JobContext(out_dir=tmp_path / "job"))
-    assert not tracking_store.exists() and not (tmp_path / "job").exists()
+    assert not unmade_tracking_store.exists() and not (tmp_path / "job").exists()
 
 
 def test_invalid_sweep_stops_before_any_run(tmp_path):

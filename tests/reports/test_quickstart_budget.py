@@ -18,10 +18,10 @@ pytestmark = pytest.mark.slow
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 
 
-def test_the_quickstart_presets_report_fits_its_budget_and_opens_short(tmp_path):
+def test_the_quickstart_presets_report_fits_its_budget_and_opens_short(tmp_path, new_mlflow_store):
     from reports.build import make_report
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = new_mlflow_store(tmp_path / "mlflow.db")
     cmd = [sys.executable, "-m", "experiments.run", "-m", "experiment=quickstart",
            "progress=off", f"hydra.sweep.dir={tmp_path / 'multirun'}"]  # fmt: skip
     done = subprocess.run(

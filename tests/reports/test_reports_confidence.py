@@ -40,10 +40,10 @@ CASES = "confidence_single,confidence_mixed,confidence_crowded_2,confidence_crow
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
+def sweep(tmp_path_factory, new_mlflow_store):
     """15 jobs in one process (the basic launcher: no worker start-up), no job figures."""
     root = tmp_path_factory.mktemp("confidence")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    uri = new_mlflow_store(root / "mlflow.db")
     cmd = [sys.executable, "-m", "experiments.run", "-m", "experiment=confidence_sweep",
            f"case={CASES}", "rule=seed,designed,baseline", "scenario.replications=4000",
            "tracking.experiment=conf", "tracking.figures=false", "hydra/launcher=basic",

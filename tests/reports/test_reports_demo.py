@@ -31,11 +31,11 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, new_mlflow_store):
     """Run both presets at once, each into its own store (two processes creating one new
     SQLite store at the same time race on its tables); return the folder and the URIs."""
     root = tmp_path_factory.mktemp("demo")
-    uris = {k: f"sqlite:///{root / f'{k}.db'}" for k in ("seed", "replay")}
+    uris = {k: new_mlflow_store(root / f"{k}.db") for k in ("seed", "replay")}
     commands = {
         "seed": ["experiment=seed_demo", f"hydra.run.dir={root / 'seed'}"],
         "replay": [

@@ -39,10 +39,10 @@ def run(args: list[str], uri: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, new_mlflow_store):
     """``(uri, first parent, resumed parent, single run)``."""
     root = tmp_path_factory.mktemp("frame")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    uri = new_mlflow_store(root / "mlflow.db")
     run(["-m", *JOBS, f"hydra.sweep.dir={root / 'a'}"], uri)
     run(["-m", *JOBS, "resume=true", f"hydra.sweep.dir={root / 'b'}"], uri)
     run(["experiment=quickstart", "case=gate_margin", "scenario.replications=300",

@@ -104,9 +104,9 @@ def _sweep(root: Path, uri: str, *args: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_both_sections_from_real_sweeps(tmp_path, monkeypatch, capsys):
+def test_both_sections_from_real_sweeps(tmp_path, monkeypatch, capsys, new_mlflow_store):
     # two stores, so the two sweeps (run side by side) never create one database at once
-    uri, uri2 = (f"sqlite:///{tmp_path / name}" for name in ("a.db", "b.db"))
+    uri, uri2 = (new_mlflow_store(tmp_path / name) for name in ("a.db", "b.db"))
     first = _sweep(
         tmp_path,
         uri,

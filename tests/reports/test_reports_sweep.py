@@ -45,10 +45,10 @@ SECTIONS = [
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, new_mlflow_store):
     """Run the sweep; return ``(tracking uri, parent run id)``."""
     root = tmp_path_factory.mktemp("sweep")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    uri = new_mlflow_store(root / "mlflow.db")
     cmd = [
         sys.executable, "-m", "experiments.run", "-m", "experiment=quickstart",
         f"case={CASES}", "tracking.experiment=tiny", f"hydra.sweep.dir={root / 'multirun'}",

@@ -162,13 +162,13 @@ def test_file_not_in_its_format_refused(tmp_path, fmt, content):
     assert f"as its name ends in '.{fmt}'" in err.value.allowed
 
 
-def test_cli_refuses_before_anything_is_written_or_logged(tmp_path, tracking_store, capsys):
+def test_cli_refuses_before_anything_is_written_or_logged(tmp_path, unmade_tracking_store, capsys):
     _write(tmp_path / "log", _bad(_frame(), 4, "explore_rate", 1.0))
     code = main([str(tmp_path / "log"), "--out", str(tmp_path / "out")])
     assert code == 2
     err = capsys.readouterr().err
     assert "sessions.csv, row 5, column 'explore_rate': 1.0 is not allowed" in err
-    assert not (tmp_path / "out").exists() and not tracking_store.exists()
+    assert not (tmp_path / "out").exists() and not unmade_tracking_store.exists()
 
 
 def test_extra_columns_are_kept_and_ignored(tmp_path):

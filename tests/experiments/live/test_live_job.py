@@ -118,8 +118,10 @@ def test_a_spent_budget_fails_the_run_with_the_reason_and_keeps_the_sessions(
 
 
 @pytest.mark.slow
-def test_a_killed_run_resumes_without_repeating_a_session(tmp_path, foreign_tasks):
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+def test_a_killed_run_resumes_without_repeating_a_session(
+    tmp_path, foreign_tasks, new_mlflow_store
+):
+    env = {**os.environ, "MLFLOW_TRACKING_URI": new_mlflow_store(tmp_path / "mlflow.db")}
     journal = tmp_path / "j.jsonl"
 
     def command(server: ForeignServer, *extra: str) -> list[str]:

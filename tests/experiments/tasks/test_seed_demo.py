@@ -27,8 +27,8 @@ def test_demo_text_matches_seed():
     assert demo_text() == EXPECTED
 
 
-def test_entry_point_prints_seed_text_and_saves_figure(tmp_path):
-    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}")
+def test_entry_point_prints_seed_text_and_saves_figure(tmp_path, new_mlflow_store):
+    env = dict(os.environ, MLFLOW_TRACKING_URI=new_mlflow_store(tmp_path / "mlflow.db"))
     proc = subprocess.run(
         [
             sys.executable,
