@@ -161,6 +161,8 @@ class LoopWorld:
             self.store, sc.explore_rate, 1, self.rng, concurrent_share=sc.concurrent_share,
             utility_weight=sc.utility_weight, min_similarity=None,
         )  # fmt: skip
+        # each task's match, checked and embedded once: every pack ranks it anew
+        self.requests = [self.packer.prepare(TASKS[t]) for t in range(sc.tasks)]
         for t in range(sc.tasks):
             for j in range(sc.procedures_per_task):
                 p = float(self.rng.uniform(sc.p_low, sc.p_high))
@@ -230,7 +232,7 @@ class LoopWorld:
         sc = self.scenario
         task = self.integers(sc.tasks)
         available = self.task_now(task)[0]
-        pack = self.packer.pack(TASKS[task])
+        pack = self.packer.pack_request(self.requests[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
         withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
         followed = shown is not None and self.task_of[shown] == task
