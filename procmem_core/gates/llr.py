@@ -124,6 +124,8 @@ def sprt_llr(
 
 def sprt_crossed(llr: ArrayLike, ln_a: float, ln_b: float) -> tuple[np.ndarray, np.ndarray]:
     """``(llr >= ln A, llr <= ln B)``, each up to ``LLR_TOLERANCE``."""
+    if type(llr) is float or type(llr) is np.float64:  # one gate's cell: no array
+        return np.bool_(llr >= ln_a - LLR_TOLERANCE), np.bool_(llr <= ln_b + LLR_TOLERANCE)
     llr = np.asarray(llr, dtype=float)
     return llr >= ln_a - LLR_TOLERANCE, llr <= ln_b + LLR_TOLERANCE
 

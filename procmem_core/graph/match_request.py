@@ -43,8 +43,13 @@ class MatchRequest:
     written_by: str | None
     min_similarity: float | None
     memo: tuple = field(init=False, repr=False, compare=False)
+    everywhere: bool = field(init=False, repr=False, compare=False)
+    """Every namespace is searched, whatever the grants (``scope_namespaces`` gives None
+    for the scope "given" without a namespace or a principal): nothing to resolve."""
 
     def __post_init__(self) -> None:
+        everywhere = self.namespace_scope == "given" and self.namespace is None
+        object.__setattr__(self, "everywhere", everywhere and self.principal is None)
         goal = None if self.goal_query is None else self.goal_query.tobytes()
         memo = (self.query.tobytes(), goal, self.recent_tools, self.top_k, self.tool_boost,
                 self.templates_only, self.include_candidates, self.include_quarantined,
