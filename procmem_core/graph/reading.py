@@ -45,7 +45,8 @@ class StoreReads:
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
-        if not isinstance(self.embedder, Embedder):
+        default = type(self.embedder) is HashingEmbedder  # no runtime Protocol check
+        if not default and not isinstance(self.embedder, Embedder):
             raise ParameterError("embedder", embedder, "expected an Embedder (dim, embed(texts))")
         self._entries: dict[str, ProcedureEntry] = {}  # by ref "namespace/key"
         self._by_key: dict[str, list[str]] = {}
