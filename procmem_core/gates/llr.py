@@ -47,6 +47,8 @@ as the seed's code does, docs/flat.md "Float or grid".)"""
 
 AT_CAP_RULES = ("accept", "revert", "llr")
 _SCALARS = (int, float, np.integer, np.floating)
+_CONTINUE, _ACCEPT, _REVERT = int(CONTINUE_CODE), int(ACCEPT_CODE), int(REVERT_CODE)
+_CODES = tuple(np.int8(c) for c in range(4))  # 3: both boundaries crossed (ln B > ln A)
 PRIOR_ESTIMATES = ("plugin", "lower_bound", "ml")
 """How a one-sample gate estimates p0 from the prior's ledger (``prior_estimate``)."""
 
@@ -124,6 +126,8 @@ def sprt_llr(
 
 def sprt_crossed(llr: ArrayLike, ln_a: float, ln_b: float) -> tuple[np.ndarray, np.ndarray]:
     """``(llr >= ln A, llr <= ln B)``, each up to ``LLR_TOLERANCE``."""
+    if type(llr) is float or type(llr) is np.float64:  # one gate's cell: no array
+        return np.bool_(llr >= ln_a - LLR_TOLERANCE), np.bool_(llr <= ln_b + LLR_TOLERANCE)
     llr = np.asarray(llr, dtype=float)
     return llr >= ln_a - LLR_TOLERANCE, llr <= ln_b + LLR_TOLERANCE
 
@@ -181,7 +185,7 @@ def sprt_verdict(
     if isinstance(successes, _SCALARS) and isinstance(runs, _SCALARS) and isinstance(p0, _SCALARS):
         code = _sprt_verdict_one(successes, runs, p0, min_drop, alpha, beta, min_runs, max_runs,
                                  at_cap)  # fmt: skip
-        return np.int8(code)
+        return _CODES[code]  # the np.int8 code, not built again per call
     ln_s, ln_f = sprt_increments(p0, min_drop)
     ln_a, ln_b = sprt_boundaries(alpha, beta)
     llr = sprt_llr(successes, runs, ln_s, ln_f)
@@ -210,16 +214,16 @@ def _sprt_verdict_one(
     ln_s, ln_f = _increments_one(float(p0), float(min_drop))
     ln_a, ln_b = sprt_boundaries(alpha, beta)
     llr = sprt_llr(successes, runs, ln_s, ln_f)
-    code = int(REVERT_CODE) * (llr >= ln_a - LLR_TOLERANCE) + (llr <= ln_b + LLR_TOLERANCE)
+    code = _REVERT * (llr >= ln_a - LLR_TOLERANCE) + (llr <= ln_b + LLR_TOLERANCE)
     if runs < min_runs:
-        code = 0
-    if runs >= max_runs and code == CONTINUE_CODE:
+        code = _CONTINUE
+    if runs >= max_runs and code == _CONTINUE:
         if at_cap == "accept":
-            code = int(ACCEPT_CODE)
+            code = _ACCEPT
         elif at_cap == "revert":
-            code = int(REVERT_CODE)
+            code = _REVERT
         else:
-            code = int(REVERT_CODE) if llr > LLR_TOLERANCE else int(ACCEPT_CODE)
+            code = _REVERT if llr > LLR_TOLERANCE else _ACCEPT
     return code
 
 

@@ -24,6 +24,7 @@ from procmem_core.graph.ledger import (
     Tally,
 )
 from procmem_core.graph.locate import LocateResult, Transition
+from procmem_core.graph.match_request import MatchRequest
 from procmem_core.graph.matching import Embedder, HashingEmbedder, match_scores
 from procmem_core.graph.pack import PACK_MIN_SIMILARITY, ContextPacker, Pack, render_procedure
 from procmem_core.graph.records import (
@@ -68,6 +69,7 @@ __all__ = [
     "HashingEmbedder",
     "LocateResult",
     "Match",
+    "MatchRequest",
     "Node",
     "Pack",
     "PendingRevision",

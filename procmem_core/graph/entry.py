@@ -157,30 +157,13 @@ class ProcedureEntry:
         self, score: float, similarity: float, rate: float, for_agent: str | None
     ) -> Match:
         """This procedure as a ranked ``Match`` (``for_agent``: that caller's own record)."""
-        c = self.current
-        return Match(
-            key=self.key,
-            namespace=self.namespace,
-            name=self.name,
-            situation=self.situation,
-            actor=self.actor,
-            score=score,
-            similarity=similarity,
-            status=self.status,
-            revision=c.revision,
-            runs=c.agg.runs,
-            successes=c.agg.successes,
-            success_rate=rate,
-            graph=c.graph,
-            steps=c.steps,
-            tags=self.tags,
-            fail_prone_steps=c.fail_prone_steps,
-            fail_prone_transitions=c.fail_prone_transitions,
-            pending_revision=self.pending,
-            run_stats_by_agent=c.agg.agents(),
-            agent_stats=None if for_agent is None else c.agg.agent_stats(for_agent),
-            probe_runs=c.probe_runs,
-        )
+        c, agg = self.current, self.current.agg
+        return Match.from_values(
+            self.key, self.namespace, self.name, self.situation, self.actor, score, similarity,
+            self.status, c.revision, agg.runs, agg.successes, rate, c.graph, c.steps, self.tags,
+            c.fail_prone_steps, c.fail_prone_transitions, self.pending, agg.agents(),
+            None if for_agent is None else agg.agent_stats(for_agent), c.probe_runs,
+        )  # fmt: skip
 
     def snapshot(self) -> StoredProcedure:
         c = self.current

@@ -11,6 +11,7 @@ store refuses the second, and callers that mean a different procedure pick anoth
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -63,7 +64,16 @@ def slugify(name: str) -> str:
 
 
 def procedure_key(name: str) -> str:
-    """``procedure_<slug of name>``, the key ``add`` gives a procedure."""
+    """``procedure_<slug of name>``, the key ``add`` gives a procedure (a string's key is
+    kept: the slug is a pure function of the name, and a simulation adds the same names to
+    every replication's store)."""
+    if type(name) is str:
+        return _key_of(name)
+    return KEY_PREFIX + slugify(name)  # raises, naming the field
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_of(name: str) -> str:
     return KEY_PREFIX + slugify(name)
 
 
@@ -104,7 +114,9 @@ def check_namespace(namespace: Any) -> str:
 
 def check_metadata(metadata: Any) -> dict[str, Any]:
     """A copy of ``metadata`` as plain JSON values (tuples become lists); None is ``{}``."""
-    meta = {} if metadata is None else metadata
+    if metadata is None:  # what the JSON round trip of {} gives: a new empty dict
+        return {}
+    meta = metadata
     if not isinstance(meta, Mapping):
         raise ParameterError("metadata", metadata, "expected a mapping or None")
     try:

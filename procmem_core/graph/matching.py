@@ -268,21 +268,26 @@ class MatchIndex:
         namespaces: Sequence[str] | None,
         written_by: str | None = None,
         min_similarity: float | None = None,
+        memo_key: tuple | None = None,
     ) -> list[tuple[int, float, float, float]]:
         """The ``top_k`` rows as ``(row, score, relevance, smoothed success rate)``.
 
         One matrix-vector product per query text; filters are boolean masks; candidates
         sort after every other row, then by score (descending), then by insertion order.
         ``written_by``: only rows that actor wrote; ``min_similarity``: only rows whose
-        relevance (situation and goal, before the tool and utility terms) reaches it.
+        relevance (situation and goal, before the tool and utility terms) reaches it;
+        ``memo_key``: the query's key for ``_remember`` when the caller built it
+        (``MatchRequest.memo``), else built here.
         """
         n = len(self.keys)
         small = n <= SMALL_INDEX and namespaces is None and written_by is None
         memo = None
         if small and utility_weight == 0:
-            memo = (query.tobytes(), None if goal_query is None else goal_query.tobytes(),
-                    tuple(recent_tools), top_k, tool_boost, templates_only, include_candidates,
-                    include_quarantined, min_similarity)  # fmt: skip
+            memo = memo_key or (
+                query.tobytes(), None if goal_query is None else goal_query.tobytes(),
+                tuple(recent_tools), top_k, tool_boost, templates_only, include_candidates,
+                include_quarantined, min_similarity,
+            )  # fmt: skip
             ranked = self._ranked.get(memo)
             if ranked is not None:
                 return [(i, score, rel, self._rate(i)) for i, score, rel in ranked]

@@ -61,6 +61,7 @@ from procmem_core.graph.access import MAX_NAMESPACE_FAN_OUT, check_principal
 from procmem_core.graph.findings import FailProne
 from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.locate import pitfall_text
+from procmem_core.graph.match_request import MatchRequest
 from procmem_core.graph.packlog import check_session_fields
 from procmem_core.graph.records import Match
 from procmem_core.graph.store import ProcedureStore
@@ -192,13 +193,24 @@ class ContextPacker:
         probability ``explore_rate``, serve pending priors with probability
         ``concurrent_share``, render the rest. With a ``session_id`` the store's pack log
         records the session (``ProcedureStore.log_pack``: top match, withheld, rate, refs
-        shown, ``time``, ``user_id``, the packer's principal as agent)."""
+        shown, ``time``, ``user_id``, the packer's principal as agent). The same as
+        ``pack_request(prepare(situation, goal, recent_tools), session_id, time, user_id)``.
+        """
         if session_id is not None:
             check_session_fields(session_id, time, user_id)  # before any draw
+        return self.pack_request(self.prepare(situation, goal, recent_tools), session_id, time,
+                                 user_id)  # fmt: skip
+
+    def prepare(
+        self, situation: str, goal: str | None = None, recent_tools: Sequence[str] = ()
+    ) -> MatchRequest:
+        """The match this packer makes for a situation, checked and embedded once
+        (``ProcedureStore.prepare_match``, with the packer's settings as they are now), for
+        ``pack_request`` to pack as often as wanted."""
         policy = self.store.quarantine
         serving = policy.serves_quarantined and not self.include_quarantined
         top_k = 2 * self.max_procedures + policy.candidates if serving else self.max_procedures
-        matches = self.store.match(
+        return self.store.prepare_match(
             situation, goal, recent_tools, top_k=top_k, namespace=self.namespace,
             namespace_scope=self.namespace_scope, principal=self.principal,
             fan_out=self.fan_out, written_by=self.principal if self.auth else None,
@@ -206,6 +218,21 @@ class ContextPacker:
             include_quarantined=self.include_quarantined or serving,
             include_candidates=self.include_candidates,
         )  # fmt: skip
+
+    def pack_request(
+        self,
+        request: MatchRequest,
+        session_id: str | None = None,
+        time: int | str | None = None,
+        user_id: str | None = None,
+    ) -> Pack:
+        """``pack`` for a situation ``prepare`` matched: the store's matches for it now,
+        then the draws and the quarantine, explore and concurrent rules ``pack`` follows."""
+        if session_id is not None:
+            check_session_fields(session_id, time, user_id)  # before any draw
+        policy = self.store.quarantine
+        serving = policy.serves_quarantined and not self.include_quarantined
+        matches = self.store.match_request(request)
         u = draw(self.rng)
         prior_draws = self.rng.random(self.max_procedures) if self.concurrent_share > 0 else None
         if serving:

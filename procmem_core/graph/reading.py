@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from procmem_core.errors import ParameterError, check_number
+from procmem_core.errors import ParameterError, check_choice, check_int, check_number
 from procmem_core.gates import GateRecord
 from procmem_core.graph.access import (
     MAX_NAMESPACE_FAN_OUT,
+    NAMESPACE_SCOPES,
     check_principal,
     readable_namespaces,
     require_role,
@@ -29,6 +30,7 @@ from procmem_core.graph.journal import Journal, SyncPoint
 from procmem_core.graph.keys import UnknownProcedure, check_tags
 from procmem_core.graph.ledger import RunRecord
 from procmem_core.graph.locate import LocateResult, locate_in
+from procmem_core.graph.match_request import MatchRequest
 from procmem_core.graph.matching import (
     Embedder,
     HashingEmbedder,
@@ -43,7 +45,8 @@ class StoreReads:
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
-        if not isinstance(self.embedder, Embedder):
+        default = type(self.embedder) is HashingEmbedder  # no runtime Protocol check
+        if not default and not isinstance(self.embedder, Embedder):
             raise ParameterError("embedder", embedder, "expected an Embedder (dim, embed(texts))")
         self._entries: dict[str, ProcedureEntry] = {}  # by ref "namespace/key"
         self._by_key: dict[str, list[str]] = {}
@@ -289,8 +292,39 @@ class StoreReads:
         (``graph.access``). With a ``principal`` only namespaces it can read are searched
         and naming another raises ``AccessDenied``. ``written_by``: only procedures that
         actor wrote. ``min_similarity``: only procedures whose ``similarity`` (the
-        situation and goal relevance) reaches it (None: no floor).
+        situation and goal relevance) reaches it (None: no floor). The same as
+        ``match_request(prepare_match(...))`` (``graph.match_request``).
         """
+        return self.match_request(
+            self.prepare_match(
+                situation, goal, recent_tools, top_k, tool_boost, utility_weight,
+                templates_only, include_candidates, include_quarantined, namespace,
+                for_agent, namespace_scope, principal, fan_out, written_by, min_similarity,
+            )
+        )  # fmt: skip
+
+    def prepare_match(
+        self,
+        situation: str,
+        goal: str | None = None,
+        recent_tools: Sequence[str] = (),
+        top_k: int = 5,
+        tool_boost: float = 0.2,
+        utility_weight: float = 0.0,
+        templates_only: bool = False,
+        include_candidates: bool = True,
+        include_quarantined: bool = False,
+        namespace: str | Sequence[str] | None = None,
+        for_agent: str | None = None,
+        namespace_scope: str = "given",
+        principal: str | None = None,
+        fan_out: int = MAX_NAMESPACE_FAN_OUT,
+        written_by: str | None = None,
+        min_similarity: float | None = None,
+    ) -> MatchRequest:
+        """``match``'s arguments checked, with the situation (and goal) embedded: a
+        ``MatchRequest`` that ``match_request`` answers as ``match`` would, each time
+        against the store as it is then."""
         top_k = check_match_request(
             situation, goal, recent_tools, top_k, tool_boost, utility_weight, for_agent
         )
@@ -298,18 +332,34 @@ class StoreReads:
         principal = check_principal("principal", principal)
         if min_similarity is not None:
             check_number("min_similarity", min_similarity, minimum=-1.0, maximum=1.0)
-        self._refresh()
-        spaces = scope_namespaces(namespace_scope, namespace, principal, self._grants, fan_out)
-        texts = [situation] if goal is None else [situation, goal]
-        q = self.embedder.embed(texts)
-        ranked = self._index.rank(
-            q[0], None if goal is None else q[1], recent_tools, top_k, tool_boost,
-            utility_weight, templates_only, include_candidates, include_quarantined, spaces,
+        check_choice("namespace_scope", namespace_scope, NAMESPACE_SCOPES)  # as each match
+        fan_out = check_int("fan_out", fan_out, minimum=1)  # resolves them (scope_namespaces)
+        q = self.embedder.embed([situation] if goal is None else [situation, goal])
+        q.flags.writeable = False  # the request's vectors are read at every match
+        return MatchRequest(
+            situation, goal, tuple(recent_tools), q[0], None if goal is None else q[1], top_k,
+            tool_boost, utility_weight, templates_only, include_candidates,
+            include_quarantined, namespace, for_agent, namespace_scope, principal, fan_out,
             written_by, min_similarity,
         )  # fmt: skip
+
+    def match_request(self, request: MatchRequest) -> builtins.list[Match]:
+        """The top procedures for a prepared ``request`` (``prepare_match``), ranked in the
+        store as it is now: ``match``'s answer for the same arguments."""
+        r = request
+        self._refresh()
+        spaces = None if r.everywhere else scope_namespaces(
+            r.namespace_scope, r.namespace, r.principal, self._grants, r.fan_out
+        )  # fmt: skip
+        ranked = self._index.rank(
+            r.query, r.goal_query, r.recent_tools, r.top_k, r.tool_boost, r.utility_weight,
+            r.templates_only, r.include_candidates, r.include_quarantined, spaces,
+            r.written_by, r.min_similarity, r.memo,
+        )  # fmt: skip
+        entries, keys, for_agent = self._entries, self._index.keys, r.for_agent
         return [
-            self._entries[self._index.keys[r]].as_match(score, relevance, rate, for_agent)
-            for r, score, relevance, rate in ranked
+            entries[keys[row]].as_match(score, relevance, rate, for_agent)
+            for row, score, relevance, rate in ranked
         ]
 
     def locate(

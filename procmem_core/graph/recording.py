@@ -92,9 +92,10 @@ class StoreRecording(StoreReads):
         with self._write() as w:
             entry = self._resolve(key, principal, "record_run")
             state = self._run_state(entry, revision, fields["path"])
-            run = RunRecord(
-                run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
-                revision=state.revision, **fields,
+            f = fields  # by position (``quick_init``'s ``from_values``): no keyword matching
+            run = RunRecord.from_values(
+                self._next_run_id(w), entry.key, entry.namespace, state.revision, f["path"],
+                f["ok"], f["note"], f["cost"], f["duration_ms"], f["tokens"], f["agent"], None,
             )  # fmt: skip
             released = self._append(w, entry, state, [run])
         self._log_releases(released)

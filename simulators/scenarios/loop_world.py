@@ -31,6 +31,8 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,6 +163,8 @@ class LoopWorld:
             self.store, sc.explore_rate, 1, self.rng, concurrent_share=sc.concurrent_share,
             utility_weight=sc.utility_weight, min_similarity=None,
         )  # fmt: skip
+        # each task's match, checked and embedded once: every pack ranks it anew
+        self.requests = [self.packer.prepare(TASKS[t]) for t in range(sc.tasks)]
         for t in range(sc.tasks):
             for j in range(sc.procedures_per_task):
                 p = float(self.rng.uniform(sc.p_low, sc.p_high))
@@ -210,7 +214,7 @@ class LoopWorld:
         rev = self.seen[key][1] if revision is None else revision
         p = self.p_of.get((key, rev))
         if p is None:  # a graph's node rates never change: its product once
-            p = self.p_of[(key, rev)] = float(np.prod(list(self.node_success[(key, rev)].values())))
+            p = self.p_of[(key, rev)] = chain_success(self.node_success[(key, rev)].values())
         return p
 
     def oracle(self, task: int) -> float:
@@ -230,7 +234,7 @@ class LoopWorld:
         sc = self.scenario
         task = self.integers(sc.tasks)
         available = self.task_now(task)[0]
-        pack = self.packer.pack(TASKS[task])
+        pack = self.packer.pack_request(self.requests[task])
         shown = pack.procedure_keys[0] if pack.procedure_keys else None
         withheld = pack.procedure_keys_withheld[0] if pack.procedure_keys_withheld else None
         followed = shown is not None and self.task_of[shown] == task
@@ -333,7 +337,7 @@ class LoopWorld:
         nodes = list(snap.graph.reading_order())
         i = self.integers(len(nodes))
         if kind == "helpful":  # improve the weakest step, so the gain is not capped early
-            i = int(np.argmin([q[n] for n in nodes]))
+            i = min(range(len(nodes)), key=lambda j: q[nodes[j]])  # np.argmin: the first
         old = nodes[i]
         new = f"{old.split('r')[0]}r{len(self.revisions) + 1}"  # a new id: a new graph
         q_old = q.pop(old)
@@ -353,6 +357,14 @@ class LoopWorld:
             RevisionTruth(key, after.revision, snap.revision, kind, p,
                           self.p_true(key, after.revision), t)
         )  # fmt: skip
+
+
+def chain_success(rates: Iterable[float]) -> float:
+    """The success rate of a chain of steps, the product of the step rates in order:
+    ``math.prod``, the same float as ``np.prod`` of the list (numpy multiplies a float64
+    reduction left to right; tests/simulators/test_loop_world.py checks chains of 1 to 64
+    steps) without numpy's per-call cost."""
+    return float(math.prod(rates))
 
 
 def _choice_cdf(shares: tuple[float, ...]) -> list[float]:

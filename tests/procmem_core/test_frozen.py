@@ -105,3 +105,22 @@ def test_a_run_record_pickles_and_compares_as_before():
     assert again == run and hash(again) == hash(run)
     assert run.to_json()["path"] == ["a", "b"]
     assert RunRecord.from_json(run.to_json()) == run
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_from_values_builds_the_record_init_builds(args, kwargs):
+    _, quick = _pair()
+    q = quick(*args, **kwargs)
+    names = [f.name for f in dataclasses.fields(quick) if f.init]
+    again = quick.from_values(*(getattr(q, n) for n in names))
+    assert type(again) is quick and vars(again) == vars(q) and list(vars(again)) == list(vars(q))
+    assert again.seen == [(q.a, q.b)]  # __post_init__ ran once
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        again.a = 0
+
+
+@pytest.mark.parametrize("cls", [Match, EvolveReport, StoredProcedure, RunRecord, GateRecord])
+def test_the_engine_records_from_values_equal_keywords(cls):
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    values = {f.name: f"v{i}" for i, f in enumerate(fields)}
+    assert cls.from_values(*values.values()) == cls(**values)

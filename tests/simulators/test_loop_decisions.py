@@ -112,12 +112,12 @@ def record(case: str, monkeypatch: Any) -> list[Any]:
     """The decision stream of one case (see the module doc), as JSON values."""
     params, seed = CASES[case]
     events: list[Any] = []
-    pack, record_run = ContextPacker.pack, ProcedureStore.record_run
+    pack, record_run = ContextPacker.pack_request, ProcedureStore.record_run
     evolve, revise = ProcedureStore.evolve, ProcedureStore.revise
 
-    def packed(self, situation, *a, **k):
-        out = pack(self, situation, *a, **k)
-        events.append(_pack_event(situation, out))
+    def packed(self, request, *a, **k):  # ``pack`` packs through ``pack_request`` too
+        out = pack(self, request, *a, **k)
+        events.append(_pack_event(request.situation, out))
         return out
 
     def recorded(self, *a, **k):
@@ -135,7 +135,7 @@ def record(case: str, monkeypatch: Any) -> list[Any]:
         events.append({"revise": [key, out.revision, graph.canonical_hash(), reason]})
         return out
 
-    for name, fn in (("pack", packed),):
+    for name, fn in (("pack_request", packed),):
         monkeypatch.setattr(ContextPacker, name, fn)
     for name, fn in (("record_run", recorded), ("evolve", evolved), ("revise", revised)):
         monkeypatch.setattr(ProcedureStore, name, fn)

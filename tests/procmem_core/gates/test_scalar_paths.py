@@ -156,3 +156,17 @@ def test_the_hypotheses_of_one_float_p0_are_the_arrays_clip(min_drop):
         want_c, want_1 = llr.sprt_hypotheses(np.array([p0]), min_drop)
         for got, want in ((p0c, want_c[0]), (p1, want_1[0])):
             assert got == want or (math.isnan(got) and math.isnan(want))
+
+
+def test_the_boundaries_crossed_at_one_statistic_are_the_array_ones():
+    ln_a, ln_b = llr.sprt_boundaries(0.05, 0.2)
+    tol = llr.LLR_TOLERANCE
+    values = [ln_a, ln_a - tol, ln_a - 2 * tol, ln_b, ln_b + tol, ln_b + 2 * tol, 0.0, -0.0,
+              math.inf, -math.inf, math.nan, 1e300]  # fmt: skip
+    arrays = llr.sprt_crossed(np.array(values), ln_a, ln_b)
+    for i, v in enumerate(values):
+        for x in (v, np.float64(v)):
+            got = llr.sprt_crossed(x, ln_a, ln_b)
+            assert [type(g) for g in got] == [np.bool_, np.bool_]
+            assert (bool(got[0]), bool(got[1])) == (bool(arrays[0][i]), bool(arrays[1][i])), v
+    assert arrays[0].tolist()[:3] == [True, True, False]  # the tolerance counts
