@@ -68,10 +68,17 @@ def launch(tmp: Path, args: list[str], hold: list[int], name: str) -> subprocess
     )  # fmt: skip
 
 
-def reached(tmp: Path, name: str, num: int) -> int:
-    """The pid of held job ``num`` once it is at the barrier."""
+def reached(tmp: Path, name: str, num: int, proc: subprocess.Popen) -> int:
+    """The pid of held job ``num`` once it is at the barrier; fails at once, with the
+    sweep's stderr, when the sweep exits before (rather than at the wait's bound)."""
     path = tmp / f"barrier-{name}" / f"reached-{num}"
-    text = wait_for(lambda: path.exists() and path.read_text(), f"job {num} at the barrier")
+    text = wait_for(
+        lambda: (path.exists() and path.read_text()) or proc.poll() is not None,
+        f"job {num} at the barrier",
+    )
+    if text is True:  # the sweep exited
+        _, err = proc.communicate()
+        raise AssertionError(f"the sweep exited ({proc.returncode}) first:\n{err[-3000:]}")
     return int(text)
 
 
@@ -116,7 +123,7 @@ def made_store(tmp_path, new_mlflow_store) -> None:
 
 def test_a_killed_worker_fails_only_its_job_and_the_sweep_goes_on(tmp_path, made_store):
     proc = launch(tmp_path, [*FATE, "scenario.p=0.6,0.7,0.8"], hold=[1], name="s")
-    worker = reached(tmp_path, "s", 1)
+    worker = reached(tmp_path, "s", 1, proc)
     os.kill(worker, signal.SIGKILL)
     out, err = proc.communicate(timeout=WAIT_SECONDS)
     assert proc.returncode == 1, err[-2000:]
@@ -134,7 +141,7 @@ def test_a_killed_worker_fails_only_its_job_and_the_sweep_goes_on(tmp_path, made
 
 def test_sigterm_kills_the_parent_and_the_jobs_in_flight_and_exits_143(tmp_path, made_store):
     proc = launch(tmp_path, [*FATE, "scenario.p=0.6,0.7,0.8"], hold=[0, 1], name="s")
-    workers = [reached(tmp_path, "s", n) for n in (0, 1)]
+    workers = [reached(tmp_path, "s", n, proc) for n in (0, 1)]
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=WAIT_SECONDS)
     assert proc.returncode == 143, err[-2000:]
@@ -152,7 +159,7 @@ def test_sigterm_kills_the_parent_and_the_jobs_in_flight_and_exits_143(tmp_path,
 
 def test_a_killed_main_leaves_no_worker_and_the_next_run_fails_its_orphans(tmp_path, made_store):
     proc = launch(tmp_path, [*FATE, "scenario.p=0.6,0.7"], hold=[0, 1], name="s")
-    workers = [reached(tmp_path, "s", n) for n in (0, 1)]
+    workers = [reached(tmp_path, "s", n, proc) for n in (0, 1)]
     proc.kill()
     proc.communicate(timeout=WAIT_SECONDS)
     wait_for(lambda: all(gone(w) for w in workers), "the orphaned workers to exit", 30)
@@ -175,7 +182,7 @@ def test_a_killed_main_leaves_no_worker_and_the_next_run_fails_its_orphans(tmp_p
 def test_an_interrupted_sweep_resumes_without_duplicates(tmp_path, made_store):
     args = [*FATE, "scenario.p=0.6,0.7,0.8", "hydra/launcher=basic"]
     proc = launch(tmp_path, args, hold=[1], name="first")
-    reached(tmp_path, "first", 1)  # job 0 has finished, job 1 is in flight
+    reached(tmp_path, "first", 1, proc)  # job 0 has finished, job 1 is in flight
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=WAIT_SECONDS)
     assert proc.returncode == 130, err[-2000:]
