@@ -171,6 +171,16 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         ``operating_curve`` and every worst case then use them."""
         return LatticeGate.ledger_masses(self.at_ledger(prior_runs), prior_runs)
 
+    def ledger_tables(self, prior_runs: int) -> mixture.Steps:
+        """``LatticeGate.ledger_tables`` run by run (``mixture.Steps``), from the statistic
+        on every cell computed once per ledger size (``ledger_statistics``): the same codes
+        as ``verdict_table``'s (``codes_at`` on the same values; a run before the cap takes
+        its short rule, which gives the codes of the full one there)."""
+        every = ledger_statistics(self, prior_runs)
+        final = self.final_level
+        return mixture.Steps(lambda n: self.codes_at(every[:, n, : n + 1], n, final),
+                             self.max_runs + 1)  # fmt: skip
+
     def certificate(self) -> WorstCase | None:
         """The worst case that certified the calibrated boundaries (None when they were
         given): false revert over ``[p0_low, p0_high]`` with a ledger of ``ledger`` runs."""
@@ -234,6 +244,27 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         return f"{why}; {head}"
 
 
+def ledger_statistics(gate: CalibratedSPRTGate, prior_runs: int) -> np.ndarray:
+    """``every[k, n, s]``: the gate's LLR after ``s`` successes of ``n`` runs with ``k`` of
+    ``prior_runs`` ledger successes (``statistic`` broadcast as ``verdict_table`` calls
+    the rule: the same values); kept for the last ``STATISTICS_KEPT`` values of what the
+    statistic reads (read-only: 32 MB at a 100-run ledger and 200 runs)."""
+    key = (gate.min_drop, gate.prior, gate.alpha, int(prior_runs), gate.max_runs)
+    if key not in _STATISTICS:
+        _, hats = gate.ledger_estimates(prior_runs)
+        runs = np.arange(gate.max_runs + 1)
+        every = gate.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
+        every.setflags(write=False)
+        while len(_STATISTICS) >= STATISTICS_KEPT:
+            _STATISTICS.pop(next(iter(_STATISTICS)))
+        _STATISTICS[key] = every
+    return _STATISTICS[key]
+
+
+STATISTICS_KEPT = 2
+_STATISTICS: dict[tuple, np.ndarray] = {}
+
+
 def grid_calibrated(**params: object) -> CalibratedSPRTGate:
     """The gate calibrated on the coarse grid only (``calibrate.grid_calibrated_gate``)."""
     return grid_calibrated_gate(CalibratedSPRTGate, _calibrated, params)
@@ -251,8 +282,7 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     stat = probe.statistic(np.arange(t + 1)[None, :], t, hats[:, None])
     total = (np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]).ravel()
 
-    runs = np.arange(t + 1)
-    every = probe.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
+    every = ledger_statistics(probe, n0)
 
     # by level, shared with this key's other calibration (a later round retries a level)
     done: dict[float, mixture.LedgerMasses] = TRIALS.get(("calibrated_sprt", key), dict)
