@@ -90,7 +90,7 @@ def cap_scan(
             a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
             total = np.broadcast_to(a + b, nxt.shape).ravel()
             lam = step_statistics(lat.ledger, lat.concurrent, k, gate.min_drop)[0].ravel()
-            held = nxt.ravel()  # a copy: the walk's buffer is not contiguous
+            held = walk.masses().ravel()
             live = held > 0  # unreachable cells cannot move the boundary's error
             null = NullPass(grid, early_null, lam[live], held[live], total[live], k + n)
             c = final_level(null, alpha)
@@ -107,6 +107,7 @@ def cap_scan(
                 break
         table = tables[k]  # read once: computed when read
         i, j, stopped = decided_cells(nxt, table)
+        stopped *= walk.scale  # the masses at 1/2 (exact: a power of 2)
         w_null = weights(null_f, i + j, k + n)
         w_alt = weights(alt_f, i, k) * weights(null_f, j, n)
         rev = table[i, j] == REVERT_CODE  # the reverted cells among those decided

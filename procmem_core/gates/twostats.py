@@ -23,20 +23,41 @@ def drop_statistics(
     ``lambda_ref``) or ``pc (1 - pc)``, ``pc = (a + B + c)/(n + k + 2c)`` with ``c = shrink``
     pseudo-runs at 1/2 (``c = 1`` is ``lambda`` itself; larger ``c`` trusts a rate near 0 or
     1 only once many runs show it)."""
+    parts = _parts(k, a, b, n, drop)
+    return _lambda(parts), _accept_statistic(parts, shrink), parts[0]
+
+
+def _parts(k, a, b, n, drop: float) -> tuple:
+    """What both statistics share: ``(valid, k, n, a + B, centred, 1/n + 1/k)``."""
     k, a, b, n = (np.asarray(x, dtype=float) for x in (k, a, b, n))
     valid = (k > 0) & (n > 0)
     kk, nn = np.maximum(k, 1.0), np.maximum(n, 1.0)
     centred = drop * (b / nn - a / kk - drop / 2.0)
-    inv = 1.0 / nn + 1.0 / kk
-    pbar = (a + b + 1.0) / (nn + kk + 2.0)
-    lam = np.where(valid, centred / (pbar * (1.0 - pbar) * inv), 0.0)
+    return valid, kk, nn, a + b, centred, 1.0 / nn + 1.0 / kk
+
+
+def _valid_only(valid: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``np.where(valid, value, 0.0)``; a valid scalar (one lattice step) keeps ``value``
+    itself, the same numbers without the copy."""
+    if valid.ndim == 0 and valid and np.ndim(value) > 0:
+        return value
+    return np.where(valid, value, 0.0)
+
+
+def _lambda(parts: tuple) -> np.ndarray:
+    valid, kk, nn, total, centred, inv = parts
+    pbar = (total + 1.0) / (nn + kk + 2.0)
+    return _valid_only(valid, centred / (pbar * (1.0 - pbar) * inv))
+
+
+def _accept_statistic(parts: tuple, shrink: float | None) -> np.ndarray:
+    valid, kk, nn, total, centred, inv = parts
     if shrink is None:
         var = REF_VARIANCE
     else:
-        pc = (a + b + shrink) / (nn + kk + 2.0 * shrink)
+        pc = (total + shrink) / (nn + kk + 2.0 * shrink)
         var = pc * (1.0 - pc)
-    ref = np.where(valid, centred / (var * inv), 0.0)
-    return lam, ref, valid
+    return _valid_only(valid, centred / (var * inv))
 
 
 STATISTICS_CELLS = 6_000_000
@@ -45,7 +66,9 @@ concurrent lattice of a 100-run ledger at 200 pairs (4.8 million cells, 77 MB) f
 
 
 @lru_cache(maxsize=4)
-def _lattice_statistics(ledger: int, concurrent: bool, drop: float, shrink: float | None) -> dict:
+def _lattice_statistics(ledger: int, concurrent: bool, drop: float) -> dict:
+    """Per step ``k``: ``(lambda, valid)``, and per ``shrink`` the accept statistic
+    (``lambda`` does not depend on it: gates with another accept statistic share it)."""
     return {}
 
 
@@ -55,15 +78,19 @@ def step_statistics(
     """``drop_statistics`` on every cell of step ``k`` of a lattice (``a`` a column, ``B``
     a row), kept for the lattice's other gates while the lattice is small enough."""
     shrink = None if shrink is None else float(shrink)
-    cache = _lattice_statistics(int(ledger), bool(concurrent), float(drop), shrink)
-    if k in cache:
-        return cache[k]
+    cache = _lattice_statistics(int(ledger), bool(concurrent), float(drop))
+    if (k, shrink) in cache:
+        return cache[(k, shrink)]
     n = int(ledger) + (k if concurrent else 0)
     a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
-    stats = drop_statistics(k, a, b, n, drop, shrink)
+    parts = _parts(k, a, b, n, drop)
+    lam, valid = cache[k] if k in cache else (_lambda(parts), parts[0])
+    stats = lam, _accept_statistic(parts, shrink), valid
     size = (k + 1) * (n + 1)
-    if cache.get("cells", 0) + size <= STATISTICS_CELLS:
+    kept = cache.get(("cells", shrink), 0)
+    if kept + size <= STATISTICS_CELLS:  # per accept statistic, as when none was shared
         for x in stats:
             x.setflags(write=False)
-        cache[k], cache["cells"] = stats, cache.get("cells", 0) + size
+        cache[k], cache[(k, shrink)] = (lam, valid), stats
+        cache[("cells", shrink)] = kept + size
     return stats
