@@ -176,9 +176,9 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         on every cell computed once per ledger size (``ledger_statistics``): the same codes
         as ``verdict_table``'s (``codes_at`` on the same values; a run before the cap takes
         its short rule, which gives the codes of the full one there)."""
-        every = ledger_statistics(self, prior_runs)
+        every, floor = ledger_statistics(self, prior_runs)
         final = self.final_level
-        return mixture.Steps(lambda n: self.codes_at(every[:, n, : n + 1], n, final),
+        return mixture.Steps(lambda n: self.codes_at(every[:, n, : n + 1], n, final, floor[n]),
                              self.max_runs + 1)  # fmt: skip
 
     def certificate(self) -> WorstCase | None:
@@ -201,13 +201,19 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         """Codes at ``(runs, successes)``; ``final=None`` leaves the cap undecided."""
         return self.codes_at(self.statistic(successes, runs, p0), runs, final)
 
-    def codes_at(self, value: np.ndarray, runs: ArrayLike, final: float | None) -> np.ndarray:
-        """``verdicts`` from the statistic ``value`` already computed at the cells."""
+    def codes_at(
+        self, value: np.ndarray, runs: ArrayLike, final: float | None, floor: float | None = None
+    ) -> np.ndarray:
+        """``verdicts`` from the statistic ``value`` already computed at the cells;
+        ``floor``: the least of ``value`` (below it the accept comparison is skipped: no
+        cell accepts, the same codes)."""
         runs = np.asarray(runs)
         if runs.ndim == 0 and runs < self.max_runs:  # one run before the cap: no cap rule
             if runs < self.min_runs:
                 return np.zeros(np.shape(value), dtype=np.int8)
             revert = np.asarray(value >= self.revert_level)
+            if floor is not None and floor > self.accept_level:
+                return revert.astype(np.int8) * 2
             accept = np.asarray(value <= self.accept_level) & ~revert
             return revert.astype(np.int8) * 2 + accept.astype(np.int8)
         live = runs >= self.min_runs
@@ -244,25 +250,27 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         return f"{why}; {head}"
 
 
-def ledger_statistics(gate: CalibratedSPRTGate, prior_runs: int) -> np.ndarray:
-    """``every[k, n, s]``: the gate's LLR after ``s`` successes of ``n`` runs with ``k`` of
-    ``prior_runs`` ledger successes (``statistic`` broadcast as ``verdict_table`` calls
-    the rule: the same values); kept for the last ``STATISTICS_KEPT`` values of what the
-    statistic reads (read-only: 32 MB at a 100-run ledger and 200 runs)."""
+def ledger_statistics(gate: CalibratedSPRTGate, prior_runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(every, floor)``: ``every[k, n, s]`` the gate's LLR after ``s`` successes of ``n``
+    runs with ``k`` of ``prior_runs`` ledger successes (``statistic`` broadcast as
+    ``verdict_table`` calls the rule: the same values), ``floor[n]`` its least value at run
+    ``n``; kept for the last ``STATISTICS_KEPT`` values of what the statistic reads
+    (read-only: 32 MB at a 100-run ledger and 200 runs)."""
     key = (gate.min_drop, gate.prior, gate.alpha, int(prior_runs), gate.max_runs)
     if key not in _STATISTICS:
         _, hats = gate.ledger_estimates(prior_runs)
         runs = np.arange(gate.max_runs + 1)
         every = gate.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
         every.setflags(write=False)
+        floor = np.array([every[:, n, : n + 1].min() for n in runs])
         while len(_STATISTICS) >= STATISTICS_KEPT:
             _STATISTICS.pop(next(iter(_STATISTICS)))
-        _STATISTICS[key] = every
+        _STATISTICS[key] = every, floor
     return _STATISTICS[key]
 
 
 STATISTICS_KEPT = 2
-_STATISTICS: dict[tuple, np.ndarray] = {}
+_STATISTICS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def grid_calibrated(**params: object) -> CalibratedSPRTGate:
@@ -282,7 +290,7 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     stat = probe.statistic(np.arange(t + 1)[None, :], t, hats[:, None])
     total = (np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]).ravel()
 
-    every = ledger_statistics(probe, n0)
+    every, floor = ledger_statistics(probe, n0)
 
     # by level, shared with this key's other calibration (a later round retries a level)
     done: dict[float, mixture.LedgerMasses] = TRIALS.get(("calibrated_sprt", key), dict)
@@ -292,7 +300,9 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
             gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level,
                                          "final_level": 0.0})  # fmt: skip
             # run n's rows of ``lattice.verdict_table``, computed when the recursion gets there
-            rows = mixture.Steps(lambda n: gate.codes_at(every[:, n, : n + 1], n, None), t + 1)
+            rows = mixture.Steps(
+                lambda n: gate.codes_at(every[:, n, : n + 1], n, None, floor[n]), t + 1
+            )
             stop = None if limit is None else RevertLimit(grid, limit, n0 + t)
             masses = mixture.ledger_masses(rows, n0, stop)
             if masses is None:

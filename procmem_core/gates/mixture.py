@@ -25,7 +25,7 @@ import numpy as np
 from scipy import special, stats
 
 from procmem_core.gates.ratio import RATIO_TOP, ratio_powers
-from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
+from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 if TYPE_CHECKING:
     from procmem_core.gates.revert_limit import RevertLimit
@@ -156,7 +156,7 @@ def ledger_masses(
         np.add(mass[:, 1:], mass[:, :-1], out=nxt[:, 1:n])
         nxt *= 0.5
         row = tables[n] if lazy else tables[:, n, : n + 1]
-        i, j, m = masked_cells(nxt, (row == REVERT_CODE) | (row == ACCEPT_CODE))
+        i, j, m = masked_cells(nxt, row != CONTINUE_CODE)  # codes are 0, 1 or 2
         code = row[i, j]  # row-major, so each part below is in masked_cells' order
         for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
             hit = code == which

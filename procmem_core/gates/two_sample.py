@@ -75,7 +75,7 @@ from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
 from procmem_core.gates.two_sample_batch import TwoSampleBatch
 from procmem_core.gates.two_sample_exact import TwoSampleExact
-from procmem_core.gates.twostats import drop_statistics, step_statistics
+from procmem_core.gates.twostats import accept_floor, drop_statistics, step_statistics
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     VERDICT_NAMES,
@@ -199,18 +199,26 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
         revert, final = self.levels(lat.ledger)
 
         def step(k: int) -> np.ndarray:
-            stats = step_statistics(lat.ledger, lat.concurrent, k, self.min_drop,
-                                    self.accept_shrink)  # fmt: skip
-            return self._codes(np.int64(k), *stats, final if at_cap else None, revert)
+            where = (lat.ledger, lat.concurrent, k, self.min_drop, self.accept_shrink)
+            stats, floor = step_statistics(*where), accept_floor(*where)
+            return self._codes(np.int64(k), *stats, final if at_cap else None, revert, floor)
 
         steps = lat.max_runs + 1
         return Steps(step, steps) if lazy else [step(k) for k in range(steps)]
 
-    def _codes(self, k, lam, ref, valid, final, revert_level) -> np.ndarray:
+    def _codes(self, k, lam, ref, valid, final, revert_level, floor=None) -> np.ndarray:
+        """Codes from the statistics; ``floor``: the least accept statistic among the cells
+        (``twostats.accept_floor``; below it the accept comparison is skipped: no cell
+        accepts, the same codes)."""
         k = np.asarray(k)
         if k.ndim == 0 and k < self.max_runs:  # one step before the cap: no cap rule
             if k < self.min_runs or not np.any(valid):
                 return np.zeros(np.shape(lam), dtype=np.int8)
+            if floor is not None and floor > self.accept_level:
+                revert = lam >= revert_level
+                if np.ndim(valid):
+                    revert &= valid
+                return revert.view(np.int8) * np.int8(2)
             revert, accept = lam >= revert_level, ref <= self.accept_level
             if np.ndim(valid):
                 revert &= valid

@@ -94,3 +94,17 @@ def step_statistics(
         cache[k], cache[(k, shrink)] = (lam, valid), stats
         cache[("cells", shrink)] = kept + size
     return stats
+
+
+def accept_floor(
+    ledger: int, concurrent: bool, k: int, drop: float, shrink: float | None = None
+) -> float:
+    """The least accept statistic on step ``k``'s cells (``step_statistics``), kept with
+    them: an accept boundary below it accepts no cell of the step."""
+    shrink = None if shrink is None else float(shrink)
+    cache = _lattice_statistics(int(ledger), bool(concurrent), float(drop))
+    key = ("floor", k, shrink)
+    if key not in cache:
+        ref = step_statistics(ledger, concurrent, k, drop, shrink)[1]
+        cache[key] = float(ref.min())
+    return cache[key]
