@@ -176,9 +176,9 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         on every cell computed once per ledger size (``ledger_statistics``): the same codes
         as ``verdict_table``'s (``codes_at`` on the same values; a run before the cap takes
         its short rule, which gives the codes of the full one there)."""
-        every, floor = ledger_statistics(self, prior_runs)
+        by_run, floor = ledger_statistics(self, prior_runs)
         final = self.final_level
-        return mixture.Steps(lambda n: self.codes_at(every[:, n, : n + 1], n, final, floor[n]),
+        return mixture.Steps(lambda n: self.codes_at(by_run[n, :, : n + 1], n, final, floor[n]),
                              self.max_runs + 1)  # fmt: skip
 
     def certificate(self) -> WorstCase | None:
@@ -212,10 +212,10 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
             if runs < self.min_runs:
                 return np.zeros(np.shape(value), dtype=np.int8)
             revert = np.asarray(value >= self.revert_level)
-            if floor is not None and floor > self.accept_level:
-                return revert.astype(np.int8) * 2
-            accept = np.asarray(value <= self.accept_level) & ~revert
-            return revert.astype(np.int8) * 2 + accept.astype(np.int8)
+            codes = revert.view(np.int8) * np.int8(2)
+            if floor is None or floor <= self.accept_level:  # else no cell accepts
+                codes += (np.asarray(value <= self.accept_level) & ~revert).view(np.int8)
+            return codes
         live = runs >= self.min_runs
         cap = runs >= self.max_runs
         early_rev = live & ~cap & (value >= self.revert_level)
@@ -251,21 +251,22 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
 
 
 def ledger_statistics(gate: CalibratedSPRTGate, prior_runs: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(every, floor)``: ``every[k, n, s]`` the gate's LLR after ``s`` successes of ``n``
-    runs with ``k`` of ``prior_runs`` ledger successes (``statistic`` broadcast as
-    ``verdict_table`` calls the rule: the same values), ``floor[n]`` its least value at run
-    ``n``; kept for the last ``STATISTICS_KEPT`` values of what the statistic reads
-    (read-only: 32 MB at a 100-run ledger and 200 runs)."""
+    """``(by_run, floor)``: ``by_run[n, k, s]`` the gate's LLR after ``s`` successes of ``n``
+    runs with ``k`` of ``prior_runs`` ledger successes (``statistic`` on the cells of
+    ``verdict_table``, each value by the same operations; run ``n``'s block contiguous, as
+    the recursion reads it), ``floor[n]`` its least value at run ``n``; kept for the last
+    ``STATISTICS_KEPT`` values of what the statistic reads (read-only: 32 MB at a 100-run
+    ledger and 200 runs)."""
     key = (gate.min_drop, gate.prior, gate.alpha, int(prior_runs), gate.max_runs)
     if key not in _STATISTICS:
         _, hats = gate.ledger_estimates(prior_runs)
         runs = np.arange(gate.max_runs + 1)
-        every = gate.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
-        every.setflags(write=False)
-        floor = np.array([every[:, n, : n + 1].min() for n in runs])
+        by_run = gate.statistic(runs[None, None, :], runs[:, None, None], hats[None, :, None])
+        by_run.setflags(write=False)
+        floor = np.array([by_run[n, :, : n + 1].min() for n in runs])
         while len(_STATISTICS) >= STATISTICS_KEPT:
             _STATISTICS.pop(next(iter(_STATISTICS)))
-        _STATISTICS[key] = every, floor
+        _STATISTICS[key] = by_run, floor
     return _STATISTICS[key]
 
 
@@ -290,7 +291,7 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     stat = probe.statistic(np.arange(t + 1)[None, :], t, hats[:, None])
     total = (np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]).ravel()
 
-    every, floor = ledger_statistics(probe, n0)
+    by_run, floor = ledger_statistics(probe, n0)
 
     # by level, shared with this key's other calibration (a later round retries a level)
     done: dict[float, mixture.LedgerMasses] = TRIALS.get(("calibrated_sprt", key), dict)
@@ -301,7 +302,7 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
                                          "final_level": 0.0})  # fmt: skip
             # run n's rows of ``lattice.verdict_table``, computed when the recursion gets there
             rows = mixture.Steps(
-                lambda n: gate.codes_at(every[:, n, : n + 1], n, None, floor[n]), t + 1
+                lambda n: gate.codes_at(by_run[n, :, : n + 1], n, None, floor[n]), t + 1
             )
             stop = None if limit is None else RevertLimit(grid, limit, n0 + t)
             masses = mixture.ledger_masses(rows, n0, stop)
