@@ -173,6 +173,8 @@ def ledger_masses(
             return None
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
         mass, buffer, spare = nxt, spare, buffer
+    if limit is not None and limit.finish():
+        return None
     return LedgerMasses(prior_runs, revert, accept, mass * scale)
 
 

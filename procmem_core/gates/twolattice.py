@@ -195,6 +195,8 @@ def half_masses(
                                            k + lat.prior_runs(k)):  # fmt: skip
             return None
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
+    if limit is not None and limit.finish():
+        return None
     return HalfMasses(revert, accept, walk.masses())
 
 
