@@ -30,10 +30,17 @@ def drop_statistics(
 def _parts(k, a, b, n, drop: float) -> tuple:
     """What both statistics share: ``(valid, k, n, a + B, centred, 1/n + 1/k)``."""
     k, a, b, n = (np.asarray(x, dtype=float) for x in (k, a, b, n))
+    valid, kk, nn, centred, inv = _centred(k, a, b, n, drop)
+    return valid, kk, nn, a + b, centred, inv
+
+
+def _centred(k, a, b, n, drop: float) -> tuple:
+    """``(valid, k, n, centred, 1/n + 1/k)`` from float arrays: the observed drop centred,
+    ``drop (B/n - a/k - drop/2)``, with ``k, n`` at least 1."""
     valid = (k > 0) & (n > 0)
     kk, nn = np.maximum(k, 1.0), np.maximum(n, 1.0)
     centred = drop * (b / nn - a / kk - drop / 2.0)
-    return valid, kk, nn, a + b, centred, 1.0 / nn + 1.0 / kk
+    return valid, kk, nn, centred, 1.0 / nn + 1.0 / kk
 
 
 def _valid_only(valid: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -60,6 +67,28 @@ def _accept_statistic(parts: tuple, shrink: float | None) -> np.ndarray:
     return _valid_only(valid, centred / (var * inv))
 
 
+def _step_statistics(k: int, n: int, drop: float, shrink: float | None, known) -> tuple:
+    """``drop_statistics`` on a step's cells with ``k, n >= 1`` (every cell valid), each
+    value by the same operations: the denominators depend on the cell only through its
+    total successes ``S = a + B``, so they are computed once per ``S`` (the same values)
+    and gathered. ``known``: the step's ``(lambda, valid)`` if kept already."""
+    a, b = np.arange(k + 1, dtype=float)[:, None], np.arange(n + 1, dtype=float)[None, :]
+    valid, kk, nn, centred, inv = _centred(np.asarray(float(k)), a, b, np.asarray(float(n)), drop)
+    total = np.arange(k + n + 1, dtype=float)  # every S = a + B, exactly
+    at = np.add.outer(np.arange(k + 1), np.arange(n + 1))  # S of each cell
+    if known is None:
+        pbar = (total + 1.0) / (nn + kk + 2.0)
+        lam = centred / (pbar * (1.0 - pbar) * inv).take(at)
+    else:
+        lam = known[0]
+    if shrink is None:
+        ref = centred / (REF_VARIANCE * inv)
+    else:
+        pc = (total + shrink) / (nn + kk + 2.0 * shrink)
+        ref = centred / (pc * (1.0 - pc) * inv).take(at)
+    return lam, ref, valid
+
+
 STATISTICS_CELLS = 6_000_000
 """Most cells (over every step) of one lattice whose statistics are kept for reuse: the
 concurrent lattice of a 100-run ledger at 200 pairs (4.8 million cells, 77 MB) fits."""
@@ -83,15 +112,18 @@ def step_statistics(
         return cache[(k, shrink)]
     n = int(ledger) + (k if concurrent else 0)
     a, b = np.arange(k + 1)[:, None], np.arange(n + 1)[None, :]
-    parts = _parts(k, a, b, n, drop)
-    lam, valid = cache[k] if k in cache else (_lambda(parts), parts[0])
-    stats = lam, _accept_statistic(parts, shrink), valid
+    if k == 0 or n == 0:  # no comparison yet: every cell invalid
+        parts = _parts(k, a, b, n, drop)
+        lam, valid = cache[k] if k in cache else (_lambda(parts), parts[0])
+        stats = lam, _accept_statistic(parts, shrink), valid
+    else:
+        stats = _step_statistics(k, n, drop, shrink, cache.get(k))
     size = (k + 1) * (n + 1)
     kept = cache.get(("cells", shrink), 0)
     if kept + size <= STATISTICS_CELLS:  # per accept statistic, as when none was shared
         for x in stats:
             x.setflags(write=False)
-        cache[k], cache[(k, shrink)] = (lam, valid), stats
+        cache[k], cache[(k, shrink)] = (stats[0], stats[2]), stats
         cache[("cells", shrink)] = kept + size
     return stats
 
