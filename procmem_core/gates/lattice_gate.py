@@ -281,7 +281,12 @@ class LatticeGate(Gate):
         def compute() -> mixture.LedgerMasses:
             return mixture.ledger_masses(self.ledger_tables(prior_runs), prior_runs)
 
-        return LEDGER_MASSES.get(gate_key(self, prior_runs), compute)
+        return LEDGER_MASSES.get(self.recursion_key(prior_runs), compute)
+
+    def recursion_key(self, prior_runs: int) -> tuple:
+        """What ``ledger_masses`` is remembered under: ``base.gate_key`` (a calibrated gate
+        reads ``recalibrate`` as False where it does not matter, ``recalibrate``)."""
+        return gate_key(self, prior_runs)
 
     def ledger_tables(self, prior_runs: int) -> np.ndarray | mixture.Steps:
         """The verdict table per ledger count (``lattice.verdict_table`` at every
