@@ -128,6 +128,16 @@ class Steps(Sequence):
         return self.step(int(k))
 
 
+@dataclass(frozen=True)
+class RevertSteps(Steps):
+    """``Steps`` that can also give a step's decided cells holding mass without its table,
+    where only the revert boundary decides there: ``reverted(k, mass)`` is ``(row, column)``
+    of those cells, row-major (the cells ``masked_cells(mass, table != CONTINUE_CODE)``
+    finds, every one a revert), or None (then the table is read)."""
+
+    reverted: Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray] | None] = lambda k, m: None
+
+
 def sparse_cells(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(row, column, value)`` of the nonzero cells of ``m``."""
     i, j = np.nonzero(m)

@@ -69,7 +69,7 @@ from procmem_core.gates.defaults import (
     P0_LOW,
 )
 from procmem_core.gates.llr import sprt_boundaries
-from procmem_core.gates.mixture import Steps
+from procmem_core.gates.mixture import RevertSteps
 from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
@@ -203,8 +203,27 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
             stats, floor = step_statistics(*where), accept_floor(*where)
             return self._codes(np.int64(k), *stats, final if at_cap else None, revert, floor)
 
+        def reverted(k: int, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+            where = (lat.ledger, lat.concurrent, k, self.min_drop, self.accept_shrink)
+            if not self.min_runs <= k < self.max_runs or accept_floor(*where) <= self.accept_level:
+                return None  # the table decides (before min_runs: none; the cap; accepts)
+            lam, _, valid = step_statistics(*where)
+            if not np.any(valid):
+                return None
+            flat = np.flatnonzero(self._early_reverts(lam, valid, revert) & (mass != 0))
+            return np.divmod(flat, mass.shape[1])
+
         steps = lat.max_runs + 1
-        return Steps(step, steps) if lazy else [step(k) for k in range(steps)]
+        return RevertSteps(step, steps, reverted) if lazy else [step(k) for k in range(steps)]
+
+    @staticmethod
+    def _early_reverts(lam, valid, revert_level) -> np.ndarray:
+        """Before the cap: the cells past the revert boundary (``lambda >= revert_level``,
+        where the statistic is defined)."""
+        revert = lam >= revert_level
+        if np.ndim(valid):
+            revert &= valid
+        return revert
 
     def _codes(self, k, lam, ref, valid, final, revert_level, floor=None) -> np.ndarray:
         """Codes from the statistics; ``floor``: the least accept statistic among the cells
@@ -214,14 +233,11 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
         if k.ndim == 0 and k < self.max_runs:  # one step before the cap: no cap rule
             if k < self.min_runs or not np.any(valid):
                 return np.zeros(np.shape(lam), dtype=np.int8)
+            revert = self._early_reverts(lam, valid, revert_level)
             if floor is not None and floor > self.accept_level:
-                revert = lam >= revert_level
-                if np.ndim(valid):
-                    revert &= valid
                 return revert.view(np.int8) * np.int8(2)
-            revert, accept = lam >= revert_level, ref <= self.accept_level
+            accept = ref <= self.accept_level
             if np.ndim(valid):
-                revert &= valid
                 accept &= valid
             if not self.accept_level < 0.0 < revert_level:  # else disjoint: lambda and the
                 accept &= ~revert  # accept statistic share the sign of the observed drop

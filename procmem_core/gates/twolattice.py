@@ -30,6 +30,7 @@ from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.mixture import (
+    RevertSteps,
     by_row,
     by_total,
     half_pmf,
@@ -182,15 +183,23 @@ def half_masses(
     so far pass it (``revert_limit``: a calibration trial that has failed)."""
     walk = Walk(lat)
     revert, accept = [sparse_cells(np.zeros((1, 1)))], [sparse_cells(np.zeros((1, 1)))]
+    none = sparse_cells(np.zeros((1, 1)))  # no cell: what an empty split gives
+    reverted = tables.reverted if isinstance(tables, RevertSteps) else None
     for k in range(1, lat.max_runs + 1):
         nxt = walk.step()
-        table = tables[k]  # read once: it may be computed when read
-        i, j, m = decided_cells(nxt, table)  # row-major, as split below
-        m *= walk.scale  # the masses at 1/2 (exact: a power of 2)
-        code = table[i, j]
-        for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
-            hit = code == which
-            out.append((i[hit], j[hit], m[hit]))
+        found = None if reverted is None else reverted(k, nxt)
+        if found is not None:  # every decided cell reverts: the same cells, no table
+            i, j = found
+            revert.append((i, j, nxt[i, j] * walk.scale))
+            accept.append(none)
+        else:
+            table = tables[k]  # read once: it may be computed when read
+            i, j, m = decided_cells(nxt, table)  # row-major, as split below
+            m *= walk.scale  # the masses at 1/2 (exact: a power of 2)
+            code = table[i, j]
+            for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
+                hit = code == which
+                out.append((i[hit], j[hit], m[hit]))
         if limit is not None and limit.add(revert[-1][0] + revert[-1][1], revert[-1][2],
                                            k + lat.prior_runs(k)):  # fmt: skip
             return None
