@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from procmem_core.gates.calibrate import NullPass, final_level
-from procmem_core.gates.mixture import powers, transposed, weights
+from procmem_core.gates.mixture import powers, sparse_cells, transposed, weights
 from procmem_core.gates.tolerance import MARGIN, at_least, at_most
-from procmem_core.gates.two_sample import TwoSampleGate
-from procmem_core.gates.twolattice import Walk, decided_cells
+from procmem_core.gates.two_sample import TwoSampleGate, remember_uncapped
+from procmem_core.gates.twolattice import HalfMasses, Walk, decided_cells
 from procmem_core.gates.twostats import step_statistics
 from procmem_core.gates.verdicts import REVERT_CODE
 
@@ -77,6 +77,7 @@ def cap_scan(
     spent = np.zeros((2, grid.size))  # sum_{j<k} j P(N = j)
     out = np.full((6, k_max + 1), np.nan)
     wanted = None if caps is None else {int(c) for c in np.asarray(caps).ravel()}
+    decided = []  # per step (row, column, mass, reverted): split only once the scan is whole
     for k in range(1, k_max + 1):
         nxt = walk.step()
         n = lat.prior_runs(k)
@@ -111,6 +112,7 @@ def cap_scan(
         w_null = weights(null_f, i + j, k + n)
         w_alt = weights(alt_f, i, k) * weights(null_f, j, n)
         rev = table[i, j] == REVERT_CODE  # the reverted cells among those decided
+        decided.append((i, j, stopped, rev))
         early_null += w_null[:, rev] @ stopped[rev]
         early_alt += w_alt[:, rev] @ stopped[rev]
         if power_floor is not None:
@@ -119,6 +121,11 @@ def cap_scan(
         done += now
         spent += k * now
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
+    else:  # the whole uncapped recursion: what a calibration of this gate's levels runs
+        none = sparse_cells(np.zeros((1, 1)))
+        revert = [none] + [(i[r], j[r], m[r]) for i, j, m, r in decided]
+        accept = [none] + [(i[~r], j[~r], m[~r]) for i, j, m, r in decided]  # decided: 1 or 2
+        remember_uncapped(gate, HalfMasses(revert, accept, walk.masses()))
     return CapScan(*out)
 
 

@@ -325,6 +325,16 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
 CALIBRATION_POINTS = 41
 
 
+def remember_uncapped(gate: TwoSampleGate, masses: twolattice.HalfMasses) -> None:
+    """Keep ``masses``, the recursion at 1/2 of ``gate`` with its cap left undecided (as a
+    cap scan walks it, ``cap_scan``), where the calibration of these parameters looks for
+    its trial at ``gate.revert_level`` (``calibrate.TRIALS``): it then runs no recursion
+    there. The masses must be ``twolattice.half_masses`` of ``gate.tables(lat,
+    at_cap=False)``, bit for bit."""
+    done = TRIALS.get(("two_sample", gate.key_at(gate.ledger)), dict)
+    done.setdefault(float(gate.revert_level), masses)
+
+
 def grid_calibrated(**params: object) -> TwoSampleGate:
     """The gate calibrated on the coarse grid only (``calibrate.grid_calibrated_gate``)."""
     return grid_calibrated_gate(TwoSampleGate, _calibrated, params)
