@@ -49,6 +49,7 @@ from procmem_core.gates import arms, twolattice
 from procmem_core.gates.base import (
     DESIGNS,
     Gate,
+    Recursions,
 )
 from procmem_core.gates.calibrate import (
     TRIALS,
@@ -325,14 +326,18 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
 CALIBRATION_POINTS = 41
 
 
+UNCAPPED = Recursions(size=2)
+"""The last whole uncapped recursions a cap scan walked, by calibration key and early revert
+level (``remember_uncapped``): a calibration's trial there takes it instead of running."""
+
+
 def remember_uncapped(gate: TwoSampleGate, masses: twolattice.HalfMasses) -> None:
     """Keep ``masses``, the recursion at 1/2 of ``gate`` with its cap left undecided (as a
-    cap scan walks it, ``cap_scan``), where the calibration of these parameters looks for
-    its trial at ``gate.revert_level`` (``calibrate.TRIALS``): it then runs no recursion
-    there. The masses must be ``twolattice.half_masses`` of ``gate.tables(lat,
-    at_cap=False)``, bit for bit."""
-    done = TRIALS.get(("two_sample", gate.key_at(gate.ledger)), dict)
-    done.setdefault(float(gate.revert_level), masses)
+    cap scan walks it, ``cap_scan``), for the calibration of these parameters: its trial at
+    ``gate.revert_level`` then runs no recursion. The masses must be
+    ``twolattice.half_masses`` of ``gate.tables(lat, at_cap=False)``, bit for bit."""
+    key = (gate.key_at(gate.ledger), float(gate.revert_level))
+    UNCAPPED.get(key, lambda: masses)
 
 
 def grid_calibrated(**params: object) -> TwoSampleGate:
@@ -353,6 +358,8 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     done: dict[float, twolattice.HalfMasses] = TRIALS.get(("two_sample", key), dict)
 
     def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
+        if revert_level not in done and (key, revert_level) in UNCAPPED.store:
+            done[revert_level] = UNCAPPED.get((key, revert_level), lambda: None)
         if revert_level not in done:
             gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
             stop = None if limit is None else RevertLimit(grid, limit, lat.observations)

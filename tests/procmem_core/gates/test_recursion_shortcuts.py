@@ -130,16 +130,14 @@ def test_a_design_gate_and_its_certified_twin_share_one_recursion():
 def test_a_whole_cap_scan_leaves_the_calibrations_trial_bit_for_bit():
     """A cap scan that walks every step keeps its uncapped recursion where the calibration
     of the same parameters looks for its trial: what ``half_masses`` gives, bit for bit."""
-    from procmem_core.gates.calibrate import TRIALS
+    from procmem_core.gates.two_sample import UNCAPPED
 
-    TRIALS.clear()
     gate = TwoSampleGate(ledger=20, max_runs=50, accept_level=-1.8, revert_level=2.9,
                          final_level=0.0, accept_shrink=4.0, p0_low=0.3, p0_high=0.95)  # fmt: skip
     cap_scan(gate, GRID, 0.15, 0.05)
-    kept = TRIALS.get(("two_sample", gate.key_at(20)), dict)[2.9]
+    kept = UNCAPPED.store[(gate.key_at(20), 2.9)]
     lat = gate.lattice
     plain = twolattice.half_masses(lat, gate.tables(lat, at_cap=False))
     assert np.array_equal(kept.residual, plain.residual)
     for x, y in zip(kept.revert + kept.accept, plain.revert + plain.accept, strict=True):
         assert all(u.dtype == v.dtype and np.array_equal(u, v) for u, v in zip(x, y, strict=True))
-    TRIALS.clear()
