@@ -12,9 +12,10 @@ between the two) and expected pairs when nothing changed at most 0.6 of STEP's 4
 the wall and CPU time of one design question from cold caches (``design_gate`` at
 max_runs 200: the quickstart's, ledger 20 and share 0.5, and fixed-ledger questions with
 ledgers 20, 50 and 100), on one core (``OMP_NUM_THREADS=1``), each in a fresh interpreter,
-measured side by side in the same run with the code before issue 28's fifth speed-up:
-commit ``DESIGN_BASELINE`` (605fa21; the first speed-up was measured against 2915019, the
-second against 6de0adb, the third against ac6af6b, the fourth against 9593533) is
+measured side by side in the same run with the code before issue 28's sixth speed-up:
+commit ``DESIGN_BASELINE`` (f16dce3; the first speed-up was measured against 2915019, the
+second against 6de0adb, the third against ac6af6b, the fourth against 9593533, the fifth
+against 605fa21) is
 checked out into a temporary git worktree (removed afterwards; ``worktree_baseline``,
 shared with ``bench_simulators``) and each question runs there right after it runs here
 (CPU seconds, their ratio, both answers; ``--repeats N`` takes the least of N runs of
@@ -124,8 +125,8 @@ TIMED = {
     ),
 }
 """The design questions timed (max_runs 200, the issue's p0 range [0.3, 0.95])."""
-DESIGN_BASELINE = "605fa21"
-"""The code before issue 28's fifth speed-up, timed beside this checkout in the same run."""
+DESIGN_BASELINE = "f16dce3"
+"""The code before issue 28's sixth speed-up, timed beside this checkout in the same run."""
 DESIGN_TIMER = """
 import json, sys, time
 from procmem_core.gates import DesignQuestion, design_gate
@@ -167,7 +168,8 @@ def cold() -> None:
     _power_bound.cache_clear()
     for remembered in (two_sample_exact.HALF_MASSES, paired.PAIR_MASSES,
                        paired_cells.CELL_TABLES, lattice_gate.LEDGER_MASSES,
-                       calibrate.TRIALS):  # fmt: skip
+                       calibrate.TRIALS, calibrated_sprt._STATISTICS,
+                       two_sample.UNCAPPED):  # fmt: skip
         remembered.clear()
 
 
@@ -211,7 +213,7 @@ def design_times(baseline: str = DESIGN_BASELINE, repeats: int = 1) -> list[dict
 
 def print_design_times(rows: list[dict]) -> None:
     print(f"\none design question, max_runs 200, from cold caches, on one core, measured side "
-          f"by side in this run against commit {DESIGN_BASELINE} (before issue 28's fifth "
+          f"by side in this run against commit {DESIGN_BASELINE} (before issue 28's sixth "
           f"speed-up; goal: at most 2 s):")  # fmt: skip
     for r in rows:
         same = (

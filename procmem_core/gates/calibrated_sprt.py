@@ -171,6 +171,16 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         ``operating_curve`` and every worst case then use them."""
         return LatticeGate.ledger_masses(self.at_ledger(prior_runs), prior_runs)
 
+    def ledger_tables(self, prior_runs: int) -> mixture.Steps:
+        """``LatticeGate.ledger_tables`` run by run (``mixture.Steps``), from the statistic
+        on every cell computed once per ledger size (``ledger_statistics``): the same codes
+        as ``verdict_table``'s (``codes_at`` on the same values; a run before the cap takes
+        its short rule, which gives the codes of the full one there)."""
+        by_run, floor = ledger_statistics(self, prior_runs)
+        final = self.final_level
+        return mixture.Steps(lambda n: self.codes_at(by_run[n, :, : n + 1], n, final, floor[n]),
+                             self.max_runs + 1)  # fmt: skip
+
     def certificate(self) -> WorstCase | None:
         """The worst case that certified the calibrated boundaries (None when they were
         given): false revert over ``[p0_low, p0_high]`` with a ledger of ``ledger`` runs."""
@@ -191,15 +201,21 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         """Codes at ``(runs, successes)``; ``final=None`` leaves the cap undecided."""
         return self.codes_at(self.statistic(successes, runs, p0), runs, final)
 
-    def codes_at(self, value: np.ndarray, runs: ArrayLike, final: float | None) -> np.ndarray:
-        """``verdicts`` from the statistic ``value`` already computed at the cells."""
+    def codes_at(
+        self, value: np.ndarray, runs: ArrayLike, final: float | None, floor: float | None = None
+    ) -> np.ndarray:
+        """``verdicts`` from the statistic ``value`` already computed at the cells;
+        ``floor``: the least of ``value`` (below it the accept comparison is skipped: no
+        cell accepts, the same codes)."""
         runs = np.asarray(runs)
         if runs.ndim == 0 and runs < self.max_runs:  # one run before the cap: no cap rule
             if runs < self.min_runs:
                 return np.zeros(np.shape(value), dtype=np.int8)
             revert = np.asarray(value >= self.revert_level)
-            accept = np.asarray(value <= self.accept_level) & ~revert
-            return revert.astype(np.int8) * 2 + accept.astype(np.int8)
+            codes = revert.view(np.int8) * np.int8(2)
+            if floor is None or floor <= self.accept_level:  # else no cell accepts
+                codes += (np.asarray(value <= self.accept_level) & ~revert).view(np.int8)
+            return codes
         live = runs >= self.min_runs
         cap = runs >= self.max_runs
         early_rev = live & ~cap & (value >= self.revert_level)
@@ -234,6 +250,30 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         return f"{why}; {head}"
 
 
+def ledger_statistics(gate: CalibratedSPRTGate, prior_runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(by_run, floor)``: ``by_run[n, k, s]`` the gate's LLR after ``s`` successes of ``n``
+    runs with ``k`` of ``prior_runs`` ledger successes (``statistic`` on the cells of
+    ``verdict_table``, each value by the same operations; run ``n``'s block contiguous, as
+    the recursion reads it), ``floor[n]`` its least value at run ``n``; kept for the last
+    ``STATISTICS_KEPT`` values of what the statistic reads (read-only: 32 MB at a 100-run
+    ledger and 200 runs)."""
+    key = (gate.min_drop, gate.prior, gate.alpha, int(prior_runs), gate.max_runs)
+    if key not in _STATISTICS:
+        _, hats = gate.ledger_estimates(prior_runs)
+        runs = np.arange(gate.max_runs + 1)
+        by_run = gate.statistic(runs[None, None, :], runs[:, None, None], hats[None, :, None])
+        by_run.setflags(write=False)
+        floor = np.array([by_run[n, :, : n + 1].min() for n in runs])
+        while len(_STATISTICS) >= STATISTICS_KEPT:
+            _STATISTICS.pop(next(iter(_STATISTICS)))
+        _STATISTICS[key] = by_run, floor
+    return _STATISTICS[key]
+
+
+STATISTICS_KEPT = 2
+_STATISTICS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
 def grid_calibrated(**params: object) -> CalibratedSPRTGate:
     """The gate calibrated on the coarse grid only (``calibrate.grid_calibrated_gate``)."""
     return grid_calibrated_gate(CalibratedSPRTGate, _calibrated, params)
@@ -251,8 +291,7 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     stat = probe.statistic(np.arange(t + 1)[None, :], t, hats[:, None])
     total = (np.arange(n0 + 1)[:, None] + np.arange(t + 1)[None, :]).ravel()
 
-    runs = np.arange(t + 1)
-    every = probe.statistic(runs[None, None, :], runs[None, :, None], hats[:, None, None])
+    by_run, floor = ledger_statistics(probe, n0)
 
     # by level, shared with this key's other calibration (a later round retries a level)
     done: dict[float, mixture.LedgerMasses] = TRIALS.get(("calibrated_sprt", key), dict)
@@ -262,7 +301,9 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
             gate = CalibratedSPRTGate(**{**params, "revert_level": revert_level,
                                          "final_level": 0.0})  # fmt: skip
             # run n's rows of ``lattice.verdict_table``, computed when the recursion gets there
-            rows = mixture.Steps(lambda n: gate.codes_at(every[:, n, : n + 1], n, None), t + 1)
+            rows = mixture.Steps(
+                lambda n: gate.codes_at(by_run[n, :, : n + 1], n, None, floor[n]), t + 1
+            )
             stop = None if limit is None else RevertLimit(grid, limit, n0 + t)
             masses = mixture.ledger_masses(rows, n0, stop)
             if masses is None:

@@ -114,11 +114,12 @@ def frontier(
 
 def _scan_points(params, level, grid, alpha, beta, caps, top) -> list[FrontierPoint]:
     gate = TwoSampleGate(**params, max_runs=top, accept_level=level, final_level=0.0)
-    res = cap_scan(gate, grid, params["min_drop"], alpha, None, caps)
+    floor = 1.0 - beta + POWER_MARGIN
+    res = cap_scan(gate, grid, params["min_drop"], alpha, None, caps, power_floor=floor)
     out = []
     for k in np.asarray(caps, dtype=int):
         ok = at_most(res.false_revert[k], alpha) and at_most(res.early[k], alpha)
-        if ok and at_least(res.power[k], 1.0 - beta + POWER_MARGIN):
+        if ok and at_least(res.power[k], floor):
             out.append(FrontierPoint(int(k), level, float(res.runs_null[k]),
                                      float(res.runs_alt[k]), float(res.false_revert[k]),
                                      float(res.power[k])))  # fmt: skip

@@ -279,11 +279,21 @@ class LatticeGate(Gate):
         prior_runs = check_int("prior_runs", prior_runs, minimum=0)
 
         def compute() -> mixture.LedgerMasses:
-            _, hats = self.ledger_estimates(prior_runs)
-            tables = lattice.verdict_table(self.rule, hats, self.max_runs)
-            return mixture.ledger_masses(tables, prior_runs)
+            return mixture.ledger_masses(self.ledger_tables(prior_runs), prior_runs)
 
-        return LEDGER_MASSES.get(gate_key(self, prior_runs), compute)
+        return LEDGER_MASSES.get(self.recursion_key(prior_runs), compute)
+
+    def recursion_key(self, prior_runs: int) -> tuple:
+        """What ``ledger_masses`` is remembered under: ``base.gate_key`` (a calibrated gate
+        reads ``recalibrate`` as False where it does not matter, ``recalibrate``)."""
+        return gate_key(self, prior_runs)
+
+    def ledger_tables(self, prior_runs: int) -> np.ndarray | mixture.Steps:
+        """The verdict table per ledger count (``lattice.verdict_table`` at every
+        ``estimate_p0(k, prior_runs)``) that ``ledger_masses`` walks; a gate may give
+        ``mixture.Steps`` of the same rows instead, computed when the recursion reads them."""
+        _, hats = self.ledger_estimates(prior_runs)
+        return lattice.verdict_table(self.rule, hats, self.max_runs)
 
     def operating_curve(
         self, p0: ArrayLike, drop: float = 0.0, prior_runs: int | None = None

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import special, stats
 
 from procmem_core.gates.ratio import RATIO_TOP, ratio_powers
-from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE
+from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 if TYPE_CHECKING:
     from procmem_core.gates.revert_limit import RevertLimit
@@ -128,6 +128,16 @@ class Steps(Sequence):
         return self.step(int(k))
 
 
+@dataclass(frozen=True)
+class RevertSteps(Steps):
+    """``Steps`` that can also give a step's decided cells holding mass without its table,
+    where only the revert boundary decides there: ``reverted(k, mass)`` is ``(row, column)``
+    of those cells, row-major (the cells ``masked_cells(mass, table != CONTINUE_CODE)``
+    finds, every one a revert), or None (then the table is read)."""
+
+    reverted: Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray] | None] = lambda k, m: None
+
+
 def sparse_cells(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(row, column, value)`` of the nonzero cells of ``m``."""
     i, j = np.nonzero(m)
@@ -143,10 +153,13 @@ def ledger_masses(
     lazy = isinstance(tables, Steps)
     t = len(tables) - 1 if lazy else tables.shape[1] - 1
     # two buffers in turn: run n's masses from run n - 1's (a fresh array a run cost more
-    # than the arithmetic); halving the sum is exact, so the values are those of halving
-    # each term
+    # than the arithmetic). Up to ``UNSCALED_TOP`` outcomes they are kept unscaled, times
+    # 2^n, and ``scale`` = 2^-n turns them into the masses at 1/2: the values of halving
+    # each term, as scaling by a power of 2 is exact without overflow (unscaled masses are
+    # at most 2^n) or underflow (masses at 1/2 stay above 2^-(prior_runs + n))
+    halve_each = prior_runs + t > UNSCALED_TOP
     buffer, spare = np.empty((prior_runs + 1, t + 1)), np.empty((prior_runs + 1, t + 1))
-    mass = buffer[:, :1]
+    mass, scale = buffer[:, :1], 1.0
     mass[:, 0] = half_pmf(prior_runs)
     empty = sparse_cells(np.zeros((1, 1)))
     revert, accept = [empty], [empty]
@@ -154,9 +167,13 @@ def ledger_masses(
         nxt = spare[:, : n + 1]
         nxt[:, 0], nxt[:, n] = mass[:, 0], mass[:, n - 1]
         np.add(mass[:, 1:], mass[:, :-1], out=nxt[:, 1:n])
-        nxt *= 0.5
+        if halve_each:
+            nxt *= 0.5
+        else:
+            scale *= 0.5
         row = tables[n] if lazy else tables[:, n, : n + 1]
-        i, j, m = masked_cells(nxt, (row == REVERT_CODE) | (row == ACCEPT_CODE))
+        i, j, m = masked_cells(nxt, row != CONTINUE_CODE)  # codes are 0, 1 or 2
+        m *= scale
         code = row[i, j]  # row-major, so each part below is in masked_cells' order
         for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
             hit = code == which
@@ -166,7 +183,13 @@ def ledger_masses(
             return None
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
         mass, buffer, spare = nxt, spare, buffer
-    return LedgerMasses(prior_runs, revert, accept, mass)
+    if limit is not None and limit.finish():
+        return None
+    return LedgerMasses(prior_runs, revert, accept, mass * scale)
+
+
+UNSCALED_TOP = 1000
+"""Most outcomes (ledger and runs) for which ``ledger_masses`` keeps its masses unscaled."""
 
 
 @lru_cache(maxsize=64)

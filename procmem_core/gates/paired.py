@@ -230,11 +230,14 @@ class PairedGate(Gate):
                 held = mass != 0 if before == ("start",) else ~regimes[before][2]
                 regimes[before, now] = decided_pairs(self.rule_at(k, w, b, value), held)
                 regimes[now] = regimes[before, now]
-            rev, acc, stopped = regimes[before, now]
+            rev, acc, _ = regimes[before, now]
             before = now
             revert.append(take_cells(nxt, rev))
             accept.append(take_cells(nxt, acc))
-            nxt[stopped] = 0.0
+            # a cell holding mass is within one step of a held cell: the decided ones among
+            # them are ``rev`` and ``acc``, every other decided cell holds 0 already
+            nxt[rev] = 0.0
+            nxt[acc] = 0.0
             mass, spare = nxt, mass
         return revert, accept
 

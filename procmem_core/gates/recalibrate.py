@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from procmem_core.gates.base import field_values
+from procmem_core.gates.base import field_values, gate_key
 from procmem_core.gates.calibrate import Calibration
 from procmem_core.gates.worst import WorstCase
 
@@ -60,6 +60,19 @@ class LedgerLevels(ABC):
             "recalibrate": False,
         }
         return tuple(at.items())
+
+    def recursion_key(self, ledger: int) -> tuple:
+        """``base.gate_key`` of this gate's recursion with a ledger of ``ledger`` runs,
+        ``recalibrate`` read as False where it does not matter: at the design ledger both
+        settings use the gate's own levels (``levels``), so a design's gate and the equal
+        gate its calibration certified (built with ``recalibrate=False``) share one."""
+        m = int(ledger)
+        own = m == self.ledger or m < self.smallest_ledger
+        return (
+            gate_key(self, m)
+            if self.recalibrate and not own
+            else (type(self).__name__, *{**field_values(self), "recalibrate": False}.items(), m)
+        )
 
     def certificate_at(self, ledger: int) -> WorstCase | None:
         """The worst case certifying the levels used with a ledger of ``ledger`` runs."""

@@ -49,6 +49,7 @@ from procmem_core.gates import arms, twolattice
 from procmem_core.gates.base import (
     DESIGNS,
     Gate,
+    Recursions,
 )
 from procmem_core.gates.calibrate import (
     TRIALS,
@@ -69,13 +70,13 @@ from procmem_core.gates.defaults import (
     P0_LOW,
 )
 from procmem_core.gates.llr import sprt_boundaries
-from procmem_core.gates.mixture import Steps
+from procmem_core.gates.mixture import RevertSteps
 from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
 from procmem_core.gates.two_sample_batch import TwoSampleBatch
 from procmem_core.gates.two_sample_exact import TwoSampleExact
-from procmem_core.gates.twostats import drop_statistics, step_statistics
+from procmem_core.gates.twostats import accept_floor, drop_statistics, step_statistics
 from procmem_core.gates.verdicts import (
     CONTINUE_CODE,
     VERDICT_NAMES,
@@ -199,21 +200,45 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
         revert, final = self.levels(lat.ledger)
 
         def step(k: int) -> np.ndarray:
-            stats = step_statistics(lat.ledger, lat.concurrent, k, self.min_drop,
-                                    self.accept_shrink)  # fmt: skip
-            return self._codes(np.int64(k), *stats, final if at_cap else None, revert)
+            where = (lat.ledger, lat.concurrent, k, self.min_drop, self.accept_shrink)
+            stats, floor = step_statistics(*where), accept_floor(*where)
+            return self._codes(np.int64(k), *stats, final if at_cap else None, revert, floor)
+
+        def reverted(k: int, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+            where = (lat.ledger, lat.concurrent, k, self.min_drop, self.accept_shrink)
+            if not self.min_runs <= k < self.max_runs or accept_floor(*where) <= self.accept_level:
+                return None  # the table decides (before min_runs: none; the cap; accepts)
+            lam, _, valid = step_statistics(*where)
+            if not np.any(valid):
+                return None
+            flat = np.flatnonzero(self._early_reverts(lam, valid, revert) & (mass != 0))
+            return np.divmod(flat, mass.shape[1])
 
         steps = lat.max_runs + 1
-        return Steps(step, steps) if lazy else [step(k) for k in range(steps)]
+        return RevertSteps(step, steps, reverted) if lazy else [step(k) for k in range(steps)]
 
-    def _codes(self, k, lam, ref, valid, final, revert_level) -> np.ndarray:
+    @staticmethod
+    def _early_reverts(lam, valid, revert_level) -> np.ndarray:
+        """Before the cap: the cells past the revert boundary (``lambda >= revert_level``,
+        where the statistic is defined)."""
+        revert = lam >= revert_level
+        if np.ndim(valid):
+            revert &= valid
+        return revert
+
+    def _codes(self, k, lam, ref, valid, final, revert_level, floor=None) -> np.ndarray:
+        """Codes from the statistics; ``floor``: the least accept statistic among the cells
+        (``twostats.accept_floor``; below it the accept comparison is skipped: no cell
+        accepts, the same codes)."""
         k = np.asarray(k)
         if k.ndim == 0 and k < self.max_runs:  # one step before the cap: no cap rule
             if k < self.min_runs or not np.any(valid):
                 return np.zeros(np.shape(lam), dtype=np.int8)
-            revert, accept = lam >= revert_level, ref <= self.accept_level
+            revert = self._early_reverts(lam, valid, revert_level)
+            if floor is not None and floor > self.accept_level:
+                return revert.view(np.int8) * np.int8(2)
+            accept = ref <= self.accept_level
             if np.ndim(valid):
-                revert &= valid
                 accept &= valid
             if not self.accept_level < 0.0 < revert_level:  # else disjoint: lambda and the
                 accept &= ~revert  # accept statistic share the sign of the observed drop
@@ -301,6 +326,20 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
 CALIBRATION_POINTS = 41
 
 
+UNCAPPED = Recursions(size=2)
+"""The last whole uncapped recursions a cap scan walked, by calibration key and early revert
+level (``remember_uncapped``): a calibration's trial there takes it instead of running."""
+
+
+def remember_uncapped(gate: TwoSampleGate, masses: twolattice.HalfMasses) -> None:
+    """Keep ``masses``, the recursion at 1/2 of ``gate`` with its cap left undecided (as a
+    cap scan walks it, ``cap_scan``), for the calibration of these parameters: its trial at
+    ``gate.revert_level`` then runs no recursion. The masses must be
+    ``twolattice.half_masses`` of ``gate.tables(lat, at_cap=False)``, bit for bit."""
+    key = (gate.key_at(gate.ledger), float(gate.revert_level))
+    UNCAPPED.get(key, lambda: masses)
+
+
 def grid_calibrated(**params: object) -> TwoSampleGate:
     """The gate calibrated on the coarse grid only (``calibrate.grid_calibrated_gate``)."""
     return grid_calibrated_gate(TwoSampleGate, _calibrated, params)
@@ -319,6 +358,8 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     done: dict[float, twolattice.HalfMasses] = TRIALS.get(("two_sample", key), dict)
 
     def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
+        if revert_level not in done and (key, revert_level) in UNCAPPED.store:
+            done[revert_level] = UNCAPPED.get((key, revert_level), lambda: None)
         if revert_level not in done:
             gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
             stop = None if limit is None else RevertLimit(grid, limit, lat.observations)

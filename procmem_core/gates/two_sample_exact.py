@@ -13,7 +13,6 @@ from procmem_core.gates.base import (
     OperatingPoint,
     Recursions,
     check_p_values,
-    gate_key,
     make_point,
 )
 
@@ -40,7 +39,7 @@ class TwoSampleExact:
         """The recursion at 1/2 (``twolattice.half_masses``) for this gate with a ledger of
         ``prior_runs`` runs, at the levels it uses there (cached per ledger size)."""
         lat = self.lattice_for(prior_runs)
-        key = gate_key(self, int(prior_runs or 0))
+        key = self.recursion_key(int(prior_runs or 0))
         return HALF_MASSES.get(key, lambda: twolattice.half_masses(lat, self.tables(lat)))
 
     def passes(self, p0, p, prior_runs: int | None) -> twolattice.TwoSamplePass:

@@ -30,6 +30,7 @@ from scipy import stats
 
 from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.mixture import (
+    RevertSteps,
     by_row,
     by_total,
     half_pmf,
@@ -127,7 +128,15 @@ class HalfMasses:
 class Walk:
     """The recursion's undecided masses at 1/2, one step after another, in two buffers
     reused across steps (a fresh array a step cost more than the arithmetic). ``mass``:
-    the current step's masses (a view: copy what must outlive the next ``step``)."""
+    the current step's masses kept unscaled, times ``1/scale`` (a view: copy what must
+    outlive the next ``step``); ``mass * scale`` are the masses at 1/2, bit for bit.
+
+    Each run's sums are taken unscaled: a revision run (``a`` up by 0 or 1) and,
+    concurrently, a prior run (``B`` up by 0 or 1), each with probability 1/2, and ``scale``
+    is halved once per arm instead of halving every sum. Scaling by a power of 2 commutes
+    with rounding (no overflow: at most ``2^MAX_OBSERVATIONS`` times a mass <= 1; no
+    underflow: masses at 1/2 stay above 2^-1000), so ``mass * scale`` are the values of
+    halving each term, one pass over the lattice a step fewer."""
 
     def __init__(self, lat: TwoSampleLattice) -> None:
         shape = (lat.max_runs + 1, lat.prior_runs(lat.max_runs) + 1)
@@ -135,12 +144,10 @@ class Walk:
         self.buffer, self.spare = np.empty(shape), np.empty(shape)
         self.mass = self.buffer[:1, : lat.ledger + 1]
         self.mass[0] = half_pmf(lat.ledger)
+        self.scale = 1.0
 
     def step(self) -> np.ndarray:
-        """The next step's masses before its decisions: a revision run (``a`` up by 0 or
-        1) and, concurrently, a prior run (``B`` up by 0 or 1), each with probability 1/2.
-        The sums are taken unscaled and halved once a run (exact: powers of 2), the same
-        values as halving each term."""
+        """The next step's unscaled masses before its decisions (class docstring)."""
         k, width = self.mass.shape
         m, nxt = self.mass, self.spare[: k + 1, :width]
         nxt[0], nxt[k] = m[0], m[k - 1]
@@ -149,11 +156,17 @@ class Walk:
             out = self.buffer[: k + 1, : width + 1]
             out[:, 0], out[:, width] = nxt[:, 0], nxt[:, width - 1]
             np.add(nxt[:, 1:], nxt[:, :-1], out=out[:, 1:width])
-            out *= 0.25
+            self.scale *= 0.25
         else:
-            out = np.multiply(nxt, 0.5, out=self.buffer[: k + 1, :width])
+            out = nxt  # now in ``spare``: the next step writes into the other buffer
+            self.buffer, self.spare = self.spare, self.buffer
+            self.scale *= 0.5
         self.mass = out
         return out
+
+    def masses(self) -> np.ndarray:
+        """The current step's masses at 1/2 (a fresh array)."""
+        return self.mass * self.scale
 
 
 def decided_cells(mass: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -170,19 +183,30 @@ def half_masses(
     so far pass it (``revert_limit``: a calibration trial that has failed)."""
     walk = Walk(lat)
     revert, accept = [sparse_cells(np.zeros((1, 1)))], [sparse_cells(np.zeros((1, 1)))]
+    none = sparse_cells(np.zeros((1, 1)))  # no cell: what an empty split gives
+    reverted = tables.reverted if isinstance(tables, RevertSteps) else None
     for k in range(1, lat.max_runs + 1):
         nxt = walk.step()
-        table = tables[k]  # read once: it may be computed when read
-        i, j, m = decided_cells(nxt, table)  # row-major, as split below
-        code = table[i, j]
-        for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
-            hit = code == which
-            out.append((i[hit], j[hit], m[hit]))
+        found = None if reverted is None else reverted(k, nxt)
+        if found is not None:  # every decided cell reverts: the same cells, no table
+            i, j = found
+            revert.append((i, j, nxt[i, j] * walk.scale))
+            accept.append(none)
+        else:
+            table = tables[k]  # read once: it may be computed when read
+            i, j, m = decided_cells(nxt, table)  # row-major, as split below
+            m *= walk.scale  # the masses at 1/2 (exact: a power of 2)
+            code = table[i, j]
+            for out, which in ((revert, REVERT_CODE), (accept, ACCEPT_CODE)):
+                hit = code == which
+                out.append((i[hit], j[hit], m[hit]))
         if limit is not None and limit.add(revert[-1][0] + revert[-1][1], revert[-1][2],
                                            k + lat.prior_runs(k)):  # fmt: skip
             return None
         nxt[i, j] = 0.0  # the decided cells holding mass: the others are 0 already
-    return HalfMasses(revert, accept, walk.mass.copy())
+    if limit is not None and limit.finish():
+        return None
+    return HalfMasses(revert, accept, walk.masses())
 
 
 @dataclass(frozen=True)
