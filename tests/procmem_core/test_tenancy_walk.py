@@ -120,6 +120,30 @@ PROCEDURE_CALLS = [
         lambda b, c: b.procedures.match(SITUATION, namespace_scope="all_mine", principal="mallory"),
         "empty",
     ),
+    (  # a request prepared for a namespace she lacks is refused when it is ranked
+        "match_request",
+        "mallory",
+        lambda b, c: b.procedures.match_request(
+            b.procedures.prepare_match(SITUATION, namespace=TEAM, principal="mallory")
+        ),
+        "deny",
+    ),
+    (
+        "match_request",
+        "mallory",
+        lambda b, c: b.procedures.match_request(
+            b.procedures.prepare_match(SITUATION, principal="mallory")
+        ),
+        "empty",
+    ),
+    (
+        "match_request",
+        "mallory",
+        lambda b, c: b.procedures.match_request(
+            b.procedures.prepare_match(SITUATION, namespace_scope="all_mine", principal="mallory")
+        ),
+        "empty",
+    ),
     ("locate", "mallory", lambda b, c: b.procedures.locate(REF, principal="mallory"), "deny"),
     ("list", "mallory", lambda b, c: b.procedures.list(principal="mallory"), "empty"),
     (
@@ -338,7 +362,10 @@ CALLS = (
     + [("MemoryStore", *c) for c in MEMORY_CALLS]
     + [("LearningsQueue", *c) for c in QUEUE_CALLS]
 )
-NOT_DATA = {"open", "close"}  # opening and closing a file read no tenant's rows
+# opening and closing a file read no tenant's rows; prepare_match checks its arguments and
+# embeds the situation, reading no row (the request is checked where it is ranked,
+# match_request, walked above)
+NOT_DATA = {"open", "close", "prepare_match"}
 
 
 def _public(cls: type) -> set[str]:
