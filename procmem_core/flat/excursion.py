@@ -97,11 +97,26 @@ def excursion(
         done = end >= 0
         np.add.at(acc, end[done], np.stack([w[done], k * w[done], k * k * w[done]], axis=1))
         live = ~done & (w > 0)
-        conf, idx = np.unique(c2[live], return_inverse=True)
+        conf, idx = _merge(c2[live])
         mass = np.bincount(idx, weights=w[live], minlength=len(conf))
     acc /= acc[:, 0].sum()  # the undecided residual (< FLOAT_TOLERANCE) spread pro rata
     rows = [Ending(*map(float, r)) for r in acc]
     return rows[0], rows[1:-1], rows[-1]
+
+
+def _merge(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, by a stable argsort: ``values`` are a
+    step's moves up, then down, two sorted runs when the update is monotone (a step
+    rule's is), which numpy's stable sort merges in linear time where ``np.unique``'s
+    quicksort takes ``n log n`` (any order gives the same answer). The masses are then
+    summed by ``bincount`` in the order of ``values``, as before, so bit for bit."""
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    first = np.ones(ranked.size, bool)
+    np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
+    inverse = np.empty(values.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ranked[first], inverse
 
 
 @dataclass(frozen=True)
@@ -252,7 +267,7 @@ def _jump_cycle(rule: FlatRule, p: float, start: float, stops: np.ndarray):
         hit = stops[at] == c2
         np.add.at(ended, at[hit], w[hit])
         live = ~hit & (w > 0)
-        conf, idx = np.unique(c2[live], return_inverse=True)
+        conf, idx = _merge(c2[live])
         mass = np.bincount(idx, weights=w[live], minlength=len(conf))
         xs.append(conf), vs.append(mass)
     x = np.concatenate(xs)
