@@ -80,11 +80,11 @@ def excursion(
                 "p", p, f"a walk that ends within {MAX_EXCURSION} sessions (from {start!r} "
                 "it neither falls below the threshold nor returns to a clamp)",
             )  # fmt: skip
-        n = len(conf)
-        c2 = rule.update(
-            np.concatenate([conf, conf]),
-            np.concatenate([np.ones(n, bool), np.zeros(n, bool)]),
-            baseline=baseline,
+        c2 = np.concatenate(
+            [
+                rule.update(conf, True, baseline=baseline),
+                rule.update(conf, False, baseline=baseline),
+            ]
         )
         w = np.concatenate([mass * p, mass * (1.0 - p)])
         end = np.full(len(c2), -1)
@@ -115,7 +115,7 @@ def _merge(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = np.ones(ranked.size, bool)
     np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
     inverse = np.empty(values.size, dtype=np.int64)
-    inverse[order] = np.cumsum(first) - 1
+    inverse[order] = np.cumsum(first.astype(np.int64)) - 1  # (cumsum of bools is slow)
     return ranked[first], inverse
 
 
