@@ -149,9 +149,10 @@ class Batch:
         at[order], at[size] = np.arange(size), size  # old index -> new; the sentinel stays
         self.size = size
         self.states = states[order]
-        self.up = at[np.where(up < 0, size, up).astype(np.int64)[order]]
-        self.down = at[np.where(down < 0, size, down).astype(np.int64)[order]]
-        self.cand_g = at[g.astype(np.int64)]
+        # (a move marked -1 reads at[-1], the sentinel)
+        self.up = at[up.astype(np.int64, copy=False)[order]]
+        self.down = at[down.astype(np.int64, copy=False)[order]]
+        self.cand_g = at[g.astype(np.int64, copy=False)]
         self.within = np.searchsorted(depth[order], np.arange(horizon + 1), side="right")
 
     @staticmethod
