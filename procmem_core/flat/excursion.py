@@ -107,8 +107,8 @@ def excursion(
 def _merge(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)``, by a stable argsort: ``values`` are a
     step's moves up, then down, two sorted runs when the update is monotone (a step
-    rule's is), which numpy's stable sort merges in linear time where ``np.unique``'s
-    quicksort takes ``n log n`` (any order gives the same answer). The masses are then
+    rule's is), which numpy's stable sort finds and merges, several times faster than
+    ``np.unique``'s quicksort argsort (any order gives the same answer). The masses are then
     summed by ``bincount`` in the order of ``values``, as before, so bit for bit."""
     order = np.argsort(values, kind="stable")
     ranked = values[order]
