@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
+from procmem_core.flat import flat_fate
 from procmem_core.flat.baseline import BaselineRule
+from procmem_core.flat.design_table import still_shown
 from procmem_core.flat.excursion import _merge
 from procmem_core.flat.rule import ConfidenceRule, StepMoves
 from procmem_core.flat.spaces import confidence_space, reach
@@ -93,3 +95,21 @@ def test_merge_is_numpys_unique_with_its_inverse(seed):
         want, want_inverse = np.unique(values, return_inverse=True)
         assert conf.tobytes() == want.tobytes()
         assert np.array_equal(inverse, want_inverse)
+
+
+def test_a_batch_of_mixed_rules_groups_them_and_matches_flat_fate():
+    """Float and grid confidence rules and a baseline rule in one batch: each group is
+    searched with its own arithmetic and horizon, and every figure is ``flat_fate``'s."""
+    rules = [
+        (ConfidenceRule(0.6, 0.08, 0.15), 0.55),
+        (ConfidenceRule(0.6, 0.08, 0.15, arithmetic="grid"), 0.55),
+        (BaselineRule(0.7, 0.1), 0.5),
+        (ConfidenceRule(0.9, 0.03, 0.11), 0.3),
+        (ConfidenceRule(0.2, 0.05, 0.05), 0.3),  # starts below its threshold: never shown
+    ]
+    got = still_shown(rules, 0.7, 25, 0.6)
+    for (rule, threshold), value in zip(rules, got, strict=True):
+        base = 0.6 if rule.needs_baseline else None
+        want = 1.0 - flat_fate(0.7, 25, rule, threshold, base).p_excluded
+        assert value == pytest.approx(want, abs=1e-12)
+    assert got[-1] == 0.0 and got[0] != got[1]  # float and grid readings differ here
