@@ -58,7 +58,7 @@ def by_fate(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> 
     return table, 0
 
 
-MEMBERS_PER_BATCH = 16
+MEMBERS_PER_BATCH = 8
 """Members walked together (bounds the memory of the float spaces, which hold a few
 doubles per decimal value)."""
 
