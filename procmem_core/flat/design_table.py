@@ -3,8 +3,9 @@
 
 ``by_fate``: rules whose state is their counts, ``flat_fate`` per member and threshold.
 ``by_grid``: step rules (their state is the confidence), every threshold and initial of a
-member at once by the backward recursion on the confidences the rule reaches
-(``chain.confidence_space``):
+member at once by the backward recursion on the confidences the rule reaches (each
+member's ``confidence_space``, found for a batch of members in one lockstep search,
+``spaces.reach``):
 ``V_k(x) = p V_{k-1}(up(x)) + (1 - p) V_{k-1}(down(x))`` for ``x`` at or above the
 threshold (``V = 0`` below), ``V_0 = 1``, so ``P(kept) = V_n(x0)`` and
 ``E[sessions shown] = sum_{k<n} V_k(x0)``, the same numbers as ``flat_fate`` (``Batch``).
