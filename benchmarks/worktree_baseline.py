@@ -1,6 +1,6 @@
 """A former commit beside this checkout in one benchmark run: the shared helper of the
 benchmarks that measure a speed-up side by side (``bench_simulators``' loop,
-``bench_gates``' design questions).
+``bench_gates``' design questions, ``bench_flat_design``'s flat design questions).
 
 ``baseline_tree(commit)`` checks ``commit`` out into a temporary detached git worktree
 (``git worktree add --detach``) and removes it afterwards, whatever happens (try/finally);

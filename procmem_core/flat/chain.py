@@ -3,9 +3,9 @@ the chain that never absorbs because excluded procedures are shown again.
 
 A step rule on the decimal grid (``arithmetic="grid"``) keeps its confidence on a finite
 set closed under its ``update`` (sums of its moves with the clamps, on the ``snap``
-grid): ``confidence_space`` finds it by calling the rule's own ``update`` from the
-starting confidences. In the seed's float arithmetic two orders of the same outcomes
-can land on different doubles, and the walks that balance ``reward`` against
+grid): ``confidence_space`` (module ``flat.spaces``) finds it by calling the rule's own
+``update`` from the starting confidences. In the seed's float arithmetic two orders of
+the same outcomes can land on different doubles, and the walks that balance ``reward`` against
 ``penalty`` reach new doubles without end, so no closed set exists: ``confidence_space``
 then takes a ``horizon`` (the doubles reachable within that many updates, exact for
 any question about at most that many sessions), and the questions without a horizon are
@@ -55,31 +55,17 @@ from procmem_core.errors import ParameterError, check_instance, check_probabilit
 from procmem_core.flat.excursion import excursion, float_run_lengths
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
 from procmem_core.flat.rule import DEFAULT_RULE, FlatRule, StepRule, passes_threshold
+from procmem_core.flat.spaces import MAX_STATES, ConfidenceSpace, confidence_space
 
-MAX_STATES = 50_000
-"""The largest confidence set a chain is built on (a rule with steps off a coarse
-decimal grid can need many)."""
-
-
-@dataclass(frozen=True)
-class ConfidenceSpace:
-    """Confidences closed under the rule's update: ``states`` (sorted), and the index of
-    the state after a good (``up``) and a bad (``down``) session, -1 when it falls below
-    the threshold and the space keeps no state below it (an absorbing threshold)."""
-
-    states: np.ndarray
-    up: np.ndarray
-    down: np.ndarray
-    shown: np.ndarray  # states at or above the threshold
-    depth: np.ndarray | None = None  # updates from the nearest start (breadth first)
-
-    def index(self, confidence: float) -> int:
-        """The state's position; a ``ParameterError`` when it is not in the space."""
-        c = float(confidence)
-        i = int(np.searchsorted(self.states, c))
-        if i >= len(self.states) or self.states[i] != c:
-            raise ParameterError("confidence", confidence, "a confidence the chain reaches")
-        return i
+__all__ = [  # the spaces live in ``flat.spaces``; callers may still import them from here
+    "MAX_STATES",
+    "ConfidenceSpace",
+    "RunLengths",
+    "confidence_space",
+    "hit_before",
+    "run_lengths",
+    "wald_hit_before",
+]
 
 
 def _check_chain(p: float, rule: FlatRule, threshold: float, baseline: float | None):
@@ -95,97 +81,6 @@ def _check_chain(p: float, rule: FlatRule, threshold: float, baseline: float | N
         baseline = check_probability("baseline", baseline)
     rule.check_evidence(0, 0, baseline)
     return p, threshold, baseline
-
-
-def confidence_space(
-    rule: FlatRule,
-    threshold: float,
-    starts: ArrayLike,
-    baseline: float | None = None,
-    keep_below: bool = False,
-    max_states: int = MAX_STATES,
-    horizon: int | None = None,
-) -> ConfidenceSpace:
-    """The confidences reachable from ``starts`` by ``rule.update`` (breadth first),
-    within ``horizon`` updates when given (required in float arithmetic: module
-    docstring); a move from a state first reached at the horizon that leaves the space
-    is marked ``-1``, and no question about ``horizon`` sessions follows it.
-
-    Below the threshold the walk stops unless ``keep_below`` (a procedure that can be
-    shown again keeps moving there).
-    """
-    if horizon is None and rule.arithmetic == "float":
-        raise ParameterError(
-            "horizon", None, "a number of sessions: in the seed's float arithmetic the "
-            "reachable doubles form no closed set (use flat_fate, or arithmetic='grid')",
-        )  # fmt: skip
-    start = np.unique(rule.settle(np.atleast_1d(np.asarray(starts, dtype=float))))
-    bad = ~((start >= 0) & (start <= 1))  # NaN fails both
-    if bad.any():
-        raise ParameterError("starts", float(start[bad][0]), "confidences in [0, 1]")
-    ok = np.ones(len(start), bool) if keep_below else passes_threshold(start, threshold)
-    frontier = start[np.asarray(ok, bool)]
-    done, ups, downs = [], [], []  # every state's two moves, each computed once
-    known = frontier
-    depth = 0  # of the frontier's states
-    while frontier.size:
-        up = rule.update(frontier, True, baseline=baseline)
-        down = rule.update(frontier, False, baseline=baseline)
-        done.append(frontier), ups.append(up), downs.append(down)
-        if horizon is not None and depth >= horizon:
-            break
-        depth += 1
-        moved = np.concatenate([up, down])
-        if not keep_below:
-            moved = moved[np.asarray(passes_threshold(moved, threshold), bool)]
-        frontier = _new(np.unique(moved), known)
-        known = np.sort(np.concatenate((known, frontier)), kind="stable")  # two sorted runs
-        if known.size > max_states:
-            raise ParameterError(
-                "rule", rule.describe(), f"a chain of at most {max_states} confidences "
-                "(put reward, penalty, threshold and initial on a coarser decimal grid, or "
-                "ask about fewer sessions)",
-            )  # fmt: skip
-    if not done:
-        empty = np.zeros(0, dtype=np.int64)
-        return ConfidenceSpace(np.zeros(0), empty, empty, np.zeros(0, bool), empty)
-    states = np.concatenate(done)
-    order = np.argsort(states, kind="stable")
-    states = states[order]
-    depth = np.concatenate([np.full(f.size, d, dtype=np.int64) for d, f in enumerate(done)])
-    up, down = np.concatenate(ups)[order], np.concatenate(downs)[order]
-    shown = np.asarray(passes_threshold(states, threshold), bool)
-    bounded = horizon is not None
-    return ConfidenceSpace(
-        states,
-        _positions(states, up, keep_below, threshold, bounded),
-        _positions(states, down, keep_below, threshold, bounded),
-        shown,
-        depth[order],
-    )
-
-
-def _new(values: np.ndarray, known: np.ndarray) -> np.ndarray:
-    """The sorted unique ``values`` not in the sorted ``known`` (``np.setdiff1d`` without
-    re-sorting ``known``: a binary search per value)."""
-    if not known.size:
-        return values
-    at = np.searchsorted(known, values).clip(max=known.size - 1)
-    return values[known[at] != values]
-
-
-def _positions(states, moved, keep_below, threshold, bounded=False) -> np.ndarray:
-    idx = np.searchsorted(states, moved).clip(max=max(len(states) - 1, 0))
-    found = states[idx] == moved if len(states) else np.zeros(0, bool)
-    if not keep_below:
-        below = ~np.asarray(passes_threshold(moved, threshold), bool)
-        idx = np.where(below, -1, idx)
-        found |= below
-    if bounded:  # beyond the horizon: never followed
-        return np.where(found, idx, -1)
-    if not found.all():  # a closed set by construction: this is a bug, not bad input
-        raise RuntimeError("confidence_space is not closed under the rule's update")
-    return idx
 
 
 def _transient_matrix(space: ConfidenceSpace, p: float) -> tuple:

@@ -44,7 +44,7 @@ from procmem_core.flat.chain import run_lengths
 from procmem_core.flat.design_table import Batch, Table, by_fate, by_grid, chunks
 from procmem_core.flat.fate import flat_fate
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
-from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, FlatRule
+from procmem_core.flat.rule import DEFAULT_RULE, FLAT_RULES, DesignSpace, FlatRule
 from procmem_core.flat.targets import RuleTargets
 from procmem_core.gates.calibration_store import stored
 
@@ -276,10 +276,12 @@ def _shortest(grid, table: Table, targets: RuleTargets, counts: bool):
         i = int(np.flatnonzero(good[:, n - 1])[0])
         rule, t = grid[int(table.space[i])].rule, float(table.threshold[i])
         return n, evaluate(rule, t, _at(targets, n))
-    hopeful = np.unique(table.space[table.kept >= targets.keep - 1e-12]).astype(int)
+    keeps = table.kept >= targets.keep - 1e-12
+    hopeful = np.unique(table.space[keeps]).astype(int)
     # (a separating search passes only separating members' candidates, so only they are here)
     if hopeful.size == 0:
         return None
+    grid = _narrowed(grid, table, keeps)
     # walks to 2x within first, then twice as far up to ``longest``: a walk to H gives V_k
     # exactly for every k <= H, so a hit found within H is the earliest of any longer walk
     # (the spaces a walk builds grow fast with its horizon)
@@ -293,6 +295,26 @@ def _shortest(grid, table: Table, targets: RuleTargets, counts: bool):
         return None
     k, _, rule, threshold = best
     return k, evaluate(rule, threshold, _at(targets, k))
+
+
+def _narrowed(grid, table: Table, keeps: np.ndarray) -> list:
+    """The grid with each member's thresholds and initials cut to those of its candidates
+    that keep enough at ``within`` (sorted, as in the grid). Only they can meet both later:
+    kept is non-increasing in the horizon in float arithmetic too (``V_1 <= V_0 = 1``, as
+    ``p + fl(1 - p)`` rounds to at most 1, and ``fl(p a) + fl(q b)`` is monotone in ``a``
+    and ``b``), so the walk from fewer starts, over fewer thresholds, finds the same
+    earliest candidate with the same figures (each depends only on its own cone)."""
+    out = list(grid)
+    rows = np.flatnonzero(keeps)
+    rows = rows[np.argsort(table.space[rows], kind="stable")]
+    space = table.space[rows].astype(int)
+    members, first = np.unique(space, return_index=True)
+    for m, lo, hi in zip(members, first, [*first[1:], len(rows)], strict=True):
+        mine = rows[lo:hi]
+        thresholds = tuple(float(t) for t in np.unique(table.threshold[mine]))
+        initials = tuple(float(x) for x in np.unique(table.initial[mine]))
+        out[m] = DesignSpace(grid[m].rule, thresholds, initials)
+    return out
 
 
 def _earliest(grid, members_hopeful: np.ndarray, targets: RuleTargets, horizon: int):

@@ -3,8 +3,9 @@
 
 ``by_fate``: rules whose state is their counts, ``flat_fate`` per member and threshold.
 ``by_grid``: step rules (their state is the confidence), every threshold and initial of a
-member at once by the backward recursion on the confidences the rule reaches
-(``chain.confidence_space``):
+member at once by the backward recursion on the confidences the rule reaches (each
+member's ``confidence_space``, found for a batch of members in one lockstep search,
+``spaces.reach``):
 ``V_k(x) = p V_{k-1}(up(x)) + (1 - p) V_{k-1}(down(x))`` for ``x`` at or above the
 threshold (``V = 0`` below), ``V_0 = 1``, so ``P(kept) = V_n(x0)`` and
 ``E[sessions shown] = sum_{k<n} V_k(x0)``, the same numbers as ``flat_fate`` (``Batch``).
@@ -19,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from procmem_core.errors import ParameterError
-from procmem_core.flat.chain import confidence_space
 from procmem_core.flat.fate import flat_fate
-from procmem_core.flat.rule import DesignSpace, FlatRule
+from procmem_core.flat.rule import DesignSpace, FlatRule, StepMoves, StepRule
+from procmem_core.flat.spaces import reach
 from procmem_core.flat.targets import RuleTargets
 
 __all__ = ["MEMBERS_PER_BATCH", "Batch", "Table", "by_fate", "by_grid", "chunks", "still_shown"]
@@ -58,7 +59,7 @@ def by_fate(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> 
     return table, 0
 
 
-MEMBERS_PER_BATCH = 64
+MEMBERS_PER_BATCH = 8
 """Members walked together (bounds the memory of the float spaces, which hold a few
 doubles per decimal value)."""
 
@@ -82,6 +83,44 @@ def by_grid(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> 
     return Table(*(np.concatenate(col) for col in zip(*parts, strict=True))), skipped
 
 
+def _spaces(grid, base: float, members: list[int], horizon: int) -> dict:
+    """Each member's confidence space at its lowest threshold, from its initials at or
+    above it: ``{member: (space, starts)}``, None for a member whose space is too large.
+    Step rules sharing an arithmetic are searched together (``spaces.reach`` with
+    ``StepMoves``: each member's states are those of its own ``confidence_space``);
+    another rule alone, by its own ``update``."""
+    groups: dict[tuple, list[int]] = {}
+    for i in members:
+        r = grid[i].rule
+        step = isinstance(r, StepRule)
+        key = (r.needs_baseline, r.arithmetic) if step else (r.needs_baseline, r.arithmetic, i)
+        groups.setdefault(key, []).append(i)
+    out = {}
+    for key, group in groups.items():
+        rules = [grid[i].rule for i in group]
+        b = base if key[0] else None
+        lows = [min(grid[i].thresholds) for i in group]
+        starts = [
+            np.asarray([x for x in grid[i].initials if x >= low], dtype=float)
+            for i, low in zip(group, lows, strict=True)
+        ]
+        settled = [np.unique(r.settle(x)) for r, x in zip(rules, starts, strict=True)]
+        bad = [not ((x >= 0) & (x <= 1)).all() for x in settled]  # NaN fails both
+        settled = [np.zeros(0) if no else x for x, no in zip(settled, bad, strict=True)]
+        moves = StepMoves(rules, b) if len(key) == 2 else _own_moves(rules[0], b)
+        bound = horizon if key[1] == "float" else None
+        found = reach(moves, settled, lows, horizon=bound)
+        for j, i in enumerate(group):
+            fail = bad[j] or found.too_large[j]
+            out[i] = None if fail else (found.space(j), starts[j])
+    return out
+
+
+def _own_moves(rule: FlatRule, baseline: float | None):
+    """``spaces.Moves`` of one rule, by its ``update``."""
+    return lambda c, _, positive: rule.update(c, positive, baseline=baseline)
+
+
 class Batch:
     """Every (member, threshold) chain in one flat index; the sentinel (index ``size``)
     is "excluded", where ``V = 0``. A member's space is built once, at its lowest
@@ -92,30 +131,29 @@ class Batch:
         self.skipped = 0
         parts: list[list[np.ndarray]] = [[] for _ in range(7)]
         size = 0
-        for i in range(len(grid)) if members is None else members:
-            ds = grid[i]
-            low = min(ds.thresholds)
-            starts = [x for x in ds.initials if x >= low]
-            b = base if ds.rule.needs_baseline else None
-            bound = horizon if ds.rule.arithmetic == "float" else None
-            try:
-                sp = confidence_space(ds.rule, low, starts, b, horizon=bound)
-            except ParameterError:  # too fine a grid for a chain: left out, and counted
+        members = [int(i) for i in (range(len(grid)) if members is None else members)]
+        spaces = _spaces(grid, base, members, horizon)
+        for i in members:
+            if spaces[i] is None:  # too fine a grid for a chain: left out, and counted
                 self.skipped += 1
                 continue
-            size = self._add(parts, i, ds, sp, size, np.asarray(starts, dtype=float))
+            sp, starts = spaces[i]
+            size = self._add(parts, i, grid[i], sp, size, starts)
         states, up, down, self.cand_space, self.cand_thr, g, depth = (
             np.concatenate(x) if x else np.zeros(0) for x in parts
         )
         # states in order of depth, so the states within j updates of a start are a prefix
-        order = np.argsort(depth, kind="stable")
+        # (a radix sort: depths are small integers, and numpy sorts 16-bit keys by radix)
+        small = depth.size == 0 or depth.max() < 2**16
+        order = np.argsort(depth.astype(np.uint16 if small else np.int64), kind="stable")
         at = np.empty(size + 1, dtype=np.int64)
         at[order], at[size] = np.arange(size), size  # old index -> new; the sentinel stays
         self.size = size
         self.states = states[order]
-        self.up = at[np.where(up < 0, size, up).astype(np.int64)[order]]
-        self.down = at[np.where(down < 0, size, down).astype(np.int64)[order]]
-        self.cand_g = at[g.astype(np.int64)]
+        # (a move marked -1 reads at[-1], the sentinel)
+        self.up = at[up.astype(np.int64, copy=False)[order]]
+        self.down = at[down.astype(np.int64, copy=False)[order]]
+        self.cand_g = at[g.astype(np.int64, copy=False)]
         self.within = np.searchsorted(depth[order], np.arange(horizon + 1), side="right")
 
     @staticmethod

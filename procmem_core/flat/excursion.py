@@ -80,11 +80,11 @@ def excursion(
                 "p", p, f"a walk that ends within {MAX_EXCURSION} sessions (from {start!r} "
                 "it neither falls below the threshold nor returns to a clamp)",
             )  # fmt: skip
-        n = len(conf)
-        c2 = rule.update(
-            np.concatenate([conf, conf]),
-            np.concatenate([np.ones(n, bool), np.zeros(n, bool)]),
-            baseline=baseline,
+        c2 = np.concatenate(
+            [
+                rule.update(conf, True, baseline=baseline),
+                rule.update(conf, False, baseline=baseline),
+            ]
         )
         w = np.concatenate([mass * p, mass * (1.0 - p)])
         end = np.full(len(c2), -1)
@@ -97,11 +97,26 @@ def excursion(
         done = end >= 0
         np.add.at(acc, end[done], np.stack([w[done], k * w[done], k * k * w[done]], axis=1))
         live = ~done & (w > 0)
-        conf, idx = np.unique(c2[live], return_inverse=True)
+        conf, idx = _merge(c2[live])
         mass = np.bincount(idx, weights=w[live], minlength=len(conf))
     acc /= acc[:, 0].sum()  # the undecided residual (< FLOAT_TOLERANCE) spread pro rata
     rows = [Ending(*map(float, r)) for r in acc]
     return rows[0], rows[1:-1], rows[-1]
+
+
+def _merge(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, by a stable argsort: ``values`` are a
+    step's moves up, then down, two sorted runs when the update is monotone (a step
+    rule's is), which numpy's stable sort finds and merges, several times faster than
+    ``np.unique``'s quicksort argsort (any order gives the same answer). The masses are then
+    summed by ``bincount`` in the order of ``values``, as before, so bit for bit."""
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    first = np.ones(ranked.size, bool)
+    np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
+    inverse = np.empty(values.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first.astype(np.int64)) - 1  # (cumsum of bools is slow)
+    return ranked[first], inverse
 
 
 @dataclass(frozen=True)
@@ -252,7 +267,7 @@ def _jump_cycle(rule: FlatRule, p: float, start: float, stops: np.ndarray):
         hit = stops[at] == c2
         np.add.at(ended, at[hit], w[hit])
         live = ~hit & (w > 0)
-        conf, idx = np.unique(c2[live], return_inverse=True)
+        conf, idx = _merge(c2[live])
         mass = np.bincount(idx, weights=w[live], minlength=len(conf))
         xs.append(conf), vs.append(mass)
     x = np.concatenate(xs)

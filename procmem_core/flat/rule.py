@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -89,6 +90,19 @@ class DesignSpace:
 
 def _is_array(*values: object) -> bool:
     return any(isinstance(v, np.ndarray) for v in values)
+
+
+def _step(confidence, positive, up, down, floor, ceiling, arithmetic: str) -> np.ndarray:
+    """A step rule's update on arrays (``StepRule.update``, ``StepMoves``):
+    ``clamp(c + up)`` or ``clamp(c - down)``, ``snap``ped on the grid. One fresh
+    (broadcast) array, then in place: half the time of where + clip + round with their
+    copies."""
+    moved = np.asarray(np.add(np.where(positive, up, -down), confidence))
+    np.minimum(moved, ceiling, out=moved)
+    np.maximum(moved, floor, out=moved)
+    if arithmetic == "grid":
+        np.round(moved, GRID_DECIMALS, out=moved)
+    return moved
 
 
 class FlatRule(ABC):
@@ -233,14 +247,7 @@ class StepRule(FlatRule):
         self.check_evidence(successes, failures, baseline)
         up, down = self.steps(baseline)
         if _is_array(confidence, positive, up):
-            # one fresh (broadcast) array, then in place: half the time of where + clip +
-            # round with their copies
-            moved = np.asarray(np.add(np.where(positive, up, -down), confidence))
-            np.minimum(moved, self.ceiling, out=moved)
-            np.maximum(moved, self.floor, out=moved)
-            if self.arithmetic == "grid":
-                np.round(moved, GRID_DECIMALS, out=moved)
-            return moved
+            return _step(confidence, positive, up, down, self.floor, self.ceiling, self.arithmetic)
         step = up if positive else -down
         return self.settle(min(self.ceiling, max(self.floor, float(confidence) + step)))
 
@@ -256,6 +263,36 @@ class StepRule(FlatRule):
         up, down = self.steps(baseline)
         total = up + down
         return float(down / total) if total > 0 else float("nan")
+
+
+class StepMoves:
+    """The updates of many step rules at once (the design's confidence spaces):
+    ``moves(confidence, member, positive)`` is ``rules[member].update(confidence,
+    positive, baseline=baseline)`` element by element, the same arithmetic (``_step``)
+    with each rule's own ``steps``, ``floor`` and ``ceiling``. The rules share one
+    ``arithmetic``."""
+
+    def __init__(self, rules: Sequence[StepRule], baseline: float | None = None) -> None:
+        kinds = {r.arithmetic for r in rules}
+        if len(kinds) > 1:
+            raise ParameterError("arithmetic", sorted(kinds), "one arithmetic for all rules")
+        for r in rules:
+            r.check_evidence(0, 0, baseline)
+        steps = [r.steps(baseline) for r in rules]
+        self.up = np.array([float(s[0]) for s in steps])
+        self.down = np.array([float(s[1]) for s in steps])
+        self.floor = np.array([float(r.floor) for r in rules])
+        self.ceiling = np.array([float(r.ceiling) for r in rules])
+        self.arithmetic = kinds.pop() if kinds else "grid"
+
+    def __call__(self, confidence: np.ndarray, member: np.ndarray, positive: bool) -> np.ndarray:
+        at = np.asarray(member, dtype=np.int64)
+        step = self.up[at] if positive else self.down[at]
+        up, down = (step, 0.0) if positive else (0.0, step)
+        return _step(
+            np.asarray(confidence, dtype=float), positive, up, down, self.floor[at],
+            self.ceiling[at], self.arithmetic,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ import pytest
 from procmem_core.errors import ParameterError
 from procmem_core.flat import flat_fate
 from procmem_core.flat.design import RuleTargets, design_rule
+from procmem_core.flat.design_table import by_grid
+from procmem_core.flat.rule import ConfidenceRule
 
 # The confidence family's design runs over the doubles the seed's float arithmetic
 # reaches (docs/flat.md, "Float or grid"): tens of seconds of CPU, remembered per
@@ -71,7 +73,13 @@ def test_targets_out_of_reach_within_30_say_by_how_much_and_from_when(infeasible
     n, rule = d.shortest
     assert 30 < n <= 120 and rule.meets(RuleTargets(0.1, -0.1, 0.6, 0.9, 0.9, n))
     recheck(rule, RuleTargets(0.1, -0.1, 0.6, 0.9, 0.9, n))
-    assert not design_rule(RuleTargets(0.1, -0.1, 0.6, 0.9, 0.9, n - 1)).feasible
+    # no candidate meets both one session earlier: the whole grid's table at n - 1, the
+    # exact figures design_rule's feasibility reads (design_rule itself would go on to
+    # search the shortest horizon again, a walk to 2 (n - 1) sessions)
+    before = RuleTargets(0.1, -0.1, 0.6, 0.9, 0.9, n - 1)
+    table, skipped = by_grid(ConfidenceRule.design_grid(0.6), before, n - 1)
+    assert skipped == 0 and len(table.kept) == d.candidates
+    assert not ((table.kept >= 0.9 - 1e-12) & (table.excluded >= 0.9 - 1e-12)).any()
     # the seed's rule, for comparison: exact at the targets
     assert d.reference.kept == pytest.approx(1 - flat_fate(0.7, 30).p_excluded, abs=1e-12)
 
