@@ -54,8 +54,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "flat_clamp_ignores_floor_ceiling",
         RULE,
         (
-            ("np.minimum(moved, self.ceiling, out=moved)", "np.minimum(moved, 1.0, out=moved)"),
-            ("np.maximum(moved, self.floor, out=moved)", "np.maximum(moved, 0.0, out=moved)"),
+            ("np.minimum(moved, ceiling, out=moved)", "np.minimum(moved, 1.0, out=moved)"),
+            ("np.maximum(moved, floor, out=moved)", "np.maximum(moved, 0.0, out=moved)"),
             (
                 "self.settle(min(self.ceiling, max(self.floor, float(confidence) + step)))",
                 "self.settle(min(1.0, max(0.0, float(confidence) + step)))",
