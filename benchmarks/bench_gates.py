@@ -168,7 +168,7 @@ def cold() -> None:
     _power_bound.cache_clear()
     for remembered in (two_sample_exact.HALF_MASSES, paired.PAIR_MASSES,
                        paired_cells.CELL_TABLES, lattice_gate.LEDGER_MASSES,
-                       calibrate.TRIALS, calibrated_sprt._STATISTICS,
+                       calibrate.TRIALS, calibrated_sprt.STATISTICS,
                        two_sample.UNCAPPED):  # fmt: skip
         remembered.clear()
 

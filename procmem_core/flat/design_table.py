@@ -22,7 +22,7 @@ import numpy as np
 from procmem_core.errors import ParameterError
 from procmem_core.flat.fate import flat_fate
 from procmem_core.flat.rule import DesignSpace, FlatRule, StepMoves, StepRule
-from procmem_core.flat.spaces import reach
+from procmem_core.flat.spaces import reach, rule_moves, settled_starts
 from procmem_core.flat.targets import RuleTargets
 
 __all__ = ["MEMBERS_PER_BATCH", "Batch", "Table", "by_fate", "by_grid", "chunks", "still_shown"]
@@ -85,40 +85,41 @@ def by_grid(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> 
 
 def _spaces(grid, base: float, members: list[int], horizon: int) -> dict:
     """Each member's confidence space at its lowest threshold, from its initials at or
-    above it: ``{member: (space, starts)}``, None for a member whose space is too large.
-    Step rules sharing an arithmetic are searched together (``spaces.reach`` with
-    ``StepMoves``: each member's states are those of its own ``confidence_space``);
-    another rule alone, by its own ``update``."""
+    above it: ``{member: (space, starts)}``, None for a member whose space is too large or
+    whose starts are not confidences. Step rules sharing an arithmetic are searched
+    together (``spaces.reach`` with ``StepMoves``: each member's states are those of its
+    own ``confidence_space``); another rule alone, by its own ``update``."""
     groups: dict[tuple, list[int]] = {}
     for i in members:
         r = grid[i].rule
-        step = isinstance(r, StepRule)
-        key = (r.needs_baseline, r.arithmetic) if step else (r.needs_baseline, r.arithmetic, i)
-        groups.setdefault(key, []).append(i)
+        alone = None if isinstance(r, StepRule) else i
+        groups.setdefault((r.needs_baseline, r.arithmetic, alone), []).append(i)
     out = {}
-    for key, group in groups.items():
+    for (needs_baseline, arithmetic, alone), group in groups.items():
         rules = [grid[i].rule for i in group]
-        b = base if key[0] else None
+        b = base if needs_baseline else None
         lows = [min(grid[i].thresholds) for i in group]
         starts = [
             np.asarray([x for x in grid[i].initials if x >= low], dtype=float)
             for i, low in zip(group, lows, strict=True)
         ]
-        settled = [np.unique(r.settle(x)) for r, x in zip(rules, starts, strict=True)]
-        bad = [not ((x >= 0) & (x <= 1)).all() for x in settled]  # NaN fails both
-        settled = [np.zeros(0) if no else x for x, no in zip(settled, bad, strict=True)]
-        moves = StepMoves(rules, b) if len(key) == 2 else _own_moves(rules[0], b)
-        bound = horizon if key[1] == "float" else None
-        found = reach(moves, settled, lows, horizon=bound)
+        settled = [_settled(r, x) for r, x in zip(rules, starts, strict=True)]
+        moves = StepMoves(rules, b) if alone is None else rule_moves(rules[0], b)
+        bound = horizon if arithmetic == "float" else None
+        found = reach(moves, [np.zeros(0) if x is None else x for x in settled], lows,
+                      horizon=bound)  # fmt: skip
         for j, i in enumerate(group):
-            fail = bad[j] or found.too_large[j]
+            fail = settled[j] is None or found.too_large[j]
             out[i] = None if fail else (found.space(j), starts[j])
     return out
 
 
-def _own_moves(rule: FlatRule, baseline: float | None):
-    """``spaces.Moves`` of one rule, by its ``update``."""
-    return lambda c, _, positive: rule.update(c, positive, baseline=baseline)
+def _settled(rule: FlatRule, starts: np.ndarray) -> np.ndarray | None:
+    """``spaces.settled_starts``, None where they are not confidences (left out)."""
+    try:
+        return settled_starts(rule, starts)
+    except ParameterError:
+        return None
 
 
 class Batch:

@@ -204,15 +204,9 @@ def confidence_space(
             "horizon", None, "a number of sessions: in the seed's float arithmetic the "
             "reachable doubles form no closed set (use flat_fate, or arithmetic='grid')",
         )  # fmt: skip
-    start = np.unique(rule.settle(np.atleast_1d(np.asarray(starts, dtype=float))))
-    bad = ~((start >= 0) & (start <= 1))  # NaN fails both
-    if bad.any():
-        raise ParameterError("starts", float(start[bad][0]), "confidences in [0, 1]")
-
-    def moves(c: np.ndarray, _: np.ndarray, positive: bool) -> np.ndarray:
-        return rule.update(c, positive, baseline=baseline)
-
-    found = reach(moves, [start], [threshold], keep_below, max_states, horizon)
+    start = settled_starts(rule, starts)
+    found = reach(rule_moves(rule, baseline), [start], [threshold], keep_below, max_states,
+                  horizon)  # fmt: skip
     if found.too_large[0]:
         raise ParameterError(
             "rule", rule.describe(), f"a chain of at most {max_states} confidences "
@@ -220,3 +214,18 @@ def confidence_space(
             "ask about fewer sessions)",
         )  # fmt: skip
     return found.space(0)
+
+
+def settled_starts(rule: FlatRule, starts: ArrayLike) -> np.ndarray:
+    """``starts`` as the rule keeps them (``settle``), unique and sorted; a
+    ``ParameterError`` naming the first outside [0, 1]."""
+    start = np.unique(rule.settle(np.atleast_1d(np.asarray(starts, dtype=float))))
+    bad = ~((start >= 0) & (start <= 1))  # NaN fails both
+    if bad.any():
+        raise ParameterError("starts", float(start[bad][0]), "confidences in [0, 1]")
+    return start
+
+
+def rule_moves(rule: FlatRule, baseline: float | None = None) -> Moves:
+    """``Moves`` of one rule, by its own ``update`` (every element is its member's)."""
+    return lambda c, _, positive: rule.update(c, positive, baseline=baseline)

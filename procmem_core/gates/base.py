@@ -343,13 +343,21 @@ class Recursions:
             self.store.popitem(last=False)
         return value
 
+    def peek(self, key: Hashable) -> Any:
+        """The value remembered under ``key``, else None (nothing computed)."""
+        return self.get(key, lambda: None) if key in self.store else None
+
     def clear(self) -> None:
         self.store.clear()
 
 
-def gate_key(gate: Gate, *extra: Hashable) -> tuple:
-    """A gate's class and parameters (and ``extra``): equal for gates that decide alike."""
-    return (type(gate).__name__, *field_values(gate).items(), *extra)
+def gate_key(gate: Gate, *extra: Hashable, **fields: Any) -> tuple:
+    """A gate's class and parameters (and ``extra``): equal for gates that decide alike;
+    ``fields``: parameters read as these values instead (in their places)."""
+    values = field_values(gate)
+    if fields:
+        values = {**values, **fields}
+    return (type(gate).__name__, *values.items(), *extra)
 
 
 def ledger_and_runs(gate: Gate, prior_runs: int | None) -> int:

@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_choice, check_int
 from procmem_core.gates import llr, mixture
-from procmem_core.gates.base import OperatingPoint
+from procmem_core.gates.base import OperatingPoint, Recursions
 from procmem_core.gates.calibrate import (
     TRIALS,
     Calibration,
@@ -257,21 +257,21 @@ def ledger_statistics(gate: CalibratedSPRTGate, prior_runs: int) -> tuple[np.nda
     the recursion reads it), ``floor[n]`` its least value at run ``n``; kept for the last
     ``STATISTICS_KEPT`` values of what the statistic reads (read-only: 32 MB at a 100-run
     ledger and 200 runs)."""
-    key = (gate.min_drop, gate.prior, gate.alpha, int(prior_runs), gate.max_runs)
-    if key not in _STATISTICS:
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
         _, hats = gate.ledger_estimates(prior_runs)
         runs = np.arange(gate.max_runs + 1)
         by_run = gate.statistic(runs[None, None, :], runs[:, None, None], hats[None, :, None])
         by_run.setflags(write=False)
-        floor = np.array([by_run[n, :, : n + 1].min() for n in runs])
-        while len(_STATISTICS) >= STATISTICS_KEPT:
-            _STATISTICS.pop(next(iter(_STATISTICS)))
-        _STATISTICS[key] = by_run, floor
-    return _STATISTICS[key]
+        return by_run, np.array([by_run[n, :, : n + 1].min() for n in runs])
+
+    key = (gate.min_drop, gate.prior, gate.alpha, int(prior_runs), gate.max_runs)
+    return STATISTICS.get(key, compute)
 
 
 STATISTICS_KEPT = 2
-_STATISTICS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+STATISTICS = Recursions(size=STATISTICS_KEPT)
+"""``ledger_statistics``' last ``STATISTICS_KEPT`` tables."""
 
 
 def grid_calibrated(**params: object) -> CalibratedSPRTGate:

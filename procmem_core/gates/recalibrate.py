@@ -68,11 +68,9 @@ class LedgerLevels(ABC):
         gate its calibration certified (built with ``recalibrate=False``) share one."""
         m = int(ledger)
         own = m == self.ledger or m < self.smallest_ledger
-        return (
-            gate_key(self, m)
-            if self.recalibrate and not own
-            else (type(self).__name__, *{**field_values(self), "recalibrate": False}.items(), m)
-        )
+        if self.recalibrate and not own:
+            return gate_key(self, m)
+        return gate_key(self, m, recalibrate=False)
 
     def certificate_at(self, ledger: int) -> WorstCase | None:
         """The worst case certifying the levels used with a ledger of ``ledger`` runs."""

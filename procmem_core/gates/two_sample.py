@@ -358,8 +358,10 @@ def _calibrated(key: tuple, certified: bool = True) -> Calibration:
     done: dict[float, twolattice.HalfMasses] = TRIALS.get(("two_sample", key), dict)
 
     def null_pass(revert_level: float, grid: np.ndarray, limit: float | None) -> NullPass:
-        if revert_level not in done and (key, revert_level) in UNCAPPED.store:
-            done[revert_level] = UNCAPPED.get((key, revert_level), lambda: None)
+        if revert_level not in done:
+            walked = UNCAPPED.peek((key, revert_level))
+            if walked is not None:
+                done[revert_level] = walked
         if revert_level not in done:
             gate = TwoSampleGate(**{**params, "revert_level": revert_level, "final_level": 0.0})
             stop = None if limit is None else RevertLimit(grid, limit, lat.observations)

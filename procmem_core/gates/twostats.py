@@ -53,18 +53,27 @@ def _valid_only(valid: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 def _lambda(parts: tuple) -> np.ndarray:
     valid, kk, nn, total, centred, inv = parts
-    pbar = (total + 1.0) / (nn + kk + 2.0)
-    return _valid_only(valid, centred / (pbar * (1.0 - pbar) * inv))
+    return _valid_only(valid, centred / _lambda_scale(total, kk, nn, inv))
 
 
 def _accept_statistic(parts: tuple, shrink: float | None) -> np.ndarray:
     valid, kk, nn, total, centred, inv = parts
+    return _valid_only(valid, centred / _accept_scale(total, kk, nn, inv, shrink))
+
+
+def _lambda_scale(total, kk, nn, inv):
+    """``lambda``'s denominator ``pbar (1 - pbar) (1/n + 1/k)``, ``pbar = (S + 1)/(n + k
+    + 2)`` with ``S = a + B`` the total successes."""
+    pbar = (total + 1.0) / (nn + kk + 2.0)
+    return pbar * (1.0 - pbar) * inv
+
+
+def _accept_scale(total, kk, nn, inv, shrink: float | None):
+    """The accept statistic's denominator ``v (1/n + 1/k)`` (``drop_statistics``)."""
     if shrink is None:
-        var = REF_VARIANCE
-    else:
-        pc = (total + shrink) / (nn + kk + 2.0 * shrink)
-        var = pc * (1.0 - pc)
-    return _valid_only(valid, centred / (var * inv))
+        return REF_VARIANCE * inv
+    pc = (total + shrink) / (nn + kk + 2.0 * shrink)
+    return pc * (1.0 - pc) * inv
 
 
 def _step_statistics(k: int, n: int, drop: float, shrink: float | None, known) -> tuple:
@@ -76,16 +85,9 @@ def _step_statistics(k: int, n: int, drop: float, shrink: float | None, known) -
     valid, kk, nn, centred, inv = _centred(np.asarray(float(k)), a, b, np.asarray(float(n)), drop)
     total = np.arange(k + n + 1, dtype=float)  # every S = a + B, exactly
     at = np.add.outer(np.arange(k + 1), np.arange(n + 1))  # S of each cell
-    if known is None:
-        pbar = (total + 1.0) / (nn + kk + 2.0)
-        lam = centred / (pbar * (1.0 - pbar) * inv).take(at)
-    else:
-        lam = known[0]
-    if shrink is None:
-        ref = centred / (REF_VARIANCE * inv)
-    else:
-        pc = (total + shrink) / (nn + kk + 2.0 * shrink)
-        ref = centred / (pc * (1.0 - pc) * inv).take(at)
+    lam = centred / _lambda_scale(total, kk, nn, inv).take(at) if known is None else known[0]
+    scale = _accept_scale(total, kk, nn, inv, shrink)  # one value when it is 1/4 (1/n + 1/k)
+    ref = centred / (scale if shrink is None else scale.take(at))
     return lam, ref, valid
 
 

@@ -128,16 +128,39 @@ def scope_namespaces(
     fan_out: int,
 ) -> list[str] | None:
     """The namespaces a match searches (None: all) for ``namespace_scope`` ``scope``;
-    with a principal, only readable ones (a named unreadable one raises)."""
+    with a principal, only readable ones (a named unreadable one raises):
+    ``check_scope``, then ``resolve_scope``."""
+    fan_out = check_scope(scope, namespace, principal, fan_out)
+    return resolve_scope(scope, namespace, principal, grants, fan_out)
+
+
+def check_scope(
+    scope: str, namespace: str | Iterable[str] | None, principal: str | None, fan_out: int
+) -> int:
+    """A namespace scope's arguments checked as far as grants do not change them (a
+    prepared match checks them once, ``StoreReads.prepare_match``); the fan-out as an int."""
     check_choice("namespace_scope", scope, NAMESPACE_SCOPES)
     fan_out = check_int("fan_out", fan_out, minimum=1)
-    readable = None if principal is None else readable_namespaces(principal, grants)
     if scope == "all_mine":
         check_principal("principal", principal, required=True)
         if namespace is not None:
             raise ParameterError(
                 "namespace", namespace, "None with namespace_scope='all_mine' (it picks them)"
             )
+    return fan_out
+
+
+def resolve_scope(
+    scope: str,
+    namespace: str | Iterable[str] | None,
+    principal: str | None,
+    grants: Grants,
+    fan_out: int,
+) -> list[str] | None:
+    """``scope_namespaces`` with the grants as they are now, for arguments ``check_scope``
+    passed: None (all) without a namespace or a principal, else the readable ones."""
+    readable = None if principal is None else readable_namespaces(principal, grants)
+    if scope == "all_mine":
         return list(readable[:fan_out])
     if namespace is None:
         return None if readable is None else list(readable)

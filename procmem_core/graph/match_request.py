@@ -17,12 +17,30 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def rank_memo(
+    query: np.ndarray,
+    goal_query: np.ndarray | None,
+    recent_tools: Sequence[str],
+    top_k: int,
+    tool_boost: float,
+    templates_only: bool,
+    include_candidates: bool,
+    include_quarantined: bool,
+    min_similarity: float | None,
+) -> tuple:
+    """What a small index's ranks depend on besides its rows (``MatchIndex.rank``
+    remembers them under it): the query bytes, the tools and the filters."""
+    goal = None if goal_query is None else goal_query.tobytes()
+    return (query.tobytes(), goal, tuple(recent_tools), top_k, tool_boost, templates_only,
+            include_candidates, include_quarantined, min_similarity)  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class MatchRequest:
     """The arguments of one ``StoreReads.match`` call, checked, with the query vectors.
 
-    ``memo``: the key ``MatchIndex.rank`` remembers a small index's ranks under (the query
-    bytes, the tools and the filters), built once here instead of at every rank."""
+    ``memo``: the key ``MatchIndex.rank`` remembers a small index's ranks under
+    (``rank_memo``), built once here instead of at every rank."""
 
     situation: str
     goal: str | None
@@ -43,15 +61,9 @@ class MatchRequest:
     written_by: str | None
     min_similarity: float | None
     memo: tuple = field(init=False, repr=False, compare=False)
-    everywhere: bool = field(init=False, repr=False, compare=False)
-    """Every namespace is searched, whatever the grants (``scope_namespaces`` gives None
-    for the scope "given" without a namespace or a principal): nothing to resolve."""
 
     def __post_init__(self) -> None:
-        everywhere = self.namespace_scope == "given" and self.namespace is None
-        object.__setattr__(self, "everywhere", everywhere and self.principal is None)
-        goal = None if self.goal_query is None else self.goal_query.tobytes()
-        memo = (self.query.tobytes(), goal, self.recent_tools, self.top_k, self.tool_boost,
-                self.templates_only, self.include_candidates, self.include_quarantined,
-                self.min_similarity)  # fmt: skip
+        memo = rank_memo(self.query, self.goal_query, self.recent_tools, self.top_k,
+                         self.tool_boost, self.templates_only, self.include_candidates,
+                         self.include_quarantined, self.min_similarity)  # fmt: skip
         object.__setattr__(self, "memo", memo)

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_int, check_text, is_number
 from procmem_core.graph.embedding import Embedder, HashingEmbedder
+from procmem_core.graph.match_request import rank_memo
 from procmem_core.graph.status import CANDIDATE, QUARANTINED, STATUSES, TEMPLATE
 from procmem_core.limits import MAX_IDENTIFIER, MAX_SITUATION
 from procmem_core.proportions import smoothed_rate
@@ -283,10 +284,9 @@ class MatchIndex:
         small = n <= SMALL_INDEX and namespaces is None and written_by is None
         memo = None
         if small and utility_weight == 0:
-            memo = memo_key or (
-                query.tobytes(), None if goal_query is None else goal_query.tobytes(),
-                tuple(recent_tools), top_k, tool_boost, templates_only, include_candidates,
-                include_quarantined, min_similarity,
+            memo = memo_key or rank_memo(
+                query, goal_query, recent_tools, top_k, tool_boost, templates_only,
+                include_candidates, include_quarantined, min_similarity,
             )  # fmt: skip
             ranked = self._ranked.get(memo)
             if ranked is not None:

@@ -196,10 +196,16 @@ class ContextPacker:
         shown, ``time``, ``user_id``, the packer's principal as agent). The same as
         ``pack_request(prepare(situation, goal, recent_tools), session_id, time, user_id)``.
         """
-        if session_id is not None:
-            check_session_fields(session_id, time, user_id)  # before any draw
-        return self.pack_request(self.prepare(situation, goal, recent_tools), session_id, time,
-                                 user_id)  # fmt: skip
+        if session_id is not None:  # before any work (``pack_request`` checks again: every
+            check_session_fields(session_id, time, user_id)  # pack goes through it)
+        request = self.prepare(situation, goal, recent_tools)
+        return self.pack_request(request, session_id, time, user_id)
+
+    def _serving(self) -> bool:
+        """The store's quarantine policy serves quarantined procedures (a floor or probes)
+        and this packer does not already include them: its match asks for more, its pack
+        lets the policy order them (``serve_order``)."""
+        return self.store.quarantine.serves_quarantined and not self.include_quarantined
 
     def prepare(
         self, situation: str, goal: str | None = None, recent_tools: Sequence[str] = ()
@@ -207,8 +213,7 @@ class ContextPacker:
         """The match this packer makes for a situation, checked and embedded once
         (``ProcedureStore.prepare_match``, with the packer's settings as they are now), for
         ``pack_request`` to pack as often as wanted."""
-        policy = self.store.quarantine
-        serving = policy.serves_quarantined and not self.include_quarantined
+        policy, serving = self.store.quarantine, self._serving()
         top_k = 2 * self.max_procedures + policy.candidates if serving else self.max_procedures
         return self.store.prepare_match(
             situation, goal, recent_tools, top_k=top_k, namespace=self.namespace,
@@ -230,8 +235,7 @@ class ContextPacker:
         then the draws and the quarantine, explore and concurrent rules ``pack`` follows."""
         if session_id is not None:
             check_session_fields(session_id, time, user_id)  # before any draw
-        policy = self.store.quarantine
-        serving = policy.serves_quarantined and not self.include_quarantined
+        policy, serving = self.store.quarantine, self._serving()
         matches = self.store.match_request(request)
         u = draw(self.rng)
         prior_draws = self.rng.random(self.max_procedures) if self.concurrent_share > 0 else None

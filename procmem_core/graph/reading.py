@@ -15,14 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from procmem_core.errors import ParameterError, check_choice, check_int, check_number
+from procmem_core.errors import ParameterError, check_number
 from procmem_core.gates import GateRecord
 from procmem_core.graph.access import (
     MAX_NAMESPACE_FAN_OUT,
-    NAMESPACE_SCOPES,
     check_principal,
+    check_scope,
     readable_namespaces,
     require_role,
+    resolve_scope,
     scope_namespaces,
 )
 from procmem_core.graph.entry import ProcedureEntry
@@ -332,8 +333,7 @@ class StoreReads:
         principal = check_principal("principal", principal)
         if min_similarity is not None:
             check_number("min_similarity", min_similarity, minimum=-1.0, maximum=1.0)
-        check_choice("namespace_scope", namespace_scope, NAMESPACE_SCOPES)  # as each match
-        fan_out = check_int("fan_out", fan_out, minimum=1)  # resolves them (scope_namespaces)
+        fan_out = check_scope(namespace_scope, namespace, principal, fan_out)  # grants: at match
         q = self.embedder.embed([situation] if goal is None else [situation, goal])
         q.flags.writeable = False  # the request's vectors are read at every match
         return MatchRequest(
@@ -348,9 +348,7 @@ class StoreReads:
         store as it is now: ``match``'s answer for the same arguments."""
         r = request
         self._refresh()
-        spaces = None if r.everywhere else scope_namespaces(
-            r.namespace_scope, r.namespace, r.principal, self._grants, r.fan_out
-        )  # fmt: skip
+        spaces = resolve_scope(r.namespace_scope, r.namespace, r.principal, self._grants, r.fan_out)
         ranked = self._index.rank(
             r.query, r.goal_query, r.recent_tools, r.top_k, r.tool_boost, r.utility_weight,
             r.templates_only, r.include_candidates, r.include_quarantined, spaces,
