@@ -388,7 +388,7 @@ class MatchIndex:
     def _rate(self, row: int) -> float:
         """The smoothed success rate of one row, from its counts as Python ints (only the
         rows a small rank needs, not every row's)."""
-        return float(smoothed_rate(int(self.successes[row]), int(self.runs[row])))
+        return float(smoothed_rate(self.successes.item(row), self.runs.item(row)))
 
     def _grow(self) -> None:
         self._cap *= 2

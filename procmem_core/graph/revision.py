@@ -40,10 +40,13 @@ def revision_stats(entry: ProcedureEntry, revision: int) -> RevisionStats:
     tally = entry.by_revision.get(revision)
     if tally is None:
         return RevisionStats(0, 0)
-    outcomes = tuple(r.ok for r in entry.runs if r.revision == revision)
+    outcomes = tuple([r.ok for r in entry.runs if r.revision == revision])
     if len(outcomes) != tally.runs:  # runs older than the ledger kept in memory
         outcomes = ()
-    return RevisionStats(tally.runs, tally.successes, tuple(tally.success_costs), outcomes)
+    # the store's own counts: the invariants ``RevisionStats`` checks hold by construction
+    return RevisionStats.of_ledger(
+        tally.runs, tally.successes, tuple(tally.success_costs), outcomes
+    )
 
 
 def _set_history_outcome(entry: ProcedureEntry, revision: int, outcome: str) -> None:
