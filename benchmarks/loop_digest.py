@@ -86,7 +86,9 @@ def main() -> None:
         result = LoopScenario(**params).run(seed + 100)
         metrics = {k: repr(v) for k, v in result.metrics.items()}
         tables = {
-            k: t.to_csv(float_format=repr) if hasattr(t, "to_csv") else repr(t)
+            k: [t.to_csv(float_format=repr), t.dtypes.astype(str).to_dict()]
+            if hasattr(t, "to_csv")
+            else repr(t)
             for k, t in result.tables.items()
         }
         print(name, digest(events), digest(metrics), digest(tables), flush=True)

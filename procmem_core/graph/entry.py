@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from procmem_core.graph.graph import ProcedureGraph
@@ -69,8 +70,9 @@ class ProcedureEntry:
 
     # -- the current graph ----------------------------------------------------------
 
-    @property
+    @cached_property
     def ref(self) -> str:
+        """``namespace/key`` (kept: an entry's key and namespace never change)."""
         return f"{self.namespace}/{self.key}"
 
     @property
