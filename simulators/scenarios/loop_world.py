@@ -111,6 +111,26 @@ class SessionLog:
         return "another task's procedure ranked first"
 
 
+@dataclass(frozen=True)
+class SessionColumns:
+    """Columns of a session log, in session order: ``ok`` and ``off`` (no procedure of the
+    task followed and none withheld) as bools, ``p_true`` and ``p_oracle`` as floats."""
+
+    ok: np.ndarray
+    off: np.ndarray
+    p_true: np.ndarray
+    p_oracle: np.ndarray
+
+    @classmethod
+    def of(cls, sessions: list[SessionLog]) -> SessionColumns:
+        return cls(
+            np.array([x.ok for x in sessions], dtype=bool),
+            np.array([not x.followed and x.withheld is None for x in sessions], dtype=bool),
+            np.array([x.p_true for x in sessions], dtype=float),
+            np.array([x.p_oracle for x in sessions], dtype=float),
+        )
+
+
 REGRET_SOURCES = (
     "followed the best",
     "followed a worse one",
@@ -141,6 +161,7 @@ class LoopWorld:
     fresh: dict = field(default_factory=dict)  # key -> runs recorded since its last evolve
     recent: set = field(default_factory=set)  # keys run since the last revision step
     stale_reports: int = 0  # delayed reports that arrived after their graph was revised
+    _columns: tuple = field(default=(), init=False, repr=False, compare=False)  # (n, it)
 
     def __post_init__(self) -> None:
         sc = self.scenario
@@ -207,6 +228,14 @@ class LoopWorld:
             available = sum(self.seen[k][0] != "quarantined" for k in keys)
             now = self.by_task[task] = (available, self.oracle(task))
         return now
+
+    def columns(self) -> SessionColumns:
+        """The session log's numeric columns as arrays, built once per length of the log
+        (the metrics and the tables all read them)."""
+        n = len(self.sessions)
+        if not self._columns or self._columns[0] != n:
+            self._columns = (n, SessionColumns.of(self.sessions))
+        return self._columns[1]
 
     # -- truth ------------------------------------------------------------------------
 
