@@ -24,7 +24,7 @@ from procmem_core.graph.embedding import Embedder, HashingEmbedder
 from procmem_core.graph.match_request import memo_filters, rank_memo
 from procmem_core.graph.status import CANDIDATE, QUARANTINED, STATUSES, TEMPLATE
 from procmem_core.limits import MAX_IDENTIFIER, MAX_SITUATION
-from procmem_core.proportions import smoothed_rate
+from procmem_core.proportions import smoothed_rate, smoothed_rate_of
 
 __all__ = [
     "SMALL_INDEX",
@@ -377,7 +377,7 @@ class MatchIndex:
             runs, wins = self.runs[:n].tolist(), self.successes[:n].tolist()
 
             def rate_of(i: int) -> float:
-                return float(smoothed_rate(wins[i], runs[i]))
+                return smoothed_rate_of(wins[i], runs[i])
 
         ranked = []
         for i in range(n):
@@ -410,7 +410,7 @@ class MatchIndex:
     def _rate(self, row: int) -> float:
         """The smoothed success rate of one row, from its counts as Python ints (only the
         rows a small rank needs, not every row's)."""
-        return float(smoothed_rate(self.successes.item(row), self.runs.item(row)))
+        return smoothed_rate_of(self.successes.item(row), self.runs.item(row))
 
     def _grow(self) -> None:
         self._cap *= 2

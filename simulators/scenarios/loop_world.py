@@ -211,13 +211,16 @@ class LoopWorld:
         in memory and only this world writes it, one procedure per write, so between its
         writes a procedure reads the same (``seen``). After a recorded ``run`` only the
         status can have moved (a run changes no revision: ``record_run``)."""
-        if run:
-            seen = (self.store.status(key), *self.seen[key][1:])
-        else:
-            seen = (self.store.status(key), *self.store.live_revisions(key))
-        if self.seen.get(key) != seen:
+        status, old = self.store.status(key), self.seen.get(key)
+        if run:  # only the status can differ
+            if old[0] != status:
+                self.seen[key] = (status, old[1], old[2])
+                self.by_task.pop(self.task_of[key], None)  # read again from ``seen`` when asked
+            return
+        seen = (status, *self.store.live_revisions(key))
+        if old != seen:
             self.seen[key] = seen
-            self.by_task.pop(self.task_of[key], None)  # read again from ``seen`` when asked
+            self.by_task.pop(self.task_of[key], None)
 
     def task_now(self, task: int) -> tuple[int, float]:
         """The task's procedures not quarantined, and ``oracle(task)``: both read only
@@ -316,7 +319,7 @@ class LoopWorld:
         if revision != current and (prior is None or prior != revision):
             self.stale_reports += 1
             return False
-        self.store.record_run(key, list(path), signal, revision=revision)
+        self.store.record_run(key, path, signal, revision=revision)
         self._saw(key, run=True)
         self.runs.append((key, path, signal))
         self.fresh[key] = self.fresh.get(key, 0) + 1
