@@ -250,15 +250,16 @@ def judge_revision(
     if entry.held is None:
         raise RevisionError(f"{entry.ref}: no revision is pending")
     replay = _resume(entry, gate, cost_gate)
+    verdict, cost_verdict = gate.verdict, cost_gate.verdict  # asked at every event
     for prior, rev in replay.advance(entry):
-        if (
-            combine_gate_verdicts(gate.verdict(prior, rev), cost_gate.verdict(prior, rev))
-            != CONTINUE
-        ):
+        if combine_gate_verdicts(verdict(prior, rev), cost_verdict(prior, rev)) != CONTINUE:
             break
     primary, cost = gate.decide(prior, rev), cost_gate.decide(prior, rev)  # at the deciding event
     action = combine_gate_verdicts(primary.verdict, cost.verdict)
-    records = tuple(_record(entry, d, prior, rev, action) for d in (primary, cost))
+    records = (
+        _record(entry, primary, prior, rev, action),
+        _record(entry, cost, prior, rev, action),
+    )
     if action == CONTINUE:
         replay.gates = (gate, cost_gate)
         entry.judged = replay
