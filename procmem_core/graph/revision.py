@@ -130,6 +130,8 @@ class _Arm:
     costs: list[float]
     outcomes: list[bool] | None  # None: the ledger in memory does not hold them all
     concurrent: list[bool] = field(default_factory=list)
+    _costs: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    _concurrent: tuple[bool, ...] = field(default=(), repr=False, compare=False)
 
     def add(self, run: RunRecord, concurrent: bool) -> None:
         self.runs += 1
@@ -142,10 +144,15 @@ class _Arm:
             self.concurrent.append(run.ok)
 
     def stats(self) -> RevisionStats:
+        # the lists only grow, so a kept tuple of the same length is still their copy (the
+        # costs and concurrent outcomes change far less often than the outcomes)
+        if len(self._costs) != len(self.costs):
+            self._costs = tuple(self.costs)
+        if len(self._concurrent) != len(self.concurrent):
+            self._concurrent = tuple(self.concurrent)
         return RevisionStats.of_ledger(
-            self.runs, self.successes, tuple(self.costs), tuple(self.outcomes or ()),
-            tuple(self.concurrent),
-        )  # fmt: skip
+            self.runs, self.successes, self._costs, tuple(self.outcomes or ()), self._concurrent
+        )
 
 
 def _prior_at_proposal(entry: ProcedureEntry, tail: list[RunRecord]) -> _Arm:
