@@ -22,8 +22,14 @@ def smoothed_rate(successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
     Two Python ints (one procedure's counts) skip numpy: the same float64 operations give
     the same value, returned as a numpy float64 as the array path returns for scalars."""
     if type(successes) is int and type(runs) is int:
-        return np.float64((successes + 1.0) / (runs + 2.0))
+        return np.float64(smoothed_rate_of(successes, runs))
     return (np.asarray(successes, dtype=float) + 1.0) / (np.asarray(runs, dtype=float) + 2.0)
+
+
+def smoothed_rate_of(successes: int, runs: int) -> float:
+    """``smoothed_rate`` of one procedure's counts (Python ints) as a Python float: the
+    same float64 operations, without the numpy scalar (a match asks it once per pack)."""
+    return (successes + 1.0) / (runs + 2.0)
 
 
 def clopper_pearson_lower(successes: ArrayLike, runs: ArrayLike, alpha: float) -> np.ndarray:

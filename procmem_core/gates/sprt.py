@@ -112,13 +112,13 @@ class SPRTGate(LatticeGate):
         value = float(self.statistic(successes, runs, p0))
         p0c, p1 = (float(x) for x in llr.sprt_hypotheses(p0, self.min_drop))
         head = f"p0={p0c:.4g} ({source}), p1={p1:.4g}; LLR={value:.4f} after {successes}/{runs}"
-        why = {
-            "too_few_runs": f"fewer than min_runs={self.min_runs} runs",
-            "revert_boundary": f"LLR >= ln A={ln_a:.4f}: the revision is worse by min_drop",
-            "accept_boundary": f"LLR <= ln B={ln_b:.4f}: evidence of no drop of min_drop",
-            "at_cap": f"undecided at max_runs={self.max_runs}; at_cap={self.at_cap!r}",
-            "undecided": f"ln B={ln_b:.4f} < LLR < ln A={ln_a:.4f}",
-        }[reason_code]
+        why = {  # each sentence formatted only when it is the one asked for
+            "too_few_runs": lambda: f"fewer than min_runs={self.min_runs} runs",
+            "revert_boundary": lambda: f"LLR >= ln A={ln_a:.4f}: the revision is worse by min_drop",
+            "accept_boundary": lambda: f"LLR <= ln B={ln_b:.4f}: evidence of no drop of min_drop",
+            "at_cap": lambda: f"undecided at max_runs={self.max_runs}; at_cap={self.at_cap!r}",
+            "undecided": lambda: f"ln B={ln_b:.4f} < LLR < ln A={ln_a:.4f}",
+        }[reason_code]()
         note = llr.degenerate_p0_note(p0, self.min_drop)
         return f"{why}; {head}" + (f"; {note}" if note else "")
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from procmem_core.errors import ParameterError, check_int
+from procmem_core.frozen import quick_init
 
 CONTINUE = "continue"
 ACCEPT = "accept"
@@ -125,6 +126,7 @@ class RevisionStats:
         return self.successes / self.runs if self.runs else float("nan")
 
 
+@quick_init
 @dataclass(frozen=True)
 class Evidence:
     """What one decision saw, for its sentence (every gate's ``explain(reason_code,
@@ -145,6 +147,7 @@ class Evidence:
     better: int = 0
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class GateDecision:
     """One gate's answer: ``verdict`` in {accept, revert, continue}, the ``reason_code``

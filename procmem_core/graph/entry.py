@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from procmem_core.graph.graph import ProcedureGraph
@@ -69,8 +70,9 @@ class ProcedureEntry:
 
     # -- the current graph ----------------------------------------------------------
 
-    @property
+    @cached_property
     def ref(self) -> str:
+        """``namespace/key`` (kept: an entry's key and namespace never change)."""
         return f"{self.namespace}/{self.key}"
 
     @property
@@ -157,10 +159,12 @@ class ProcedureEntry:
         self, score: float, similarity: float, rate: float, for_agent: str | None
     ) -> Match:
         """This procedure as a ranked ``Match`` (``for_agent``: that caller's own record)."""
-        c, agg = self.current, self.current.agg
+        c = self.current
+        agg = c.agg
+        status = STATUSES[status_code(agg.runs, self.candidate, c.template, c.quarantined)]
         return Match.from_values(
             self.key, self.namespace, self.name, self.situation, self.actor, score, similarity,
-            self.status, c.revision, agg.runs, agg.successes, rate, c.graph, c.steps, self.tags,
+            status, c.revision, agg.runs, agg.successes, rate, c.graph, c.steps, self.tags,
             c.fail_prone_steps, c.fail_prone_transitions, self.pending, agg.agents(),
             None if for_agent is None else agg.agent_stats(for_agent), c.probe_runs,
         )  # fmt: skip

@@ -155,12 +155,20 @@ def _fail_prone_small(
         elif f - 1 >= high:
             p = 0.0
         else:
-            p = float(np.clip(_hypergeom_sf(f - 1, total_f, n, total_runs), 0, 1))
+            p = _clip_unit(float(_hypergeom_sf(f - 1, total_f, n, total_runs)))
         if p <= bar:
             src, dst = (k, None) if isinstance(k, str) else k
             out.append(FailProne(src=src, dst=dst, runs=n, failures=f, failure_rate=f / n,
                                  base_failure_rate=base, p_value=p))  # fmt: skip
     return tuple(sorted(out, key=lambda x: (x.p_value, x.src, x.dst or "")))
+
+
+def _clip_unit(x: float) -> float:
+    """``float(np.clip(x, 0, 1))`` for one float, as numpy clips it: below 0 becomes 0.0,
+    above 1 becomes 1.0, anything else (NaN, -0.0) stays."""
+    if x < 0.0:
+        return 0.0
+    return 1.0 if x > 1.0 else x
 
 
 def proven_path(graph: ProcedureGraph, agg: RunAggregates) -> tuple[str, ...]:

@@ -280,6 +280,15 @@ class ProcedureGraph:
     def has_node(self, node_id: str) -> bool:
         return node_id in self._index
 
+    def first_unknown(self, path: Sequence[str]) -> int | None:
+        """The position of the first id in ``path`` that is not a node of this graph (None:
+        every one is)."""
+        index = self._index
+        for node in path:  # a loop, not ``all`` over a generator: once per recorded run
+            if node not in index:
+                return path.index(node)
+        return None
+
     def node(self, node_id: str) -> Node:
         return self.nodes[self._index[node_id]]
 

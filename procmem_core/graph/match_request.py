@@ -35,6 +35,12 @@ def rank_memo(
             include_candidates, include_quarantined, min_similarity)  # fmt: skip
 
 
+def memo_filters(memo: tuple) -> tuple[bool, bool, bool]:
+    """The status filters of a ``rank_memo`` key: ``(templates_only, include_candidates,
+    include_quarantined)``."""
+    return memo[5], memo[6], memo[7]
+
+
 @dataclass(frozen=True, slots=True)
 class MatchRequest:
     """The arguments of one ``StoreReads.match`` call, checked, with the query vectors.

@@ -21,10 +21,10 @@ from numpy.typing import ArrayLike
 
 from procmem_core.errors import ParameterError, check_int, check_text, is_number
 from procmem_core.graph.embedding import Embedder, HashingEmbedder
-from procmem_core.graph.match_request import rank_memo
+from procmem_core.graph.match_request import memo_filters, rank_memo
 from procmem_core.graph.status import CANDIDATE, QUARANTINED, STATUSES, TEMPLATE
 from procmem_core.limits import MAX_IDENTIFIER, MAX_SITUATION
-from procmem_core.proportions import smoothed_rate
+from procmem_core.proportions import smoothed_rate, smoothed_rate_of
 
 __all__ = [
     "SMALL_INDEX",
@@ -113,6 +113,8 @@ _KEEP_STATUS = np.array(
      for t in (False, True)]
 )  # fmt: skip
 """``_KEEP_STATUS[templates_only, include_candidates, include_quarantined][status]``."""
+_KEEP_NESTED = _KEEP_STATUS.tolist()
+"""``_KEEP_STATUS`` as nested lists of Python bools (indexed by Python bools and ints)."""
 
 
 def _clip0(x: float) -> float:
@@ -210,9 +212,28 @@ class MatchIndex:
 
     def set_stats(self, ref: str, runs: int, successes: int, status_code: int) -> None:
         row = self.rows[ref]
-        if self.status[row] != status_code:
-            self._ranked.clear()
+        old = self.status.item(row)
+        if old != status_code and self._ranked:
+            self._forget_ranks(old, status_code)
         self.runs[row], self.successes[row], self.status[row] = runs, successes, status_code
+
+    def _forget_ranks(self, old: int, new: int) -> None:
+        """Drop the remembered ranks (``_remember``) a row's status change from ``old`` to
+        ``new`` can move. A small rank reads a row's status only through its filters (kept
+        or not: ``_KEEP_STATUS``) and whether it is a candidate (candidates rank last), so
+        a rank whose filters keep both statuses or drop both, neither a candidate, stays
+        (authored -> exercised, or exercised <-> template when templates are not asked
+        for alone)."""
+        if old == CANDIDATE or new == CANDIDATE:
+            self._ranked.clear()
+            return
+        kept = {}
+        for memo, ranked in self._ranked.items():
+            templates_only, candidates, quarantined = memo_filters(memo)
+            keep = _KEEP_NESTED[int(templates_only)][int(candidates)][int(quarantined)]
+            if keep[old] == keep[new]:
+                kept[memo] = ranked
+        self._ranked = kept
 
     def remove(self, ref: str) -> None:
         self._ranked.clear()
@@ -356,7 +377,7 @@ class MatchIndex:
             runs, wins = self.runs[:n].tolist(), self.successes[:n].tolist()
 
             def rate_of(i: int) -> float:
-                return float(smoothed_rate(wins[i], runs[i]))
+                return smoothed_rate_of(wins[i], runs[i])
 
         ranked = []
         for i in range(n):
@@ -379,7 +400,8 @@ class MatchIndex:
         """Keep a small rank's rows, scores and relevances for its query (``memo``): with
         ``utility_weight`` 0 they depend only on the query, the embeddings, the statuses,
         the tools and the insertion order, so they hold until one of those changes
-        (``add``, ``remove``, ``set_tools``, a status in ``set_stats``: each clears them);
+        (``add``, ``remove``, ``set_tools`` clear them; a status in ``set_stats`` drops
+        those it can move, ``_forget_ranks``);
         the rates, read from the counts, are taken again on every call."""
         if len(self._ranked) >= RANKS_REMEMBERED:
             self._ranked.clear()
@@ -388,7 +410,7 @@ class MatchIndex:
     def _rate(self, row: int) -> float:
         """The smoothed success rate of one row, from its counts as Python ints (only the
         rows a small rank needs, not every row's)."""
-        return float(smoothed_rate(int(self.successes[row]), int(self.runs[row])))
+        return smoothed_rate_of(self.successes.item(row), self.runs.item(row))
 
     def _grow(self) -> None:
         self._cap *= 2

@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 
 import numpy as np
 
@@ -69,6 +70,7 @@ from procmem_core.quarantine.select import Waiting, serve_order
 
 PACK_MIN_SIMILARITY = 0.3
 """The pack's default relevance floor (procmem's choice; see the module docstring)."""
+_REF = attrgetter("ref")
 PACK_HEADING = "PROCEDURES TO FOLLOW (steps learned from earlier runs):"
 UNPROVEN = "(unproven)"
 
@@ -262,10 +264,7 @@ class ContextPacker:
                 session_id, matches[0].ref if matches else "", withhold, self.explore_rate,
                 [m.ref for m in shown], time, user_id, self.principal, self.principal,
             )  # fmt: skip
-        return Pack(
-            procedure_keys=tuple([m.ref for m in shown]),
-            procedure_keys_withheld=tuple([m.ref for m in withheld]),
-            procedure_revisions=tuple(revisions),
-            matches=tuple(matches),
-            blocks=tuple(blocks),
-        )
+        return Pack.from_values(  # by position: no keyword matching, once per pack
+            tuple(map(_REF, shown)), tuple(map(_REF, withheld)), tuple(revisions),
+            tuple(matches), tuple(blocks),
+        )  # fmt: skip

@@ -36,11 +36,12 @@ class StoreRecording(StoreReads):
     quarantine: QuarantinePolicy
     _releases: list[QuarantineRelease]
 
-    def _write(self) -> AbstractContextManager[Write]:
-        """One write, under the store's thread lock: in memory, or one SQLite transaction
-        under the file's write lock with the cache synced first (see ``graph.writes``)."""
+    def _write(self) -> AbstractContextManager[Write | InMemoryWrite]:
+        """One write, under the store's thread lock: in memory (``InMemoryWrite``), or one
+        SQLite transaction under the file's write lock with the cache synced first (see
+        ``graph.writes``)."""
         if self._journal is None:
-            return InMemoryWrite(Write(None, self._index), self._seen, self._lock)
+            return InMemoryWrite(self._index, self._lock)
         return self._file_write()
 
     @contextmanager
@@ -97,8 +98,9 @@ class StoreRecording(StoreReads):
                 self._next_run_id(w), entry.key, entry.namespace, state.revision, f["path"],
                 f["ok"], f["note"], f["cost"], f["duration_ms"], f["tokens"], f["agent"], None,
             )  # fmt: skip
-            released = self._append(w, entry, state, [run])
-        self._log_releases(released)
+            released = self._append(w, entry, state, run)
+        if released:
+            self._log_releases(released)
         return run
 
     def complete_run(
@@ -141,7 +143,7 @@ class StoreRecording(StoreReads):
                     run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
                     revision=entry.revision, reflection=reflection, **fields,
                 )  # fmt: skip
-                released += self._append(w, entry, entry.current, [run])
+                released += self._append(w, entry, entry.current, run)
                 runs.append(run)
             if rating is not None:
                 self._keep_rating(w, rating)
@@ -155,28 +157,25 @@ class StoreRecording(StoreReads):
             raise ParameterError(
                 "revision", revision, f"expected None, {entry.revision} (current){held}"
             )
-        for i, node in enumerate(path):
-            if not state.graph.has_node(node):
-                raise ParameterError(
-                    f"path[{i}]", node, f"expected a node id of {state.graph.node_ids}"
-                )
+        i = state.graph.first_unknown(path)
+        if i is not None:
+            raise ParameterError(
+                f"path[{i}]", path[i], f"expected a node id of {state.graph.node_ids}"
+            )
         return state
 
     def _append(
-        self, w: Write, entry: ProcedureEntry, state: Any, runs: list[RunRecord]
+        self, w: Write | InMemoryWrite, entry: ProcedureEntry, state: Any, run: RunRecord
     ) -> list[QuarantineRelease]:
-        """Fold ``runs`` into ``state``; a run on a quarantined graph goes to the quarantine
+        """Fold ``run`` into ``state``; a run on a quarantined graph goes to the quarantine
         policy first. Returns the releases, logged once the write has committed."""
         w.guard(entry)
-        released = []
-        for run in runs:
-            if state.quarantined:
-                released += policy_sees_run(self.quarantine, state, run)
-            state.fold(run)
-            entry.revision_tally(run.revision).add(run)
-            entry.runs.append(run)
+        released = policy_sees_run(self.quarantine, state, run) if state.quarantined else []
+        state.fold(run)
+        entry.revision_tally(run.revision).add(run)
+        entry.runs.append(run)
         w.put(entry)
-        w.add_runs(runs)
+        w.add_runs([run])
         return released
 
     def _log_releases(self, released: list[QuarantineRelease]) -> None:

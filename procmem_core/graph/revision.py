@@ -40,10 +40,13 @@ def revision_stats(entry: ProcedureEntry, revision: int) -> RevisionStats:
     tally = entry.by_revision.get(revision)
     if tally is None:
         return RevisionStats(0, 0)
-    outcomes = tuple(r.ok for r in entry.runs if r.revision == revision)
+    outcomes = tuple([r.ok for r in entry.runs if r.revision == revision])
     if len(outcomes) != tally.runs:  # runs older than the ledger kept in memory
         outcomes = ()
-    return RevisionStats(tally.runs, tally.successes, tuple(tally.success_costs), outcomes)
+    # the store's own counts: the invariants ``RevisionStats`` checks hold by construction
+    return RevisionStats.of_ledger(
+        tally.runs, tally.successes, tuple(tally.success_costs), outcomes
+    )
 
 
 def _set_history_outcome(entry: ProcedureEntry, revision: int, outcome: str) -> None:
@@ -127,6 +130,8 @@ class _Arm:
     costs: list[float]
     outcomes: list[bool] | None  # None: the ledger in memory does not hold them all
     concurrent: list[bool] = field(default_factory=list)
+    _costs: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    _concurrent: tuple[bool, ...] = field(default=(), repr=False, compare=False)
 
     def add(self, run: RunRecord, concurrent: bool) -> None:
         self.runs += 1
@@ -139,10 +144,15 @@ class _Arm:
             self.concurrent.append(run.ok)
 
     def stats(self) -> RevisionStats:
+        # the lists only grow, so a kept tuple of the same length is still their copy (the
+        # costs and concurrent outcomes change far less often than the outcomes)
+        if len(self._costs) != len(self.costs):
+            self._costs = tuple(self.costs)
+        if len(self._concurrent) != len(self.concurrent):
+            self._concurrent = tuple(self.concurrent)
         return RevisionStats.of_ledger(
-            self.runs, self.successes, tuple(self.costs), tuple(self.outcomes or ()),
-            tuple(self.concurrent),
-        )  # fmt: skip
+            self.runs, self.successes, self._costs, tuple(self.outcomes or ()), self._concurrent
+        )
 
 
 def _prior_at_proposal(entry: ProcedureEntry, tail: list[RunRecord]) -> _Arm:
@@ -247,15 +257,16 @@ def judge_revision(
     if entry.held is None:
         raise RevisionError(f"{entry.ref}: no revision is pending")
     replay = _resume(entry, gate, cost_gate)
+    verdict, cost_verdict = gate.verdict, cost_gate.verdict  # asked at every event
     for prior, rev in replay.advance(entry):
-        if (
-            combine_gate_verdicts(gate.verdict(prior, rev), cost_gate.verdict(prior, rev))
-            != CONTINUE
-        ):
+        if combine_gate_verdicts(verdict(prior, rev), cost_verdict(prior, rev)) != CONTINUE:
             break
     primary, cost = gate.decide(prior, rev), cost_gate.decide(prior, rev)  # at the deciding event
     action = combine_gate_verdicts(primary.verdict, cost.verdict)
-    records = tuple(_record(entry, d, prior, rev, action) for d in (primary, cost))
+    records = (
+        _record(entry, primary, prior, rev, action),
+        _record(entry, cost, prior, rev, action),
+    )
     if action == CONTINUE:
         replay.gates = (gate, cost_gate)
         entry.judged = replay

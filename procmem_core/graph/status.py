@@ -3,8 +3,9 @@
 ``trust_status``, ``meets_template_bar`` and ``should_quarantine`` take scalars or arrays,
 so the simulators apply the store's own rules to arrays of procedures; a scalar call (the
 store's, once per run or match) skips numpy but evaluates the same rule: the status is
-one precedence table (``STATUS_TABLE``) that both paths index, and the template bar and
-quarantine are one expression each, evaluated on Python numbers or on arrays.
+one precedence (``_precedence``), which a scalar call asks and the arrays' table
+(``STATUS_TABLE``) is built from, and the template bar and quarantine are one expression
+each, evaluated on Python numbers or on arrays.
 
 - template: at least 5 successful runs, a success rate of at least 0.8, and a topology
   evolve no longer changes;
@@ -44,7 +45,6 @@ STATUS_TABLE = np.array(
     dtype=np.int64,
 )
 """``STATUS_TABLE[quarantined, template, runs > 0, candidate]``: the status code."""
-_STATUS_NESTED = STATUS_TABLE.tolist()
 
 
 _SCALAR_TYPES = (int, float, np.generic)  # bool is an int
@@ -55,8 +55,9 @@ def _scalars(*values: object) -> bool:
 
 
 def status_code(runs: int, candidate: bool, template: bool, quarantined: bool) -> int:
-    """``trust_status`` of one procedure (``STATUS_TABLE`` read without numpy)."""
-    return _STATUS_NESTED[bool(quarantined)][bool(template)][bool(runs > 0)][bool(candidate)]
+    """``trust_status`` of one procedure: the precedence ``STATUS_TABLE`` is built from,
+    asked directly (no numpy, no table)."""
+    return _precedence(quarantined, template, runs > 0, candidate)
 
 
 def trust_status(

@@ -77,34 +77,57 @@ class Write:
                 seen.version = self.tx.version
             seen.last_run_id = max(seen.last_run_id, self.last_run_id)
             seen.last_decision = max(seen.last_decision, self.last_decision)
-        rows = self.index.rows
-        for e, graph_changed in self.touched:
-            ref = e.ref
-            if ref in rows:
-                agg = e.current.agg
-                self.index.set_stats(ref, agg.runs, agg.successes, e.status_code)
-                if graph_changed:
-                    self.index.set_tools(ref, e.graph.tools())
+        refresh_rows(self.index, self.touched)
+
+
+def refresh_rows(index: MatchIndex, touched: list[tuple[ProcedureEntry, bool]]) -> None:
+    """Bring the index rows of the entries a committed write touched up to date: counts and
+    status, and the tools of those whose graph may have changed."""
+    rows = index.rows
+    for e, graph_changed in touched:
+        ref = e.ref
+        if ref in rows:
+            agg = e.current.agg
+            index.set_stats(ref, agg.runs, agg.successes, e.status_code)
+            if graph_changed:
+                index.set_tools(ref, e.graph.tools())
 
 
 class InMemoryWrite:
-    """The context of one write to a store in memory: the ``Write``, committed to the cache
-    when the block ends without an exception (nothing to roll back: no file), with the
-    store's ``lock`` held for the block."""
+    """One write to a store in memory, its own ``Write``: the store's ``lock`` held for the
+    block and the touched index rows refreshed when it ends without an exception.
 
-    __slots__ = ("lock", "seen", "write")
+    A store in memory has no transaction (``tx`` is None), no other writer and no file to
+    roll back to, so nothing is guarded, no run id or decision is tracked for a sync point,
+    and a write keeps only the entries it touched (``Write``'s other fields stay unused
+    there): the same calls, without building that bookkeeping on every write."""
 
-    def __init__(self, write: Write, seen: SyncPoint, lock: AbstractContextManager) -> None:
-        self.write, self.seen, self.lock = write, seen, lock
+    __slots__ = ("index", "lock", "touched")
+    tx = None
 
-    def __enter__(self) -> Write:
+    def __init__(self, index: MatchIndex, lock: AbstractContextManager) -> None:
+        self.index, self.lock, self.touched = index, lock, []
+
+    def __enter__(self) -> InMemoryWrite:
         self.lock.__enter__()
-        return self.write
+        return self
+
+    def guard(self, entry: ProcedureEntry) -> ProcedureEntry:
+        return entry  # nothing to restore: no transaction can fail after the block
+
+    def put(self, entry: ProcedureEntry, graph_changed: bool = False) -> None:
+        self.touched.append((entry, graph_changed))
+
+    def add_runs(self, runs: list[RunRecord]) -> None:
+        """Nothing to track: run ids come from the store's own counter in memory."""
+
+    def add_decisions(self, decisions: list[GateRecord]) -> None:
+        """Nothing to track: the store keeps its decisions in memory itself."""
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
         try:
             if exc_type is None:
-                self.write.committed(self.seen)
+                refresh_rows(self.index, self.touched)
         finally:
             self.lock.__exit__(None, None, None)
         return False

@@ -251,9 +251,8 @@ class LoopScenario(Scenario):
                  "fixed", "fixed_early", "fixed_late", "withheld", "off", "prior")  # fmt: skip
         per: dict[str, list[float]] = {k: [] for k in names}
         for w in worlds:
-            ok = np.array([x.ok for x in w.sessions], dtype=float)
-            p = np.array([x.p_true for x in w.sessions])
-            best = np.array([x.p_oracle for x in w.sessions])
+            c = w.columns()
+            ok, p, best = c.ok.astype(float), c.p_true, c.p_oracle
             per["ok"].append(ok.sum())
             per["early"].append(ok[:q].sum())
             per["late"].append(ok[-q:].sum())
@@ -265,9 +264,9 @@ class LoopScenario(Scenario):
             per["fixed"].append(fixed.sum())
             per["fixed_early"].append(fixed[:q].sum())
             per["fixed_late"].append(fixed[-q:].sum())
-            per["withheld"].append(sum(x.withheld is not None for x in w.sessions))
-            per["off"].append(sum(not x.followed and x.withheld is None for x in w.sessions))
-            per["prior"].append(sum(x.prior_served for x in w.sessions))
+            per["withheld"].append(sum([x.withheld is not None for x in w.sessions]))
+            per["off"].append(int(c.off.sum()))
+            per["prior"].append(sum([x.prior_served for x in w.sessions]))
         n = np.full(len(worlds), float(s))
         nq = np.full(len(worlds), float(q))
         for name, key, den in (

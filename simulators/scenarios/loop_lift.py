@@ -43,10 +43,14 @@ LIFT_METRICS = ("lift", "naive_lift", "naive_lift_exact", "lift_exact", "naive_l
 def replication_lifts(world: LoopWorld, feedback: Feedback, base_rate: float) -> dict | None:
     """The lift metrics of one replication (the module doc), or None when the followed or
     the withheld arm has no rated session."""
-    followed = [x for x in world.sessions if x.followed and x.withheld is None]
-    withheld = [x for x in world.sessions if x.withheld is not None]
-    rated_f = [x for x in followed if x.rated]
-    rated_w = [x for x in withheld if x.rated]
+    followed, withheld = [], []
+    for x in world.sessions:  # one pass: a withheld session is never a followed one
+        if x.withheld is not None:
+            withheld.append(x)
+        elif x.followed:
+            followed.append(x)
+    rated_f = [x.rating for x in followed if x.rated]
+    rated_w = [x.rating for x in withheld if x.rated]
     if not rated_f or not rated_w:
         return None
     p = np.array([x.p_true for x in followed])
@@ -55,20 +59,27 @@ def replication_lifts(world: LoopWorld, feedback: Feedback, base_rate: float) ->
     g_base = float(feedback.positive_rate(base_rate, base_rate))
     exact = float(np.sum(w * g) / np.sum(w)) - g_base
     truth = float(np.mean(p)) - base_rate
+    # a mean of outcomes (bools) is its count over its length: the float ``np.mean`` gives
     return {
-        "lift": np.mean([x.ok for x in followed]) - np.mean([x.ok for x in withheld]),
-        "naive_lift": np.mean([x.rating for x in rated_f]) - np.mean([x.rating for x in rated_w]),
+        "lift": _share([x.ok for x in followed]) - _share([x.ok for x in withheld]),
+        "naive_lift": _share(rated_f) - _share(rated_w),
         "naive_lift_exact": exact,
         "lift_exact": truth,
         "naive_lift_bias": exact - truth,
     }
 
 
+def _share(flags: list[bool]) -> float:
+    """``np.mean`` of a non-empty list of bools: its sum of 0s and 1s is exact in float64,
+    so the mean is the one division ``count / n``."""
+    return sum(flags) / len(flags)
+
+
 def add_lift_metrics(
     result: ScenarioResult, worlds: list[LoopWorld], feedback: Feedback, base_rate: float
 ) -> None:
     """``rated_rate`` and the lift metrics (the module doc) over the replications."""
-    rated = [sum(x.rated for x in w.sessions) for w in worlds]
+    rated = [sum([x.rated for x in w.sessions]) for w in worlds]
     result.add_ratio("rated_rate", rated, [len(w.sessions) for w in worlds])
     per = [replication_lifts(w, feedback, base_rate) for w in worlds]
     kept = [d for d in per if d is not None]

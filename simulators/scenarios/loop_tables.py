@@ -52,18 +52,20 @@ def arms_table(worlds: list[LoopWorld]) -> pd.DataFrame:
     """Per replication and procedure: sessions shown (followed) vs withheld, and their rates."""
     rows = []
     for i, w in enumerate(worlds):
-        arms: dict[tuple[str, str], list] = {}  # (key, arm) -> its sessions, in order
-        for x in w.sessions:
+        c = w.columns()
+        arms: dict[tuple[str, str], list[int]] = {}  # (key, arm) -> its sessions, in order
+        for t, x in enumerate(w.sessions):
             if x.key is not None:
-                arms.setdefault((x.key, "shown"), []).append(x)
+                arms.setdefault((x.key, "shown"), []).append(t)
             if x.withheld is not None:
-                arms.setdefault((x.withheld, "withheld"), []).append(x)
+                arms.setdefault((x.withheld, "withheld"), []).append(t)
         for key in w.task_of:
             for arm in ("shown", "withheld"):
                 sel = arms.get((key, arm), [])
                 n = len(sel)
-                k = sum(x.ok for x in sel)
-                mean_true = float(np.mean([x.p_true for x in sel])) if n else np.nan
+                k = int(c.ok[sel].sum()) if n else 0
+                # the array ``np.mean`` of the list of their rates would build, in order
+                mean_true = float(np.mean(c.p_true[sel])) if n else np.nan
                 rows.append((i, key, arm, n, k, k / n if n else np.nan, mean_true))
     return pd.DataFrame(rows, columns=ARMS_COLUMNS)
 
@@ -72,28 +74,32 @@ def trajectory_table(worlds: list[LoopWorld], sessions: int, window: int) -> pd.
     """Per replication and window of sessions: success, expected and oracle rates, regret,
     the share of off-task sessions, and the statuses at the window's last evolve."""
     rows = []
+    starts = range(0, sessions, window)
     for i, w in enumerate(worlds):
-        # each column once per world as an array (a window's mean is np.mean of its slice,
-        # the same float64 values and summation as np.mean of the window's list)
-        ok = np.array([x.ok for x in w.sessions], dtype=bool)
-        p = np.array([x.p_true for x in w.sessions], dtype=float)
-        best = np.array([x.p_oracle for x in w.sessions], dtype=float)
-        lost = best - p
-        off = np.array([not x.followed and x.withheld is None for x in w.sessions], dtype=bool)
+        c = w.columns()
+        columns = (c.ok, c.p_true, c.p_oracle, c.p_oracle - c.p_true, c.off)
+        means = [window_means(x, window, starts) for x in columns]
         evolves, seen, last = w.status_by_window, 0, {}
-        for start in range(0, sessions, window):
+        for j, start in enumerate(starts):
             stop = start + len(w.sessions[start : start + window])
-            span = slice(start, stop)
             while seen < len(evolves) and evolves[seen][0] < stop:  # in session order
                 last = evolves[seen][1]
                 seen += 1
             rows.append(
-                (i, start, stop - start, float(np.mean(ok[span])), float(np.mean(p[span])),
-                 float(np.mean(best[span])), float(np.mean(lost[span])),
-                 float(np.mean(off[span])), sum(v == "quarantined" for v in last.values()),
+                (i, start, stop - start, *[m[j] for m in means],
+                 sum(v == "quarantined" for v in last.values()),
                  sum(v == "template" for v in last.values()))
             )  # fmt: skip
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS)
+
+
+def window_means(values: np.ndarray, window: int, starts: range) -> list[float]:
+    """``float(np.mean(values[s : s + window]))`` for each start ``s``: the full windows in
+    one ``mean(axis=1)`` over rows of the array (numpy sums each contiguous row as it sums
+    the slice, so the floats are the same), the rest one by one."""
+    full = min(len(values) // window, len(starts))
+    out = values[: full * window].reshape(full, window).mean(axis=1).tolist() if full else []
+    return out + [float(np.mean(values[s : s + window])) for s in starts[full:]]
 
 
 def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
@@ -112,8 +118,8 @@ def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
             for source in REGRET_SOURCES:
                 sel = by_source[source]
                 rows.append(
-                    (i, period, source, len(block), len(sel), sum(x.ok for x in sel),
-                     float(sum(x.p_oracle - x.p_true for x in sel)))
+                    (i, period, source, len(block), len(sel), sum([x.ok for x in sel]),
+                     float(sum([x.p_oracle - x.p_true for x in sel])))
                 )  # fmt: skip
     return pd.DataFrame(rows, columns=SOURCES_COLUMNS)
 

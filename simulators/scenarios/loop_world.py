@@ -111,6 +111,26 @@ class SessionLog:
         return "another task's procedure ranked first"
 
 
+@dataclass(frozen=True)
+class SessionColumns:
+    """Columns of a session log, in session order: ``ok`` and ``off`` (no procedure of the
+    task followed and none withheld) as bools, ``p_true`` and ``p_oracle`` as floats."""
+
+    ok: np.ndarray
+    off: np.ndarray
+    p_true: np.ndarray
+    p_oracle: np.ndarray
+
+    @classmethod
+    def of(cls, sessions: list[SessionLog]) -> SessionColumns:
+        return cls(
+            np.array([x.ok for x in sessions], dtype=bool),
+            np.array([not x.followed and x.withheld is None for x in sessions], dtype=bool),
+            np.array([x.p_true for x in sessions], dtype=float),
+            np.array([x.p_oracle for x in sessions], dtype=float),
+        )
+
+
 REGRET_SOURCES = (
     "followed the best",
     "followed a worse one",
@@ -141,6 +161,7 @@ class LoopWorld:
     fresh: dict = field(default_factory=dict)  # key -> runs recorded since its last evolve
     recent: set = field(default_factory=set)  # keys run since the last revision step
     stale_reports: int = 0  # delayed reports that arrived after their graph was revised
+    _columns: tuple = field(default=(), init=False, repr=False, compare=False)  # (n, it)
 
     def __post_init__(self) -> None:
         sc = self.scenario
@@ -190,13 +211,16 @@ class LoopWorld:
         in memory and only this world writes it, one procedure per write, so between its
         writes a procedure reads the same (``seen``). After a recorded ``run`` only the
         status can have moved (a run changes no revision: ``record_run``)."""
-        if run:
-            seen = (self.store.status(key), *self.seen[key][1:])
-        else:
-            seen = (self.store.status(key), *self.store.live_revisions(key))
-        if self.seen.get(key) != seen:
+        status, old = self.store.status(key), self.seen.get(key)
+        if run:  # only the status can differ
+            if old[0] != status:
+                self.seen[key] = (status, old[1], old[2])
+                self.by_task.pop(self.task_of[key], None)  # read again from ``seen`` when asked
+            return
+        seen = (status, *self.store.live_revisions(key))
+        if old != seen:
             self.seen[key] = seen
-            self.by_task.pop(self.task_of[key], None)  # read again from ``seen`` when asked
+            self.by_task.pop(self.task_of[key], None)
 
     def task_now(self, task: int) -> tuple[int, float]:
         """The task's procedures not quarantined, and ``oracle(task)``: both read only
@@ -207,6 +231,14 @@ class LoopWorld:
             available = sum(self.seen[k][0] != "quarantined" for k in keys)
             now = self.by_task[task] = (available, self.oracle(task))
         return now
+
+    def columns(self) -> SessionColumns:
+        """The session log's numeric columns as arrays, built once per length of the log
+        (the metrics and the tables all read them)."""
+        n = len(self.sessions)
+        if not self._columns or self._columns[0] != n:
+            self._columns = (n, SessionColumns.of(self.sessions))
+        return self._columns[1]
 
     # -- truth ------------------------------------------------------------------------
 
@@ -287,7 +319,7 @@ class LoopWorld:
         if revision != current and (prior is None or prior != revision):
             self.stale_reports += 1
             return False
-        self.store.record_run(key, list(path), signal, revision=revision)
+        self.store.record_run(key, path, signal, revision=revision)
         self._saw(key, run=True)
         self.runs.append((key, path, signal))
         self.fresh[key] = self.fresh.get(key, 0) + 1
