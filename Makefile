@@ -28,11 +28,19 @@ run: $(STAMP)
 # module-scoped fixtures (a sweep, a tracking server, a Ray head) start once. One worker
 # more than the cores: the service tests spend most of their time waiting on a server, a
 # Ray head or a sweep's subprocess, and the extra worker runs other files meanwhile
-# (2 cores, idle, same code, one run each: 555 s with 3 workers, 574 s with 2; idle runs
-# of one tree spread by about 60 s, so the gain is small and not yet established).
+# (2 cores, idle, same code, one run each: 555 s with 3 workers, 574 s with 2; later, with
+# bytecode caches, 490 s with 3 and 545 s with 4; idle runs of one tree spread by about
+# 60 s, so these gains are small and not established).
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)")
+# Bytecode caches stay on for the suite even where the environment turns them off
+# (PYTHONDONTWRITEBYTECODE=1, as in this project's sandbox): without them every worker
+# rewrites every test module's asserts again (collecting took 16.7 s of CPU per worker
+# without, 7.3 s with) and every sweep's processes compile procmem's modules again. The
+# caches go to __pycache__ folders beside procmem's own sources (git-ignored). Whole suite,
+# idle, 3 workers, one run each: 838 s of CPU without, 822 s with (499 and 490 s).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile \
+		--durations=15
 
 # The fixture tests again with numpy's dispatched SIMD kernels disabled (baseline only):
 # another summation order, as on another CPU; the fixtures' tolerance must absorb it.
