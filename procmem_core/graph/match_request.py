@@ -1,5 +1,7 @@
 """A match request validated and embedded once: ``ProcedureStore.match`` in two halves.
 
+``check_match_request`` validates ``match``'s arguments before any work.
+
 ``StoreReads.match(situation, ...)`` is ``match_request(prepare_match(situation, ...))``:
 ``prepare_match`` checks every argument and embeds the situation (and goal) into a
 ``MatchRequest``; ``match_request`` resolves the namespaces to search (grants may change
@@ -13,8 +15,40 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import inf
+from typing import Any
 
 import numpy as np
+
+from procmem_core.errors import ParameterError, check_int, check_text, is_number
+from procmem_core.limits import MAX_IDENTIFIER, MAX_SITUATION
+
+
+def check_match_request(
+    situation: Any,
+    goal: Any,
+    recent_tools: Any,
+    top_k: Any,
+    tool_boost: Any,
+    utility_weight: Any,
+    for_agent: Any,
+) -> int:
+    """Validate ``ProcedureStore.match`` arguments before any work; return ``top_k``."""
+    for name, text in (("situation", situation), ("goal", goal)):
+        if text is not None or name == "situation":
+            check_text(name, text, MAX_SITUATION)
+    if type(recent_tools) not in (tuple, list) and (
+        isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence)
+    ):
+        raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
+    for i, tool in enumerate(recent_tools):
+        check_text(f"recent_tools[{i}]", tool, MAX_IDENTIFIER)
+    for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
+        if not is_number(value) or not 0 <= value < inf:
+            raise ParameterError(name, value, "expected a finite number >= 0")
+    if for_agent is not None and not isinstance(for_agent, str):
+        raise ParameterError("for_agent", for_agent, "expected an agent name or None")
+    return check_int("top_k", top_k, minimum=1)
 
 
 def rank_memo(

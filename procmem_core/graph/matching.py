@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from math import inf
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_int, check_text, is_number
 from procmem_core.graph.embedding import Embedder, HashingEmbedder
 from procmem_core.graph.match_request import memo_filters, rank_memo
 from procmem_core.graph.status import CANDIDATE, QUARANTINED, STATUSES, TEMPLATE
-from procmem_core.limits import MAX_IDENTIFIER, MAX_SITUATION
 from procmem_core.proportions import smoothed_rate, smoothed_rate_of
 
 __all__ = [
@@ -31,7 +27,6 @@ __all__ = [
     "Embedder",
     "HashingEmbedder",
     "MatchIndex",
-    "check_match_request",
     "match_score",
     "match_scores",
 ]
@@ -40,33 +35,6 @@ SMALL_INDEX = 64
 """``MatchIndex.rank`` scores at most this many procedures row by row, more with numpy."""
 RANKS_REMEMBERED = 256
 """A small index keeps the ranks of at most this many distinct queries (``_remember``)."""
-
-
-def check_match_request(
-    situation: Any,
-    goal: Any,
-    recent_tools: Any,
-    top_k: Any,
-    tool_boost: Any,
-    utility_weight: Any,
-    for_agent: Any,
-) -> int:
-    """Validate ``ProcedureStore.match`` arguments before any work; return ``top_k``."""
-    for name, text in (("situation", situation), ("goal", goal)):
-        if text is not None or name == "situation":
-            check_text(name, text, MAX_SITUATION)
-    if type(recent_tools) not in (tuple, list) and (
-        isinstance(recent_tools, str) or not isinstance(recent_tools, Sequence)
-    ):
-        raise ParameterError("recent_tools", recent_tools, "expected a list of tool names")
-    for i, tool in enumerate(recent_tools):
-        check_text(f"recent_tools[{i}]", tool, MAX_IDENTIFIER)
-    for name, value in (("tool_boost", tool_boost), ("utility_weight", utility_weight)):
-        if not is_number(value) or not 0 <= value < inf:
-            raise ParameterError(name, value, "expected a finite number >= 0")
-    if for_agent is not None and not isinstance(for_agent, str):
-        raise ParameterError("for_agent", for_agent, "expected an agent name or None")
-    return check_int("top_k", top_k, minimum=1)
 
 
 def match_scores(

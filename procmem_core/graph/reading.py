@@ -31,13 +31,8 @@ from procmem_core.graph.journal import Journal, SyncPoint
 from procmem_core.graph.keys import UnknownProcedure, check_tags
 from procmem_core.graph.ledger import RunRecord
 from procmem_core.graph.locate import LocateResult, locate_in
-from procmem_core.graph.match_request import MatchRequest
-from procmem_core.graph.matching import (
-    Embedder,
-    HashingEmbedder,
-    MatchIndex,
-    check_match_request,
-)
+from procmem_core.graph.match_request import MatchRequest, check_match_request
+from procmem_core.graph.matching import Embedder, HashingEmbedder, MatchIndex
 from procmem_core.graph.records import Match, RevisionEntry, StoredProcedure
 
 

@@ -1,7 +1,7 @@
 """The loop's regret change split into its structural cost and what the engine learned
 (issue 30, "the loop's regret, decomposed").
 
-Every session falls in one source (``simulators.scenarios.loop_world.REGRET_SOURCES``).
+Every session falls in one source (``simulators.scenarios.loop_records.REGRET_SOURCES``).
 The structural ones are the price of the mechanisms, paid whatever the engine learns:
 sessions withheld by the explore rate, sessions that follow a revision on trial or serve
 the prior (concurrent control), and sessions of a task whose every procedure is

@@ -4,7 +4,7 @@ session log (``session_log``; ``ledger_log``: its runs and revisions, docs/logs.
 
 Regret of a session: ``p_oracle - p_true``, the expected successes lost against always
 following the best procedure of the task as it is now (or none, when none beats the
-base rate). Its sources (``loop_world.REGRET_SOURCES``) split every session by what the
+base rate). Its sources (``loop_records.REGRET_SOURCES``) split every session by what the
 agent did and why, so the report can say which part of the loop a trend comes from.
 """
 
@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.gates import DECISION_COLUMNS
-from simulators.scenarios.loop_world import REGRET_SOURCES, LoopWorld
+from simulators.scenarios.loop_records import REGRET_SOURCES
+from simulators.scenarios.loop_world import LoopWorld
 
 GATE_TRUTH = ("replication", "kind", "p_prior", "p_new", "true_drop", "correct_verdict")
 """What the loop's world knows beside each of the store's records."""
