@@ -159,12 +159,10 @@ class ProcedureEntry:
         self, score: float, similarity: float, rate: float, for_agent: str | None
     ) -> Match:
         """This procedure as a ranked ``Match`` (``for_agent``: that caller's own record)."""
-        c = self.current
-        agg = c.agg
-        status = STATUSES[status_code(agg.runs, self.candidate, c.template, c.quarantined)]
+        c, agg = self.current, self.current.agg
         return Match.from_values(
             self.key, self.namespace, self.name, self.situation, self.actor, score, similarity,
-            status, c.revision, agg.runs, agg.successes, rate, c.graph, c.steps, self.tags,
+            self.status, c.revision, agg.runs, agg.successes, rate, c.graph, c.steps, self.tags,
             c.fail_prone_steps, c.fail_prone_transitions, self.pending, agg.agents(),
             None if for_agent is None else agg.agent_stats(for_agent), c.probe_runs,
         )  # fmt: skip

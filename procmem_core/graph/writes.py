@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Write:
-    """The bookkeeping of one write (see the module doc)."""
+    """The bookkeeping of one write to a store on file, in transaction ``tx`` (see the
+    module doc; a store in memory writes through ``InMemoryWrite``)."""
 
-    tx: Transaction | None
+    tx: Transaction
     index: MatchIndex
     saved: list[tuple[str, dict, list[RunRecord]]] = field(default_factory=list)
     rows: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -37,26 +38,23 @@ class Write:
 
     def guard(self, entry: ProcedureEntry) -> ProcedureEntry:
         """Keep ``entry`` as it is now, to restore it if the write fails."""
-        if self.tx is not None:
-            self.saved.append((entry.ref, entry.to_json(), list(entry.runs)))
+        self.saved.append((entry.ref, entry.to_json(), list(entry.runs)))
         return entry
 
     def put(self, entry: ProcedureEntry, graph_changed: bool = False) -> None:
         """Write ``entry`` (its state; its index row once the write succeeds, its tools too
         when its graph may have changed)."""
-        if self.tx is not None:
-            self.rows[entry.ref] = self.tx.put(entry)
+        self.rows[entry.ref] = self.tx.put(entry)
         self.touched.append((entry, graph_changed))
 
     def add_runs(self, runs: list[RunRecord]) -> None:
-        if self.tx is not None:
-            self.tx.add_runs(runs)
+        self.tx.add_runs(runs)
         for r in runs:  # a loop, not ``max`` over a generator: once per recorded run
             if r.run_id > self.last_run_id:
                 self.last_run_id = r.run_id
 
     def add_decisions(self, decisions: list[GateRecord]) -> None:
-        if self.tx is not None and decisions:
+        if decisions:
             self.last_decision = self.tx.add_decisions(decisions)
 
     def restore(self, entries: dict[str, ProcedureEntry]) -> None:
@@ -71,12 +69,11 @@ class Write:
 
     def committed(self, seen: SyncPoint) -> None:
         """Move the cache's sync point past this write and refresh the touched index rows."""
-        if self.tx is not None:
-            seen.rows.update(self.rows)
-            if self.tx.version is not None:
-                seen.version = self.tx.version
-            seen.last_run_id = max(seen.last_run_id, self.last_run_id)
-            seen.last_decision = max(seen.last_decision, self.last_decision)
+        seen.rows.update(self.rows)
+        if self.tx.version is not None:
+            seen.version = self.tx.version
+        seen.last_run_id = max(seen.last_run_id, self.last_run_id)
+        seen.last_decision = max(seen.last_decision, self.last_decision)
         refresh_rows(self.index, self.touched)
 
 

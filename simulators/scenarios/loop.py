@@ -264,9 +264,9 @@ class LoopScenario(Scenario):
             per["fixed"].append(fixed.sum())
             per["fixed_early"].append(fixed[:q].sum())
             per["fixed_late"].append(fixed[-q:].sum())
-            per["withheld"].append(sum([x.withheld is not None for x in w.sessions]))
+            per["withheld"].append(int(c.withheld.sum()))
             per["off"].append(int(c.off.sum()))
-            per["prior"].append(sum([x.prior_served for x in w.sessions]))
+            per["prior"].append(int(c.prior_served.sum()))
         n = np.full(len(worlds), float(s))
         nq = np.full(len(worlds), float(q))
         for name, key, den in (

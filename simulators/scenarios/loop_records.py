@@ -65,11 +65,14 @@ class SessionLog:
 
 @dataclass(frozen=True)
 class SessionColumns:
-    """Columns of a session log, in session order: ``ok`` and ``off`` (no procedure of the
-    task followed and none withheld) as bools, ``p_true`` and ``p_oracle`` as floats."""
+    """Columns of a session log, in session order: ``ok``, ``off`` (no procedure of the
+    task followed and none withheld), ``withheld`` and ``prior_served`` as bools,
+    ``p_true`` and ``p_oracle`` as floats."""
 
     ok: np.ndarray
     off: np.ndarray
+    withheld: np.ndarray
+    prior_served: np.ndarray
     p_true: np.ndarray
     p_oracle: np.ndarray
 
@@ -78,6 +81,8 @@ class SessionColumns:
         return cls(
             np.array([x.ok for x in sessions], dtype=bool),
             np.array([not x.followed and x.withheld is None for x in sessions], dtype=bool),
+            np.array([x.withheld is not None for x in sessions], dtype=bool),
+            np.array([x.prior_served for x in sessions], dtype=bool),
             np.array([x.p_true for x in sessions], dtype=float),
             np.array([x.p_oracle for x in sessions], dtype=float),
         )

@@ -4,6 +4,8 @@ at each call, and checks its arguments when prepared."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,14 @@ def test_the_request_keeps_the_checked_arguments_and_read_only_vectors():
     assert (r.situation, r.goal, r.recent_tools, r.top_k) == ("refund", "invoice", ("mail",), 2)
     assert np.array_equal(r.query, store.embedder.embed(["refund"])[0])
     assert not r.query.flags.writeable and not r.goal_query.flags.writeable
+
+
+def test_match_and_prepare_match_take_the_same_arguments_with_the_same_defaults():
+    """``match`` spells out ``prepare_match``'s parameters (its public signature) and passes
+    them on by position: a parameter or default changed in one must change in the other."""
+    match = inspect.signature(ProcedureStore.match).parameters
+    prepare = inspect.signature(ProcedureStore.prepare_match).parameters
+    assert list(match) == list(prepare)
+    assert [(p.default, p.annotation) for p in match.values()] == [
+        (p.default, p.annotation) for p in prepare.values()
+    ]

@@ -1,6 +1,6 @@
 """Digests of ``LoopScenario`` runs, to compare two checkouts bit for bit.
 
-``python benchmarks/loop_digest.py ROOT`` runs configurations beyond the committed decision
+``python tools/loop_digest.py ROOT`` runs configurations beyond the committed decision
 stream's (``tests/simulators/test_loop_decisions.py``): every quarantine exit policy
 (conf/quarantine), explore rates above 0, concurrent control with a paired gate, utility
 weight, delayed and missing feedback, the exported session log and a calibration block.
