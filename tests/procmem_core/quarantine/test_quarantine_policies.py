@@ -198,3 +198,18 @@ def test_a_floor_needs_a_generator():
     with pytest.raises(ParameterError) as err:
         ContextPacker(store)
     assert err.value.field == "rng"
+
+
+@pytest.mark.parametrize("floor", ["0.1", True, float("nan"), None])
+def test_a_floor_that_is_not_a_number_is_refused(floor):
+    """float("0.1") passed the old check and the string was kept (the pack then failed
+    comparing it with 0)."""
+    with pytest.raises(ParameterError) as err:
+        ProbationPolicy(floor=floor, candidates=2)
+    assert err.value.field == "floor"
+
+
+def test_a_negative_floor_names_the_range_its_candidates_allow():
+    with pytest.raises(ParameterError, match=r"\[0, 1/candidates\) = \[0, 0.25\)"):
+        ProbationPolicy(floor=-0.01, candidates=4)
+    assert type(ProbationPolicy(floor=np.float32(0.25), candidates=np.int64(3)).floor) is float
