@@ -285,7 +285,8 @@ def loop_section(sweep: Sweep) -> Section | None:
     blocks: list = world_blocks(rows, None, "The verdict")
     blocks += [missing_table(pairs, len(rows))] if pairs else []
     search = is_search(sweep.parent_tags)
-    blocks += [search_table(rows)] if search else []
+    trials = search_table(rows) if search else None
+    blocks += [trials] if trials is not None else []
     note = prescribed_note(rows, sweep.table("gate_decisions", list(rows["run_id"])))
     blocks += [Detail(note)] if note else []
     blocks += [
