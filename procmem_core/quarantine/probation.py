@@ -3,10 +3,13 @@
 ``f + (1 - n f) w`` (``quarantine.select``), where ``w`` is the pack's own choice (1 on the
 top match it would serve, 0 elsewhere; a quarantined match has ``w = 0``). The floor is
 added, not clipped and renormalised, so every candidate gets at least f exactly
-(docs/statistics.md); f must lie in [0, 1/n). A quarantined procedure is so run with
-probability f per session, and the seed's rule applies: a success lifts it.
+(docs/statistics.md); f must lie in [0, 1/n). A quarantined procedure is so served first
+with probability f per session, and the seed's rule applies: a success lifts it. The
+pack's explore rate epsilon then withholds its first match, this one too: it runs with
+probability f (1 - epsilon) (docs/graph.md, "Quarantine").
 
-Chain: one quarantined state; per session, released with probability ``f p``.
+Chain: one quarantined state; per session, released with probability ``f p`` (f the run
+rate: ``f (1 - epsilon)`` under an explore rate).
 """
 
 from __future__ import annotations
