@@ -254,3 +254,37 @@ def test_include_quarantined_serves_by_rank_and_draws_no_floor():
     again.bit_generator.state = before
     again.random(200)
     assert rng.bit_generator.state == again.bit_generator.state
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [SeedPolicy(), DecayPolicy(decay_sessions=50), HalfOpenPolicy(cool_down=50),
+     ProbationPolicy(floor=0.01, candidates=1)],
+    ids=lambda x: x.name,
+)  # fmt: skip
+def test_quarantined_matches_do_not_crowd_out_an_open_one(policy):
+    """Four quarantined procedures ranked above the only open one: the seed's pack serves
+    it; an exit policy's pack matched only its top 2 * 1 + n and served nothing."""
+    situation = "a customer asks for a refund on a paid invoice"
+    texts = [
+        situation,
+        "a customer asks for a refund on an invoice",
+        "customer asks for a refund on a paid invoice today",
+        "a customer asks for a refund",
+        "a customer wants a refund on the invoice",
+    ]
+    store = ProcedureStore(strike_limit=1, quarantine=policy)
+    for i, t in enumerate(texts):
+        store.add(f"r{i}", t, STEPS)
+    order = [m.key for m in store.match(situation)]
+    for k in order[:4]:
+        store.record_run(k, ["n1"], ok=False)
+        assert store.evolve(k, min_runs=1).status == "quarantined"
+    rng = np.random.default_rng(np.random.SeedSequence(29))
+    packer = ContextPacker(store, rng=rng, max_procedures=1, min_similarity=None)
+    n = 40  # within the 50 sessions decay and half-open keep them closed
+    packs = [packer.pack(situation).procedure_keys for _ in range(n)]
+    open_one = sum(p == (f"default/{order[4]}",) for p in packs)
+    floor = policy.floor  # probation: the top (quarantined) candidate's floor draws
+    assert all(p for p in packs)
+    assert abs(open_one / n - (1 - floor)) <= 4 * math.sqrt(floor * (1 - floor) / n)
