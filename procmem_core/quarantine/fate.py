@@ -23,7 +23,8 @@ and for each exit policy (``ExitFate``):
   over the quarantined states S, from the entry state (inf when release can fail to
   come). A session that runs it while quarantined (probation, a half-open probe) counts
   as quarantined; decay releases it as its last strike decays, so the session that runs
-  it again does not;
+  it again does not. NaN at strike limit 0 (no quarantine to leave); at p = 1 the value
+  is conditional on a quarantine that never comes;
 - ``share_quarantined``: the long-run share of sessions spent quarantined, the
   stationary distribution of the whole chain (1 when quarantine is absorbing);
 - harmful exposures: a *harmful* procedure is one whose runs succeed with probability
