@@ -42,7 +42,7 @@ and, with a probation floor f, draws one more uniform per pack for the additive 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import attrgetter
 
@@ -66,7 +66,7 @@ from procmem_core.graph.match_request import MatchRequest
 from procmem_core.graph.packlog import check_session_fields
 from procmem_core.graph.records import Match
 from procmem_core.graph.store import ProcedureStore
-from procmem_core.quarantine.select import Waiting, serve_order
+from procmem_core.quarantine.select import Waiting, is_open, serve_order
 
 PACK_MIN_SIMILARITY = 0.3
 """The pack's default relevance floor (procmem's choice; see the module docstring)."""
@@ -209,6 +209,19 @@ class ContextPacker:
         lets the policy order them (``serve_order``)."""
         return self.store.quarantine.serves_quarantined and not self.include_quarantined
 
+    def _uncrowded(self, request: MatchRequest, matches: list[Match]) -> list[Match]:
+        """``matches``, matched again deeper (``top_k`` doubled) while quarantined matches
+        the policy keeps closed crowd the open ones out: fewer than ``max_procedures``
+        open among a full ``top_k``. The seed's pack, matching without quarantined
+        procedures, would serve those open ones; so does this one."""
+        policy, limit, waiting = self.store.quarantine, self.store.strike_limit, self.waiting
+        while len(matches) == request.top_k and (
+            sum(is_open(m, policy, limit, waiting) for m in matches) < self.max_procedures
+        ):
+            request = replace(request, top_k=2 * request.top_k)
+            matches = self.store.match_request(request)
+        return matches
+
     def prepare(
         self, situation: str, goal: str | None = None, recent_tools: Sequence[str] = ()
     ) -> MatchRequest:
@@ -239,6 +252,8 @@ class ContextPacker:
             check_session_fields(session_id, time, user_id)  # before any draw
         policy, serving = self.store.quarantine, self._serving()
         matches = self.store.match_request(request)
+        if serving:
+            matches = self._uncrowded(request, matches)
         u = draw(self.rng)
         prior_draws = self.rng.random(self.max_procedures) if self.concurrent_share > 0 else None
         if serving:

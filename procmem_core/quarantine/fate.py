@@ -23,7 +23,8 @@ and for each exit policy (``ExitFate``):
   over the quarantined states S, from the entry state (inf when release can fail to
   come). A session that runs it while quarantined (probation, a half-open probe) counts
   as quarantined; decay releases it as its last strike decays, so the session that runs
-  it again does not;
+  it again does not. NaN at strike limit 0 (no quarantine to leave); at p = 1 the value
+  is conditional on a quarantine that never comes;
 - ``share_quarantined``: the long-run share of sessions spent quarantined, the
   stationary distribution of the whole chain (1 when quarantine is absorbing);
 - harmful exposures: a *harmful* procedure is one whose runs succeed with probability
@@ -39,8 +40,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
-from procmem_core.errors import check_int, check_probability
+from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.quarantine.base import QUARANTINE_POLICIES, QuarantinePolicy
 
 SESSIONS = 1000
@@ -163,14 +166,46 @@ def _stationary(P: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(A, b, rcond=None)[0]
 
 
+def _absorbed_rates(P: np.ndarray, rewards: np.ndarray) -> np.ndarray:
+    """The long-run average of each reward column from state 0 of a chain that need not be
+    irreducible: ``sum_C h_C pi_C . r``, over the closed classes C (the strongly connected
+    components nothing leaves), ``h_C`` the probability of absorption in C from state 0
+    (``(I - P_TT) h = P_TC 1`` over the transient states T) and ``pi_C`` C's stationary
+    distribution (Kemeny and Snell, *Finite Markov Chains*, III-IV)."""
+    n_comp, comp = connected_components(csr_matrix(P > 0), connection="strong")
+    closed = [
+        np.flatnonzero(comp == c)
+        for c in range(n_comp)
+        if not (P[np.ix_(comp == c, comp != c)] > 0).any()
+    ]
+    transient = np.flatnonzero(~np.isin(np.arange(len(P)), np.concatenate(closed)))
+    rates = np.zeros(rewards.shape[1])
+    for C in closed:
+        if comp[0] == comp[C[0]]:
+            h0 = 1.0
+        elif comp[0] in comp[transient]:
+            A = np.eye(len(transient)) - P[np.ix_(transient, transient)]
+            h = np.linalg.solve(A, P[np.ix_(transient, C)].sum(1))
+            h0 = float(h[np.flatnonzero(transient == 0)[0]])
+        else:
+            h0 = 0.0
+        rates += h0 * (_stationary(P[np.ix_(C, C)]) @ rewards[C])
+    return rates
+
+
 def long_run(p: float, strike_limit: int, policy: QuarantinePolicy) -> tuple[float, float]:
-    """(share of sessions quarantined, share of sessions that run the procedure)."""
+    """(share of sessions quarantined, share of sessions that run the procedure). When
+    quarantine is reached surely and never left, the share is 1 and the runs come from
+    the closed class it ends in: probation at p = 0 still runs it at rate f, half-open
+    still probes it (k - m + 1 failed probes every c + k - m + 1 sessions)."""
     L = strike_limit
     if L == 0 or p >= 1.0:
         return 0.0, 1.0
-    if not np.isfinite(expected_release(p, L, policy)):
-        return 1.0, 0.0  # quarantine is reached surely and never left
     P, serve = full_chain(p, L, policy)
+    if not np.isfinite(expected_release(p, L, policy)):
+        # some quarantined state reachable from every streak state cannot reach release:
+        # the streak states are transient and every closed class is quarantined
+        return 1.0, float(_absorbed_rates(P, serve[:, None])[0])
     pi = _stationary(P)
     return float(pi[L:].sum()), float(pi @ serve)
 
@@ -191,24 +226,38 @@ def exposures_from_fresh(
     return total
 
 
-def _policies(policy: QuarantinePolicy | Sequence[QuarantinePolicy] | None):
+PolicyArg = QuarantinePolicy | str | Sequence[QuarantinePolicy | str] | None
+
+
+def _policies(policy: PolicyArg) -> tuple[QuarantinePolicy, ...]:
+    """Every registered policy with its defaults (None), or the policies asked: objects,
+    or registered names built with their defaults; anything else is refused naming it."""
     if policy is None:
         return tuple(cls() for cls in QUARANTINE_POLICIES.values())
-    if isinstance(policy, QuarantinePolicy):
-        return (policy,)
-    return tuple(policy)
+    many = policy if isinstance(policy, list | tuple) else (policy,)
+    out = []
+    for pol in many:
+        if isinstance(pol, str):
+            pol = QUARANTINE_POLICIES.get(pol, "policy")()  # refuses an unregistered name
+        if not isinstance(pol, QuarantinePolicy):
+            raise ParameterError(
+                "policy", pol, "a QuarantinePolicy, a registered name, or a list of them"
+            )
+        out.append(pol)
+    return tuple(out)
 
 
 def quarantine_fate(
     p: float,
     runs: int,
     strike_limit: int = 3,
-    policy: QuarantinePolicy | Sequence[QuarantinePolicy] | None = None,
+    policy: PolicyArg = None,
     p_harmful: float = DEFAULT_P_HARMFUL,
 ) -> QuarantineFate:
     """The quarantine chain of a procedure whose runs succeed with probability ``p`` (see
-    the module doc); ``policy``: one policy, several, or None for every registered policy
-    with its defaults. Strike limit 3: p 0.7 in 50 runs gives 0.625, p 0.8 in 100 0.474."""
+    the module doc); ``policy``: one policy or registered name, several, or None for every
+    registered policy with its defaults. Strike limit 3: p 0.7 in 50 runs gives 0.625,
+    p 0.8 in 100 0.474."""
     p = check_probability("p", p)
     runs = check_int("runs", runs)
     L = check_int("strike_limit", strike_limit)

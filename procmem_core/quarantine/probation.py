@@ -3,10 +3,13 @@
 ``f + (1 - n f) w`` (``quarantine.select``), where ``w`` is the pack's own choice (1 on the
 top match it would serve, 0 elsewhere; a quarantined match has ``w = 0``). The floor is
 added, not clipped and renormalised, so every candidate gets at least f exactly
-(docs/statistics.md); f must lie in [0, 1/n). A quarantined procedure is so run with
-probability f per session, and the seed's rule applies: a success lifts it.
+(docs/statistics.md); f must lie in [0, 1/n). A quarantined procedure is so served first
+with probability f per session, and the seed's rule applies: a success lifts it. The
+pack's explore rate epsilon then withholds its first match, this one too: it runs with
+probability f (1 - epsilon) (docs/graph.md, "Quarantine").
 
-Chain: one quarantined state; per session, released with probability ``f p``.
+Chain: one quarantined state; per session, released with probability ``f p`` (f the run
+rate: ``f (1 - epsilon)`` under an explore rate).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.errors import ParameterError, check_int, is_number
 from procmem_core.quarantine.base import ExitChain, QuarantinePolicy, QuarantineView, release
 
 PROBATION_SUCCESS = "a probation run succeeded (floor {f:g})"
@@ -31,14 +34,13 @@ class ProbationPolicy(QuarantinePolicy):
     candidates: int = 2  # type: ignore[misc]
 
     def __post_init__(self) -> None:
-        check_int("candidates", self.candidates, minimum=1)
-        f = check_probability("floor", self.floor, open_high=True)
-        if f * self.candidates >= 1.0:
-            raise ParameterError(
-                "floor",
-                self.floor,
-                f"expected a number in [0, 1/candidates) = [0, {1 / self.candidates:g})",
-            )
+        n = check_int("candidates", self.candidates, minimum=1)
+        allowed = f"expected a number in [0, 1/candidates) = [0, {1 / n:g})"
+        if not is_number(self.floor) or not float(self.floor) >= 0.0 or self.floor * n >= 1.0:
+            raise ParameterError("floor", self.floor, allowed)  # NaN fails the comparison
+        # the checked values, as a float and an int (a string floor would pass float())
+        object.__setattr__(self, "floor", float(self.floor))
+        object.__setattr__(self, "candidates", n)
 
     def eligible(self, view: QuarantineView, waited: int, strike_limit: int) -> bool:
         return False  # reached only through the floor

@@ -51,6 +51,12 @@ class Waiting:
         self.counts[m.ref] = (m.revision, m.runs, self.waited(m) + 1)
 
 
+def is_open(m: Any, policy: QuarantinePolicy, strike_limit: int, waiting: Waiting) -> bool:
+    """Whether the pack may serve match ``m`` like any other now: not quarantined, or
+    quarantined and opened by the policy (``policy.eligible``)."""
+    return m.status != QUARANTINED or policy.eligible(m, waiting.waited(m), strike_limit)
+
+
 def serve_order(
     matches: Sequence[Any],
     policy: QuarantinePolicy,
@@ -62,15 +68,14 @@ def serve_order(
     """The matches to serve, best first, at most ``slots``: the floor's draw (uniform
     ``u``) first, then the open matches in rank order. Quarantined matches not served
     this session wait one more session."""
-
-    def is_open(m: Any) -> bool:
-        return m.status != QUARANTINED or policy.eligible(m, waiting.waited(m), strike_limit)
-
-    opened = [m for m in matches if is_open(m)]
+    opened = [m for m in matches if is_open(m, policy, strike_limit, waiting)]
     chosen = None
     n = min(policy.candidates, len(matches))
     if policy.floor > 0 and n > 0:
-        lead = next((i for i, m in enumerate(matches[:n]) if is_open(m)), None)
+        lead = next(
+            (i for i, m in enumerate(matches[:n]) if is_open(m, policy, strike_limit, waiting)),
+            None,
+        )
         cum = np.cumsum(floor_probabilities(n, lead, policy.floor))
         i = int(np.searchsorted(cum, u, side="right"))
         chosen = matches[i] if i < n else None

@@ -109,20 +109,31 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
         )
     n = rows.iloc[0].get("params.scenario.sessions")
     sessions = float(n) if pd.notna(n) else 1000.0
+    no_se = sum(math.isnan(verdict_of(r).se) for _, r in rows.iterrows())
+    if no_se == len(rows):  # one replication each: no interval to read, none reaches 0
+        return (
+            f"None of the {len(rows)} swept settings can be shown to learn: the regret change "
+            f"has no standard error in any (one replication each), so there is no interval "
+            f"to read; run at least 2 replications. " + chain_reason(sessions)
+        )
+    settings = f"{len(rows)} swept settings" if len(rows) > 1 else "1 setting run"
     return (
-        f"None of the {len(rows)} swept settings makes the loop learn detectably: in every one "
-        "the 95 % interval of the regret change"
+        f"None of the {settings} makes the loop learn detectably: in every one "
+        + (f"with a standard error ({len(rows) - no_se} of {len(rows)}) "
+           if no_se else "")
+        + "the 95 % interval of the regret change"
         + (" (simultaneous over the settings, Bonferroni)" if len(rows) > 1 else "")
         + " reaches 0 or above. "
         + chain_reason(sessions)
-    )
+    )  # fmt: skip
 
 
 def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) -> str:
     sessions = seed if seed is not None else rows.iloc[0]
     n = sessions.get("params.scenario.sessions")
     each = f" of {int(n)} sessions" if isinstance(n, int | float) and n == n else ""
-    parts = [] if len(rows) == 1 else [_opening(rows, best)]
+    # one row not at the seeds' settings: its verdict is the opening (loop_verdict.json's)
+    parts = [] if len(rows) == 1 and seed is not None else [_opening(rows, best)]
     if seed is not None:
         v = verdict_of(seed)
         which = "" if len(rows) == 1 else f" ({seed['config']})"
@@ -285,7 +296,8 @@ def loop_section(sweep: Sweep) -> Section | None:
     blocks: list = world_blocks(rows, None, "The verdict")
     blocks += [missing_table(pairs, len(rows))] if pairs else []
     search = is_search(sweep.parent_tags)
-    blocks += [search_table(rows)] if search else []
+    trials = search_table(rows) if search else None
+    blocks += [trials] if trials is not None else []
     note = prescribed_note(rows, sweep.table("gate_decisions", list(rows["run_id"])))
     blocks += [Detail(note)] if note else []
     blocks += [

@@ -4,7 +4,9 @@ Optuna sweeper; ``experiments.search``), ranked by their objective, the regret c
 A trial is called better than another only when it beats it by more than ``NOISE_Z`` = 2
 standard errors of the difference, ``sqrt(se_a^2 + se_b^2)`` (independent runs,
 ``reports.claims.beyond_noise``); the trials within that of the lowest are said to be
-tied with it. The lowest of many trials is picked for being low, so its own value is
+tied with it; a trial without a standard error (one replication, or none logged) is
+compared with none (the reports' ``beyond_noise`` reads a missing SE as 0, an exact
+value). The lowest of many trials is picked for being low, so its own value is
 biased down (the winner's curse): the section says so, and the loop section's verdict
 on it uses an interval simultaneous over the trials (``loop_evidence``).
 """
@@ -57,20 +59,39 @@ def trial_options(rows: pd.DataFrame, objective: str = "regret_change") -> list[
     return sorted(options, key=lambda o: o.value)
 
 
+def _known(o: Option) -> bool:
+    """Whether ``o`` has a standard error (NaN: one replication, or none logged)."""
+    return math.isfinite(o.se)
+
+
+def compare(a: Option, b: Option) -> str:
+    """``beyond`` (more than ``NOISE_Z`` SE of the difference apart), ``tied``, or
+    ``unknown`` when either SE is missing: no SE is no evidence, not an exact value."""
+    if not (_known(a) and _known(b)):
+        return "unknown"
+    return "beyond" if beyond_noise(a, b) else "tied"
+
+
 def search_sentence(rows: pd.DataFrame) -> str:
     """The lowest trial, and which of the others it beats beyond the noise."""
     options = trial_options(rows)
     if not options:
         return "The search has no finished trial with a regret change."
     best, others = options[0], options[1:]
-    beaten = [o for o in others if beyond_noise(best, o)]
-    tied = [o for o in others if not beyond_noise(best, o)]
+    beaten = [o for o in others if compare(best, o) == "beyond"]
+    tied = [o for o in others if compare(best, o) == "tied"]
+    unknown = [o for o in others if compare(best, o) == "unknown"]
     n = rows.iloc[0].get("params.scenario.replications")
-    each = f" of {int(float(n))} replications each" if pd.notna(n) else ""
+    each = f" of {int(float(n))} replication{'s' * (float(n) != 1)} each" if pd.notna(n) else ""
     text = (
-        f"The search ran {len(options)} trials{each}; the lowest regret change is "
-        f"{fmt(best.value, best.se)} with {best.name}. It beats {len(beaten)} of the other "
-        f"{len(others)} trials by more than {NOISE_Z:g} SE of the difference"
+        f"The search ran {len(options)} trial{'s' if len(options) > 1 else ''}{each}; the "
+        f"lowest regret change is {fmt(best.value, best.se)} with {best.name}. "
+    )
+    if not others:
+        return text + "There is no other trial to compare it with."
+    text += (
+        f"It beats {len(beaten)} of the other {len(others)} trials by more than {NOISE_Z:g} "
+        f"SE of the difference"
     )
     if tied:
         names = "; ".join(o.name for o in tied[:MAX_NAMED])
@@ -80,26 +101,39 @@ def search_sentence(rows: pd.DataFrame) -> str:
             f"; {len(tied)} {'is' if one else 'are'} within {NOISE_Z:g} SE of it, so the "
             f"search cannot call it better than {'that one' if one else 'them'} ({names}{more})"
         )
+    if unknown:
+        who = "that trial has" if len(unknown) == 1 else "those trials have"
+        who = who if _known(best) else "the lowest has"
+        text += (
+            f"; {len(unknown)} cannot be compared with it: {who} no standard error (one "
+            "replication, or none logged)"
+        )
     return text + (
         ". The lowest of the trials is picked for being low, so its value is biased down "
         "(the winner's curse): confirm it with fresh seeds."
     )
 
 
-def search_table(rows: pd.DataFrame) -> Table:
-    """Every trial, lowest regret change first, against the lowest."""
+VERDICT_WORDS = {"beyond": "yes", "tied": "no: tied", "unknown": "unknown: no SE"}
+
+
+def search_table(rows: pd.DataFrame) -> Table | None:
+    """Every trial, lowest regret change first, against the lowest (None: no trial
+    finished with a regret change)."""
     options = trial_options(rows)
+    if not options:
+        return None
     best = options[0]
     records = []
     for o in options:
-        d, se = o.value - best.value, math.hypot(_se(o.se), _se(best.se))
+        d, se = o.value - best.value, math.hypot(o.se, best.se)  # NaN when either is unknown
         records.append(
             {
                 "trial": o.name,
                 "regret change": fmt(o.value, o.se),
                 "minus the lowest": "" if o is best else fmt(d, se),
                 f"worse by > {NOISE_Z:g} SE?": "" if o is best else
-                ("yes" if beyond_noise(o, best) else "no: tied"),
+                VERDICT_WORDS[compare(o, best)],
             }
         )  # fmt: skip
     return Table(
@@ -108,7 +142,3 @@ def search_table(rows: pd.DataFrame) -> Table:
         f"than {NOISE_Z:g} SE of the difference",
         pd.DataFrame(records),
     )
-
-
-def _se(se: float) -> float:
-    return 0.0 if math.isnan(se) else se

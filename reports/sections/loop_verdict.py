@@ -7,7 +7,8 @@ over the swept settings by Bonferroni, ``loop_evidence.Verdict``; ``ci_level`` s
 ``replications`` and ``setting``: the swept config overrides of that row (``key=value``,
 a group's choice as ``group=name``, e.g. ``gate=prescribed``, without the params the choice
 implies: ``swept_overrides``). With no learning row the file names the row whose
-interval reaches lowest, with ``learns`` false.
+interval reaches lowest, with ``learns`` false; a bound without a standard error (one
+replication) is null.
 """
 
 from __future__ import annotations
@@ -82,15 +83,21 @@ def verdict_json(row: pd.Series, rows: pd.DataFrame) -> str:
     lo, hi = v.interval
     data = {
         "learns": bool(hi < 0),
-        "regret_change": float(v.change),
-        "ci_low": float(lo),
-        "ci_high": float(hi),
+        "regret_change": _finite(v.change),
+        "ci_low": _finite(lo),
+        "ci_high": _finite(hi),
         "ci_level": v.level_words(),
         "replications": int(v.replications),
         "setting": swept_overrides(row, rows),
         "configuration": str(row.get("config", "")),
     }
-    return json.dumps(data, indent=2, allow_nan=True) + "\n"
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+
+def _finite(x: float) -> float | None:
+    """``x``, or None (JSON null) when it is not finite: with one replication there is no
+    interval, and NaN is not JSON (strict parsers refuse the file)."""
+    return float(x) if math.isfinite(x) else None
 
 
 def chain_reason(sessions: float, strike_limit: int = 3) -> str:

@@ -127,3 +127,43 @@ def test_many_ties_name_two_and_count_the_rest():
     text = search_sentence(rows)
     assert "; 4 are within 2 SE of it, so the search cannot call it better than them " in text
     assert "(t2; t1 and 2 more)." in text
+
+
+def test_a_trial_without_an_se_is_compared_with_none():
+    """One replication (or no ``_se`` logged) gives no SE: the old code read NaN as an
+    exact value and said the lowest "beats 2 of the other 2 by more than 2 SE"."""
+    rows = _rows([(-0.05, math.nan), (0.02, math.nan), (0.03, math.nan)])
+    rows["params.scenario.replications"] = 1
+    text = search_sentence(rows)
+    assert text.startswith(
+        "The search ran 3 trials of 1 replication each; the lowest regret change is -0.05 "
+        "with t0. It beats 0 of the other 2 trials by more than 2 SE of the difference; 2 "
+        "cannot be compared with it: the lowest has no standard error (one replication, or "
+        "none logged)."
+    )
+    table = search_table(rows).frame.set_index("trial")
+    assert table.loc["t1", "worse by > 2 SE?"] == "unknown: no SE"
+    assert table.loc["t1", "minus the lowest"] == "0.07"  # no SE claimed for it either
+    mixed = _rows([(-0.05, 0.01), (0.5, math.nan), (0.2, 0.01)])
+    assert (
+        "It beats 1 of the other 2 trials by more than 2 SE of the difference; 1 cannot be "
+        "compared with it: that trial has no standard error" in search_sentence(mixed)
+    )
+    assert search_table(mixed).frame.set_index("trial").loc["t2", "worse by > 2 SE?"] == "yes"
+
+
+def test_one_trial_and_no_finished_trial():
+    one = search_sentence(_rows([(0.01, 0.005)]))
+    assert one == (
+        "The search ran 1 trial of 8 replications each; the lowest regret change is "
+        "0.01 ± 0.005 with t0. There is no other trial to compare it with."
+    )
+    none = _rows([(math.nan, 0.1), (math.nan, 0.1)])
+    assert search_sentence(none) == "The search has no finished trial with a regret change."
+    assert search_table(none) is None  # was an IndexError, which stopped the report
+
+
+def test_an_exact_tie_is_a_tie():
+    rows = _rows([(0.01, 0.0), (0.01, 0.0)])
+    assert "1 is within 2 SE of it, so the search cannot call it better" in search_sentence(rows)
+    assert search_table(rows).frame["worse by > 2 SE?"].tolist() == ["", "no: tied"]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from procmem_core.quarantine import HalfOpenPolicy, SeedPolicy, quarantine_fate
-from reports.sections.loop import _opening
+from reports.sections.loop import _answer, _opening
 from reports.sections.loop_evidence import Verdict, learning_row, main_effects, seed_row
 from reports.sections.loop_verdict import (
     best_row,
@@ -159,3 +159,48 @@ def test_the_verdict_carries_the_gate_and_the_explore_rate_as_overrides():
     assert effects.loc[("gate", "sprt"), "seed's"] == "yes"
     assert effects.loc[("explore_rate", "0.02"), "regret_change_mean"] == pytest.approx(-0.025)
     assert effects.loc[("explore_rate", "0.1"), "seed's"] == "yes"
+
+
+def _strict(text: str) -> dict:
+    """``json.loads`` refusing NaN and Infinity, as strict JSON parsers do."""
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_one_row_off_the_seeds_settings_says_its_verdict_as_the_json_does():
+    """A single run not at the seeds' settings (experiment=loop quarantine=half_open): the
+    old sentence gave no verdict at all while loop_verdict.json said learns: true."""
+    rows = _rows([(-0.05, 0.01)]).assign(**{"params.quarantine.name": "half_open"})
+    assert seed_row(rows) is None and learning_row(rows) is not None
+    text = _answer(rows, None, learning_row(rows))
+    v = Verdict(-0.05, 0.01, 10)
+    assert text.startswith(
+        f"The loop learns with c0: regret 0.1 ± 0.1 -> 0.1 ± 0.1, {v.describe()}"
+    )
+    assert _strict(verdict_json(rows.iloc[0], rows))["learns"] is True
+    flat = _rows([(0.01, 0.01)]).assign(**{"params.quarantine.name": "half_open"})
+    assert _answer(flat, None, None).startswith(
+        "None of the 1 setting run makes the loop learn detectably: in every one the 95 % "
+        "interval of the regret change reaches 0 or above."
+    )
+
+
+def test_one_replication_gives_no_interval_and_the_json_says_null():
+    """With one replication the SE is NaN: the old sentence said every interval "reaches
+    0 or above" (there is none) and the file held NaN, which is not JSON."""
+    rows = _rows([(-0.05, np.nan), (0.02, np.nan)]).assign(**{"params.scenario.replications": "1"})
+    assert _opening(rows, learning_row(rows)).startswith(
+        "None of the 2 swept settings can be shown to learn: the regret change has no "
+        "standard error in any (one replication each), so there is no interval to read; "
+        "run at least 2 replications. The quarantine chain says"
+    )
+    data = _strict(verdict_json(best_row(rows), rows))
+    assert data["learns"] is False and data["ci_low"] is None and data["ci_high"] is None
+    assert data["regret_change"] == -0.05 and data["replications"] == 1
+    mixed = _rows([(0.02, 0.01), (-0.05, np.nan)])
+    assert "in every one with a standard error (1 of 2) the 95 % " in (
+        _opening(mixed, learning_row(mixed))
+    )

@@ -247,3 +247,44 @@ def test_simulation_agrees_with_the_chain_within_4_se(policy):
     served = np.array([o[1] for o in out], dtype=float)
     exact_served = exposures_from_fresh(p, L, policy, sessions)
     assert abs(served.mean() - exact_served) <= 4 * served.std(ddof=1) / math.sqrt(n_rep)
+
+
+# -- hidden cases: a procedure that never succeeds, policies asked by name ------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "served"),
+    [(ProbationPolicy(floor=0.02, candidates=3), 0.02),
+     (ProbationPolicy(floor=0.3, candidates=1), 0.3),
+     (HalfOpenPolicy(cool_down=3, probes=4, release_after=3), 2 / 5),  # k-m+1 of c+k-m+1
+     (HalfOpenPolicy(cool_down=2, probes=6, release_after=1), 6 / 8),
+     (HalfOpenPolicy(cool_down=1, probes=1, release_after=1), 1 / 2),
+     (SeedPolicy(), 0.0)],
+    ids=lambda x: x.describe() if hasattr(x, "describe") else str(x),
+)  # fmt: skip
+@pytest.mark.parametrize("L", [1, 2, 5])
+def test_a_harmful_procedure_that_never_succeeds_is_still_served_by_the_floor_or_probes(
+    policy, served, L
+):
+    """p_harmful = 0: release never comes, but probation still runs it at rate f and
+    half-open still probes it; the old code reported 0 exposures for every policy."""
+    e = quarantine_fate(0.5, 10, L, policy, p_harmful=0.0).exits[0]
+    assert abs(e.harmful_exposures_per_1000 - 1000 * served) < 1e-9
+    share, _ = long_run(0.0, L, policy)
+    assert share == 1.0
+    # the same from the first 1,000 sessions: L runs, then the closed class's rate
+    # (probation: exactly L + 1000-L sessions at rate f)
+    if isinstance(policy, ProbationPolicy):
+        exact = L + (1000 - L) * policy.floor
+        assert abs(e.harmful_exposures_first_1000 - exact) < 1e-9
+
+
+def test_policies_can_be_asked_by_name_and_anything_else_is_refused_naming_it():
+    by_name = quarantine_fate(0.7, 20, policy=["probation", "decay"])
+    by_object = quarantine_fate(0.7, 20, policy=[ProbationPolicy(), DecayPolicy()])
+    assert by_name == by_object
+    assert quarantine_fate(0.7, 20, policy="half_open").exits[0].name == "half_open"
+    for bad in ("circuit", 3, [None], ["seed", "breaker"]):
+        with pytest.raises(ParameterError) as err:
+            quarantine_fate(0.7, 20, policy=bad)
+        assert err.value.field == "policy"

@@ -198,3 +198,93 @@ def test_a_floor_needs_a_generator():
     with pytest.raises(ParameterError) as err:
         ContextPacker(store)
     assert err.value.field == "rng"
+
+
+@pytest.mark.parametrize("floor", ["0.1", True, float("nan"), None])
+def test_a_floor_that_is_not_a_number_is_refused(floor):
+    """float("0.1") passed the old check and the string was kept (the pack then failed
+    comparing it with 0)."""
+    with pytest.raises(ParameterError) as err:
+        ProbationPolicy(floor=floor, candidates=2)
+    assert err.value.field == "floor"
+
+
+def test_a_negative_floor_names_the_range_its_candidates_allow():
+    with pytest.raises(ParameterError, match=r"\[0, 1/candidates\) = \[0, 0.25\)"):
+        ProbationPolicy(floor=-0.01, candidates=4)
+    assert type(ProbationPolicy(floor=np.float32(0.25), candidates=np.int64(3)).floor) is float
+
+
+@pytest.mark.parametrize(("f", "eps", "rank"), [(0.2, 0.3, 0), (0.1, 0.5, 1)])
+def test_the_explore_rate_withholds_what_the_floor_put_first(f, eps, rank):
+    """docs/graph.md: a quarantined procedure the floor put first is withheld with
+    probability epsilon like any first match, so it runs at f (1 - epsilon), not f."""
+    store = ProcedureStore(strike_limit=2, quarantine=ProbationPolicy(floor=f, candidates=2))
+    situation = "a customer asks for a refund on a paid invoice"
+    for name, text in [("a", situation), ("b", "a customer asks for a refund")]:
+        store.add(name, text, STEPS)
+    key = store.match(situation)[rank].key
+    for _ in range(2):
+        store.record_run(key, ["n1"], ok=False)
+    assert store.evolve(key, min_runs=1).status == "quarantined"
+    rng = np.random.default_rng(np.random.SeedSequence([29, rank]))
+    packer = ContextPacker(store, rng=rng, max_procedures=2, explore_rate=eps)
+    packs, ref = 4000, f"default/{key}"
+    shown = [ref in packer.pack(situation).procedure_keys for _ in range(packs)]
+    rate = f * (1 - eps)
+    assert abs(np.mean(shown) - rate) <= 4 * math.sqrt(rate * (1 - rate) / packs)
+
+
+def test_include_quarantined_serves_by_rank_and_draws_no_floor():
+    policy = ProbationPolicy(floor=0.3, candidates=2)
+    store = ProcedureStore(strike_limit=2, quarantine=policy)
+    situation = "a customer asks for a refund on a paid invoice"
+    top = store.add("a", situation, STEPS).key
+    second = store.add("b", "a customer asks for a refund", STEPS).key
+    for _ in range(2):
+        store.record_run(second, ["n1"], ok=False)
+    assert store.evolve(second, min_runs=1).status == "quarantined"
+    rng = np.random.default_rng(3)
+    packer = ContextPacker(store, rng=rng, max_procedures=2, include_quarantined=True)
+    before = rng.bit_generator.state
+    packs = [packer.pack(situation).procedure_keys for _ in range(200)]
+    assert all(p == (f"default/{top}", f"default/{second}") for p in packs)
+    # one uniform per pack (the explore draw), none for a floor
+    again = np.random.default_rng(3)
+    again.bit_generator.state = before
+    again.random(200)
+    assert rng.bit_generator.state == again.bit_generator.state
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [SeedPolicy(), DecayPolicy(decay_sessions=50), HalfOpenPolicy(cool_down=50),
+     ProbationPolicy(floor=0.01, candidates=1)],
+    ids=lambda x: x.name,
+)  # fmt: skip
+def test_quarantined_matches_do_not_crowd_out_an_open_one(policy):
+    """Four quarantined procedures ranked above the only open one: the seed's pack serves
+    it; an exit policy's pack matched only its top 2 * 1 + n and served nothing."""
+    situation = "a customer asks for a refund on a paid invoice"
+    texts = [
+        situation,
+        "a customer asks for a refund on an invoice",
+        "customer asks for a refund on a paid invoice today",
+        "a customer asks for a refund",
+        "a customer wants a refund on the invoice",
+    ]
+    store = ProcedureStore(strike_limit=1, quarantine=policy)
+    for i, t in enumerate(texts):
+        store.add(f"r{i}", t, STEPS)
+    order = [m.key for m in store.match(situation)]
+    for k in order[:4]:
+        store.record_run(k, ["n1"], ok=False)
+        assert store.evolve(k, min_runs=1).status == "quarantined"
+    rng = np.random.default_rng(np.random.SeedSequence(29))
+    packer = ContextPacker(store, rng=rng, max_procedures=1, min_similarity=None)
+    n = 40  # within the 50 sessions decay and half-open keep them closed
+    packs = [packer.pack(situation).procedure_keys for _ in range(n)]
+    open_one = sum(p == (f"default/{order[4]}",) for p in packs)
+    floor = policy.floor  # probation: the top (quarantined) candidate's floor draws
+    assert all(p for p in packs)
+    assert abs(open_one / n - (1 - floor)) <= 4 * math.sqrt(floor * (1 - floor) / n)
