@@ -32,7 +32,9 @@ class ScenarioResult:
     def frame(self) -> pd.DataFrame:
         """One row per metric (``x_se``/``x_exact`` folded into their ``x``), columns
         ``metric, value, se, exact, z`` with ``z = (value - exact) / se`` (NaN where
-        there is no SE or no exact value; ``Metric.z``). ``metrics`` is unchanged."""
+        there is no SE or no exact value; ``Metric.z``), or over the paired ``x_diff_se``
+        where the run logs one (an exact value given what each replication drew, as the
+        report's agreement table reads it). ``metrics`` is unchanged."""
         rows = [(name, m.value, m.se, m.exact, m.z) for name, m in metrics_of(self.metrics).items()]
         frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
         return frame.astype({c: float for c in FRAME_COLUMNS[1:]})
