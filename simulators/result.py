@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,11 +20,14 @@ class ScenarioResult:
     """``metrics``: flat ``{name: float}``; every simulated rate ``x`` has ``x_se`` beside it.
 
     ``tables``: ``{name: DataFrame}`` (per-replication decisions, A/B arms, trajectories).
+    ``params``: the scenario's params by dotted config key (``Scenario.logged_params``),
+    which ``reports.source.Sweep.from_results`` lays out as a logged run's.
     """
 
     scenario: str
     metrics: dict[str, float] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def metric(self, name: str) -> Metric:
         """The metric ``name`` as a record: its value, ``name_se`` and ``name_exact``."""
