@@ -118,7 +118,7 @@ class Sweep:
         set ``sweep.answers`` afterwards); the report never computes them."""
         rows, tables, params, metrics = [], {}, set(), set()
         for i, entry in enumerate(results):
-            given, result = entry if isinstance(entry, tuple) else ({}, entry)
+            given, result = _entry(i, entry)
             if not all(hasattr(result, a) for a in ("scenario", "metrics", "tables")):
                 raise ReportError(f"results[{i}] is {type(result).__name__}: expected a "
                                   "ScenarioResult or a (params, ScenarioResult) pair")  # fmt: skip
@@ -136,6 +136,19 @@ class Sweep:
                      chosen="results built in memory")  # fmt: skip
         sweep.answers = dict(answers or {})
         return sweep
+
+
+def _entry(i: int, entry: Any) -> tuple[Mapping[str, Any], Any]:
+    """``(params, result)`` of ``results[i]``: a bare result has no params of its own."""
+    if not isinstance(entry, tuple):
+        return {}, entry
+    if len(entry) != 2 or not isinstance(entry[0], Mapping):
+        shape = (
+            f"a tuple of {len(entry)}" if len(entry) != 2 else f"({type(entry[0]).__name__}, ...)"
+        )
+        raise ReportError(f"results[{i}] is {shape}: expected a (params mapping, "
+                          "ScenarioResult) pair")  # fmt: skip
+    return entry
 
 
 def _dotted(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

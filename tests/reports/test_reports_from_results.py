@@ -67,6 +67,11 @@ def test_from_results_takes_bare_results_and_names_a_wrong_entry(fates):
     assert isinstance(sweep.runs, pd.DataFrame) and len(sweep.runs) == 1
     with pytest.raises(ReportError, match=r"results\[1\] is dict"):
         Sweep.from_results([fates[0], {"p_excluded": 0.5}])
+    # a pair whose params are not a mapping, or a triple, is named, not an AttributeError
+    with pytest.raises(ReportError, match=r"results\[0\] is \(list, \.\.\.\)"):
+        Sweep.from_results([(["p"], fates[0])])
+    with pytest.raises(ReportError, match=r"results\[1\] is a tuple of 3"):
+        Sweep.from_results([fates[0], ({}, fates[1], 3)])
 
 
 def test_calibration_block_sizes_are_neither_swept_nor_the_world(fates):
