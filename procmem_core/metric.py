@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from procmem_core.errors import ParameterError, is_number
+from procmem_core.errors import ParameterError, check_int, is_number
 from procmem_core.proportions import clopper_pearson_lower
 
 ROUNDING = 1e-9
@@ -84,13 +84,17 @@ class Metric:
     """One figure: ``value``, its standard error ``se`` and its ``exact`` counterpart.
 
     ``n`` (keyword, optional): the independent units behind a simulated share, used only
-    by ``fmt`` for the bound at 0 or 1.
+    by ``fmt`` for the bound at 0 or 1. ``diff_se`` (keyword, optional): when ``exact`` is
+    an expectation given what each replication drew (``simulators.scenarios.loop_lift``),
+    the SE of the mean paired difference ``value - exact``; ``z`` divides by it, not by
+    ``se`` (which also holds the spread of what the replications drew).
     """
 
     value: float
     se: float | None = None
     exact: float | None = None
     n: int | None = None
+    diff_se: float | None = None
 
     def __post_init__(self) -> None:
         if not is_number(self.value):
@@ -101,31 +105,54 @@ class Metric:
             raise ParameterError("se", se, "expected a number >= 0, NaN or None")
         object.__setattr__(self, "se", se)
         object.__setattr__(self, "exact", _optional_number("exact", self.exact))
-        if self.n is not None and (not isinstance(self.n, int) or self.n < 1):
-            raise ParameterError("n", self.n, "expected an integer >= 1 or None")
+        if self.n is not None:  # a numpy integer counts; a bool does not
+            object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
+        diff_se = _optional_number("diff_se", self.diff_se)
+        if diff_se is not None and diff_se < 0:
+            raise ParameterError("diff_se", diff_se, "expected a number >= 0, NaN or None")
+        object.__setattr__(self, "diff_se", diff_se)
+
+    @property
+    def z_se(self) -> float | None:
+        """The SE ``z`` divides by: ``diff_se`` when it is a number, else ``se``."""
+        if self.diff_se is not None and not math.isnan(self.diff_se):
+            return self.diff_se
+        return self.se
 
     @property
     def z(self) -> float | None:
-        """``(value - exact) / se``; None without both. SE 0: 0 when ``value`` equals
-        ``exact`` up to ``ROUNDING`` (``|d| <= ROUNDING (1 + |exact|)``, as
-        ``numpy.isclose``), else signed infinity. NaN when the SE
-        is NaN (fewer than two replications)."""
-        if self.se is None or self.exact is None:
+        """``(value - exact) / z_se`` (``se``, or the paired ``diff_se`` where given); None
+        without both. SE 0: 0 when ``value`` equals ``exact`` up to ``ROUNDING`` (``|d| <=
+        ROUNDING (1 + |exact|)``, as ``numpy.isclose``), else signed infinity. NaN when the
+        SE is NaN (fewer than two replications)."""
+        se = self.z_se
+        if se is None or self.exact is None:
             return None
-        if self.se > 0 or math.isnan(self.se):
-            return (self.value - self.exact) / self.se
-        if abs(self.value - self.exact) <= ROUNDING * (1.0 + abs(self.exact)):
+        if se > 0 or math.isnan(se):
+            return (self.value - self.exact) / se
+        d = self.value - self.exact
+        if self.value == self.exact:  # also equal infinities, whose difference is NaN
             return 0.0
-        return math.copysign(math.inf, self.value - self.exact)
+        if math.isnan(d) or (math.isfinite(d) and abs(d) <= ROUNDING * (1.0 + abs(self.exact))):
+            return math.nan if math.isnan(d) else 0.0  # NaN in, NaN out
+        return math.copysign(math.inf, d)
 
     def within(self, k: float = 4.0) -> bool:
-        """Whether the simulated value agrees with the exact one: ``|z| <= k``."""
-        if not is_number(k) or k <= 0:
+        """Whether the simulated value agrees with the exact one: ``|z| <= k``. A figure
+        without an SE or an exact value, or with a NaN among them, cannot be judged: that
+        raises ``ParameterError`` naming the field, rather than answering False."""
+        if not is_number(k) or not k > 0:  # NaN fails ``k > 0``
             raise ParameterError("k", k, "expected a number > 0")
         z = self.z
         if z is None:
-            missing = "se" if self.se is None else "exact"
+            missing = "se" if self.z_se is None else "exact"
             raise ParameterError(missing, None, "a number (within needs an SE and an exact)")
+        if math.isnan(z):  # a NaN field, or infinities on both sides
+            paired = self.diff_se is not None and not math.isnan(self.diff_se)
+            named = {"value": self.value, "diff_se" if paired else "se": self.z_se}
+            named["exact"] = self.exact
+            field, bad = next(((f, v) for f, v in named.items() if math.isnan(v)), ("value", z))
+            raise ParameterError(field, bad, "a finite number (within cannot judge NaN)")
         return abs(z) <= k
 
     def fmt(self) -> str:
@@ -138,10 +165,15 @@ class Metric:
     @classmethod
     def from_flat(cls, metrics: Mapping[str, float], name: str) -> Metric:
         """The metric ``name`` of a flat dict: ``metrics[name]``, ``name_se``,
-        ``name_exact`` (absent keys are None)."""
+        ``name_exact`` and the paired ``name_diff_se`` (absent keys are None)."""
         if name not in metrics:
             raise ParameterError("name", name, f"one of {sorted(metric_names(metrics))}")
-        return cls(metrics[name], metrics.get(f"{name}_se"), metrics.get(f"{name}_exact"))
+        return cls(
+            metrics[name],
+            metrics.get(f"{name}_se"),
+            metrics.get(f"{name}_exact"),
+            diff_se=metrics.get(f"{name}_diff_se"),
+        )
 
 
 def metric_names(metrics: Mapping[str, float]) -> list[str]:

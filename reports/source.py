@@ -110,17 +110,20 @@ class Sweep:
     ) -> Sweep:
         """A sweep of in-memory results, laid out as ``load_sweep`` lays out a logged one,
         with no MLflow: each entry a ``ScenarioResult`` or ``(params, ScenarioResult)``,
-        ``params`` a mapping by dotted key (``{"gate.alpha": 0.05}``) or nested by group;
+        ``params`` a mapping by dotted key (``{"gate.alpha": 0.05}``) or nested by group,
+        laid over the params the result carries (``ScenarioResult.params``: the world it
+        was simulated in, as a job logs it);
         run ids ``run000``, ``run001``, ... in order. ``answers``: the design answers the
         sweep's finalize step would log (``experiments.answers.sweep_answers(runs)``, or
         set ``sweep.answers`` afterwards); the report never computes them."""
         rows, tables, params, metrics = [], {}, set(), set()
         for i, entry in enumerate(results):
-            given, result = entry if isinstance(entry, tuple) else ({}, entry)
+            given, result = _entry(i, entry)
             if not all(hasattr(result, a) for a in ("scenario", "metrics", "tables")):
                 raise ReportError(f"results[{i}] is {type(result).__name__}: expected a "
                                   "ScenarioResult or a (params, ScenarioResult) pair")  # fmt: skip
-            flat = {f"params.{k}": v for k, v in _dotted(given).items()}
+            own = dict(getattr(result, "params", None) or {})  # the scenario's own params
+            flat = {f"params.{k}": v for k, v in (own | _dotted(given)).items()}
             run_id = f"run{i:03d}"
             rows.append({"run_id": run_id, "run_name": f"{result.scenario}-{i}",
                          "status": "FINISHED", "scenario": result.scenario, "start_time": i}
@@ -133,6 +136,19 @@ class Sweep:
                      chosen="results built in memory")  # fmt: skip
         sweep.answers = dict(answers or {})
         return sweep
+
+
+def _entry(i: int, entry: Any) -> tuple[Mapping[str, Any], Any]:
+    """``(params, result)`` of ``results[i]``: a bare result has no params of its own."""
+    if not isinstance(entry, tuple):
+        return {}, entry
+    if len(entry) != 2 or not isinstance(entry[0], Mapping):
+        shape = (
+            f"a tuple of {len(entry)}" if len(entry) != 2 else f"({type(entry[0]).__name__}, ...)"
+        )
+        raise ReportError(f"results[{i}] is {shape}: expected a (params mapping, "
+                          "ScenarioResult) pair")  # fmt: skip
+    return entry
 
 
 def _dotted(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,11 +20,14 @@ class ScenarioResult:
     """``metrics``: flat ``{name: float}``; every simulated rate ``x`` has ``x_se`` beside it.
 
     ``tables``: ``{name: DataFrame}`` (per-replication decisions, A/B arms, trajectories).
+    ``params``: the scenario's params by dotted config key (``Scenario.logged_params``),
+    which ``reports.source.Sweep.from_results`` lays out as a logged run's.
     """
 
     scenario: str
     metrics: dict[str, float] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def metric(self, name: str) -> Metric:
         """The metric ``name`` as a record: its value, ``name_se`` and ``name_exact``."""
@@ -32,7 +36,9 @@ class ScenarioResult:
     def frame(self) -> pd.DataFrame:
         """One row per metric (``x_se``/``x_exact`` folded into their ``x``), columns
         ``metric, value, se, exact, z`` with ``z = (value - exact) / se`` (NaN where
-        there is no SE or no exact value; ``Metric.z``). ``metrics`` is unchanged."""
+        there is no SE or no exact value; ``Metric.z``), or over the paired ``x_diff_se``
+        where the run logs one (an exact value given what each replication drew, as the
+        report's agreement table reads it). ``metrics`` is unchanged."""
         rows = [(name, m.value, m.se, m.exact, m.z) for name, m in metrics_of(self.metrics).items()]
         frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
         return frame.astype({c: float for c in FRAME_COLUMNS[1:]})

@@ -15,7 +15,7 @@ so a naive shown-vs-withheld lift on rated sessions estimates ``g(p1) - g(p0)``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -79,8 +79,8 @@ class InformativeMissing(FeedbackChannel):
         r1, r0 = self.reported_rate(True, 0.0), self.reported_rate(False, 0.0)
         rated = p * r1 + (1.0 - p) * r0
         updates = rated_fate(p * r1 / rated, sessions, rule, threshold, baseline)
-        if updates.n_states == 0:  # never passes the threshold: never shown
-            return updates
+        if updates.n_states == 0:  # never passes the threshold: never shown (at rate p)
+            return replace(updates, p=p)
         by_updates = np.concatenate([[0.0], updates.excluded_by_session])  # F(0..n)
         t = np.arange(1, sessions + 1)
         k = np.arange(sessions + 1)

@@ -16,12 +16,14 @@ with the estimate and the limit in the message, before anything is allocated.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, ClassVar, TypeVar
 
 from procmem_core.errors import ParameterError, check_int
+from procmem_core.logged import parse_param
 from procmem_core.registry import Registry
 from simulators.parallel import map_chunks
 from simulators.replication import Chunk, chunks
@@ -159,7 +161,21 @@ class Scenario(ABC):
         )
 
     def new_result(self) -> ScenarioResult:
-        return ScenarioResult(self.name)
+        """An empty result that carries the scenario's ``logged_params``."""
+        return ScenarioResult(self.name, params=self.logged_params())
+
+    def logged_params(self) -> dict[str, Any]:
+        """The params a job of this scenario logs, by dotted config key, as a sweep read
+        from MLflow holds them: ``scenario.<field>``, and each field of ``inputs`` at its
+        group key (``rule.name``, ``rule.reward``, ``rule.threshold``, ``gate.alpha``,
+        ``users.base_rate``, ``feedback.<channel>.<field>``), each value as MLflow's text
+        reads back (``experiments.identity.flatten``, then ``parse_param``). So a
+        notebook's ``Sweep.from_results`` shows the world the result was simulated in."""
+        out: dict[str, Any] = {"scenario.name": self.name}
+        for f in fields(self):  # type: ignore[arg-type]  # every scenario is a dataclass
+            key = self.inputs.get(f.name, f"scenario.{f.name}")
+            out |= _params_at(key, getattr(self, f.name))
+        return out
 
     @property
     def exact_regime(self) -> bool:
@@ -179,3 +195,24 @@ def unset_phrase(field: str) -> str | None:
         if words is not None:
             return words
     return None
+
+
+def _params_at(key: str, value: Any) -> dict[str, Any]:
+    """``value`` at config key ``key``: a component (a rule, a gate, a population) by its
+    ``name`` and init fields, ``Feedback`` by channel, anything else as one param."""
+    if hasattr(value, "channels"):  # Feedback: its config node is keyed by channel name
+        return {k: v for c in value.channels for k, v in _params_at(f"{key}.{c.name}", c).items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        named = {f"{key}.name": value.name} if isinstance(getattr(value, "name", None), str) else {}
+        for f in fields(value):
+            if f.init:
+                named |= _params_at(f"{key}.{f.name}", getattr(value, f.name))
+        return named
+    return {key: _logged(value)}
+
+
+def _logged(value: Any) -> Any:
+    """A value as it reads back from MLflow: lists as JSON text, the rest parsed back."""
+    if isinstance(value, list | tuple):
+        return json.dumps([v.item() if hasattr(v, "item") else v for v in value], default=str)
+    return parse_param(str(value))

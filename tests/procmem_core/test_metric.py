@@ -108,3 +108,49 @@ def test_the_rule_design_shows_its_pick_and_frontier():
     for rule, cells in ((pick, "0.91 0.88 6.5"), (other, "0.85 0.93 5.25")):
         row = "".join(f"<td>{c}</td>" for c in (html.escape(rule.describe()), *cells.split()))
         assert row in page
+
+
+def test_n_is_any_integer_but_a_bool():
+    """A count from numpy (``np.int64``) is an integer; ``True`` is not a count."""
+    assert Metric(1.0, 0.0, n=np.int64(20)).fmt() == Metric(1.0, 0.0, n=20).fmt()
+    with pytest.raises(ParameterError) as err:
+        Metric(1.0, 0.0, n=True)
+    assert err.value.field == "n"
+
+
+@pytest.mark.parametrize(
+    ("metric", "field"),
+    [(Metric(float("nan"), 0.1, 0.5), "value"), (Metric(0.5, float("nan"), 0.5), "se"),
+     (Metric(0.5, 0.1, float("nan")), "exact")],
+)  # fmt: skip
+def test_within_cannot_judge_a_nan_and_says_which_field(metric, field):
+    """A NaN SE (fewer than two replications) is no evidence of disagreement."""
+    assert math.isnan(metric.z)
+    with pytest.raises(ParameterError) as err:
+        metric.within(4)
+    assert err.value.field == field
+
+
+def test_within_refuses_a_nan_k_and_equal_infinities_agree():
+    with pytest.raises(ParameterError) as err:
+        Metric(0.5, 0.1, 0.5).within(float("nan"))
+    assert err.value.field == "k"
+    assert Metric(math.inf, 0.0, math.inf).z == 0.0 and Metric(-math.inf, 0.0, math.inf).z < 0
+
+
+def test_z_divides_by_the_paired_se_when_the_exact_shares_the_draws():
+    """``x_exact`` computed from each replication's own draws (the loop's lift): ``z`` is over
+    ``x_diff_se``, as the report's agreement table reads it; ``se`` stays the value's."""
+    flat = {"lift": 0.12, "lift_se": 0.02, "lift_exact": 0.1, "lift_diff_se": 0.004}
+    m = Metric.from_flat(flat, "lift")
+    assert (m.se, m.diff_se, m.z) == (0.02, 0.004, pytest.approx(5.0))
+    assert not m.within(4)
+    assert Metric.from_flat({**flat, "lift_diff_se": float("nan")}, "lift").z == pytest.approx(1.0)
+    with pytest.raises(ParameterError) as err:
+        Metric(0.1, 0.01, 0.1, diff_se=-1.0)
+    assert err.value.field == "diff_se"
+
+
+def test_se_0_with_a_nan_is_nan_not_infinitely_far():
+    assert math.isnan(Metric(float("nan"), 0.0, 0.5).z)
+    assert math.isnan(Metric(0.5, 0.0, float("nan")).z)

@@ -194,16 +194,27 @@ def test_the_section_opens_with_its_world_and_the_lift_and_horizon_the_choice_re
     """Issue 30: the world, stated (``reports.world``), on this in-memory sweep."""
     table, sentence = section.blocks[:2]
     values = table.frame.set_index("parameter")["value"].to_dict()
+    # the whole world each result was simulated in (its own params, as a logged job's),
+    # not only the keys the fixture names: the true lift reads the shares and effects
     assert values == {
         "replications": str(REPS),
         "sessions": "swept: 200, 1000",
+        "users": "30",
         "users.base_rate": "0.5",
+        "users.base_rates": "[]",
+        "users.harmful_effect": "0.1",
+        "users.harmful_share": "0.1",
         "users.helpful_effect": "swept: 0.15, 0.45",
+        "users.helpful_share": "0.6",
+        "users.heterogeneity": "0.1",
+        "users.interference": "0",
     }
     assert sentence == (
-        "The explore rate chosen depends on users.helpful_effect (swept: 0.15, 0.45) and "
+        "The explore rate chosen depends on users.helpful_share (0.6), users.harmful_share "
+        "(0.1), users.helpful_effect (swept: 0.15, 0.45), users.harmful_effect (0.1) and "
         "sessions (swept: 200, 1000); it is chosen from simulated runs, so it holds only at "
-        "the values shown for the others (replications, users.base_rate)."
+        "the values shown for the others (replications, users, users.base_rate, "
+        "users.base_rates, users.heterogeneity, users.interference)."
     )
 
 

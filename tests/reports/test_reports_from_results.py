@@ -59,10 +59,19 @@ def test_from_results_lays_out_runs_as_a_logged_sweep(fates):
 
 def test_from_results_takes_bare_results_and_names_a_wrong_entry(fates):
     sweep = Sweep.from_results(fates[:1], experiment="nb")
-    assert sweep.experiment == "nb" and sweep.param_names == ()
+    # a bare result carries the world it was simulated in, as a logged job's params
+    run = sweep.runs.iloc[0]
+    assert sweep.experiment == "nb" and sweep.swept_params == ()
+    assert (run["params.scenario.p"], run["params.scenario.sessions"]) == (0.6, 20)
+    assert (run["params.rule.name"], run["params.rule.penalty"]) == ("confidence", 0.15)
     assert isinstance(sweep.runs, pd.DataFrame) and len(sweep.runs) == 1
     with pytest.raises(ReportError, match=r"results\[1\] is dict"):
         Sweep.from_results([fates[0], {"p_excluded": 0.5}])
+    # a pair whose params are not a mapping, or a triple, is named, not an AttributeError
+    with pytest.raises(ReportError, match=r"results\[0\] is \(list, \.\.\.\)"):
+        Sweep.from_results([(["p"], fates[0])])
+    with pytest.raises(ReportError, match=r"results\[1\] is a tuple of 3"):
+        Sweep.from_results([fates[0], ({}, fates[1], 3)])
 
 
 def test_calibration_block_sizes_are_neither_swept_nor_the_world(fates):
@@ -79,3 +88,29 @@ def test_calibration_block_sizes_are_neither_swept_nor_the_world(fates):
     assert sweep.swept_params == ()
     assert "params.scenario.calibration_blocks" not in world_columns(sweep.runs)
     assert len(agreement_table(sweep)) == 2 + (2 + 3)  # the blocks are pairs too
+
+
+def test_the_report_reads_the_world_each_result_was_simulated_in():
+    """The notebook's walk-through with other parameters and only a label as params: the
+    report's fate section exists and uses the run's own rule (penalty 0.12: one failure
+    takes 0.60 to 0.48) and horizon, and the gate section designs against the gate's own
+    min_drop (0.2), not the defaults (before: no fate section, a drop of 0.15, and the
+    nearest swept gate named "?")."""
+    from experiments.answers import sweep_answers
+    from procmem_core import SPRTGate
+    from reports.build import build_report
+    from reports.document import render_markdown
+    from simulators.scenarios.gate import GateScenario
+
+    rule, gate = ConfidenceRule(reward=0.1, penalty=0.12), SPRTGate(alpha=0.1, min_drop=0.2)
+    fate = ProcedureFateScenario(p=0.62, sessions=35, rule=rule, replications=1_000).run(5)
+    gates = GateScenario(gate=gate, drops=(0.0, 0.2), replications=1_000).run(seed=6)
+    sweep = Sweep.from_results([({"rule.name": "confidence"}, fate), ({"gate.alpha": 0.1}, gates)])
+    sweep.answers = sweep_answers(sweep.runs)
+    md = render_markdown(build_report(sweep))
+    exact = flat_fate(0.62, 35, rule).p_excluded
+    assert "## One procedure's fate under the flat rule" in md
+    assert f"excluded within 35 sessions with probability {exact:.2f}" in md
+    assert "takes 0.60 to 0.48, below the threshold 0.55" in md
+    assert "against a drop of 0.2 at every prior rate" in md
+    assert "the nearest is ?" not in md

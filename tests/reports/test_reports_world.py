@@ -56,11 +56,14 @@ def test_the_gate_section_opens_with_its_world_and_what_the_design_reads(gate_sw
     # the design question reads the prior range, the ledger and the gates' min_drop
     assert table.at["gate.min_drop", "value"] == "0.15"
     reads = table["prescription reads it"] == "yes"
-    assert sorted(table.index[reads]) == ["gate.min_drop", "ledger_size", "p_prior"]
+    # the runs carry their whole world (as logged jobs do): concurrent_share is read too
+    assert sorted(table.index[reads]) == ["concurrent_share", "gate.min_drop", "ledger_size",
+                                          "p_prior"]  # fmt: skip
     assert sentence == (
         "The design question depends on p_prior (the p0 range [0.3, 0.95] covers it; swept: "
-        "0.6 to 0.9 (5 values)), ledger_size (20) and gate.min_drop (0.15); the others "
-        "(drops, heterogeneity, replications) change only the simulated evidence below, not it."
+        "0.6 to 0.9 (5 values)), ledger_size (20), concurrent_share (0) and gate.min_drop "
+        "(0.15); the others (cost_increase, cost_sd, design, drops, heterogeneity, pool_size, "
+        "replications) change only the simulated evidence below, not it."
     )
     # no gate meets 0.1 / 0.5 here, so the sentence names the question, not a prescribed gate
     assert section.said.startswith("No gate meets")

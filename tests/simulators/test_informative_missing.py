@@ -111,3 +111,11 @@ def test_the_config_option_reaches_the_scenarios():
     assert (channel.missing_if_success, channel.missing_if_failure) == (0.5, 0.1)
     with pytest.raises(ParameterError, match="feedback"):
         build_scenario(compose_job("gate_tuning", ["feedback=failures_rated"]))
+
+
+def test_a_procedure_never_shown_keeps_its_own_success_rate():
+    """A threshold above the start: never shown, so never excluded later; the fate reports
+    the procedure's ``p``, not the rated sessions' success rate ``g(p)``."""
+    fate = InformativeMissing(0.5, 0.1).flat_fate(0.7, 10, threshold=0.65)
+    assert (fate.p, fate.sessions, fate.p_excluded, fate.expected_sessions_applied) == (
+        0.7, 10, 1.0, 0.0)  # fmt: skip
