@@ -29,6 +29,7 @@ from experiments.analyze.steps import (
 )
 from procmem_core.graph.postgres import is_uri, shown_uri
 from procmem_core.logs import SCHEMA_VERSION, Log, estimate_lifts
+from procmem_core.logs.world import check_fittable
 
 EXPERIMENT = "analyze"
 
@@ -61,7 +62,9 @@ def analyze_log(
     prescribe: bool = True,
 ) -> Analysis:
     """Every analysis of a checked log, its files written to ``out`` (``design``: also
-    replay the flat rule designed for this log's base rate, ~20 s)."""
+    replay the flat rule designed for this log's base rate, ~20 s). A log no world can
+    be fitted to is refused before anything is written (``check_fittable``)."""
+    check_fittable(log.sessions)
     out.mkdir(parents=True, exist_ok=True)
     lifts = estimate_lifts(log.sessions, level=level, target_lift=target_lift)
     lifts_frame(lifts).to_csv(out / "lifts.csv", index=False)

@@ -163,25 +163,30 @@ def estimate_lifts(
         p = wald_p(tau, se)
         notes.append("Covariate present: AIPW with a per-arm line in the covariate (Wald).")
     elif user is not None:
-        name = "dim, cluster-robust by user_id"
         m = rated
         with np.errstate(divide="ignore", invalid="ignore"):
             p1, p0 = s1 / r1, s0 / r0
-        se_c, g = cluster_se(k[m], shown[m], y[m], user.codes[sel][m], p1, p0, r1, r0, size)
-        with np.errstate(divide="ignore", invalid="ignore"):
+            se_c, g = cluster_se(k[m], shown[m], y[m], user.codes[sel][m], p1, p0, r1, r0, size)
             t_ratio = stats.t.isf((1 - level) / 2, np.maximum(g - 1, 1)) / normal_z(level)
             design = np.where(se > 0, se_c / se, 1.0) * t_ratio
         design = np.where(g >= 2, design, 1.0)  # one user: nothing to cluster over
         se_c = np.where(g >= 2, se_c, se)
         low, high = tau - (tau - low) * design, tau + (high - tau) * design
         se, p = se_c, _inflated_p(p, design)
+        # a procedure whose rated sessions all come from one user has nothing to cluster
+        # over: it keeps the per-session SE and says so in its estimator
+        name = np.where(g >= 2, "dim, cluster-robust by user_id", "dim, one user")
         notes.append(
             "user_id present: standard errors clustered by user; Newcombe's interval "
             "scaled by the ratio of the clustered to the per-session SE and by "
-            "t(G - 1) / z for G users."
+            "t(G - 1) / z for G users (a procedure rated by one user only keeps the "
+            "per-session SE: estimator 'dim, one user')."
         )
     else:
         notes.append("Difference in means with Newcombe's hybrid score interval.")
+    # a lift is a difference of two rates: an interval scaled for clustering (t(G - 1) / z
+    # at few users) or a Wald one can overshoot [-1, 1], which holds every lift
+    low, high = np.maximum(low, -1.0), np.minimum(high, 1.0)
     share = 1.0 - float(np.clip(np.mean(eps[w | shown]) if eps.size else 0.5, 0.01, 0.99))
     cs_low, cs_high = _sequences(s1, r1, s0, r0, share, level)
     rate = np.divide(_count(k, size, eps), n1 + n0, out=np.zeros(size), where=n1 + n0 > 0)
@@ -195,7 +200,8 @@ def estimate_lifts(
         rated_shown=r1, rated_withheld=r0, missing=(n1 + n0) - (r1 + r0),
         explore_rate=rate, lift=tau, se=se, ci_low=low, ci_high=high,
         cs_low=cs_low, cs_high=cs_high, p_value=p, p_holm=p_holm, p_bh=p_bh,
-        srm_p=srm, srm_flag=flag, effect=effect, estimator=np.full(size, name, dtype=object),
+        srm_p=srm, srm_flag=flag, effect=effect,
+        estimator=np.broadcast_to(np.asarray(name, dtype=object), (size,)).copy(),
     )  # fmt: skip
     keep = np.flatnonzero(n0 > 0)
     keep = keep[np.argsort(s.keys[keep].astype(str), kind="stable")]  # rows by key

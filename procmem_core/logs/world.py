@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from procmem_core.logs.schema import Sessions
+from procmem_core.logs.schema import LogError, Sessions
 
 BOOTSTRAP = 200
 
@@ -243,10 +243,27 @@ def predictive_checks(world: dict, s: Sessions, rng: np.random.Generator,
     return {"replications": replications, "checks": rows, "poor_fit": poor, "summary": sentence}
 
 
+def check_fittable(s: Sessions) -> None:
+    """Refuse (``LogError`` naming the file) a log no world can be fitted to: the success
+    rates are fitted to sessions whose top-matched procedure was shown and rated, so at
+    least one is needed."""
+    if s.n == 0:
+        raise LogError(s.file, None, None, "no session rows", "at least one session")
+    if not ((s.top >= 0) & ~s.withheld & ~np.isnan(s.outcome)).any():
+        matched = int((s.top >= 0).sum())
+        raise LogError(
+            s.file, None, "outcome",
+            f"no rated session with its top-matched procedure shown ({s.n} sessions, "
+            f"{matched} matched, {int(np.isfinite(s.outcome).sum())} rated)",
+            "at least one, to fit the procedures' success rates to",
+        )  # fmt: skip
+
+
 def fit_world(s: Sessions, lift: np.ndarray, lift_se: np.ndarray, rng: np.random.Generator,
               replications: int = 200) -> dict:  # fmt: skip
     """The fitted world (module docstring) with its predictive checks; ``lift``,
     ``lift_se``: the procedures' lift estimates (empty when none was withheld)."""
+    check_fittable(s)
     c = arm_counts(s)
     world: dict = {"rates": beta_binomial(c["s1"], c["r1"])}
     if np.isfinite(lift).sum() >= 3:

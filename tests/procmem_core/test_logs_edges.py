@@ -1,0 +1,133 @@
+"""Logs the round-trip tests do not cover, each checked by value: no procedure matched,
+two users (a t(1) interval scaled past [-1, 1]), one user (nothing to cluster over),
+times mixing timestamps and integers, a revision listed twice, nothing to fit a world to.
+Each of these failed before the fix named in its test."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from procmem_core.ab import benjamini_hochberg, holm, newcombe_estimate
+from procmem_core.logs import LogError, Table, Text, check_log, estimate_lifts
+from procmem_core.logs.world import fit_world
+
+
+def _text(values) -> Text:
+    return Text.encode(np.array(values, dtype=object))
+
+
+def _sessions(top, withheld, outcome, user=None, time=None) -> Table:
+    n = len(top)
+    cols = {
+        "session_id": _text([f"s{i}" for i in range(n)]),
+        "time": np.arange(n, dtype=float) if time is None else time,
+        "top_key": _text(top),
+        "withheld": np.array(withheld, dtype=bool),
+        "explore_rate": np.full(n, 0.3),
+        "outcome": np.array(outcome, dtype=float),
+    }
+    if user is not None:
+        cols["user_id"] = _text(user)
+    return Table("sessions", "sessions.csv", n, cols)
+
+
+def test_adjusting_an_empty_family_gives_an_empty_family():
+    # was: ValueError "cannot reshape array of size 0"
+    assert holm(np.array([])).shape == (0,)
+    assert benjamini_hochberg(np.array([])).shape == (0,)
+
+
+def test_a_log_where_no_procedure_matched_gives_no_lift_and_the_planner():
+    # was: the same ValueError from holm inside estimate_lifts (the live loop's first
+    # sessions, before any procedure exists, are such a log)
+    s = check_log(_sessions(["", "", ""], [False] * 3, [1, 0, 1])).sessions
+    lifts = estimate_lifts(s, target_lift=0.1)
+    assert lifts.columns["key"].size == 0 and lifts.summary["matched"] == 0.0
+    assert lifts.plan["withheld"] > 0 and lifts.plan["base"] == pytest.approx(2 / 3)
+
+
+def test_two_users_interval_stays_within_the_lifts_range():
+    """One rated session per arm from two users: Newcombe's interval for 1/1 - 1/1 times
+    t_0.975(1) / z_0.975 = 6.48 was [-5.14, 5.14]; a lift lies in [-1, 1]."""
+    s = check_log(_sessions(["p", "p"], [False, True], [1, 1], user=["a", "b"])).sessions
+    lifts = estimate_lifts(s).columns
+    ref = newcombe_estimate(*[np.array([1.0])] * 4, 0.95)
+    assert ref.high[0] * 6.48 > 1  # the scaled interval overshoots without the clip
+    assert lifts["lift"][0] == 0.0
+    assert (lifts["ci_low"][0], lifts["ci_high"][0]) == (-1.0, 1.0)
+
+
+def test_a_procedure_rated_by_one_user_keeps_the_per_session_estimate_and_says_so():
+    rng = np.random.default_rng(4)
+    n = 300
+    top = np.where(rng.random(n) < 0.5, "p", "q")
+    w = rng.random(n) < 0.3
+    y = (rng.random(n) < 0.5).astype(float)
+    user = np.where(top == "p", "solo", rng.integers(0, 30, n).astype(str))
+    clustered = estimate_lifts(check_log(_sessions(top, w, y, user=user)).sessions).columns
+    plain = estimate_lifts(check_log(_sessions(top, w, y)).sessions).columns
+    assert list(clustered["key"]) == ["p", "q"]
+    # was: "dim, cluster-robust by user_id" for p, whose SE is the per-session one
+    assert list(clustered["estimator"]) == ["dim, one user", "dim, cluster-robust by user_id"]
+    for c in ("lift", "se", "ci_low", "ci_high", "p_value"):
+        assert clustered[c][0] == pytest.approx(plain[c][0])
+    assert clustered["se"][1] != pytest.approx(plain["se"][1])
+
+
+def test_integer_times_written_as_text_are_ticks():
+    # was: read as the years 0005 and 0007, wrapped in nanoseconds to 1758 and 1760
+    t = _sessions(["p", "p"], [False, True], [1, 0], time=np.array(["5", "7"], dtype=object))
+    s = check_log(t).sessions
+    assert s.time_unit == "ticks" and list(s.time) == [5.0, 7.0]
+
+
+@pytest.mark.parametrize(
+    "times, row, value, first",
+    [
+        (["2026-01-01T00:00:00", "5"], 2, "5", "row 1 is a timestamp"),
+        (["5", "2026-01-01T00:00:00"], 2, "2026-01-01T00:00:00", "row 1 is an integer"),
+        ([None, "3", "2026-01-02"], 3, "2026-01-02", "row 2 is an integer"),
+    ],
+)
+def test_times_mixing_timestamps_and_integers_are_refused(times, row, value, first):
+    # was: accepted, the integer read as a year
+    n = len(times)
+    t = _sessions(["p"] * n, [False] * n, [1] * n, time=np.array(times, dtype=object))
+    with pytest.raises(LogError) as err:
+        check_log(t)
+    assert (err.value.file, err.value.row, err.value.column) == ("sessions.csv", row, "time")
+    assert err.value.value == value and first in err.value.allowed
+
+
+def test_a_revision_listed_twice_is_refused():
+    # was: replayed twice, once per logged verdict, and counted twice in the agreement
+    runs = Table("runs", "runs.csv", 2, {
+        "key": _text(["p", "p"]), "revision": _text(["r1", "r2"]),
+        "ok": np.array([True, False]), "time": np.array([1.0, 5.0]),
+    })  # fmt: skip
+    revisions = Table("revisions", "revisions.csv", 3, {
+        "key": _text(["p", "p", "p"]), "revision": _text(["r1", "r2", "r2"]),
+        "prior_revision": _text(["", "r1", "r1"]), "proposed_at": np.array([0.0, 3.0, 4.0]),
+    })  # fmt: skip
+    with pytest.raises(LogError) as err:
+        check_log(_sessions(["p"], [False], [1]), runs, revisions)
+    assert (err.value.file, err.value.row, err.value.column) == ("revisions.csv", 3, "revision")
+    assert err.value.value == "r2" and "(row 2 has it too)" in err.value.allowed
+
+
+@pytest.mark.parametrize(
+    "top, withheld, outcome, value",
+    [
+        ([], [], [], "no session rows"),
+        (["p", "p"], [False, True], [np.nan, 1], "2 sessions, 2 matched, 1 rated"),
+        (["", ""], [False, False], [1, 0], "2 sessions, 0 matched, 2 rated"),
+    ],
+)
+def test_a_log_with_nothing_to_fit_a_world_to_is_refused(top, withheld, outcome, value):
+    # was: NaN rates handed to Generator.binomial ("p contains NaNs") after lifts.csv;
+    # the analysis asks the same check (check_fittable) before it writes anything
+    s = check_log(_sessions(top, withheld, outcome)).sessions
+    with pytest.raises(LogError) as err:
+        fit_world(s, np.array([]), np.array([]), np.random.default_rng(0))
+    assert err.value.file == "sessions.csv" and value in str(err.value.value)
