@@ -115,7 +115,9 @@ def world_section(
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     cols = lifts.columns
-    fit = fit_world(log.sessions, cols["lift"], cols["se"], rng)
+    counts = tuple(cols[c] for c in ("successes_shown", "rated_shown",
+                                     "successes_withheld", "rated_withheld"))  # fmt: skip
+    fit = fit_world(log.sessions, cols["lift"], cols["se"], rng, counts=counts)
     shrunk = fit.pop("shrunk_lifts", None)
     world = {
         "schema_version": WORLD_VERSION,

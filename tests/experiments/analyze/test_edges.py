@@ -30,3 +30,37 @@ def test_nothing_to_fit_is_refused_before_any_output(tmp_path, unmade_tracking_s
     assert err[0].startswith(f"python -m experiments.analyze: {log / 'sessions.csv'}")
     assert value in err[0]
     assert not (tmp_path / "out").exists() and not unmade_tracking_store.exists()
+
+
+def test_world_json_weighs_lifts_by_the_pooled_rate_se(tmp_path):
+    """The analysis's world.json fits the lifts' mean with ``pooled_se`` (was: the per-arm
+    Wald SE of lifts.csv, biased where withheld arms are small and rates rare)."""
+    import json
+
+    import numpy as np
+
+    from experiments.analyze.steps import world_section
+    from procmem_core.logs import Table, Text, check_log, estimate_lifts
+    from procmem_core.logs.world import normal_lifts, pooled_se
+
+    rng = np.random.default_rng(3)  # 60 procedures, rates Beta(1.5, 3.5), no lift, 10 % withheld
+    n, p = 8000, rng.beta(1.5, 3.5, 60)
+    top = rng.integers(0, 60, n)
+    cols = {
+        "session_id": Text(np.arange(n), np.arange(n).astype(str)),
+        "time": np.arange(n, dtype=float),
+        "top_key": Text(top, np.array([f"p{k:02d}" for k in range(60)])),
+        "withheld": rng.random(n) < 0.1,
+        "explore_rate": np.full(n, 0.1),
+        "outcome": (rng.random(n) < p[top]).astype(float),
+    }
+    log = check_log(Table("sessions", "sessions.csv", n, cols))
+    lifts = estimate_lifts(log.sessions)
+    world_section(log, lifts, tmp_path, 0, {})
+    fitted = json.loads((tmp_path / "world.json").read_text())["lifts"]["mean"]["value"]
+    c = lifts.columns
+    counts = tuple(c[k] for k in ("successes_shown", "rated_shown",
+                                  "successes_withheld", "rated_withheld"))  # fmt: skip
+    pooled = normal_lifts(c["lift"], pooled_se(c["se"], counts))[0]["mean"].value
+    wald = normal_lifts(c["lift"], c["se"])[0]["mean"].value
+    assert fitted == pytest.approx(pooled) and abs(pooled - wald) > 0.005
