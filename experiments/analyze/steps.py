@@ -136,10 +136,16 @@ def world_section(
     for part in ("rates", "lifts", "users", "ratings"):
         for name, p in fit.get(part, {}).items():
             metrics[f"world_{part}_{name}"] = float(p.value)
+    rates = fit["rates"]
+    spread = (
+        f"concentration {rates['concentration'].value:.1f} +- {rates['concentration'].se:.1f}"
+        if "concentration_low" not in rates else
+        "no over-dispersion across procedures (the concentration's likelihood is flat, its "
+        f"estimate at the upper limit; at least {rates['concentration_low'].value:.3g} at 95 %)"
+    )  # fmt: skip
     text = (
-        f"Success rates: {RATES_FAMILY}; mean {fit['rates']['mean'].value:.3f} +- "
-        f"{fit['rates']['mean'].se:.3f}, concentration {fit['rates']['concentration'].value:.1f}"
-        f" +- {fit['rates']['concentration'].se:.1f}. "
+        f"Success rates: {RATES_FAMILY}; mean {rates['mean'].value:.3f} +- "
+        f"{rates['mean'].se:.3f}, {spread}. "
     )
     if "lifts" in fit:
         lf = fit["lifts"]

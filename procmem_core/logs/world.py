@@ -96,6 +96,17 @@ def beta_binomial(successes: np.ndarray, trials: np.ndarray) -> dict[str, Param]
 
     p = s.sum() / n.sum()
     x, cov = _fit(nll, np.array([special.logit(np.clip(p, 0.01, 0.99)), np.log(20.0)]))
+    extra = {}
+    if np.exp(x[1]) > 100 * n.max(initial=0):
+        # no over-dispersion: the variance factor 1 + (r - 1) / (kappa + 1) is within 1 %
+        # of the binomial's at every procedure's trials, so the likelihood is flat (and
+        # numerically noisy) in kappa, its ML value arbitrary, its Hessian SE meaningless;
+        # the one-sided 95 % profile lower bound is what the log does say; the mean's SE
+        # is the binomial limit sqrt(m (1 - m) / sum r) (here on logit m)
+        m0 = special.expit(x[0])
+        cov = np.full((2, 2), np.nan)
+        cov[0, 0] = 1.0 / (m0 * (1 - m0) * n.sum())
+        extra["concentration_low"] = Param(_profile_low(nll, x), float("nan"))
     m, k = special.expit(x[0]), np.exp(x[1])
     se_m, se_k = m * (1 - m) * np.sqrt(cov[0, 0]), k * np.sqrt(cov[1, 1])
     # a = m k, b = (1 - m) k: gradients in (logit m, log k)
@@ -104,8 +115,27 @@ def beta_binomial(successes: np.ndarray, trials: np.ndarray) -> dict[str, Param]
     return {
         "mean": Param(m, se_m), "concentration": Param(k, se_k),
         "a": Param(m * k, float(np.sqrt(ga @ cov @ ga))),
-        "b": Param((1 - m) * k, float(np.sqrt(gb @ cov @ gb))),
+        "b": Param((1 - m) * k, float(np.sqrt(gb @ cov @ gb))), **extra,
     }  # fmt: skip
+
+
+PROFILE_DROP = 0.5 * 2.705543  # chi2_1 at 0.90 / 2: a one-sided 95 % profile bound
+
+
+def _profile_low(nll, x: np.ndarray) -> float:
+    """The smallest kappa whose profile likelihood (the mean re-fitted) is within
+    ``PROFILE_DROP`` of the maximum: a one-sided 95 % lower bound (NaN below 0.01)."""
+    best = nll(x)
+
+    def drop(log_k: float) -> float:
+        fit = optimize.minimize_scalar(lambda a: nll(np.array([a, log_k])),
+                                       bounds=(x[0] - 8, x[0] + 8), method="bounded")  # fmt: skip
+        return fit.fun - best - PROFILE_DROP
+
+    lo, hi = np.log(0.01), float(x[1])
+    if drop(lo) < 0:
+        return float("nan")
+    return float(np.exp(optimize.brentq(drop, lo, hi, xtol=1e-6)))
 
 
 def pooled_se(se: np.ndarray, counts: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -170,3 +170,34 @@ def test_pooled_se_values_and_the_design_effect_it_keeps():
     p = 5 / 23
     one = pooled_se(np.array([np.sqrt(0.025)]), ([5], [10], [0], [13]))
     assert one[0] == pytest.approx(np.sqrt(p * (1 - p) * (1 / 10 + 1 / 13)))
+
+
+def test_rates_without_over_dispersion_give_no_concentration_se_but_a_lower_bound():
+    """Ten procedures at one rate (kappa infinite): the fit's kappa is wherever the flat,
+    noisy likelihood left it (was: 993,507,702 +- 28,276,749, a precise-looking SE; and
+    at 100 procedures a mean SE of 0.000). Now kappa's SE is null, the mean's SE is the
+    binomial sqrt(m (1 - m) / sum r), and the profile lower bound is finite and leaves
+    the likelihood ratio at its 95 % cut."""
+    from scipy import stats
+
+    from procmem_core.logs.world import PROFILE_DROP, beta_binomial
+
+    r = np.full(10, 100)
+    s = np.random.default_rng(1).binomial(r, 0.6)
+    fit = beta_binomial(s, r)
+    m = fit["mean"].value
+    assert m == pytest.approx(s.sum() / r.sum(), abs=1e-4)
+    assert fit["mean"].se == pytest.approx(np.sqrt(m * (1 - m) / r.sum()), rel=1e-6)
+    assert np.isnan(fit["concentration"].se) and np.isnan(fit["a"].se)
+    low = fit["concentration_low"].value
+    assert 10 < low < 1000
+
+    # the bound's likelihood ratio against the binomial (kappa infinite) is the 95 % cut
+    # (the mean held at m: the profile's re-fitted mean barely moves, m being orthogonal)
+    top = float(stats.binom.logpmf(s, r, m).sum())
+
+    def drop(kappa: float) -> float:
+        return top - float(stats.betabinom.logpmf(s, r, m * kappa, (1 - m) * kappa).sum())
+
+    assert drop(low) == pytest.approx(PROFILE_DROP, abs=0.01)
+    assert drop(low / 2) > PROFILE_DROP + 0.3
