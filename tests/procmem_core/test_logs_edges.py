@@ -201,3 +201,31 @@ def test_rates_without_over_dispersion_give_no_concentration_se_but_a_lower_boun
 
     assert drop(low) == pytest.approx(PROFILE_DROP, abs=0.01)
     assert drop(low / 2) > PROFILE_DROP + 0.3
+
+
+def test_a_revision_run_logged_at_its_proposal_time_is_replayed():
+    """Prior: 20 of 20 before the proposal at tick 20. Revision: F at tick 20 (the
+    proposal's tick), F, F, then 10 S. By hand, the seed's SPRT with the plug-in p0 =
+    21/22, p1 = p0 - 0.15: each failure adds ln((1 - p1)/(1 - p0)) = 1.458, so three
+    reach ln A = ln(0.8/0.05) = 2.773 at run 3 (min_runs) and revert. Was: the tick-20
+    run dropped, 12 revision runs, and F F S at run 3 (LLR 2.745 < ln A) kept going."""
+    from procmem_core.gates import SPRTGate
+    from procmem_core.logs.replay import gate_replay
+
+    oks = [True] * 20 + [False] * 3 + [True] * 10
+    runs = Table("runs", "runs.csv", 33, {
+        "key": _text(["a"] * 33), "revision": _text(["r1"] * 20 + ["r2"] * 13),
+        "ok": np.array(oks), "time": np.r_[np.arange(20), np.arange(20, 33)].astype(float),
+    })  # fmt: skip
+    revisions = Table("revisions", "revisions.csv", 2, {
+        "key": _text(["a", "a"]), "revision": _text(["r1", "r2"]),
+        "prior_revision": _text(["", "r1"]), "proposed_at": np.array([0.0, 20.0]),
+    })  # fmt: skip
+    log = check_log(_sessions(["a"], [False], [1]), runs, revisions)
+    p0 = 21 / 22
+    p1 = p0 - 0.15
+    fail, win = np.log((1 - p1) / (1 - p0)), np.log(p1 / p0)
+    assert 3 * fail >= np.log(0.8 / 0.05) > 2 * fail + win
+    out = gate_replay(log, {"sprt": SPRTGate()})
+    assert out["revision_runs"][0] == 13 and out["prior_runs"][0] == 20
+    assert (out["sprt_verdict"][0], out["sprt_runs"][0]) == ("reverted", 3)
