@@ -47,13 +47,19 @@ def gate_section(log: Log, out: Path, metrics: dict) -> Section:
     return title, text, frame
 
 
-def designed_rule(log: Log) -> tuple[Any, float, str]:
-    """The flat rule ``design_rule`` picks for this log's base rate (the withheld arm's
-    success rate, else all rated sessions', rounded to 0.05), the seed's other targets."""
+def rule_base(log: Log) -> float:
+    """The base rate a flat rule is designed for: the withheld arm's success rate, else
+    (no withheld session rated) all rated sessions', rounded to 0.05 in [0.15, 0.85]."""
     s = log.sessions
-    pick = ~np.isnan(s.outcome) & (s.withheld if s.withheld.any() else True)
-    base = float(np.clip(np.round(np.nanmean(s.outcome[pick]) / 0.05) * 0.05, 0.15, 0.85))
-    design = design_rule(RuleTargets(base=base))
+    rated = ~np.isnan(s.outcome)
+    pick = rated & s.withheld if (rated & s.withheld).any() else rated
+    return float(np.clip(np.round(np.mean(s.outcome[pick]) / 0.05) * 0.05, 0.15, 0.85))
+
+
+def designed_rule(log: Log) -> tuple[Any, float, str]:
+    """The flat rule ``design_rule`` picks for this log's ``rule_base``, the seed's other
+    targets."""
+    design = design_rule(RuleTargets(base=rule_base(log)))
     note = "meets" if design.feasible else "cannot meet (closest shown)"
     return design.pick.rule, design.pick.threshold, f"{design.targets.describe()}: {note}"
 

@@ -64,3 +64,31 @@ def test_world_json_weighs_lifts_by_the_pooled_rate_se(tmp_path):
     pooled = normal_lifts(c["lift"], pooled_se(c["se"], counts))[0]["mean"].value
     wald = normal_lifts(c["lift"], c["se"])[0]["mean"].value
     assert fitted == pytest.approx(pooled) and abs(pooled - wald) > 0.005
+
+
+@pytest.mark.parametrize(
+    "withheld, outcome, base",
+    [
+        # withheld sessions, none rated: the rated sessions' 3/4 (was: NaN, and the CLI
+        # stopped with "base=nan is not allowed" after lifts.csv was written)
+        ([0, 0, 0, 0, 1, 1], [1, 0, 1, 1, None, None], 0.75),
+        ([0, 0, 0, 0, 1, 1], [1, 1, 1, 1, 0, 1], 0.5),  # the withheld arm's 1/2
+        ([0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0], 0.85),  # none withheld: 5/6, capped
+    ],
+)
+def test_the_designed_rules_base_rate(withheld, outcome, base):
+    import numpy as np
+
+    from experiments.analyze.steps import rule_base
+    from procmem_core.logs import Table, Text, check_log
+
+    n = len(outcome)
+    cols = {
+        "session_id": Text(np.arange(n), np.arange(n).astype(str)),
+        "time": np.arange(n, dtype=float),
+        "top_key": Text(np.zeros(n, dtype=np.int64), np.array(["p"])),
+        "withheld": np.array(withheld, dtype=bool),
+        "explore_rate": np.full(n, 0.3),
+        "outcome": np.array([np.nan if y is None else y for y in outcome], dtype=float),
+    }
+    assert rule_base(check_log(Table("sessions", "sessions.csv", n, cols))) == base
