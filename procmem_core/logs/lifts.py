@@ -225,8 +225,16 @@ def _inflated_p(p: np.ndarray, design: np.ndarray) -> np.ndarray:
 
 def withheld_needed(s: Sessions, target_lift: float, level: float, power: float = 0.8) -> dict:
     """The planner's sessions (and withheld among them) to detect ``target_lift`` on a
-    procedure at the log's success rate and explore rate (0.1 when the log's is 0)."""
-    y = s.outcome[~np.isnan(s.outcome)]
+    procedure at the log's success rate and explore rate (0.1 when the log's is 0), as
+    logged sessions: the planner's rated sessions over the share of sessions rated.
+
+    The success rate and the rated share are those of the sessions that matched a
+    procedure (all sessions when none did): the unmatched ones never enter a lift."""
+    matched = s.top >= 0
+    pool = matched if matched.any() else np.ones(s.n, dtype=bool)
+    rated = pool & ~np.isnan(s.outcome)
+    y = s.outcome[rated]
+    share = float(rated.sum() / pool.sum()) if pool.any() and rated.any() else 1.0
     base = float(np.clip(y.mean() if y.size else 0.5, 0.05, 0.95))
     lift = target_lift if base + target_lift <= 1 else -target_lift
     eps = float(np.mean(s.explore_rate)) if s.n else 0.0
@@ -234,6 +242,7 @@ def withheld_needed(s: Sessions, target_lift: float, level: float, power: float 
     design = Design(lift=lift, base=base, power=power, alpha=1 - level)
     r = plan_rate(design, round(eps, 6))
     return {
-        "target_lift": lift, "base": base, "explore_rate": r.explore_rate,
-        "power": power, "sessions": float(r.sessions), "withheld": float(r.withheld),
+        "target_lift": lift, "base": base, "explore_rate": r.explore_rate, "power": power,
+        "rated_share": share, "sessions": float(np.ceil(r.sessions / share)),
+        "withheld": float(r.withheld / share),
     }  # fmt: skip

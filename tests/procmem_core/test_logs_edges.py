@@ -229,3 +229,19 @@ def test_a_revision_run_logged_at_its_proposal_time_is_replayed():
     out = gate_replay(log, {"sprt": SPRTGate()})
     assert out["revision_runs"][0] == 13 and out["prior_runs"][0] == 20
     assert (out["sprt_verdict"][0], out["sprt_runs"][0]) == ("reverted", 3)
+
+
+def test_the_planner_counts_logged_sessions_at_the_matched_sessions_rate():
+    """No session withheld; matched sessions succeed 1 in 5 and half of them are rated;
+    unmatched ones all succeed. The planner sizes for a base of 0.2 (was: 5/9, all
+    rated sessions') and asks for its rated sessions over the rated share 0.5 (was:
+    rated sessions reported as logged ones)."""
+    from procmem_core.ab import Design, plan_rate
+
+    top = ["p"] * 10 + [""] * 4
+    outcome = [1, 0, 0, 0, 0] + [np.nan] * 5 + [1] * 4
+    plan = estimate_lifts(check_log(_sessions(top, [False] * 14, outcome)).sessions).plan
+    expect = plan_rate(Design(lift=0.1, base=0.2), 0.3)
+    assert plan["base"] == pytest.approx(0.2) and plan["rated_share"] == 0.5
+    assert plan["sessions"] == np.ceil(expect.sessions / 0.5)
+    assert plan["withheld"] == pytest.approx(expect.withheld / 0.5)
