@@ -24,6 +24,7 @@ SCHEMA_FILE = "schema_v1.json"
 TABLES = ("sessions", "runs", "revisions")
 VERDICTS = ("accepted", "reverted", "pending")
 FORMATS = {".csv": "CSV", ".parquet": "Parquet", ".jsonl": "JSON Lines"}
+UNITS = {"seconds": "timestamps", "ticks": "integer ticks"}
 
 
 class LogError(ProcmemError):
@@ -288,7 +289,10 @@ def _convert(t: Table) -> tuple[dict[str, Any], str]:
             out[name] = _as_bool(t, name, a)
         elif kind == "time":
             out[name], u = _as_time(t, name, a, nullable=name not in need)
-            unit = u if name == "time" or name == "proposed_at" else unit
+            if name in need:
+                unit, main = u, name
+            elif u != unit and np.isfinite(out[name]).any():  # seconds against ticks
+                raise LogError(t.file, None, name, UNITS[u], f"{UNITS[unit]}, as {main!r} is")
         elif kind == "verdict":
             out[name] = _check_verdict(t, name, _as_text(a))
         else:
@@ -327,6 +331,13 @@ def _check_verdict(t: Table, name: str, v: Text) -> Text:
 
 def _sessions(t: Table) -> Sessions:
     cols, unit = _convert(t)
+    rated_at = cols.get("rated_at")
+    if rated_at is not None and (rated_at < cols["time"]).any():
+        row = _first(rated_at < cols["time"])
+        raise LogError(
+            t.file, row + 1, "rated_at", _raw(t.columns["rated_at"], row),
+            f"a time at or after the session's time ({_raw(t.columns['time'], row)!r})",
+        )  # fmt: skip
     sid: Text = cols["session_id"]
     if (sid.codes < 0).any():
         row = _first(sid.codes < 0)
@@ -375,8 +386,11 @@ def _unique_revisions(t: Table, v: dict) -> None:
 
 
 def _runs_revisions(runs: Table | None, revisions: Table | None) -> tuple[dict | None, dict | None]:
-    r = _convert(runs)[0] if runs is not None else None
-    v = _convert(revisions)[0] if revisions is not None else None
+    r, r_unit = _convert(runs) if runs is not None else (None, None)
+    v, v_unit = _convert(revisions) if revisions is not None else (None, None)
+    if r is not None and v is not None and r_unit != v_unit:
+        raise LogError(revisions.file, None, "proposed_at", UNITS[v_unit],
+                       f"{UNITS[r_unit]}, as {runs.file}'s 'time' is")  # fmt: skip
     for t, cols in ((runs, r), (revisions, v)):
         if cols is None:
             continue

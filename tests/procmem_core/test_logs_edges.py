@@ -245,3 +245,47 @@ def test_the_planner_counts_logged_sessions_at_the_matched_sessions_rate():
     assert plan["base"] == pytest.approx(0.2) and plan["rated_share"] == 0.5
     assert plan["sessions"] == np.ceil(expect.sessions / 0.5)
     assert plan["withheld"] == pytest.approx(expect.withheld / 0.5)
+
+
+def _with_rated_at(time, rated_at) -> Table:
+    t = _sessions(["p", "p"], [False, True], [1, 0], time=np.array(time, dtype=object))
+    t.columns["rated_at"] = np.array(rated_at, dtype=object)
+    return t
+
+
+@pytest.mark.parametrize(
+    "time, rated_at, row, value, allowed",
+    [
+        # was: a delay of -5 ticks, fitted into world.json's delay_mean
+        ([10, 20], [11, 15], 2, 15, "a time at or after the session's time (20)"),
+        # was: seconds since 1970 less ticks, a delay of 1.77e9
+        ([10, 20], ["2026-01-01T00:00:00", None], None, "timestamps",
+         "integer ticks, as 'time' is"),
+    ],
+)  # fmt: skip
+def test_rated_at_before_its_session_or_in_another_unit_is_refused(time, rated_at, row,
+                                                                    value, allowed):  # fmt: skip
+    with pytest.raises(LogError) as err:
+        check_log(_with_rated_at(time, rated_at))
+    assert (err.value.row, err.value.column, err.value.value) == (row, "rated_at", value)
+    assert err.value.allowed == allowed
+
+
+def test_runs_and_revisions_in_different_time_units_are_refused():
+    # was: ticks compared with seconds since 1970: every run "before" the proposal
+    runs = Table("runs", "runs.csv", 1, {
+        "key": _text(["p"]), "revision": _text(["r1"]), "ok": np.array([True]),
+        "time": np.array([5.0]),
+    })  # fmt: skip
+    revisions = Table("revisions", "revisions.csv", 1, {
+        "key": _text(["p"]), "revision": _text(["r1"]), "prior_revision": _text([""]),
+        "proposed_at": np.array(["2026-01-01T00:00:00"], dtype=object),
+    })  # fmt: skip
+    with pytest.raises(LogError) as err:
+        check_log(_sessions(["p"], [False], [1]), runs, revisions)
+    assert (err.value.file, err.value.column, err.value.value) == (
+        "revisions.csv",
+        "proposed_at",
+        "timestamps",
+    )
+    assert err.value.allowed == "integer ticks, as runs.csv's 'time' is"
