@@ -8,7 +8,8 @@ the explore rate (arm 0). The estimators, intervals, tests and adjustments are t
 - fixed-n: the difference in means with Newcombe's interval (``newcombe_estimate``);
   with ``user_id`` its SE is cluster-robust by user, ``V = G/(G-1) sum_g (r1_g/n1 -
   r0_g/n0)^2`` with ``r_a_g`` the user's residuals in arm ``a`` (Liang and Zeger 1986),
-  and the interval Wald on it; with ``covariate``, AIPW (``AugmentedIPW``);
+  and the interval Wald on it; with ``covariate``, AIPW (``AugmentedIPW``), its SE
+  clustered by user the same way when ``user_id`` is there (``_clustered_aipw``);
 - always valid: the arms' Beta-mixture confidence sequence (``BetaMixtureArms``);
 - sample-ratio mismatch: the exact binomial test of the withheld count against the logged
   rate (``srm_p_value``), a normal test when the rate changed during the log, flagged at
@@ -117,9 +118,27 @@ def _sequences(s1, r1, s0, r0, share: float, level: float) -> tuple[np.ndarray, 
     return low, high
 
 
-def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level) -> tuple[np.ndarray, ...]:
+def _clustered_aipw(psi: np.ndarray, user: np.ndarray, level: float) -> tuple[float, ...]:
+    """AIPW's ``tau = mean(psi)`` with the cluster-robust SE ``sqrt(G/(G-1) sum_g
+    (sum_(i in g) (psi_i - tau))^2) / n`` (Liang and Zeger 1986) and a t(G - 1) interval
+    and p-value; the session-level SE where fewer than two users rated."""
+    tau, n = float(psi.mean()), psi.size
+    _, g = np.unique(user, return_inverse=True)
+    groups = int(g.max(initial=-1)) + 1
+    if groups < 2:
+        return (np.nan,) * 5
+    sums = np.bincount(g, psi - tau, groups)
+    se = float(np.sqrt(groups / (groups - 1) * (sums**2).sum()) / n)
+    q = stats.t.isf((1 - level) / 2, groups - 1)
+    p = 2 * stats.t.sf(abs(tau) / se, groups - 1) if se > 0 else np.nan
+    return tau, se, tau - q * se, tau + q * se, p
+
+
+def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level, user=None) -> tuple:
+    """Per key: AIPW's lift, SE, interval and p-value (Wald), clustered by ``user``
+    (codes of the matched sessions) where given and at least two users rated."""
     est = AugmentedIPW()
-    out = np.full((4, keys_idx.size), np.nan)
+    out = np.full((5, keys_idx.size), np.nan)
     order = np.argsort(k, kind="stable")
     bounds = np.searchsorted(k[order], np.arange(keys_idx.max(initial=-1) + 2))
     for j, key in enumerate(keys_idx):
@@ -129,7 +148,12 @@ def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level) -> tuple[np.ndarr
             continue
         e = 1.0 - s.explore_rate[s.top >= 0][rows]
         r = est.estimate(np.nan_to_num(y[rows]), sh, x[rows], m, e, level)
-        out[:, j] = r.tau[0], r.se[0], r.low[0], r.high[0]
+        out[:, j] = r.tau[0], r.se[0], r.low[0], r.high[0], wald_p(r.tau, r.se)[0]
+        if user is not None:
+            psi = est.influence(np.nan_to_num(y[rows]), sh, x[rows], m, e)[0][m]
+            clustered = _clustered_aipw(psi, user[rows][m], level)
+            if np.isfinite(clustered[1]):
+                out[:, j] = clustered
     return tuple(out)
 
 
@@ -158,10 +182,14 @@ def estimate_lifts(
     name = "dim"
     user = s.user
     if s.covariate is not None:
-        name = "aipw"
-        tau, se, low, high = _aipw(s, k, shown, y, rated, s.covariate[sel], np.arange(size), level)
-        p = wald_p(tau, se)
-        notes.append("Covariate present: AIPW with a per-arm line in the covariate (Wald).")
+        users = None if user is None else user.codes[sel]
+        name = "aipw" if users is None else "aipw, cluster-robust by user_id"
+        tau, se, low, high, p = _aipw(s, k, shown, y, rated, s.covariate[sel],
+                                      np.arange(size), level, users)  # fmt: skip
+        notes.append(
+            "Covariate present: AIPW with a per-arm line in the covariate (Wald)"
+            + ("." if users is None else "; its SE clustered by user_id, t(G - 1) interval.")
+        )
     elif user is not None:
         m = rated
         with np.errstate(divide="ignore", invalid="ignore"):

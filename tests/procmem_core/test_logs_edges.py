@@ -289,3 +289,38 @@ def test_runs_and_revisions_in_different_time_units_are_refused():
         "timestamps",
     )
     assert err.value.allowed == "integer ticks, as runs.csv's 'time' is"
+
+
+def test_aipw_with_users_is_clustered_by_user():
+    """A covariate and ``user_id``: AIPW's SE sums each user's influence (was: the
+    session-level SE, ignoring that users' lifts differ; over 200 logs of 8 users with
+    a user-level lift sd of 0.15 its 95 % interval held the population lift 0.70 of the
+    time, the clustered one 0.885, as the clustered difference in means does)."""
+    from scipy import stats
+
+    from procmem_core.ab import AugmentedIPW
+
+    rng = np.random.default_rng(8)
+    n, users = 1200, 10
+    u = rng.integers(0, users, n)
+    w = rng.random(n) < 0.3
+    p = np.clip(
+        0.5 + rng.normal(0, 0.1, users)[u] + np.where(w, 0, rng.normal(0.1, 0.3, users)[u]), 0, 1
+    )
+    y = (rng.random(n) < p).astype(float)
+    x = rng.normal(size=n)
+    t = _sessions(["p"] * n, w, y, user=u.astype(str))
+    t.columns["covariate"] = x
+    lifts = estimate_lifts(check_log(t).sessions).columns
+    assert lifts["estimator"][0] == "aipw, cluster-robust by user_id"
+    psi = AugmentedIPW().influence(y, ~w, x, np.ones(n, bool), np.full(n, 0.7))[0]
+    tau = psi.mean()
+    sums = np.bincount(u, psi - tau)
+    se = np.sqrt(users / (users - 1) * (sums**2).sum()) / n
+    q = stats.t.isf(0.025, users - 1)
+    assert lifts["lift"][0] == pytest.approx(tau)
+    assert lifts["se"][0] == pytest.approx(se)
+    assert lifts["ci_high"][0] == pytest.approx(tau + q * se)
+    assert lifts["p_value"][0] == pytest.approx(2 * stats.t.sf(abs(tau) / se, users - 1))
+    session_se = AugmentedIPW().estimate(y, ~w, x, np.ones(n, bool), np.full(n, 0.7)).se[0]
+    assert se > 2 * session_se  # the users' differing lifts are most of the variance
