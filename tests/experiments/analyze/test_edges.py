@@ -92,3 +92,24 @@ def test_the_designed_rules_base_rate(withheld, outcome, base):
         "outcome": np.array([np.nan if y is None else y for y in outcome], dtype=float),
     }
     assert rule_base(check_log(Table("sessions", "sessions.csv", n, cols))) == base
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--level", "1.5", "--level=1.5 is not allowed: expected a number in (0, 1)"),
+        ("--target-lift", "-3", "--target-lift=-3.0 is not allowed: a non-zero number in (-1, 1)"),
+        ("--target-lift", "0", "--target-lift=0.0 is not allowed: a non-zero number in (-1, 1)"),
+    ],
+)
+def test_bad_options_are_refused_before_the_log_is_read(tmp_path, unmade_tracking_store, capsys,
+                                                        flag, value, message):  # fmt: skip
+    # was: refused as "confidence_level=1.5" (or, on a log without withheld sessions,
+    # "lift=-3.0") after --out had been made
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + "s1,1,p,false,0.2,1\n")
+    code = main([str(log), "--out", str(tmp_path / "out"), flag, value])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"python -m experiments.analyze: {message}"
+    assert not (tmp_path / "out").exists() and not unmade_tracking_store.exists()
