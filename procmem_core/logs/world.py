@@ -34,6 +34,7 @@ from scipy import optimize, special
 from procmem_core.logs.schema import LogError, Sessions
 
 BOOTSTRAP = 200
+LOG_KAPPA_MAX = float(np.log(1e8))
 
 
 def _hessian(f, x: np.ndarray, h: float = 1e-4) -> np.ndarray:
@@ -89,7 +90,10 @@ def beta_binomial(successes: np.ndarray, trials: np.ndarray) -> dict[str, Param]
     const = special.gammaln(n + 1) - special.gammaln(s + 1) - special.gammaln(n - s + 1)
 
     def nll(x: np.ndarray) -> float:
-        m, k = special.expit(x[0]), np.exp(x[1])
+        # kappa capped at 1e8 (LOG_KAPPA_MAX): beyond it betaln's difference is rounding noise (at
+        # kappa = e^38 a log-likelihood of +1032, a probability above 1, which the
+        # optimizer then ran to); at the cap the model is a binomial for any trials < 1e6
+        m, k = special.expit(x[0]), np.exp(min(x[1], LOG_KAPPA_MAX))
         a, b = m * k, (1 - m) * k
         ll = const + special.betaln(s + a, n - s + b) - special.betaln(a, b)
         return -float(ll.sum())
@@ -97,6 +101,8 @@ def beta_binomial(successes: np.ndarray, trials: np.ndarray) -> dict[str, Param]
     p = s.sum() / n.sum()
     x, cov = _fit(nll, np.array([special.logit(np.clip(p, 0.01, 0.99)), np.log(20.0)]))
     extra = {}
+    x = x.copy()
+    x[1] = min(x[1], LOG_KAPPA_MAX)
     if np.exp(x[1]) > 100 * n.max(initial=0):
         # no over-dispersion: the variance factor 1 + (r - 1) / (kappa + 1) is within 1 %
         # of the binomial's at every procedure's trials, so the likelihood is flat (and
@@ -133,7 +139,7 @@ def _profile_low(nll, x: np.ndarray) -> float:
         return fit.fun - best - PROFILE_DROP
 
     lo, hi = np.log(0.01), float(x[1])
-    if drop(lo) < 0:
+    if drop(lo) < 0 or drop(hi) >= 0:  # below 0.01, or no maximum at hi to drop from
         return float("nan")
     return float(np.exp(optimize.brentq(drop, lo, hi, xtol=1e-6)))
 

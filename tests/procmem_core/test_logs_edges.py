@@ -324,3 +324,18 @@ def test_aipw_with_users_is_clustered_by_user():
     assert lifts["p_value"][0] == pytest.approx(2 * stats.t.sf(abs(tau) / se, users - 1))
     session_se = AugmentedIPW().estimate(y, ~w, x, np.ones(n, bool), np.full(n, 0.7)).se[0]
     assert se > 2 * session_se  # the users' differing lifts are most of the variance
+
+
+def test_the_rates_fit_stays_where_the_likelihood_is_a_likelihood():
+    """3/11, 0/1, 2/2 (a live run's ledger): the likelihood rises towards kappa = infinity,
+    and past ~1e16 betaln's difference is rounding noise; Nelder-Mead ran to kappa = e^38.6
+    where it read a log-likelihood of +1032 (a probability above 1). Capped at 1e8, the
+    fit is at the boundary: the binomial mean and SE, kappa's 95 % lower bound."""
+    from procmem_core.logs.world import beta_binomial
+
+    fit = beta_binomial(np.array([3.0, 0.0, 2.0]), np.array([11.0, 1.0, 2.0]))
+    assert fit["concentration"].value <= 1e8 and np.isnan(fit["concentration"].se)
+    m = fit["mean"].value
+    assert m == pytest.approx(5 / 14, abs=1e-3)
+    assert fit["mean"].se == pytest.approx(np.sqrt(m * (1 - m) / 14), rel=1e-6)
+    assert 0.01 < fit["concentration_low"].value < 100
