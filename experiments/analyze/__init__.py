@@ -27,8 +27,10 @@ from experiments.analyze.steps import (
     rule_section,
     world_section,
 )
+from procmem_core.errors import ParameterError, check_probability
 from procmem_core.graph.postgres import is_uri, shown_uri
 from procmem_core.logs import SCHEMA_VERSION, Log, estimate_lifts
+from procmem_core.logs.world import check_fittable
 
 EXPERIMENT = "analyze"
 
@@ -41,6 +43,15 @@ class Analysis:
     files: list[str]
     metrics: dict[str, float] = field(default_factory=dict)
     run_id: str | None = None
+
+
+def check_options(level: float, target_lift: float) -> None:
+    """The command's numbers, refused (``ParameterError`` naming the flag) before the log
+    is read or anything written: ``--level`` in (0, 1), ``--target-lift`` a non-zero lift
+    in (-1, 1)."""
+    check_probability("--level", level, open_low=True, open_high=True)
+    if not (isinstance(target_lift, int | float) and -1 < target_lift < 1 and target_lift):
+        raise ParameterError("--target-lift", target_lift, "a non-zero number in (-1, 1)")
 
 
 def log_lifts(source: str | Path, level: float = 0.95) -> pd.DataFrame:
@@ -61,7 +72,10 @@ def analyze_log(
     prescribe: bool = True,
 ) -> Analysis:
     """Every analysis of a checked log, its files written to ``out`` (``design``: also
-    replay the flat rule designed for this log's base rate, ~20 s)."""
+    replay the flat rule designed for this log's base rate, ~20 s). A log no world can
+    be fitted to is refused before anything is written (``check_fittable``)."""
+    check_options(level, target_lift)
+    check_fittable(log.sessions)
     out.mkdir(parents=True, exist_ok=True)
     lifts = estimate_lifts(log.sessions, level=level, target_lift=target_lift)
     lifts_frame(lifts).to_csv(out / "lifts.csv", index=False)
@@ -106,6 +120,7 @@ def analyze(
 ) -> Analysis:
     """Read and check ``source`` (every check before any output), analyze, track. A
     PostgreSQL URI's password is shown as ``***`` in the report and the run."""
+    check_options(level, target_lift)
     log = read_log(source, tracking_uri)
     source = shown_uri(str(source)) if is_uri(str(source)) else source
     analysis = analyze_log(log, Path(out), source, level, target_lift, design, seed, prescribe)

@@ -35,8 +35,12 @@ def lift_section(lifts: Lifts, level: float) -> tuple[str, pd.DataFrame | None]:
             "No procedure has a withheld session: the lifts cannot be estimated. To detect a "
             f"lift of {p['target_lift']:+.2f} on a success rate of {p['base']:.2f} with power "
             f"{p['power']:.2f} at explore rate {p['explore_rate']:g}, the planner needs "
-            f"{int(p['sessions'])} sessions of a procedure, {p['withheld']:.0f} of them withheld."
-        )
+            f"{int(p['sessions'])} sessions of a procedure, {p['withheld']:.0f} of them withheld"
+            + (
+                f" (at the {p['rated_share']:.0%} of matched sessions that were rated)."
+                if p["rated_share"] < 1 else "."
+            )
+        )  # fmt: skip
         return "\n\n".join(lines), None
     lines.append(
         f"Intervals: fixed-n {level:.0%} (`ci_low`, `ci_high`) and a confidence sequence valid "

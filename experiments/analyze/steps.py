@@ -47,13 +47,19 @@ def gate_section(log: Log, out: Path, metrics: dict) -> Section:
     return title, text, frame
 
 
-def designed_rule(log: Log) -> tuple[Any, float, str]:
-    """The flat rule ``design_rule`` picks for this log's base rate (the withheld arm's
-    success rate, else all rated sessions', rounded to 0.05), the seed's other targets."""
+def rule_base(log: Log) -> float:
+    """The base rate a flat rule is designed for: the withheld arm's success rate, else
+    (no withheld session rated) all rated sessions', rounded to 0.05 in [0.15, 0.85]."""
     s = log.sessions
-    pick = ~np.isnan(s.outcome) & (s.withheld if s.withheld.any() else True)
-    base = float(np.clip(np.round(np.nanmean(s.outcome[pick]) / 0.05) * 0.05, 0.15, 0.85))
-    design = design_rule(RuleTargets(base=base))
+    rated = ~np.isnan(s.outcome)
+    pick = rated & s.withheld if (rated & s.withheld).any() else rated
+    return float(np.clip(np.round(np.mean(s.outcome[pick]) / 0.05) * 0.05, 0.15, 0.85))
+
+
+def designed_rule(log: Log) -> tuple[Any, float, str]:
+    """The flat rule ``design_rule`` picks for this log's ``rule_base``, the seed's other
+    targets."""
+    design = design_rule(RuleTargets(base=rule_base(log)))
     note = "meets" if design.feasible else "cannot meet (closest shown)"
     return design.pick.rule, design.pick.threshold, f"{design.targets.describe()}: {note}"
 
@@ -115,7 +121,9 @@ def world_section(
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     cols = lifts.columns
-    fit = fit_world(log.sessions, cols["lift"], cols["se"], rng)
+    counts = tuple(cols[c] for c in ("successes_shown", "rated_shown",
+                                     "successes_withheld", "rated_withheld"))  # fmt: skip
+    fit = fit_world(log.sessions, cols["lift"], cols["se"], rng, counts=counts)
     shrunk = fit.pop("shrunk_lifts", None)
     world = {
         "schema_version": WORLD_VERSION,
@@ -134,10 +142,16 @@ def world_section(
     for part in ("rates", "lifts", "users", "ratings"):
         for name, p in fit.get(part, {}).items():
             metrics[f"world_{part}_{name}"] = float(p.value)
+    rates = fit["rates"]
+    spread = (
+        f"concentration {rates['concentration'].value:.1f} +- {rates['concentration'].se:.1f}"
+        if "concentration_low" not in rates else
+        "no over-dispersion across procedures (the concentration's likelihood is flat, its "
+        f"estimate at the upper limit; at least {rates['concentration_low'].value:.3g} at 95 %)"
+    )  # fmt: skip
     text = (
-        f"Success rates: {RATES_FAMILY}; mean {fit['rates']['mean'].value:.3f} +- "
-        f"{fit['rates']['mean'].se:.3f}, concentration {fit['rates']['concentration'].value:.1f}"
-        f" +- {fit['rates']['concentration'].se:.1f}. "
+        f"Success rates: {RATES_FAMILY}; mean {rates['mean'].value:.3f} +- "
+        f"{rates['mean'].se:.3f}, {spread}. "
     )
     if "lifts" in fit:
         lf = fit["lifts"]

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
-from procmem_core.ab.base import Estimate, LiftEstimator, normal_z, wald_estimate
+from procmem_core.ab.base import Estimate, LiftEstimator, check_sessions, normal_z, wald_estimate
 from procmem_core.proportions import wilson_interval
 
 
@@ -211,6 +212,17 @@ class AugmentedIPW(LiftEstimator):
         propensity: np.ndarray | float,
         level: float,
     ) -> Estimate:
+        return _mean_estimate(self._psi(y, shown, x, mask, propensity), mask, level)
+
+    def influence(
+        self, y: ArrayLike, shown: ArrayLike, x: ArrayLike, mask: ArrayLike, propensity: ArrayLike
+    ) -> np.ndarray:
+        """Each session's ``psi`` (class docstring; ``tau`` is its mean over ``mask``), for
+        a variance that sums it by cluster (users seen many times)."""
+        s = check_sessions(y, shown, x, mask, propensity)
+        return self._psi(s.y, s.shown, s.x, s.mask, s.propensity)
+
+    def _psi(self, y, shown, x, mask, propensity) -> np.ndarray:
         a1 = shown & mask
         a0 = ~shown & mask
         c1, b1 = _arm_regression(y, x, a1)
@@ -221,5 +233,4 @@ class AugmentedIPW(LiftEstimator):
         # in-sample fits shrink residuals, and a small withheld arm undercovers without it
         k1 = _dof(a1, 2)[:, None]
         k0 = _dof(a0, 2)[:, None]
-        psi = m1 - m0 + k1 * a1 * (y - m1) / propensity - k0 * a0 * (y - m0) / (1.0 - propensity)
-        return _mean_estimate(psi, mask, level)
+        return m1 - m0 + k1 * a1 * (y - m1) / propensity - k0 * a0 * (y - m0) / (1.0 - propensity)

@@ -45,6 +45,8 @@ def _unsort(a: np.ndarray, order: np.ndarray, adj: np.ndarray) -> np.ndarray:
 
 def holm(p: ArrayLike) -> np.ndarray:
     """Holm-adjusted p-values (family-wise error), one family per row of ``p``."""
+    if np.size(p) == 0:  # no comparison (a log where no procedure matched): none to adjust
+        return np.asarray(p, dtype=float).copy()
     a, order, ps, m = _sorted(p)
     j = np.arange(1, ps.shape[1] + 1)[None, :]
     scaled = np.minimum(1.0, (m - j + 1) * ps)
@@ -55,6 +57,8 @@ def holm(p: ArrayLike) -> np.ndarray:
 
 def benjamini_hochberg(p: ArrayLike) -> np.ndarray:
     """Benjamini-Hochberg-adjusted p-values (false discovery rate), one family per row."""
+    if np.size(p) == 0:
+        return np.asarray(p, dtype=float).copy()
     a, order, ps, m = _sorted(p)
     j = np.arange(1, ps.shape[1] + 1)[None, :]
     scaled = np.where(np.isnan(ps), np.inf, np.minimum(1.0, m * ps / j))

@@ -8,7 +8,8 @@ the explore rate (arm 0). The estimators, intervals, tests and adjustments are t
 - fixed-n: the difference in means with Newcombe's interval (``newcombe_estimate``);
   with ``user_id`` its SE is cluster-robust by user, ``V = G/(G-1) sum_g (r1_g/n1 -
   r0_g/n0)^2`` with ``r_a_g`` the user's residuals in arm ``a`` (Liang and Zeger 1986),
-  and the interval Wald on it; with ``covariate``, AIPW (``AugmentedIPW``);
+  and the interval Wald on it; with ``covariate``, AIPW (``AugmentedIPW``), its SE
+  clustered by user the same way when ``user_id`` is there (``_clustered_aipw``);
 - always valid: the arms' Beta-mixture confidence sequence (``BetaMixtureArms``);
 - sample-ratio mismatch: the exact binomial test of the withheld count against the logged
   rate (``srm_p_value``), a normal test when the rate changed during the log, flagged at
@@ -117,9 +118,27 @@ def _sequences(s1, r1, s0, r0, share: float, level: float) -> tuple[np.ndarray, 
     return low, high
 
 
-def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level) -> tuple[np.ndarray, ...]:
+def _clustered_aipw(psi: np.ndarray, user: np.ndarray, level: float) -> tuple[float, ...]:
+    """AIPW's ``tau = mean(psi)`` with the cluster-robust SE ``sqrt(G/(G-1) sum_g
+    (sum_(i in g) (psi_i - tau))^2) / n`` (Liang and Zeger 1986) and a t(G - 1) interval
+    and p-value; the session-level SE where fewer than two users rated."""
+    tau, n = float(psi.mean()), psi.size
+    _, g = np.unique(user, return_inverse=True)
+    groups = int(g.max(initial=-1)) + 1
+    if groups < 2:
+        return (np.nan,) * 5
+    sums = np.bincount(g, psi - tau, groups)
+    se = float(np.sqrt(groups / (groups - 1) * (sums**2).sum()) / n)
+    q = stats.t.isf((1 - level) / 2, groups - 1)
+    p = 2 * stats.t.sf(abs(tau) / se, groups - 1) if se > 0 else np.nan
+    return tau, se, tau - q * se, tau + q * se, p
+
+
+def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level, user=None) -> tuple:
+    """Per key: AIPW's lift, SE, interval and p-value (Wald), clustered by ``user``
+    (codes of the matched sessions) where given and at least two users rated."""
     est = AugmentedIPW()
-    out = np.full((4, keys_idx.size), np.nan)
+    out = np.full((5, keys_idx.size), np.nan)
     order = np.argsort(k, kind="stable")
     bounds = np.searchsorted(k[order], np.arange(keys_idx.max(initial=-1) + 2))
     for j, key in enumerate(keys_idx):
@@ -129,7 +148,12 @@ def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level) -> tuple[np.ndarr
             continue
         e = 1.0 - s.explore_rate[s.top >= 0][rows]
         r = est.estimate(np.nan_to_num(y[rows]), sh, x[rows], m, e, level)
-        out[:, j] = r.tau[0], r.se[0], r.low[0], r.high[0]
+        out[:, j] = r.tau[0], r.se[0], r.low[0], r.high[0], wald_p(r.tau, r.se)[0]
+        if user is not None:
+            psi = est.influence(np.nan_to_num(y[rows]), sh, x[rows], m, e)[0][m]
+            clustered = _clustered_aipw(psi, user[rows][m], level)
+            if np.isfinite(clustered[1]):
+                out[:, j] = clustered
     return tuple(out)
 
 
@@ -158,30 +182,39 @@ def estimate_lifts(
     name = "dim"
     user = s.user
     if s.covariate is not None:
-        name = "aipw"
-        tau, se, low, high = _aipw(s, k, shown, y, rated, s.covariate[sel], np.arange(size), level)
-        p = wald_p(tau, se)
-        notes.append("Covariate present: AIPW with a per-arm line in the covariate (Wald).")
+        users = None if user is None else user.codes[sel]
+        name = "aipw" if users is None else "aipw, cluster-robust by user_id"
+        tau, se, low, high, p = _aipw(s, k, shown, y, rated, s.covariate[sel],
+                                      np.arange(size), level, users)  # fmt: skip
+        notes.append(
+            "Covariate present: AIPW with a per-arm line in the covariate (Wald)"
+            + ("." if users is None else "; its SE clustered by user_id, t(G - 1) interval.")
+        )
     elif user is not None:
-        name = "dim, cluster-robust by user_id"
         m = rated
         with np.errstate(divide="ignore", invalid="ignore"):
             p1, p0 = s1 / r1, s0 / r0
-        se_c, g = cluster_se(k[m], shown[m], y[m], user.codes[sel][m], p1, p0, r1, r0, size)
-        with np.errstate(divide="ignore", invalid="ignore"):
+            se_c, g = cluster_se(k[m], shown[m], y[m], user.codes[sel][m], p1, p0, r1, r0, size)
             t_ratio = stats.t.isf((1 - level) / 2, np.maximum(g - 1, 1)) / normal_z(level)
             design = np.where(se > 0, se_c / se, 1.0) * t_ratio
         design = np.where(g >= 2, design, 1.0)  # one user: nothing to cluster over
         se_c = np.where(g >= 2, se_c, se)
         low, high = tau - (tau - low) * design, tau + (high - tau) * design
         se, p = se_c, _inflated_p(p, design)
+        # a procedure whose rated sessions all come from one user has nothing to cluster
+        # over: it keeps the per-session SE and says so in its estimator
+        name = np.where(g >= 2, "dim, cluster-robust by user_id", "dim, one user")
         notes.append(
             "user_id present: standard errors clustered by user; Newcombe's interval "
             "scaled by the ratio of the clustered to the per-session SE and by "
-            "t(G - 1) / z for G users."
+            "t(G - 1) / z for G users (a procedure rated by one user only keeps the "
+            "per-session SE: estimator 'dim, one user')."
         )
     else:
         notes.append("Difference in means with Newcombe's hybrid score interval.")
+    # a lift is a difference of two rates: an interval scaled for clustering (t(G - 1) / z
+    # at few users) or a Wald one can overshoot [-1, 1], which holds every lift
+    low, high = np.maximum(low, -1.0), np.minimum(high, 1.0)
     share = 1.0 - float(np.clip(np.mean(eps[w | shown]) if eps.size else 0.5, 0.01, 0.99))
     cs_low, cs_high = _sequences(s1, r1, s0, r0, share, level)
     rate = np.divide(_count(k, size, eps), n1 + n0, out=np.zeros(size), where=n1 + n0 > 0)
@@ -195,7 +228,8 @@ def estimate_lifts(
         rated_shown=r1, rated_withheld=r0, missing=(n1 + n0) - (r1 + r0),
         explore_rate=rate, lift=tau, se=se, ci_low=low, ci_high=high,
         cs_low=cs_low, cs_high=cs_high, p_value=p, p_holm=p_holm, p_bh=p_bh,
-        srm_p=srm, srm_flag=flag, effect=effect, estimator=np.full(size, name, dtype=object),
+        srm_p=srm, srm_flag=flag, effect=effect,
+        estimator=np.broadcast_to(np.asarray(name, dtype=object), (size,)).copy(),
     )  # fmt: skip
     keep = np.flatnonzero(n0 > 0)
     keep = keep[np.argsort(s.keys[keep].astype(str), kind="stable")]  # rows by key
@@ -219,8 +253,16 @@ def _inflated_p(p: np.ndarray, design: np.ndarray) -> np.ndarray:
 
 def withheld_needed(s: Sessions, target_lift: float, level: float, power: float = 0.8) -> dict:
     """The planner's sessions (and withheld among them) to detect ``target_lift`` on a
-    procedure at the log's success rate and explore rate (0.1 when the log's is 0)."""
-    y = s.outcome[~np.isnan(s.outcome)]
+    procedure at the log's success rate and explore rate (0.1 when the log's is 0), as
+    logged sessions: the planner's rated sessions over the share of sessions rated.
+
+    The success rate and the rated share are those of the sessions that matched a
+    procedure (all sessions when none did): the unmatched ones never enter a lift."""
+    matched = s.top >= 0
+    pool = matched if matched.any() else np.ones(s.n, dtype=bool)
+    rated = pool & ~np.isnan(s.outcome)
+    y = s.outcome[rated]
+    share = float(rated.sum() / pool.sum()) if pool.any() and rated.any() else 1.0
     base = float(np.clip(y.mean() if y.size else 0.5, 0.05, 0.95))
     lift = target_lift if base + target_lift <= 1 else -target_lift
     eps = float(np.mean(s.explore_rate)) if s.n else 0.0
@@ -228,6 +270,7 @@ def withheld_needed(s: Sessions, target_lift: float, level: float, power: float 
     design = Design(lift=lift, base=base, power=power, alpha=1 - level)
     r = plan_rate(design, round(eps, 6))
     return {
-        "target_lift": lift, "base": base, "explore_rate": r.explore_rate,
-        "power": power, "sessions": float(r.sessions), "withheld": float(r.withheld),
+        "target_lift": lift, "base": base, "explore_rate": r.explore_rate, "power": power,
+        "rated_share": share, "sessions": float(np.ceil(r.sessions / share)),
+        "withheld": float(r.withheld / share),
     }  # fmt: skip

@@ -3,10 +3,11 @@ ledger, and what a flat rule would have done with each procedure's logged outcom
 
 Gate replay (as ``ProcedureStore.evolve`` judges a revision, ``graph.revision``): the
 prior revision's statistics at the proposal are its runs up to ``proposed_at`` (a run at
-that time counts as before); every later run of the revision or of the prior (served
-concurrently) is an event, in time order (ties: file order); at each event the gate and
-the cost gate are asked (``Gate.verdict``) and their ``combine_gate_verdicts`` decides at
-the first event where it is not "continue". The gates are ``procmem_core.gates``' own.
+that time counts as before); every run of the revision (also one logged at
+``proposed_at``) and every later run of the prior (served concurrently) is an event, in
+time order (ties: file order); at each event the gate and the cost gate are asked
+(``Gate.verdict``) and their ``combine_gate_verdicts`` decides at the first event where
+it is not "continue". The gates are ``procmem_core.gates``' own.
 
 Rule replay: a procedure's confidence walks by the rule's ``update`` over the sessions
 where it was shown and rated, in time order; it is dropped from the prompt at the first
@@ -98,8 +99,11 @@ def gate_replay(log: Log, gates: dict[str, Gate]) -> dict[str, np.ndarray]:
             continue
         at = revs["proposed_at"][i]
         mine = order[(key_s[order] == key) & np.isin(rev_s[order], (rev, prior_rev))]
-        before = mine[(runs["time"][mine] <= at) & (rev_s[mine] == prior_rev)]
-        after = mine[runs["time"][mine] > at]
+        is_rev = rev_s[mine] == rev
+        before = mine[(runs["time"][mine] <= at) & ~is_rev]
+        # every run of the revision is one of its events, also one logged at its proposal
+        # time (integer ticks, a coarse clock): dropping it lost the revision's first run
+        after = mine[(runs["time"][mine] > at) | is_rev]
         prior = _Arm()
         for j in before:
             prior.add(bool(runs["ok"][j]), float(cost[j]), concurrent=False)

@@ -24,6 +24,7 @@ SCHEMA_FILE = "schema_v1.json"
 TABLES = ("sessions", "runs", "revisions")
 VERDICTS = ("accepted", "reverted", "pending")
 FORMATS = {".csv": "CSV", ".parquet": "Parquet", ".jsonl": "JSON Lines"}
+UNITS = {"seconds": "timestamps", "ticks": "integer ticks"}
 
 
 class LogError(ProcmemError):
@@ -228,6 +229,8 @@ def _as_time(t: Table, name: str, a: Any, nullable: bool) -> tuple[np.ndarray, s
             raise LogError(t.file, _first(bad) + 1, name, _raw(a, _first(bad)), allowed)
         return f, "ticks"
     empty = _is_empty(a)
+    if _one_kind(t, name, a, empty, allowed):  # integers written as text: ticks
+        return _as_time(t, name, np.where(empty, "nan", a).astype(str).astype(float), nullable)
     try:
         ns = np.where(empty, None, a).astype("datetime64[ns]")
     except ValueError:
@@ -241,6 +244,21 @@ def _as_time(t: Table, name: str, a: Any, nullable: bool) -> tuple[np.ndarray, s
                     raise LogError(t.file, i + 1, name, v, allowed) from None
         raise LogError(t.file, None, name, "mixed values", allowed)
     return _as_time(t, name, ns, nullable)[0], "seconds"
+
+
+def _one_kind(t: Table, name: str, a: np.ndarray, empty: np.ndarray, allowed: str) -> bool:
+    """Whether a text time column holds integers (``True``) or timestamps; both at once
+    are refused: numpy would read a bare integer as a year ("5" as 0005-01-01, then
+    wrapped in nanoseconds to 1758)."""
+    text = np.where(empty, "", a).astype(str)
+    digits = np.char.isdigit(np.char.lstrip(text, "+-")) & ~empty
+    if digits.any() and not digits[~empty].all():
+        row = _first(digits) if not digits[_first(~empty)] else _first(~digits & ~empty)
+        first = _first(~empty) + 1
+        raise LogError(t.file, row + 1, name, _raw(a, row),
+                       f"{allowed}, one kind per column (row {first} is "
+                       f"{'an integer' if digits[first - 1] else 'a timestamp'})")  # fmt: skip
+    return bool(digits.any())
 
 
 def _as_text(a: Any) -> Text:
@@ -271,7 +289,10 @@ def _convert(t: Table) -> tuple[dict[str, Any], str]:
             out[name] = _as_bool(t, name, a)
         elif kind == "time":
             out[name], u = _as_time(t, name, a, nullable=name not in need)
-            unit = u if name == "time" or name == "proposed_at" else unit
+            if name in need:
+                unit, main = u, name
+            elif u != unit and np.isfinite(out[name]).any():  # seconds against ticks
+                raise LogError(t.file, None, name, UNITS[u], f"{UNITS[unit]}, as {main!r} is")
         elif kind == "verdict":
             out[name] = _check_verdict(t, name, _as_text(a))
         else:
@@ -310,6 +331,13 @@ def _check_verdict(t: Table, name: str, v: Text) -> Text:
 
 def _sessions(t: Table) -> Sessions:
     cols, unit = _convert(t)
+    rated_at = cols.get("rated_at")
+    if rated_at is not None and (rated_at < cols["time"]).any():
+        row = _first(rated_at < cols["time"])
+        raise LogError(
+            t.file, row + 1, "rated_at", _raw(t.columns["rated_at"], row),
+            f"a time at or after the session's time ({_raw(t.columns['time'], row)!r})",
+        )  # fmt: skip
     sid: Text = cols["session_id"]
     if (sid.codes < 0).any():
         row = _first(sid.codes < 0)
@@ -342,9 +370,27 @@ def _pairs(key: Text, rev: Text) -> np.ndarray:
     return np.char.add(np.char.add(key.strings().astype(str), "\x1f"), rev.strings().astype(str))
 
 
+def _unique_revisions(t: Table, v: dict) -> None:
+    """One row per (key, revision): a second row would be replayed twice, with two
+    proposal times and possibly two verdicts for one revision."""
+    pairs = _pairs(v["key"], v["revision"])
+    _, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
+    dup = first[inverse] != np.arange(pairs.size)
+    if dup.any():
+        row = _first(dup)
+        raise LogError(
+            t.file, row + 1, "revision", v["revision"].value(row),
+            f"one row per revision of key {v['key'].value(row)!r} "
+            f"(row {int(first[inverse[row]]) + 1} has it too)",
+        )  # fmt: skip
+
+
 def _runs_revisions(runs: Table | None, revisions: Table | None) -> tuple[dict | None, dict | None]:
-    r = _convert(runs)[0] if runs is not None else None
-    v = _convert(revisions)[0] if revisions is not None else None
+    r, r_unit = _convert(runs) if runs is not None else (None, None)
+    v, v_unit = _convert(revisions) if revisions is not None else (None, None)
+    if r is not None and v is not None and r_unit != v_unit:
+        raise LogError(revisions.file, None, "proposed_at", UNITS[v_unit],
+                       f"{UNITS[r_unit]}, as {runs.file}'s 'time' is")  # fmt: skip
     for t, cols in ((runs, r), (revisions, v)):
         if cols is None:
             continue
@@ -352,6 +398,8 @@ def _runs_revisions(runs: Table | None, revisions: Table | None) -> tuple[dict |
             if (cols[name].codes < 0).any():
                 row = _first(cols[name].codes < 0)
                 raise LogError(t.file, row + 1, name, "", "a non-empty string")
+    if v is not None:
+        _unique_revisions(revisions, v)
     if r is not None and v is not None:
         known = _pairs(v["key"], v["revision"])
         missing = ~np.isin(_pairs(r["key"], r["revision"]), known)

@@ -8,9 +8,11 @@ checked by simulating logs from it (posterior-predictive checks).
 - Lifts: the normal-normal model ``tau_k ~ N(mu, sigma^2 + se_k^2)`` (random-effects
   meta-analysis, DerSimonian and Laird 1986, here by maximum likelihood), shrunk
   estimates ``mu + B_k (tau_k - mu)``, ``B_k = sigma^2 / (sigma^2 + se_k^2)`` (Efron and
-  Morris 1975). Normal because a lift is a difference of two rates, symmetric around its
-  mean at the sizes logged, and each estimate is already normal given its SE; the
-  conjugacy gives the shrinkage in closed form.
+  Morris 1975), ``se_k`` at the procedure's pooled rate (``pooled_se``: the per-arm
+  Wald SE moves with the estimate and biases ``mu``). Normal because a lift is a
+  difference of two rates, symmetric around its mean at the sizes logged, and each
+  estimate is already normal given its SE; the conjugacy gives the shrinkage in closed
+  form.
 - Users (with ``user_id``): the between-user covariance of outcomes ``sigma_u^2`` by the
   moment estimator ``sum_g (R_g^2 - S_g) / sum_g n_g (n_g - 1)`` on residuals from each
   procedure-and-arm mean (``R_g``: user ``g``'s residual sum, ``S_g``: its sum of squares),
@@ -29,9 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from procmem_core.logs.schema import Sessions
+from procmem_core.logs.schema import LogError, Sessions
 
 BOOTSTRAP = 200
+LOG_KAPPA_MAX = float(np.log(1e8))
 
 
 def _hessian(f, x: np.ndarray, h: float = 1e-4) -> np.ndarray:
@@ -87,13 +90,29 @@ def beta_binomial(successes: np.ndarray, trials: np.ndarray) -> dict[str, Param]
     const = special.gammaln(n + 1) - special.gammaln(s + 1) - special.gammaln(n - s + 1)
 
     def nll(x: np.ndarray) -> float:
-        m, k = special.expit(x[0]), np.exp(x[1])
+        # kappa capped at 1e8 (LOG_KAPPA_MAX): beyond it betaln's difference is rounding noise (at
+        # kappa = e^38 a log-likelihood of +1032, a probability above 1, which the
+        # optimizer then ran to); at the cap the model is a binomial for any trials < 1e6
+        m, k = special.expit(x[0]), np.exp(min(x[1], LOG_KAPPA_MAX))
         a, b = m * k, (1 - m) * k
         ll = const + special.betaln(s + a, n - s + b) - special.betaln(a, b)
         return -float(ll.sum())
 
     p = s.sum() / n.sum()
     x, cov = _fit(nll, np.array([special.logit(np.clip(p, 0.01, 0.99)), np.log(20.0)]))
+    extra = {}
+    x = x.copy()
+    x[1] = min(x[1], LOG_KAPPA_MAX)
+    if np.exp(x[1]) > 100 * n.max(initial=0):
+        # no over-dispersion: the variance factor 1 + (r - 1) / (kappa + 1) is within 1 %
+        # of the binomial's at every procedure's trials, so the likelihood is flat (and
+        # numerically noisy) in kappa, its ML value arbitrary, its Hessian SE meaningless;
+        # the one-sided 95 % profile lower bound is what the log does say; the mean's SE
+        # is the binomial limit sqrt(m (1 - m) / sum r) (here on logit m)
+        m0 = special.expit(x[0])
+        cov = np.full((2, 2), np.nan)
+        cov[0, 0] = 1.0 / (m0 * (1 - m0) * n.sum())
+        extra["concentration_low"] = Param(_profile_low(nll, x), float("nan"))
     m, k = special.expit(x[0]), np.exp(x[1])
     se_m, se_k = m * (1 - m) * np.sqrt(cov[0, 0]), k * np.sqrt(cov[1, 1])
     # a = m k, b = (1 - m) k: gradients in (logit m, log k)
@@ -102,8 +121,45 @@ def beta_binomial(successes: np.ndarray, trials: np.ndarray) -> dict[str, Param]
     return {
         "mean": Param(m, se_m), "concentration": Param(k, se_k),
         "a": Param(m * k, float(np.sqrt(ga @ cov @ ga))),
-        "b": Param((1 - m) * k, float(np.sqrt(gb @ cov @ gb))),
+        "b": Param((1 - m) * k, float(np.sqrt(gb @ cov @ gb))), **extra,
     }  # fmt: skip
+
+
+PROFILE_DROP = 0.5 * 2.705543  # chi2_1 at 0.90 / 2: a one-sided 95 % profile bound
+
+
+def _profile_low(nll, x: np.ndarray) -> float:
+    """The smallest kappa whose profile likelihood (the mean re-fitted) is within
+    ``PROFILE_DROP`` of the maximum: a one-sided 95 % lower bound (NaN below 0.01)."""
+    best = nll(x)
+
+    def drop(log_k: float) -> float:
+        fit = optimize.minimize_scalar(lambda a: nll(np.array([a, log_k])),
+                                       bounds=(x[0] - 8, x[0] + 8), method="bounded")  # fmt: skip
+        return fit.fun - best - PROFILE_DROP
+
+    lo, hi = np.log(0.01), float(x[1])
+    if drop(lo) < 0 or drop(hi) >= 0:  # below 0.01, or no maximum at hi to drop from
+        return float("nan")
+    return float(np.exp(optimize.brentq(drop, lo, hi, xtol=1e-6)))
+
+
+def pooled_se(se: np.ndarray, counts: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Each lift's SE with its binomial part at the procedure's pooled rate
+    ``p = (s1 + s0) / (r1 + r0)``: ``sqrt(p (1 - p) (1/r1 + 1/r0))``, times the design
+    effect the given SE carries over the per-arm Wald SE (clustering by user).
+
+    The per-arm Wald SE ``sqrt(p1 q1 / r1 + p0 q0 / r0)`` moves with the estimate (a
+    withheld arm with 0 of 13 has no variance, so its large ``p1 - 0`` gets a small SE
+    and a large weight): the random-effects mean is then biased wherever rates are near
+    0 or 1 and arms small (+0.027 at a true 0, base rates Beta(1.5, 3.5), 13 withheld per
+    procedure). The pooled rate does not depend on the difference's sign."""
+    s1, r1, s0, r0 = (np.asarray(c, dtype=float) for c in counts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p1, p0, pool = s1 / r1, s0 / r0, (s1 + s0) / (r1 + r0)
+        wald = np.sqrt(p1 * (1 - p1) / r1 + p0 * (1 - p0) / r0)
+        design = np.where(wald > 0, np.asarray(se, dtype=float) / wald, 1.0)
+        return np.sqrt(pool * (1 - pool) * (1 / r1 + 1 / r0)) * design
 
 
 def normal_lifts(tau: np.ndarray, se: np.ndarray) -> tuple[dict[str, Param], np.ndarray]:
@@ -243,14 +299,34 @@ def predictive_checks(world: dict, s: Sessions, rng: np.random.Generator,
     return {"replications": replications, "checks": rows, "poor_fit": poor, "summary": sentence}
 
 
+def check_fittable(s: Sessions) -> None:
+    """Refuse (``LogError`` naming the file) a log no world can be fitted to: the success
+    rates are fitted to sessions whose top-matched procedure was shown and rated, so at
+    least one is needed."""
+    if s.n == 0:
+        raise LogError(s.file, None, None, "no session rows", "at least one session")
+    if not ((s.top >= 0) & ~s.withheld & ~np.isnan(s.outcome)).any():
+        matched = int((s.top >= 0).sum())
+        raise LogError(
+            s.file, None, "outcome",
+            f"no rated session with its top-matched procedure shown ({s.n} sessions, "
+            f"{matched} matched, {int(np.isfinite(s.outcome).sum())} rated)",
+            "at least one, to fit the procedures' success rates to",
+        )  # fmt: skip
+
+
 def fit_world(s: Sessions, lift: np.ndarray, lift_se: np.ndarray, rng: np.random.Generator,
-              replications: int = 200) -> dict:  # fmt: skip
+              replications: int = 200, counts: tuple | None = None) -> dict:  # fmt: skip
     """The fitted world (module docstring) with its predictive checks; ``lift``,
-    ``lift_se``: the procedures' lift estimates (empty when none was withheld)."""
+    ``lift_se``: the procedures' lift estimates (empty when none was withheld);
+    ``counts``: their ``(s1, r1, s0, r0)``, so the lifts' model weighs each by its
+    ``pooled_se`` (without them, by ``lift_se`` as given)."""
+    check_fittable(s)
     c = arm_counts(s)
     world: dict = {"rates": beta_binomial(c["s1"], c["r1"])}
     if np.isfinite(lift).sum() >= 3:
-        world["lifts"], shrunk = normal_lifts(np.asarray(lift), np.asarray(lift_se))
+        se = np.asarray(lift_se) if counts is None else pooled_se(lift_se, counts)
+        world["lifts"], shrunk = normal_lifts(np.asarray(lift), se)
         world["shrunk_lifts"] = shrunk
     world["ratings"] = ratings(s)
     users = user_dispersion(s, rng)

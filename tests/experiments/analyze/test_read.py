@@ -200,8 +200,9 @@ def test_formats_give_identical_lifts(tmp_path):
 
 def test_iso_timestamps_read_as_seconds(tmp_path):
     f = _frame(n=50)
-    f["time"] = pd.Timestamp("2026-01-01T00:00:00Z") + pd.to_timedelta(f["time"], unit="min")
-    f["time"] = f["time"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    for c in ("time", "rated_at"):  # one clock for both (ticks beside timestamps are refused)
+        f[c] = pd.Timestamp("2026-01-01T00:00:00Z") + pd.to_timedelta(f[c], unit="min")
+        f[c] = f[c].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
     s = read_log(_write(tmp_path / "log", f).parent).sessions
     assert s.time_unit == "seconds"
     assert np.allclose(np.diff(s.time), 60.0)

@@ -1,0 +1,115 @@
+"""The analysis CLI on logs it cannot analyze: refused in one line naming the file,
+before anything is written under --out and before an MLflow store is made."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.analyze.__main__ import main
+
+HEADER = "session_id,time,top_key,withheld,explore_rate,outcome\n"
+
+
+@pytest.mark.parametrize(
+    "rows, value",
+    [
+        ("", "'no session rows' is not allowed: at least one session"),
+        ("s1,1,p,false,0.2,\ns2,2,p,true,0.2,\n", "(2 sessions, 2 matched, 0 rated)"),
+        ("s1,1,,false,0.2,1\ns2,2,,false,0.2,0\n", "(2 sessions, 0 matched, 2 rated)"),
+    ],
+)
+def test_nothing_to_fit_is_refused_before_any_output(tmp_path, unmade_tracking_store, capsys,
+                                                     rows, value):  # fmt: skip
+    # was: a traceback (ValueError from holm or Generator.binomial) after --out was made
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + rows)
+    code = main([str(log), "--out", str(tmp_path / "out"), "--no-prescribe"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(f"python -m experiments.analyze: {log / 'sessions.csv'}")
+    assert value in err[0]
+    assert not (tmp_path / "out").exists() and not unmade_tracking_store.exists()
+
+
+def test_world_json_weighs_lifts_by_the_pooled_rate_se(tmp_path):
+    """The analysis's world.json fits the lifts' mean with ``pooled_se`` (was: the per-arm
+    Wald SE of lifts.csv, biased where withheld arms are small and rates rare)."""
+    import json
+
+    import numpy as np
+
+    from experiments.analyze.steps import world_section
+    from procmem_core.logs import Table, Text, check_log, estimate_lifts
+    from procmem_core.logs.world import normal_lifts, pooled_se
+
+    rng = np.random.default_rng(3)  # 60 procedures, rates Beta(1.5, 3.5), no lift, 10 % withheld
+    n, p = 8000, rng.beta(1.5, 3.5, 60)
+    top = rng.integers(0, 60, n)
+    cols = {
+        "session_id": Text(np.arange(n), np.arange(n).astype(str)),
+        "time": np.arange(n, dtype=float),
+        "top_key": Text(top, np.array([f"p{k:02d}" for k in range(60)])),
+        "withheld": rng.random(n) < 0.1,
+        "explore_rate": np.full(n, 0.1),
+        "outcome": (rng.random(n) < p[top]).astype(float),
+    }
+    log = check_log(Table("sessions", "sessions.csv", n, cols))
+    lifts = estimate_lifts(log.sessions)
+    world_section(log, lifts, tmp_path, 0, {})
+    fitted = json.loads((tmp_path / "world.json").read_text())["lifts"]["mean"]["value"]
+    c = lifts.columns
+    counts = tuple(c[k] for k in ("successes_shown", "rated_shown",
+                                  "successes_withheld", "rated_withheld"))  # fmt: skip
+    pooled = normal_lifts(c["lift"], pooled_se(c["se"], counts))[0]["mean"].value
+    wald = normal_lifts(c["lift"], c["se"])[0]["mean"].value
+    assert fitted == pytest.approx(pooled) and abs(pooled - wald) > 0.005
+
+
+@pytest.mark.parametrize(
+    "withheld, outcome, base",
+    [
+        # withheld sessions, none rated: the rated sessions' 3/4 (was: NaN, and the CLI
+        # stopped with "base=nan is not allowed" after lifts.csv was written)
+        ([0, 0, 0, 0, 1, 1], [1, 0, 1, 1, None, None], 0.75),
+        ([0, 0, 0, 0, 1, 1], [1, 1, 1, 1, 0, 1], 0.5),  # the withheld arm's 1/2
+        ([0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0], 0.85),  # none withheld: 5/6, capped
+    ],
+)
+def test_the_designed_rules_base_rate(withheld, outcome, base):
+    import numpy as np
+
+    from experiments.analyze.steps import rule_base
+    from procmem_core.logs import Table, Text, check_log
+
+    n = len(outcome)
+    cols = {
+        "session_id": Text(np.arange(n), np.arange(n).astype(str)),
+        "time": np.arange(n, dtype=float),
+        "top_key": Text(np.zeros(n, dtype=np.int64), np.array(["p"])),
+        "withheld": np.array(withheld, dtype=bool),
+        "explore_rate": np.full(n, 0.3),
+        "outcome": np.array([np.nan if y is None else y for y in outcome], dtype=float),
+    }
+    assert rule_base(check_log(Table("sessions", "sessions.csv", n, cols))) == base
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--level", "1.5", "--level=1.5 is not allowed: expected a number in (0, 1)"),
+        ("--target-lift", "-3", "--target-lift=-3.0 is not allowed: a non-zero number in (-1, 1)"),
+        ("--target-lift", "0", "--target-lift=0.0 is not allowed: a non-zero number in (-1, 1)"),
+    ],
+)
+def test_bad_options_are_refused_before_the_log_is_read(tmp_path, unmade_tracking_store, capsys,
+                                                        flag, value, message):  # fmt: skip
+    # was: refused as "confidence_level=1.5" (or, on a log without withheld sessions,
+    # "lift=-3.0") after --out had been made
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + "s1,1,p,false,0.2,1\n")
+    code = main([str(log), "--out", str(tmp_path / "out"), flag, value])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"python -m experiments.analyze: {message}"
+    assert not (tmp_path / "out").exists() and not unmade_tracking_store.exists()
