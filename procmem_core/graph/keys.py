@@ -113,16 +113,19 @@ def check_namespace(namespace: Any) -> str:
 
 
 def check_metadata(metadata: Any) -> dict[str, Any]:
-    """A copy of ``metadata`` as plain JSON values (tuples become lists); None is ``{}``."""
+    """A copy of ``metadata`` as plain JSON values (tuples become lists; NaN and infinity,
+    which strict JSON parsers refuse, are refused); None is ``{}``."""
     if metadata is None:  # what the JSON round trip of {} gives: a new empty dict
         return {}
     meta = metadata
     if not isinstance(meta, Mapping):
         raise ParameterError("metadata", metadata, "expected a mapping or None")
-    try:
-        text = json.dumps(dict(meta))
+    try:  # strict JSON (RFC 8259): NaN and infinity are not JSON numbers
+        text = json.dumps(dict(meta), allow_nan=False)
     except (TypeError, ValueError):
-        raise ParameterError("metadata", metadata, "expected JSON-serialisable values") from None
+        raise ParameterError(
+            "metadata", metadata, "expected JSON values (strings, finite numbers, ...; no NaN)"
+        ) from None
     if len(text) > MAX_METADATA:
         raise ParameterError(
             "metadata", metadata, f"expected at most {MAX_METADATA} characters as JSON"
