@@ -200,7 +200,7 @@ class LearningsQueue(QueueReads):
     ) -> Learning:
         """Add one supporter row (the user's own quotes) to a caller's candidate."""
         principal_of(principal).require("writer", "learnings.support")
-        c = self._live(candidate_id)
+        c = self._live(candidate_id, principal)
         principal.require("writer", "learnings.support", c.namespace)
         if c.source_kind == "assistant_turn":
             raise ParameterError(
@@ -271,7 +271,7 @@ class LearningsQueue(QueueReads):
         principal_of(principal).require("admin", "learnings.review")
         check_choice("decision", decision, tuple(DECISIONS))
         check_text("reason", reason, MAX_NOTE)
-        c = self._live(candidate_id)
+        c = self._live(candidate_id, principal)
         principal.require("admin", "learnings.review", c.namespace)
         check_destination(decision, destination)
         target = DECISIONS[decision]
