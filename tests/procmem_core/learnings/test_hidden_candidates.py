@@ -54,3 +54,17 @@ def test_another_tenants_candidate_looks_like_a_missing_one(backend) -> None:
     with pytest.raises(UnknownLearning) as err:
         q.get("lrn_999", principal=ALICE)
     assert "alice" in str(err.value)
+
+
+def test_a_pinned_admin_erases_only_its_own_user(backend) -> None:
+    """Before, an admin token pinned to u1 erased u2's supporter rows (and u2's pending
+    candidate with them); the memory store's erasure refused it likewise now."""
+    q = backend.queue
+    pinned = Principal("adm-u1", role="admin", read_user_id="u1")
+    c = q.propose("always confirm the invoice id", principal=ALICE, namespace="team-a")
+    q.support(c.candidate_id, principal=ALICE, user_id="u2", session_id="s2",
+              quotes=["confirm the invoice id"])  # fmt: skip
+    with pytest.raises(AccessDenied, match="its pin"):
+        q.erase_user("u2", principal=pinned)
+    assert [r.user_id for r in q.supporter_rows(c.candidate_id, principal=ALICE)] == ["u2"]
+    assert q.erase_user("u1", principal=pinned).supporter_rows == 0
