@@ -17,6 +17,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from procmem_core.errors import ParameterError, ProcmemError, check_text
@@ -30,6 +31,14 @@ class UnknownProcedure(ProcmemError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class KeyNotText(UnknownProcedure, ParameterError):
+    """A key that is not a string: an ``UnknownProcedure`` (no procedure has it) and a
+    ``ParameterError`` naming ``key``."""
+
+    def __init__(self, key: object) -> None:
+        ParameterError.__init__(self, "key", key, "expected a procedure key string")
 
 
 KEY_PREFIX = "procedure_"
@@ -110,6 +119,19 @@ def check_namespace(namespace: Any) -> str:
             "namespace", namespace, f"expected a name matching {_NAMESPACE.pattern}"
         )
     return namespace
+
+
+def check_namespaces(namespace: Any) -> list[str]:
+    """A namespace argument that names one or several: a name, or a list (tuple, set) of
+    names, each ``check_namespace``ed; anything else (a number, bytes, a mapping) raises
+    a ``ParameterError`` naming ``namespace``."""
+    if isinstance(namespace, str):
+        return [check_namespace(namespace)]
+    if isinstance(namespace, bytes | Mapping) or not isinstance(namespace, Sequence | AbstractSet):
+        raise ParameterError(
+            "namespace", namespace, "expected a namespace name or a list of namespace names"
+        )
+    return [check_namespace(ns) for ns in namespace]
 
 
 def check_metadata(metadata: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 
-from procmem_core.errors import ParameterError, check_choice
+from procmem_core.errors import ParameterError, check_choice, quote
 from procmem_core.learnings.candidate import CandidateState, quality
 from procmem_core.learnings.records import (
     SOURCE_KINDS,
@@ -56,7 +56,7 @@ class QueueReads:
         if principal is not None and (c is None or principal.role_in(c.namespace) is None):
             raise HiddenLearning(candidate_id, principal)
         if c is None:
-            raise UnknownLearning(f"no learning {candidate_id!r}")
+            raise UnknownLearning(f"no learning {quote(candidate_id)}")
         return c
 
     def get(self, candidate_id: str, *, principal: Principal) -> Learning:

@@ -31,7 +31,7 @@ from typing import Any
 from procmem_core.errors import AccessDenied as _AccessDenied
 from procmem_core.errors import ParameterError, ProcmemError, check_choice, check_text, quote
 from procmem_core.graph.access import ROLES, has_role
-from procmem_core.graph.keys import check_namespace
+from procmem_core.graph.keys import check_namespace, check_namespaces
 from procmem_core.limits import check_identifier
 
 READ_EVERY_AGENT = "*"
@@ -179,9 +179,9 @@ def allowed_namespaces(
     authorize(principal, role, operation)
     named = None
     if namespace is not None:
-        named = [namespace] if isinstance(namespace, str) else list(namespace)
+        named = check_namespaces(namespace)
         for ns in named:
-            authorize(principal, role, operation, check_namespace(ns))
+            authorize(principal, role, operation, ns)
         return frozenset(named)
     if principal is None or principal.namespaces is None:
         return None
