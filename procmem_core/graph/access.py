@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from procmem_core.errors import AccessDenied, ParameterError, check_choice, check_int, quote
-from procmem_core.graph.keys import check_namespace
+from procmem_core.graph.keys import check_namespaces
 from procmem_core.limits import check_identifier
 
 __all__ = ["AccessDenied"]
@@ -141,6 +141,8 @@ def check_scope(
     prepared match checks them once, ``StoreReads.prepare_match``); the fan-out as an int."""
     check_choice("namespace_scope", scope, NAMESPACE_SCOPES)
     fan_out = check_int("fan_out", fan_out, minimum=1)
+    if namespace is not None and scope == "given":
+        check_namespaces(namespace)
     if scope == "all_mine":
         check_principal("principal", principal, required=True)
         if namespace is not None:
@@ -164,7 +166,7 @@ def resolve_scope(
         return list(readable[:fan_out])
     if namespace is None:
         return None if readable is None else list(readable)
-    named = [namespace] if isinstance(namespace, str) else list(namespace)
+    named = check_namespaces(namespace)
     for ns in named:
-        check_can_read(principal, check_namespace(ns), grants)
+        check_can_read(principal, ns, grants)
     return named

@@ -17,6 +17,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from procmem_core.errors import ParameterError, ProcmemError, check_text
@@ -30,6 +31,14 @@ class UnknownProcedure(ProcmemError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class KeyNotText(UnknownProcedure, ParameterError):
+    """A key that is not a string: an ``UnknownProcedure`` (no procedure has it) and a
+    ``ParameterError`` naming ``key``."""
+
+    def __init__(self, key: object) -> None:
+        ParameterError.__init__(self, "key", key, "expected a procedure key string")
 
 
 KEY_PREFIX = "procedure_"
@@ -112,17 +121,33 @@ def check_namespace(namespace: Any) -> str:
     return namespace
 
 
+def check_namespaces(namespace: Any) -> list[str]:
+    """A namespace argument that names one or several: a name, or a list (tuple, set) of
+    names, each ``check_namespace``ed; anything else (a number, bytes, a mapping) raises
+    a ``ParameterError`` naming ``namespace``."""
+    if isinstance(namespace, str):
+        return [check_namespace(namespace)]
+    if isinstance(namespace, bytes | Mapping) or not isinstance(namespace, Sequence | AbstractSet):
+        raise ParameterError(
+            "namespace", namespace, "expected a namespace name or a list of namespace names"
+        )
+    return [check_namespace(ns) for ns in namespace]
+
+
 def check_metadata(metadata: Any) -> dict[str, Any]:
-    """A copy of ``metadata`` as plain JSON values (tuples become lists); None is ``{}``."""
+    """A copy of ``metadata`` as plain JSON values (tuples become lists; NaN and infinity,
+    which strict JSON parsers refuse, are refused); None is ``{}``."""
     if metadata is None:  # what the JSON round trip of {} gives: a new empty dict
         return {}
     meta = metadata
     if not isinstance(meta, Mapping):
         raise ParameterError("metadata", metadata, "expected a mapping or None")
-    try:
-        text = json.dumps(dict(meta))
+    try:  # strict JSON (RFC 8259): NaN and infinity are not JSON numbers
+        text = json.dumps(dict(meta), allow_nan=False)
     except (TypeError, ValueError):
-        raise ParameterError("metadata", metadata, "expected JSON-serialisable values") from None
+        raise ParameterError(
+            "metadata", metadata, "expected JSON values (strings, finite numbers, ...; no NaN)"
+        ) from None
     if len(text) > MAX_METADATA:
         raise ParameterError(
             "metadata", metadata, f"expected at most {MAX_METADATA} characters as JSON"

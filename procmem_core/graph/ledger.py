@@ -21,7 +21,7 @@ import numpy as np
 
 from procmem_core.errors import ParameterError, is_number
 from procmem_core.frozen import quick_init
-from procmem_core.limits import MAX_IDENTIFIER, MAX_NOTE
+from procmem_core.limits import MAX_NOTE, check_identifier
 
 TRACE_LIMIT = 50
 NOTE_LIMIT = MAX_NOTE
@@ -167,12 +167,8 @@ def check_run_fields(
         ):
             raise ParameterError(name, value, "expected None or an integer >= 0")
         counts[name] = None if value is None else int(value)
-    if agent is not None and (
-        not isinstance(agent, str) or not agent or len(agent) > MAX_IDENTIFIER
-    ):
-        raise ParameterError(
-            "agent", agent, f"expected None or a non-empty string of <= {MAX_IDENTIFIER} chars"
-        )
+    if agent is not None:  # an identifier (``limits``): a memory actor, a for_agent name
+        check_identifier("agent", agent)
     return {
         "path": tuple(str(n) for n in path),
         "ok": bool(ok),

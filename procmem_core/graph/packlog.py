@@ -155,6 +155,26 @@ def unknown(session_id: str) -> ParameterError:
     return ParameterError("session_id", session_id, "a session the pack log holds")
 
 
+class HiddenSession(ParameterError, AccessDenied):
+    """No session with this id that the principal can read: raised alike for a session
+    never logged and for one whose row names a namespace the principal holds no role in
+    (or names none and was logged by another agent), so session ids (chosen by callers,
+    shared by every tenant) tell neither whether another tenant logged one nor where."""
+
+    def __init__(self, session_id: str, principal: str) -> None:
+        allowed = f"a session the pack log holds that principal {principal!r} can read"
+        super().__init__("session_id", session_id, allowed)
+
+
+def readable_by(record: PackRecord, principal: str, grants: Any) -> bool:
+    """Whether ``principal`` may read the row: a role in every namespace it names, or,
+    naming none, it logged the row."""
+    spaces = namespaces_of(record)
+    if not spaces:
+        return record.agent == principal
+    return all(ns in grants.get(principal, {}) for ns in spaces)
+
+
 def clock_of(cur: Any) -> Callable[[Any], Any]:
     """How ``cur``'s backend stores a clock value: as it is on SQLite; a PostgreSQL cursor
     (``graph.postgres.Cursor``) names its own (JSONB) as ``clock``."""
@@ -213,6 +233,27 @@ class PackLog:
     _grants: dict[str, dict[str, str]]
     _refresh: Any
 
+    def _session(
+        self, cur: Any, session_id: str, principal: str | None, operation: str, role: str
+    ) -> PackRecord:
+        """The logged row of ``session_id`` (``cur``: the transaction's cursor, None in
+        memory), checked for ``principal`` (``_allow``): ``HiddenSession`` when it is not
+        there or the principal cannot read it."""
+        found = self._packs.get(session_id) if cur is None else None
+        if cur is not None:
+            try:
+                found = fetch(cur, session_id)
+            except ParameterError:
+                found = None
+        if principal is not None and (
+            found is None or not readable_by(found, principal, self._grants)
+        ):
+            raise HiddenSession(session_id, principal)
+        if found is None:
+            raise unknown(session_id)
+        self._allow(principal, found, operation, role)
+        return found
+
     def _allow(self, principal: str | None, record: PackRecord, operation: str, role: str):
         if principal is None:
             return
@@ -268,15 +309,12 @@ class PackLog:
         if principal is not None:
             self._refresh()  # grants another process may have made
         if self._journal is None:
-            if session_id not in self._packs:
-                raise unknown(session_id)
-            self._allow(principal, self._packs[session_id], "rate_session", "writer")
-            record = rated(self._packs[session_id], outcome, rated_at)
+            found = self._session(None, session_id, principal, "rate_session", "writer")
+            record = rated(found, outcome, rated_at)
             self._packs[session_id] = record
             return record
         with self._journal.transaction() as tx:
-            found = fetch(tx.cur, session_id)
-            self._allow(principal, found, "rate_session", "writer")
+            found = self._session(tx.cur, session_id, principal, "rate_session", "writer")
             record = rated(found, outcome, rated_at)
             update(tx.cur, record)
         return record
@@ -286,13 +324,8 @@ class PackLog:
     ) -> PackRecord:
         """The session's record rated ``outcome`` inside the store write ``w`` (checked
         now; kept by ``_keep_rating`` once the write's other changes are made)."""
-        if w.tx is None:
-            if session_id not in self._packs:
-                raise unknown(session_id)
-            found = self._packs[session_id]
-        else:
-            found = fetch(w.tx.cur, session_id)
-        self._allow(principal, found, "complete_run", "writer")
+        cur = None if w.tx is None else w.tx.cur
+        found = self._session(cur, session_id, principal, "complete_run", "writer")
         return rated(found, outcome, None)
 
     def _keep_rating(self, w: Any, record: PackRecord) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from procmem_core.errors import ParameterError, check_number
+from procmem_core.errors import ParameterError, check_number, quote
 from procmem_core.gates import GateRecord
 from procmem_core.graph.access import (
     MAX_NAMESPACE_FAN_OUT,
@@ -28,7 +28,7 @@ from procmem_core.graph.access import (
 )
 from procmem_core.graph.entry import ProcedureEntry
 from procmem_core.graph.journal import Journal, SyncPoint
-from procmem_core.graph.keys import UnknownProcedure, check_tags
+from procmem_core.graph.keys import KeyNotText, UnknownProcedure, check_tags
 from procmem_core.graph.ledger import RunRecord
 from procmem_core.graph.locate import LocateResult, locate_in
 from procmem_core.graph.match_request import MatchRequest, check_match_request
@@ -131,16 +131,16 @@ class StoreReads:
 
     def _get(self, key: str) -> ProcedureEntry:
         if not isinstance(key, str):
-            raise UnknownProcedure(f"key={key!r}: expected a procedure key string")
+            raise KeyNotText(key)
         if "/" in key:
             entry = self._entries.get(key)
             if entry is None:
-                raise UnknownProcedure(f"no procedure {key!r}")
+                raise UnknownProcedure(f"no procedure {quote(key)}")
             return entry
         spaces = self._by_key.get(key, [])
         if len(spaces) != 1:
             where = f"held by namespaces {spaces}; use 'namespace/{key}'" if spaces else "unknown"
-            raise UnknownProcedure(f"procedure {key!r}: {where}")
+            raise UnknownProcedure(f"procedure {quote(key)}: {where}")
         return self._entries[f"{spaces[0]}/{key}"]
 
     def _resolve(
@@ -162,7 +162,7 @@ class StoreReads:
         if len(spaces) != 1:
             where = f"held by namespaces {spaces}" if spaces else "not in a namespace"
             raise UnknownProcedure(
-                f"procedure {key!r}: {where} principal {principal!r} can read"
+                f"procedure {quote(key)}: {where} principal {principal!r} can read"
                 + ("; use 'namespace/key'" if spaces else "")
             )
         require_role(principal, spaces[0], self._grants, operation, needed)

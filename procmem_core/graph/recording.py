@@ -29,6 +29,17 @@ from procmem_core.quarantine.base import (
 )
 
 
+def procedure_keys_used(memories_used: Any) -> list[str]:
+    """The procedure keys among ``memories_used`` (the seed's ``run.complete``: a key whose
+    last part starts ``procedure_``; other memory keys are skipped), in order, checked to
+    be a list of non-empty strings."""
+    if isinstance(memories_used, str) or not isinstance(memories_used, Sequence):
+        raise ParameterError("memories_used", memories_used, "expected a list of keys")
+    for i, k in enumerate(memories_used):
+        check_text(f"memories_used[{i}]", k)
+    return [k for k in memories_used if k.rsplit("/", 1)[-1].startswith(KEY_PREFIX)]
+
+
 class StoreRecording(StoreReads):
     """One write, and the run ledger's writes (see the module doc); ``ProcedureStore``
     sets ``quarantine`` (the exit policy ``record_run`` follows) and ``_releases``."""
@@ -125,14 +136,10 @@ class StoreRecording(StoreReads):
         counts twice. ``principal`` (auth on) needs the writer role in every listed
         procedure's namespace. ``session_id``: a session of the pack log, rated ``ok`` in
         the same transaction (``rate_session``)."""
-        if isinstance(memories_used, str) or not isinstance(memories_used, Sequence):
-            raise ParameterError("memories_used", memories_used, "expected a list of keys")
-        for i, k in enumerate(memories_used):
-            check_text(f"memories_used[{i}]", k)
+        wanted = procedure_keys_used(memories_used)
         if reflection is not None:
             check_text("reflection", reflection, MAX_NOTE)
         fields = check_run_fields((), ok, note, cost, duration_ms, tokens, agent)
-        wanted = [k for k in memories_used if k.rsplit("/", 1)[-1].startswith(KEY_PREFIX)]
         with self._write() as w:
             rating = None if session_id is None else self._rated_in(w, session_id, ok, principal)
             found = (self._resolve(k, principal, "complete_run") for k in wanted)

@@ -200,7 +200,7 @@ class LearningsQueue(QueueReads):
     ) -> Learning:
         """Add one supporter row (the user's own quotes) to a caller's candidate."""
         principal_of(principal).require("writer", "learnings.support")
-        c = self._live(candidate_id)
+        c = self._live(candidate_id, principal)
         principal.require("writer", "learnings.support", c.namespace)
         if c.source_kind == "assistant_turn":
             raise ParameterError(
@@ -271,7 +271,7 @@ class LearningsQueue(QueueReads):
         principal_of(principal).require("admin", "learnings.review")
         check_choice("decision", decision, tuple(DECISIONS))
         check_text("reason", reason, MAX_NOTE)
-        c = self._live(candidate_id)
+        c = self._live(candidate_id, principal)
         principal.require("admin", "learnings.review", c.namespace)
         check_destination(decision, destination)
         target = DECISIONS[decision]
@@ -301,9 +301,11 @@ class LearningsQueue(QueueReads):
 
     def erase_user(self, user_id: str, *, principal: Principal) -> Erasure:
         """A user erasure (admin; a principal scoped to namespaces erases in those where it
-        is admin); see the module docstring."""
+        is admin; a pinned token only its own user); see the module docstring."""
         spaces = allowed_namespaces(principal_of(principal), "admin", "learnings.erase_user")
         check_identifier("user_id", user_id)
+        if principal.pinned:  # a pinned token speaks for its own user only
+            principal.acting_user(user_id, "learnings.erase_user")
         mine = [c for c in self._candidates.values() if spaces is None or c.namespace in spaces]
         plan = plan_erasure(mine, user_id)
         kept = [replace(c, text="", rows=[]) for c in plan.blanked]

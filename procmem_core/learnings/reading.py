@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import builtins
 
-from procmem_core.errors import ParameterError, check_choice
+from procmem_core.errors import ParameterError, check_choice, quote
 from procmem_core.learnings.candidate import CandidateState, quality
 from procmem_core.learnings.records import (
     SOURCE_KINDS,
     STATUSES,
+    HiddenLearning,
     Learning,
     Quality,
     Supporter,
@@ -46,22 +47,28 @@ class QueueReads:
     def __len__(self) -> int:
         return len(self._candidates)
 
-    def _live(self, candidate_id: str) -> CandidateState:
+    def _live(self, candidate_id: str, principal: Principal | None = None) -> CandidateState:
+        """The live candidate; with a ``principal``, ``HiddenLearning`` unless it holds a
+        role in the candidate's namespace (the same for a missing id: no existence leak)."""
         c = self._candidates.get(candidate_id) if isinstance(candidate_id, str) else None
-        if c is None or c.hidden:
-            raise UnknownLearning(f"no learning {candidate_id!r}")
+        if c is not None and c.hidden:
+            c = None
+        if principal is not None and (c is None or principal.role_in(c.namespace) is None):
+            raise HiddenLearning(candidate_id, principal)
+        if c is None:
+            raise UnknownLearning(f"no learning {quote(candidate_id)}")
         return c
 
     def get(self, candidate_id: str, *, principal: Principal) -> Learning:
         principal_of(principal).require("viewer", "learnings.get")
-        c = self._live(candidate_id)
+        c = self._live(candidate_id, principal)
         principal.require("viewer", "learnings.get", c.namespace)
         return c.snapshot()
 
     def supporter_rows(self, candidate_id: str, *, principal: Principal) -> tuple[Supporter, ...]:
         """The candidate's remaining supporter rows, oldest first."""
         principal_of(principal).require("viewer", "learnings.supporters")
-        c = self._live(candidate_id)
+        c = self._live(candidate_id, principal)
         principal.require("viewer", "learnings.supporters", c.namespace)
         return tuple(c.rows)
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from procmem_core.errors import ProcmemError
+from procmem_core.errors import ProcmemError, quote
+from procmem_core.memory.access import AccessDenied
 
 STATUSES = ("pending", "promoted", "rejected")
 SOURCE_KINDS = ("conversation", "supporters", "assistant_turn")
@@ -35,6 +36,18 @@ class UnknownLearning(ProcmemError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class HiddenLearning(UnknownLearning, AccessDenied):
+    """No candidate with this id that the principal can read: raised alike for a missing
+    id and for a candidate in a namespace the principal holds no role in, so the global
+    ids (``lrn_<n>``) tell neither whether another tenant's candidate exists nor where."""
+
+    def __init__(self, candidate_id: object, principal: Any) -> None:
+        self.operation, self.principal, self.needed = "learnings", principal, "viewer"
+        Exception.__init__(
+            self, f"no learning {quote(candidate_id)} that principal {principal.name!r} can read"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

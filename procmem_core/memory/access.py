@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from procmem_core.errors import AccessDenied as _AccessDenied
-from procmem_core.errors import ParameterError, check_choice, check_text
+from procmem_core.errors import ParameterError, ProcmemError, check_choice, check_text, quote
 from procmem_core.graph.access import ROLES, has_role
-from procmem_core.graph.keys import check_namespace
+from procmem_core.graph.keys import check_namespace, check_namespaces
 from procmem_core.limits import check_identifier
 
 READ_EVERY_AGENT = "*"
@@ -179,9 +179,9 @@ def allowed_namespaces(
     authorize(principal, role, operation)
     named = None
     if namespace is not None:
-        named = [namespace] if isinstance(namespace, str) else list(namespace)
+        named = check_namespaces(namespace)
         for ns in named:
-            authorize(principal, role, operation, check_namespace(ns))
+            authorize(principal, role, operation, ns)
         return frozenset(named)
     if principal is None or principal.namespaces is None:
         return None
@@ -198,3 +198,33 @@ def acting_actor(principal: Principal | None, actor: str | None) -> str | None:
     if actor is not None and actor != principal.name:
         raise AccessDenied("write", principal, f"actor {principal.name!r} (not {actor!r})")
     return principal.name
+
+
+class UnknownRecord(ProcmemError, KeyError):
+    """No record with this id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class HiddenRecord(UnknownRecord, AccessDenied):
+    """No record with this id that the principal can read: raised alike for a missing id,
+    a record in a namespace the principal holds no role in and, for a pinned token,
+    another user's row, so the error tells neither whether the row exists nor its
+    namespace. Both an ``UnknownRecord`` and an ``AccessDenied``."""
+
+    def __init__(self, record_id: object, principal: Principal) -> None:
+        self.operation, self.principal, self.needed = "memory.get", principal, "viewer"
+        Exception.__init__(
+            self, f"no memory record {quote(record_id)} that principal {principal.name!r} can read"
+        )
+
+
+def can_read_record(record: Any, principal: Principal) -> bool:
+    """Whether ``principal`` may read ``record`` (None: a missing one): a role in its
+    namespace and, for a pinned token, a row its pinned user reads (``visible_to``)."""
+    return (
+        record is not None
+        and principal.role_in(record.namespace) is not None
+        and record.visible_to(principal.read_user_id)
+    )

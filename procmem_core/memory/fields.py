@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from procmem_core.errors import ParameterError, check_text
-from procmem_core.graph.keys import check_namespace, check_tags
+from procmem_core.graph.keys import check_metadata, check_namespace, check_tags
 from procmem_core.limits import MAX_RECORD_TEXT, check_identifier
 
 
@@ -41,3 +41,18 @@ def check_record_fields(
         "source": source,
         "lineage": tuple(lineage),
     }
+
+
+def check_record(
+    text: Any,
+    *,
+    namespace: Any = "default",
+    tags: Any = (),
+    actor: Any = None,
+    lineage: Any = (),
+    metadata: Any = None,
+) -> None:
+    """Raise what ``MemoryStore.set`` would raise for these fields (no key, user or
+    source) before it writes: ``check_record_fields`` and ``check_metadata``."""
+    check_record_fields(text, None, namespace, tags, actor, None, None, lineage)
+    check_metadata(metadata)

@@ -25,7 +25,6 @@ from typing import Any
 
 from procmem_core.errors import (
     ParameterError,
-    ProcmemError,
     check_choice,
     check_int,
     check_text,
@@ -38,10 +37,13 @@ from procmem_core.limits import MAX_RECORD_TEXT, MAX_SITUATION, check_identifier
 from procmem_core.locking import thread_safe
 from procmem_core.memory.access import (
     READ_EVERY_AGENT,
+    HiddenRecord,
     Principal,
+    UnknownRecord,
     acting_actor,
     allowed_namespaces,
     authorize,
+    can_read_record,
     serves_agent,
 )
 from procmem_core.memory.fields import check_record_fields
@@ -62,13 +64,6 @@ from procmem_core.memory.retyping import (
 )
 
 TABLE = "memory_records"
-
-
-class UnknownRecord(ProcmemError, KeyError):
-    """No record with this id."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 @thread_safe(unlocked=("set_procedural",))
@@ -254,7 +249,7 @@ class MemoryStore:
         """Remove one record; returns it. A ``principal`` needs the writer role in the
         record's namespace."""
         authorize(principal, "writer", "memory.delete")
-        record = self.get(record_id)
+        record = self.get(record_id, principal)
         authorize(principal, "writer", "memory.delete", record.namespace)
         self._write([], [record_id])
         del self._records[record_id]
@@ -264,16 +259,22 @@ class MemoryStore:
     def delete_source(self, source: str, principal: Principal | None = None) -> int:
         """``knowledge.delete``: remove every record of the document ``source`` (e.g.
         ``learning://<candidate_id>``); returns how many were removed. A principal
-        removes only rows in namespaces where it holds the writer role."""
+        removes only rows in namespaces where it holds the writer role (a pinned token:
+        rows its user reads)."""
         spaces = allowed_namespaces(principal, "writer", "knowledge.delete")
         check_identifier("source", source)
-        return self._delete_where(lambda r: r.source == source and _within(r, spaces))
+        pin = principal.read_user_id if principal is not None else None
+        return self._delete_where(
+            lambda r: r.source == source and _within(r, spaces) and r.visible_to(pin)
+        )
 
     def erase_user(self, user_id: str, principal: Principal | None = None) -> int:
         """A user erasure: delete every record under ``user_id`` (a principal: in the
-        namespaces where it is admin); returns how many."""
+        namespaces where it is admin; a pinned token: only its own user); returns how many."""
         spaces = allowed_namespaces(principal, "admin", "memory.erase_user")
         check_identifier("user_id", user_id)
+        if principal is not None and principal.pinned:  # it speaks for its own user only
+            principal.acting_user(user_id, "memory.erase_user")
         return self._delete_where(lambda r: r.user_id == user_id and _within(r, spaces))
 
     def _delete_where(self, doomed) -> int:
@@ -288,12 +289,14 @@ class MemoryStore:
     # -- reading ----------------------------------------------------------------------
 
     def get(self, record_id: str, principal: Principal | None = None) -> MemoryRecord:
-        """One record; a ``principal`` needs the viewer role in its namespace."""
+        """One record; a ``principal`` needs a role in its namespace and, pinned, a row its
+        user reads, else ``HiddenRecord`` (the same for a missing id: no existence leak)."""
         authorize(principal, "viewer", "memory.get")
         record = self._records.get(record_id) if isinstance(record_id, str) else None
+        if principal is not None and not can_read_record(record, principal):
+            raise HiddenRecord(record_id, principal)
         if record is None:
             raise UnknownRecord(f"no memory record {quote(record_id)}")
-        authorize(principal, "viewer", "memory.get", record.namespace)
         return record
 
     def records(
@@ -303,15 +306,18 @@ class MemoryStore:
         principal: Principal | None = None,
     ) -> builtins.list[MemoryRecord]:
         """Every record (of a type, in a namespace or every namespace the principal can
-        read), in write order."""
+        read; a pinned token: the rows its user reads), in write order."""
         if memory_type is not None:
             check_choice("memory_type", memory_type, MEMORY_TYPES)
         spaces = allowed_namespaces(principal, "viewer", "memory.records", namespace)
+        pin = principal.read_user_id if principal is not None else None
         return sorted(
             (
                 r
                 for r in self._records.values()
-                if (memory_type is None or r.memory_type == memory_type) and _within(r, spaces)
+                if (memory_type is None or r.memory_type == memory_type)
+                and _within(r, spaces)
+                and r.visible_to(pin)
             ),
             key=lambda r: r.seq,
         )

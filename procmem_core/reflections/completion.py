@@ -17,8 +17,15 @@ from typing import Unpack
 from procmem_core.errors import ParameterError
 from procmem_core.graph import ProcedureStore, RunRecord
 from procmem_core.graph.ledger import RunDetails
+from procmem_core.graph.recording import procedure_keys_used
+from procmem_core.limits import check_identifier
 from procmem_core.memory import MemoryStore
-from procmem_core.reflections.records import Reflection, run_key, write_reflection
+from procmem_core.reflections.records import (
+    Reflection,
+    reflection_fields,
+    run_key,
+    write_reflection,
+)
 
 
 def complete_run(
@@ -44,6 +51,8 @@ def complete_run(
         raise ParameterError("procedures", procedures, "expected a ProcedureStore")
     if memory is not None and not isinstance(memory, MemoryStore):
         raise ParameterError("memory", memory, "expected a MemoryStore or None")
+    if memory is not None and reflection is not None:  # refused before any write
+        _check_lesson(procedures, memories_used, reflection, principal, details.get("agent"))
     runs = procedures.complete_run(
         memories_used,
         ok,
@@ -53,9 +62,38 @@ def complete_run(
         **details,
     )
     if memory is not None and reflection is not None:
-        evidence = [run_key(r.run_id) for r in runs] + [f"{r.namespace}/{r.key}" for r in runs]
-        namespace = runs[0].namespace if runs else "default"
-        lesson = Reflection.coerce(reflection, evidence)
+        refs = [f"{r.namespace}/{r.key}" for r in runs]
+        lesson = _lesson(reflection, [run_key(r.run_id) for r in runs], refs)
         actor = principal if principal is not None else details.get("agent")
-        write_reflection(memory, lesson, namespace=namespace, actor=actor)
+        write_reflection(memory, lesson, namespace=_namespace(refs), actor=actor)
     return runs
+
+
+def _lesson(reflection: object, run_keys: list[str], refs: list[str]) -> Reflection:
+    return Reflection.coerce(reflection, [*run_keys, *refs])
+
+
+def _namespace(refs: list[str]) -> str:
+    """The lesson's namespace: the first run's procedure's, else "default"."""
+    return refs[0].split("/", 1)[0] if refs else "default"
+
+
+def _check_lesson(
+    procedures: ProcedureStore,
+    memories_used: object,
+    reflection: object,
+    principal: str | None,
+    agent: object,
+) -> None:
+    """Raise what writing the lesson to memory would raise, before the runs are recorded:
+    the procedures resolved as ``complete_run`` resolves them (one run per procedure),
+    each run's key at the widest run id (19 digits, an SQLite integer), so a lesson whose
+    record the memory store would refuse (an evidence key over 256 characters, metadata
+    over its cap, an agent that is no identifier, no evidence at all) records nothing."""
+    if principal is None and agent is not None:
+        check_identifier("agent", agent)  # named as the caller named it, not as the actor
+    keys = procedure_keys_used(memories_used)
+    refs = list(dict.fromkeys(procedures.get(k, principal=principal).ref for k in keys))
+    widest = [run_key(10**18 + i) for i in range(len(refs))]
+    actor = principal if principal is not None else agent
+    reflection_fields(_lesson(reflection, widest, refs), _namespace(refs), actor)

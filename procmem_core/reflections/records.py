@@ -21,6 +21,7 @@ from typing import Any
 
 from procmem_core.errors import ParameterError, check_choice, check_text
 from procmem_core.memory import MemoryRecord, MemoryStore, Principal
+from procmem_core.memory.fields import check_record
 
 REFLECTION_SOURCES = ("agent", "distill")
 """Who wrote it: the agent itself (``run.complete(reflection=...)``) or the distill worker."""
@@ -124,18 +125,27 @@ def write_reflection(
     principal: Principal | None = None,
 ) -> MemoryRecord:
     """Store ``reflection`` as a reflection memory (lineage: its evidence keys)."""
+    fields = reflection_fields(reflection, namespace, actor)
+    return memory.set(reflection.text(), "reflection", **fields, principal=principal)
+
+
+def reflection_fields(
+    reflection: Reflection, namespace: str = "default", actor: str | None = None
+) -> dict[str, Any]:
+    """The keywords ``write_reflection`` gives ``MemoryStore.set`` besides the text and type
+    (namespace, tags, actor, lineage: the evidence, metadata: the fields), checked as
+    ``set`` checks them (``check_record``), so a caller can refuse before other writes."""
     if not isinstance(reflection, Reflection):
         raise ParameterError("reflection", reflection, "expected a Reflection")
-    return memory.set(
-        reflection.text(),
-        "reflection",
-        namespace=namespace,
-        tags=(f"reflection:{reflection.source}",),
-        actor=actor,
-        lineage=reflection.evidence,
-        metadata=reflection.to_metadata(),
-        principal=principal,
-    )
+    fields = {
+        "namespace": namespace,
+        "tags": (f"reflection:{reflection.source}",),
+        "actor": actor,
+        "lineage": reflection.evidence,
+        "metadata": reflection.to_metadata(),
+    }
+    check_record(reflection.text(), **fields)
+    return fields
 
 
 def record_reflection(

@@ -185,9 +185,49 @@ def test_with_auth_each_principal_logs_rates_and_reads_only_its_namespaces_rows(
     assert store.pack_log()[0].agent == "vera"  # the principal is the row's agent
     with pytest.raises(AccessDenied, match="vera"):  # a viewer may log, not rate
         store.rate_session("s1", 1, principal="vera")
-    with pytest.raises(AccessDenied, match="logged by 'bob'"):
-        store.rate_session("s2", 1, principal="alice")
+    with pytest.raises(AccessDenied, match="that principal 'alice' can read"):
+        store.rate_session("s2", 1, principal="alice")  # not who logged it: HiddenSession
     with pytest.raises(AccessDenied, match="alice"):  # s3 names team-b too
         store.rate_session("s3", 1, principal="alice")
     assert store.rate_session("s1", 1, principal="alice").outcome == 1
     assert [r.outcome for r in store.pack_log()] == [1, None, None]
+
+
+def test_another_tenants_session_looks_like_one_never_logged(store) -> None:
+    """Session ids are the caller's and shared by every tenant. Before, rating (or
+    completing) team-a's session as mallory raised AccessDenied naming team-a, while an
+    id never logged raised ParameterError: mallory learnt that team-a logged "s1" and the
+    namespace's name. Now both raise the same ``HiddenSession`` (a ParameterError and an
+    AccessDenied) naming neither, and nothing changes; a reader of the row lacking the
+    writer role is still told its role."""
+    from procmem_core.errors import AccessDenied, ParameterError
+    from procmem_core.graph.packlog import HiddenSession
+
+    ps = store
+    ps.grant("alice", "team-a", "admin")
+    ps.grant("mallory", "mallory-ns", "admin")
+    ps.grant("vic", "team-a", "viewer")
+    ps.add("refund", "a refund", ["look up", "issue"], namespace="team-a", principal="alice")
+    ref = "team-a/procedure_refund"
+    ps.log_pack("s1", ref, False, 0.0, [ref], time=0, principal="alice")
+    ps.log_pack("own", "", False, 0.0, time=1, principal="alice")
+    before = ps.pack_log()
+    texts = []
+    for sid in ("s1", "own", "never"):
+        for call in (
+            lambda sid=sid: ps.rate_session(sid, 1, principal="mallory"),
+            lambda sid=sid: ps.complete_run([], True, principal="mallory", session_id=sid),
+        ):
+            with pytest.raises(HiddenSession) as err:
+                call()
+            assert isinstance(err.value, ParameterError) and isinstance(err.value, AccessDenied)
+            assert err.value.field == "session_id" and "team-a" not in str(err.value)
+            texts.append(str(err.value).replace(repr(sid), "ID"))
+    assert set(texts) == {
+        "session_id=ID is not allowed: a session the pack log holds that principal "
+        "'mallory' can read"
+    }
+    with pytest.raises(AccessDenied, match="holds only the viewer role in namespace 'team-a'"):
+        ps.rate_session("s1", 1, principal="vic")
+    assert ps.pack_log() == before
+    assert ps.rate_session("s1", 1, principal="alice").outcome == 1
