@@ -60,7 +60,13 @@ from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
-from procmem_core.gates.verdicts import BatchDecision, Evidence, GateDecision, RevisionStats
+from procmem_core.gates.verdicts import (
+    BatchDecision,
+    Evidence,
+    GateDecision,
+    RevisionStats,
+    check_stats,
+)
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 ESTIMATES = ("plugin", "ml")
@@ -139,6 +145,7 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
         """``LatticeGate.decide`` with the levels for the prior's ledger (``at_ledger``)."""
+        check_stats(prior, revision)
         return LatticeGate.decide(self.at_ledger(prior.runs), prior, revision, p0)
 
     def decide_evidence(

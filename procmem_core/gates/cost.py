@@ -19,6 +19,7 @@ from procmem_core.gates.verdicts import (
     BatchDecision,
     GateDecision,
     RevisionStats,
+    check_stats,
     first_decision,
 )
 
@@ -74,6 +75,7 @@ class CostGate(Gate):
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
         """Verdict from the success costs (``p0`` is unused; kept so gates share one call)."""
+        check_stats(prior, revision)
         if p0 is not None:
             check_number("p0", p0, minimum=0.0, maximum=1.0)
         k0, k1 = len(prior.success_costs), len(revision.success_costs)

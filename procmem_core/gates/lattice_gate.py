@@ -35,6 +35,7 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_stats,
 )
 
 _REASON_ORDER = np.array(
@@ -128,6 +129,7 @@ class LatticeGate(Gate):
     ) -> GateDecision:
         """Verdict after the revision's runs so far; runs past ``max_runs`` count as they are
         (the cap rule then applies). p0, unless given, is ``estimate_p0`` of the prior."""
+        check_stats(prior, revision)
         if p0 is not None:
             p0_value, source = check_probability("p0", p0), "given"
         else:

@@ -47,6 +47,7 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_stats,
     first_codes,
 )
 
@@ -123,6 +124,7 @@ class PairedGate(Gate):
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
         """Verdict after the complete pairs so far (``arms.pairs_of``)."""
+        check_stats(prior, revision)
         rev, conc = arms.pairs_of(prior, revision)
         design = self.design_p0 if p0 is None else check_probability("p0", p0)
         source = "design_p0" if p0 is None else "given"

@@ -83,6 +83,7 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_stats,
 )
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
@@ -275,6 +276,7 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
         """Verdict after the runs so far (``p0`` is not used: the test compares the arms)."""
+        check_stats(prior, revision)
         k, a, b, n = self.counts(prior, revision)
         code = int(self.rule(k, a, b, n))
         reason = str(self.reasons(np.array([k]), np.array([a]), np.array([b]),

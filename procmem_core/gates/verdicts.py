@@ -53,6 +53,21 @@ def verdict_names(codes: np.ndarray) -> np.ndarray:
     return np.asarray(VERDICT_NAMES, dtype=object)[np.asarray(codes, dtype=np.int8)]
 
 
+def outcome_tuple(field: str, values: Any) -> tuple[bool, ...]:
+    """``values`` as a tuple of bools: each a bool or a number equal to 0 or 1. Any other
+    value (2, 0.5, NaN, a string) is refused, not read as a success by its truth value
+    (``decide_batch`` refuses such outcomes too, ``lattice.check_outcomes``)."""
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise ParameterError(field, values, "a sequence of outcomes (True/False or 1/0)") from None
+    for x in items:
+        if not isinstance(x, str) and (x is True or x is False or x == 0 or x == 1):
+            continue
+        raise ParameterError(field, x, "an outcome: True/False (or 1/0)")
+    return tuple(bool(x) for x in items)
+
+
 @dataclass(frozen=True)
 class RevisionStats:
     """Ledger statistics of one revision: runs, successes, the cost of each successful run
@@ -88,8 +103,7 @@ class RevisionStats:
             )
         object.__setattr__(self, "success_costs", costs)
         for name in ("outcomes", "concurrent"):
-            seq = tuple(bool(x) for x in getattr(self, name))
-            object.__setattr__(self, name, seq)
+            object.__setattr__(self, name, outcome_tuple(name, getattr(self, name)))
         if self.outcomes and (len(self.outcomes), sum(self.outcomes)) != (
             self.runs,
             self.successes,
@@ -124,6 +138,14 @@ class RevisionStats:
     def success_rate(self) -> float:
         """``successes / runs`` (NaN with no runs)."""
         return self.successes / self.runs if self.runs else float("nan")
+
+
+def check_stats(prior: Any, revision: Any) -> None:
+    """``decide``'s two arguments are ``RevisionStats`` (a ``ParameterError`` naming the
+    argument otherwise, not an ``AttributeError`` from inside the gate)."""
+    for field, value in (("prior", prior), ("revision", revision)):
+        if not isinstance(value, RevisionStats):
+            raise ParameterError(field, value, "a RevisionStats(runs, successes, ...)")
 
 
 @quick_init

@@ -63,6 +63,11 @@ INVALID = [
     (lambda: RevisionStats(3, 2, (1.0, -2.0)), ParameterError, "success_costs"),
     (lambda: RevisionStats(3, 2, (math.nan,)), ParameterError, "success_costs"),
     (lambda: RevisionStats(3, 2, ("a",)), ParameterError, "success_costs"),
+    (lambda: RevisionStats(2, 1, outcomes=(2, 0)), ParameterError, "outcomes=2"),
+    (lambda: RevisionStats(2, 1, outcomes=(True, math.nan)), ParameterError, "outcomes=nan"),
+    (lambda: RevisionStats(2, 1, outcomes=("yes", False)), ParameterError, "outcomes='yes'"),
+    (lambda: RevisionStats(4, 3, concurrent=(0.5,)), ParameterError, "concurrent=0.5"),
+    (lambda: RevisionStats(4, 3, concurrent=5), ParameterError, "concurrent=5"),
     (
         lambda: GateDecision(
             verdict="maybe",
@@ -327,3 +332,23 @@ def test_cost_gate_reverts_or_stays_silent(prior, revision, verdict, excess):
     assert (d.verdict, d.gate) == (verdict, "cost")
     assert d.statistic == pytest.approx(excess)
     assert d.verdict != ACCEPT  # the cost gate never accepts on its own
+
+
+def test_outcomes_are_bools_or_0_1_never_read_by_truth_value():
+    """Before, ``RevisionStats`` read each outcome as ``bool(x)``: ``outcomes=(2, 0)`` and
+    ``concurrent=(0.5,)`` became successes (``decide_batch`` refuses such outcomes)."""
+    stats = RevisionStats(3, 2, outcomes=(1, 0, np.True_), concurrent=(0.0, 1.0))
+    assert stats.outcomes == (True, False, True) and stats.concurrent == (False, True)
+    assert all(type(x) is bool for x in stats.outcomes + stats.concurrent)
+
+
+@pytest.mark.parametrize("name", ["sprt", "margin", "cost", "calibrated_sprt", "two_sample",
+                                  "discordant_sprt", "eprocess"])  # fmt: skip
+def test_decide_names_an_argument_that_is_not_revision_stats(name):
+    """``decide(None, revision)`` raised an ``AttributeError`` from inside every gate."""
+    gate = make_gate(name, max_runs=20) if name != "cost" else make_gate(name)
+    revision = RevisionStats(2, 1, outcomes=(True, False))
+    with pytest.raises(ParameterError, match=r"^prior=None is not allowed: a RevisionStats"):
+        gate.decide(None, revision)
+    with pytest.raises(ParameterError, match=r"^revision=\(2, 1\) is not allowed"):
+        gate.decide(PRIOR, (2, 1))
