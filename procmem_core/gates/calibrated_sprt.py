@@ -35,8 +35,8 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_choice, check_int
-from procmem_core.gates import llr, mixture
+from procmem_core.errors import ParameterError, check_choice
+from procmem_core.gates import lattice, llr, mixture
 from procmem_core.gates.base import OperatingPoint, Recursions
 from procmem_core.gates.calibrate import (
     TRIALS,
@@ -100,7 +100,7 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
 
     def __post_init__(self) -> None:
         check_fields(self)
-        check_int("ledger", self.ledger, minimum=0)
+        lattice.check_ledger_size("ledger", self.ledger, self.max_runs)
         check_choice("prior", self.prior, ESTIMATES)
         P0Range(self.p0_low, self.p0_high)
         if not isinstance(self.recalibrate, bool):

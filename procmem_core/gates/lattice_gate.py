@@ -271,6 +271,7 @@ class LatticeGate(Gate):
     def ledger_estimates(self, prior_runs: int) -> tuple[np.ndarray, np.ndarray]:
         """``(k, estimate_p0(k, prior_runs))`` for every possible ledger count
         ``k = 0..prior_runs``: the p0 each ledger outcome gives (the exact mixture's support)."""
+        prior_runs = lattice.check_ledger_size("prior_runs", prior_runs, self.max_runs)
         k = np.arange(prior_runs + 1)
         return k, np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from procmem_core.errors import check_int, check_probability
+from procmem_core.errors import check_probability
 from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS, P0_HIGH
 from procmem_core.gates.early_stop import Objective
+from procmem_core.gates.lattice import check_ledger_size
 from procmem_core.gates.ledger_profile import check_ledger_sizes
 from procmem_core.gates.targets import ErrorTargets, check_fields
 from procmem_core.gates.worst import P0Range
@@ -38,11 +39,13 @@ class DesignQuestion:
         check_fields(self)
         rng = P0Range(self.p0_low, self.p0_high)
         rng.check_drop(self.min_drop)
-        check_int("ledger", self.ledger)
+        check_ledger_size("ledger", self.ledger, self.max_runs)
         check_probability("concurrent", self.concurrent, open_high=True)
         Objective(self.objective, self.weight)
         if self.ledger_sizes != ():
-            object.__setattr__(self, "ledger_sizes", check_ledger_sizes(self.ledger_sizes))
+            sizes = check_ledger_sizes(self.ledger_sizes)
+            check_ledger_size("ledger_sizes", sizes[-1], self.max_runs)
+            object.__setattr__(self, "ledger_sizes", sizes)
 
     @property
     def targets(self) -> ErrorTargets:
