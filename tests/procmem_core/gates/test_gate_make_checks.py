@@ -81,3 +81,26 @@ def test_the_ledger_mixture_is_bounded_by_the_same_memory():
     # below the limit nothing changes: the mixture at 2,000 prior runs, as before
     point = SPRTGate().operating_point(0.7, 0.8, 2000)
     assert point.p_revert == pytest.approx(0.5787053064398691, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "allowed"),
+    [
+        ({"max_runs": 600}, "max_runs", "an integer <= 490 with a 20-run ledger"),
+        ({"ledger": 900, "max_runs": 60}, "ledger", "at most 880 runs at max_runs 60"),
+    ],
+)
+def test_the_design_question_refuses_what_the_two_sample_recursion_cannot_take(
+    params, field, allowed
+):
+    """``design_gate`` answers both two-sample designs at the question's ledger, whose
+    exact recursion takes ledger + 2 max_runs <= 1000 outcomes: a question past it ran the
+    other families for 2-5 s and then failed naming ``max_runs`` (also for a ledger of 900
+    at max_runs 60). Now the question is refused at once, naming the field to change."""
+    from procmem_core.gates.question import DesignQuestion
+
+    with pytest.raises(ParameterError) as err:
+        DesignQuestion(concurrent=0.5, **params)
+    assert err.value.field == field and err.value.allowed.startswith(allowed)
+    assert "at most 1000" in err.value.allowed
+    assert DesignQuestion(ledger=600, max_runs=200).ledger == 600  # 1000 exactly: allowed
