@@ -140,6 +140,28 @@ class RevisionStats:
         return self.successes / self.runs if self.runs else float("nan")
 
 
+def ledger_counts(ledger_successes: Any, rows: int, ledger_runs: Any) -> np.ndarray:
+    """The prior ledger's successes as one integer per row (0 with no ledger), what
+    ``decide_evidence`` reads: whole numbers in ``[0, ledger_runs]``, one number or one
+    per row. Anything else is a ``ParameterError`` naming the field (before, -1 or 5.5
+    successes were read as they were or truncated, and a NaN cast to an integer)."""
+    runs = check_int("ledger_runs", ledger_runs)
+    if ledger_successes is None:
+        if runs:
+            raise ParameterError("ledger_successes", None, f"successes of {runs} runs")
+        return np.zeros(rows, dtype=np.int64)
+    arr = np.asarray(ledger_successes)
+    if arr.dtype.kind not in "iuf" or arr.ndim > 1 or (arr.ndim == 1 and arr.shape != (rows,)):
+        shown = f"array of dtype {arr.dtype} and shape {arr.shape}"
+        raise ParameterError("ledger_successes", shown, f"a whole number or one per row ({rows},)")
+    values = arr.astype(float)
+    bad = ~((values >= 0) & (values <= runs) & (values == np.floor(values)))  # NaN: bad
+    if bad.any():
+        first = float(values[bad].flat[0] if values.ndim else values)
+        raise ParameterError("ledger_successes", first, f"whole numbers in [0, {runs}]")
+    return np.broadcast_to(arr.astype(np.int64), (rows,))
+
+
 def check_stats(prior: Any, revision: Any) -> None:
     """``decide``'s two arguments are ``RevisionStats`` (a ``ParameterError`` naming the
     argument otherwise, not an ``AttributeError`` from inside the gate)."""

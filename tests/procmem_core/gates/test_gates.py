@@ -352,3 +352,31 @@ def test_decide_names_an_argument_that_is_not_revision_stats(name):
         gate.decide(None, revision)
     with pytest.raises(ParameterError, match=r"^revision=\(2, 1\) is not allowed"):
         gate.decide(PRIOR, (2, 1))
+
+
+@pytest.mark.parametrize("name", ["sprt", "margin", "calibrated_sprt", "two_sample"])
+@pytest.mark.parametrize(
+    ("ledger", "runs", "field", "shown"),
+    [
+        (np.array([-1, 5, 5]), 20, "ledger_successes", "-1.0"),
+        (np.array([5.5, 5, 5]), 20, "ledger_successes", "5.5"),
+        (np.array([np.nan, 5, 5]), 20, "ledger_successes", "nan"),
+        (np.array([25, 5, 5]), 20, "ledger_successes", "25.0"),
+        (np.array([5, 5]), 20, "ledger_successes", "shape (2,)"),
+        (5, 2.5, "ledger_runs", "2.5"),
+    ],
+)
+def test_decide_evidence_names_a_ledger_that_cannot_be(name, ledger, runs, field, shown):
+    """``decide_evidence`` read -1 or 5.5 ledger successes as they were (the SPRT's
+    plug-in p0 from -1 of 20 runs) or truncated them (the two-sample test), cast a NaN to
+    an integer with a warning, and took a fractional ``ledger_runs``; two rows' ledgers
+    for three rows were a numpy ``ValueError``."""
+    gate = make_gate(name, max_runs=20)
+    outcomes = np.ones((3, 10), dtype=bool)
+    extra = {"concurrent": outcomes} if gate.compares_arms else {}
+    with pytest.raises(ParameterError) as err:
+        gate.decide_evidence(outcomes, ledger_successes=ledger, ledger_runs=runs, **extra)
+    assert err.value.field == field and shown in str(err.value)
+    ok = gate.decide_evidence(outcomes, ledger_successes=np.array([5, 20, 0]), ledger_runs=20,
+                              **extra)  # fmt: skip
+    assert ok.verdict.shape == (3,)
