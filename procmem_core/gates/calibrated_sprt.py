@@ -65,6 +65,7 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_counts,
     check_stats,
 )
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
@@ -194,6 +195,7 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         return self.__dict__.get("_certificate")
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
+        check_counts(successes, runs)
         return llr.prior_estimate(self.prior, successes, runs, self.alpha)
 
     def prior_source(self, prior: RevisionStats) -> str:

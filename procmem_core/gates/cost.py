@@ -19,6 +19,7 @@ from procmem_core.gates.verdicts import (
     BatchDecision,
     GateDecision,
     RevisionStats,
+    check_counts,
     check_stats,
     first_decision,
 )
@@ -52,6 +53,7 @@ class CostGate(Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate (unused by the verdict; reported beside it)."""
+        check_counts(successes, runs)
         s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
 

@@ -47,6 +47,7 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_counts,
     check_stats,
     first_codes,
 )
@@ -88,6 +89,7 @@ class PairedGate(Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate ``s/n`` (reported only: the null does not depend on it)."""
+        check_counts(successes, runs)
         s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
 

@@ -83,6 +83,7 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_counts,
     check_stats,
 )
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
@@ -163,6 +164,7 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate ``s/n`` (reported beside a decision; the test uses counts)."""
+        check_counts(successes, runs)
         s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
 

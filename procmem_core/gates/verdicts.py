@@ -140,6 +140,29 @@ class RevisionStats:
         return self.successes / self.runs if self.runs else float("nan")
 
 
+def check_counts(successes: Any, runs: Any) -> None:
+    """A ledger's counts for ``estimate_p0`` (scalars or arrays that broadcast): whole
+    numbers with ``0 <= successes <= runs``; a ``ParameterError`` naming the first pair
+    that is not (before, 25 of 20 runs gave p0 = 1.18, -1 of 20 a negative rate, and a
+    negative ``runs`` a ``ZeroDivisionError``)."""
+    if type(successes) is int and type(runs) is int:  # one ledger: no arrays
+        if 0 <= successes <= runs:
+            return
+        s_all, n_all = np.asarray(float(successes)), np.asarray(float(runs))
+        ok = np.asarray(False)
+    else:
+        s_all, n_all = np.broadcast_arrays(
+            np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
+        )
+        ok = (s_all >= 0) & (s_all <= n_all) & (s_all == np.floor(s_all))
+        ok &= n_all == np.floor(n_all)
+        if ok.all():
+            return
+    i = np.flatnonzero(~ok.ravel())[0]
+    shown = f"{s_all.ravel()[i]:g} of {n_all.ravel()[i]:g} runs"
+    raise ParameterError("successes", shown, "whole numbers with 0 <= successes <= runs")
+
+
 def ledger_counts(ledger_successes: Any, rows: int, ledger_runs: Any) -> np.ndarray:
     """The prior ledger's successes as one integer per row (0 with no ledger), what
     ``decide_evidence`` reads: whole numbers in ``[0, ledger_runs]``, one number or one

@@ -380,3 +380,20 @@ def test_decide_evidence_names_a_ledger_that_cannot_be(name, ledger, runs, field
     ok = gate.decide_evidence(outcomes, ledger_successes=np.array([5, 20, 0]), ledger_runs=20,
                               **extra)  # fmt: skip
     assert ok.verdict.shape == (3,)
+
+
+@pytest.mark.parametrize("name", ["sprt", "margin", "cost", "calibrated_sprt", "two_sample",
+                                  "discordant_sprt", "eprocess"])  # fmt: skip
+def test_estimate_p0_refuses_counts_no_ledger_has(name):
+    """``estimate_p0`` (a public verb) gave p0 = 1.18 from 25 of 20 runs (plug-in), 1.25 or
+    -0.05 (raw rate) and a ``ZeroDivisionError`` for -2 runs; valid counts are unchanged."""
+    gate = make_gate(name) if name == "cost" else make_gate(name, max_runs=20)
+    bad = [(25, 20, "25 of 20"), (-1, 20, "-1 of 20"), (5.5, 20, "5.5 of 20"),
+           (5, -2, "5 of -2"), (np.array([3, 4]), np.array([5, 3]), "4 of 3")]  # fmt: skip
+    for s, n, shown in bad:
+        with pytest.raises(ParameterError, match=f"^successes='{shown} runs' is not allowed"):
+            gate.estimate_p0(s, n)
+    plugin = name in ("sprt", "calibrated_sprt")
+    expected = [1 / 22, 16 / 22, 21 / 22] if plugin else [0.0, 0.75, 1.0]
+    got = gate.estimate_p0(np.array([0, 15, 20]), 20)
+    assert np.allclose(got, expected, rtol=0, atol=1e-15)
