@@ -20,6 +20,7 @@ from procmem_core.gates.verdicts import (
     GateDecision,
     RevisionStats,
     check_counts,
+    check_p0,
     check_stats,
     first_decision,
 )
@@ -79,7 +80,7 @@ class CostGate(Gate):
         """Verdict from the success costs (``p0`` is unused; kept so gates share one call)."""
         check_stats(prior, revision)
         if p0 is not None:
-            check_number("p0", p0, minimum=0.0, maximum=1.0)
+            check_p0(p0)
         k0, k1 = len(prior.success_costs), len(revision.success_costs)
         if min(k0, k1) < self.min_samples:
             reason = (

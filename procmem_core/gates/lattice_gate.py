@@ -35,6 +35,7 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_p0,
     check_stats,
 )
 
@@ -131,7 +132,7 @@ class LatticeGate(Gate):
         (the cap rule then applies). p0, unless given, is ``estimate_p0`` of the prior."""
         check_stats(prior, revision)
         if p0 is not None:
-            p0_value, source = check_probability("p0", p0), "given"
+            p0_value, source = check_p0(p0), "given"
         else:
             p0_value = float(self.estimate_p0(prior.successes, prior.runs))
             source = self.prior_source(prior)

@@ -48,6 +48,7 @@ from procmem_core.gates.verdicts import (
     GateDecision,
     RevisionStats,
     check_counts,
+    check_p0,
     check_stats,
     first_codes,
 )
@@ -128,7 +129,7 @@ class PairedGate(Gate):
         """Verdict after the complete pairs so far (``arms.pairs_of``)."""
         check_stats(prior, revision)
         rev, conc = arms.pairs_of(prior, revision)
-        design = self.design_p0 if p0 is None else check_probability("p0", p0)
+        design = self.design_p0 if p0 is None else check_p0(p0)
         source = "design_p0" if p0 is None else "given"
         k, w, b = rev.size, int(np.sum(conc & ~rev)), int(np.sum(rev & ~conc))
         code = int(self.rule(k, w, b, design))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from procmem_core.errors import ParameterError, check_int
+from procmem_core.errors import ParameterError, check_int, check_number
 from procmem_core.frozen import quick_init
 
 CONTINUE = "continue"
@@ -138,6 +138,12 @@ class RevisionStats:
     def success_rate(self) -> float:
         """``successes / runs`` (NaN with no runs)."""
         return self.successes / self.runs if self.runs else float("nan")
+
+
+def check_p0(p0: Any) -> float:
+    """``decide``'s given ``p0`` as a float: a number in [0, 1], never a string (``"0.8"``
+    was converted by the one-sample and paired gates and refused by the cost gate)."""
+    return check_number("p0", p0, minimum=0.0, maximum=1.0)
 
 
 def check_counts(successes: Any, runs: Any) -> None:

@@ -98,6 +98,16 @@ INVALID = [
     (lambda: SPRTGate().decide(PRIOR, RevisionStats(5, 3), p0=1.5), ParameterError, "p0"),
     (lambda: MarginGate().decide(PRIOR, RevisionStats(5, 3), p0=-1), ParameterError, "p0"),
     (lambda: CostGate().decide(PRIOR, RevisionStats(5, 3), p0=2.0), ParameterError, "p0"),
+    # a string p0 was converted by these (the cost gate refused it): one check for all
+    (lambda: SPRTGate().decide(PRIOR, RevisionStats(5, 3), p0="0.8"), ParameterError, "p0='0.8'"),
+    (lambda: MarginGate().decide(PRIOR, RevisionStats(5, 3), p0="0.8"), ParameterError, "p0='0.8'"),
+    (
+        lambda: make_gate("discordant_sprt").decide(
+            RevisionStats(2, 1, concurrent=(True,)), RevisionStats(1, 1, outcomes=(True,)), p0="0.8"
+        ),
+        ParameterError,
+        "p0='0.8'",
+    ),
     (
         lambda: SPRTGate().decide_batch(np.zeros((3, 4), dtype=np.int8), 0.8),
         ParameterError,
