@@ -30,7 +30,10 @@ from procmem_core.gates.ledger_profile import ledger_profile
 from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.registry import make_gate
 
-HELP = "smallest max runs per gate family meeting both error targets at every p0 (exact)"
+HELP = (
+    "each gate family's design meeting both error targets at every p0 (exact), and the pick: "
+    "by default the fewest expected pairs when nothing changed (--objective)"
+)
 OPTIONS = {
     "alpha": "--alpha",
     "beta": "--beta",

@@ -55,15 +55,3 @@ def check_concurrent(concurrent: np.ndarray | None, outcomes: np.ndarray) -> np.
             "concurrent", f"{conc.shape[0]} rows", f"one row per replication ({outcomes.shape[0]})"
         )
     return conc
-
-
-def ledger_array(ledger_successes: object, rows: int, ledger_runs: int) -> np.ndarray:
-    """The ledger's successes as one integer per row (0 with no ledger)."""
-    if ledger_successes is None:
-        if ledger_runs:
-            raise ParameterError("ledger_successes", None, f"successes of {ledger_runs} runs")
-        return np.zeros(rows, dtype=np.int64)
-    s = np.broadcast_to(np.asarray(ledger_successes, dtype=np.int64), (rows,))
-    if np.any((s < 0) | (s > ledger_runs)):
-        raise ParameterError("ledger_successes", int(s.max()), f"in [0, {ledger_runs}]")
-    return s

@@ -50,6 +50,7 @@ from procmem_core.gates.verdicts import (
     BatchDecision,
     GateDecision,
     RevisionStats,
+    ledger_counts,
 )
 from procmem_core.registry import Registry
 
@@ -263,7 +264,8 @@ class Gate(ABC):
         if p0 is None:
             if ledger_successes is None:
                 raise ParameterError("p0", None, "p0, or the ledger's successes and runs")
-            p0 = np.asarray(self.estimate_p0(ledger_successes, ledger_runs), dtype=float)
+            counts = ledger_counts(ledger_successes, outcomes.shape[0], ledger_runs)
+            p0 = np.asarray(self.estimate_p0(counts, ledger_runs), dtype=float)
         return self.decide_batch(outcomes, p0)
 
     def arm_runs(self, runs_used: ArrayLike) -> tuple[np.ndarray, np.ndarray]:

@@ -148,6 +148,16 @@ NullPassFn = Callable[[float, np.ndarray, float | None], NullPass]
 ``NullPass.complete`` is False)."""
 
 
+def lowered(target: float, bound: float, alpha: float) -> float:
+    """The next round's target when the grid met ``target`` but the bound between grid
+    points, ``bound``, exceeds ``alpha``: lowered by the excess (plus ``1e-4 alpha``), or,
+    when the bound's slack is larger than the target itself (a tiny alpha: 1e-8 at a
+    20-run ledger has a slack of 1.9e-8), scaled by ``alpha / bound``, so the target stays
+    positive (a negative one asked the bisection for impossible early reverts)."""
+    lower = target - (bound - alpha + 1e-4 * alpha)
+    return lower if lower > 0.0 else target * (alpha / bound)
+
+
 def limit_of(target: float) -> float:
     """The early reverts above which ``at_most(value, target)`` fails."""
     return target * (1.0 - MARGIN)
@@ -194,8 +204,12 @@ def calibrate(
         top = np.argsort(worst.value)[-GRID_ADDS:]
         grid = np.union1d(grid, worst.p0[np.union1d(top, np.flatnonzero(worst.value > target))])
         if worst.worst <= target:  # no grid point over target: the bound's slack is the excess
-            target -= (worst.bound or worst.worst) - alpha + 1e-4 * alpha
-    raise GateError(f"could not calibrate the boundaries to alpha={alpha:g} in {ROUNDS} rounds")
+            target = lowered(target, worst.bound or worst.worst, alpha)
+    raise GateError(
+        f"could not calibrate the boundaries to alpha={alpha:g} in {ROUNDS} rounds (last "
+        f"round: worst false revert {worst.worst:.3g} on the grid, bound between grid points "
+        f"{worst.bound if worst.bound is not None else float('nan'):.3g})"
+    )
 
 
 def passes_by_monotony(

@@ -35,8 +35,8 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_choice, check_int
-from procmem_core.gates import llr, mixture
+from procmem_core.errors import ParameterError, check_choice
+from procmem_core.gates import lattice, llr, mixture
 from procmem_core.gates.base import OperatingPoint, Recursions
 from procmem_core.gates.calibrate import (
     TRIALS,
@@ -60,7 +60,14 @@ from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.recalibrate import LedgerLevels
 from procmem_core.gates.revert_limit import RevertLimit
 from procmem_core.gates.targets import check_fields
-from procmem_core.gates.verdicts import BatchDecision, Evidence, GateDecision, RevisionStats
+from procmem_core.gates.verdicts import (
+    BatchDecision,
+    Evidence,
+    GateDecision,
+    RevisionStats,
+    check_counts,
+    check_stats,
+)
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
 ESTIMATES = ("plugin", "ml")
@@ -94,7 +101,7 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
 
     def __post_init__(self) -> None:
         check_fields(self)
-        check_int("ledger", self.ledger, minimum=0)
+        lattice.check_ledger_size("ledger", self.ledger, self.max_runs)
         check_choice("prior", self.prior, ESTIMATES)
         P0Range(self.p0_low, self.p0_high)
         if not isinstance(self.recalibrate, bool):
@@ -139,6 +146,7 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
         """``LatticeGate.decide`` with the levels for the prior's ledger (``at_ledger``)."""
+        check_stats(prior, revision)
         return LatticeGate.decide(self.at_ledger(prior.runs), prior, revision, p0)
 
     def decide_evidence(
@@ -187,6 +195,7 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         return self.__dict__.get("_certificate")
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
+        check_counts(successes, runs)
         return llr.prior_estimate(self.prior, successes, runs, self.alpha)
 
     def prior_source(self, prior: RevisionStats) -> str:

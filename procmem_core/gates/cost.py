@@ -19,6 +19,9 @@ from procmem_core.gates.verdicts import (
     BatchDecision,
     GateDecision,
     RevisionStats,
+    check_counts,
+    check_p0,
+    check_stats,
     first_decision,
 )
 
@@ -51,6 +54,7 @@ class CostGate(Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate (unused by the verdict; reported beside it)."""
+        check_counts(successes, runs)
         s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
 
@@ -74,8 +78,9 @@ class CostGate(Gate):
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
         """Verdict from the success costs (``p0`` is unused; kept so gates share one call)."""
+        check_stats(prior, revision)
         if p0 is not None:
-            check_number("p0", p0, minimum=0.0, maximum=1.0)
+            check_p0(p0)
         k0, k1 = len(prior.success_costs), len(revision.success_costs)
         if min(k0, k1) < self.min_samples:
             reason = (

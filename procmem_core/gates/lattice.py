@@ -19,11 +19,12 @@ path and the exact analysis cannot drift apart.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
-from procmem_core.errors import ParameterError
+from procmem_core.errors import ParameterError, check_int
 from procmem_core.gates.verdicts import ACCEPT_CODE, CONTINUE_CODE, REVERT_CODE
 
 Rule = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -59,6 +60,42 @@ def check_p0_array(p0: float | np.ndarray, rows: int, field: str = "p0") -> np.n
         bad = arr[~((arr >= 0.0) & (arr <= 1.0))][0]
         raise ParameterError(field, float(bad), "every value in [0, 1]")
     return arr
+
+
+EXACT_LATTICE_BYTES = 2**30
+"""The exact analysis of a gate holds its ``(max_runs + 1)^2`` lattice of float64 cells
+per prior rate (``verdict_table``, the LLR table of ``calibrated_sprt.ledger_statistics``):
+``registry.MAX_RUNS_LIMIT`` keeps one lattice, ``check_ledger_size`` the ledger's mixture
+(one per ledger count), within 1 GiB."""
+MAX_RUNS_LIMIT = math.isqrt(EXACT_LATTICE_BYTES // 8) - 1
+
+
+def check_ledger_size(field: str, ledger: object, max_runs: int) -> int:
+    """``ledger`` as an int if the exact mixture over its counts, ``ledger + 1`` lattices of
+    ``(max_runs + 1)^2`` 8-byte cells, fits ``EXACT_LATTICE_BYTES`` (a ``ParameterError``
+    naming ``field`` otherwise: a prior of 100,000 runs asked for 2e9 bytes and more for
+    temporaries, and the process was killed)."""
+    n = check_int(field, ledger, minimum=0)
+    cells = (int(max_runs) + 1) ** 2
+    if 8 * cells > EXACT_LATTICE_BYTES:
+        raise ParameterError(
+            "max_runs",
+            max_runs,
+            f"an integer <= {MAX_RUNS_LIMIT}: the exact analysis keeps a (max_runs + 1)^2 "
+            f"lattice of 8-byte cells per prior rate, {8 * cells:.3g} bytes here "
+            f"(limit {EXACT_LATTICE_BYTES:.3g})",
+        )
+    size = 8 * (n + 1) * cells
+    if size > EXACT_LATTICE_BYTES:
+        largest = EXACT_LATTICE_BYTES // (8 * cells) - 1
+        raise ParameterError(
+            field,
+            ledger,
+            f"an integer <= {largest} at max_runs {max_runs}: the exact mixture over the "
+            f"ledger's counts keeps a (max_runs + 1)^2 lattice of 8-byte cells per count, "
+            f"{size:.3g} bytes here (limit {EXACT_LATTICE_BYTES:.3g})",
+        )
+    return n
 
 
 def verdict_table(rule: Rule, p0: np.ndarray, max_runs: int) -> np.ndarray:

@@ -35,6 +35,8 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_p0,
+    check_stats,
 )
 
 _REASON_ORDER = np.array(
@@ -128,8 +130,9 @@ class LatticeGate(Gate):
     ) -> GateDecision:
         """Verdict after the revision's runs so far; runs past ``max_runs`` count as they are
         (the cap rule then applies). p0, unless given, is ``estimate_p0`` of the prior."""
+        check_stats(prior, revision)
         if p0 is not None:
-            p0_value, source = check_probability("p0", p0), "given"
+            p0_value, source = check_p0(p0), "given"
         else:
             p0_value = float(self.estimate_p0(prior.successes, prior.runs))
             source = self.prior_source(prior)
@@ -269,6 +272,7 @@ class LatticeGate(Gate):
     def ledger_estimates(self, prior_runs: int) -> tuple[np.ndarray, np.ndarray]:
         """``(k, estimate_p0(k, prior_runs))`` for every possible ledger count
         ``k = 0..prior_runs``: the p0 each ledger outcome gives (the exact mixture's support)."""
+        prior_runs = lattice.check_ledger_size("prior_runs", prior_runs, self.max_runs)
         k = np.arange(prior_runs + 1)
         return k, np.asarray(self.estimate_p0(k, prior_runs), dtype=float)
 

@@ -12,7 +12,13 @@ from procmem_core.errors import check_probability
 from procmem_core.gates.defaults import MAX_RUNS
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.targets import check_fields
-from procmem_core.gates.verdicts import ACCEPT_CODE, REVERT_CODE, Evidence, RevisionStats
+from procmem_core.gates.verdicts import (
+    ACCEPT_CODE,
+    REVERT_CODE,
+    Evidence,
+    RevisionStats,
+    check_counts,
+)
 
 MARGIN_TOLERANCE = 1e-12
 """A rate difference within this of the margin counts as equal (so 0.8 - 0.75 does not
@@ -47,6 +53,7 @@ class MarginGate(LatticeGate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate ``s/n`` (NaN with no runs: no rate to compare with)."""
+        check_counts(successes, runs)
         s = np.asarray(successes, dtype=float)
         n = np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)

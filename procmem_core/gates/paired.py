@@ -47,6 +47,9 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_counts,
+    check_p0,
+    check_stats,
     first_codes,
 )
 
@@ -87,6 +90,7 @@ class PairedGate(Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate ``s/n`` (reported only: the null does not depend on it)."""
+        check_counts(successes, runs)
         s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
 
@@ -123,8 +127,9 @@ class PairedGate(Gate):
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
         """Verdict after the complete pairs so far (``arms.pairs_of``)."""
+        check_stats(prior, revision)
         rev, conc = arms.pairs_of(prior, revision)
-        design = self.design_p0 if p0 is None else check_probability("p0", p0)
+        design = self.design_p0 if p0 is None else check_p0(p0)
         source = "design_p0" if p0 is None else "given"
         k, w, b = rev.size, int(np.sum(conc & ~rev)), int(np.sum(rev & ~conc))
         code = int(self.rule(k, w, b, design))

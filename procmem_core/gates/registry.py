@@ -7,19 +7,13 @@ finds the modules of ``procmem_core.gates`` by itself, so a new gate is one new 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
 
 from procmem_core.errors import ParameterError, is_number
 from procmem_core.gates.base import GATES, Gate
-
-EXACT_LATTICE_BYTES = 2**30
-"""The exact analysis of a gate holds its ``(max_runs + 1)^2`` lattice of float64 cells
-per prior rate (``lattice.verdict_table``); ``MAX_RUNS_LIMIT`` keeps one lattice
-within 1 GiB."""
-MAX_RUNS_LIMIT = math.isqrt(EXACT_LATTICE_BYTES // 8) - 1
+from procmem_core.gates.lattice import EXACT_LATTICE_BYTES, MAX_RUNS_LIMIT
 
 _KINDS = {
     "float": ("a number", lambda v: is_number(v)),
@@ -70,4 +64,4 @@ def _field_names(cls: type) -> set[str]:
     return {f.name for f in dataclasses.fields(cls) if f.init}
 
 
-__all__ = ["GATES", "MAX_RUNS_LIMIT", "make_gate"]
+__all__ = ["EXACT_LATTICE_BYTES", "GATES", "MAX_RUNS_LIMIT", "make_gate"]

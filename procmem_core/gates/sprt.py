@@ -19,7 +19,7 @@ from procmem_core.gates.base import OperatingPoint
 from procmem_core.gates.defaults import ALPHA, BETA, MAX_RUNS, MIN_DROP, MIN_RUNS
 from procmem_core.gates.lattice_gate import LatticeGate
 from procmem_core.gates.targets import check_fields
-from procmem_core.gates.verdicts import Evidence, RevisionStats
+from procmem_core.gates.verdicts import Evidence, RevisionStats, check_counts
 from procmem_core.gates.wald import wald_point
 
 CAP_WORDS = {
@@ -67,6 +67,7 @@ class SPRTGate(LatticeGate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """p0 from the prior's counts (scalars or arrays), by the ``prior`` method."""
+        check_counts(successes, runs)
         return llr.prior_estimate(self.prior, successes, runs, self.alpha)
 
     def prior_source(self, prior: RevisionStats) -> str:

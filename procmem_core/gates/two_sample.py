@@ -83,6 +83,8 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
+    check_counts,
+    check_stats,
 )
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
@@ -162,6 +164,7 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate ``s/n`` (reported beside a decision; the test uses counts)."""
+        check_counts(successes, runs)
         s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
         return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
 
@@ -275,6 +278,7 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
         self, prior: RevisionStats, revision: RevisionStats, p0: float | None = None
     ) -> GateDecision:
         """Verdict after the runs so far (``p0`` is not used: the test compares the arms)."""
+        check_stats(prior, revision)
         k, a, b, n = self.counts(prior, revision)
         code = int(self.rule(k, a, b, n))
         reason = str(self.reasons(np.array([k]), np.array([a]), np.array([b]),

@@ -9,7 +9,7 @@ from numpy.typing import ArrayLike
 from procmem_core.gates import arms
 from procmem_core.gates.lattice import check_outcomes
 from procmem_core.gates.twostats import drop_statistics
-from procmem_core.gates.verdicts import BatchDecision, first_codes
+from procmem_core.gates.verdicts import BatchDecision, first_codes, ledger_counts
 
 
 class TwoSampleBatch:
@@ -20,7 +20,7 @@ class TwoSampleBatch:
         """``(k, a, B, n)`` after every run of every row (``(rows, T)`` arrays)."""
         outcomes = check_outcomes(outcomes)
         rows = outcomes.shape[0]
-        s0 = arms.ledger_array(ledger_successes, rows, ledger_runs)
+        s0 = ledger_counts(ledger_successes, rows, ledger_runs)
         t = min(outcomes.shape[1], self.max_runs)
         if self.design == "concurrent":
             conc = arms.check_concurrent(concurrent, outcomes)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from procmem_core.errors import ParameterError, check_int
+from procmem_core.errors import ParameterError, check_int, check_number
 from procmem_core.frozen import quick_init
 
 CONTINUE = "continue"
@@ -51,6 +51,21 @@ REASONS: dict[str, str] = {
 def verdict_names(codes: np.ndarray) -> np.ndarray:
     """int8 verdict codes as an array of names (for tables)."""
     return np.asarray(VERDICT_NAMES, dtype=object)[np.asarray(codes, dtype=np.int8)]
+
+
+def outcome_tuple(field: str, values: Any) -> tuple[bool, ...]:
+    """``values`` as a tuple of bools: each a bool or a number equal to 0 or 1. Any other
+    value (2, 0.5, NaN, a string) is refused, not read as a success by its truth value
+    (``decide_batch`` refuses such outcomes too, ``lattice.check_outcomes``)."""
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise ParameterError(field, values, "a sequence of outcomes (True/False or 1/0)") from None
+    for x in items:
+        if not isinstance(x, str) and (x is True or x is False or x == 0 or x == 1):
+            continue
+        raise ParameterError(field, x, "an outcome: True/False (or 1/0)")
+    return tuple(bool(x) for x in items)
 
 
 @dataclass(frozen=True)
@@ -88,8 +103,7 @@ class RevisionStats:
             )
         object.__setattr__(self, "success_costs", costs)
         for name in ("outcomes", "concurrent"):
-            seq = tuple(bool(x) for x in getattr(self, name))
-            object.__setattr__(self, name, seq)
+            object.__setattr__(self, name, outcome_tuple(name, getattr(self, name)))
         if self.outcomes and (len(self.outcomes), sum(self.outcomes)) != (
             self.runs,
             self.successes,
@@ -124,6 +138,65 @@ class RevisionStats:
     def success_rate(self) -> float:
         """``successes / runs`` (NaN with no runs)."""
         return self.successes / self.runs if self.runs else float("nan")
+
+
+def check_p0(p0: Any) -> float:
+    """``decide``'s given ``p0`` as a float: a number in [0, 1], never a string (``"0.8"``
+    was converted by the one-sample and paired gates and refused by the cost gate)."""
+    return check_number("p0", p0, minimum=0.0, maximum=1.0)
+
+
+def check_counts(successes: Any, runs: Any) -> None:
+    """A ledger's counts for ``estimate_p0`` (scalars or arrays that broadcast): whole
+    numbers with ``0 <= successes <= runs``; a ``ParameterError`` naming the first pair
+    that is not (before, 25 of 20 runs gave p0 = 1.18, -1 of 20 a negative rate, and a
+    negative ``runs`` a ``ZeroDivisionError``)."""
+    if type(successes) is int and type(runs) is int:  # one ledger: no arrays
+        if 0 <= successes <= runs:
+            return
+        s_all, n_all = np.asarray(float(successes)), np.asarray(float(runs))
+        ok = np.asarray(False)
+    else:
+        s_all, n_all = np.broadcast_arrays(
+            np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
+        )
+        ok = (s_all >= 0) & (s_all <= n_all) & (s_all == np.floor(s_all))
+        ok &= n_all == np.floor(n_all)
+        if ok.all():
+            return
+    i = np.flatnonzero(~ok.ravel())[0]
+    shown = f"{s_all.ravel()[i]:g} of {n_all.ravel()[i]:g} runs"
+    raise ParameterError("successes", shown, "whole numbers with 0 <= successes <= runs")
+
+
+def ledger_counts(ledger_successes: Any, rows: int, ledger_runs: Any) -> np.ndarray:
+    """The prior ledger's successes as one integer per row (0 with no ledger), what
+    ``decide_evidence`` reads: whole numbers in ``[0, ledger_runs]``, one number or one
+    per row. Anything else is a ``ParameterError`` naming the field (before, -1 or 5.5
+    successes were read as they were or truncated, and a NaN cast to an integer)."""
+    runs = check_int("ledger_runs", ledger_runs)
+    if ledger_successes is None:
+        if runs:
+            raise ParameterError("ledger_successes", None, f"successes of {runs} runs")
+        return np.zeros(rows, dtype=np.int64)
+    arr = np.asarray(ledger_successes)
+    if arr.dtype.kind not in "iuf" or arr.ndim > 1 or (arr.ndim == 1 and arr.shape != (rows,)):
+        shown = f"array of dtype {arr.dtype} and shape {arr.shape}"
+        raise ParameterError("ledger_successes", shown, f"a whole number or one per row ({rows},)")
+    values = arr.astype(float)
+    bad = ~((values >= 0) & (values <= runs) & (values == np.floor(values)))  # NaN: bad
+    if bad.any():
+        first = float(values[bad].flat[0] if values.ndim else values)
+        raise ParameterError("ledger_successes", first, f"whole numbers in [0, {runs}]")
+    return np.broadcast_to(arr.astype(np.int64), (rows,))
+
+
+def check_stats(prior: Any, revision: Any) -> None:
+    """``decide``'s two arguments are ``RevisionStats`` (a ``ParameterError`` naming the
+    argument otherwise, not an ``AttributeError`` from inside the gate)."""
+    for field, value in (("prior", prior), ("revision", revision)):
+        if not isinstance(value, RevisionStats):
+            raise ParameterError(field, value, "a RevisionStats(runs, successes, ...)")
 
 
 @quick_init

@@ -109,3 +109,12 @@ def test_prints_the_chosen_gates_worst_cases_against_the_ledger_size(capsys):
         assert float(r[1]) == round(w.false_revert, 4) <= 0.1
         assert float(r[2]) == round(w.false_revert_kept, 4)
         assert float(r[3]) == round(w.power, 3)
+
+
+def test_the_help_states_the_default_objective():
+    """The subcommand's help said "smallest max runs per gate family", the objective
+    before issue 28; the pick now minimises expected pairs when nothing changed."""
+    from experiments.design import gate
+
+    assert "smallest max runs" not in gate.HELP
+    assert "fewest expected pairs when nothing changed (--objective)" in gate.HELP

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from procmem_core.gates import TwoSampleGate, twolattice
-from procmem_core.gates.base import field_values
+from procmem_core.gates.base import GateError, field_values
 from procmem_core.gates.calibrate import CERTIFY_POINTS, NullPass, calibrate
+from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
 from procmem_core.gates.tolerance import at_most
 from procmem_core.gates.twostats import drop_statistics
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
@@ -95,3 +96,43 @@ def test_the_fixed_ledger_test_calibrates_at_every_ledger(ledger):
     assert w.worst >= cert.worst
     breaks = not at_most(w.worst, ALPHA) or not at_most(w.bound, ALPHA)
     assert breaks or w.worst - cert.worst < 1e-4 * ALPHA
+
+
+def test_a_bound_slack_larger_than_alpha_keeps_the_target_positive():
+    """A certification whose slack between grid points exceeds alpha itself (what a tiny
+    alpha meets: the calibrated SPRT at alpha 1e-8, max_runs 20 certified a grid worst of
+    7.9e-9 with a bound of 2.6e-8) lowered the target below 0, and the bisection then
+    failed with "no early revert boundary keeps early reverts within -6.5e-09". Now the
+    target is scaled by alpha / bound (0.05 -> 0.025: two cells), and the next round's
+    tighter certification passes."""
+    null_pass, _, _ = toy(slack=0.0)
+    slacks, calls = [0.06, 0.01], []
+
+    def certify(revert_level: float, final: float, max_points: int) -> WorstCase:
+        calls.append(final)
+        worst = 0.01 * float(np.sum(final <= STATS))
+        bound = worst + slacks[len(calls) - 1]
+        return WorstCase(
+            "false_revert", np.array([0.5]), np.array([worst]), worst, 0.5, bound, None
+        )
+
+    cal = calibrate(null_pass, certify, ALPHA, np.array([0.5]), 2.0)
+    assert calls == [6.5, 8.5]  # four cells (bound 0.10), then two (target 0.025)
+    assert cal.final_level == 8.5 and cal.worst.bound == pytest.approx(0.03)
+    from procmem_core.gates.calibrate import lowered
+
+    assert lowered(0.05, 0.10, 0.05) == pytest.approx(0.025)
+    assert lowered(0.05, 0.0508, 0.05) == pytest.approx(0.05 - 0.0008 - 5e-6)  # as before
+
+
+def test_an_alpha_below_what_the_bound_can_certify_is_a_clear_error():
+    """The calibrated SPRT at alpha 1e-8 (20-run ledger, max_runs 20): the bound between
+    grid points stays near 1.8e-8 even where the grid's worst is 1e-10, so no gate can be
+    certified; the error says so (it named a negative target before)."""
+    with pytest.raises(GateError) as err:
+        CalibratedSPRTGate(alpha=1e-8, max_runs=20)
+    text = str(err.value)
+    assert text.startswith("could not calibrate the boundaries to alpha=1e-08 in 10 rounds")
+    assert "bound between grid points 1.78e-08" in text and "within -" not in text
+    gate = CalibratedSPRTGate(alpha=1.8e-8, max_runs=20)  # just above it: certified
+    assert gate.certificate().bound <= 1.8e-8

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.gates import GATES, make_gate
+from procmem_core.gates import GATES, RevisionStats, make_gate
 from procmem_core.gates.lattice import verdict_table
 from procmem_core.gates.registry import EXACT_LATTICE_BYTES, MAX_RUNS_LIMIT
 
@@ -45,3 +45,62 @@ def test_every_gate_rebuilds_from_its_config():
     for name, cls in GATES.classes().items():
         gate = make_gate(**cls().config())
         assert gate.config() == cls().config(), name
+
+
+def test_the_ledger_mixture_is_bounded_by_the_same_memory():
+    """The exact mixture over a ledger's counts holds ``ledger + 1`` lattices: a prior of
+    100,000 runs at max_runs 50 asked for 2.1e9 bytes (and as much again in temporaries;
+    a calibrated SPRT's ``decide`` with such a prior, or one built with ``ledger=10**9``,
+    was killed for memory). Now a ``ParameterError`` names the field and the largest size."""
+    from procmem_core.gates import CalibratedSPRTGate, SPRTGate
+    from procmem_core.gates.lattice import check_ledger_size
+    from procmem_core.gates.question import DesignQuestion
+
+    cells = 51**2
+    largest = EXACT_LATTICE_BYTES // (8 * cells) - 1
+    assert largest == 51601 and 8 * (largest + 1) * cells <= EXACT_LATTICE_BYTES
+    assert check_ledger_size("ledger", largest, 50) == largest
+    for build, field in [
+        (lambda: SPRTGate().operating_point(0.7, 0.8, 51602), "prior_runs"),
+        (lambda: CalibratedSPRTGate(ledger=10**9), "ledger"),
+        (
+            lambda: CalibratedSPRTGate().decide(RevisionStats(60000, 48000), RevisionStats(5, 3)),
+            "ledger",
+        ),
+        (lambda: DesignQuestion(ledger=100_000, max_runs=50), "ledger"),
+        (lambda: DesignQuestion(ledger_sizes=(20, 10**6), max_runs=50), "ledger_sizes"),
+    ]:
+        with pytest.raises(ParameterError) as err:
+            build()
+        assert err.value.field == field
+        assert "an integer <= 51601 at max_runs 50" in err.value.allowed
+    # the design question's cap has the gates' limit (it named prior_runs=20, "<= -1")
+    with pytest.raises(ParameterError) as err:
+        DesignQuestion(max_runs=20_000)
+    assert err.value.field == "max_runs" and f"<= {MAX_RUNS_LIMIT}" in err.value.allowed
+    # below the limit nothing changes: the mixture at 2,000 prior runs, as before
+    point = SPRTGate().operating_point(0.7, 0.8, 2000)
+    assert point.p_revert == pytest.approx(0.5787053064398691, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "allowed"),
+    [
+        ({"max_runs": 600}, "max_runs", "an integer <= 490 with a 20-run ledger"),
+        ({"ledger": 900, "max_runs": 60}, "ledger", "at most 880 runs at max_runs 60"),
+    ],
+)
+def test_the_design_question_refuses_what_the_two_sample_recursion_cannot_take(
+    params, field, allowed
+):
+    """``design_gate`` answers both two-sample designs at the question's ledger, whose
+    exact recursion takes ledger + 2 max_runs <= 1000 outcomes: a question past it ran the
+    other families for 2-5 s and then failed naming ``max_runs`` (also for a ledger of 900
+    at max_runs 60). Now the question is refused at once, naming the field to change."""
+    from procmem_core.gates.question import DesignQuestion
+
+    with pytest.raises(ParameterError) as err:
+        DesignQuestion(concurrent=0.5, **params)
+    assert err.value.field == field and err.value.allowed.startswith(allowed)
+    assert "at most 1000" in err.value.allowed
+    assert DesignQuestion(ledger=600, max_runs=200).ledger == 600  # 1000 exactly: allowed

@@ -253,3 +253,21 @@ def test_estimated_p0_mixture_reduces_to_the_known_p0_case():
     # a certain prior (prior_p = 1): every ledger is all successes
     sure = sprt_operating_point(0.7, 1.0, prior_runs=30)
     assert sure.p_revert == pytest.approx(sprt_operating_point(0.7, 31 / 32).p_revert)
+
+
+def test_the_documented_figures_round_to_the_exact_values():
+    """docs/gates.md's tables: the plug-in false revert at prior_p 0.8 with 20 and 50 prior
+    runs is 0.13749 and 0.11149 (the docs said 0.138 and 0.112, a second rounding of
+    0.1375 and 0.1115), and the margin gate (0.05, min_runs 5) at p 0.6 reverts 0.99747
+    (the docs said 0.998). Checked against a sum over the ledger's counts written here."""
+    from scipy import stats
+
+    gate = SPRTGate()
+    for runs, documented in ((10, 0.137), (20, 0.137), (50, 0.111), (200, 0.104)):
+        k = np.arange(runs + 1)
+        by_count = [gate.operating_point(0.8, (j + 1) / (runs + 2)).p_revert for j in k]
+        mixed = float(np.sum(stats.binom.pmf(k, runs, 0.8) * np.array(by_count)))
+        assert gate.operating_point(0.8, 0.8, runs).p_revert == pytest.approx(mixed, abs=1e-12)
+        assert round(mixed, 3) == documented
+    margin = MarginGate(margin=0.05, min_runs=5, max_runs=50).operating_point(0.6, 0.8)
+    assert round(float(margin.p_revert), 3) == 0.997

@@ -63,6 +63,11 @@ INVALID = [
     (lambda: RevisionStats(3, 2, (1.0, -2.0)), ParameterError, "success_costs"),
     (lambda: RevisionStats(3, 2, (math.nan,)), ParameterError, "success_costs"),
     (lambda: RevisionStats(3, 2, ("a",)), ParameterError, "success_costs"),
+    (lambda: RevisionStats(2, 1, outcomes=(2, 0)), ParameterError, "outcomes=2"),
+    (lambda: RevisionStats(2, 1, outcomes=(True, math.nan)), ParameterError, "outcomes=nan"),
+    (lambda: RevisionStats(2, 1, outcomes=("yes", False)), ParameterError, "outcomes='yes'"),
+    (lambda: RevisionStats(4, 3, concurrent=(0.5,)), ParameterError, "concurrent=0.5"),
+    (lambda: RevisionStats(4, 3, concurrent=5), ParameterError, "concurrent=5"),
     (
         lambda: GateDecision(
             verdict="maybe",
@@ -93,6 +98,16 @@ INVALID = [
     (lambda: SPRTGate().decide(PRIOR, RevisionStats(5, 3), p0=1.5), ParameterError, "p0"),
     (lambda: MarginGate().decide(PRIOR, RevisionStats(5, 3), p0=-1), ParameterError, "p0"),
     (lambda: CostGate().decide(PRIOR, RevisionStats(5, 3), p0=2.0), ParameterError, "p0"),
+    # a string p0 was converted by these (the cost gate refused it): one check for all
+    (lambda: SPRTGate().decide(PRIOR, RevisionStats(5, 3), p0="0.8"), ParameterError, "p0='0.8'"),
+    (lambda: MarginGate().decide(PRIOR, RevisionStats(5, 3), p0="0.8"), ParameterError, "p0='0.8'"),
+    (
+        lambda: make_gate("discordant_sprt").decide(
+            RevisionStats(2, 1, concurrent=(True,)), RevisionStats(1, 1, outcomes=(True,)), p0="0.8"
+        ),
+        ParameterError,
+        "p0='0.8'",
+    ),
     (
         lambda: SPRTGate().decide_batch(np.zeros((3, 4), dtype=np.int8), 0.8),
         ParameterError,
@@ -327,3 +342,68 @@ def test_cost_gate_reverts_or_stays_silent(prior, revision, verdict, excess):
     assert (d.verdict, d.gate) == (verdict, "cost")
     assert d.statistic == pytest.approx(excess)
     assert d.verdict != ACCEPT  # the cost gate never accepts on its own
+
+
+def test_outcomes_are_bools_or_0_1_never_read_by_truth_value():
+    """Before, ``RevisionStats`` read each outcome as ``bool(x)``: ``outcomes=(2, 0)`` and
+    ``concurrent=(0.5,)`` became successes (``decide_batch`` refuses such outcomes)."""
+    stats = RevisionStats(3, 2, outcomes=(1, 0, np.True_), concurrent=(0.0, 1.0))
+    assert stats.outcomes == (True, False, True) and stats.concurrent == (False, True)
+    assert all(type(x) is bool for x in stats.outcomes + stats.concurrent)
+
+
+@pytest.mark.parametrize("name", ["sprt", "margin", "cost", "calibrated_sprt", "two_sample",
+                                  "discordant_sprt", "eprocess"])  # fmt: skip
+def test_decide_names_an_argument_that_is_not_revision_stats(name):
+    """``decide(None, revision)`` raised an ``AttributeError`` from inside every gate."""
+    gate = make_gate(name, max_runs=20) if name != "cost" else make_gate(name)
+    revision = RevisionStats(2, 1, outcomes=(True, False))
+    with pytest.raises(ParameterError, match=r"^prior=None is not allowed: a RevisionStats"):
+        gate.decide(None, revision)
+    with pytest.raises(ParameterError, match=r"^revision=\(2, 1\) is not allowed"):
+        gate.decide(PRIOR, (2, 1))
+
+
+@pytest.mark.parametrize("name", ["sprt", "margin", "calibrated_sprt", "two_sample"])
+@pytest.mark.parametrize(
+    ("ledger", "runs", "field", "shown"),
+    [
+        (np.array([-1, 5, 5]), 20, "ledger_successes", "-1.0"),
+        (np.array([5.5, 5, 5]), 20, "ledger_successes", "5.5"),
+        (np.array([np.nan, 5, 5]), 20, "ledger_successes", "nan"),
+        (np.array([25, 5, 5]), 20, "ledger_successes", "25.0"),
+        (np.array([5, 5]), 20, "ledger_successes", "shape (2,)"),
+        (5, 2.5, "ledger_runs", "2.5"),
+    ],
+)
+def test_decide_evidence_names_a_ledger_that_cannot_be(name, ledger, runs, field, shown):
+    """``decide_evidence`` read -1 or 5.5 ledger successes as they were (the SPRT's
+    plug-in p0 from -1 of 20 runs) or truncated them (the two-sample test), cast a NaN to
+    an integer with a warning, and took a fractional ``ledger_runs``; two rows' ledgers
+    for three rows were a numpy ``ValueError``."""
+    gate = make_gate(name, max_runs=20)
+    outcomes = np.ones((3, 10), dtype=bool)
+    extra = {"concurrent": outcomes} if gate.compares_arms else {}
+    with pytest.raises(ParameterError) as err:
+        gate.decide_evidence(outcomes, ledger_successes=ledger, ledger_runs=runs, **extra)
+    assert err.value.field == field and shown in str(err.value)
+    ok = gate.decide_evidence(outcomes, ledger_successes=np.array([5, 20, 0]), ledger_runs=20,
+                              **extra)  # fmt: skip
+    assert ok.verdict.shape == (3,)
+
+
+@pytest.mark.parametrize("name", ["sprt", "margin", "cost", "calibrated_sprt", "two_sample",
+                                  "discordant_sprt", "eprocess"])  # fmt: skip
+def test_estimate_p0_refuses_counts_no_ledger_has(name):
+    """``estimate_p0`` (a public verb) gave p0 = 1.18 from 25 of 20 runs (plug-in), 1.25 or
+    -0.05 (raw rate) and a ``ZeroDivisionError`` for -2 runs; valid counts are unchanged."""
+    gate = make_gate(name) if name == "cost" else make_gate(name, max_runs=20)
+    bad = [(25, 20, "25 of 20"), (-1, 20, "-1 of 20"), (5.5, 20, "5.5 of 20"),
+           (5, -2, "5 of -2"), (np.array([3, 4]), np.array([5, 3]), "4 of 3")]  # fmt: skip
+    for s, n, shown in bad:
+        with pytest.raises(ParameterError, match=f"^successes='{shown} runs' is not allowed"):
+            gate.estimate_p0(s, n)
+    plugin = name in ("sprt", "calibrated_sprt")
+    expected = [1 / 22, 16 / 22, 21 / 22] if plugin else [0.0, 0.75, 1.0]
+    got = gate.estimate_p0(np.array([0, 15, 20]), 20)
+    assert np.allclose(got, expected, rtol=0, atol=1e-15)
