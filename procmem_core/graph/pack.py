@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import islice
 from operator import attrgetter
 
 import numpy as np
@@ -215,9 +216,10 @@ class ContextPacker:
         open among a full ``top_k``. The seed's pack, matching without quarantined
         procedures, would serve those open ones; so does this one."""
         policy, limit, waiting = self.store.quarantine, self.store.strike_limit, self.waiting
-        while len(matches) == request.top_k and (
-            sum(is_open(m, policy, limit, waiting) for m in matches) < self.max_procedures
-        ):
+        while len(matches) == request.top_k:
+            opened = (m for m in matches if is_open(m, policy, limit, waiting))
+            if next(islice(opened, self.max_procedures - 1, None), None) is not None:
+                return matches  # max_procedures open ones found: counting stops there
             request = replace(request, top_k=2 * request.top_k)
             matches = self.store.match_request(request)
         return matches
