@@ -130,12 +130,12 @@ class Metric:
             return None
         if se > 0 or math.isnan(se):
             return (self.value - self.exact) / se
-        d = self.value - self.exact
-        if self.value == self.exact:  # also equal infinities, whose difference is NaN
+        d = self.value - self.exact  # NaN for equal infinities, which agree
+        if self.value == self.exact or (
+            math.isfinite(d) and abs(d) <= ROUNDING * (1.0 + abs(self.exact))
+        ):
             return 0.0
-        if math.isnan(d) or (math.isfinite(d) and abs(d) <= ROUNDING * (1.0 + abs(self.exact))):
-            return math.nan if math.isnan(d) else 0.0  # NaN in, NaN out
-        return math.copysign(math.inf, d)
+        return d if math.isnan(d) else math.copysign(math.inf, d)  # NaN in, NaN out
 
     def within(self, k: float = 4.0) -> bool:
         """Whether the simulated value agrees with the exact one: ``|z| <= k``. A figure

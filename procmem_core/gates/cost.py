@@ -19,10 +19,10 @@ from procmem_core.gates.verdicts import (
     BatchDecision,
     GateDecision,
     RevisionStats,
-    check_counts,
     check_p0,
     check_stats,
     first_decision,
+    raw_rate,
 )
 
 
@@ -54,9 +54,7 @@ class CostGate(Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate (unused by the verdict; reported beside it)."""
-        check_counts(successes, runs)
-        s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
-        return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
+        return raw_rate(successes, runs)
 
     @staticmethod
     def excess(prior_mean: ArrayLike, revision_mean: ArrayLike) -> np.ndarray:

@@ -17,7 +17,7 @@ from procmem_core.gates.verdicts import (
     REVERT_CODE,
     Evidence,
     RevisionStats,
-    check_counts,
+    raw_rate,
 )
 
 MARGIN_TOLERANCE = 1e-12
@@ -53,10 +53,7 @@ class MarginGate(LatticeGate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate ``s/n`` (NaN with no runs: no rate to compare with)."""
-        check_counts(successes, runs)
-        s = np.asarray(successes, dtype=float)
-        n = np.asarray(runs, dtype=float)
-        return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
+        return raw_rate(successes, runs)
 
     def prior_source(self, prior: RevisionStats) -> str:
         if prior.runs == 0:

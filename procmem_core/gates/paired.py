@@ -47,10 +47,10 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
-    check_counts,
     check_p0,
     check_stats,
     first_codes,
+    raw_rate,
 )
 
 PAIR_MASSES = Recursions()
@@ -90,9 +90,7 @@ class PairedGate(Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate ``s/n`` (reported only: the null does not depend on it)."""
-        check_counts(successes, runs)
-        s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
-        return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
+        return raw_rate(successes, runs)
 
     def rule(self, k: ArrayLike, worse: ArrayLike, better: ArrayLike, p0: ArrayLike) -> np.ndarray:
         """Verdict codes after ``k`` pairs: the one rule every path calls."""

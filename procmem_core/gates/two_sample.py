@@ -83,8 +83,8 @@ from procmem_core.gates.verdicts import (
     Evidence,
     GateDecision,
     RevisionStats,
-    check_counts,
     check_stats,
+    raw_rate,
 )
 from procmem_core.gates.worst import P0Range, WorstCase, worst_case
 
@@ -164,9 +164,7 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
 
     def estimate_p0(self, successes: ArrayLike, runs: ArrayLike) -> np.ndarray:
         """The prior's raw rate ``s/n`` (reported beside a decision; the test uses counts)."""
-        check_counts(successes, runs)
-        s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
-        return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
+        return raw_rate(successes, runs)
 
     def calibration(self, key: tuple) -> Calibration:
         return _calibrated(key)

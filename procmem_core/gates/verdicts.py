@@ -169,6 +169,15 @@ def check_counts(successes: Any, runs: Any) -> None:
     raise ParameterError("successes", shown, "whole numbers with 0 <= successes <= runs")
 
 
+def raw_rate(successes: Any, runs: Any) -> np.ndarray:
+    """The prior's raw rate ``s/n`` of checked counts (``check_counts``), NaN with no runs:
+    the ``estimate_p0`` of the gates whose test does not read p0 (margin, cost, paired,
+    two-sample), which report it beside a decision."""
+    check_counts(successes, runs)
+    s, n = np.asarray(successes, dtype=float), np.asarray(runs, dtype=float)
+    return np.divide(s, n, out=np.full(np.broadcast(s, n).shape, np.nan), where=n > 0)
+
+
 def ledger_counts(ledger_successes: Any, rows: int, ledger_runs: Any) -> np.ndarray:
     """The prior ledger's successes as one integer per row (0 with no ledger), what
     ``decide_evidence`` reads: whole numbers in ``[0, ledger_runs]``, one number or one
