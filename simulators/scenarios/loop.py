@@ -260,7 +260,7 @@ class LoopScenario(Scenario):
             per["regret"].append((best - p).sum())
             per["regret_early"].append((best - p)[:q].sum())
             per["regret_late"].append((best - p)[-q:].sum())
-            fixed = np.array([w.start_oracle[x.task] for x in w.sessions]) - p
+            fixed = np.array(w.start_oracle)[c.task] - p
             per["fixed"].append(fixed.sum())
             per["fixed_early"].append(fixed[:q].sum())
             per["fixed_late"].append(fixed[-q:].sum())

@@ -43,17 +43,12 @@ LIFT_METRICS = ("lift", "naive_lift", "naive_lift_exact", "lift_exact", "naive_l
 def replication_lifts(world: LoopWorld, feedback: Feedback, base_rate: float) -> dict | None:
     """The lift metrics of one replication (the module doc), or None when the followed or
     the withheld arm has no rated session."""
-    followed, withheld = [], []
-    for x in world.sessions:  # one pass: a withheld session is never a followed one
-        if x.withheld is not None:
-            withheld.append(x)
-        elif x.followed:
-            followed.append(x)
-    rated_f = [x.rating for x in followed if x.rated]
-    rated_w = [x.rating for x in withheld if x.rated]
-    if not rated_f or not rated_w:
+    c = world.columns()
+    followed = c.followed & ~c.withheld  # a withheld session is never a followed one
+    rated_f, rated_w = c.rating[followed & c.rated], c.rating[c.withheld & c.rated]
+    if not rated_f.size or not rated_w.size:
         return None
-    p = np.array([x.p_true for x in followed])
+    p = c.p_true[followed]
     w = feedback.report_weight(p, base_rate)
     g = feedback.positive_rate(p, base_rate)
     g_base = float(feedback.positive_rate(base_rate, base_rate))
@@ -61,7 +56,7 @@ def replication_lifts(world: LoopWorld, feedback: Feedback, base_rate: float) ->
     truth = float(np.mean(p)) - base_rate
     # a mean of outcomes (bools) is its count over its length: the float ``np.mean`` gives
     return {
-        "lift": _share([x.ok for x in followed]) - _share([x.ok for x in withheld]),
+        "lift": _share(c.ok[followed]) - _share(c.ok[c.withheld]),
         "naive_lift": _share(rated_f) - _share(rated_w),
         "naive_lift_exact": exact,
         "lift_exact": truth,
@@ -69,18 +64,18 @@ def replication_lifts(world: LoopWorld, feedback: Feedback, base_rate: float) ->
     }
 
 
-def _share(flags: list[bool]) -> float:
-    """``np.mean`` of a non-empty list of bools: its sum of 0s and 1s is exact in float64,
-    so the mean is the one division ``count / n``."""
-    return sum(flags) / len(flags)
+def _share(flags: np.ndarray) -> float:
+    """``np.mean`` of a non-empty array of bools: its count of 1s is exact in float64, so
+    the mean is the one division ``count / n``."""
+    return int(flags.sum()) / flags.size
 
 
 def add_lift_metrics(
     result: ScenarioResult, worlds: list[LoopWorld], feedback: Feedback, base_rate: float
 ) -> None:
     """``rated_rate`` and the lift metrics (the module doc) over the replications."""
-    rated = [sum([x.rated for x in w.sessions]) for w in worlds]
-    result.add_ratio("rated_rate", rated, [len(w.sessions) for w in worlds])
+    rated = [int(w.columns().rated.sum()) for w in worlds]
+    result.add_ratio("rated_rate", rated, [len(w.rows) for w in worlds])
     per = [replication_lifts(w, feedback, base_rate) for w in worlds]
     kept = [d for d in per if d is not None]
     for name in LIFT_METRICS:

@@ -63,11 +63,18 @@ class SessionLog:
         return "another task's procedure ranked first"
 
 
+SESSION_FIELDS = tuple(SessionLog.__dataclass_fields__)
+"""A session row's values, in order: the ``LoopWorld`` keeps each session as a tuple of
+these (``SessionLog(*row)`` is the record)."""
+
+
 @dataclass(frozen=True)
 class SessionColumns:
     """Columns of a session log, in session order: ``ok``, ``off`` (no procedure of the
-    task followed and none withheld), ``withheld`` and ``prior_served`` as bools,
-    ``p_true`` and ``p_oracle`` as floats."""
+    task followed and none withheld), ``withheld``, ``followed``, ``prior_served``,
+    ``on_trial``, ``rated`` and ``rating`` as bools; ``p_true`` and ``p_oracle`` as floats;
+    ``task`` and ``available`` as ints; ``key_code``, ``withheld_code`` and ``shown_code``:
+    the procedure's index in ``keys`` (the world's ``task_of`` order), -1 for none."""
 
     ok: np.ndarray
     off: np.ndarray
@@ -75,17 +82,54 @@ class SessionColumns:
     prior_served: np.ndarray
     p_true: np.ndarray
     p_oracle: np.ndarray
+    followed: np.ndarray
+    on_trial: np.ndarray
+    rated: np.ndarray
+    rating: np.ndarray
+    task: np.ndarray
+    available: np.ndarray
+    key_code: np.ndarray
+    withheld_code: np.ndarray
+    shown_code: np.ndarray
 
     @classmethod
-    def of(cls, sessions: list[SessionLog]) -> SessionColumns:
+    def of_rows(cls, rows: list[tuple], keys: list[str]) -> SessionColumns:
+        """The columns of session rows (``SESSION_FIELDS`` order), transposed once."""
+        n = len(rows)
+        cols = list(zip(*rows, strict=True)) if n else [()] * len(SESSION_FIELDS)
+        (task, key, withheld, followed, ok, p_true, p_oracle, _, shown, prior, trial,
+         available, rated, rating) = cols  # fmt: skip
+        code = {k: i for i, k in enumerate(keys)}
+
+        def codes(col: tuple) -> np.ndarray:
+            return np.fromiter((-1 if k is None else code[k] for k in col), np.int64, n)
+
+        withheld_code, followed_ = codes(withheld), np.array(followed, dtype=bool)
+        has_withheld = withheld_code >= 0
         return cls(
-            np.array([x.ok for x in sessions], dtype=bool),
-            np.array([not x.followed and x.withheld is None for x in sessions], dtype=bool),
-            np.array([x.withheld is not None for x in sessions], dtype=bool),
-            np.array([x.prior_served for x in sessions], dtype=bool),
-            np.array([x.p_true for x in sessions], dtype=float),
-            np.array([x.p_oracle for x in sessions], dtype=float),
-        )
+            np.array(ok, dtype=bool), ~followed_ & ~has_withheld, has_withheld,
+            np.array(prior, dtype=bool), np.array(p_true, dtype=float),
+            np.array(p_oracle, dtype=float), followed_, np.array(trial, dtype=bool),
+            np.array(rated, dtype=bool), np.array(rating, dtype=bool),
+            np.array(task, dtype=np.int64), np.array(available, dtype=np.int64),
+            codes(key), withheld_code, codes(shown),
+        )  # fmt: skip
+
+    def sources(self) -> np.ndarray:
+        """Each session's regret source as its index in ``REGRET_SOURCES``
+        (``SessionLog.source``, column by column)."""
+        followed = self.followed & ~self.withheld
+        conditions = [
+            self.withheld,
+            followed & self.prior_served,
+            followed & self.on_trial,
+            followed & (self.p_true >= self.p_oracle),
+            followed,
+            self.available == 0,
+            self.shown_code < 0,
+        ]
+        order = [4, 3, 2, 0, 1, 5, 7]  # REGRET_SOURCES' index of each condition
+        return np.select(conditions, order, default=6)
 
 
 REGRET_SOURCES = (

@@ -54,15 +54,9 @@ def arms_table(worlds: list[LoopWorld]) -> pd.DataFrame:
     rows = []
     for i, w in enumerate(worlds):
         c = w.columns()
-        arms: dict[tuple[str, str], list[int]] = {}  # (key, arm) -> its sessions, in order
-        for t, x in enumerate(w.sessions):
-            if x.key is not None:
-                arms.setdefault((x.key, "shown"), []).append(t)
-            if x.withheld is not None:
-                arms.setdefault((x.withheld, "withheld"), []).append(t)
-        for key in w.task_of:
-            for arm in ("shown", "withheld"):
-                sel = arms.get((key, arm), [])
+        for j, key in enumerate(w.task_of):
+            for arm, codes in (("shown", c.key_code), ("withheld", c.withheld_code)):
+                sel = np.flatnonzero(codes == j)  # its sessions, in order
                 n = len(sel)
                 k = int(c.ok[sel].sum()) if n else 0
                 # the array ``np.mean`` of the list of their rates would build, in order
@@ -82,7 +76,7 @@ def trajectory_table(worlds: list[LoopWorld], sessions: int, window: int) -> pd.
         means = [window_means(x, window, starts) for x in columns]
         evolves, seen, last = w.status_by_window, 0, {}
         for j, start in enumerate(starts):
-            stop = start + len(w.sessions[start : start + window])
+            stop = min(start + window, len(w.rows))
             while seen < len(evolves) and evolves[seen][0] < stop:  # in session order
                 last = evolves[seen][1]
                 seen += 1
@@ -105,23 +99,22 @@ def window_means(values: np.ndarray, window: int, starts: range) -> list[float]:
 
 def regret_sources_table(worlds: list[LoopWorld], quarter: int) -> pd.DataFrame:
     """Per replication, period (``early``: the first ``quarter`` sessions, ``late``: the
-    last, ``all``) and source: sessions, successes and the regret summed over them."""
+    last, ``all``) and source: sessions, successes and the regret summed over them (in
+    session order, as Python's ``sum`` of the floats)."""
     rows = []
     for i, w in enumerate(worlds):
-        sources = [x.source for x in w.sessions]  # once per session, not per source
+        c = w.columns()
+        sources, regret = c.sources(), c.p_oracle - c.p_true
         periods = {"early": slice(None, quarter), "late": slice(-quarter, None),
                    "all": slice(None)}  # fmt: skip
         for period, span in periods.items():
-            block, labels = w.sessions[span], sources[span]
-            by_source: dict[str, list] = {source: [] for source in REGRET_SOURCES}
-            for x, s in zip(block, labels, strict=True):  # one pass; each source in order
-                by_source[s].append(x)
-            for source in REGRET_SOURCES:
-                sel = by_source[source]
-                rows.append(
-                    (i, period, source, len(block), len(sel), sum([x.ok for x in sel]),
-                     float(sum([x.p_oracle - x.p_true for x in sel])))
-                )  # fmt: skip
+            labels, m = sources[span], len(REGRET_SOURCES)
+            n = np.bincount(labels, minlength=m).tolist()
+            k = np.bincount(labels, c.ok[span], minlength=m).tolist()
+            # each bin's floats added in session order from 0.0: Python's ``sum`` of them
+            lost = np.bincount(labels, regret[span], minlength=m).tolist()
+            for j, source in enumerate(REGRET_SOURCES):
+                rows.append((i, period, source, len(labels), n[j], int(k[j]), lost[j]))
     return pd.DataFrame(rows, columns=SOURCES_COLUMNS)
 
 

@@ -68,7 +68,7 @@ class LoopWorld:
     store: ProcedureStore = field(init=False)
     node_success: dict = field(default_factory=dict)  # (key, revision) -> {node: q}
     task_of: dict = field(default_factory=dict)  # ref (namespace/key) -> task index
-    sessions: list = field(default_factory=list)
+    rows: list = field(default_factory=list)  # a tuple per session (``SESSION_FIELDS``)
     runs: list = field(default_factory=list)  # (key, path, ok) as recorded
     revisions: list = field(default_factory=list)
     events: list = field(default_factory=list)  # (session, key, "quarantined" | "template")
@@ -77,6 +77,7 @@ class LoopWorld:
     recent: set = field(default_factory=set)  # keys run since the last revision step
     stale_reports: int = 0  # delayed reports that arrived after their graph was revised
     _columns: tuple = field(default=(), init=False, repr=False, compare=False)  # (n, it)
+    _records: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         sc = self.scenario
@@ -147,12 +148,22 @@ class LoopWorld:
             now = self.by_task[task] = (available, self.oracle(task))
         return now
 
+    @property
+    def sessions(self) -> list[SessionLog]:
+        """The session log as records (``SessionLog(*row)``), made when first read: a
+        session is kept as a tuple (``rows``), which the metrics and tables read as
+        columns (``columns``)."""
+        made = self._records
+        if len(made) != len(self.rows):
+            made += [SessionLog(*row) for row in self.rows[len(made) :]]
+        return made
+
     def columns(self) -> SessionColumns:
-        """The session log's numeric columns as arrays, built once per length of the log
-        (the metrics and the tables all read them)."""
-        n = len(self.sessions)
+        """The session log as arrays, built once per length of the log (the metrics and
+        the tables all read them)."""
+        n = len(self.rows)
         if not self._columns or self._columns[0] != n:
-            self._columns = (n, SessionColumns.of(self.sessions))
+            self._columns = (n, SessionColumns.of_rows(self.rows, list(self.task_of)))
         return self._columns[1]
 
     # -- truth ------------------------------------------------------------------------
@@ -205,10 +216,10 @@ class LoopWorld:
             rated, rating = self._rate(self.rating_rng, ok)
         arrived = self.line.push(report)
         recorded = self._record(arrived)
-        self.sessions.append(
-            SessionLog(task, shown if followed else None, withheld, followed, ok, p,
-                       self.task_now(task)[1], recorded, shown, prior_served, on_trial, available,
-                       rated, rating)
+        self.rows.append(
+            (task, shown if followed else None, withheld, followed, ok, p,
+             self.task_now(task)[1], recorded, shown, prior_served, on_trial, available,
+             rated, rating)
         )  # fmt: skip
         # only the procedure whose run was recorded now can have become due: every due
         # procedure is evolved in the session it becomes due (``fresh`` forgets it)
