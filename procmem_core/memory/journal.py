@@ -15,7 +15,8 @@ in the order the in-memory store holds them.
 Opening identifies the file read-only first (``procmem_core.storefile``): a file that is
 not procmem's (text, another application's database such as MLflow's, a bad path) raises
 ``StoreFileError`` naming the path and is left byte for byte as it was; no file, a
-zero-byte file or an SQLite file with no tables becomes a new store. Only then are the
+zero-byte file or an SQLite file with nothing in it (no table, view, trigger or
+user_version) becomes a new store. Only then are the
 tables created (one transaction that checks the table set again under the write lock)
 and WAL mode set (``storefile.open_store``, as ``graph.sqlite`` opens). The connection
 may be used from any thread; its owner serialises the calls (``procmem_core.locking``).

@@ -68,6 +68,17 @@ def _other_app_id(p: Path) -> None:
     _sqlite(p, "PRAGMA application_id = 1234")
 
 
+def _views_only(p: Path) -> None:
+    """Another program's database that holds only a view (no table): not empty."""
+    _sqlite(p, "CREATE VIEW answer AS SELECT 42 AS value")
+
+
+def _user_version_only(p: Path) -> None:
+    """Another program's database that keeps only its ``user_version`` (procmem never
+    sets one)."""
+    _sqlite(p, "PRAGMA user_version = 7")
+
+
 def _text(p: Path) -> None:
     p.write_text("name,value\nalpha,1\n")
 
@@ -87,6 +98,8 @@ FOREIGN = [
     (_mlflow_shaped, "of another kind (alembic_version, experiments, metrics, runs)"),
     (_other_app_wal, "of another kind (notes)"),
     (_other_app_id, "another application (application_id 0x4d2)"),
+    (_views_only, "of another kind (answer)"),
+    (_user_version_only, "another application (user_version 7)"),
     (_text, "is not an SQLite database"),
     (_random, "is not an SQLite database"),
     (_truncated, "cannot be"),
