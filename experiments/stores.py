@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from procmem_core.errors import ParameterError, ProcmemError
 from procmem_core.probe import server_problem
-from procmem_core.storefile import read_only_uri, sqlite_file_problem
+from procmem_core.storefile import read_only_uri, sqlite_file_problem, sqlite_url_path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DB = ROOT / "mlflow.db"
@@ -77,7 +77,8 @@ def check_uri_form(uri: str, source: str = "MLFLOW_TRACKING_URI") -> None:
     scheme = parts.scheme.split("+")[0].lower()
     ok = scheme in URI_SCHEMES
     if scheme == "sqlite":
-        ok = uri.startswith("sqlite:///") and len(uri) > len("sqlite:///")
+        path = sqlite_url_path(uri)
+        ok = path is not None and path.name != "" and "uri=true" not in parts.query.lower()
     elif scheme in ("http", "https"):
         ok = bool(parts.hostname) and parts.netloc.count(":") <= 1
         try:
@@ -252,6 +253,6 @@ def browse_hint(uri: str, experiment_id: str | None = None, run_id: str | None =
 
 
 def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI (None for any other store)."""
-    prefix = "sqlite:///"
-    return Path(uri[len(prefix) :]) if uri.startswith(prefix) else None
+    """The database file of a ``sqlite:///`` URI as MLflow opens it (its query dropped,
+    percent-decoded: ``storefile.sqlite_url_path``); None for any other store."""
+    return sqlite_url_path(uri)

@@ -27,7 +27,8 @@ so the openers check again inside the transaction that creates their tables.
 
 The read-only reading is shared with the MLflow store checks (``experiments.stores``,
 ``reports.source``): ``read_only_uri`` (the URI that reads a file without writing a
-byte) and ``sqlite_file_problem`` (not SQLite, or shorter than its header says).
+byte), ``sqlite_file_problem`` (not SQLite, or shorter than its header says) and
+``sqlite_url_path`` (the file a ``sqlite:///`` URL names).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import unquote
 
 from procmem_core.errors import ParameterError, ProcmemError, check_number
 
@@ -164,6 +166,17 @@ def read_only_uri(path: Path, head: bytes | None = None) -> str:
             head = f.read(100)
     wal_idle = head[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
     return path.resolve().as_uri() + ("?mode=ro&immutable=1" if wal_idle else "?mode=ro")
+
+
+def sqlite_url_path(uri: str) -> Path | None:
+    """The file a ``sqlite:///`` URL names as SQLAlchemy (so MLflow) reads it: the part
+    after ``sqlite:///`` up to the first ``?`` (the query: ``?timeout=10``), then
+    percent-decoded (``a%20b.db`` is ``a b.db``); None for any other URL. Every check of
+    an MLflow store reads this path, so it is the file MLflow then opens."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return None
+    return Path(unquote(uri[len(prefix) :].split("?", 1)[0]))
 
 
 def sqlite_file_problem(path: Path) -> str | None:

@@ -158,6 +158,41 @@ def test_a_refused_single_run_creates_nothing(tmp_path, args, uri, message):
     assert sorted(tmp_path.rglob("*")) == [work], sorted(tmp_path.rglob("*"))
 
 
+def folder_digest(folder: Path) -> dict[str, str]:
+    """Every path under ``folder``, a file with the SHA-256 of its bytes."""
+    return {
+        str(p.relative_to(folder)): digest(p) if p.is_file() else "dir"
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("form", ["query", "percent-encoded"])
+def test_a_foreign_file_named_by_a_query_or_percent_encoded_uri_is_refused_untouched(
+    tmp_path, form
+):
+    """MLflow opens the file SQLAlchemy reads from the URI (its ``?query`` dropped, then
+    percent-decoded); the check must identify that file, not the raw text after
+    ``sqlite:///`` (which named no file, so a procedure store got MLflow's tables)."""
+    from urllib.parse import quote
+
+    from procmem_core.graph.store import ProcedureStore
+
+    folder = tmp_path / "their store ü"
+    folder.mkdir()
+    store = folder / "loom.db"
+    with ProcedureStore.open(store) as procedures:
+        procedures.add("refund", "a customer wants a refund", ["look it up", "refund it"])
+    work = tmp_path / "work"
+    work.mkdir()
+    before = folder_digest(tmp_path)
+    uri = f"sqlite:///{store}?timeout=10" if form == "query" else f"sqlite:///{quote(str(store))}"
+    proc = run_cli(tmp_path, ["experiment=quickstart", "progress=off"], uri, cwd=work)
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert f"{store} is a SQLite database but not an MLflow store" in line, line
+    assert folder_digest(tmp_path) == before
+
+
 def test_a_stop_inside_deferred_waits_for_the_block_and_a_second_is_ignored():
     from experiments.stopping import Stopped, deferred, install_handlers
 

@@ -231,3 +231,23 @@ def test_a_real_mlflow_database_is_refused_untouched(tmp_path):
         with pytest.raises(StoreFileError, match="of another kind"):
             open_(path)
     assert _digest(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "sqlite:////tmp/x/mlflow.db",
+        "sqlite:////tmp/a%20b/m%C3%BC.db",
+        "sqlite:////tmp/x.db?timeout=10&mode=rw",
+        "sqlite:////tmp/a%3Fb.db?x=1",
+        "sqlite:////tmp/a+b#c.db",
+        "sqlite:///relative%20dir/x.db",
+    ],
+)
+def test_a_sqlite_url_names_the_file_sqlalchemy_opens(uri):
+    from sqlalchemy.engine import make_url
+
+    from procmem_core.storefile import sqlite_url_path
+
+    assert sqlite_url_path(uri) == Path(make_url(uri).database)
+    assert sqlite_url_path("http://127.0.0.1:5000") is None
