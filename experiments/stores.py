@@ -8,6 +8,8 @@
   SQLite file is identified read-only (``sqlite_problem``: not SQLite, truncated,
   another program's database, another MLflow schema, a changed table) and named, its
   bytes unchanged; a new store is made only in a folder that exists;
+- ``check_for``: the same check for a command that reads (a missing store refused) or
+  logs an analysis; every command checks before MLflow opens the store;
 - ``check_experiment_name``: an experiment name is a safe folder name;
 - ``browse_hint``: the server's page, or the ``mlflow ui`` command for a local store.
 
@@ -235,6 +237,17 @@ def check_uri(uri: str, source: str = "MLFLOW_TRACKING_URI") -> bool:
     else:
         _check_database(uri)
     return False
+
+
+def check_for(uri: str, source: str, what: str | None = None) -> bool:
+    """``check_uri`` for a command other than a run: one that only reads (``what``, the
+    word it would do: "read", "draw") refuses a store that does not exist yet instead of
+    creating it; for one that writes (``what`` None), True when the store is new (the
+    caller says where, ``announce_new``, when it creates it)."""
+    new = check_uri(uri, source)
+    if new and what is not None:
+        raise TrackingError(f"tracking store {uri}: no store there; nothing to {what}")
+    return new
 
 
 def announce_new(uri: str) -> None:
