@@ -23,7 +23,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from procmem_core.errors import ParameterError, ProcmemError
 from procmem_core.probe import server_problem
@@ -62,8 +62,21 @@ def check_experiment_name(name: object, field: str = "tracking.experiment") -> s
 def tracking_uri(configured: str | None = None) -> str:
     """``configured`` (``tracking.uri``, set for every job of a sweep by the process that
     launched it) if given, else ``$MLFLOW_TRACKING_URI``, else the SQLite store at the
-    repo root."""
-    return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{DEFAULT_DB}"
+    repo root; a relative ``sqlite:///`` path made absolute (``absolute_sqlite``)."""
+    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{DEFAULT_DB}"
+    return absolute_sqlite(uri)
+
+
+def absolute_sqlite(uri: str) -> str:
+    """``sqlite:///rel.db`` as ``sqlite:///<working directory>/rel.db`` (the directory
+    percent-encoded, as the URI's path is read decoded): the artifact folder beside the
+    store must be an absolute file URI, and a sweep's jobs must open the same file
+    whatever their working directory. Any other URI as it is."""
+    prefix = "sqlite:///"
+    rest = uri[len(prefix) :]
+    if not uri.startswith(prefix) or not rest or rest.startswith(("/", "?")):
+        return uri
+    return f"{prefix}{quote(os.getcwd())}/{rest}"
 
 
 def uri_source(configured: str | None = None) -> str:

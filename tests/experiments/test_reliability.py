@@ -193,6 +193,22 @@ def test_a_foreign_file_named_by_a_query_or_percent_encoded_uri_is_refused_untou
     assert folder_digest(tmp_path) == before
 
 
+def test_a_relative_sqlite_uri_is_the_store_in_the_working_directory(tmp_path):
+    """``sqlite:///rel.db`` (MLflow's own relative form) in a folder with a space and a
+    non-ASCII letter: the run finishes, its store and artifacts beside each other there
+    (was: a traceback, "relative path can't be expressed as a file URI", after the store
+    and the run's folder were made)."""
+    work = tmp_path / "my work ü"
+    work.mkdir()
+    proc = run_cli(tmp_path, ["experiment=seed_demo", "progress=off"], "sqlite:///rel.db", cwd=work)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"creating a new MLflow store at {work / 'rel.db'}" in proc.stderr
+    (run,) = all_runs(work / "rel.db", "seed_demo")
+    assert run.info.status == "FINISHED"
+    assert run.info.artifact_uri.startswith((work / "mlartifacts" / "seed_demo").as_uri())
+    assert (work / "mlartifacts" / "seed_demo" / run.info.run_id / "artifacts").is_dir()
+
+
 def test_a_stop_inside_deferred_waits_for_the_block_and_a_second_is_ignored():
     from experiments.stopping import Stopped, deferred, install_handlers
 
