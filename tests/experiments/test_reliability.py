@@ -209,6 +209,22 @@ def test_a_relative_sqlite_uri_is_the_store_in_the_working_directory(tmp_path):
     assert (work / "mlartifacts" / "seed_demo" / run.info.run_id / "artifacts").is_dir()
 
 
+def test_a_refused_run_in_a_folder_of_the_users_keeps_their_files(tmp_path):
+    """``hydra.run.dir`` at a folder that already holds the user's ``run.log``: the
+    refusal takes back only what this run added (was: the user's log deleted)."""
+    mine = tmp_path / "my folder"
+    mine.mkdir()
+    (mine / "run.log").write_text("my notes from yesterday\n")
+    (mine / "data.csv").write_text("a,b\n1,2\n")
+    before = folder_digest(mine)
+    args = ["experiment=quickstart", "case=gate_sprt", "gate.alpha=1.5", f"hydra.run.dir={mine}"]
+    proc = run_cli(tmp_path, args, cwd=tmp_path)
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert "gate.alpha=1.5 is not allowed" in line
+    assert folder_digest(mine) == before
+
+
 def test_a_stop_inside_deferred_waits_for_the_block_and_a_second_is_ignored():
     from experiments.stopping import Stopped, deferred, install_handlers
 
