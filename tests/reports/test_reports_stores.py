@@ -146,3 +146,22 @@ def test_a_server_that_never_answers_is_given_up_naming_it(capsys, monkeypatch):
         uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
         lines = report(uri, capsys, monkeypatch)
     assert len(lines) == 1 and f"{uri} cannot be reached (no answer in 5 s)" in lines[0], lines
+
+
+@pytest.mark.parametrize("experiment", ["../../escape", "..", "a/b", "{tmp}/escape"])
+def test_an_experiment_name_that_leaves_the_report_root_is_refused(
+    experiment, tmp_path, monkeypatch
+):
+    """An MLflow experiment made outside procmem may have any name: its default report
+    folder must stay inside ``reports/out`` (was: written at reports/out/../../escape)."""
+    from reports import build
+    from reports.errors import ReportError
+
+    root = tmp_path / "reports" / "out"
+    monkeypatch.setattr(build, "OUT_ROOT", root)
+    experiment = experiment.format(tmp=tmp_path)  # an absolute name, inside tmp_path
+    with pytest.raises(ReportError, match=r"names a folder outside .*; give --out <folder>"):
+        build.out_folder(experiment, "abc", None)
+    assert list(tmp_path.iterdir()) == []
+    assert build.out_folder("quickstart", "abc", None) == root / "quickstart" / "abc"
+    assert build.out_folder(experiment, "abc", tmp_path / "mine") == tmp_path / "mine"
