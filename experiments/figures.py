@@ -189,12 +189,11 @@ def draw_logged(experiment: str, run_id: str | None = None, uri: str | None = No
     """
     import tempfile
 
-    from experiments.stores import TrackingError, check_uri, uri_source
+    from experiments.stores import check_for, uri_source
     from experiments.tracking import TAG_PARENT, TAG_ROLE, TAG_SCENARIO, Tracker
 
     tracker = Tracker(experiment, uri)
-    if check_uri(tracker.uri, uri_source(uri)):  # a reading command creates no store
-        raise TrackingError(f"tracking store {tracker.uri}: no store there; nothing to draw")
+    check_for(tracker.uri, uri_source(uri), "draw")  # a reading command creates no store
     if run_id is None:
         parents = tracker.search(
             f"tags.`{TAG_ROLE}` = 'parent'", order_by=["attributes.start_time DESC"]

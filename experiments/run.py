@@ -11,6 +11,7 @@ in flight KILLED. docs/experiments.md has the details.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,6 +117,7 @@ def main(cfg: DictConfig) -> str | float:
     from procmem_core.errors import ProcmemError
 
     ctx = context(HydraConfig.get())
+    before = log_sizes(ctx.out_dir)
     try:
         outcome = run_job(cfg, ctx)
         objective = OmegaConf.select(cfg, "objective")
@@ -125,7 +127,7 @@ def main(cfg: DictConfig) -> str | float:
     except ProcmemError as exc:  # a refused value or store: one line, as in a sweep
         if ctx.multirun:
             raise
-        discard_outputs(ctx.out_dir)
+        discard_outputs(ctx.out_dir, before=before)
         print(f"Error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
 
@@ -133,19 +135,45 @@ def main(cfg: DictConfig) -> str | float:
 HYDRA_FILES = (".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
 
 
-def discard_outputs(out_dir: Path, stop_at: Path | None = None) -> None:
+def _job_logs(out_dir: Path) -> list[logging.FileHandler]:
+    """The root logger's file handlers that write into ``out_dir`` (the job's log)."""
+    return [
+        h
+        for h in logging.getLogger().handlers
+        if isinstance(h, logging.FileHandler) and Path(h.baseFilename).parent == out_dir.resolve()
+    ]
+
+
+def log_sizes(out_dir: Path) -> dict[Path, int]:
+    """The size of each job log in ``out_dir`` when the job starts: more than 0 bytes is
+    what was there before this run (Hydra appends to a log it finds)."""
+    sizes = {}
+    for handler in _job_logs(out_dir):
+        handler.flush()
+        path = Path(handler.baseFilename)
+        sizes[path] = path.stat().st_size if path.exists() else 0
+    return sizes
+
+
+def discard_outputs(
+    out_dir: Path, stop_at: Path | None = None, before: dict[Path, int] | None = None
+) -> None:
     """A refused single run leaves nothing: the files Hydra wrote into its folder before
     the job ran (``.hydra/*.yaml``, the job's log) are removed, then the folder if it is
     empty, and its parents left empty below ``stop_at`` (default: the working
-    directory, where ``outputs/`` lives)."""
+    directory, where ``outputs/`` lives). A log that held ``before[path]`` bytes when
+    the job started (a folder given by ``hydra.run.dir`` that already had one) is cut
+    back to them, not removed: those bytes are not this run's."""
     root = logging.getLogger()
-    for handler in list(root.handlers):
-        if isinstance(handler, logging.FileHandler):
-            path = Path(handler.baseFilename)
-            if path.parent == out_dir.resolve():
-                root.removeHandler(handler)
-                handler.close()
-                path.unlink(missing_ok=True)
+    for handler in _job_logs(out_dir):
+        path = Path(handler.baseFilename)
+        root.removeHandler(handler)
+        handler.close()
+        kept = (before or {}).get(path, 0)
+        if kept > 0 and path.exists():
+            os.truncate(path, kept)
+        else:
+            path.unlink(missing_ok=True)
     for name in HYDRA_FILES:
         (out_dir / name).unlink(missing_ok=True)
     stop = (stop_at or Path.cwd()).resolve()

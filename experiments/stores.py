@@ -8,6 +8,8 @@
   SQLite file is identified read-only (``sqlite_problem``: not SQLite, truncated,
   another program's database, another MLflow schema, a changed table) and named, its
   bytes unchanged; a new store is made only in a folder that exists;
+- ``check_for``: the same check for a command that reads (a missing store refused) or
+  logs an analysis; every command checks before MLflow opens the store;
 - ``check_experiment_name``: an experiment name is a safe folder name;
 - ``browse_hint``: the server's page, or the ``mlflow ui`` command for a local store.
 
@@ -21,11 +23,11 @@ import os
 import re
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from procmem_core.errors import ParameterError, ProcmemError
 from procmem_core.probe import server_problem
-from procmem_core.storefile import read_only_uri, sqlite_file_problem
+from procmem_core.storefile import read_only_uri, sqlite_file_problem, sqlite_url_path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DB = ROOT / "mlflow.db"
@@ -60,8 +62,21 @@ def check_experiment_name(name: object, field: str = "tracking.experiment") -> s
 def tracking_uri(configured: str | None = None) -> str:
     """``configured`` (``tracking.uri``, set for every job of a sweep by the process that
     launched it) if given, else ``$MLFLOW_TRACKING_URI``, else the SQLite store at the
-    repo root."""
-    return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{DEFAULT_DB}"
+    repo root; a relative ``sqlite:///`` path made absolute (``absolute_sqlite``)."""
+    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{DEFAULT_DB}"
+    return absolute_sqlite(uri)
+
+
+def absolute_sqlite(uri: str) -> str:
+    """``sqlite:///rel.db`` as ``sqlite:///<working directory>/rel.db`` (the directory
+    percent-encoded, as the URI's path is read decoded): the artifact folder beside the
+    store must be an absolute file URI, and a sweep's jobs must open the same file
+    whatever their working directory. Any other URI as it is."""
+    prefix = "sqlite:///"
+    rest = uri[len(prefix) :]
+    if not uri.startswith(prefix) or not rest or rest.startswith(("/", "?")):
+        return uri
+    return f"{prefix}{quote(os.getcwd())}/{rest}"
 
 
 def uri_source(configured: str | None = None) -> str:
@@ -77,7 +92,8 @@ def check_uri_form(uri: str, source: str = "MLFLOW_TRACKING_URI") -> None:
     scheme = parts.scheme.split("+")[0].lower()
     ok = scheme in URI_SCHEMES
     if scheme == "sqlite":
-        ok = uri.startswith("sqlite:///") and len(uri) > len("sqlite:///")
+        path = sqlite_url_path(uri)
+        ok = path is not None and path.name != "" and "uri=true" not in parts.query.lower()
     elif scheme in ("http", "https"):
         ok = bool(parts.hostname) and parts.netloc.count(":") <= 1
         try:
@@ -236,6 +252,17 @@ def check_uri(uri: str, source: str = "MLFLOW_TRACKING_URI") -> bool:
     return False
 
 
+def check_for(uri: str, source: str, what: str | None = None) -> bool:
+    """``check_uri`` for a command other than a run: one that only reads (``what``, the
+    word it would do: "read", "draw") refuses a store that does not exist yet instead of
+    creating it; for one that writes (``what`` None), True when the store is new (the
+    caller says where, ``announce_new``, when it creates it)."""
+    new = check_uri(uri, source)
+    if new and what is not None:
+        raise TrackingError(f"tracking store {uri}: no store there; nothing to {what}")
+    return new
+
+
 def announce_new(uri: str) -> None:
     """Say on stderr where a new SQLite store is being created."""
     print(f"tracking: creating a new MLflow store at {sqlite_path(uri)}", file=sys.stderr)
@@ -252,6 +279,6 @@ def browse_hint(uri: str, experiment_id: str | None = None, run_id: str | None =
 
 
 def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI (None for any other store)."""
-    prefix = "sqlite:///"
-    return Path(uri[len(prefix) :]) if uri.startswith(prefix) else None
+    """The database file of a ``sqlite:///`` URI as MLflow opens it (its query dropped,
+    percent-decoded: ``storefile.sqlite_url_path``); None for any other store."""
+    return sqlite_url_path(uri)

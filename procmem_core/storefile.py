@@ -7,7 +7,9 @@ left behind) and answers:
 
 - ``NEW``: no file there yet, or a zero-byte file (it holds nothing, so it may become a
   new store);
-- ``EMPTY``: an SQLite database with no tables and no other application's id;
+- ``EMPTY``: an SQLite database with no tables, views or triggers, no other
+  application's id and no ``user_version`` (what another program keeps there makes it
+  theirs);
 - ``PROCMEM``: a procmem file: it holds the procedure store's tables
   (``PROCEDURE_TABLES``) or the row journals' bookkeeping table (``JOURNAL_TABLE``), or
   carries procmem's ``application_id`` (``APPLICATION_ID``, set on every file procmem
@@ -25,7 +27,8 @@ so the openers check again inside the transaction that creates their tables.
 
 The read-only reading is shared with the MLflow store checks (``experiments.stores``,
 ``reports.source``): ``read_only_uri`` (the URI that reads a file without writing a
-byte) and ``sqlite_file_problem`` (not SQLite, or shorter than its header says).
+byte), ``sqlite_file_problem`` (not SQLite, or shorter than its header says) and
+``sqlite_url_path`` (the file a ``sqlite:///`` URL names).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import unquote
 
 from procmem_core.errors import ParameterError, ProcmemError, check_number
 
@@ -116,18 +120,35 @@ def identify(path: Path, expected: str = STORE_EXPECTED) -> str:
             path, f"is an SQLite database of another application (application_id {app_id:#x})",
             expected,
         )  # fmt: skip
+    user_version = int.from_bytes(head[60:64], "big") if len(head) >= 64 else 0
     tables = _tables_read_only(path, read_only_uri(path, head), expected)
-    return classify(path, tables, app_id == APPLICATION_ID, expected)
+    return classify(path, tables, app_id == APPLICATION_ID, expected, user_version)
+
+
+SCHEMA_OBJECTS = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')"
+"""The names a file's owner put in it: its tables, and its views and triggers, which a
+file with no table may hold (indexes belong to a table)."""
 
 
 def classify(
-    path: Path, tables: Iterable[str], marked: bool = False, expected: str = STORE_EXPECTED
+    path: Path,
+    tables: Iterable[str],
+    marked: bool = False,
+    expected: str = STORE_EXPECTED,
+    user_version: int = 0,
 ) -> str:
-    """``EMPTY`` or ``PROCMEM`` for a database holding ``tables`` (``marked``: it carries
-    procmem's application id); another application's table set raises."""
+    """``EMPTY`` or ``PROCMEM`` for a database holding ``tables`` (its tables, views and
+    triggers: ``SCHEMA_OBJECTS``; ``marked``: it carries procmem's application id);
+    another application's table set, or a ``user_version`` procmem never sets on a file
+    that holds nothing, raises."""
     names = {t for t in tables if not t.startswith("sqlite_")}
     if names >= PROCEDURE_TABLES or JOURNAL_TABLE in names or (marked and names):
         return PROCMEM
+    if not names and user_version and not marked:
+        raise StoreFileError(
+            path, f"is an SQLite database of another application (user_version {user_version})",
+            expected,
+        )  # fmt: skip
     if not names:
         return EMPTY
     found = ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
@@ -145,6 +166,17 @@ def read_only_uri(path: Path, head: bytes | None = None) -> str:
             head = f.read(100)
     wal_idle = head[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
     return path.resolve().as_uri() + ("?mode=ro&immutable=1" if wal_idle else "?mode=ro")
+
+
+def sqlite_url_path(uri: str) -> Path | None:
+    """The file a ``sqlite:///`` URL names as SQLAlchemy (so MLflow) reads it: the part
+    after ``sqlite:///`` up to the first ``?`` (the query: ``?timeout=10``), then
+    percent-decoded (``a%20b.db`` is ``a b.db``); None for any other URL. Every check of
+    an MLflow store reads this path, so it is the file MLflow then opens."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return None
+    return Path(unquote(uri[len(prefix) :].split("?", 1)[0]))
 
 
 def sqlite_file_problem(path: Path) -> str | None:
@@ -173,7 +205,7 @@ def _tables_read_only(path: Path, uri: str, expected: str) -> list[str]:
     except sqlite3.Error as exc:
         raise StoreFileError(path, f"cannot be opened to read ({exc})", expected) from None
     try:
-        return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return [r[0] for r in con.execute(SCHEMA_OBJECTS)]
     except sqlite3.Error as exc:
         raise StoreFileError(path, f"cannot be read as a store ({exc})", expected) from None
     finally:
@@ -248,7 +280,10 @@ def open_store(
                 r[0] for r in cur.execute("SELECT name FROM sqlite_master WHERE type='table'")
             }
             (app_id,) = cur.execute("PRAGMA application_id").fetchone()
-            classify(p, tables, app_id == APPLICATION_ID, expected)  # again, under the lock
+            (user_version,) = cur.execute("PRAGMA user_version").fetchone()
+            objects = {r[0] for r in cur.execute(SCHEMA_OBJECTS)}
+            # again, under the lock
+            classify(p, objects, app_id == APPLICATION_ID, expected, user_version)
             mark_new(cur, tables)
             create(cur, tables)
         conn.execute("PRAGMA journal_mode=WAL")

@@ -60,8 +60,18 @@ def build_report(
 
 
 def out_folder(experiment: str, parent_id: str, out: Path | None) -> Path:
-    """``out``, else ``reports/out/<experiment>/<parent id>``; checked writable first."""
+    """``out``, else ``reports/out/<experiment>/<parent id>``, which must stay inside
+    ``reports/out`` (an MLflow experiment made outside procmem may be named ``../x``);
+    checked writable first."""
     folder = out or OUT_ROOT / experiment / parent_id
+    one_folder = all(
+        n not in ("", ".", "..") and Path(n).name == n for n in (experiment, parent_id)
+    )
+    if out is None and not one_folder:
+        raise ReportError(
+            f"experiment={experiment!r} names a folder outside {OUT_ROOT} (the report folder "
+            "is reports/out/<experiment>/<run id>); give --out <folder>"
+        )
     probe = folder / f".write-check-{os.getpid()}"
     try:
         folder.mkdir(parents=True, exist_ok=True)

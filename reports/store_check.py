@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 
 from procmem_core.probe import server_problem
-from procmem_core.storefile import read_only_uri, sqlite_file_problem
+from procmem_core.storefile import read_only_uri, sqlite_file_problem, sqlite_url_path
 from reports.errors import NoSweepError, ReportError
 
 HTTP_BOUNDS = {
@@ -29,8 +29,8 @@ def check_store(uri: str) -> None:
     tables to any SQLite file): a SQLite store must exist and be a whole MLflow store of
     this MLflow's schema, identified read-only, and a server must answer ``/health``
     within ``PROBE_SECONDS``. Raises ``ReportError`` naming the URI and the file."""
-    if uri.startswith("sqlite:///"):
-        path = Path(uri[len("sqlite:///") :])
+    path = sqlite_url_path(uri)  # the file MLflow would open: query dropped, %-decoded
+    if path is not None:
         if not path.is_file() or path.stat().st_size == 0:
             what = "is empty" if path.is_file() else "does not exist"
             raise NoSweepError(

@@ -94,11 +94,17 @@ def analyze_log(
     return Analysis(out, sorted(p.name for p in out.iterdir()), metrics)
 
 
-def track(analysis: Analysis, source: str, params: dict[str, Any], uri: str | None) -> str:
-    """One MLflow run (experiment ``analyze``): params, metrics and DIR's files."""
+def track(
+    analysis: Analysis, source: str, params: dict[str, Any], uri: str | None, new: bool = False
+) -> str:
+    """One MLflow run (experiment ``analyze``): params, metrics and DIR's files (``new``:
+    the checked store does not exist yet, so say where it is created)."""
+    from experiments.stores import announce_new
     from experiments.tracking import Tracker
 
     tracker = Tracker(EXPERIMENT, uri)
+    if new:
+        announce_new(tracker.uri)
     run_id = tracker.start_run(f"analyze {Path(source).name}", {"procmem.log": source})
     tracker.log(run_id, params={**params, "schema_version": SCHEMA_VERSION},
                 metrics=analysis.metrics)  # fmt: skip
@@ -122,10 +128,15 @@ def analyze(
     PostgreSQL URI's password is shown as ``***`` in the report and the run."""
     check_options(level, target_lift)
     log = read_log(source, tracking_uri)
+    if track_run:  # the store it will log to, checked before the analysis or any output
+        from experiments.stores import check_for, uri_source
+        from experiments.stores import tracking_uri as resolve
+
+        new_store = check_for(resolve(tracking_uri), uri_source(tracking_uri))
     source = shown_uri(str(source)) if is_uri(str(source)) else source
     analysis = analyze_log(log, Path(out), source, level, target_lift, design, seed, prescribe)
     if track_run:
         params = {"log": source, "confidence_level": level, "target_lift": target_lift,
                   "rule_design": design, "seed": seed, "prescribe": prescribe}  # fmt: skip
-        analysis.run_id = track(analysis, source, params, tracking_uri)
+        analysis.run_id = track(analysis, source, params, tracking_uri, new_store)
     return analysis

@@ -35,11 +35,16 @@ FOLDER = "tables"
 
 
 def _client(tracking_uri: str | None) -> Any:
+    """A client of the store, checked first (``stores.check_for``: a store that is not
+    there, not MLflow's or does not answer is refused in seconds, nothing created)."""
     from mlflow import MlflowClient
 
+    from experiments.stores import check_for, uri_source
     from experiments.stores import tracking_uri as resolve
 
-    return MlflowClient(resolve(tracking_uri))
+    uri = resolve(tracking_uri)
+    check_for(uri, uri_source(tracking_uri), "read")
+    return MlflowClient(uri)
 
 
 def _refused(source: str, exc: Exception, allowed: str) -> LogError:

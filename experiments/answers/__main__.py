@@ -28,6 +28,7 @@ from experiments.answers import (
     sweep_answers,
     write_answers,
 )
+from experiments.stores import check_for, uri_source
 from procmem_core.errors import ParameterError, ProcmemError, check_int, check_probability
 
 
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.target_sessions is not None:
             check_int("target_sessions", args.target_sessions, minimum=1)
         tracker = tr.Tracker(args.experiment)
+        check_for(tracker.uri, uri_source(), "read")  # before MLflow opens (or makes) it
         exp = tracker.client.get_experiment_by_name(args.experiment)
         run = _run(tracker, args.run) if exp is not None else None
         if run is None or run.info.experiment_id != exp.experiment_id:

@@ -34,12 +34,14 @@ rises, so a lower level's exact early reverts bound the trial's (issue 28, item 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
+from procmem_core.errors import ParameterError
 from procmem_core.gates.base import GateError, Recursions, field_values
 from procmem_core.gates.mixture import gathered, powers
 from procmem_core.gates.tolerance import MARGIN, at_most
@@ -96,6 +98,24 @@ CHUNK = 64
 TIE = 1e-9
 """Cap statistics closer than this (relative) count as equal: a boundary is placed only in
 a real gap, so rounding in the last bits cannot move a cell across it."""
+
+
+def fill_levels(gate: Any, revert_default: float, accept_default: float) -> None:
+    """Set a calibrated gate's ``revert_level`` and ``accept_level`` (None: the defaults,
+    Wald's boundaries) and refuse a level that is not a number, or boundaries that cross
+    (``accept_level >= revert_level``: no calibration exists for them)."""
+    for field, default in (("revert_level", revert_default), ("accept_level", accept_default)):
+        value = getattr(gate, field)
+        if value is None:
+            object.__setattr__(gate, field, float(default))
+        elif not isinstance(value, int | float) or math.isnan(value):
+            raise ParameterError(field, value, "a number (or None for the default)")
+    if gate.accept_level >= gate.revert_level:
+        raise ParameterError(
+            "accept_level",
+            gate.accept_level,
+            f"below revert_level={gate.revert_level:g}: the boundaries must not cross",
+        )
 
 
 def final_level(null: NullPass, target: float) -> float:

@@ -27,7 +27,6 @@ size and use the gate's own levels (``at_ledger(m).decide_batch`` for another si
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
@@ -43,6 +42,7 @@ from procmem_core.gates.calibrate import (
     Calibration,
     NullPass,
     calibrate,
+    fill_levels,
     grid_calibrated_gate,
 )
 from procmem_core.gates.calibration_store import stored
@@ -106,13 +106,7 @@ class CalibratedSPRTGate(LedgerLevels, LatticeGate):
         P0Range(self.p0_low, self.p0_high)
         if not isinstance(self.recalibrate, bool):
             raise ParameterError("recalibrate", self.recalibrate, "True or False")
-        wald_a, wald_b = llr.sprt_boundaries(self.alpha, self.beta)
-        for field, default in (("revert_level", wald_a), ("accept_level", wald_b)):
-            value = getattr(self, field)
-            if value is None:
-                object.__setattr__(self, field, float(default))
-            elif not isinstance(value, int | float) or math.isnan(value):
-                raise ParameterError(field, value, "a number (or None for the default)")
+        fill_levels(self, *llr.sprt_boundaries(self.alpha, self.beta))
         object.__setattr__(self, "_at_ledger", {})
         if self.final_level is None:
             cal = _calibrated(self.key_at(self.ledger))

@@ -56,6 +56,7 @@ from procmem_core.gates.calibrate import (
     Calibration,
     NullPass,
     calibrate,
+    fill_levels,
     grid_calibrated_gate,
 )
 from procmem_core.gates.calibration_store import stored
@@ -127,19 +128,7 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
             shrink = self.accept_shrink
             if not isinstance(shrink, int | float) or not math.isfinite(shrink) or shrink < 1:
                 raise ParameterError("accept_shrink", shrink, "None or a number >= 1")
-        wald_a, wald_b = sprt_boundaries(self.alpha, self.beta)
-        for field, default in (("revert_level", wald_a), ("accept_level", wald_b)):
-            value = getattr(self, field)
-            if value is None:
-                object.__setattr__(self, field, float(default))
-            elif not isinstance(value, int | float) or math.isnan(value):
-                raise ParameterError(field, value, "a number (or None for the default)")
-        if self.accept_level >= self.revert_level:
-            raise ParameterError(
-                "accept_level",
-                self.accept_level,
-                f"below revert_level={self.revert_level:g}: the boundaries must not cross",
-            )
+        fill_levels(self, *sprt_boundaries(self.alpha, self.beta))
         if self.final_level is None:
             cal = _calibrated(self.key_at(self.ledger))
             object.__setattr__(self, "revert_level", cal.revert_level)

@@ -15,7 +15,8 @@ in the order the in-memory store holds them.
 Opening identifies the file read-only first (``procmem_core.storefile``): a file that is
 not procmem's (text, another application's database such as MLflow's, a bad path) raises
 ``StoreFileError`` naming the path and is left byte for byte as it was; no file, a
-zero-byte file or an SQLite file with no tables becomes a new store. Only then are the
+zero-byte file or an SQLite file with nothing in it (no table, view, trigger or
+user_version) becomes a new store. Only then are the
 tables created (one transaction that checks the table set again under the write lock)
 and WAL mode set (``storefile.open_store``, as ``graph.sqlite`` opens). The connection
 may be used from any thread; its owner serialises the calls (``procmem_core.locking``).
@@ -40,6 +41,9 @@ from procmem_core.storefile import (
 
 _TABLE = re.compile(r"[a-z][a-z0-9_]{0,62}")
 _META = "procmem_journal_meta"
+WRITES = "writes"
+"""The meta key counting an owner's committed writes: a writer that finds another count
+than the one it last saw was overtaken by another opener (``RowJournal.commit``)."""
 
 
 class RowJournal:
@@ -63,6 +67,7 @@ class RowJournal:
         self.path, self.conn = open_store(
             path, synchronous, busy_timeout, lambda cur, _: self._create(cur, version)
         )
+        self._writes = int(self.meta(WRITES, 0))
 
     def _create(self, cur: sqlite3.Cursor, version: int) -> None:
         """The journal's tables and this owner's schema version (``open_store`` checked the
@@ -96,9 +101,26 @@ class RowJournal:
         meta: Mapping[str, Any] | None = None,
     ) -> None:
         """Write ``upserts`` (table -> ``(id, seq, body)``), ``deletes`` (table -> ids) and
-        ``meta`` (key -> JSON value) in one transaction: all of them or none."""
+        ``meta`` (key -> JSON value) in one transaction: all of them or none.
+
+        The owner's state lives in memory (its ids and counters), so another process that
+        wrote this owner's rows since this journal last read or wrote them would have its
+        rows overwritten by ids it also handed out: that write is refused instead
+        (``StoreFileError``), nothing written; reopen the store to see the other writes."""
         with write_transaction(self.conn) as cur:
-            self._write(cur, upserts or {}, deletes or {}, meta or {})
+            row = cur.execute(
+                f"SELECT value FROM {_META} WHERE owner = ? AND key = ?", (self.owner, WRITES)
+            ).fetchone()
+            found = 0 if row is None else int(json.loads(row[0]))
+            if found != self._writes:
+                raise StoreFileError(
+                    self.path,
+                    f"its {self.owner} rows were written by another opener since this one "
+                    f"read them ({found - self._writes} writes); nothing was written",
+                    f"one writer at a time per {self.owner} store: close it and reopen it",
+                )
+            self._write(cur, upserts or {}, deletes or {}, {**(meta or {}), WRITES: found + 1})
+        self._writes = found + 1
 
     def _write(
         self, cur: sqlite3.Cursor, upserts: Mapping, deletes: Mapping, meta: Mapping

@@ -158,6 +158,73 @@ def test_a_refused_single_run_creates_nothing(tmp_path, args, uri, message):
     assert sorted(tmp_path.rglob("*")) == [work], sorted(tmp_path.rglob("*"))
 
 
+def folder_digest(folder: Path) -> dict[str, str]:
+    """Every path under ``folder``, a file with the SHA-256 of its bytes."""
+    return {
+        str(p.relative_to(folder)): digest(p) if p.is_file() else "dir"
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("form", ["query", "percent-encoded"])
+def test_a_foreign_file_named_by_a_query_or_percent_encoded_uri_is_refused_untouched(
+    tmp_path, form
+):
+    """MLflow opens the file SQLAlchemy reads from the URI (its ``?query`` dropped, then
+    percent-decoded); the check must identify that file, not the raw text after
+    ``sqlite:///`` (which named no file, so a procedure store got MLflow's tables)."""
+    from urllib.parse import quote
+
+    from procmem_core.graph.store import ProcedureStore
+
+    folder = tmp_path / "their store ü"
+    folder.mkdir()
+    store = folder / "loom.db"
+    with ProcedureStore.open(store) as procedures:
+        procedures.add("refund", "a customer wants a refund", ["look it up", "refund it"])
+    work = tmp_path / "work"
+    work.mkdir()
+    before = folder_digest(tmp_path)
+    uri = f"sqlite:///{store}?timeout=10" if form == "query" else f"sqlite:///{quote(str(store))}"
+    proc = run_cli(tmp_path, ["experiment=quickstart", "progress=off"], uri, cwd=work)
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert f"{store} is a SQLite database but not an MLflow store" in line, line
+    assert folder_digest(tmp_path) == before
+
+
+def test_a_relative_sqlite_uri_is_the_store_in_the_working_directory(tmp_path):
+    """``sqlite:///rel.db`` (MLflow's own relative form) in a folder with a space and a
+    non-ASCII letter: the run finishes, its store and artifacts beside each other there
+    (was: a traceback, "relative path can't be expressed as a file URI", after the store
+    and the run's folder were made)."""
+    work = tmp_path / "my work ü"
+    work.mkdir()
+    proc = run_cli(tmp_path, ["experiment=seed_demo", "progress=off"], "sqlite:///rel.db", cwd=work)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"creating a new MLflow store at {work / 'rel.db'}" in proc.stderr
+    (run,) = all_runs(work / "rel.db", "seed_demo")
+    assert run.info.status == "FINISHED"
+    assert run.info.artifact_uri.startswith((work / "mlartifacts" / "seed_demo").as_uri())
+    assert (work / "mlartifacts" / "seed_demo" / run.info.run_id / "artifacts").is_dir()
+
+
+def test_a_refused_run_in_a_folder_of_the_users_keeps_their_files(tmp_path):
+    """``hydra.run.dir`` at a folder that already holds the user's ``run.log``: the
+    refusal takes back only what this run added (was: the user's log deleted)."""
+    mine = tmp_path / "my folder"
+    mine.mkdir()
+    (mine / "run.log").write_text("my notes from yesterday\n")
+    (mine / "data.csv").write_text("a,b\n1,2\n")
+    before = folder_digest(mine)
+    args = ["experiment=quickstart", "case=gate_sprt", "gate.alpha=1.5", f"hydra.run.dir={mine}"]
+    proc = run_cli(tmp_path, args, cwd=tmp_path)
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert "gate.alpha=1.5 is not allowed" in line
+    assert folder_digest(mine) == before
+
+
 def test_a_stop_inside_deferred_waits_for_the_block_and_a_second_is_ignored():
     from experiments.stopping import Stopped, deferred, install_handlers
 

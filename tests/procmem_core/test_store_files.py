@@ -68,6 +68,17 @@ def _other_app_id(p: Path) -> None:
     _sqlite(p, "PRAGMA application_id = 1234")
 
 
+def _views_only(p: Path) -> None:
+    """Another program's database that holds only a view (no table): not empty."""
+    _sqlite(p, "CREATE VIEW answer AS SELECT 42 AS value")
+
+
+def _user_version_only(p: Path) -> None:
+    """Another program's database that keeps only its ``user_version`` (procmem never
+    sets one)."""
+    _sqlite(p, "PRAGMA user_version = 7")
+
+
 def _text(p: Path) -> None:
     p.write_text("name,value\nalpha,1\n")
 
@@ -87,6 +98,8 @@ FOREIGN = [
     (_mlflow_shaped, "of another kind (alembic_version, experiments, metrics, runs)"),
     (_other_app_wal, "of another kind (notes)"),
     (_other_app_id, "another application (application_id 0x4d2)"),
+    (_views_only, "of another kind (answer)"),
+    (_user_version_only, "another application (user_version 7)"),
     (_text, "is not an SQLite database"),
     (_random, "is not an SQLite database"),
     (_truncated, "cannot be"),
@@ -218,3 +231,23 @@ def test_a_real_mlflow_database_is_refused_untouched(tmp_path):
         with pytest.raises(StoreFileError, match="of another kind"):
             open_(path)
     assert _digest(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "sqlite:////tmp/x/mlflow.db",
+        "sqlite:////tmp/a%20b/m%C3%BC.db",
+        "sqlite:////tmp/x.db?timeout=10&mode=rw",
+        "sqlite:////tmp/a%3Fb.db?x=1",
+        "sqlite:////tmp/a+b#c.db",
+        "sqlite:///relative%20dir/x.db",
+    ],
+)
+def test_a_sqlite_url_names_the_file_sqlalchemy_opens(uri):
+    from sqlalchemy.engine import make_url
+
+    from procmem_core.storefile import sqlite_url_path
+
+    assert sqlite_url_path(uri) == Path(make_url(uri).database)
+    assert sqlite_url_path("http://127.0.0.1:5000") is None

@@ -99,6 +99,21 @@ def test_a_file_that_is_not_a_whole_mlflow_store_is_refused_unchanged(
         assert not tables & {"experiments", "alembic_version", "metrics", "params", "tags"}
 
 
+@pytest.mark.parametrize("form", ["query", "percent-encoded"])
+def test_the_file_checked_is_the_one_mlflow_opens(form, tmp_path, capsys, monkeypatch):
+    """A ``?query`` or ``%20`` in the URI: the check reads the file MLflow would open."""
+    from urllib.parse import quote
+
+    path = tmp_path / "a store ü" / "loom.db"
+    path.parent.mkdir()
+    procedure_store(path)
+    before, files = digest(path), sorted(tmp_path.rglob("*"))
+    uri = f"sqlite:///{path}?timeout=10" if form == "query" else f"sqlite:///{quote(str(path))}"
+    lines = report(uri, capsys, monkeypatch)
+    assert len(lines) == 1 and f"{path} is not an MLflow store" in lines[0], lines
+    assert digest(path) == before and sorted(tmp_path.rglob("*")) == files
+
+
 def test_a_store_that_does_not_exist_is_named_and_not_created(tmp_path, capsys, monkeypatch):
     path = tmp_path / "nowhere" / "mlflow.db"
     lines = report(f"sqlite:///{path}", capsys, monkeypatch)
@@ -131,3 +146,22 @@ def test_a_server_that_never_answers_is_given_up_naming_it(capsys, monkeypatch):
         uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
         lines = report(uri, capsys, monkeypatch)
     assert len(lines) == 1 and f"{uri} cannot be reached (no answer in 5 s)" in lines[0], lines
+
+
+@pytest.mark.parametrize("experiment", ["../../escape", "..", "a/b", "{tmp}/escape"])
+def test_an_experiment_name_that_leaves_the_report_root_is_refused(
+    experiment, tmp_path, monkeypatch
+):
+    """An MLflow experiment made outside procmem may have any name: its default report
+    folder must stay inside ``reports/out`` (was: written at reports/out/../../escape)."""
+    from reports import build
+    from reports.errors import ReportError
+
+    root = tmp_path / "reports" / "out"
+    monkeypatch.setattr(build, "OUT_ROOT", root)
+    experiment = experiment.format(tmp=tmp_path)  # an absolute name, inside tmp_path
+    with pytest.raises(ReportError, match=r"names a folder outside .*; give --out <folder>"):
+        build.out_folder(experiment, "abc", None)
+    assert list(tmp_path.iterdir()) == []
+    assert build.out_folder("quickstart", "abc", None) == root / "quickstart" / "abc"
+    assert build.out_folder(experiment, "abc", tmp_path / "mine") == tmp_path / "mine"

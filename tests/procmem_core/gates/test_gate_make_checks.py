@@ -29,6 +29,20 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_field(params, field, al
     assert err.value.field == field and allowed in err.value.allowed
 
 
+@pytest.mark.parametrize("name", ["calibrated_sprt", "two_sample"])
+@pytest.mark.parametrize(
+    "levels",
+    [{"accept_level": 5.0}, {"revert_level": -5.0}, {"accept_level": 1.0, "revert_level": 1.0}],
+)
+def test_crossing_boundaries_are_refused_by_both_calibrated_gates(name, levels):
+    """No calibration exists for an accept boundary at or above the revert boundary: the
+    calibrated SPRT failed with an IndexError deep in ``calibrate`` (or took it)."""
+    with pytest.raises(ParameterError) as err:
+        make_gate(name=name, ledger=20, max_runs=60, **levels)
+    assert err.value.field == "accept_level"
+    assert "below revert_level=" in err.value.allowed and "must not cross" in err.value.allowed
+
+
 def test_max_runs_is_bounded_by_the_memory_of_the_exact_analysis():
     with pytest.raises(ParameterError) as err:
         make_gate(name="sprt", max_runs=10**9)
