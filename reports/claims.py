@@ -95,7 +95,10 @@ def beyond_noise(a: Option, b: Option) -> bool:
 
 def ranks(options: Sequence[Option], higher_first: bool = True) -> list[list[Option]]:
     """Options in ranks, best first: sorted by value, an option opens a new rank only when it
-    differs beyond the noise from every option of the current rank, else it joins it."""
+    differs beyond the noise from every option of the current rank, else it joins it. Two
+    ranks with a pair within the noise of each other (a noisy option that joined a lower
+    rank can sit within the noise of a higher one) merge, with every rank between them, so
+    each option of a rank is beyond the noise of each option of every other rank."""
     ordered = sorted(options, key=lambda o: -o.value if higher_first else o.value)
     out: list[list[Option]] = []
     for o in ordered:
@@ -103,6 +106,19 @@ def ranks(options: Sequence[Option], higher_first: bool = True) -> list[list[Opt
             out[-1].append(o)
         else:
             out.append([o])
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(out)):
+            j = max(
+                (j for j in range(i + 1, len(out)) for a in out[i] for b in out[j]
+                 if not beyond_noise(a, b)),
+                default=None,
+            )  # fmt: skip
+            if j is not None:
+                out[i : j + 1] = [[o for g in out[i : j + 1] for o in g]]
+                merged = True
+                break
     return out
 
 
@@ -123,7 +139,14 @@ def ordering(
         texts.append(f"{text} (tied)" if len(g) > 1 and len(groups) > 1 else text)
     sign = " > " if higher_first else " < "
     if len(groups) == 1 and len(options) > 1:
-        return f"{texts[0]} (a tie: no difference exceeds {NOISE_Z:g} SE of the difference)"
+        if any(beyond_noise(a, b) for i, a in enumerate(options) for b in options[i + 1 :]):
+            why = (  # a chain of ties: the ends differ, but no rank can be split off
+                "the noise cannot split them into ranks whose every pair differs by more "
+                f"than {NOISE_Z:g} SE of the difference"
+            )
+        else:
+            why = f"no difference exceeds {NOISE_Z:g} SE of the difference"
+        return f"{texts[0]} (a tie: {why})"
     return sign.join(texts)
 
 

@@ -3,6 +3,7 @@ orderings only beyond 2 SE of the difference (``reports.claims``), as every sect
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,6 +12,7 @@ from reports.claims import (
     MISSES,
     WITHIN_NOISE,
     Option,
+    beyond_noise,
     calendar,
     joint_state,
     ordering,
@@ -59,6 +61,27 @@ def test_an_ordering_is_stated_only_beyond_two_se_of_the_difference():
     assert [[o.name for o in g] for g in ranks(chain)] == [["x", "y", "z"]]  # z ~ y
     apart = [Option("x", 1.0, 0.01), Option("y", 0.975, 0.01), Option("z", 0.94, 0.01)]
     assert [[o.name for o in g] for g in ranks(apart)] == [["x", "y"], ["z"]]
+
+
+def test_no_rank_is_stated_above_an_option_within_its_noise():
+    """A noisy option that joins a lower rank may sit within the noise of a higher one:
+    b is beyond a (0.1 > 2 sqrt(2) 0.01) and c ties b, but a - c = 0.11 < 2 * 0.2 (the
+    old ranks read "a > b and c (tied)", claiming a > c). Every pair across ranks must
+    differ beyond the noise; here none can be split off."""
+    noisy = [Option("a", 1.0, 0.01), Option("b", 0.9, 0.01), Option("c", 0.89, 0.2)]
+    assert [[o.name for o in g] for g in ranks(noisy)] == [["a", "b", "c"]]
+    text = ordering(noisy)
+    assert ">" not in text and "no difference exceeds" not in text  # a vs b does
+    assert text.endswith("(a tie: the noise cannot split them into ranks whose every pair "
+                         "differs by more than 2 SE of the difference)")  # fmt: skip
+    rng = np.random.default_rng(30)
+    for _ in range(2000):
+        opts = [Option(str(i), rng.normal(), abs(rng.normal()) * rng.choice([0.05, 0.5]))
+                for i in range(int(rng.integers(2, 6)))]  # fmt: skip
+        groups = ranks(opts)
+        for i, hi in enumerate(groups):
+            for lo in groups[i + 1 :]:
+                assert all(beyond_noise(a, b) and a.value > b.value for a in hi for b in lo)
 
 
 def _gates(fr: float, fr_se: float) -> pd.DataFrame:
