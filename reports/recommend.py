@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from procmem_core.errors import ParameterError, check_probability
+from procmem_core.errors import ParameterError, check_number, check_probability
 from reports.claims import MEETS, MISSES, NOISE_Z, spoken_list, target_state
 from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
 from reports.gate_claims import (
@@ -41,6 +41,13 @@ TIE_RTOL = 1e-9
 GATE_METRICS = ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt")
 
 
+def check_target(field: str, value: object) -> float:
+    """A target rate kept as given: a number (not a string or a bool) in (0, 1]. A
+    string passed ``check_probability`` (which converts it) and stayed a string on the
+    frozen options, to fail later as a numpy type error in a comparison."""
+    return check_number(field, value, minimum=0.0, maximum=1.0, open_low=True)
+
+
 @dataclass(frozen=True)
 class GateTargets:
     """Highest acceptable false revert rate and missed regression rate."""
@@ -49,8 +56,8 @@ class GateTargets:
     missed_regression: float = 0.20
 
     def __post_init__(self) -> None:
-        check_probability("false_revert", self.false_revert, open_low=True)
-        check_probability("missed_regression", self.missed_regression, open_low=True)
+        check_target("false_revert", self.false_revert)
+        check_target("missed_regression", self.missed_regression)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import pytest
 from procmem_core.errors import ParameterError
 from reports.errors import ReportError
 from reports.evidence import MetricComparison, fmt_share, worst_case
+from reports.options import ReportOptions
 from reports.recommend import (
     GateTargets,
     recommend_confidence,
@@ -244,6 +245,14 @@ BAD = [
     (lambda: recommend_gate(GATES, default="nope"), ParameterError, "default='nope'"),
     (lambda: GateTargets(false_revert=0.0), ParameterError, "false_revert=0.0"),
     (lambda: GateTargets(missed_regression=1.5), ParameterError, "missed_regression=1.5"),
+    # a string target was kept as a string, to fail later as a numpy type error
+    (lambda: GateTargets(false_revert="0.05"), ParameterError, "false_revert='0.05'"),
+    (lambda: GateTargets(missed_regression=True), ParameterError, "missed_regression=True"),
+    (lambda: ReportOptions(target_power="0.8"), ParameterError, "target_power='0.8'"),
+    (lambda: ReportOptions(target_kept="0.9"), ParameterError, "target_kept='0.9'"),
+    (lambda: ReportOptions(target_excluded=True), ParameterError, "target_excluded=True"),
+    (lambda: ReportOptions(gate=None), ParameterError, "gate=None is not allowed: expected a"),
+    (lambda: ReportOptions(gate=0.05), ParameterError, "gate=0.05 is not allowed"),
     (lambda: recommend_explore(explore_table(), target_power=2), ParameterError, "target_power"),
     (
         lambda: recommend_explore(explore_table().drop(columns="sessions")),
