@@ -74,6 +74,28 @@ def test_from_results_takes_bare_results_and_names_a_wrong_entry(fates):
         Sweep.from_results([fates[0], ({}, fates[1], 3)])
 
 
+@pytest.mark.parametrize(
+    ("results", "experiment", "fragment"),
+    [
+        ([], "nb", r"results=\[\]: expected at least one ScenarioResult"),  # was a KeyError later
+        (None, "nb", r"results=None: expected a list of ScenarioResults"),  # was a TypeError
+        ("fate", "nb", r"results='fate': expected a list"),  # was "results[0] is str"
+        ({"gate.alpha": 0.05}, "nb", r"results=\{'gate.alpha': 0.05\}: expected a list"),
+        (None, 5, r"results=None"),  # the results are checked first
+    ],
+)
+def test_from_results_refuses_what_is_not_a_list_of_results(results, experiment, fragment):
+    with pytest.raises(ReportError, match=fragment):
+        Sweep.from_results(results, experiment)
+
+
+def test_from_results_refuses_an_experiment_that_is_not_a_name(fates):
+    for bad in (5, "", None):
+        with pytest.raises(ReportError, match=f"experiment={bad!r}: expected a non-empty string"):
+            Sweep.from_results(fates[:1], bad)
+    assert len(Sweep.from_results(iter(fates)).runs) == 2  # any iterable of results
+
+
 def test_calibration_block_sizes_are_neither_swept_nor_the_world(fates):
     """Blocks say how a run checks its SEs (simulators.calibration_blocks): a sweep whose
     jobs differ only there sweeps nothing and shows no world column for them."""
