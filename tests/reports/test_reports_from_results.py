@@ -96,6 +96,18 @@ def test_from_results_refuses_an_experiment_that_is_not_a_name(fates):
     assert len(Sweep.from_results(iter(fates)).runs) == 2  # any iterable of results
 
 
+def test_build_report_refuses_what_is_not_a_sweep_or_options(fates):
+    """A dict of options was an AttributeError ('dict' object has no attribute 'gate') from
+    inside a section; a list of results in place of the sweep another AttributeError."""
+    from reports.build import build_report
+
+    sweep = Sweep.from_results(fates[:1])
+    with pytest.raises(ReportError, match=r"options=\{'target_power': 0.8\}: expected a "):
+        build_report(sweep, {"target_power": 0.8})
+    with pytest.raises(ReportError, match=r"sweep is list: expected a reports\.source\.Sweep"):
+        build_report(fates)
+
+
 def test_calibration_block_sizes_are_neither_swept_nor_the_world(fates):
     """Blocks say how a run checks its SEs (simulators.calibration_blocks): a sweep whose
     jobs differ only there sweeps nothing and shows no world column for them."""
