@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from procmem_core import ConfidenceRule, flat_fate
+from procmem_core.metric import fmt
 from reports.errors import ReportError
 from reports.source import Sweep
 from reports.summary import agreement_table, summary_table
@@ -106,6 +107,24 @@ def test_build_report_refuses_what_is_not_a_sweep_or_options(fates):
         build_report(sweep, {"target_power": 0.8})
     with pytest.raises(ReportError, match=r"sweep is list: expected a reports\.source\.Sweep"):
         build_report(fates)
+
+
+def test_the_fate_headline_reads_the_simulated_value_when_a_run_logged_no_exact(fates):
+    """A run whose exact value is missing (NaN, as MLflow gives an unlogged metric) read
+    "excluded ... with probability nan (nan exact, simulated 0.76 ± 0.0078)"."""
+    from experiments.answers import sweep_answers
+    from reports.sections.fate import fate_section
+    from simulators.result import ScenarioResult
+
+    metrics = dict(fates[1].metrics) | {"p_excluded_exact": float("nan")}
+    lost = ScenarioResult("fate", metrics=metrics, tables=fates[1].tables,
+                          params=fates[1].params)  # fmt: skip
+    sweep = Sweep.from_results([lost])
+    sweep.answers = sweep_answers(sweep.runs)
+    said = fate_section(sweep).said
+    simulated = fmt(metrics["p_excluded"], metrics["p_excluded_se"], replications=3_000)
+    assert "nan" not in said
+    assert f"with probability {metrics['p_excluded']:.2f} (simulated {simulated})" in said
 
 
 def test_calibration_block_sizes_are_neither_swept_nor_the_world(fates):
