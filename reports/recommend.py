@@ -34,6 +34,7 @@ from reports.gate_claims import (
     null_sessions,
     null_sessions_se,
     sessions_note,
+    shortfall_se,
 )
 
 TIE_RTOL = 1e-9
@@ -213,6 +214,11 @@ def recommend_gate(
     mr_excess = (t["missed_regression_rate"] - targets.missed_regression).clip(lower=0)
     t["shortfall"] = fr_excess / targets.false_revert + mr_excess / targets.missed_regression
     t["feasible"] = t["shortfall"] <= 0
+    t["shortfall_se"] = shortfall_se(
+        t,
+        {"false_revert_rate": targets.false_revert,
+         "missed_regression_rate": targets.missed_regression},
+    )  # fmt: skip
     limits = (targets.false_revert, targets.missed_regression)
     t["state"] = [gate_state(r, *limits) for _, r in t.iterrows()]
     t["total_error"] = t["false_revert_rate"] + t["missed_regression_rate"]
@@ -245,10 +251,8 @@ def recommend_gate(
             f"nearest is {what}" + noise_note(state, "it is")
         )
     if tied:
-        head += (
-            f"; tied with {', '.join(tied)} (sessions when nothing changed within "
-            f"{NOISE_Z:g} SE of the difference)"
-        )
+        why = "sessions when nothing changed" if feasible else "shortfall from the targets"
+        head += f"; tied with {', '.join(tied)} ({why} within {NOISE_Z:g} SE of the difference)"
     head += f". {figures}"
     if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
         trade = _tradeoff(comparisons, {m: True for m in GATE_METRICS})

@@ -263,6 +263,26 @@ def test_the_loop_names_the_setting_where_success_rises_most_only_beyond_the_noi
     )
 
 
+def test_the_nearest_infeasible_gate_is_tied_with_those_the_noise_cannot_order():
+    """Nothing feasible: "the nearest is a" is an ordering by shortfall. An in-memory sweep
+    of the seed SPRT at alpha 0.05 and 0.1 (1,000 replications each) named alpha 0.1 the
+    nearest at false revert 0.131 ± 0.011 against 0.152 ± 0.011, though exactly 0.149
+    against 0.137. Shortfalls (0.131 - 0.05)/0.05 + (0.366 - 0.2)/0.2 = 2.45 against
+    2.775, each with SE sqrt((0.011/0.05)^2 + (0.015/0.2)^2) = 0.232: 0.325 < 2 sqrt(2)
+    0.232 = 0.657, a tie."""
+    t = _gates(0.131, 0.011).assign(config=["a", "b"], false_revert_rate=[0.131, 0.152])
+    t["false_revert_rate_se"] = 0.011
+    t["missed_regression_rate"], t["missed_regression_rate_se"] = [0.366, 0.347], 0.015
+    t["mean_runs_null"], t["mean_runs_alt"] = [18.1, 21.0], [23.7, 27.1]
+    rec = recommend_gate(t, GateTargets(0.05, 0.2))
+    assert not rec.feasible and rec.label == "a" and rec.tied_with == ("b",)
+    assert rec.ranked["shortfall_se"].to_numpy() == pytest.approx([0.2325, 0.2325], abs=1e-4)
+    assert "the nearest is a; tied with b (shortfall from the targets within 2 SE of the " \
+        "difference)" in rec.sentence  # fmt: skip
+    t["false_revert_rate"] = [0.131, 0.3]  # 4.6 + 0.735: beyond the noise of 2.45
+    assert recommend_gate(t, GateTargets(0.05, 0.2)).tied_with == ()
+
+
 def test_the_gate_pick_is_tied_with_gates_the_noise_cannot_order():
     """20 ± 1 against 21 ± 1 sessions when nothing changed: 1 < 2 * sqrt(2), a tie; 20
     against 30 ± 1 is an ordering; an infeasible gate is never tied with a feasible pick."""
