@@ -25,7 +25,15 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.errors import ParameterError, check_number, check_probability
-from reports.claims import MEETS, MISSES, NOISE_Z, spoken_list, target_state
+from reports.claims import (
+    MEETS,
+    MISSES,
+    NOISE_Z,
+    Option,
+    beyond_noise,
+    spoken_list,
+    target_state,
+)
 from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
 from reports.gate_claims import (
     gate_state,
@@ -346,6 +354,17 @@ def recommend_confidence(
     ranked = _rank(t, ["_neg_excl", "_label"])
     pick, tied = _pick_best(ranked, label_col)
     feasible = bool(pick["feasible"])
+    # the pick keeps the most (feasible) or excludes the most (the nearest): a row the
+    # noise cannot order against it on that figure is tied with it
+    key = "helpful_retained" if feasible else "harmful_excluded"
+    first = Option(key, float(pick[key]), se_of(pick, key))
+    tied += tuple(
+        str(r[label_col])
+        for _, r in ranked.iloc[1:].iterrows()
+        if bool(r["feasible"]) == feasible
+        and str(r[label_col]) not in tied
+        and not beyond_noise(first, Option(key, float(r[key]), se_of(r, key)))
+    )
     default_row = _default_row(ranked, label_col, default)
     metrics = ("helpful_retained", "harmful_excluded")
     comparisons = compare(pick, default_row, metrics) if default_row is not None else ()
