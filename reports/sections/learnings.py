@@ -119,10 +119,12 @@ def recommend_policy(worst: pd.DataFrame, target: float = TARGET_PRECISION) -> R
     pick, _ = _pick_best(ranked, "policy")
     tied = []
     for _, r in ranked.iloc[1:].iterrows():
-        gap = abs(float(r["objective"]) - float(pick["objective"]))
-        noise = math.hypot(_se0(r, "helpful_wait"), _se0(pick, "helpful_wait"))
-        near_target = r["state"] != MISSES
-        if gap <= NOISE_Z * noise and near_target:
+        if not pick["feasible"]:  # "the nearest": ordered by precision, so tied on it
+            key, ok = "precision", not r["feasible"]
+        else:
+            key, ok = "helpful_wait", r["state"] != MISSES
+        gap = abs(float(r[key]) - float(pick[key]))
+        if ok and gap <= NOISE_Z * math.hypot(_se0(r, key), _se0(pick, key)):
             tied.append(str(r["policy"]))
     return Recommendation(
         "learnings",
@@ -211,6 +213,11 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
             if pick["state"] == WITHIN_NOISE
             else ""
         )
+        if tied:
+            near += (
+                f"; tied with {', '.join(tied)} (precision within {NOISE_Z:g} SE of the "
+                "difference: the noise cannot order them)"
+            )
         return (
             f"No swept policy reaches precision {target:g} in every condition; the nearest "
             f"is {what}{near}.{more}"

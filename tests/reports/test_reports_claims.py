@@ -301,3 +301,22 @@ def test_the_gate_pick_is_tied_with_gates_the_noise_cannot_order():
     t["mean_runs_alt"] = [25.0, 25.1]
     t["false_revert_rate"] = [0.03, 0.2]
     assert recommend_gate(t, GateTargets(0.05, 0.2)).tied_with == ()
+
+
+def test_the_nearest_review_policy_is_tied_with_those_the_noise_cannot_order():
+    """Nothing reaches the target: "the nearest is p" orders by precision, and 0.85 ± 0.02
+    against 0.84 ± 0.02 (0.01 < 2 sqrt(2) 0.02) cannot be ordered; the old sentence named
+    p alone (its ties were on the wait, and only for policies near the target)."""
+    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
+            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se", "conditions",
+            "sessions_to_promotion", "sessions_to_promotion_se"]  # fmt: skip
+    worst = pd.DataFrame(
+        [("p", 0.85, 0.02, 50.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 60.0, 1.0),
+         ("q", 0.84, 0.02, 90.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 95.0, 1.0),
+         ("r", 0.5, 0.01, 10.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 20.0, 1.0)],
+        columns=cols,
+    )  # fmt: skip
+    pol = recommend_policy(worst, 0.95)
+    assert not pol.feasible and pol.label == "p" and pol.tied_with == ("q",)
+    assert "the nearest is p, in the one condition run: precision 0.85 ± 0.02 (target 0.95); " \
+        "tied with q (precision within 2 SE of the difference" in pol.sentence  # fmt: skip
