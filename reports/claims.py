@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from procmem_core.errors import check_number
 from procmem_core.metric import fmt
 from reports.evidence import NOISE_Z
 
@@ -166,8 +167,9 @@ def detectable_change(se: float, replications: int, level: float = MDE_LEVEL) ->
 def calendar(sessions: float | Sequence[float], sessions_per_day: float) -> str:
     """``"2.4 days at 100 sessions/day"``: the calendar time ``sessions`` take
     (``sessions / sessions_per_day``); several counts read ``"1.23 and 1.72 days at ..."``."""
-    counts = [sessions] if isinstance(sessions, int | float) else list(sessions)
-    days = " and ".join(f"{float(s) / float(sessions_per_day):.3g}" for s in counts)
+    per_day = check_number("sessions_per_day", sessions_per_day, minimum=0.0, open_low=True)
+    counts = [sessions] if np.ndim(sessions) == 0 else list(sessions)  # numpy scalars too
+    days = " and ".join(f"{float(s) / per_day:.3g}" for s in counts)
     return f"{days} days at {sessions_per_day:g} sessions/day"
 
 

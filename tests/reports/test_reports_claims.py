@@ -173,8 +173,16 @@ def test_one_explore_setting_states_powers_as_a_tie_when_the_noise_cannot_order_
 def test_calendar_time():
     assert calendar(322.8, 100) == "3.23 days at 100 sessions/day"
     assert calendar((123.3, 171.6), 100) == "1.23 and 1.72 days at 100 sessions/day"
-    with pytest.raises(ZeroDivisionError):
-        calendar(1.0, 0.0)
+    # a rate that is no rate is refused by name (it was a ZeroDivisionError at 0 and
+    # "-15 days at -10 sessions/day" below it); a numpy count is one count (it was a
+    # TypeError: 'numpy.int64' object is not iterable)
+    from procmem_core.errors import ParameterError
+
+    for bad in (0.0, -10.0, float("nan")):
+        with pytest.raises(ParameterError, match=f"sessions_per_day={bad!r}.*> 0"):
+            calendar(1.0, bad)
+    assert calendar(np.int64(150), 100) == "1.5 days at 100 sessions/day"
+    assert calendar(np.array([100.0, 200.0]), 100) == "1 and 2 days at 100 sessions/day"
 
 
 def test_the_session_rate_is_an_option_refused_by_name():
