@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from procmem_core.errors import check_number
+from procmem_core.errors import check_int, check_number
 from procmem_core.metric import fmt
 from reports.evidence import NOISE_Z
 
@@ -155,7 +155,8 @@ def detectable_change(se: float, replications: int, level: float = MDE_LEVEL) ->
     """The smallest true change a two-sided ``level`` read over ``replications`` would
     detect with probability ``MDE_POWER``: ``(t(1 - level/2, n-1) + t(0.8, n-1)) * SE``;
     NaN below 2 replications or without an SE."""
-    n = int(replications)
+    n = check_int("replications", replications, minimum=0)  # 2.5 was read as 2
+    check_number("level", level, minimum=0.0, maximum=1.0, open_low=True)
     if n < 2 or se is None or math.isnan(float(se)):
         return float("nan")
     df = n - 1

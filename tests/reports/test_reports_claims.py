@@ -328,3 +328,16 @@ def test_the_nearest_review_policy_is_tied_with_those_the_noise_cannot_order():
     assert not pol.feasible and pol.label == "p" and pol.tied_with == ("q",)
     assert "the nearest is p, in the one condition run: precision 0.85 ± 0.02 (target 0.95); " \
         "tied with q (precision within 2 SE of the difference" in pol.sentence  # fmt: skip
+
+
+def test_the_detectable_change_refuses_replications_and_levels_that_are_not():
+    """2.5 replications were read as 2 (t with 1 df) and a level of 1.5 gave a number."""
+    from procmem_core.errors import ParameterError
+    from reports.claims import detectable_change
+
+    with pytest.raises(ParameterError, match=r"replications=2.5 is not allowed: expected an "):
+        detectable_change(0.1, 2.5)
+    with pytest.raises(ParameterError, match=r"level=1.5 is not allowed: expected a finite "):
+        detectable_change(0.1, 5, level=1.5)
+    assert detectable_change(0.1, np.int64(4)) == pytest.approx((3.182446 + 0.978472) * 0.1)
+    assert np.isnan(detectable_change(0.1, 1))  # one replication: no SE to read
