@@ -358,16 +358,17 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
         blocks.append(
             Table("Best policy in each swept condition on its own", _per_condition(rows, target))
         )
-    blocks.append(
-        Figure(
-            "learnings_precision_vs_promotion",
-            png_bytes(precision_figure(rows, target)),
-            "Precision against sessions to promotion for every policy (colour) in "
-            "every condition (marker); dashed: the target precision. Left: mean over "
-            "promoted helpful rules; right: over every helpful rule, never promoted "
-            "counted at the horizon.",
+    if rows["precision"].notna().any():  # a policy that promotes nothing has no point
+        blocks.append(
+            Figure(
+                "learnings_precision_vs_promotion",
+                png_bytes(precision_figure(rows, target)),
+                "Precision against sessions to promotion for every policy (colour) in "
+                "every condition (marker); dashed: the target precision. Left: mean over "
+                "promoted helpful rules; right: over every helpful rule, never promoted "
+                "counted at the horizon.",
+            )
         )
-    )
     writers = _writer_table(rows)
     if writers is not None:
         blocks.append(

@@ -215,3 +215,23 @@ def test_a_setting_whose_worker_formed_no_pair_is_said_not_dropped_or_a_crash():
     assert said.startswith("Over 2 swept settings, matching on the task's situation (1 of the 2 "
                            f"settings formed no pair), {rate:.3g} ± ")  # fmt: skip
     assert said.endswith("(± Monte Carlo SE).") and "nan" not in said
+
+
+def test_a_policy_that_promotes_nothing_has_no_precision_to_fall_short_or_to_draw():
+    """supporter_writers >= 40 with 50 users over 60 sessions promotes no rule: precision
+    is NaN. The holds sentence read "precision nan, below the 0.9 target" and the
+    precision figure was emitted with no point on it (issue 30 item 8)."""
+    from experiments.answers import sweep_answers
+    from reports.sections.learnings import learnings_section
+    from reports.source import Sweep
+    from simulators.scenarios.learnings import LearningsScenario
+
+    result = LearningsScenario(min_writers=40, replications=10, sessions=60).run(seed=3)
+    assert result.metrics["precision"] != result.metrics["precision"]  # NaN: none promoted
+    sweep = Sweep.from_results([result])
+    sweep.answers = sweep_answers(sweep.runs)
+    section = learnings_section(sweep)
+    said = " ".join(b for b in section.blocks if isinstance(b, str))
+    assert "nan" not in said
+    assert "it promotes no rule, so its precision is undefined (exact)" in said
+    assert not any(type(b).__name__ == "Figure" for b in section.blocks)
