@@ -39,6 +39,12 @@ def build_report(
     sweep: Sweep, options: ReportOptions | None = None, command: str = "python -m reports"
 ) -> Report:
     """Every section the sweep has data for, recommendations first, in the frame."""
+    if not isinstance(sweep, Sweep):
+        raise ReportError(f"sweep is {type(sweep).__name__}: expected a reports.source.Sweep "
+                          "(load_sweep or Sweep.from_results)")  # fmt: skip
+    if options is not None and not isinstance(options, ReportOptions):
+        raise ReportError(f"options={options!r:.60}: expected a reports.options.ReportOptions "
+                          "or None")  # fmt: skip
     options = options or ReportOptions()
     candidates = [s.build(sweep, options) for s in sections()]
     found = [s for s in candidates if s is not None]

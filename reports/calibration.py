@@ -42,6 +42,7 @@ import pandas as pd
 from scipy import stats
 
 from procmem_core.logged import parse_name
+from reports.errors import ReportError
 
 LEVEL = 0.99
 """Coverage of the variance-ratio interval and of the tail counts' ranges."""
@@ -173,6 +174,12 @@ def calibration(pairs: pd.DataFrame) -> Calibration | None:
     ``reports.summary.agreement_table``, whose ``normal z`` is read when present; with
     ``run``, ``simulated`` and ``exact`` a
     repeat of another pair is counted once); None with no informative pair."""
+    if not isinstance(pairs, pd.DataFrame):
+        raise ReportError(f"calibration: pairs is {type(pairs).__name__}: expected a DataFrame "
+                          "with columns 'z' and 'se' (agreement_table's)")  # fmt: skip
+    if not {"z", "se"} <= set(pairs.columns):
+        raise ReportError(f"calibration: pairs has columns {sorted(map(str, pairs.columns))}: "
+                          "expected 'z' and 'se' (agreement_table's)")  # fmt: skip
     z = pairs["normal z" if "normal z" in pairs else "z"].to_numpy(dtype=float)
     se = pairs["se"].to_numpy(dtype=float)
     informative = ~np.isnan(z) & ((se > 0) | np.isinf(z))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from procmem_core.errors import check_int, check_number
 from procmem_core.metric import fmt
 from reports.evidence import NOISE_Z
 
@@ -95,7 +96,10 @@ def beyond_noise(a: Option, b: Option) -> bool:
 
 def ranks(options: Sequence[Option], higher_first: bool = True) -> list[list[Option]]:
     """Options in ranks, best first: sorted by value, an option opens a new rank only when it
-    differs beyond the noise from every option of the current rank, else it joins it."""
+    differs beyond the noise from every option of the current rank, else it joins it. Two
+    ranks with a pair within the noise of each other (a noisy option that joined a lower
+    rank can sit within the noise of a higher one) merge, with every rank between them, so
+    each option of a rank is beyond the noise of each option of every other rank."""
     ordered = sorted(options, key=lambda o: -o.value if higher_first else o.value)
     out: list[list[Option]] = []
     for o in ordered:
@@ -103,6 +107,19 @@ def ranks(options: Sequence[Option], higher_first: bool = True) -> list[list[Opt
             out[-1].append(o)
         else:
             out.append([o])
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(out)):
+            j = max(
+                (j for j in range(i + 1, len(out)) for a in out[i] for b in out[j]
+                 if not beyond_noise(a, b)),
+                default=None,
+            )  # fmt: skip
+            if j is not None:
+                out[i : j + 1] = [[o for g in out[i : j + 1] for o in g]]
+                merged = True
+                break
     return out
 
 
@@ -123,7 +140,14 @@ def ordering(
         texts.append(f"{text} (tied)" if len(g) > 1 and len(groups) > 1 else text)
     sign = " > " if higher_first else " < "
     if len(groups) == 1 and len(options) > 1:
-        return f"{texts[0]} (a tie: no difference exceeds {NOISE_Z:g} SE of the difference)"
+        if any(beyond_noise(a, b) for i, a in enumerate(options) for b in options[i + 1 :]):
+            why = (  # a chain of ties: the ends differ, but no rank can be split off
+                "the noise cannot split them into ranks whose every pair differs by more "
+                f"than {NOISE_Z:g} SE of the difference"
+            )
+        else:
+            why = f"no difference exceeds {NOISE_Z:g} SE of the difference"
+        return f"{texts[0]} (a tie: {why})"
     return sign.join(texts)
 
 
@@ -131,7 +155,8 @@ def detectable_change(se: float, replications: int, level: float = MDE_LEVEL) ->
     """The smallest true change a two-sided ``level`` read over ``replications`` would
     detect with probability ``MDE_POWER``: ``(t(1 - level/2, n-1) + t(0.8, n-1)) * SE``;
     NaN below 2 replications or without an SE."""
-    n = int(replications)
+    n = check_int("replications", replications, minimum=0)  # 2.5 was read as 2
+    check_number("level", level, minimum=0.0, maximum=1.0, open_low=True)
     if n < 2 or se is None or math.isnan(float(se)):
         return float("nan")
     df = n - 1
@@ -143,8 +168,9 @@ def detectable_change(se: float, replications: int, level: float = MDE_LEVEL) ->
 def calendar(sessions: float | Sequence[float], sessions_per_day: float) -> str:
     """``"2.4 days at 100 sessions/day"``: the calendar time ``sessions`` take
     (``sessions / sessions_per_day``); several counts read ``"1.23 and 1.72 days at ..."``."""
-    counts = [sessions] if isinstance(sessions, int | float) else list(sessions)
-    days = " and ".join(f"{float(s) / float(sessions_per_day):.3g}" for s in counts)
+    per_day = check_number("sessions_per_day", sessions_per_day, minimum=0.0, open_low=True)
+    counts = [sessions] if np.ndim(sessions) == 0 else list(sessions)  # numpy scalars too
+    days = " and ".join(f"{float(s) / per_day:.3g}" for s in counts)
     return f"{days} days at {sessions_per_day:g} sessions/day"
 
 

@@ -46,16 +46,34 @@ def null_sessions_se(t: pd.DataFrame) -> pd.Series:
     return both.where(both.notna(), runs)
 
 
+def shortfall_se(t: pd.DataFrame, limits: dict[str, float]) -> pd.Series:
+    """The SE of ``shortfall = sum_m max(0, x_m - t_m) / t_m`` over ``limits`` (metric:
+    target), by the delta method: ``sqrt(sum over the metrics above target of (se_m /
+    t_m)^2)`` (a metric within its target adds nothing; a missing SE counts 0)."""
+    var = pd.Series(0.0, index=t.index)
+    for m, limit in limits.items():
+        se = t[f"{m}_se"].astype(float).fillna(0.0) if f"{m}_se" in t else 0.0
+        var += ((t[m].astype(float) > limit) * (se / limit) ** 2).fillna(0.0)
+    return np.sqrt(var)
+
+
 def noise_ties(ranked: pd.DataFrame, label_col: str, tied: tuple[str, ...]) -> tuple:
     """``tied`` plus the rows as feasible as the first (same shortfall) whose sessions when
     nothing changed (``objective``) and runs at the drop (``mean_runs_alt``), the ranking's
     two keys, are both within the noise of its own (``reports.claims.beyond_noise``): the
-    sweep cannot order them."""
+    sweep cannot order them. When nothing is feasible the first is only "the nearest": an
+    infeasible row whose ``shortfall`` is within the noise of the first's (``shortfall_se``)
+    is tied with it too."""
     first = ranked.iloc[0]
     out = list(tied)
     for _, r in ranked.iloc[1:].iterrows():
         name = str(r[label_col])
         if name in out or bool(r["feasible"]) != bool(first["feasible"]):
+            continue
+        if not bool(first["feasible"]) and not beyond_noise(
+            _option(first, "shortfall", "shortfall_se"), _option(r, "shortfall", "shortfall_se")
+        ):
+            out.append(name)
             continue
         apart = any(
             beyond_noise(_option(first, key, se), _option(r, key, se))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from procmem_core.errors import check_int, check_number, check_probability
-from reports.recommend import GateTargets
+from procmem_core.errors import ParameterError, check_int, check_number
+from reports.recommend import GateTargets, check_target
 
 SESSIONS_PER_DAY = 100.0
 """Default session rate for calendar time (``--sessions-per-day``): the sessions one
@@ -25,9 +25,10 @@ class ReportOptions:
     sessions_per_day: float = SESSIONS_PER_DAY
 
     def __post_init__(self) -> None:
+        if not isinstance(self.gate, GateTargets):
+            raise ParameterError("gate", self.gate, "expected a reports.recommend.GateTargets")
         check_number("sessions_per_day", self.sessions_per_day, minimum=0.0, open_low=True)
-        check_probability("target_power", self.target_power, open_low=True)
-        check_probability("target_excluded", self.target_excluded, open_low=True)
-        check_probability("target_kept", self.target_kept, open_low=True)
+        for name in ("target_power", "target_excluded", "target_kept"):
+            check_target(name, getattr(self, name))
         if self.target_sessions is not None:
             check_int("target_sessions", self.target_sessions, minimum=1)

@@ -24,8 +24,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from procmem_core.errors import ParameterError, check_probability
-from reports.claims import MEETS, MISSES, NOISE_Z, spoken_list, target_state
+from procmem_core.errors import ParameterError, check_number, check_probability
+from reports.claims import (
+    MEETS,
+    MISSES,
+    NOISE_Z,
+    Option,
+    beyond_noise,
+    spoken_list,
+    target_state,
+)
 from reports.evidence import MetricComparison, compare, fmt, fmt_metric, require_columns, se_of
 from reports.gate_claims import (
     gate_state,
@@ -34,11 +42,19 @@ from reports.gate_claims import (
     null_sessions,
     null_sessions_se,
     sessions_note,
+    shortfall_se,
 )
 
 TIE_RTOL = 1e-9
 
 GATE_METRICS = ("false_revert_rate", "missed_regression_rate", "mean_runs_null", "mean_runs_alt")
+
+
+def check_target(field: str, value: object) -> float:
+    """A target rate kept as given: a number (not a string or a bool) in (0, 1]. A
+    string passed ``check_probability`` (which converts it) and stayed a string on the
+    frozen options, to fail later as a numpy type error in a comparison."""
+    return check_number(field, value, minimum=0.0, maximum=1.0, open_low=True)
 
 
 @dataclass(frozen=True)
@@ -49,8 +65,8 @@ class GateTargets:
     missed_regression: float = 0.20
 
     def __post_init__(self) -> None:
-        check_probability("false_revert", self.false_revert, open_low=True)
-        check_probability("missed_regression", self.missed_regression, open_low=True)
+        check_target("false_revert", self.false_revert)
+        check_target("missed_regression", self.missed_regression)
 
 
 @dataclass(frozen=True)
@@ -206,6 +222,11 @@ def recommend_gate(
     mr_excess = (t["missed_regression_rate"] - targets.missed_regression).clip(lower=0)
     t["shortfall"] = fr_excess / targets.false_revert + mr_excess / targets.missed_regression
     t["feasible"] = t["shortfall"] <= 0
+    t["shortfall_se"] = shortfall_se(
+        t,
+        {"false_revert_rate": targets.false_revert,
+         "missed_regression_rate": targets.missed_regression},
+    )  # fmt: skip
     limits = (targets.false_revert, targets.missed_regression)
     t["state"] = [gate_state(r, *limits) for _, r in t.iterrows()]
     t["total_error"] = t["false_revert_rate"] + t["missed_regression_rate"]
@@ -238,10 +259,8 @@ def recommend_gate(
             f"nearest is {what}" + noise_note(state, "it is")
         )
     if tied:
-        head += (
-            f"; tied with {', '.join(tied)} (sessions when nothing changed within "
-            f"{NOISE_Z:g} SE of the difference)"
-        )
+        why = "sessions when nothing changed" if feasible else "shortfall from the targets"
+        head += f"; tied with {', '.join(tied)} ({why} within {NOISE_Z:g} SE of the difference)"
     head += f". {figures}"
     if default_row is not None and str(default_row[label_col]) != str(pick[label_col]):
         trade = _tradeoff(comparisons, {m: True for m in GATE_METRICS})
@@ -335,6 +354,17 @@ def recommend_confidence(
     ranked = _rank(t, ["_neg_excl", "_label"])
     pick, tied = _pick_best(ranked, label_col)
     feasible = bool(pick["feasible"])
+    # the pick keeps the most (feasible) or excludes the most (the nearest): a row the
+    # noise cannot order against it on that figure is tied with it
+    key = "helpful_retained" if feasible else "harmful_excluded"
+    first = Option(key, float(pick[key]), se_of(pick, key))
+    tied += tuple(
+        str(r[label_col])
+        for _, r in ranked.iloc[1:].iterrows()
+        if bool(r["feasible"]) == feasible
+        and str(r[label_col]) not in tied
+        and not beyond_noise(first, Option(key, float(r[key]), se_of(r, key)))
+    )
     default_row = _default_row(ranked, label_col, default)
     metrics = ("helpful_retained", "harmful_excluded")
     comparisons = compare(pick, default_row, metrics) if default_row is not None else ()

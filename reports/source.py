@@ -116,6 +116,16 @@ class Sweep:
         run ids ``run000``, ``run001``, ... in order. ``answers``: the design answers the
         sweep's finalize step would log (``experiments.answers.sweep_answers(runs)``, or
         set ``sweep.answers`` afterwards); the report never computes them."""
+        if isinstance(results, str | bytes | Mapping) or not isinstance(
+            results, Sequence | Iterator
+        ):
+            raise ReportError(f"results={results!r:.60}: expected a list of ScenarioResults or "
+                              "(params, ScenarioResult) pairs")  # fmt: skip
+        results = list(results)
+        if not results:  # a report of no runs fails later, far from here
+            raise ReportError("results=[]: expected at least one ScenarioResult")
+        if not isinstance(experiment, str) or not experiment:
+            raise ReportError(f"experiment={experiment!r}: expected a non-empty string")
         rows, tables, params, metrics = [], {}, set(), set()
         for i, entry in enumerate(results):
             given, result = _entry(i, entry)

@@ -58,12 +58,13 @@ class ScenarioResult:
         self.metrics[name] = r
         self.metrics[f"{name}_se"] = se
 
-    def boundary_se(self, name: str, n: float) -> None:
+    def boundary_se(self, name: str, n: float, exact: float | None = None) -> None:
         """A simulated rate at 0 or 1 has a plug-in SE of 0 (the Wald SE's failure at the
         boundary; Agresti and Coull, Am. Stat. 52, 1998). Beside its exact value ``e``, log
         the binomial SE at that value, ``sqrt(e (1 - e) / n)`` over ``n`` independent
-        trials, so the two can be compared (the score test's SE); other rates keep theirs."""
-        exact = self.metrics.get(f"{name}_exact")
+        trials, so the two can be compared (the score test's SE); other rates keep theirs.
+        ``exact``: the value when the result does not log it as ``<name>_exact``."""
+        exact = self.metrics.get(f"{name}_exact") if exact is None else exact
         if exact is not None and self.metrics.get(f"{name}_se") == 0 and n > 0:
             self.metrics[f"{name}_se"] = math.sqrt(exact * (1.0 - exact) / float(n))
 

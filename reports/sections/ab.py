@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
+from procmem_core.ab import SRM_ALPHA
 from reports.configs import label
 from reports.document import Section, Table
 from reports.evidence import fmt_share
@@ -128,6 +130,16 @@ FEW_DEPLOYMENTS = 30
 """Below this many deployments a cell's shares are called rough in the opening sentence."""
 
 
+def beyond_chance(flagged_share: float, deployments: int) -> bool:
+    """Whether ``m = flagged_share * deployments`` SRM flags are more than a right split
+    gives: each deployment is flagged with probability at most ``SRM_ALPHA`` (the exact
+    test is conservative), so ``P(Binomial(deployments, SRM_ALPHA) >= m) < SRM_ALPHA``.
+    One flag of 50 deployments (P about 0.049) is chance; three are not."""
+    n = int(deployments)
+    m = round(float(flagged_share) * n)
+    return m > 0 and float(stats.binom.sf(m - 1, n, SRM_ALPHA)) < SRM_ALPHA
+
+
 def rate(cell: str) -> float:
     """The share in a ``"0.358 ± 0.011"`` cell (NaN for "n/a" or "not tested")."""
     head = str(cell).split(" ")[0]
@@ -203,16 +215,20 @@ def ab_section(sweep: Sweep) -> Section | None:
     if runs.empty:
         return None
     cells = _cells(sweep, runs)
-    rows, checks, counts = [], [], []
+    rows, checks, counts, mismatch = [], [], [], []
     order = {run_id: i for i, run_id in enumerate(cells)}
     for _, r in runs.sort_values("run_id", key=lambda c: c.map(order)).iterrows():
         summary = summarise(deployments(_arms(sweep, r["run_id"]), _explore_rate(r)))
         summary = summary[summary["compared"] > 0]
         counts += list(summary["deployments"])
         rows += _rows(summary, cells[r["run_id"]])
+        pairs = zip(summary["srm_flagged"], summary["deployments"], strict=True)
+        mismatch += [beyond_chance(f, d) for f, d in pairs]
         checks += _check_rows(summary, cells[r["run_id"]])
     table = pd.DataFrame(rows)
-    flagged = table[table["SRM flagged"].map(rate) > 0.01]
+    # a right split flags a deployment with probability <= SRM_ALPHA: one flag in 50 is
+    # chance (P 0.049), so a comparison's mismatch is said only beyond chance
+    flagged = table[(table["SRM flagged"].map(rate) > 0.01) & np.array(mismatch, dtype=bool)]
     blocks: list = world_blocks(runs, None, "Each deployment's estimate")
     blocks += [
         Table(
@@ -235,7 +251,8 @@ def ab_section(sweep: Sweep) -> Section | None:
             f"{len(flagged)} of the {len(table)} comparisons, of "
             f"{_procedures(sorted(set(flagged['procedure'])))}: "
             "their arms are not the randomized split the explore rate draws, so their "
-            "estimates should not be read as the procedure's effect."
+            "estimates should not be read as the procedure's effect (more flags than a right "
+            f"split gives, which flags a deployment with probability at most {SRM_ALPHA:g})."
         )
     blocks.append(
         Table(

@@ -131,15 +131,22 @@ def worst_sentence(
         return "No rule ran in every world, so none is ranked by its worst case." + flag
     b = rec.pick
     kept, excl = f"{_kept(b)} kept", f"{_excl(b)} excluded"
+    figure = "share kept" if rec.feasible else "share excluded"
+    tied = (
+        f"; tied with {', '.join(rec.tied_with)} ({figure} within {NOISE_Z:g} SE of the "
+        "difference: the noise cannot order them)"
+        if rec.tied_with
+        else ""
+    )
     if rec.state == WITHIN_NOISE:
         excl += f" (within {NOISE_Z:g} SE of the target: this sweep cannot tell which side)"
     if rec.feasible:
         return (
             f"Ranked by its worst world (all {n_worlds}), {b['label']} keeps the most helpful "
             f"procedures while excluding at least {target_excluded:g} of harmful ones "
-            f"everywhere: {kept}, {excl}." + flag
+            f"everywhere: {kept}, {excl}{tied}." + flag
         )
     return (
         f"No rule run in all {n_worlds} worlds excludes at least {target_excluded:g} of harmful "
-        f"procedures in each; the nearest, {b['label']}: {excl}, {kept}." + flag
+        f"procedures in each; the nearest, {b['label']}: {excl}, {kept}{tied}." + flag
     )

@@ -47,10 +47,12 @@ def headline(rows: pd.DataFrame, rule: FlatRule, threshold: float, horizon: str)
     above = rows[rows["p"] > be + 1e-9].sort_values("p")
     r = above.iloc[0] if len(above) else rows.sort_values("p").iloc[-1]
     p = float(r["p"])
-    exact = f"{r['p_excluded_exact']:.3f} exact, " if "p_excluded_exact" in r else ""
+    exact_value = float(r.get("p_excluded_exact", np.nan))  # NaN: a run that logged none
+    has_exact = not np.isnan(exact_value)
+    exact = f"{exact_value:.3f} exact, " if has_exact else ""
     text = (
         f"A procedure that succeeds {p:.0%} of the time is excluded within {horizon} sessions "
-        f"with probability {float(r.get('p_excluded_exact', r['p_excluded'])):.2f} "
+        f"with probability {exact_value if has_exact else float(r['p_excluded']):.2f} "
         f"({exact}simulated {fmt_metric(r, 'p_excluded')})"
     )
     if p > be:

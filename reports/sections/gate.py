@@ -137,6 +137,17 @@ def frontier_answer(p: Prescription):
     return next((a for a in p.design.answers if a.feasible and a.frontier), None)
 
 
+LEDGER_KEY = "scenario.ledger_size"
+
+
+def _any_ledger(rows: pd.DataFrame) -> bool:
+    """Whether any run had a ledger (``scenario.ledger_size`` set): without one, every run
+    knew p0, and the design question still assumes a ledger
+    (``experiments.answers.gate.DEFAULT_LEDGER``), which "ledger_size (p0 known)" hid."""
+    col = f"params.{LEDGER_KEY}"
+    return col in rows and bool(pd.to_numeric(rows[col], errors="coerce").notna().any())
+
+
 def _swept(rows: pd.DataFrame, key: str) -> bool:
     """Whether the runs took more than one value of the param ``key``."""
     col = f"params.{key}"
@@ -218,6 +229,11 @@ def gate_section(
     colours = palette([*rows["config"], prescribed_label(prescription)])
     refs = Refs(targets.false_revert, targets.missed_regression, prescription.question.min_drop)
     how = {k: v for k, v in prescription.reads_how().items() if _swept(gates.rows, k)}
+    if not _any_ledger(gates.rows):  # the question still designs at a ledger: say which
+        how[LEDGER_KEY] = (
+            f"designed at a {prescription.question.ledger}-run ledger, procmem's default, "
+            "as every run knew p0; "
+        )
     what = "The prescribed gate" if prescription.chosen else "The design question"
     blocks = world_blocks(gates.rows, prescription.reads, what, how=how)
     blocks += _prescription_blocks(prescription)

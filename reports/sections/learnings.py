@@ -119,10 +119,12 @@ def recommend_policy(worst: pd.DataFrame, target: float = TARGET_PRECISION) -> R
     pick, _ = _pick_best(ranked, "policy")
     tied = []
     for _, r in ranked.iloc[1:].iterrows():
-        gap = abs(float(r["objective"]) - float(pick["objective"]))
-        noise = math.hypot(_se0(r, "helpful_wait"), _se0(pick, "helpful_wait"))
-        near_target = r["state"] != MISSES
-        if gap <= NOISE_Z * noise and near_target:
+        if not pick["feasible"]:  # "the nearest": ordered by precision, so tied on it
+            key, ok = "precision", not r["feasible"]
+        else:
+            key, ok = "helpful_wait", r["state"] != MISSES
+        gap = abs(float(r[key]) - float(pick[key]))
+        if ok and gap <= NOISE_Z * math.hypot(_se0(r, key), _se0(pick, key)):
             tied.append(str(r["policy"]))
     return Recommendation(
         "learnings",
@@ -211,6 +213,11 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
             if pick["state"] == WITHIN_NOISE
             else ""
         )
+        if tied:
+            near += (
+                f"; tied with {', '.join(tied)} (precision within {NOISE_Z:g} SE of the "
+                "difference: the noise cannot order them)"
+            )
         return (
             f"No swept policy reaches precision {target:g} in every condition; the nearest "
             f"is {what}{near}.{more}"
@@ -351,16 +358,17 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
         blocks.append(
             Table("Best policy in each swept condition on its own", _per_condition(rows, target))
         )
-    blocks.append(
-        Figure(
-            "learnings_precision_vs_promotion",
-            png_bytes(precision_figure(rows, target)),
-            "Precision against sessions to promotion for every policy (colour) in "
-            "every condition (marker); dashed: the target precision. Left: mean over "
-            "promoted helpful rules; right: over every helpful rule, never promoted "
-            "counted at the horizon.",
+    if rows["precision"].notna().any():  # a policy that promotes nothing has no point
+        blocks.append(
+            Figure(
+                "learnings_precision_vs_promotion",
+                png_bytes(precision_figure(rows, target)),
+                "Precision against sessions to promotion for every policy (colour) in "
+                "every condition (marker); dashed: the target precision. Left: mean over "
+                "promoted helpful rules; right: over every helpful rule, never promoted "
+                "counted at the horizon.",
+            )
         )
-    )
     writers = _writer_table(rows)
     if writers is not None:
         blocks.append(

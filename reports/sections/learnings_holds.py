@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 from reports.holds import breaks_sentence, holds_table, rows_of, short_of
 from reports.source import Sweep
 
@@ -26,6 +28,8 @@ def holds_blocks(sweep: Sweep, policy: str, target: float, only: bool = False) -
     subject = "the policy run" if only else "the prescribed policy"
 
     def figures(r) -> str:
+        if math.isnan(r.figure("precision")):  # nothing promoted: no precision to fall short
+            return "it promotes no rule, so its precision is undefined"
         return short_of(f"precision {r.figure('precision'):.3f}", bool(r.holds), f"{target:g}")
 
     table = holds_table(

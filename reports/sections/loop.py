@@ -109,7 +109,7 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
         )
     n = rows.iloc[0].get("params.scenario.sessions")
     sessions = float(n) if pd.notna(n) else 1000.0
-    no_se = sum(math.isnan(verdict_of(r).se) for _, r in rows.iterrows())
+    no_se = sum(not verdict_of(r).readable for _, r in rows.iterrows())
     if no_se == len(rows):  # one replication each: no interval to read, none reaches 0
         return (
             f"None of the {len(rows)} swept settings can be shown to learn: the regret change "

@@ -85,10 +85,19 @@ class Verdict:
         return (self.change - half, self.change + half)
 
     @property
+    def readable(self) -> bool:
+        """Whether there is an interval to read: an SE over at least 2 known replications."""
+        return not (math.isnan(self.se) or math.isnan(self.change) or self.replications < 2)
+
+    @property
     def answer(self) -> str:
         lo, hi = self.interval
-        if math.isnan(self.se):
+        if math.isnan(self.se) or self.replications == 1:
             return "cannot tell (one replication: no standard error)"
+        if not self.readable:  # an SE, but no replications logged to read it with
+            return "cannot tell (the replications behind the standard error are not known)"
+        if self.se == 0 and self.change == 0:  # a detectable change of 0 says nothing
+            return f"no change (0 in every one of {self.replications} replications)"
         if hi < 0:
             return "yes"
         if lo > 0:

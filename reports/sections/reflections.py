@@ -32,6 +32,8 @@ RATES = {
 }
 
 
+SHOWN = ("true_contrast_rate", "opposite_pair_rate", "lesson_helpful_rate")
+"""The shares the figure draws."""
 MATCHED = {"situation": "task's situation", "text": "whole session text"}
 
 
@@ -50,6 +52,9 @@ def _runs(sweep: Sweep) -> tuple[pd.DataFrame, list[str]] | None:
 
 
 def _range(rows: pd.DataFrame, metric: str) -> str:
+    rows = rows[rows[metric].notna()]
+    if rows.empty:
+        return "n/a"
     lo, hi = rows.loc[rows[metric].idxmin()], rows.loc[rows[metric].idxmax()]
     if len(rows) == 1 or lo[metric] == hi[metric]:
         return fmt_metric(lo, metric)
@@ -65,18 +70,30 @@ def _answer(runs: pd.DataFrame) -> str:
     n = len(runs)
     lead = "In the one setting run" if n == 1 else f"Over {n} swept settings"
     parts = []
-    for i, (match_on, g) in enumerate(sorted(by.items())):
+    for i, (match_on, whole) in enumerate(sorted(by.items())):
+        # a setting whose worker formed no pair (no failure to set against a success) has
+        # no shares (NaN): it is said, not read as a value or dropped unsaid
+        g = whole[whole["opposite_pair_rate"].notna()]
+        matching = (
+            f"{lead + ', m' if i == 0 else 'M'}atching on the {MATCHED.get(match_on, match_on)}"
+        )
+        if g.empty:
+            parts.append(f"{matching}, the worker formed no pair, so there is no share to read.")
+            continue
+        empty = len(whole) - len(g)
+        none = f" ({empty} of the {len(whole)} settings formed no pair)" if empty else ""
         pairs = _range(g, "opposite_pair_rate")
         same = (g["lesson_helpful_rate"] == g["opposite_pair_rate"]).all()
         lessons = "the same share" if same else _range(g, "lesson_helpful_rate")
         parts.append(
-            f"{lead + ', m' if i == 0 else 'M'}atching on the "
-            f"{MATCHED.get(match_on, match_on)}, {pairs} of the worker's pairs set a failure "
+            f"{matching}{none}, {pairs} of the worker's pairs set a failure "
             "on the harmful procedure against a success on the helpful one (both on the same "
             f"procedure in {_range(g, 'same_procedure_rate')}), and {lessons} of its "
             "reflections told the agent to follow the helpful procedure."
         )
-    spread = "ranges over the settings, " if n > 1 else ""
+    if all(p.endswith("no share to read.") for p in parts):
+        return " ".join(parts)
+    spread = "ranges over the settings, " if runs["opposite_pair_rate"].notna().sum() > 1 else ""
     return " ".join(parts)[:-1] + f" ({spread}± Monte Carlo SE)."
 
 
@@ -98,7 +115,7 @@ def _table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def _figure(runs: pd.DataFrame) -> MplFigure:
     fig, (ax,) = new_figure(9.5, 4.2)
-    shown = ("true_contrast_rate", "opposite_pair_rate", "lesson_helpful_rate")
+    shown = SHOWN
     colours = palette(RATES[m] for m in shown)
     x = np.arange(len(runs))
     width = 0.8 / len(shown)
@@ -131,19 +148,24 @@ def reflections_section(sweep: Sweep) -> Section | None:
     if found is None:
         return None
     runs, _ = found
-    blocks = [
+    blocks: list = [
         Table(
             "The distill worker's pairs and reflections per setting (value ± Monte Carlo SE; "
             "exact where the scenario's exact regime holds)",
             _table(runs),
-        ),
-        Figure(
-            "reflections_contrast",
-            png_bytes(_figure(runs)),
-            "Share of pairs whose failed session followed the harmful procedure, of pairs that "
-            "also set it against a helpful-procedure success, and of reflections whose first "
-            "lesson names the helpful procedure; black ticks: exact values.",
-        ),
+        )
+    ]
+    if runs[list(SHOWN)].notna().to_numpy().any():  # no pair anywhere: no bar to draw
+        blocks.append(
+            Figure(
+                "reflections_contrast",
+                png_bytes(_figure(runs)),
+                "Share of pairs whose failed session followed the harmful procedure, of pairs "
+                "that also set it against a helpful-procedure success, and of reflections "
+                "whose first lesson names the helpful procedure; black ticks: exact values.",
+            )
+        )
+    blocks += [
         Detail(
             "The sessions are a loop-like world's (tasks with one helpful and one harmful "
             "procedure, a judge that is sometimes unsure); the model is the offline model, "

@@ -38,7 +38,8 @@ class ProcedureFateScenario(Scenario):
     """Fate of one flat procedure over ``sessions`` sessions, ``replications`` times.
 
     Metrics: ``p_excluded`` (below the threshold after the last session),
-    ``expected_sessions_applied`` (sessions in which it was shown), each with ``_se``,
+    ``expected_sessions_applied`` (sessions in which it was shown), each with ``_se``
+    (``p_excluded`` at 0 or 1: the binomial SE at its exact value, ``boundary_se``),
     and their exact counterparts ``p_excluded_exact``, ``expected_sessions_applied_exact``
     from ``flat_fate`` (this scenario is always in the exact regime), plus the rule's
     ``break_even``. Table ``fates``: exclusion by session, simulated and exact.
@@ -134,6 +135,8 @@ class ProcedureFateScenario(Scenario):
         result.add_mean("expected_sessions_applied", np.concatenate(applied_parts))
         exact = self._exact_fate()
         result.metrics["p_excluded_exact"] = exact.p_excluded
+        # all 400 excluded at an exact 0.99993 (chance 0.97): SE 0 made z infinite
+        result.boundary_se("p_excluded", reps)
         result.metrics["expected_sessions_applied_exact"] = exact.expected_sessions_applied
         result.metrics["break_even"] = exact.break_even
         result.metrics.update(calibration_metrics(self, seed))

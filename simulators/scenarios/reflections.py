@@ -271,6 +271,7 @@ class ReflectionsScenario(Scenario):
             result.add_mean(name, np.array(per[key], dtype=float))
         if self.exact_regime:
             result.metrics.update(self.exact_metrics())
+        self._boundary(result, per)
         result.metrics.update(calibration_metrics(self, seed))
         result.tables["distill_pairs"] = pd.DataFrame(rows)
         return result
@@ -295,7 +296,24 @@ class ReflectionsScenario(Scenario):
             sessions, truth = self._sessions(chunk.rng)
             pairs = pair_sessions(sessions, index, self.settings).pairs
             counts.append(_pair_counts(_kinds(pairs, truth)))
-        return self._pair_result({k: [c[k] for c in counts] for k in counts[0]})
+        per = {k: [c[k] for c in counts] for k in counts[0]}
+        result = self._pair_result(per)
+        self._boundary(result, per)
+        return result
+
+    def _boundary(self, result: ScenarioResult, per: dict[str, list[int]]) -> None:
+        """In the exact regime, a rate at 0 or 1 (plug-in SE 0) gets the binomial SE at its
+        exact value (``ScenarioResult.boundary_se``) over the replications with a pair (or
+        a reflection): all 100 pairs true contrasts at an exact 0.99 (chance 0.37) read as
+        an infinite z. Replications, not pairs: the pairs of one replication share its
+        sessions, so this bounds the SE of the pooled ratio from above."""
+        if not self.exact_regime:
+            return
+        for name, value in self.exact().items():
+            den = "reflections" if name.startswith("lesson") else "pairs"
+            if den in per and f"{name}_se" in result.metrics:
+                units = sum(1 for d in per[den] if d > 0)
+                result.boundary_se(name, units, value)
 
 
 PAIR_RATES = (

@@ -142,6 +142,38 @@ def test_a_planted_sample_ratio_mismatch_is_flagged_and_never_an_effect(sweep_of
     assert sec.said.startswith("Read per deployment") and "0 of 1" in sec.said
 
 
+def _arms(withheld: list[int], sessions: int = 200) -> pd.DataFrame:
+    rows = []
+    for i, w in enumerate(withheld):
+        rows.append({"replication": i, "key": "top", "arm": "withheld", "sessions": w,
+                     "successes": w // 2, "true_lift": 0.0})  # fmt: skip
+        rows.append({"replication": i, "key": "top", "arm": "shown", "sessions": sessions - w,
+                     "successes": (sessions - w) // 2, "true_lift": 0.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_a_mismatch_is_said_only_when_more_deployments_are_flagged_than_chance_gives(sweep_of):
+    """A right split flags a deployment with probability at most 0.001, so one flag among
+    50 deployments happens by chance (P(Bin(50, 0.001) >= 1) = 0.049): the old section said
+    "their arms are not the randomized split" whenever more than 1 % were flagged, which
+    one flag in 50 is (seen in a default ExploreScenario at explore rate 0.3, seed 3). Three
+    flags of 50 are beyond chance (P 1.9e-5)."""
+    from reports.sections.ab import beyond_chance
+
+    assert not beyond_chance(1 / 50, 50) and not beyond_chance(2 / 50, 50)  # P 0.049, 0.0012
+    assert beyond_chance(3 / 50, 50) and not beyond_chance(0.0, 50)
+    assert not beyond_chance(1 / 4, 4) and beyond_chance(2 / 4, 4)  # P 0.004, 6e-6
+    said = "Sample-ratio mismatch was flagged"
+    for flags, stated in ((1, False), (3, True)):
+        withheld = [38] * flags + [60] * (50 - flags)  # 38 of 200 at 0.3: p = 0.00056
+        result = ScenarioResult("explore", tables={"ab_arms_by_replication": _arms(withheld)})
+        sec = ab_section(sweep_of([({"explore.explore_rate": 0.3}, result)]))
+        row = _table(sec, "Per deployment").iloc[0]
+        assert rate(row["SRM flagged"]) == pytest.approx(flags / 50)
+        blocks = [b for b in sec.blocks if isinstance(b, str) and b.startswith(said)]
+        assert bool(blocks) is stated, flags
+
+
 def test_cells_read_as_words_with_what_varies(runs, sweep_of):
     """A cell names its scenario and, in words, what tells it apart from the scenario's
     other runs (no ``key=value`` text, no run name repeated); a lone run reads as its

@@ -159,3 +159,14 @@ def test_a_paired_figure_with_its_replications_carries_its_df():
     assert t.loc["a", "normal z"] == pytest.approx(normal_scale(4.0, 3.0), rel=1e-12)
     assert 2.0 < t.loc["a", "normal z"] < 2.5  # P(t3 > 4) = 0.014
     assert np.isnan(t.loc["b", "df"]) and t.loc["b", "normal z"] == t.loc["b", "z"]
+
+
+def test_pairs_without_z_and_se_are_refused_by_name():
+    """Were KeyError 'se' / 'z' and, for a list, a TypeError from pandas indexing."""
+    from reports.errors import ReportError
+
+    with pytest.raises(ReportError, match=r"pairs has columns \['z'\]: expected 'z' and 'se'"):
+        calibration(pd.DataFrame({"z": [1.0]}))
+    with pytest.raises(ReportError, match="pairs is list: expected a DataFrame"):
+        calibration([1.0, 2.0])
+    assert calibration(pd.DataFrame(columns=["z", "se"])) is None  # no pairs: nothing to say

@@ -3,6 +3,7 @@ orderings only beyond 2 SE of the difference (``reports.claims``), as every sect
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,6 +12,7 @@ from reports.claims import (
     MISSES,
     WITHIN_NOISE,
     Option,
+    beyond_noise,
     calendar,
     joint_state,
     ordering,
@@ -59,6 +61,27 @@ def test_an_ordering_is_stated_only_beyond_two_se_of_the_difference():
     assert [[o.name for o in g] for g in ranks(chain)] == [["x", "y", "z"]]  # z ~ y
     apart = [Option("x", 1.0, 0.01), Option("y", 0.975, 0.01), Option("z", 0.94, 0.01)]
     assert [[o.name for o in g] for g in ranks(apart)] == [["x", "y"], ["z"]]
+
+
+def test_no_rank_is_stated_above_an_option_within_its_noise():
+    """A noisy option that joins a lower rank may sit within the noise of a higher one:
+    b is beyond a (0.1 > 2 sqrt(2) 0.01) and c ties b, but a - c = 0.11 < 2 * 0.2 (the
+    old ranks read "a > b and c (tied)", claiming a > c). Every pair across ranks must
+    differ beyond the noise; here none can be split off."""
+    noisy = [Option("a", 1.0, 0.01), Option("b", 0.9, 0.01), Option("c", 0.89, 0.2)]
+    assert [[o.name for o in g] for g in ranks(noisy)] == [["a", "b", "c"]]
+    text = ordering(noisy)
+    assert ">" not in text and "no difference exceeds" not in text  # a vs b does
+    assert text.endswith("(a tie: the noise cannot split them into ranks whose every pair "
+                         "differs by more than 2 SE of the difference)")  # fmt: skip
+    rng = np.random.default_rng(30)
+    for _ in range(2000):
+        opts = [Option(str(i), rng.normal(), abs(rng.normal()) * rng.choice([0.05, 0.5]))
+                for i in range(int(rng.integers(2, 6)))]  # fmt: skip
+        groups = ranks(opts)
+        for i, hi in enumerate(groups):
+            for lo in groups[i + 1 :]:
+                assert all(beyond_noise(a, b) and a.value > b.value for a in hi for b in lo)
 
 
 def _gates(fr: float, fr_se: float) -> pd.DataFrame:
@@ -150,8 +173,16 @@ def test_one_explore_setting_states_powers_as_a_tie_when_the_noise_cannot_order_
 def test_calendar_time():
     assert calendar(322.8, 100) == "3.23 days at 100 sessions/day"
     assert calendar((123.3, 171.6), 100) == "1.23 and 1.72 days at 100 sessions/day"
-    with pytest.raises(ZeroDivisionError):
-        calendar(1.0, 0.0)
+    # a rate that is no rate is refused by name (it was a ZeroDivisionError at 0 and
+    # "-15 days at -10 sessions/day" below it); a numpy count is one count (it was a
+    # TypeError: 'numpy.int64' object is not iterable)
+    from procmem_core.errors import ParameterError
+
+    for bad in (0.0, -10.0, float("nan")):
+        with pytest.raises(ParameterError, match=f"sessions_per_day={bad!r}.*> 0"):
+            calendar(1.0, bad)
+    assert calendar(np.int64(150), 100) == "1.5 days at 100 sessions/day"
+    assert calendar(np.array([100.0, 200.0]), 100) == "1 and 2 days at 100 sessions/day"
 
 
 def test_the_session_rate_is_an_option_refused_by_name():
@@ -240,6 +271,26 @@ def test_the_loop_names_the_setting_where_success_rises_most_only_beyond_the_noi
     )
 
 
+def test_the_nearest_infeasible_gate_is_tied_with_those_the_noise_cannot_order():
+    """Nothing feasible: "the nearest is a" is an ordering by shortfall. An in-memory sweep
+    of the seed SPRT at alpha 0.05 and 0.1 (1,000 replications each) named alpha 0.1 the
+    nearest at false revert 0.131 ± 0.011 against 0.152 ± 0.011, though exactly 0.149
+    against 0.137. Shortfalls (0.131 - 0.05)/0.05 + (0.366 - 0.2)/0.2 = 2.45 against
+    2.775, each with SE sqrt((0.011/0.05)^2 + (0.015/0.2)^2) = 0.232: 0.325 < 2 sqrt(2)
+    0.232 = 0.657, a tie."""
+    t = _gates(0.131, 0.011).assign(config=["a", "b"], false_revert_rate=[0.131, 0.152])
+    t["false_revert_rate_se"] = 0.011
+    t["missed_regression_rate"], t["missed_regression_rate_se"] = [0.366, 0.347], 0.015
+    t["mean_runs_null"], t["mean_runs_alt"] = [18.1, 21.0], [23.7, 27.1]
+    rec = recommend_gate(t, GateTargets(0.05, 0.2))
+    assert not rec.feasible and rec.label == "a" and rec.tied_with == ("b",)
+    assert rec.ranked["shortfall_se"].to_numpy() == pytest.approx([0.2325, 0.2325], abs=1e-4)
+    assert "the nearest is a; tied with b (shortfall from the targets within 2 SE of the " \
+        "difference)" in rec.sentence  # fmt: skip
+    t["false_revert_rate"] = [0.131, 0.3]  # 4.6 + 0.735: beyond the noise of 2.45
+    assert recommend_gate(t, GateTargets(0.05, 0.2)).tied_with == ()
+
+
 def test_the_gate_pick_is_tied_with_gates_the_noise_cannot_order():
     """20 ± 1 against 21 ± 1 sessions when nothing changed: 1 < 2 * sqrt(2), a tie; 20
     against 30 ± 1 is an ordering; an infeasible gate is never tied with a feasible pick."""
@@ -258,3 +309,35 @@ def test_the_gate_pick_is_tied_with_gates_the_noise_cannot_order():
     t["mean_runs_alt"] = [25.0, 25.1]
     t["false_revert_rate"] = [0.03, 0.2]
     assert recommend_gate(t, GateTargets(0.05, 0.2)).tied_with == ()
+
+
+def test_the_nearest_review_policy_is_tied_with_those_the_noise_cannot_order():
+    """Nothing reaches the target: "the nearest is p" orders by precision, and 0.85 ± 0.02
+    against 0.84 ± 0.02 (0.01 < 2 sqrt(2) 0.02) cannot be ordered; the old sentence named
+    p alone (its ties were on the wait, and only for policies near the target)."""
+    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
+            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se", "conditions",
+            "sessions_to_promotion", "sessions_to_promotion_se"]  # fmt: skip
+    worst = pd.DataFrame(
+        [("p", 0.85, 0.02, 50.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 60.0, 1.0),
+         ("q", 0.84, 0.02, 90.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 95.0, 1.0),
+         ("r", 0.5, 0.01, 10.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 20.0, 1.0)],
+        columns=cols,
+    )  # fmt: skip
+    pol = recommend_policy(worst, 0.95)
+    assert not pol.feasible and pol.label == "p" and pol.tied_with == ("q",)
+    assert "the nearest is p, in the one condition run: precision 0.85 ± 0.02 (target 0.95); " \
+        "tied with q (precision within 2 SE of the difference" in pol.sentence  # fmt: skip
+
+
+def test_the_detectable_change_refuses_replications_and_levels_that_are_not():
+    """2.5 replications were read as 2 (t with 1 df) and a level of 1.5 gave a number."""
+    from procmem_core.errors import ParameterError
+    from reports.claims import detectable_change
+
+    with pytest.raises(ParameterError, match=r"replications=2.5 is not allowed: expected an "):
+        detectable_change(0.1, 2.5)
+    with pytest.raises(ParameterError, match=r"level=1.5 is not allowed: expected a finite "):
+        detectable_change(0.1, 5, level=1.5)
+    assert detectable_change(0.1, np.int64(4)) == pytest.approx((3.182446 + 0.978472) * 0.1)
+    assert np.isnan(detectable_change(0.1, 1))  # one replication: no SE to read

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from procmem_core import ConfidenceRule, flat_fate
+from procmem_core.metric import fmt
 from reports.errors import ReportError
 from reports.source import Sweep
 from reports.summary import agreement_table, summary_table
@@ -72,6 +73,58 @@ def test_from_results_takes_bare_results_and_names_a_wrong_entry(fates):
         Sweep.from_results([(["p"], fates[0])])
     with pytest.raises(ReportError, match=r"results\[1\] is a tuple of 3"):
         Sweep.from_results([fates[0], ({}, fates[1], 3)])
+
+
+@pytest.mark.parametrize(
+    ("results", "experiment", "fragment"),
+    [
+        ([], "nb", r"results=\[\]: expected at least one ScenarioResult"),  # was a KeyError later
+        (None, "nb", r"results=None: expected a list of ScenarioResults"),  # was a TypeError
+        ("fate", "nb", r"results='fate': expected a list"),  # was "results[0] is str"
+        ({"gate.alpha": 0.05}, "nb", r"results=\{'gate.alpha': 0.05\}: expected a list"),
+        (None, 5, r"results=None"),  # the results are checked first
+    ],
+)
+def test_from_results_refuses_what_is_not_a_list_of_results(results, experiment, fragment):
+    with pytest.raises(ReportError, match=fragment):
+        Sweep.from_results(results, experiment)
+
+
+def test_from_results_refuses_an_experiment_that_is_not_a_name(fates):
+    for bad in (5, "", None):
+        with pytest.raises(ReportError, match=f"experiment={bad!r}: expected a non-empty string"):
+            Sweep.from_results(fates[:1], bad)
+    assert len(Sweep.from_results(iter(fates)).runs) == 2  # any iterable of results
+
+
+def test_build_report_refuses_what_is_not_a_sweep_or_options(fates):
+    """A dict of options was an AttributeError ('dict' object has no attribute 'gate') from
+    inside a section; a list of results in place of the sweep another AttributeError."""
+    from reports.build import build_report
+
+    sweep = Sweep.from_results(fates[:1])
+    with pytest.raises(ReportError, match=r"options=\{'target_power': 0.8\}: expected a "):
+        build_report(sweep, {"target_power": 0.8})
+    with pytest.raises(ReportError, match=r"sweep is list: expected a reports\.source\.Sweep"):
+        build_report(fates)
+
+
+def test_the_fate_headline_reads_the_simulated_value_when_a_run_logged_no_exact(fates):
+    """A run whose exact value is missing (NaN, as MLflow gives an unlogged metric) read
+    "excluded ... with probability nan (nan exact, simulated 0.76 ± 0.0078)"."""
+    from experiments.answers import sweep_answers
+    from reports.sections.fate import fate_section
+    from simulators.result import ScenarioResult
+
+    metrics = dict(fates[1].metrics) | {"p_excluded_exact": float("nan")}
+    lost = ScenarioResult("fate", metrics=metrics, tables=fates[1].tables,
+                          params=fates[1].params)  # fmt: skip
+    sweep = Sweep.from_results([lost])
+    sweep.answers = sweep_answers(sweep.runs)
+    said = fate_section(sweep).said
+    simulated = fmt(metrics["p_excluded"], metrics["p_excluded_se"], replications=3_000)
+    assert "nan" not in said
+    assert f"with probability {metrics['p_excluded']:.2f} (simulated {simulated})" in said
 
 
 def test_calibration_block_sizes_are_neither_swept_nor_the_world(fates):

@@ -182,3 +182,56 @@ def test_the_reflections_opening_is_one_sentence_per_matching_mode():
     assert second.startswith("atching on the whole session text, 0 ± 0.01 to 0.06 ± 0.016")
     assert "0.01 ± 0.01 to 0.06 ± 0.016 of its reflections" in second  # not the pairs' share
     assert said.endswith("(ranges over the settings, ± Monte Carlo SE).")
+
+
+def test_a_setting_whose_worker_formed_no_pair_is_said_not_dropped_or_a_crash():
+    """Every session succeeding (p_good = p_bad = 1) leaves the worker no failure to pair:
+    its shares are NaN. One such run crashed the report (pandas' idxmin: "Encountered all
+    NA values"); beside a run with pairs it was dropped unsaid under "Over 2 swept
+    settings ... (ranges over the settings)", with one value to range over."""
+    from experiments.answers import sweep_answers
+    from reports.sections.reflections import reflections_section
+    from reports.source import Sweep
+    from simulators.scenarios.reflections import ReflectionsScenario
+
+    none = ReflectionsScenario(replications=10, p_good=1.0, p_bad=1.0).run(seed=1)
+    rates = none.metrics["opposite_pair_rate"]
+    assert none.metrics["pairs"] == 0.0 and rates != rates  # NaN: no pair to share over
+    some = ReflectionsScenario(replications=10).run(seed=2)
+    alone = Sweep.from_results([none])
+    alone.answers = sweep_answers(alone.runs)
+    section = reflections_section(alone)
+    assert not any(type(b).__name__ == "Figure" for b in section.blocks)  # no bar to draw
+    assert section.said == (
+        "In the one setting run, matching on the task's situation, the worker formed no "
+        "pair, so there is no share to read."
+    )
+    worlds = [({"scenario.p_good": 1.0, "scenario.p_bad": 1.0}, none),
+              ({"scenario.p_good": 0.8, "scenario.p_bad": 0.3}, some)]  # fmt: skip
+    both = Sweep.from_results(worlds)
+    both.answers = sweep_answers(both.runs)
+    said = reflections_section(both).said
+    rate = some.metrics["opposite_pair_rate"]
+    assert said.startswith("Over 2 swept settings, matching on the task's situation (1 of the 2 "
+                           f"settings formed no pair), {rate:.3g} ± ")  # fmt: skip
+    assert said.endswith("(± Monte Carlo SE).") and "nan" not in said
+
+
+def test_a_policy_that_promotes_nothing_has_no_precision_to_fall_short_or_to_draw():
+    """supporter_writers >= 40 with 50 users over 60 sessions promotes no rule: precision
+    is NaN. The holds sentence read "precision nan, below the 0.9 target" and the
+    precision figure was emitted with no point on it (issue 30 item 8)."""
+    from experiments.answers import sweep_answers
+    from reports.sections.learnings import learnings_section
+    from reports.source import Sweep
+    from simulators.scenarios.learnings import LearningsScenario
+
+    result = LearningsScenario(min_writers=40, replications=10, sessions=60).run(seed=3)
+    assert result.metrics["precision"] != result.metrics["precision"]  # NaN: none promoted
+    sweep = Sweep.from_results([result])
+    sweep.answers = sweep_answers(sweep.runs)
+    section = learnings_section(sweep)
+    said = " ".join(b for b in section.blocks if isinstance(b, str))
+    assert "nan" not in said
+    assert "it promotes no rule, so its precision is undefined (exact)" in said
+    assert not any(type(b).__name__ == "Figure" for b in section.blocks)

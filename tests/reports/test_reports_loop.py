@@ -58,6 +58,21 @@ def test_the_verdict_reads_the_regret_change_and_its_interval():
     assert Verdict(-0.02, 0.008, 400).answer == "yes"
 
 
+def test_a_verdict_without_an_interval_says_so():
+    """No interval, no verdict: an SE with its replications unknown (``verdict_of`` reads a
+    missing ``params.scenario.replications`` as 0) read "no detectable change (with 0
+    replications only a change of at least nan ...)"; one replication with an SE the
+    same with "1 replications". A change of 0 in every replication (SE 0) read "no
+    detectable change (... at least 0.000 ... would be detected)", which says nothing."""
+    for n in (0, 1):
+        v = Verdict(0.01, 0.02, n)
+        assert v.answer.startswith("cannot tell") and "nan" not in v.answer
+        assert not v.readable
+    assert Verdict(0.0, 0.0, 4).answer == "no change (0 in every one of 4 replications)"
+    assert Verdict(-0.01, 0.0, 4).answer == "yes"  # SE 0: the interval is the point
+    assert Verdict(0.01, 0.02, 2).readable and Verdict(-0.01, 0.01, 8).readable
+
+
 def test_no_detectable_change_says_what_it_could_have_detected():
     """Issue 30 item 3: 4 replications at SE 0.008 detect (power 0.8, two-sided 0.05) only
     (t(0.975, 3) + t(0.8, 3)) * 0.008 = (3.182446 + 0.978472) * 0.008 = 0.0333."""

@@ -9,6 +9,7 @@ import pytest
 from procmem_core.errors import ParameterError
 from reports.errors import ReportError
 from reports.evidence import MetricComparison, fmt_share, worst_case
+from reports.options import ReportOptions
 from reports.recommend import (
     GateTargets,
     recommend_confidence,
@@ -244,6 +245,14 @@ BAD = [
     (lambda: recommend_gate(GATES, default="nope"), ParameterError, "default='nope'"),
     (lambda: GateTargets(false_revert=0.0), ParameterError, "false_revert=0.0"),
     (lambda: GateTargets(missed_regression=1.5), ParameterError, "missed_regression=1.5"),
+    # a string target was kept as a string, to fail later as a numpy type error
+    (lambda: GateTargets(false_revert="0.05"), ParameterError, "false_revert='0.05'"),
+    (lambda: GateTargets(missed_regression=True), ParameterError, "missed_regression=True"),
+    (lambda: ReportOptions(target_power="0.8"), ParameterError, "target_power='0.8'"),
+    (lambda: ReportOptions(target_kept="0.9"), ParameterError, "target_kept='0.9'"),
+    (lambda: ReportOptions(target_excluded=True), ParameterError, "target_excluded=True"),
+    (lambda: ReportOptions(gate=None), ParameterError, "gate=None is not allowed: expected a"),
+    (lambda: ReportOptions(gate=0.05), ParameterError, "gate=0.05 is not allowed"),
     (lambda: recommend_explore(explore_table(), target_power=2), ParameterError, "target_power"),
     (
         lambda: recommend_explore(explore_table().drop(columns="sessions")),
@@ -309,3 +318,24 @@ def test_a_rules_share_of_none_or_all_reads_as_what_it_is():
     assert share_text(every, "harmful_excluded", "replications").startswith("1 (all 5,000;")
     some = pd.Series({"harmful_excluded": 0.5, "harmful_excluded_se": 0.01, "replications": 9})
     assert share_text(some, "harmful_excluded", "replications") == "0.5 ± 0.01"
+
+
+def test_a_rule_that_keeps_the_most_is_tied_with_those_the_noise_cannot_order():
+    """ "keeps the most helpful procedures" and "the nearest" are orderings: 0.80 ± 0.02
+    against 0.78 ± 0.02 kept (0.02 < 2 sqrt(2) 0.02 = 0.057) is a tie, which the old
+    ranking (exact ties only) did not say."""
+    from reports.sections.confidence_worst import worst_sentence
+
+    t = confidence_table([("a", 0.80, 0.95), ("b", 0.78, 0.96), ("c", 0.50, 0.99)])
+    t["helpful_retained_se"] = 0.02
+    rec = recommend_confidence(t, target_excluded=0.9)
+    assert rec.label == "a" and rec.tied_with == ("b",)  # c: 0.3 apart, beyond the noise
+    worst = t.rename(columns={"config": "label"}).assign(in_every_world=True)
+    said = worst_sentence(worst, recommend_confidence(worst, 0.9, "label"), 1, 0.9)
+    assert "a keeps the most helpful procedures" in said
+    assert "; tied with b (share kept within 2 SE of the difference: the noise cannot " in said
+    # nothing feasible: the nearest excludes the most, within the noise of b's 0.96 ± 0.01
+    rec = recommend_confidence(t, target_excluded=0.995)
+    assert not rec.feasible and rec.label == "c" and rec.tied_with == ()  # 0.03 > 0.028
+    t.loc[1, "harmful_excluded"] = 0.975
+    assert recommend_confidence(t, target_excluded=0.995).tied_with == ("b",)

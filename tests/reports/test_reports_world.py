@@ -72,6 +72,23 @@ def test_the_gate_section_opens_with_its_world_and_what_the_design_reads(gate_sw
     assert "at every prior rate p0 in [0.3, 0.95]" in section.said
 
 
+@pytest.mark.slow
+def test_runs_that_knew_p0_say_the_design_still_assumed_a_ledger(sweep_of):
+    """Every run knew p0 (no ledger), but the design question is made at a 20-run ledger
+    (``experiments.answers.gate.DEFAULT_LEDGER``): the old sentence read "ledger_size (p0
+    known)" beside an answer "with a 20-run ledger"."""
+    gate = SPRTGate()
+    result = GateScenario(gate=gate, p_prior=0.8, replications=400).run(5)
+    sweep = sweep_of([({"gate": gate.config()}, result)])
+    sweep.answers = sweep_answers(sweep.runs, 0.1, 0.5)
+    section = gate_section(sweep, GateTargets(0.1, 0.5))
+    table, sentence = _world(section)
+    assert "ledger_size" not in table.index  # no run had a ledger
+    assert "with a 20-run ledger" in section.said  # the question the design answered
+    said = "ledger_size (designed at a 20-run ledger, procmem's default, as every run knew p0; "
+    assert said + "p0 known)" in sentence
+
+
 def test_the_sentence_says_how_a_swept_read_is_used():
     """The design question is made at the smallest swept ledger and the largest concurrent
     share (``experiments.answers.gate.question_of``): the sentence says so beside the values;

@@ -34,6 +34,24 @@ def test_fate_with_other_rule_and_threshold_matches_exact():
     within(m, "expected_sessions_applied")
 
 
+def test_a_fate_excluded_in_every_replication_is_checked_at_its_exact_rate():
+    """p = 0.3 over 20 sessions is excluded with probability 0.99993: all 400 replications
+    excluded (chance 0.97) logged SE 0, so z was infinite and the report's agreement said
+    "No: ... more than 4 standard errors" (docs/statistics.md: beside an exact value a
+    share at 0 or 1 carries the binomial SE at that value, as the gate and confidence
+    scenarios already did)."""
+    from procmem_core import flat_fate
+
+    m = ProcedureFateScenario(p=0.3, sessions=20, replications=400).run(2).metrics
+    exact = flat_fate(0.3, 20).p_excluded
+    assert m["p_excluded"] == 1.0 and m["p_excluded_exact"] == pytest.approx(exact)
+    assert m["p_excluded_se"] == pytest.approx(np.sqrt(exact * (1 - exact) / 400))
+    assert (1.0 - exact) / m["p_excluded_se"] == pytest.approx(0.1731, abs=1e-4)
+    inside = ProcedureFateScenario(p=0.7, sessions=20, replications=400).run(2).metrics
+    rate = inside["p_excluded"]
+    assert inside["p_excluded_se"] == pytest.approx(np.sqrt(rate * (1 - rate) / 400))
+
+
 def test_fate_table_tracks_exact_by_session():
     res = ProcedureFateScenario(p=0.7, sessions=12, replications=30_000).run(5)
     t = res.tables["fates"]

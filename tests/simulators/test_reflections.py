@@ -178,3 +178,16 @@ def test_block_pair_rates_agree_with_the_enumeration_within_4_se_across_seeds():
     assert len(rows) == 96 and max(abs(z) for z in rows) < 4
     cal = calibration(pd.DataFrame({"z": rows, "se": 1.0}))
     assert cal.ok, cal.describe()
+
+
+def test_a_rate_at_one_is_checked_at_its_exact_value_not_with_se_zero():
+    """p_good 0.99 and p_bad 0.01: every pair's failure is on the harmful procedure (1.0,
+    plug-in SE 0) where the exact rate is 0.99, an infinite z for a draw of chance 0.37 or
+    so. The SE is now the binomial one at 0.99 over the replications with a pair, in the
+    run and in the pairing-only run the calibration blocks use alike."""
+    sc = ReflectionsScenario(replications=20, p_good=0.99, p_bad=0.01)
+    m, pairs_only = sc.run(1).metrics, sc.calibration_run(1).metrics
+    assert m["true_contrast_rate"] == 1.0 and m["true_contrast_rate_exact"] == pytest.approx(0.99)
+    assert m["true_contrast_rate_se"] == pytest.approx((0.99 * 0.01 / 20) ** 0.5)
+    assert pairs_only["true_contrast_rate_se"] == m["true_contrast_rate_se"]
+    assert m["opposite_pair_rate_se"] > 0 and m["opposite_pair_rate"] < 1  # as logged
