@@ -26,7 +26,7 @@ import numpy as np
 from experiments.live.journal import Journal
 from experiments.live.session import BudgetStop, Endpoint, Plan, TokenBudget, run_session
 from experiments.live.tasks import Task
-from procmem_core.errors import ProcmemError
+from procmem_core.errors import ParameterError, ProcmemError
 
 PROMPT_TOKENS_PER_PROCEDURE = 40
 EXTRACTION_PROMPT_TOKENS = 450
@@ -124,9 +124,26 @@ class LiveLoop:
             self.journal.reset()
             return 0
         for record in self.journal.done(self.settings.extract_every, self.settings.sessions):
+            self._check_journaled(record)
             self.apply(record)
         self.resumed = len(self.records)
         return self.resumed
+
+    def _check_journaled(self, record: dict) -> None:
+        """Refuse a journal record that is not the session this config plans at its index
+        (another seed, agent, task file, explore rate or round size wrote the journal):
+        applying it would mix two runs' sessions in one log."""
+        plan = self.settings.plan(self.tasks, record["index"])
+        extracted = record.get("learned") is not None or record.get("learn_error") is not None
+        found = (record["session_id"], record["task_id"], record.get("explore_rate"), extracted)
+        expected = (plan.session_id, plan.task.id, self.settings.explore_rate, plan.extract)
+        if found != expected:
+            raise ParameterError(
+                "live.journal", str(self.journal.path),
+                f"a journal this config wrote (resume=true): its session {record['index']} "
+                f"has (session_id, task_id, explore_rate, extracted) = {found}, this config "
+                f"plans {expected}; resume with the config that wrote it, or without resume",
+            )  # fmt: skip
 
     def run(self, budget: TokenBudget, resume: bool = False) -> list[dict]:
         """Run every round not yet journaled; raises ``LiveStopped`` after keeping what

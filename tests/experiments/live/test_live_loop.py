@@ -76,6 +76,22 @@ def test_a_resume_skips_the_journaled_rounds_and_ends_where_a_full_run_ends(tmp_
     assert procs == procs_resumed
 
 
+@pytest.mark.parametrize(
+    "change",
+    ["live.seed=1", "live.explore_rate=0.5", "live.extract_every=4", "live.agent=other"],
+)
+def test_a_resume_refuses_a_journal_another_config_wrote(tmp_path, change):
+    # the journal of seed 0, cut after two rounds: resuming it with another seed (or
+    # explore rate, round size, agent) must not mix that run's sessions into this log
+    run(tmp_path, "first", offline(tmp_path, "same"))
+    journal = tmp_path / "same" / "journal.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    journal.write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
+    cfg = compose_job("live", [*offline(tmp_path, "same"), change, "resume=true"])
+    with pytest.raises(ParameterError, match=r"live\.journal=.*session \d+ has"):
+        run_task(cfg, tmp_path / "second")
+
+
 def test_a_burst_of_429s_is_retried_as_told_and_loses_nothing(tmp_path, foreign_tasks):
     def once(name: str, burst: int) -> tuple[pd.DataFrame, int]:
         with ForeignServer(burst=burst) as server:
