@@ -115,7 +115,13 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
         raise ParameterError("live", None, "a live config group (experiment=live sets it)")
     check_choice("live.memory", live.get("memory"), MEMORIES)
     sessions = check_int("live.sessions", live.get("sessions"), minimum=1)
-    budget = live.get("budget") or {}
+    budget = live.get("budget")
+    if budget is None:
+        budget = {}
+    if not isinstance(budget, dict):
+        raise ParameterError(
+            "live.budget", budget, "a mapping with tokens and reply_tokens, or null (no limit)"
+        )
     tokens = budget.get("tokens")
     if tokens is not None:
         tokens = check_int("live.budget.tokens", tokens, minimum=1)

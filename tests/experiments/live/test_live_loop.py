@@ -182,3 +182,11 @@ def test_a_rerun_with_the_cache_replays_without_calls(tmp_path):
     assert m1["n_cached_calls"] < m1["n_calls"] and m1["tokens_total"] > 0
     assert m2["n_cached_calls"] == m2["n_calls"] == m1["n_calls"]
     assert m2["tokens_total"] == 0 and (again["tokens"] == 0).all()
+
+
+def test_a_budget_that_is_not_a_mapping_is_refused_naming_it():
+    cfg = compose_job("live", ["live.budget=5"])
+    with pytest.raises(ParameterError, match=r"live\.budget=5 is not allowed: a mapping"):
+        settings_from_config(cfg)
+    cfg = compose_job("live", ["live.budget=null"])  # no limit
+    assert settings_from_config(cfg).loop.budget_tokens is None
