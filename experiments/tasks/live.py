@@ -67,6 +67,14 @@ RUN_COLUMNS = ("key", "revision", "ok", "time", "path", "session_id", "agent")
 WANTS_RUN = True
 """``experiments.job`` passes this task its tracker and run id (for traces and steps)."""
 PREFLIGHT_SECONDS = 5.0
+LIVE_KEYS = (
+    "tasks", "sessions", "memory", "explore_rate", "extract_every", "concurrency", "seed",
+    "budget", "cache", "judge", "extractor", "journal", "agent", "namespace",
+    "revise_every", "revision_step",
+)  # fmt: skip
+BUDGET_KEYS = ("tokens", "reply_tokens")
+"""The keys of the ``live`` group and its ``budget`` (conf/live/default.yaml); the group
+has no structured schema, so a misspelt key is refused here rather than ignored."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,7 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
     live = node_of(cfg, "live")
     if live is None:
         raise ParameterError("live", None, "a live config group (experiment=live sets it)")
+    _known_keys("live", live, LIVE_KEYS)
     check_choice("live.memory", live.get("memory"), MEMORIES)
     sessions = check_int("live.sessions", live.get("sessions"), minimum=1)
     budget = live.get("budget")
@@ -122,6 +131,7 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
         raise ParameterError(
             "live.budget", budget, "a mapping with tokens and reply_tokens, or null (no limit)"
         )
+    _known_keys("live.budget", budget, BUDGET_KEYS)
     tokens = budget.get("tokens")
     if tokens is not None:
         tokens = check_int("live.budget.tokens", tokens, minimum=1)
@@ -168,6 +178,14 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
             "live.revision_step", live.get("revision_step", "reflection"), REVISION_STEPS
         ),
     )  # fmt: skip
+
+
+def _known_keys(prefix: str, node: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(node) - set(allowed))
+    if unknown:
+        raise ParameterError(
+            f"{prefix}.{unknown[0]}", node[unknown[0]], f"unknown key; allowed: {list(allowed)}"
+        )
 
 
 def _text(key: str, value: Any) -> str:

@@ -190,3 +190,18 @@ def test_a_budget_that_is_not_a_mapping_is_refused_naming_it():
         settings_from_config(cfg)
     cfg = compose_job("live", ["live.budget=null"])  # no limit
     assert settings_from_config(cfg).loop.budget_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "+live.sesions=10",
+            r"live\.sesions=10 is not allowed: unknown key; allowed: .*'sessions'",
+        ),
+        ("+live.budget.token=5", r"live\.budget\.token=5 is not allowed: unknown key; .*'tokens'"),
+    ],
+)
+def test_a_misspelt_live_key_is_refused_naming_it(override, message):
+    with pytest.raises(ParameterError, match=message):
+        settings_from_config(compose_job("live", [override]))
