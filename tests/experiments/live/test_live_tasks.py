@@ -23,6 +23,10 @@ from simulators.offline_model import PROCEDURE_POOL, chat_reply, judge_reply
         ({"contains_all": ["fund", "SIP"]}, "a fund", False),
         ({"contains_any": ["FD", "bond"]}, "an fd", True),
         ({"contains_any": ["FD", "bond"]}, "gold", False),
+        ({"contains_all": ["TCS"], "ignore_case": False}, "buy tcs", False),
+        ({"contains_all": ["TCS"], "ignore_case": False}, "buy TCS", True),
+        ({"contains_any": ["STRASSE"]}, "Die Straße", True),  # case-folded, not lowered
+        ({"contains_any": ["straße"], "ignore_case": True}, "DIE STRASSE", True),
         ({"max_words": 3}, "one two three", True),
         ({"max_words": 3}, "one two three four", False),
         ([{"max_words": 3}, {"regex": "two"}], "one two", True),
@@ -53,6 +57,7 @@ def bad(**changes):
         (bad(id=""), "id", "''"),
         (bad(check=[{"max_words": 3}, {"contains_any": []}]), "check[1].contains_any", "[]"),
         (bad(judge=3), "judge", "3"),
+        (bad(check={"contains_any": ["x"], "ignore_case": None}), "check.ignore_case", "None"),
         ("not json", "line", "not json"),
     ],
 )
