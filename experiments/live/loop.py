@@ -24,13 +24,22 @@ from typing import Any
 import numpy as np
 
 from experiments.live.journal import Journal
-from experiments.live.session import BudgetStop, Endpoint, Plan, TokenBudget, run_session
+from experiments.live.session import (
+    JUDGE_PROMPT,
+    BudgetStop,
+    Endpoint,
+    Plan,
+    TokenBudget,
+    run_session,
+)
 from experiments.live.tasks import Task
 from procmem_core.errors import ParameterError, ProcmemError
 
 PROMPT_TOKENS_PER_PROCEDURE = 40
 EXTRACTION_PROMPT_TOKENS = 450
-"""Token estimates of one shown procedure and of the extraction prompt (with its JSON)."""
+JUDGE_REPLY_TOKENS = 40
+"""Token estimates of one shown procedure, of the extraction prompt (with its JSON) and
+of the judge's answer (one JSON object with a one-sentence reason)."""
 
 
 class LiveStopped(ProcmemError):
@@ -74,7 +83,9 @@ def estimate_tokens(
 ) -> int:
     """Tokens the run is expected to bill: for the average task, each turn sends the
     system prompt (the base prompt and ``limit`` procedures), the conversation so far and
-    gets ``reply`` tokens back; one extraction a round reads the transcript."""
+    gets ``reply`` tokens back; a task with a ``judge`` rubric adds the judge's call
+    (``JUDGE_PROMPT``, the rubric and the last reply in, ``JUDGE_REPLY_TOKENS`` out); one
+    extraction a round reads the transcript."""
     system = _tokens(base_prompt) + limit * PROMPT_TOKENS_PER_PROCEDURE
     per_task, transcripts = [], []
     for task in tasks:
@@ -83,6 +94,8 @@ def estimate_tokens(
             history += _tokens(turn)
             total += system + history + reply
             history += reply
+        if task.judge is not None:
+            total += _tokens(JUDGE_PROMPT) + _tokens(task.judge) + reply + JUDGE_REPLY_TOKENS
         per_task.append(total)
         transcripts.append(history)
     rounds = -(-settings.sessions // settings.extract_every)

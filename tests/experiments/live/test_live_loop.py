@@ -14,6 +14,7 @@ from foreign_server import ForeignServer, foreign_overrides
 
 from experiments.live.journal import SESSION_COLUMNS
 from experiments.live.loop import LiveStopped
+from experiments.live.session import JUDGE_PROMPT
 from experiments.run import compose_job
 from experiments.tasks.live import run_task, settings_from_config
 from procmem_core.errors import ParameterError
@@ -205,3 +206,23 @@ def test_a_budget_that_is_not_a_mapping_is_refused_naming_it():
 def test_a_misspelt_live_key_is_refused_naming_it(override, message):
     with pytest.raises(ParameterError, match=message):
         settings_from_config(compose_job("live", [override]))
+
+
+def test_the_estimate_counts_the_judge_call_of_a_judged_task(tmp_path):
+    # the same task scored by a check and by a judge: the judged one bills one more call a
+    # session, JUDGE_PROMPT + rubric + the last reply (150) in and 40 tokens out, each text
+    # estimated at 4/3 token a word plus 4
+    rubric = 'The reply quantifies the "worst case" with a number.'
+    base = {"id": "a", "situation": "s", "user_turns": ["What could go wrong?"]}
+    estimates = {}
+    for name, score in (("check", {"check": {"max_words": 120}}), ("judge", {"judge": rubric})):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps({**base, **score}) + "\n", encoding="utf-8")
+        over = ["live.sessions=30", f"live.tasks={path}"]
+        estimates[name] = settings_from_config(compose_job("live", over)).estimate
+
+    def words(text: str) -> int:
+        return round(len(text.split()) * 4 / 3) + 4
+
+    judge_call = words(JUDGE_PROMPT) + words(rubric) + 150 + 40
+    assert estimates["judge"] - estimates["check"] == 30 * judge_call
