@@ -13,7 +13,6 @@ every call and charged after it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ from experiments.live.tasks import Task, passed
 from procmem_core.errors import ProcmemError
 from procmem_core.learn import CallRecord, LLMConfig, chat, learn, transcript_text
 from procmem_core.learn.client import complete
-from procmem_core.learn.extraction import ExtractionError
+from procmem_core.learn.extraction import ExtractionError, reply_json
 from procmem_core.learn.reply_cache import ReplyCache
 
 JUDGE_PROMPT = (
@@ -89,11 +88,11 @@ def judge_reply(task: Task, reply: str, judge: Endpoint) -> tuple[bool, str, Cal
         json_response=c.json_response, cache=judge.cache,
     )  # fmt: skip
     try:
-        verdict = json.loads(answer.content)
+        verdict = reply_json(answer.content)  # a Markdown fence allowed, as everywhere
         ok = verdict["pass"]
         if not isinstance(ok, bool):
             raise TypeError(ok)
-    except (ValueError, KeyError, TypeError):
+    except (ExtractionError, KeyError, TypeError):
         raise ExtractionError(
             "invalid_json", f"the judge's reply is not {{'pass': bool}}: {answer.content[:200]!r}",
             answer.content,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from foreign_server import ForeignServer, foreign_overrides
+from foreign_server import PASS_REPLY, ForeignServer, foreign_overrides
 
 from experiments.live.journal import SESSION_COLUMNS
 from experiments.live.loop import LiveStopped
@@ -226,3 +226,34 @@ def test_the_estimate_counts_the_judge_call_of_a_judged_task(tmp_path):
 
     judge_call = words(JUDGE_PROMPT) + words(rubric) + 150 + 40
     assert estimates["judge"] - estimates["check"] == 30 * judge_call
+
+
+class FencedJudge(ForeignServer):
+    """The foreign server, answering the judge in a Markdown fence as models without JSON
+    mode do: pass when the reply states the worst case."""
+
+    def answer(self, body: dict) -> tuple[int, dict, dict]:
+        status, payload, headers = super().answer(body)
+        if status == 200 and body["messages"][0]["content"] == JUDGE_PROMPT:
+            verdict = {"pass": PASS_REPLY in body["messages"][1]["content"], "reason": "read"}
+            payload["choices"][0]["message"]["content"] = f"```json\n{json.dumps(verdict)}\n```"
+        return status, payload, headers
+
+
+def test_a_judge_answering_in_a_markdown_fence_scores_the_sessions(tmp_path):
+    tasks = tmp_path / "judged.jsonl"
+    rubric = "The reply quantifies the worst case."
+    lines = [
+        {"id": f"t{i}", "situation": "s", "user_turns": [f"I have {i} lakh. What could go wrong?"],
+         "judge": rubric}
+        for i in range(10)
+    ]  # fmt: skip
+    tasks.write_text("\n".join(json.dumps(t) for t in lines) + "\n", encoding="utf-8")
+    with FencedJudge() as server:
+        over = foreign_overrides(server, tasks, tmp_path / "j.jsonl", sessions=20)
+        sessions, _, metrics = run(tmp_path, "fenced", over)
+    assert len(sessions) == 20
+    journal = (tmp_path / "j.jsonl").read_text(encoding="utf-8").splitlines()
+    replies = [json.loads(line)["messages"][-1]["content"] for line in journal]
+    assert list(sessions["outcome"]) == [int(r == PASS_REPLY) for r in replies]
+    assert 0 < metrics["success_rate"] < 1
