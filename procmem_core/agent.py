@@ -32,6 +32,7 @@ from procmem_core.errors import ParameterError, check_choice, check_text
 from procmem_core.gates import MarginGate, SPRTGate
 from procmem_core.gates.defaults import ALPHA, BETA, MAX_RUNS, MIN_DROP
 from procmem_core.graph import ProcedureStore
+from procmem_core.graph.keys import KeyNotText
 from procmem_core.learnings import LearningsQueue
 from procmem_core.memory.access import Principal
 
@@ -62,7 +63,10 @@ class _Calls:
         self._owner = owner
 
     def _ref(self, key: str) -> str:
-        """A bare key means the agent's namespace (``namespace/key`` names another)."""
+        """A bare key means the agent's namespace (``namespace/key`` names another); a key
+        that is not a string is refused as the store refuses it (``KeyNotText``)."""
+        if not isinstance(key, str):
+            raise KeyNotText(key)
         return key if "/" in key else f"{self._owner.namespace}/{key}"
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -118,3 +118,14 @@ def test_bad_arguments_are_refused_naming_them():
 
     with pytest.raises(ParameterError, match="gate_mode"):
         asyncio.run(main())
+
+
+@pytest.mark.parametrize("key", [3, None, ["procedure_p"]])
+def test_a_key_that_is_not_text_is_refused_naming_key(key):
+    async def main():
+        async with Agent(org="acme") as bot:
+            await bot.procedure.add("p", "s", ["a", "b"])
+            await bot.procedure.record_run(key, ["n1", "n2"], ok=True)
+
+    with pytest.raises(ParameterError, match=r"^key=.* is not allowed: expected a procedure key"):
+        asyncio.run(main())
