@@ -126,13 +126,18 @@ class ProcedureAPI(_Calls):
         """Fold the new runs and ask the gate about a pending revision (``store.evolve``),
         with the SDK's ``gate_min_runs=5`` and ``gate_margin=0.05`` by default."""
         check_choice("gate_mode", gate_mode, GATE_MODES)
-        if gate_mode == "sprt":
-            gate = SPRTGate(
-                min_drop=gate_min_drop, alpha=gate_alpha, beta=gate_beta,
-                max_runs=gate_max_runs, min_runs=gate_min_runs,
-            )  # fmt: skip
-        else:
-            gate = MarginGate(margin=gate_margin, min_runs=gate_min_runs, max_runs=gate_max_runs)
+        try:
+            if gate_mode == "sprt":
+                gate = SPRTGate(
+                    min_drop=gate_min_drop, alpha=gate_alpha, beta=gate_beta,
+                    max_runs=gate_max_runs, min_runs=gate_min_runs,
+                )  # fmt: skip
+            else:
+                gate = MarginGate(
+                    margin=gate_margin, min_runs=gate_min_runs, max_runs=gate_max_runs
+                )
+        except ParameterError as exc:  # name the argument the caller passed: gate_<field>
+            raise ParameterError(f"gate_{exc.field}", exc.value, exc.allowed) from None
         return await self._run(self._owner.store.evolve, self._ref(key), gate=gate, **options)
 
     async def revise(self, key: str, graph: Any, reason: str, force: bool = False) -> Any:

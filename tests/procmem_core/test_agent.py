@@ -129,3 +129,21 @@ def test_a_key_that_is_not_text_is_refused_naming_key(key):
 
     with pytest.raises(ParameterError, match=r"^key=.* is not allowed: expected a procedure key"):
         asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"gate_min_runs": 0}, r"^gate_min_runs=0 is not allowed"),
+        ({"gate_alpha": 2}, r"^gate_alpha=2 is not allowed"),
+        ({"gate_mode": "margin", "gate_margin": -1}, r"^gate_margin=-1 is not allowed"),
+    ],
+)
+def test_a_bad_gate_argument_of_evolve_is_refused_under_the_name_passed(options, message):
+    async def main():
+        async with Agent(org="acme") as bot:
+            key = (await bot.procedure.add("p", "s", ["a", "b"]))["memory_key"]
+            await bot.procedure.evolve(key, **options)
+
+    with pytest.raises(ParameterError, match=message):
+        asyncio.run(main())
