@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from foreign_server import PASS_REPLY, ForeignServer, foreign_overrides
+from foreign_server import GOOD, NEUTRAL, PASS_REPLY, ForeignServer, foreign_overrides
 
 from experiments.live.journal import SESSION_COLUMNS
 from experiments.live.loop import LiveStopped
@@ -257,3 +257,32 @@ def test_a_judge_answering_in_a_markdown_fence_scores_the_sessions(tmp_path):
     replies = [json.loads(line)["messages"][-1]["content"] for line in journal]
     assert list(sessions["outcome"]) == [int(r == PASS_REPLY) for r in replies]
     assert 0 < metrics["success_rate"] < 1
+
+
+class LongExtraction(ForeignServer):
+    """The foreign server, its extraction adding a procedure whose description is one
+    2,800-character sentence (no ASCII full stop): a step the graph store refuses."""
+
+    def answer(self, body: dict) -> tuple[int, dict, dict]:
+        status, payload, headers = super().answer(body)
+        if status == 200 and (body.get("response_format") or {}).get("type") == "json_object":
+            long = {"title": "长描述", "trigger": "用户询问风险", "confidence": 0.8,
+                    "description": "先说明最坏情况并给出具体数字" * 200}  # fmt: skip
+            extracted = json.loads(payload["choices"][0]["message"]["content"])
+            extracted["procedures"].append(long)
+            payload["choices"][0]["message"]["content"] = json.dumps(extracted)
+        return status, payload, headers
+
+
+def test_a_learned_procedure_the_graph_store_refuses_is_left_out_not_fatal(tmp_path, foreign_tasks):
+    with LongExtraction() as server:
+        over = foreign_overrides(
+            server, foreign_tasks, tmp_path / "j.jsonl", sessions=20, memory="graph"
+        )
+        sessions, procedures, metrics = run(tmp_path, "long", over)
+    assert len(sessions) == 20 and list(sessions["time"]) == list(range(20))
+    assert len((tmp_path / "j.jsonl").read_text(encoding="utf-8").splitlines()) == 20
+    # the two storable procedures learned at the first extraction; the long one refused
+    # there and at each of the three later extractions (its key is never held)
+    assert sorted(p["title"] for p in procedures) == sorted([GOOD, NEUTRAL])
+    assert metrics["n_learned_refused"] == 4
