@@ -142,18 +142,18 @@ class GraphMemory:
         step from ``steps`` (``experiments.live.reflect``; ``record``, the session ending
         the step, keeps a reflection's answer) not already among its steps, and that the
         store takes (a graph reverted before is refused, as the seed's ``revise``
-        without ``force``)."""
+        without ``force``; so is a step past the graph's limits)."""
         for found in self.revisions.proposals(self.bot.store.list()):
             step = self.steps.step(found, record)
             if not step or step in found.steps:
                 continue
-            graph = ProcedureGraph.from_steps([*found.steps, step])
             reason = f"its failed runs failed the check {found.check!r} most often"
             if self.steps.mode == "reflection":
                 reason = f"the reflection on its failed runs (most often failing {found.check!r})"
-            try:
+            try:  # a step past the store's limits (2,000 characters, 64 steps) is refused too
+                graph = ProcedureGraph.from_steps([*found.steps, step])
                 after = self._call(self.bot.procedure.revise(found.key, graph, reason))
-            except RevisionError:
+            except (RevisionError, GraphError):
                 continue
             self.revisions.proposed(found.key, after.revision, found.revision, self.now)
             return

@@ -14,6 +14,7 @@ from foreign_server import GOOD, NEUTRAL, PASS_REPLY, ForeignServer, foreign_ove
 
 from experiments.live.journal import SESSION_COLUMNS
 from experiments.live.loop import LiveStopped
+from experiments.live.reflect import REVISE_PROMPT
 from experiments.live.session import JUDGE_PROMPT
 from experiments.run import compose_job
 from experiments.tasks.live import run_task, settings_from_config
@@ -286,3 +287,34 @@ def test_a_learned_procedure_the_graph_store_refuses_is_left_out_not_fatal(tmp_p
     # there and at each of the three later extractions (its key is never held)
     assert sorted(p["title"] for p in procedures) == sorted([GOOD, NEUTRAL])
     assert metrics["n_learned_refused"] == 4
+
+
+class LongReflection(ForeignServer):
+    """The foreign server, its revision reflection a 2,500-character step (past the
+    graph's 2,000 characters a step); ``reflections`` counts the reflection requests."""
+
+    reflections = 0
+
+    def answer(self, body: dict) -> tuple[int, dict, dict]:
+        status, payload, headers = super().answer(body)
+        if status == 200 and body["messages"][0]["content"] == REVISE_PROMPT:
+            step = "Always state the worst case " + "with numbers " * 200
+            content = json.dumps({"revision": {"step": step}})
+            payload["choices"][0]["message"]["content"] = content
+            self.reflections += 1
+        return status, payload, headers
+
+
+def test_a_reflected_step_the_graph_cannot_hold_proposes_nothing_and_the_run_goes_on(
+    tmp_path, foreign_tasks
+):
+    with LongReflection() as server:
+        over = foreign_overrides(
+            server, foreign_tasks, tmp_path / "j.jsonl", sessions=30, memory="graph",
+            revise_every=10, explore_rate=0.3,
+        )  # fmt: skip
+        sessions, procedures, metrics = run(tmp_path, "reflect", over)
+        asked = server.reflections
+    assert asked >= 1  # a revision was due and the model was asked
+    assert len(sessions) == 30 and metrics["revisions_proposed"] == 0
+    assert all(p["revision"] == 1 for p in procedures)
