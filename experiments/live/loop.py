@@ -162,6 +162,8 @@ class LiveLoop:
         """Run every round not yet journaled; raises ``LiveStopped`` after keeping what
         finished when the budget is spent or a call fails for good."""
         start = self.restore(resume)
+        if self.records:  # the resumed sessions' steps, so this run's history has every one
+            self.on_round(list(self.records))
         budget.spent += sum(r["tokens"] for r in self.records)
         size = self.settings.extract_every
         with cf.ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:

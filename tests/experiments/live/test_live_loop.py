@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from foreign_server import GOOD, NEUTRAL, PASS_REPLY, ForeignServer, foreign_overrides
+from mlflow.tracking import MlflowClient
 
+from experiments.job import JobContext, run_job
 from experiments.live.journal import SESSION_COLUMNS
 from experiments.live.loop import LiveStopped
 from experiments.live.reflect import REVISE_PROMPT
@@ -318,3 +320,19 @@ def test_a_reflected_step_the_graph_cannot_hold_proposes_nothing_and_the_run_goe
     assert asked >= 1  # a revision was due and the model was asked
     assert len(sessions) == 30 and metrics["revisions_proposed"] == 0
     assert all(p["revision"] == 1 for p in procedures)
+
+
+def test_a_resumed_run_logs_the_steps_of_every_session_it_reports(tmp_path, tracking_store):
+    over = offline(tmp_path, "steps")
+    run(tmp_path, "steps", over)  # the journal of a run that stopped after two rounds
+    journal = tmp_path / "steps" / "journal.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    journal.write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
+    outcome = run_job(compose_job("live", [*over, "resume=true"]), JobContext(tmp_path / "job"))
+    assert outcome.metrics["n_resumed"] == 10 and outcome.metrics["n_sessions"] == 20
+    client = MlflowClient(f"sqlite:///{tracking_store}")
+    sessions = pd.read_csv(tmp_path / "job" / "artifacts" / "sessions.csv")
+    history = sorted(
+        (m.step, m.value) for m in client.get_metric_history(outcome.run_id, "success")
+    )
+    assert history == list(zip(range(20), sessions["outcome"].astype(float), strict=True))
