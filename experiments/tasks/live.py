@@ -201,24 +201,37 @@ validate_config = settings_from_config
 def preflight(config: LLMConfig) -> Any:
     """A client for ``config`` whose endpoint answered ``GET /v1/models`` in seconds.
 
-    A missing key raises naming its variable (``make_client``); no answer raises naming
-    the URL; a refused key names the variable. An endpoint without the models route
-    (404) is let through: chat completions are all the loop needs."""
+    A missing key raises naming its variable (``make_client``); no answer, an error
+    status or an answer that is not a model list raises naming the URL; a refused key
+    (HTTP 401 or 403) names the variable. An endpoint without the models route (404) or
+    busy (429) is let through: chat completions are all the loop needs, and they retry."""
     client = make_client(config)
     quick = client.with_options(max_retries=0, timeout=PREFLIGHT_SECONDS)
+    url = ("llm.base_url", config.base_url)
     try:
-        quick.models.list()
+        body = quick.models.with_raw_response.list().http_response.json()
     except openai.APIConnectionError as exc:
         raise ParameterError(
-            "llm.base_url", config.base_url,
-            f"an OpenAI-compatible endpoint that answers; GET /models failed: {exc}",
-        ) from None  # fmt: skip
-    except openai.AuthenticationError:
-        raise ParameterError(
-            "llm.api_key_env", config.api_key_env, "a key the endpoint accepts (HTTP 401)"
+            *url, f"an OpenAI-compatible endpoint that answers; GET /models failed: {exc}"
         ) from None
-    except openai.NotFoundError:
-        pass
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        raise ParameterError(
+            "llm.api_key_env", config.api_key_env,
+            f"a key the endpoint accepts (HTTP {exc.status_code})",
+        ) from None  # fmt: skip
+    except (openai.NotFoundError, openai.RateLimitError):
+        return client
+    except openai.APIStatusError as exc:
+        raise ParameterError(
+            *url, f"an OpenAI-compatible endpoint; GET /models answered HTTP {exc.status_code}"
+        ) from None
+    except ValueError:  # not JSON: a web page, say
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        raise ParameterError(
+            *url, "an OpenAI-compatible endpoint; GET /models answered no model list "
+            "(is the URL's /v1 missing?)",
+        )  # fmt: skip
     return client
 
 

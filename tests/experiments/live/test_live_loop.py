@@ -336,3 +336,56 @@ def test_a_resumed_run_logs_the_steps_of_every_session_it_reports(tmp_path, trac
         (m.step, m.value) for m in client.get_metric_history(outcome.run_id, "success")
     )
     assert history == list(zip(range(20), sessions["outcome"].astype(float), strict=True))
+
+
+class ModelsAnswer(ForeignServer):
+    """The foreign server, its ``GET /v1/models`` answering ``status`` with ``body``."""
+
+    def __init__(self, status: int, body: str) -> None:
+        self.status, self.body = status, body
+        super().__init__()
+
+    def _handler(self) -> type:
+        server, base = self, super()._handler()
+
+        class Handler(base):
+            def do_GET(self) -> None:
+                data = server.body.encode()
+                self.send_response(server.status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+ERROR = json.dumps({"error": {"message": "no"}})
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (
+            403,
+            ERROR,
+            r"llm\.api_key_env=None is not allowed: a key the endpoint accepts \(HTTP 403",
+        ),
+        (500, ERROR, r"llm\.base_url='http://127.*' is not allowed: .*answered HTTP 500"),
+        (200, "<html>a web page</html>", r"llm\.base_url=.* answered no model list"),
+        (200, json.dumps({"object": "list"}), r"llm\.base_url=.* answered no model list"),
+    ],
+)
+def test_a_models_route_that_is_not_an_openai_one_is_refused_naming_the_key(
+    tmp_path, foreign_tasks, status, body, message
+):
+    with ModelsAnswer(status, body) as server:
+        cfg = compose_job("live", foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl"))
+        with pytest.raises(ParameterError, match=message):
+            run_task(cfg, tmp_path / "out")
+
+
+def test_a_busy_models_route_is_let_through(tmp_path, foreign_tasks):
+    with ModelsAnswer(429, ERROR) as server:
+        over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=5)
+        sessions, _, _ = run(tmp_path, "busy", over)
+    assert len(sessions) == 5
