@@ -98,6 +98,7 @@ class LiveSettings:
     estimate: int
     revise_every: int = REVISE_EVERY
     revision_step: str = "reflection"
+    cache_key: str = "live.cache"  # the key that set ``cache`` (live.cache, else llm.cache)
 
 
 def _role(agent: dict[str, Any], node: Any, key: str) -> dict[str, Any]:
@@ -169,6 +170,7 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
         extractor=_role(llm, live.get("extractor"), "live.extractor"),
         judge=_role(llm, live.get("judge"), "live.judge"),
         offline_extraction=extraction, cache=live_cache or cache, journal=journal,
+        cache_key="live.cache" if live_cache else "llm.cache",
         namespace=_text("live.namespace", live.get("namespace", "default")),
         threshold=threshold, limit=limit, reply_tokens=reply, estimate=estimate,
         revise_every=check_int(
@@ -239,7 +241,10 @@ def preflight(config: LLMConfig) -> Any:
 def _endpoints(settings: LiveSettings) -> Iterator[tuple[Endpoint, Endpoint, Endpoint]]:
     """The agent's, the extractor's and the judge's endpoints (one offline server for all
     three when the endpoint is offline), sharing the reply cache."""
-    cache = ReplyCache(settings.cache) if settings.cache else None
+    try:
+        cache = ReplyCache(settings.cache) if settings.cache else None
+    except ParameterError as exc:  # named by the key that set it
+        raise ParameterError(settings.cache_key, exc.value, exc.allowed) from None
     server = (
         OfflineServer(extraction=settings.offline_extraction)
         if settings.endpoint == "offline"

@@ -389,3 +389,13 @@ def test_a_busy_models_route_is_let_through(tmp_path, foreign_tasks):
         over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=5)
         sessions, _, _ = run(tmp_path, "busy", over)
     assert len(sessions) == 5
+
+
+@pytest.mark.parametrize("key", ["live.cache", "llm.cache"])
+def test_a_cache_that_is_not_a_sqlite_file_is_refused_naming_its_key(tmp_path, key):
+    for path, why in ((tmp_path / "notes.txt", "file is not a database"), (tmp_path, "open")):
+        if path.suffix:
+            path.write_text("not a database", encoding="utf-8")
+        cfg = compose_job("live", ["live.sessions=2", f"{key}={path}"])
+        with pytest.raises(ParameterError, match=rf"^{key}='{path}' is not allowed: .*{why}"):
+            run_task(cfg, tmp_path / "out")
