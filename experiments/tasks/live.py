@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import openai
 import pandas as pd
 from omegaconf import DictConfig
 
@@ -47,7 +46,7 @@ from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
 from experiments.live.memory import FlatMemory
 from experiments.live.reflect import REVISION_STEPS, ReflectionStep
 from experiments.live.revisions import REVISE_EVERY, REVISION_COLUMNS
-from experiments.live.session import Endpoint, TokenBudget
+from experiments.live.session import Endpoint, TokenBudget, preflight
 from experiments.live.tasks import Task, load_tasks
 from experiments.live.traces import NullTracer, SessionTracer
 from experiments.spec import config_hash
@@ -55,7 +54,7 @@ from experiments.tasks.llm_replay import _llm_settings
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.flat import BASE_PROMPT, DEFAULT_LIMIT, DEFAULT_RULE, DEFAULT_THRESHOLD
 from procmem_core.graph.packlog import COLUMNS as PACK_LOG_COLUMNS
-from procmem_core.learn import LLMConfig, make_client
+from procmem_core.learn import LLMConfig
 from procmem_core.learn.reply_cache import ReplyCache
 from simulators.llm_server import OfflineServer
 from simulators.result import ScenarioResult
@@ -66,7 +65,6 @@ RUN_COLUMNS = ("key", "revision", "ok", "time", "path", "session_id", "agent")
 """``runs.csv`` (graph memory): the session log's runs table (docs/logs.md)."""
 WANTS_RUN = True
 """``experiments.job`` passes this task its tracker and run id (for traces and steps)."""
-PREFLIGHT_SECONDS = 5.0
 LIVE_KEYS = (
     "tasks", "sessions", "memory", "explore_rate", "extract_every", "concurrency", "seed",
     "budget", "cache", "judge", "extractor", "journal", "agent", "namespace",
@@ -198,43 +196,6 @@ def _text(key: str, value: Any) -> str:
 
 validate_config = settings_from_config
 """Called by ``experiments.build.validate`` before any MLflow run is created."""
-
-
-def preflight(config: LLMConfig) -> Any:
-    """A client for ``config`` whose endpoint answered ``GET /v1/models`` in seconds.
-
-    A missing key raises naming its variable (``make_client``); no answer, an error
-    status or an answer that is not a model list raises naming the URL; a refused key
-    (HTTP 401 or 403) names the variable. An endpoint without the models route (404) or
-    busy (429) is let through: chat completions are all the loop needs, and they retry."""
-    client = make_client(config)
-    quick = client.with_options(max_retries=0, timeout=PREFLIGHT_SECONDS)
-    url = ("llm.base_url", config.base_url)
-    try:
-        body = quick.models.with_raw_response.list().http_response.json()
-    except openai.APIConnectionError as exc:
-        raise ParameterError(
-            *url, f"an OpenAI-compatible endpoint that answers; GET /models failed: {exc}"
-        ) from None
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-        raise ParameterError(
-            "llm.api_key_env", config.api_key_env,
-            f"a key the endpoint accepts (HTTP {exc.status_code})",
-        ) from None  # fmt: skip
-    except (openai.NotFoundError, openai.RateLimitError):
-        return client
-    except openai.APIStatusError as exc:
-        raise ParameterError(
-            *url, f"an OpenAI-compatible endpoint; GET /models answered HTTP {exc.status_code}"
-        ) from None
-    except ValueError:  # not JSON: a web page, say
-        body = None
-    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
-        raise ParameterError(
-            *url, "an OpenAI-compatible endpoint; GET /models answered no model list "
-            "(is the URL's /v1 missing?)",
-        )  # fmt: skip
-    return client
 
 
 @contextlib.contextmanager
