@@ -38,7 +38,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from experiments.analyze import log_lifts
-from experiments.build import build_group, node_of
+from experiments.build import build_group, node_of, within
 from experiments.identity import ROOT
 from experiments.live.graph_memory import GraphMemory
 from experiments.live.journal import Journal, sessions_frame
@@ -53,6 +53,7 @@ from experiments.spec import config_hash
 from experiments.tasks.llm_replay import _llm_settings
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.flat import BASE_PROMPT, DEFAULT_LIMIT, DEFAULT_RULE, DEFAULT_THRESHOLD
+from procmem_core.graph.keys import check_namespace
 from procmem_core.graph.packlog import COLUMNS as PACK_LOG_COLUMNS
 from procmem_core.learn import LLMConfig
 from procmem_core.learn.reply_cache import ReplyCache
@@ -163,13 +164,16 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
     journal = live.get("journal")
     if journal is not None:
         journal = _text("live.journal", journal)
+    namespace = _text("live.namespace", live.get("namespace", "default"))
+    if live["memory"] == "graph":  # the store's own rule, checked before any call
+        within("live", lambda: check_namespace(namespace))
     return LiveSettings(
         loop=loop, tasks=tasks, memory=live["memory"], endpoint=endpoint, llm=llm,
         extractor=_role(llm, live.get("extractor"), "live.extractor"),
         judge=_role(llm, live.get("judge"), "live.judge"),
         offline_extraction=extraction, cache=live_cache or cache, journal=journal,
         cache_key="live.cache" if live_cache else "llm.cache",
-        namespace=_text("live.namespace", live.get("namespace", "default")),
+        namespace=namespace,
         threshold=threshold, limit=limit, reply_tokens=reply, estimate=estimate,
         revise_every=check_int(
             "live.revise_every", live.get("revise_every", REVISE_EVERY), minimum=1

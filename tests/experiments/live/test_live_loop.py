@@ -399,3 +399,11 @@ def test_a_cache_that_is_not_a_sqlite_file_is_refused_naming_its_key(tmp_path, k
         cfg = compose_job("live", ["live.sessions=2", f"{key}={path}"])
         with pytest.raises(ParameterError, match=rf"^{key}='{path}' is not allowed: .*{why}"):
             run_task(cfg, tmp_path / "out")
+
+
+def test_a_namespace_the_graph_store_refuses_is_refused_before_any_call():
+    over = ["live.memory=graph", "live.namespace='my team'"]
+    with pytest.raises(ParameterError, match=r"^live\.namespace='my team' is not allowed"):
+        settings_from_config(compose_job("live", over))
+    flat = settings_from_config(compose_job("live", ["live.namespace='my team'"]))
+    assert flat.namespace == "my team"  # the flat memory only writes it in the log
