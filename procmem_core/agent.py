@@ -34,6 +34,7 @@ from procmem_core.gates.defaults import ALPHA, BETA, MAX_RUNS, MIN_DROP
 from procmem_core.graph import ProcedureStore
 from procmem_core.graph.keys import KeyNotText
 from procmem_core.learnings import LearningsQueue
+from procmem_core.limits import check_identifier
 from procmem_core.memory.access import Principal
 
 T = TypeVar("T")
@@ -195,6 +196,8 @@ class Agent:
         self.agent = None if agent is None else check_text("agent", agent)
         if store is not None and not isinstance(store, ProcedureStore):
             raise ParameterError("store", store, "a ProcedureStore or None")
+        if principal is None:  # the default principal is named after the agent, else the org
+            check_identifier(*(("agent", agent) if agent is not None else ("org", org)))
         self._owns = store is None, queue is None
         self.store = ProcedureStore() if store is None else store
         self.queue = LearningsQueue() if queue is None else queue

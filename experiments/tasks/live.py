@@ -57,6 +57,7 @@ from procmem_core.graph.keys import check_namespace
 from procmem_core.graph.packlog import COLUMNS as PACK_LOG_COLUMNS
 from procmem_core.learn import LLMConfig
 from procmem_core.learn.reply_cache import ReplyCache
+from procmem_core.limits import check_identifier
 from simulators.llm_server import OfflineServer
 from simulators.result import ScenarioResult
 
@@ -165,8 +166,9 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
     if journal is not None:
         journal = _text("live.journal", journal)
     namespace = _text("live.namespace", live.get("namespace", "default"))
-    if live["memory"] == "graph":  # the store's own rule, checked before any call
+    if live["memory"] == "graph":  # the store's own rules, checked before any call
         within("live", lambda: check_namespace(namespace))
+        within("live", lambda: check_identifier("agent", loop.agent))
     return LiveSettings(
         loop=loop, tasks=tasks, memory=live["memory"], endpoint=endpoint, llm=llm,
         extractor=_role(llm, live.get("extractor"), "live.extractor"),

@@ -147,3 +147,18 @@ def test_a_bad_gate_argument_of_evolve_is_refused_under_the_name_passed(options,
 
     with pytest.raises(ParameterError, match=message):
         asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"org": "acme", "agent": "a" * 300},
+            r"^agent='a+\.\.\. \(300 characters\) is not allowed",
+        ),
+        ({"org": " acme"}, r"^org=' acme' is not allowed: expected no leading or trailing"),
+    ],
+)
+def test_the_agent_or_org_naming_the_default_principal_is_refused_under_its_name(kwargs, message):
+    with pytest.raises(ParameterError, match=message):
+        Agent(**kwargs)

@@ -407,3 +407,9 @@ def test_a_namespace_the_graph_store_refuses_is_refused_before_any_call():
         settings_from_config(compose_job("live", over))
     flat = settings_from_config(compose_job("live", ["live.namespace='my team'"]))
     assert flat.namespace == "my team"  # the flat memory only writes it in the log
+
+
+def test_an_agent_name_the_graph_store_refuses_is_refused_naming_live_agent():
+    over = ["live.memory=graph", f"live.agent={'a' * 300}"]
+    with pytest.raises(ParameterError, match=r"^live\.agent='a+\.\.\. \(300 characters\)"):
+        settings_from_config(compose_job("live", over))
