@@ -24,7 +24,7 @@ from experiments.live.tasks import Task, passed
 from procmem_core.errors import ParameterError, ProcmemError
 from procmem_core.learn import CallRecord, LLMConfig, chat, learn, make_client, transcript_text
 from procmem_core.learn.client import complete
-from procmem_core.learn.extraction import ExtractionError, reply_json
+from procmem_core.learn.extraction import ExtractionError, LearnError, reply_json
 from procmem_core.learn.reply_cache import ReplyCache
 
 JUDGE_PROMPT = (
@@ -36,6 +36,10 @@ JUDGE_PROMPT = (
 
 PREFLIGHT_SECONDS = 5.0
 """How long ``preflight`` waits for ``GET /models``."""
+
+
+class JudgeError(LearnError):
+    """The judge's answer is not a verdict ``{"pass": bool}``: the session cannot be scored."""
 
 
 class BudgetStop(ProcmemError):
@@ -100,10 +104,10 @@ def judge_reply(task: Task, reply: str, judge: Endpoint) -> tuple[bool, str, Cal
         if not isinstance(ok, bool):
             raise TypeError(ok)
     except (ExtractionError, KeyError, TypeError):
-        raise ExtractionError(
-            "invalid_json", f"the judge's reply is not {{'pass': bool}}: {answer.content[:200]!r}",
-            answer.content,
-        ) from None  # fmt: skip
+        raise JudgeError(
+            f"the judge (model {c.model!r} at {c.base_url}) answered {answer.content[:200]!r}, "
+            'not one JSON object {"pass": true or false, "reason": ...}'
+        ) from None
     return ok, str(verdict.get("reason", "")), answer.call
 
 

@@ -413,3 +413,23 @@ def test_an_agent_name_the_graph_store_refuses_is_refused_naming_live_agent():
     over = ["live.memory=graph", f"live.agent={'a' * 300}"]
     with pytest.raises(ParameterError, match=r"^live\.agent='a+\.\.\. \(300 characters\)"):
         settings_from_config(compose_job("live", over))
+
+
+class NoVerdict(ForeignServer):
+    """The foreign server, its judge answering JSON without a verdict."""
+
+    def answer(self, body: dict) -> tuple[int, dict, dict]:
+        status, payload, headers = super().answer(body)
+        if status == 200 and body["messages"][0]["content"] == JUDGE_PROMPT:
+            payload["choices"][0]["message"]["content"] = '{"verdict": "fine"}'
+        return status, payload, headers
+
+
+def test_a_judge_answer_without_a_verdict_stops_the_run_naming_the_judge(tmp_path):
+    tasks = tmp_path / "judged.jsonl"
+    line = {"id": "t", "situation": "s", "user_turns": ["What could go wrong?"], "judge": "Any."}
+    tasks.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    with NoVerdict() as server:
+        cfg = compose_job("live", foreign_overrides(server, tasks, tmp_path / "j.jsonl"))
+        with pytest.raises(LiveStopped, match=r"\(JudgeError\): the judge \(model 'foreign' at "):
+            run_task(cfg, tmp_path / "out")
