@@ -172,7 +172,8 @@ def load_tasks(name: str) -> tuple[Task, ...]:
         )
     tasks: list[Task] = []
     seen: set[str] = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is not data
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}, line {number}"

@@ -136,3 +136,10 @@ def test_the_offline_judge_passes_a_reply_holding_every_quoted_phrase():
 def test_parse_task_keeps_a_judge_rubric_without_checks():
     task = parse_task({"id": "j", "situation": "s", "user_turns": ["hi"], "judge": "Polite."}, "x")
     assert task.judge == "Polite." and task.checks == ()
+
+
+def test_a_task_file_with_a_byte_order_mark_or_crlf_lines_is_read(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    lines = [bad(id="a"), bad(id="b")]
+    path.write_bytes(("\ufeff" + "\r\n".join(lines) + "\r\n").encode("utf-8"))
+    assert [t.id for t in load_tasks(str(path))] == ["a", "b"]
