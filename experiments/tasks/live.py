@@ -334,14 +334,16 @@ def graph_tables(memory: GraphMemory) -> dict[str, pd.DataFrame]:
 
 
 def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> ScenarioResult:
-    """Counts and rates of the run; every rate with its binomial SE."""
+    """Counts and rates of the run; every rate with its binomial SE. The two arms are the
+    sessions with a top procedure, shown or withheld (a session with none is in neither)."""
     result = ScenarioResult("live")
     records = loop.records
     outcome = np.array([r["outcome"] for r in records], dtype=float)
     withheld = np.array([r["withheld"] for r in records], dtype=bool)
+    shown = np.array([bool(r["top_key"]) for r in records], dtype=bool) & ~withheld
     result.add_rate("success_rate", outcome.sum(), len(outcome))
     result.add_rate("success_rate_withheld", outcome[withheld].sum(), withheld.sum())
-    result.add_rate("success_rate_shown", outcome[~withheld].sum(), (~withheld).sum())
+    result.add_rate("success_rate_shown", outcome[shown].sum(), shown.sum())
     calls = [c for r in records for c in r["calls"]]
     result.metrics.update(
         n_sessions=float(len(records)),

@@ -63,6 +63,10 @@ def test_results_do_not_depend_on_concurrency_and_follow_the_seed_rule(tmp_path)
     for _, row in one[one["withheld"]].iterrows():
         assert row["top_key"] not in json.loads(row["shown_keys"])
     assert m_one["success_rate"] == one["outcome"].mean()
+    # the arms: sessions with a top procedure, shown or withheld (round 1 had none)
+    arms = one[one["top_key"] != ""]
+    assert m_one["success_rate_shown"] == arms.loc[~arms["withheld"], "outcome"].mean()
+    assert m_one["success_rate_withheld"] == arms.loc[arms["withheld"], "outcome"].mean()
 
 
 def test_a_resume_skips_the_journaled_rounds_and_ends_where_a_full_run_ends(tmp_path):
