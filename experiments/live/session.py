@@ -163,6 +163,7 @@ def run_session(
             calls.append(call)
             budget.charge([call])
             rationale = f"judge: {reason}"
+            checks = [(f"judge: {task.judge}", ok)]  # the rubric, what a revision must meet
         else:
             with tracer.span("checker", "EVALUATOR", {}) as span:
                 checks = task.check(last)
