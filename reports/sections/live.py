@@ -19,7 +19,7 @@ lift of its own:
   tokens and calls from the cache;
 - per procedure and run: the analysis's row beside the learned confidence path
   (first, lowest, highest, last);
-- success over sessions in windows of a tenth of the run.
+- success over sessions in windows of a tenth of the run, one table per configuration.
 """
 
 from __future__ import annotations
@@ -207,8 +207,14 @@ def live_section(sweep: Sweep) -> Section | None:
                 _per_procedure(sweep, runs, lifts),
             )
         )
+    labels = list(dict.fromkeys(configs.values()))
+    for label in labels:  # one table per configuration: runs of different ones not pooled
+        mine = sessions[sessions["run_id"].map(configs) == label]
+        at = f" at {label}" if len(labels) > 1 else ""
+        if len(mine):
+            caption = f"Success over sessions (windows of a tenth of the run){at}"
+            blocks.append(Table(caption, _over_sessions(mine)))
     blocks += [
-        Table("Success over sessions (windows of a tenth of the run)", _over_sessions(sessions)),
         "The lifts are `python -m experiments.analyze`'s on each run's sessions.csv (its "
         "lifts.csv), kept with the run when it finished.",
     ]
