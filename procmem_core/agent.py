@@ -32,7 +32,9 @@ from procmem_core.errors import ParameterError, check_choice, check_text
 from procmem_core.gates import MarginGate, SPRTGate
 from procmem_core.gates.defaults import ALPHA, BETA, MAX_RUNS, MIN_DROP
 from procmem_core.graph import ProcedureStore
+from procmem_core.graph.keys import KeyNotText
 from procmem_core.learnings import LearningsQueue
+from procmem_core.limits import check_identifier
 from procmem_core.memory.access import Principal
 
 T = TypeVar("T")
@@ -62,7 +64,10 @@ class _Calls:
         self._owner = owner
 
     def _ref(self, key: str) -> str:
-        """A bare key means the agent's namespace (``namespace/key`` names another)."""
+        """A bare key means the agent's namespace (``namespace/key`` names another); a key
+        that is not a string is refused as the store refuses it (``KeyNotText``)."""
+        if not isinstance(key, str):
+            raise KeyNotText(key)
         return key if "/" in key else f"{self._owner.namespace}/{key}"
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -122,13 +127,18 @@ class ProcedureAPI(_Calls):
         """Fold the new runs and ask the gate about a pending revision (``store.evolve``),
         with the SDK's ``gate_min_runs=5`` and ``gate_margin=0.05`` by default."""
         check_choice("gate_mode", gate_mode, GATE_MODES)
-        if gate_mode == "sprt":
-            gate = SPRTGate(
-                min_drop=gate_min_drop, alpha=gate_alpha, beta=gate_beta,
-                max_runs=gate_max_runs, min_runs=gate_min_runs,
-            )  # fmt: skip
-        else:
-            gate = MarginGate(margin=gate_margin, min_runs=gate_min_runs, max_runs=gate_max_runs)
+        try:
+            if gate_mode == "sprt":
+                gate = SPRTGate(
+                    min_drop=gate_min_drop, alpha=gate_alpha, beta=gate_beta,
+                    max_runs=gate_max_runs, min_runs=gate_min_runs,
+                )  # fmt: skip
+            else:
+                gate = MarginGate(
+                    margin=gate_margin, min_runs=gate_min_runs, max_runs=gate_max_runs
+                )
+        except ParameterError as exc:  # name the argument the caller passed: gate_<field>
+            raise ParameterError(f"gate_{exc.field}", exc.value, exc.allowed) from None
         return await self._run(self._owner.store.evolve, self._ref(key), gate=gate, **options)
 
     async def revise(self, key: str, graph: Any, reason: str, force: bool = False) -> Any:
@@ -186,6 +196,8 @@ class Agent:
         self.agent = None if agent is None else check_text("agent", agent)
         if store is not None and not isinstance(store, ProcedureStore):
             raise ParameterError("store", store, "a ProcedureStore or None")
+        if principal is None:  # the default principal is named after the agent, else the org
+            check_identifier(*(("agent", agent) if agent is not None else ("org", org)))
         self._owns = store is None, queue is None
         self.store = ProcedureStore() if store is None else store
         self.queue = LearningsQueue() if queue is None else queue

@@ -131,9 +131,11 @@ class _Handler(BaseHTTPRequestHandler):
             messages = body["messages"]
             if not isinstance(messages, list) or not messages:
                 raise ValueError
+            if not all(isinstance(m, dict) for m in messages):
+                raise ValueError
         except (ValueError, KeyError, TypeError):
             self.server.record(RequestRecord(self.path, "invalid", None, 400, None, {}))
-            self._send_error(400, "body must be JSON with a non-empty 'messages' list")
+            self._send_error(400, "body must be JSON with a non-empty 'messages' list of objects")
             return
         kind = offline_model.request_kind(messages)
         fault = self.server.next_fault(kind, self.headers.get(FAULT_HEADER))

@@ -17,7 +17,9 @@ Same interface as ``memory.FlatMemory``, over a ``ProcedureStore``:
   reflection or the checker's lesson, ``reflect``) through ``bot.procedure.revise``;
 - ``add_learned(procedures)``: new candidates through ``bot.procedure.add`` (steps: the
   situation check then the description's sentences, as ``learn.to_candidates`` builds
-  them); a title whose key is already stored is not added again.
+  them); a title whose key is already stored is not added again, and one the store
+  refuses (a trigger or a sentence past its 2,000 characters, say) is left out with the
+  reason in ``refused`` rather than ending the run.
 
 Every store write goes through the ``Agent`` facade's coroutines, run on one event loop
 in a thread of its own; packs read the store (no write runs while a round runs).
@@ -37,8 +39,10 @@ from experiments.live.memory import Pack
 from experiments.live.reflect import CheckerStep
 from experiments.live.revisions import REVISE_EVERY, RevisionLog
 from procmem_core import Agent
+from procmem_core.errors import ParameterError
 from procmem_core.flat import BASE_PROMPT, Procedure
 from procmem_core.graph import ContextPacker, ProcedureGraph
+from procmem_core.graph.graph import GraphError
 from procmem_core.graph.keys import procedure_key
 from procmem_core.graph.revision import RevisionError
 from procmem_core.learn.candidates import _steps as candidate_steps
@@ -75,6 +79,7 @@ class GraphMemory:
         self.runs: list[dict[str, Any]] = []
         self.evolves: list[dict[str, Any]] = []
         self.revisions = RevisionLog(revise_every)
+        self.refused: list[dict[str, Any]] = []  # learned procedures the store refused
         self.steps: Any = CheckerStep()  # the loop's job sets live.revision_step's
         self.now = 0
         self._read = threading.Lock()
@@ -137,18 +142,18 @@ class GraphMemory:
         step from ``steps`` (``experiments.live.reflect``; ``record``, the session ending
         the step, keeps a reflection's answer) not already among its steps, and that the
         store takes (a graph reverted before is refused, as the seed's ``revise``
-        without ``force``)."""
+        without ``force``; so is a step past the graph's limits)."""
         for found in self.revisions.proposals(self.bot.store.list()):
             step = self.steps.step(found, record)
             if not step or step in found.steps:
                 continue
-            graph = ProcedureGraph.from_steps([*found.steps, step])
             reason = f"its failed runs failed the check {found.check!r} most often"
             if self.steps.mode == "reflection":
                 reason = f"the reflection on its failed runs (most often failing {found.check!r})"
-            try:
+            try:  # a step past the store's limits (2,000 characters, 64 steps) is refused too
+                graph = ProcedureGraph.from_steps([*found.steps, step])
                 after = self._call(self.bot.procedure.revise(found.key, graph, reason))
-            except RevisionError:
+            except (RevisionError, GraphError):
                 continue
             self.revisions.proposed(found.key, after.revision, found.revision, self.now)
             return
@@ -197,12 +202,16 @@ class GraphMemory:
                 continue
             proc = Procedure(p["title"], p["trigger"], p["description"], float(p["confidence"]))
             meta = {"source": "learn", "confidence": proc.confidence}
-            self._call(
-                self.bot.procedure.add(
-                    proc.title, proc.trigger, candidate_steps(proc), metadata=meta,
-                    candidate=True,
-                )
-            )  # fmt: skip
+            try:
+                self._call(
+                    self.bot.procedure.add(
+                        proc.title, proc.trigger, candidate_steps(proc), metadata=meta,
+                        candidate=True,
+                    )
+                )  # fmt: skip
+            except (ParameterError, GraphError) as exc:  # the model's text, not the config
+                self.refused.append({"time": self.now, "key": key, "reason": str(exc)[:300]})
+                continue
             held.add(key)
             added.append(key)
             self.revisions.added(key, self.now)

@@ -24,13 +24,22 @@ from typing import Any
 import numpy as np
 
 from experiments.live.journal import Journal
-from experiments.live.session import BudgetStop, Endpoint, Plan, TokenBudget, run_session
+from experiments.live.session import (
+    JUDGE_PROMPT,
+    BudgetStop,
+    Endpoint,
+    Plan,
+    TokenBudget,
+    run_session,
+)
 from experiments.live.tasks import Task
-from procmem_core.errors import ProcmemError
+from procmem_core.errors import ParameterError, ProcmemError
 
 PROMPT_TOKENS_PER_PROCEDURE = 40
 EXTRACTION_PROMPT_TOKENS = 450
-"""Token estimates of one shown procedure and of the extraction prompt (with its JSON)."""
+JUDGE_REPLY_TOKENS = 40
+"""Token estimates of one shown procedure, of the extraction prompt (with its JSON) and
+of the judge's answer (one JSON object with a one-sentence reason)."""
 
 
 class LiveStopped(ProcmemError):
@@ -74,7 +83,9 @@ def estimate_tokens(
 ) -> int:
     """Tokens the run is expected to bill: for the average task, each turn sends the
     system prompt (the base prompt and ``limit`` procedures), the conversation so far and
-    gets ``reply`` tokens back; one extraction a round reads the transcript."""
+    gets ``reply`` tokens back; a task with a ``judge`` rubric adds the judge's call
+    (``JUDGE_PROMPT``, the rubric and the last reply in, ``JUDGE_REPLY_TOKENS`` out); one
+    extraction a round reads the transcript."""
     system = _tokens(base_prompt) + limit * PROMPT_TOKENS_PER_PROCEDURE
     per_task, transcripts = [], []
     for task in tasks:
@@ -83,6 +94,8 @@ def estimate_tokens(
             history += _tokens(turn)
             total += system + history + reply
             history += reply
+        if task.judge is not None:
+            total += _tokens(JUDGE_PROMPT) + _tokens(task.judge) + reply + JUDGE_REPLY_TOKENS
         per_task.append(total)
         transcripts.append(history)
     rounds = -(-settings.sessions // settings.extract_every)
@@ -124,14 +137,33 @@ class LiveLoop:
             self.journal.reset()
             return 0
         for record in self.journal.done(self.settings.extract_every, self.settings.sessions):
+            self._check_journaled(record)
             self.apply(record)
         self.resumed = len(self.records)
         return self.resumed
+
+    def _check_journaled(self, record: dict) -> None:
+        """Refuse a journal record that is not the session this config plans at its index
+        (another seed, agent, task file, explore rate or round size wrote the journal):
+        applying it would mix two runs' sessions in one log."""
+        plan = self.settings.plan(self.tasks, record["index"])
+        extracted = record.get("learned") is not None or record.get("learn_error") is not None
+        found = (record["session_id"], record["task_id"], record.get("explore_rate"), extracted)
+        expected = (plan.session_id, plan.task.id, self.settings.explore_rate, plan.extract)
+        if found != expected:
+            raise ParameterError(
+                "live.journal", str(self.journal.path),
+                f"a journal this config wrote (resume=true): its session {record['index']} "
+                f"has (session_id, task_id, explore_rate, extracted) = {found}, this config "
+                f"plans {expected}; resume with the config that wrote it, or without resume",
+            )  # fmt: skip
 
     def run(self, budget: TokenBudget, resume: bool = False) -> list[dict]:
         """Run every round not yet journaled; raises ``LiveStopped`` after keeping what
         finished when the budget is spent or a call fails for good."""
         start = self.restore(resume)
+        if self.records:  # the resumed sessions' steps, so this run's history has every one
+            self.on_round(list(self.records))
         budget.spent += sum(r["tokens"] for r in self.records)
         size = self.settings.extract_every
         with cf.ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:

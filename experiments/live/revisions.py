@@ -117,7 +117,7 @@ class RevisionLog:
             check = max(tally, key=lambda d: (tally[d], -list(tally).index(d)))
             runs = tuple(self.failures.get((p.key, p.revision), ()))
             found = Candidate(p.key, p.name, p.revision, tuple(p.steps), runs, check)
-            ranked.append((-sum(tally.values()), p.key, found))
+            ranked.append((-len(runs), p.key, found))  # most failed runs first
         self.recent.clear()
         return [found for _, _, found in sorted(ranked, key=lambda r: r[:2])]
 

@@ -7,22 +7,24 @@ reply with the task's checkers or, for a task with a ``judge`` rubric, with the 
 model (``judge_reply``), and, when the plan says so, extracts procedures from the
 transcript (``procmem_core.learn.learn``). It returns the session's journal record; the
 loop applies it to the memory in session order. The ``TokenBudget`` is checked before
-every call and charged after it.
+every call and charged after it. ``preflight`` asks an endpoint for ``GET /models`` before
+the first session.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+import openai
+
 from experiments.live.tasks import Task, passed
-from procmem_core.errors import ProcmemError
-from procmem_core.learn import CallRecord, LLMConfig, chat, learn, transcript_text
+from procmem_core.errors import ParameterError, ProcmemError
+from procmem_core.learn import CallRecord, LLMConfig, chat, learn, make_client, transcript_text
 from procmem_core.learn.client import complete
-from procmem_core.learn.extraction import ExtractionError
+from procmem_core.learn.extraction import ExtractionError, LearnError, reply_json
 from procmem_core.learn.reply_cache import ReplyCache
 
 JUDGE_PROMPT = (
@@ -30,6 +32,14 @@ JUDGE_PROMPT = (
     'object and nothing else: {"pass": true or false, "reason": "<one sentence>"}.'
 )
 """The judge's system prompt; its user message is ``RUBRIC:`` then ``REPLY:``."""
+
+
+PREFLIGHT_SECONDS = 5.0
+"""How long ``preflight`` waits for ``GET /models``."""
+
+
+class JudgeError(LearnError):
+    """The judge's answer is not a verdict ``{"pass": bool}``: the session cannot be scored."""
 
 
 class BudgetStop(ProcmemError):
@@ -89,15 +99,15 @@ def judge_reply(task: Task, reply: str, judge: Endpoint) -> tuple[bool, str, Cal
         json_response=c.json_response, cache=judge.cache,
     )  # fmt: skip
     try:
-        verdict = json.loads(answer.content)
+        verdict = reply_json(answer.content)  # a Markdown fence allowed, as everywhere
         ok = verdict["pass"]
         if not isinstance(ok, bool):
             raise TypeError(ok)
-    except (ValueError, KeyError, TypeError):
-        raise ExtractionError(
-            "invalid_json", f"the judge's reply is not {{'pass': bool}}: {answer.content[:200]!r}",
-            answer.content,
-        ) from None  # fmt: skip
+    except (ExtractionError, KeyError, TypeError):
+        raise JudgeError(
+            f"the judge (model {c.model!r} at {c.base_url}) answered {answer.content[:200]!r}, "
+            'not one JSON object {"pass": true or false, "reason": ...}'
+        ) from None
     return ok, str(verdict.get("reason", "")), answer.call
 
 
@@ -153,6 +163,7 @@ def run_session(
             calls.append(call)
             budget.charge([call])
             rationale = f"judge: {reason}"
+            checks = [(f"judge: {task.judge}", ok)]  # the rubric, what a revision must meet
         else:
             with tracer.span("checker", "EVALUATOR", {}) as span:
                 checks = task.check(last)
@@ -206,3 +217,40 @@ def _procedure_dict(p: Any) -> dict[str, Any]:
         "description": p.description,
         "confidence": p.confidence,
     }
+
+
+def preflight(config: LLMConfig) -> Any:
+    """A client for ``config`` whose endpoint answered ``GET /v1/models`` in seconds.
+
+    A missing key raises naming its variable (``make_client``); no answer, an error
+    status or an answer that is not a model list raises naming the URL; a refused key
+    (HTTP 401 or 403) names the variable. An endpoint without the models route (404) or
+    busy (429) is let through: chat completions are all the loop needs, and they retry."""
+    client = make_client(config)
+    quick = client.with_options(max_retries=0, timeout=PREFLIGHT_SECONDS)
+    url = ("llm.base_url", config.base_url)
+    try:
+        body = quick.models.with_raw_response.list().http_response.json()
+    except openai.APIConnectionError as exc:
+        raise ParameterError(
+            *url, f"an OpenAI-compatible endpoint that answers; GET /models failed: {exc}"
+        ) from None
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        raise ParameterError(
+            "llm.api_key_env", config.api_key_env,
+            f"a key the endpoint accepts (HTTP {exc.status_code})",
+        ) from None  # fmt: skip
+    except (openai.NotFoundError, openai.RateLimitError):
+        return client
+    except openai.APIStatusError as exc:
+        raise ParameterError(
+            *url, f"an OpenAI-compatible endpoint; GET /models answered HTTP {exc.status_code}"
+        ) from None
+    except ValueError:  # not JSON: a web page, say
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        raise ParameterError(
+            *url, "an OpenAI-compatible endpoint; GET /models answered no model list "
+            "(is the URL's /v1 missing?)",
+        )  # fmt: skip
+    return client

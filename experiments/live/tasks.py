@@ -9,9 +9,12 @@ Checkers run on the agent's last reply:
 
 - ``{"regex": P, "ignore_case": bool}``: ``re.search(P)`` finds a match;
 - ``{"not_regex": P, "ignore_case": bool}``: it finds none;
-- ``{"contains_all": [s, ...]}``: every string occurs (case-insensitive);
-- ``{"contains_any": [s, ...]}``: at least one occurs (case-insensitive);
+- ``{"contains_all": [s, ...], "ignore_case": bool}``: every string occurs;
+- ``{"contains_any": [s, ...], "ignore_case": bool}``: at least one occurs;
 - ``{"max_words": N}``: at most N whitespace-separated words.
+
+``ignore_case`` defaults to false for the regular expressions and to true for the
+substrings, which then compare case-folded (``str.casefold``: "Straße" holds "STRASSE").
 
 A bad file is refused before any call, naming the file, the line, the field, the value
 and what is allowed (``TaskFileError``).
@@ -43,11 +46,12 @@ class TaskFileError(ParameterError):
 
 @dataclass(frozen=True)
 class Check:
-    """One deterministic checker (``kind`` one of ``CHECK_KINDS``)."""
+    """One deterministic checker (``kind`` one of ``CHECK_KINDS``; ``ignore_case`` None:
+    the kind's default, false for the regular expressions, true for the substrings)."""
 
     kind: str
     value: Any
-    ignore_case: bool = False
+    ignore_case: bool | None = None
 
     def passes(self, reply: str) -> bool:
         """Whether ``reply`` passes this check (see the module doc for each kind)."""
@@ -56,11 +60,12 @@ class Check:
             return re.search(self.value, reply, flags) is not None
         if self.kind == "not_regex":
             return re.search(self.value, reply, flags) is None
-        low = reply.lower()
+        fold = str.casefold if self.ignore_case is not False else str
+        text = fold(reply)
         if self.kind == "contains_all":
-            return all(s.lower() in low for s in self.value)
+            return all(fold(s) in text for s in self.value)
         if self.kind == "contains_any":
-            return any(s.lower() in low for s in self.value)
+            return any(fold(s) in text for s in self.value)
         return len(reply.split()) <= int(self.value)
 
     def describe(self) -> str:
@@ -97,8 +102,8 @@ def parse_check(spec: Any, where: str, field: str = "check") -> tuple[Check, ...
             where, field, spec, f"exactly one of {list(CHECK_KINDS)} (plus ignore_case)"
         )
     kind, value = kinds[0], spec[kinds[0]]
-    ignore = spec.get("ignore_case", False)
-    if not isinstance(ignore, bool):
+    ignore = spec.get("ignore_case")
+    if "ignore_case" in spec and not isinstance(ignore, bool):
         raise TaskFileError(where, f"{field}.ignore_case", ignore, "true or false")
     return (Check(kind, _check_value(kind, value, where, f"{field}.{kind}"), ignore),)
 
@@ -167,7 +172,8 @@ def load_tasks(name: str) -> tuple[Task, ...]:
         )
     tasks: list[Task] = []
     seen: set[str] = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is not data
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}, line {number}"

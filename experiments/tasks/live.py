@@ -34,12 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import openai
 import pandas as pd
 from omegaconf import DictConfig
 
 from experiments.analyze import log_lifts
-from experiments.build import build_group, node_of
+from experiments.build import build_group, node_of, within
 from experiments.identity import ROOT
 from experiments.live.graph_memory import GraphMemory
 from experiments.live.journal import Journal, sessions_frame
@@ -47,16 +46,18 @@ from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
 from experiments.live.memory import FlatMemory
 from experiments.live.reflect import REVISION_STEPS, ReflectionStep
 from experiments.live.revisions import REVISE_EVERY, REVISION_COLUMNS
-from experiments.live.session import Endpoint, TokenBudget
+from experiments.live.session import Endpoint, TokenBudget, preflight
 from experiments.live.tasks import Task, load_tasks
 from experiments.live.traces import NullTracer, SessionTracer
 from experiments.spec import config_hash
 from experiments.tasks.llm_replay import _llm_settings
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.flat import BASE_PROMPT, DEFAULT_LIMIT, DEFAULT_RULE, DEFAULT_THRESHOLD
+from procmem_core.graph.keys import check_namespace
 from procmem_core.graph.packlog import COLUMNS as PACK_LOG_COLUMNS
-from procmem_core.learn import LLMConfig, make_client
+from procmem_core.learn import LLMConfig
 from procmem_core.learn.reply_cache import ReplyCache
+from procmem_core.limits import check_identifier
 from simulators.llm_server import OfflineServer
 from simulators.result import ScenarioResult
 
@@ -66,7 +67,14 @@ RUN_COLUMNS = ("key", "revision", "ok", "time", "path", "session_id", "agent")
 """``runs.csv`` (graph memory): the session log's runs table (docs/logs.md)."""
 WANTS_RUN = True
 """``experiments.job`` passes this task its tracker and run id (for traces and steps)."""
-PREFLIGHT_SECONDS = 5.0
+LIVE_KEYS = (
+    "tasks", "sessions", "memory", "explore_rate", "extract_every", "concurrency", "seed",
+    "budget", "cache", "judge", "extractor", "journal", "agent", "namespace",
+    "revise_every", "revision_step",
+)  # fmt: skip
+BUDGET_KEYS = ("tokens", "reply_tokens")
+"""The keys of the ``live`` group and its ``budget`` (conf/live/default.yaml); the group
+has no structured schema, so a misspelt key is refused here rather than ignored."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,7 @@ class LiveSettings:
     estimate: int
     revise_every: int = REVISE_EVERY
     revision_step: str = "reflection"
+    cache_key: str = "live.cache"  # the key that set ``cache`` (live.cache, else llm.cache)
 
 
 def _role(agent: dict[str, Any], node: Any, key: str) -> dict[str, Any]:
@@ -113,9 +122,17 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
     live = node_of(cfg, "live")
     if live is None:
         raise ParameterError("live", None, "a live config group (experiment=live sets it)")
+    _known_keys("live", live, LIVE_KEYS)
     check_choice("live.memory", live.get("memory"), MEMORIES)
     sessions = check_int("live.sessions", live.get("sessions"), minimum=1)
-    budget = live.get("budget") or {}
+    budget = live.get("budget")
+    if budget is None:
+        budget = {}
+    if not isinstance(budget, dict):
+        raise ParameterError(
+            "live.budget", budget, "a mapping with tokens and reply_tokens, or null (no limit)"
+        )
+    _known_keys("live.budget", budget, BUDGET_KEYS)
     tokens = budget.get("tokens")
     if tokens is not None:
         tokens = check_int("live.budget.tokens", tokens, minimum=1)
@@ -148,12 +165,17 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
     journal = live.get("journal")
     if journal is not None:
         journal = _text("live.journal", journal)
+    namespace = _text("live.namespace", live.get("namespace", "default"))
+    if live["memory"] == "graph":  # the store's own rules, checked before any call
+        within("live", lambda: check_namespace(namespace))
+        within("live", lambda: check_identifier("agent", loop.agent))
     return LiveSettings(
         loop=loop, tasks=tasks, memory=live["memory"], endpoint=endpoint, llm=llm,
         extractor=_role(llm, live.get("extractor"), "live.extractor"),
         judge=_role(llm, live.get("judge"), "live.judge"),
         offline_extraction=extraction, cache=live_cache or cache, journal=journal,
-        namespace=_text("live.namespace", live.get("namespace", "default")),
+        cache_key="live.cache" if live_cache else "llm.cache",
+        namespace=namespace,
         threshold=threshold, limit=limit, reply_tokens=reply, estimate=estimate,
         revise_every=check_int(
             "live.revise_every", live.get("revise_every", REVISE_EVERY), minimum=1
@@ -162,6 +184,14 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
             "live.revision_step", live.get("revision_step", "reflection"), REVISION_STEPS
         ),
     )  # fmt: skip
+
+
+def _known_keys(prefix: str, node: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(node) - set(allowed))
+    if unknown:
+        raise ParameterError(
+            f"{prefix}.{unknown[0]}", node[unknown[0]], f"unknown key; allowed: {list(allowed)}"
+        )
 
 
 def _text(key: str, value: Any) -> str:
@@ -174,35 +204,14 @@ validate_config = settings_from_config
 """Called by ``experiments.build.validate`` before any MLflow run is created."""
 
 
-def preflight(config: LLMConfig) -> Any:
-    """A client for ``config`` whose endpoint answered ``GET /v1/models`` in seconds.
-
-    A missing key raises naming its variable (``make_client``); no answer raises naming
-    the URL; a refused key names the variable. An endpoint without the models route
-    (404) is let through: chat completions are all the loop needs."""
-    client = make_client(config)
-    quick = client.with_options(max_retries=0, timeout=PREFLIGHT_SECONDS)
-    try:
-        quick.models.list()
-    except openai.APIConnectionError as exc:
-        raise ParameterError(
-            "llm.base_url", config.base_url,
-            f"an OpenAI-compatible endpoint that answers; GET /models failed: {exc}",
-        ) from None  # fmt: skip
-    except openai.AuthenticationError:
-        raise ParameterError(
-            "llm.api_key_env", config.api_key_env, "a key the endpoint accepts (HTTP 401)"
-        ) from None
-    except openai.NotFoundError:
-        pass
-    return client
-
-
 @contextlib.contextmanager
 def _endpoints(settings: LiveSettings) -> Iterator[tuple[Endpoint, Endpoint, Endpoint]]:
     """The agent's, the extractor's and the judge's endpoints (one offline server for all
     three when the endpoint is offline), sharing the reply cache."""
-    cache = ReplyCache(settings.cache) if settings.cache else None
+    try:
+        cache = ReplyCache(settings.cache) if settings.cache else None
+    except ParameterError as exc:  # named by the key that set it
+        raise ParameterError(settings.cache_key, exc.value, exc.allowed) from None
     server = (
         OfflineServer(extraction=settings.offline_extraction)
         if settings.endpoint == "offline"
@@ -325,14 +334,16 @@ def graph_tables(memory: GraphMemory) -> dict[str, pd.DataFrame]:
 
 
 def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> ScenarioResult:
-    """Counts and rates of the run; every rate with its binomial SE."""
+    """Counts and rates of the run; every rate with its binomial SE. The two arms are the
+    sessions with a top procedure, shown or withheld (a session with none is in neither)."""
     result = ScenarioResult("live")
     records = loop.records
     outcome = np.array([r["outcome"] for r in records], dtype=float)
     withheld = np.array([r["withheld"] for r in records], dtype=bool)
+    shown = np.array([bool(r["top_key"]) for r in records], dtype=bool) & ~withheld
     result.add_rate("success_rate", outcome.sum(), len(outcome))
     result.add_rate("success_rate_withheld", outcome[withheld].sum(), withheld.sum())
-    result.add_rate("success_rate_shown", outcome[~withheld].sum(), (~withheld).sum())
+    result.add_rate("success_rate_shown", outcome[shown].sum(), shown.sum())
     calls = [c for r in records for c in r["calls"]]
     result.metrics.update(
         n_sessions=float(len(records)),
@@ -342,6 +353,7 @@ def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> Scen
         n_calls=float(len(calls)),
         n_cached_calls=float(sum(c["cached"] for c in calls)),
         n_learn_errors=float(sum(r.get("learn_error") is not None for r in records)),
+        n_learned_refused=float(len(getattr(loop.memory, "refused", ()))),
         tokens_total=float(sum(r["tokens"] for r in records)),
         tokens_estimate=float(settings.estimate),
         budget_spent=float(budget.spent),

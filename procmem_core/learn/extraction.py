@@ -120,16 +120,23 @@ def _unfenced(raw: str) -> str:
     return found.group(1) if found else raw
 
 
-def reply_field(raw: str, key: str, kind: type[dict] | type[list]) -> Any:
-    """``data[key]`` of a JSON-mode reply ``{"<key>": {...}}`` (``kind`` dict) or
-    ``{"<key>": [...]}`` (``kind`` list), a Markdown fence allowed around it: the one
-    parse of every model reply (extraction, bot rules, distill, live revisions).
-    ``InvalidJSONReply`` when it is not JSON (retried), ``ExtractionError("shape")`` when
-    the key is missing or of another kind."""
+def reply_json(raw: str) -> Any:
+    """The JSON value of a model reply, a Markdown fence allowed around it: the one parse
+    of every model reply (``reply_field``; the live judge). ``InvalidJSONReply`` when it
+    is not JSON."""
     try:
-        data = json.loads(_unfenced(raw))
+        return json.loads(_unfenced(raw))
     except (json.JSONDecodeError, TypeError) as exc:
         raise InvalidJSONReply("invalid_json", f"not JSON ({exc})", raw or "") from None
+
+
+def reply_field(raw: str, key: str, kind: type[dict] | type[list]) -> Any:
+    """``data[key]`` of a JSON-mode reply ``{"<key>": {...}}`` (``kind`` dict) or
+    ``{"<key>": [...]}`` (``kind`` list), a Markdown fence allowed around it (``reply_json``):
+    extraction, bot rules, distill, live revisions. ``InvalidJSONReply`` when it is not
+    JSON (retried), ``ExtractionError("shape")`` when the key is missing or of another
+    kind."""
+    data = reply_json(raw)
     if not isinstance(data, dict) or not isinstance(data.get(key), kind):
         inner = "{...}" if kind is dict else "[...]"
         raise ExtractionError("shape", f'expected an object {{"{key}": {inner}}}', raw)

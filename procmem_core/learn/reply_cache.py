@@ -20,6 +20,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from procmem_core.errors import ParameterError
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY,
@@ -59,12 +61,17 @@ class ReplyCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        with self._lock, self._db:
-            self._db.execute(_SCHEMA)
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            with self._lock, self._db:
+                self._db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:  # a directory, another file, no permission
+            raise ParameterError(
+                "cache", self.path, f"a SQLite reply cache file it can open and write ({exc})"
+            ) from None
         self.hits = 0
         self.misses = 0
 

@@ -11,13 +11,15 @@ lift of its own:
 
 - the opening sentence: how many of the procedures tested lifted success (an ``effect``
   of the analysis: Holm-adjusted, no sample-ratio mismatch), the largest lift with its SE
-  and interval, its mean and SE across runs when several runs tested it, and the success
-  rate over sessions with its SE across seeds when several runs share a configuration;
+  and interval, its mean and SE across runs when several runs of its configuration tested
+  it, and the success rate over sessions with its SE across seeds when several runs share
+  a configuration, one rate per configuration (the swept params but the seed) when the
+  runs differ in more than their seed;
 - per run: sessions, success (binomial SE), shown and withheld arms, procedures,
   tokens and calls from the cache;
 - per procedure and run: the analysis's row beside the learned confidence path
   (first, lowest, highest, last);
-- success over sessions in windows of a tenth of the run.
+- success over sessions in windows of a tenth of the run, one table per configuration.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def _per_run(runs: pd.DataFrame, sessions: pd.DataFrame) -> pd.DataFrame:
         p = float(s["outcome"].mean()) if len(s) else math.nan
         rows.append({
             "run": str(run.get("run_name") or run["run_id"][:8]),
+            "run_id": run["run_id"],
             "status": run["status"],
             "sessions": len(s),
             "success": p,
@@ -104,17 +107,41 @@ def _over_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={"mean": "success", "count": "sessions"}).rename_axis("sessions")
 
 
-def _level(sessions: pd.DataFrame, per_run: pd.DataFrame) -> str:
-    rates = per_run["success"].dropna()
-    if len(rates) > 1:
-        spread = rates.std(ddof=1) / math.sqrt(len(rates))
-        return f"success {rates.mean():.2f} ± {spread:.2f} (SE across {len(rates)} runs)"
-    p, n = float(sessions["outcome"].mean()), len(sessions)
-    return f"success {p:.2f} ± {math.sqrt(p * (1 - p) / n):.2f} over {n} sessions"
+def _configs(sweep: Sweep, runs: pd.DataFrame) -> dict[str, str]:
+    """Each run's configuration: the swept params but the seed (``Sweep.swept_params``),
+    as ``name=value`` text ("" when the runs differ only in their seed)."""
+    swept = [p for p in sweep.swept_params if p in runs.columns]
+    return {
+        r["run_id"]: ", ".join(f"{p.removeprefix('params.')}={r[p]}" for p in swept)
+        for _, r in runs.iterrows()
+    }
 
 
-def _answer(sessions: pd.DataFrame, per_run: pd.DataFrame, lifts: pd.DataFrame) -> str:
-    level = _level(sessions, per_run)
+def _level(sessions: pd.DataFrame, per_run: pd.DataFrame, configs: dict[str, str]) -> str:
+    """The success rate per configuration: its runs' mean with the SE across them when
+    several runs (seeds) share it, else the binomial SE over its sessions; runs of
+    different configurations are never averaged together."""
+    parts = []
+    for label in dict.fromkeys(configs.values()):
+        ids = [r for r, c in configs.items() if c == label]
+        rates = per_run.loc[per_run["run_id"].isin(ids), "success"].dropna()
+        mine = sessions[sessions["run_id"].isin(ids)]
+        if len(rates) > 1:
+            spread = rates.std(ddof=1) / math.sqrt(len(rates))
+            text = f"success {rates.mean():.2f} ± {spread:.2f} (SE across {len(rates)} runs)"
+        elif len(mine):
+            p, n = float(mine["outcome"].mean()), len(mine)
+            text = f"success {p:.2f} ± {math.sqrt(p * (1 - p) / n):.2f} over {n} sessions"
+        else:
+            continue
+        parts.append(f"{text} at {label}" if len(set(configs.values())) > 1 else text)
+    return "; ".join(parts)
+
+
+def _answer(
+    sessions: pd.DataFrame, per_run: pd.DataFrame, lifts: pd.DataFrame, configs: dict[str, str]
+) -> str:
+    level = _level(sessions, per_run, configs)
     if lifts.empty:
         return (
             f"The live runs reached {level}; no procedure was both shown and withheld as "
@@ -134,9 +161,11 @@ def _answer(sessions: pd.DataFrame, per_run: pd.DataFrame, lifts: pd.DataFrame) 
     )
     best = lifts.sort_values(["lift", "key"], ascending=[False, True], kind="stable").iloc[0]
     where = f" in run {best['run']}" if len(per_run) > 1 else ""
-    same = lifts[lifts["key"] == best["key"]]["lift"]
+    alike = lifts["run_id"].map(configs) == configs[best["run_id"]]  # not across configs
+    same = lifts[(lifts["key"] == best["key"]) & alike]["lift"]
+    at = f" at {configs[best['run_id']]}" if len(set(configs.values())) > 1 else ""
     across = (
-        f"; over the {len(same)} runs that tested it, {same.mean():+.2f} ± "
+        f"; over the {len(same)} runs{at} that tested it, {same.mean():+.2f} ± "
         f"{same.std(ddof=1) / math.sqrt(len(same)):.2f} (SE across runs)"
         if len(same) > 1 else ""
     )  # fmt: skip
@@ -161,8 +190,12 @@ def live_section(sweep: Sweep) -> Section | None:
         return Section("live", "Live loop", "The live runs logged no session.", [])
     per_run = _per_run(runs, sessions)
     lifts = _lifts(sweep, runs)
+    configs = _configs(sweep, runs)
     blocks: list = [
-        Table("Per run: sessions, success (binomial SE), withheld sessions, cost", per_run)
+        Table(
+            "Per run: sessions, success (binomial SE), withheld sessions, cost",
+            per_run.drop(columns="run_id"),
+        )
     ]
     if not lifts.empty:
         blocks.append(
@@ -174,12 +207,18 @@ def live_section(sweep: Sweep) -> Section | None:
                 _per_procedure(sweep, runs, lifts),
             )
         )
+    labels = list(dict.fromkeys(configs.values()))
+    for label in labels:  # one table per configuration: runs of different ones not pooled
+        mine = sessions[sessions["run_id"].map(configs) == label]
+        at = f" at {label}" if len(labels) > 1 else ""
+        if len(mine):
+            caption = f"Success over sessions (windows of a tenth of the run){at}"
+            blocks.append(Table(caption, _over_sessions(mine)))
     blocks += [
-        Table("Success over sessions (windows of a tenth of the run)", _over_sessions(sessions)),
         "The lifts are `python -m experiments.analyze`'s on each run's sessions.csv (its "
         "lifts.csv), kept with the run when it finished.",
     ]
-    answer = _answer(sessions, per_run, lifts)
+    answer = _answer(sessions, per_run, lifts, configs)
     return Section("live", "Live loop: did the memory help?", answer, blocks)
 
 

@@ -118,3 +118,47 @@ def test_bad_arguments_are_refused_naming_them():
 
     with pytest.raises(ParameterError, match="gate_mode"):
         asyncio.run(main())
+
+
+@pytest.mark.parametrize("key", [3, None, ["procedure_p"]])
+def test_a_key_that_is_not_text_is_refused_naming_key(key):
+    async def main():
+        async with Agent(org="acme") as bot:
+            await bot.procedure.add("p", "s", ["a", "b"])
+            await bot.procedure.record_run(key, ["n1", "n2"], ok=True)
+
+    with pytest.raises(ParameterError, match=r"^key=.* is not allowed: expected a procedure key"):
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"gate_min_runs": 0}, r"^gate_min_runs=0 is not allowed"),
+        ({"gate_alpha": 2}, r"^gate_alpha=2 is not allowed"),
+        ({"gate_mode": "margin", "gate_margin": -1}, r"^gate_margin=-1 is not allowed"),
+    ],
+)
+def test_a_bad_gate_argument_of_evolve_is_refused_under_the_name_passed(options, message):
+    async def main():
+        async with Agent(org="acme") as bot:
+            key = (await bot.procedure.add("p", "s", ["a", "b"]))["memory_key"]
+            await bot.procedure.evolve(key, **options)
+
+    with pytest.raises(ParameterError, match=message):
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"org": "acme", "agent": "a" * 300},
+            r"^agent='a+\.\.\. \(300 characters\) is not allowed",
+        ),
+        ({"org": " acme"}, r"^org=' acme' is not allowed: expected no leading or trailing"),
+    ],
+)
+def test_the_agent_or_org_naming_the_default_principal_is_refused_under_its_name(kwargs, message):
+    with pytest.raises(ParameterError, match=message):
+        Agent(**kwargs)

@@ -67,6 +67,33 @@ def test_several_runs_give_the_lift_across_runs(sweep_of, tmp_path):
     assert "is +0.60 (SE" in section.said
 
 
+def test_runs_of_different_configurations_are_not_averaged_together(sweep_of, tmp_path):
+    # two seeds of each memory; known_sessions(w): w + 2 successes of 25, lift (w - 2) / 10
+    runs = [("flat", 6), ("flat", 4), ("graph", 9), ("graph", 7)]
+    entries = [
+        ({"live.memory": m, "live.seed": i % 2}, result_of(known_sessions(w), tmp_path / f"r{i}"))
+        for i, (m, w) in enumerate(runs)
+    ]
+    section = live_section(sweep_of(entries))
+    said = section.said
+    # flat 8/25 and 6/25: 0.28 ± 0.04; graph 11/25 and 9/25: 0.40 ± 0.04 (SE across seeds)
+    assert "success 0.28 ± 0.04 (SE across 2 runs) at live.memory=flat" in said
+    assert "success 0.40 ± 0.04 (SE across 2 runs) at live.memory=graph" in said
+    # the largest lift, +0.70 (graph), beside the graph runs' mean only: (0.7 + 0.5) / 2
+    assert "is +0.70 (SE" in said
+    assert "over the 2 runs at live.memory=graph that tested it, +0.60 ± 0.10" in said
+    # success over sessions: one table per configuration, its windows over its 2 runs
+    tables = [b for b in section.blocks if getattr(b, "caption", "").startswith("Success over")]
+    assert [t.caption.rsplit(" at ", 1)[1] for t in tables] == [
+        "live.memory=flat",
+        "live.memory=graph",
+    ]
+    flat = pd.concat([known_sessions(6), known_sessions(4)])  # 25 sessions: windows of 3
+    expected = flat.groupby(flat["time"] // 3)["outcome"].agg(["mean", "count"])
+    assert tables[0].frame["success"].tolist() == expected["mean"].tolist()
+    assert tables[0].frame["sessions"].tolist() == expected["count"].tolist()
+
+
 def test_no_withheld_session_says_the_lift_cannot_be_estimated(sweep_of, tmp_path):
     result = result_of(known_sessions().assign(withheld=False), tmp_path / "a")
     assert result.tables["lifts"].empty

@@ -155,6 +155,9 @@ def test_slow_reply_waits_and_a_stopping_server_cuts_it_short():
 def test_bad_routes_and_bodies(server):
     assert post(server, {"model": "m"})[0] == 400
     assert post(server, {"model": "m", "messages": []})[0] == 400
+    # a message that is not an object: a 400 naming the shape, not a dropped connection
+    status, _, body = post(server, {"model": "m", "messages": [1, "hi"]})
+    assert status == 400 and "list of objects" in body["error"]["message"]
     req = urllib.request.Request(server.base_url + "/nowhere", data=b"{}", method="POST")
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=5)

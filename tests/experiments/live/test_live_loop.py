@@ -11,9 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from foreign_server import ForeignServer, foreign_overrides
+from mlflow.tracking import MlflowClient
 
+from experiments.job import JobContext, run_job
 from experiments.live.journal import SESSION_COLUMNS
 from experiments.live.loop import LiveStopped
+from experiments.live.session import JUDGE_PROMPT
 from experiments.run import compose_job
 from experiments.tasks.live import run_task, settings_from_config
 from procmem_core.errors import ParameterError
@@ -59,6 +62,10 @@ def test_results_do_not_depend_on_concurrency_and_follow_the_seed_rule(tmp_path)
     for _, row in one[one["withheld"]].iterrows():
         assert row["top_key"] not in json.loads(row["shown_keys"])
     assert m_one["success_rate"] == one["outcome"].mean()
+    # the arms: sessions with a top procedure, shown or withheld (round 1 had none)
+    arms = one[one["top_key"] != ""]
+    assert m_one["success_rate_shown"] == arms.loc[~arms["withheld"], "outcome"].mean()
+    assert m_one["success_rate_withheld"] == arms.loc[arms["withheld"], "outcome"].mean()
 
 
 def test_a_resume_skips_the_journaled_rounds_and_ends_where_a_full_run_ends(tmp_path):
@@ -74,6 +81,22 @@ def test_a_resume_skips_the_journaled_rounds_and_ends_where_a_full_run_ends(tmp_
     assert metrics["n_resumed"] == 10
     pd.testing.assert_frame_equal(full, resumed)
     assert procs == procs_resumed
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["live.seed=1", "live.explore_rate=0.5", "live.extract_every=4", "live.agent=other"],
+)
+def test_a_resume_refuses_a_journal_another_config_wrote(tmp_path, change):
+    # the journal of seed 0, cut after two rounds: resuming it with another seed (or
+    # explore rate, round size, agent) must not mix that run's sessions into this log
+    run(tmp_path, "first", offline(tmp_path, "same"))
+    journal = tmp_path / "same" / "journal.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    journal.write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
+    cfg = compose_job("live", [*offline(tmp_path, "same"), change, "resume=true"])
+    with pytest.raises(ParameterError, match=r"live\.journal=.*session \d+ has"):
+        run_task(cfg, tmp_path / "second")
 
 
 def test_a_burst_of_429s_is_retried_as_told_and_loses_nothing(tmp_path, foreign_tasks):
@@ -166,3 +189,62 @@ def test_a_rerun_with_the_cache_replays_without_calls(tmp_path):
     assert m1["n_cached_calls"] < m1["n_calls"] and m1["tokens_total"] > 0
     assert m2["n_cached_calls"] == m2["n_calls"] == m1["n_calls"]
     assert m2["tokens_total"] == 0 and (again["tokens"] == 0).all()
+
+
+def test_a_budget_that_is_not_a_mapping_is_refused_naming_it():
+    cfg = compose_job("live", ["live.budget=5"])
+    with pytest.raises(ParameterError, match=r"live\.budget=5 is not allowed: a mapping"):
+        settings_from_config(cfg)
+    cfg = compose_job("live", ["live.budget=null"])  # no limit
+    assert settings_from_config(cfg).loop.budget_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "+live.sesions=10",
+            r"live\.sesions=10 is not allowed: unknown key; allowed: .*'sessions'",
+        ),
+        ("+live.budget.token=5", r"live\.budget\.token=5 is not allowed: unknown key; .*'tokens'"),
+    ],
+)
+def test_a_misspelt_live_key_is_refused_naming_it(override, message):
+    with pytest.raises(ParameterError, match=message):
+        settings_from_config(compose_job("live", [override]))
+
+
+def test_the_estimate_counts_the_judge_call_of_a_judged_task(tmp_path):
+    # the same task scored by a check and by a judge: the judged one bills one more call a
+    # session, JUDGE_PROMPT + rubric + the last reply (150) in and 40 tokens out, each text
+    # estimated at 4/3 token a word plus 4
+    rubric = 'The reply quantifies the "worst case" with a number.'
+    base = {"id": "a", "situation": "s", "user_turns": ["What could go wrong?"]}
+    estimates = {}
+    for name, score in (("check", {"check": {"max_words": 120}}), ("judge", {"judge": rubric})):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps({**base, **score}) + "\n", encoding="utf-8")
+        over = ["live.sessions=30", f"live.tasks={path}"]
+        estimates[name] = settings_from_config(compose_job("live", over)).estimate
+
+    def words(text: str) -> int:
+        return round(len(text.split()) * 4 / 3) + 4
+
+    judge_call = words(JUDGE_PROMPT) + words(rubric) + 150 + 40
+    assert estimates["judge"] - estimates["check"] == 30 * judge_call
+
+
+def test_a_resumed_run_logs_the_steps_of_every_session_it_reports(tmp_path, tracking_store):
+    over = offline(tmp_path, "steps")
+    run(tmp_path, "steps", over)  # the journal of a run that stopped after two rounds
+    journal = tmp_path / "steps" / "journal.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    journal.write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
+    outcome = run_job(compose_job("live", [*over, "resume=true"]), JobContext(tmp_path / "job"))
+    assert outcome.metrics["n_resumed"] == 10 and outcome.metrics["n_sessions"] == 20
+    client = MlflowClient(f"sqlite:///{tracking_store}")
+    sessions = pd.read_csv(tmp_path / "job" / "artifacts" / "sessions.csv")
+    history = sorted(
+        (m.step, m.value) for m in client.get_metric_history(outcome.run_id, "success")
+    )
+    assert history == list(zip(range(20), sessions["outcome"].astype(float), strict=True))

@@ -62,3 +62,24 @@ def test_the_most_failed_procedure_gets_its_lesson_and_a_reverted_one_is_skipped
         assert len(memory.bot.store.get(f"default/{A}").rejected_revisions) == 1
     finally:
         memory.close()
+
+
+def test_the_procedure_with_the_most_failed_runs_comes_first_not_the_most_failed_checks():
+    memory = GraphMemory(0.0, seed=0, evolve_every=100, revise_every=6)
+    try:
+        assert memory.add_learned(LEARNED) == [A, B]
+        # A: 2 failed runs, each failing both checks (4 failed checks);
+        # B: 3 failed runs, each failing one check (3 failed checks)
+        both = [["worst case", False], ["max_words=120", False]]
+        for i in range(2):
+            memory.apply_outcome({
+                "index": i, "session_id": f"s{i:03d}", "top_key": A, "withheld": False,
+                "shown_keys": [A], "outcome": 0, "tokens": 10, "checks": both,
+                "served": [1],
+            })  # fmt: skip
+        for i in range(2, 6):  # session 5 ends the revision step
+            session(memory, i, B, i == 5, "" if i == 5 else "max_words=120")
+        [proposed] = [r for r in memory.revisions.log if r["prior_revision"] is not None]
+        assert (proposed["key"], proposed["proposed_at"]) == (B, 5)
+    finally:
+        memory.close()

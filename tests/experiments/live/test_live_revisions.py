@@ -18,6 +18,7 @@ from experiments.analyze import analyze
 from experiments.analyze.read import read_log
 from experiments.job import JobContext, run_job
 from experiments.live.revisions import LESSON
+from experiments.live.tasks import BUNDLED
 from experiments.run import compose_job
 from procmem_core.agent import SDK_GATE_MIN_RUNS
 from procmem_core.gates import SPRTGate
@@ -26,6 +27,7 @@ from procmem_core.logs.replay import gate_replay
 GRAPH = ("live.memory=graph", "live.sessions=40", "live.revise_every=10", "live.concurrency=2")
 FD = "procedure_allocate_maturing_fd_for_risk_averse_users"
 FUNDS = "procedure_annual_fund_monitoring_and_rebalancing"
+FINCOACH = BUNDLED["fincoach"]
 
 
 def artifacts(tmp_path: Path, name: str) -> dict[str, pd.DataFrame]:
@@ -144,3 +146,21 @@ def test_the_revisions_reach_mlflow_and_replay_from_the_run(tmp_path, tracking_s
     replay = pd.read_csv(tmp_path / "out" / "gate_replay.csv", keep_default_na=False)
     assert list(replay["logged_verdict"]) == ["accepted", "pending", "pending"]
     assert list(replay["sprt_verdict"]) == list(replay["logged_verdict"])
+
+
+def test_failed_runs_of_judged_tasks_are_revised_with_the_rubric_as_their_check(tmp_path):
+    # the FinCoach tasks scored by a judge rubric instead of checks (the offline judge)
+    rubric = 'The reply mentions the "emergency fund" and the "worst case".'
+    lines = [
+        json.dumps({"id": t["id"], "situation": t["situation"], "user_turns": t["user_turns"],
+                    "judge": rubric}, ensure_ascii=False)
+        for t in map(json.loads, FINCOACH.read_text(encoding="utf-8").splitlines())
+    ]  # fmt: skip
+    tasks = tmp_path / "judged.jsonl"
+    tasks.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    over = ["live.memory=graph", "live.sessions=60", "live.revise_every=20",
+            "live.revision_step=checker", f"live.tasks={tasks}"]  # fmt: skip
+    _, procs, metrics = run(tmp_path, "judged", offline(tmp_path, "judged", *over))
+    assert metrics["revisions_proposed"] >= 1
+    revised = [p for p in procs if p["revision"] > 1]
+    assert revised and all(p["steps"][-1] == LESSON + f"judge: {rubric}" for p in revised)

@@ -23,6 +23,10 @@ from simulators.offline_model import PROCEDURE_POOL, chat_reply, judge_reply
         ({"contains_all": ["fund", "SIP"]}, "a fund", False),
         ({"contains_any": ["FD", "bond"]}, "an fd", True),
         ({"contains_any": ["FD", "bond"]}, "gold", False),
+        ({"contains_all": ["TCS"], "ignore_case": False}, "buy tcs", False),
+        ({"contains_all": ["TCS"], "ignore_case": False}, "buy TCS", True),
+        ({"contains_any": ["STRASSE"]}, "Die Straße", True),  # case-folded, not lowered
+        ({"contains_any": ["straße"], "ignore_case": True}, "DIE STRASSE", True),
         ({"max_words": 3}, "one two three", True),
         ({"max_words": 3}, "one two three four", False),
         ([{"max_words": 3}, {"regex": "two"}], "one two", True),
@@ -53,6 +57,7 @@ def bad(**changes):
         (bad(id=""), "id", "''"),
         (bad(check=[{"max_words": 3}, {"contains_any": []}]), "check[1].contains_any", "[]"),
         (bad(judge=3), "judge", "3"),
+        (bad(check={"contains_any": ["x"], "ignore_case": None}), "check.ignore_case", "None"),
         ("not json", "line", "not json"),
     ],
 )
@@ -131,3 +136,10 @@ def test_the_offline_judge_passes_a_reply_holding_every_quoted_phrase():
 def test_parse_task_keeps_a_judge_rubric_without_checks():
     task = parse_task({"id": "j", "situation": "s", "user_turns": ["hi"], "judge": "Polite."}, "x")
     assert task.judge == "Polite." and task.checks == ()
+
+
+def test_a_task_file_with_a_byte_order_mark_or_crlf_lines_is_read(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    lines = [bad(id="a"), bad(id="b")]
+    path.write_bytes(("\ufeff" + "\r\n".join(lines) + "\r\n").encode("utf-8"))
+    assert [t.id for t in load_tasks(str(path))] == ["a", "b"]
