@@ -21,8 +21,9 @@ viewer, as every grant was before roles).
 Opening: ``procmem_core.storefile`` identifies the file read-only first; anything but
 a procmem file (a text file, random bytes, a truncated or foreign database, a bad path)
 raises ``StoreFileError`` naming the path, and its bytes are left as they were. A path
-with no file, a zero-byte file or an SQLite file with no tables becomes a new store;
-a file holding procmem's other stores (``memory.journal``) gains the procedure tables.
+with no file, a zero-byte file or an SQLite file with nothing in it (no table, view,
+trigger or ``user_version``: ``storefile.EMPTY``) becomes a new store; a file holding
+procmem's other stores (``memory.journal``) gains the procedure tables.
 Only then does the opener write: its tables in one transaction (checking the table set
 again under the write lock), then WAL mode (``storefile.open_store``, as every store's
 journal opens). The connection may be used from any thread;

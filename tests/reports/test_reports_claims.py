@@ -24,6 +24,12 @@ from reports.sections.explore import _single_value
 from reports.sections.gate_sweep import per_condition_table, ranking_blocks
 from reports.sections.learnings import _ranked_table, recommend_policy
 
+POLICY_COLUMNS = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se",
+                  "recall", "recall_se", "harmful_served_sessions",
+                  "harmful_served_sessions_se", "conditions", "sessions_to_promotion",
+                  "sessions_to_promotion_se"]  # fmt: skip
+"""The review-policy table's columns ``recommend_policy`` reads."""
+
 
 def test_a_target_has_three_states():
     # 0.902 ± 0.02 against 0.9 is never a plain pass: the sweep cannot tell the side
@@ -147,14 +153,11 @@ def test_confidence_and_learnings_picks_have_three_states():
     rec = recommend_confidence(t, 0.9)
     assert rec.label == "a" and rec.state == WITHIN_NOISE
     assert "within 2 SE of the target" in rec.sentence
-    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
-            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se", "conditions",
-            "sessions_to_promotion", "sessions_to_promotion_se"]  # fmt: skip
     worst = pd.DataFrame(
         [("p", 0.902, 0.02, 50.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 60.0, 1.0),
          ("q", 0.97, 0.005, 90.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 95.0, 1.0),
          ("r", 0.5, 0.01, 10.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 20.0, 1.0)],
-        columns=cols,
+        columns=POLICY_COLUMNS,
     )  # fmt: skip
     pol = recommend_policy(worst)
     assert pol.label == "p" and pol.state == WITHIN_NOISE
@@ -315,14 +318,11 @@ def test_the_nearest_review_policy_is_tied_with_those_the_noise_cannot_order():
     """Nothing reaches the target: "the nearest is p" orders by precision, and 0.85 ± 0.02
     against 0.84 ± 0.02 (0.01 < 2 sqrt(2) 0.02) cannot be ordered; the old sentence named
     p alone (its ties were on the wait, and only for policies near the target)."""
-    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
-            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se", "conditions",
-            "sessions_to_promotion", "sessions_to_promotion_se"]  # fmt: skip
     worst = pd.DataFrame(
         [("p", 0.85, 0.02, 50.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 60.0, 1.0),
          ("q", 0.84, 0.02, 90.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 95.0, 1.0),
          ("r", 0.5, 0.01, 10.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 20.0, 1.0)],
-        columns=cols,
+        columns=POLICY_COLUMNS,
     )  # fmt: skip
     pol = recommend_policy(worst, 0.95)
     assert not pol.feasible and pol.label == "p" and pol.tied_with == ("q",)
