@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from procmem_core.errors import ParameterError
+from procmem_core.storefile import SCHEMA_OBJECTS, read_only_uri, sqlite_file_problem
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -56,6 +57,24 @@ def request_key(request: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def _check_not_foreign(path: Path) -> None:
+    """Refuse, before any write, an existing non-empty file that is not a reply cache: not
+    SQLite, or an SQLite database holding anything but the ``replies`` table (another
+    program's, which ``CREATE TABLE`` would otherwise change). Read without writing."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    problem = sqlite_file_problem(path)
+    if problem is None:
+        con = sqlite3.connect(read_only_uri(path), uri=True)
+        try:
+            names = sorted({r[0] for r in con.execute(SCHEMA_OBJECTS)} - {"replies"})
+        finally:
+            con.close()
+        problem = f"holds another program's tables ({', '.join(names)})" if names else None
+    if problem is not None:
+        raise sqlite3.DatabaseError(f"file is not a reply cache: it {problem}")
+
+
 class ReplyCache:
     """Replies stored in one SQLite file (``":memory:"`` for a throw-away cache)."""
 
@@ -64,13 +83,16 @@ class ReplyCache:
         self._lock = threading.Lock()
         try:
             if self.path != ":memory:":
+                _check_not_foreign(Path(self.path))
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False)
             with self._lock, self._db:
                 self._db.execute(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:  # a directory, another file, no permission
             raise ParameterError(
-                "cache", self.path, f"a SQLite reply cache file it can open and write ({exc})"
+                "cache",
+                self.path,
+                f"a SQLite reply cache file it can open and write ({exc}: {self.path})",
             ) from None
         self.hits = 0
         self.misses = 0

@@ -106,7 +106,18 @@ class RowJournal:
         The owner's state lives in memory (its ids and counters), so another process that
         wrote this owner's rows since this journal last read or wrote them would have its
         rows overwritten by ids it also handed out: that write is refused instead
-        (``StoreFileError``), nothing written; reopen the store to see the other writes."""
+        (``StoreFileError``), nothing written; reopen the store to see the other writes.
+        A commit that would change nothing (no row, and every meta value as stored) touches
+        nothing, not even the write count: a refused or empty call leaves the file as it
+        was."""
+        upserts = {t: list(rows) for t, rows in (upserts or {}).items()}
+        deletes = {t: list(ids) for t, ids in (deletes or {}).items()}
+        for table in (*upserts, *deletes):
+            self._check_table(table)
+        missing = object()
+        rows = any(upserts.values()) or any(deletes.values())
+        if not rows and all(self.meta(k, missing) == v for k, v in (meta or {}).items()):
+            return
         with write_transaction(self.conn) as cur:
             row = cur.execute(
                 f"SELECT value FROM {_META} WHERE owner = ? AND key = ?", (self.owner, WRITES)
@@ -119,7 +130,7 @@ class RowJournal:
                     f"read them ({found - self._writes} writes); nothing was written",
                     f"one writer at a time per {self.owner} store: close it and reopen it",
                 )
-            self._write(cur, upserts or {}, deletes or {}, {**(meta or {}), WRITES: found + 1})
+            self._write(cur, upserts, deletes, {**(meta or {}), WRITES: found + 1})
         self._writes = found + 1
 
     def _write(

@@ -165,12 +165,13 @@ def test_a_busy_models_route_is_let_through(tmp_path, foreign_tasks):
 
 @pytest.mark.parametrize("key", ["live.cache", "llm.cache"])
 def test_a_cache_that_is_not_a_sqlite_file_is_refused_naming_its_key(tmp_path, key):
-    for path, why in ((tmp_path / "notes.txt", "file is not a database"), (tmp_path, "open")):
+    for path, why in ((tmp_path / "notes.txt", "is not a SQLite database"), (tmp_path, "open")):
         if path.suffix:
             path.write_text("not a database", encoding="utf-8")
         cfg = compose_job("live", ["live.sessions=2", f"{key}={path}"])
-        with pytest.raises(ParameterError, match=rf"^{key}='{path}' is not allowed: .*{why}"):
+        with pytest.raises(ParameterError, match=rf"^{key}='.* is not allowed: .*{why}") as err:
             run_task(cfg, tmp_path / "out")
+        assert str(err.value).endswith(f": {path})")  # in full: a long value is cut at 80
 
 
 def test_a_namespace_the_graph_store_refuses_is_refused_before_any_call():

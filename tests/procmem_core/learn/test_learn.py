@@ -272,3 +272,27 @@ def test_any_json_reply_is_either_validated_or_an_extraction_error(body, policy)
         assert proc.title and proc.trigger and proc.description
         assert 0.0 <= proc.confidence <= 1.0
         Procedure(proc.title, proc.trigger, proc.description, proc.confidence)
+
+
+def test_a_cache_path_holding_another_programs_database_is_refused_untouched(tmp_path):
+    """A reply cache never writes into a file that is not one: an SQLite database with
+    another program's table (or view) is refused byte for byte as it was, naming them; a
+    cache file already made, and an empty file, open as before."""
+    import sqlite3
+
+    theirs = tmp_path / "theirs.db"
+    con = sqlite3.connect(theirs)
+    con.execute("CREATE TABLE invoices (id INTEGER)")
+    con.execute("CREATE VIEW unpaid AS SELECT id FROM invoices")
+    con.commit()
+    con.close()
+    before = theirs.read_bytes()
+    with pytest.raises(ParameterError, match=r"another program's tables \(invoices, unpaid\)"):
+        ReplyCache(theirs)
+    assert theirs.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]
+    mine = tmp_path / "cache.db"
+    ReplyCache(mine).close()
+    ReplyCache(mine).close()  # its own file opens again
+    (tmp_path / "empty.db").touch()
+    ReplyCache(tmp_path / "empty.db").close()
