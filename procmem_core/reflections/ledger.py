@@ -55,9 +55,13 @@ class DistillLedger:
     def open(cls, path: str | Path) -> DistillLedger:
         ledger = cls()
         journal = RowJournal(path, "reflection_distill", (TABLE,))
-        ledger._attempts = [
-            DistillAttempt(**{**b, "raw": tuple(b["raw"])}) for b in journal.load(TABLE)
-        ]
+        try:  # a damaged row: StoreFileError naming the file and table, the file closed
+            ledger._attempts = journal.load(
+                TABLE, lambda b: DistillAttempt(**{**b, "raw": tuple(b["raw"])})
+            )
+        except BaseException:
+            journal.close()
+            raise
         ledger._journal = journal
         return ledger
 

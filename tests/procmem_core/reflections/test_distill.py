@@ -257,3 +257,37 @@ def test_matching_on_the_situation_ignores_what_was_done():
     assert by_task.pairs[0].similarity == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(ParameterError, match="match_on='words'"):
         DistillSettings(match_on="words")
+
+
+def test_a_ledger_with_a_damaged_row_is_refused_naming_it_and_left_closed(tmp_path):
+    """A distill-ledger row whose JSON lacks a field raises ``StoreFileError`` naming the
+    file and the table (it was a bare KeyError), and the opener keeps no connection to
+    the file; the file is unchanged and a sound ledger still opens."""
+    import os
+    import sqlite3
+
+    from procmem_core.reflections.ledger import TABLE
+    from procmem_core.storefile import StoreFileError
+
+    path = tmp_path / "distill.db"
+    ledger = DistillLedger.open(path)
+    ledger.record(failed_session="a", succeeded_session="b", similarity=0.9, outcome="fault")
+    ledger.close()
+    again = DistillLedger.open(path)
+    assert [a.pair for a in again.attempts] == [("a", "b")]
+    again.close()
+    con = sqlite3.connect(path)
+    con.execute(f"UPDATE {TABLE} SET body = ?", ('{"seq": 1}',))
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+
+    def open_fds() -> int:
+        return sum(os.path.realpath(f"/proc/self/fd/{fd}") == str(path.resolve())
+                   for fd in os.listdir("/proc/self/fd"))  # fmt: skip
+
+    held = open_fds()
+    with pytest.raises(StoreFileError, match=rf"damaged row in {TABLE} \(KeyError"):
+        DistillLedger.open(path)
+    assert open_fds() == held
+    assert path.read_bytes() == before
