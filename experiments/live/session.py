@@ -62,7 +62,14 @@ class TokenBudget:
 
     def charge(self, calls: list[CallRecord]) -> None:
         with self._lock:
-            self.spent += sum(c.total_tokens for c in calls if not c.cached)
+            self.spent += sum(billed(c) for c in calls if not c.cached)
+
+
+def billed(call: CallRecord) -> int:
+    """The tokens a call is charged: its reported usage; a call that reports none (an
+    endpoint without ``usage`` gives 0 and 0) its ``max_tokens``, the most its reply could
+    bill, so a budget still stops such an endpoint (its prompt's share is not known)."""
+    return call.total_tokens or call.max_tokens
 
 
 @dataclass

@@ -48,8 +48,11 @@ EXTRACTED = {
 class ForeignServer:
     """The server on a free 127.0.0.1 port (``base_url``); a context manager."""
 
-    def __init__(self, burst: int = 0, block_after: int | None = None, padding: int = 0):
+    def __init__(
+        self, burst: int = 0, block_after: int | None = None, padding: int = 0, usage: bool = True
+    ):
         self.burst = burst
+        self.usage = usage  # False: replies carry no ``usage`` (some endpoints send none)
         self.block_after = block_after
         self.padding = padding
         self.posts = 0
@@ -109,8 +112,8 @@ class ForeignServer:
                 {"index": 0, "message": {"role": "assistant", "content": content},
                  "finish_reason": "stop"}
             ],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
+            **({"usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion}} if self.usage else {}),
         }, {}  # fmt: skip
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -128,6 +128,22 @@ def test_a_budget_spent_while_running_stops_and_keeps_the_sessions_done(tmp_path
     assert list(sessions["time"]) == list(range(len(sessions)))
 
 
+def test_an_endpoint_that_reports_no_usage_is_still_stopped_by_the_budget(tmp_path, foreign_tasks):
+    """Replies without ``usage`` bill 0 tokens as reported: each call is charged its
+    ``max_tokens`` instead (``session.billed``), so a budget of a few calls stops the run
+    (it ran all 40 sessions before)."""
+    with ForeignServer(usage=False) as server:
+        over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=40)
+        max_tokens = int(compose_job("live", over).llm.max_tokens)
+        budget = f"live.budget.tokens={10 * max_tokens}"
+        cfg = compose_job("live", [*over, budget, "live.budget.reply_tokens=1"])
+        with pytest.raises(LiveStopped, match="budget"):
+            run_task(cfg, tmp_path / "out")
+        posts = server.posts
+    sessions = pd.read_csv(tmp_path / "out" / "artifacts" / "sessions.csv")
+    assert 0 < len(sessions) < 40 and posts < 40
+
+
 def test_an_estimate_past_the_budget_is_refused_before_any_call():
     cfg = compose_job("live", ["live.sessions=500", "live.budget.tokens=1000"])
     with pytest.raises(ParameterError, match=r"live\.budget\.tokens=1000 .* estimated"):
