@@ -31,6 +31,14 @@ POLICY_COLUMNS = ["policy", "precision", "precision_se", "helpful_wait", "helpfu
 """The review-policy table's columns ``recommend_policy`` reads."""
 
 
+def policy_table(*precisions: tuple[str, float, float, float, float]) -> pd.DataFrame:
+    """Review policies ``(name, precision, its SE, helpful wait, sessions to promotion)``,
+    every other column the same for each."""
+    rows = [(name, prec, se, wait, 1.0, 0.6, 0.02, 1.0, 0.5, 1, promo, 1.0)
+            for name, prec, se, wait, promo in precisions]  # fmt: skip
+    return pd.DataFrame(rows, columns=POLICY_COLUMNS)
+
+
 def test_a_target_has_three_states():
     # 0.902 ± 0.02 against 0.9 is never a plain pass: the sweep cannot tell the side
     assert target_state(0.902, 0.02, 0.9, higher_is_better=True) == WITHIN_NOISE
@@ -153,12 +161,8 @@ def test_confidence_and_learnings_picks_have_three_states():
     rec = recommend_confidence(t, 0.9)
     assert rec.label == "a" and rec.state == WITHIN_NOISE
     assert "within 2 SE of the target" in rec.sentence
-    worst = pd.DataFrame(
-        [("p", 0.902, 0.02, 50.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 60.0, 1.0),
-         ("q", 0.97, 0.005, 90.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 95.0, 1.0),
-         ("r", 0.5, 0.01, 10.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 20.0, 1.0)],
-        columns=POLICY_COLUMNS,
-    )  # fmt: skip
+    worst = policy_table(("p", 0.902, 0.02, 50.0, 60.0), ("q", 0.97, 0.005, 90.0, 95.0),
+                         ("r", 0.5, 0.01, 10.0, 20.0))  # fmt: skip
     pol = recommend_policy(worst)
     assert pol.label == "p" and pol.state == WITHIN_NOISE
     assert list(_ranked_table(pol.ranked)["meets target"]) == ["within 2 SE", "meets", "misses"]
@@ -318,12 +322,8 @@ def test_the_nearest_review_policy_is_tied_with_those_the_noise_cannot_order():
     """Nothing reaches the target: "the nearest is p" orders by precision, and 0.85 ± 0.02
     against 0.84 ± 0.02 (0.01 < 2 sqrt(2) 0.02) cannot be ordered; the old sentence named
     p alone (its ties were on the wait, and only for policies near the target)."""
-    worst = pd.DataFrame(
-        [("p", 0.85, 0.02, 50.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 60.0, 1.0),
-         ("q", 0.84, 0.02, 90.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 95.0, 1.0),
-         ("r", 0.5, 0.01, 10.0, 1.0, 0.6, 0.02, 1.0, 0.5, 1, 20.0, 1.0)],
-        columns=POLICY_COLUMNS,
-    )  # fmt: skip
+    worst = policy_table(("p", 0.85, 0.02, 50.0, 60.0), ("q", 0.84, 0.02, 90.0, 95.0),
+                         ("r", 0.5, 0.01, 10.0, 20.0))  # fmt: skip
     pol = recommend_policy(worst, 0.95)
     assert not pol.feasible and pol.label == "p" and pol.tied_with == ("q",)
     assert "the nearest is p, in the one condition run: precision 0.85 ± 0.02 (target 0.95); " \
