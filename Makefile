@@ -45,7 +45,7 @@ test: $(STAMP)
 # The fixture tests again with numpy's dispatched SIMD kernels disabled (baseline only):
 # another summation order, as on another CPU; the fixtures' tolerance must absorb it.
 FIXTURE_TESTS := tests/test_fixture_compare.py tests/experiments/test_quickstart_fixture.py \
-	tests/simulators/test_confidence_pinned.py
+	tests/simulators/test_confidence_pinned.py tests/simulators/test_loop_decisions.py
 fixtures-nosimd: $(STAMP)
 	@features="$$($(BIN)/python tools/simd_features.py)"; \
 	echo "NPY_DISABLE_CPU_FEATURES=\"$$features\""; \
