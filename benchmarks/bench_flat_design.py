@@ -20,7 +20,7 @@ import argparse
 import json
 import math
 
-from worktree_baseline import ONE_CORE, ROOT, baseline_tree, run_json
+from worktree_baseline import ONE_CORE, ROOT, baseline_tree, cpu_model, run_json
 
 from procmem_core.gates.calibration_store import CACHE_ENV
 
@@ -80,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = flat_times(args.baseline, args.repeats)
     print(f"one flat design question (confidence family, float arithmetic), cold, one core, "
-          f"side by side against {args.baseline}:")  # fmt: skip
+          f"side by side against {args.baseline}, on {cpu_model()}:")  # fmt: skip
     for r in rows:
         same = "bit-identical answer and table" if r["identical"] else "ANSWERS DIFFER"
         print(f"  {r['question']:<42} {r['cpu_seconds']:6.2f} s CPU, before "

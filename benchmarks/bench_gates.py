@@ -36,7 +36,7 @@ import math
 import time
 
 import numpy as np
-from worktree_baseline import ONE_CORE, ROOT, baseline_tree, run_json
+from worktree_baseline import ONE_CORE, ROOT, baseline_tree, cpu_model, run_json
 
 from procmem_core.gates import (
     CalibratedSPRTGate,
@@ -214,7 +214,7 @@ def design_times(baseline: str = DESIGN_BASELINE, repeats: int = 1) -> list[dict
 def print_design_times(rows: list[dict]) -> None:
     print(f"\none design question, max_runs 200, from cold caches, on one core, measured side "
           f"by side in this run against commit {DESIGN_BASELINE} (before issue 28's sixth "
-          f"speed-up; goal: at most 2 s):")  # fmt: skip
+          f"speed-up; goal: at most 2 s), on {cpu_model()}:")  # fmt: skip
     for r in rows:
         same = (
             "same answer" if r["answer"] == r["answer_before"] else f"before: {r['answer_before']}"

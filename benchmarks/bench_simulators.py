@@ -37,7 +37,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from worktree_baseline import ROOT, baseline_tree, run_json
+from worktree_baseline import ROOT, baseline_tree, cpu_model, run_json
 
 from procmem_core.flat import BaselineRule, Procedure
 from procmem_core.gates import RevisionStats, SPRTGate
@@ -333,7 +333,8 @@ def _object_and_loop_rates(out: dict[str, float], scale: int, repeat: int) -> No
         f"(CPU {out['loop_cpu_sessions_per_s']:.4g}); baseline {LOOP_BASELINE}: "
         f"{out['loop_baseline_sessions_per_s']:.4g} (CPU "
         f"{out['loop_baseline_cpu_sessions_per_s']:.4g}); ratio "
-        f"{out['loop_ratio_to_baseline']:.2f} (CPU {out['loop_cpu_ratio_to_baseline']:.2f})",
+        f"{out['loop_ratio_to_baseline']:.2f} (CPU {out['loop_cpu_ratio_to_baseline']:.2f}); "
+        f"measured on {cpu_model()}",
         flush=True,
     )
 

@@ -5,6 +5,7 @@ minute). Importing a script runs nothing: each times only under ``__main__``."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +57,14 @@ def test_a_commit_that_cannot_be_checked_out_gives_no_tree(capsys):
     with _load("worktree_baseline").baseline_tree("0" * 40) as tree:
         assert tree is None
     assert "not checked out" in capsys.readouterr().out
+
+
+def test_the_side_by_side_benchmarks_name_the_cpu():
+    """A ratio to a baseline moves with the processor: the scripts print which one."""
+    model = _load("worktree_baseline").cpu_model()
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text(encoding="utf-8").splitlines() if info.exists() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    if names:
+        assert model.startswith(names[0])
+    assert model.endswith(f", {os.cpu_count()} cores")
