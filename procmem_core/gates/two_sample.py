@@ -126,7 +126,8 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
             raise ParameterError("recalibrate", self.recalibrate, "True or False")
         if self.accept_shrink is not None:
             shrink = self.accept_shrink
-            if not isinstance(shrink, int | float) or not math.isfinite(shrink) or shrink < 1:
+            number = isinstance(shrink, int | float) and not isinstance(shrink, bool)
+            if not number or not math.isfinite(shrink) or shrink < 1:
                 raise ParameterError("accept_shrink", shrink, "None or a number >= 1")
         fill_levels(self, *sprt_boundaries(self.alpha, self.beta))
         if self.final_level is None:

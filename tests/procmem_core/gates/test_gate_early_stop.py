@@ -11,6 +11,7 @@ from procmem_core.errors import ParameterError
 from procmem_core.gates import (
     ACCEPT_CODE,
     REVERT_CODE,
+    CalibratedSPRTGate,
     DesignQuestion,
     TwoSampleGate,
     design_gate,
@@ -180,6 +181,28 @@ def test_crossing_boundaries_are_refused_naming_both_levels():
         TwoSampleGate(accept_level=2.5, revert_level=2.0, final_level=1.0)
     with pytest.raises(ParameterError, match="accept_shrink"):
         TwoSampleGate(accept_shrink=0.5, final_level=1.0)
+
+
+@pytest.mark.parametrize("cls", [TwoSampleGate, CalibratedSPRTGate])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("final_level", float("nan")), ("final_level", "1.0"), ("final_level", True),
+     ("accept_level", True), ("revert_level", False)],
+)  # fmt: skip
+def test_hand_given_levels_that_are_not_numbers_are_refused(cls, field, value):
+    """A level given by hand is a number: a NaN final level made the calibrated SPRT's exact
+    analysis lose mass (P(revert) + P(accept) 0.047 at ledger 5, max_runs 5) and the
+    two-sample test never revert at its cap ("revert iff lambda >= nan"); a string or a
+    bool was taken as given."""
+    kwargs = {"final_level": 1.0, "max_runs": 5, "ledger": 5, field: value}
+    with pytest.raises(ParameterError, match=field) as err:
+        cls(**kwargs)
+    assert err.value.field == field and "a number" in err.value.allowed
+
+
+def test_a_bool_accept_shrink_is_refused():
+    with pytest.raises(ParameterError, match="accept_shrink"):
+        TwoSampleGate(accept_shrink=True, final_level=1.0)
 
 
 @pytest.mark.slow
