@@ -361,13 +361,19 @@ class GateDesign:
         q = self.question
         usable = [a for a in self.answers if a.feasible and (
             a.design == "fixed" or q.concurrent > 0)]  # fmt: skip
+        return self.ranked(usable)
+
+    def ranked(self, answers: list[FamilyAnswer] | tuple[FamilyAnswer, ...]) -> tuple:
+        """``answers`` best first by the question's objective: the order of ``feasible``,
+        also for the answers a question without concurrent control would need it for."""
+        q = self.question
 
         def key(a: FamilyAnswer) -> tuple:
             if q.objective == "max_runs":
                 return (a.runs_null[0] + a.runs_alt[0], a.family)
             return (q.goal.score(a.max_runs, sum(a.runs_null)), a.family)
 
-        return tuple(sorted(usable, key=key))
+        return tuple(sorted(answers, key=key))
 
     @property
     def chosen(self) -> FamilyAnswer | None:

@@ -178,7 +178,7 @@ class Prescription:
                  for a in self.design.answers if a.note and a.false_revert <= q.alpha]  # fmt: skip
         concurrent = [a for a in self.design.answers if a.design == "concurrent" and a.feasible]
         if self.question.concurrent == 0 and concurrent:
-            a = min(concurrent, key=lambda x: x.max_runs)
+            a = self.design.ranked(concurrent)[0]  # by the question's objective, as its pick
             null = a.runs_null
             return (
                 f"with concurrent control the {make_gate(**a.config).describe()} meets both "
