@@ -169,6 +169,9 @@ def test_choose_follows_the_objective():
         ({"objective": "fastest"}, "objective"),
         ({"objective": "mixed", "weight": 1.5}, "weight"),
         ({"objective": "mixed", "weight": -0.1}, "weight"),
+        # a weight the objective would ignore (the command line refused it; the API did not)
+        ({"objective": "null_runs", "weight": 0.3}, "weight.*only the mixed objective"),
+        ({"objective": "max_runs", "weight": 0.0}, "weight.*only the mixed objective"),
     ],
 )
 def test_bad_objective_is_refused(kwargs, fragment):
