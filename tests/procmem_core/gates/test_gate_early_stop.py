@@ -13,6 +13,7 @@ from procmem_core.gates import (
     REVERT_CODE,
     CalibratedSPRTGate,
     DesignQuestion,
+    RevisionStats,
     TwoSampleGate,
     design_gate,
     make_gate,
@@ -201,6 +202,27 @@ def test_hand_given_levels_that_are_not_numbers_are_refused(cls, field, value):
     with pytest.raises(ParameterError, match=field) as err:
         cls(**kwargs)
     assert err.value.field == field and "a number" in err.value.allowed
+
+
+def test_an_accept_reason_states_the_accept_statistic_it_compared():
+    """The accept reason gives the accept statistic against ``accept_level`` (it said "the
+    observed drop is below the accept boundary -1.0": a drop of -0.3 is no such thing, and
+    the statistic it compared was not shown); the observed drop is given beside it."""
+    gate = TwoSampleGate(max_runs=40, ledger=10, revert_level=2.0, accept_level=-1.0,
+                         final_level=0.5, accept_shrink=4.0, recalibrate=False)  # fmt: skip
+    conc = (True, False) * 5
+    for k in range(3, 11):
+        prior = RevisionStats(runs=10 + k, successes=5 + sum(conc[:k]), concurrent=conc[:k])
+        d = gate.decide(prior, RevisionStats(runs=k, successes=k, outcomes=(True,) * k))
+        if d.verdict == "accept":
+            break
+    b, n = 5 + sum(conc[:k]), 10 + k
+    stat = float(drop_statistics(k, k, b, n, 0.15, 4.0)[1])
+    assert d.reason_code == "accept_boundary" and stat <= -1.0
+    assert d.reason.startswith(f"accept statistic={stat:.4f} <= accept_level=-1.0000")
+    assert f"(the observed drop {b / n - 1:.4f})" in d.reason
+    early = gate.decide(RevisionStats(runs=10, successes=5), RevisionStats(runs=0, successes=0))
+    assert early.reason_code == "too_few_runs"  # no comparison yet: no drop to state
 
 
 def test_a_bool_accept_shrink_is_refused():
