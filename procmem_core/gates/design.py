@@ -363,9 +363,14 @@ class GateDesign:
             a.design == "fixed" or q.concurrent > 0)]  # fmt: skip
         return self.ranked(usable)
 
-    def ranked(self, answers: list[FamilyAnswer] | tuple[FamilyAnswer, ...]) -> tuple:
-        """``answers`` best first by the question's objective: the order of ``feasible``,
-        also for the answers a question without concurrent control would need it for."""
+    @property
+    def with_concurrent_control(self) -> tuple[FamilyAnswer, ...]:
+        """The feasible concurrent answers, best first by the objective (what a question
+        without concurrent control would get with it, at share 0.5)."""
+        return self.ranked([a for a in self.answers if a.feasible and a.design == "concurrent"])
+
+    def ranked(self, answers: list[FamilyAnswer]) -> tuple[FamilyAnswer, ...]:
+        """``answers`` best first by the question's objective (the order of ``feasible``)."""
         q = self.question
 
         def key(a: FamilyAnswer) -> tuple:

@@ -295,10 +295,10 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
                             f"[{q.p0_low:g}, {q.p0_high:g}], the range of every draw; "
                             f"{gate_sessions(best, q.concurrent)}.",
                             details | {"config": best.config})  # fmt: skip
-    usable = [a for a in design.answers if a.feasible and a.design == "concurrent"]
+    usable = design.with_concurrent_control
     instead = ""
     if q.concurrent == 0 and usable:  # what concurrent control would cost, by the objective
-        a = design.ranked(usable)[0]
+        a = usable[0]
         instead = (f"; with concurrent control {a.family} ({a.design}) meets both at max_runs "
                    f"{a.max_runs}: {gate_sessions(a, 0.5)}")  # fmt: skip
     return Prescription("gate", "none feasible", False,
