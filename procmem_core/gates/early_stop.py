@@ -65,6 +65,12 @@ class Objective:
         w = self.weight
         if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 1.0:
             raise ParameterError("weight", w, "a number in [0, 1] (the mixed objective's weight)")
+        if self.kind != "mixed" and w != 1.0:  # it would be ignored: say so, as the CLI does
+            raise ParameterError(
+                "weight",
+                w,
+                f"1 (the default): only the mixed objective has a weight, not {self.kind}",
+            )
 
     def score(self, max_runs: float, runs_null: float) -> float:
         """The quantity minimised (pairs)."""

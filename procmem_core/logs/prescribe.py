@@ -50,7 +50,7 @@ from procmem_core.ab.planner import DEFAULT_RATES
 from procmem_core.flat.design import RuleTargets, design_rule
 from procmem_core.flat.design_table import still_shown
 from procmem_core.flat.fate import flat_fate
-from procmem_core.gates import DesignQuestion, design_gate
+from procmem_core.gates import DesignQuestion, FamilyAnswer, design_gate
 from procmem_core.logs.world import Param, withheld_rate
 
 DRAWS = 200
@@ -292,14 +292,30 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
                             f"Gate {best.family} ({best.design} design), max_runs "
                             f"{best.max_runs}: false revert <= {q.alpha:g} and power >= "
                             f"{1 - q.beta:g} at a drop of {q.min_drop:g} for every p0 in "
-                            f"[{q.p0_low:g}, {q.p0_high:g}], the range of every draw.",
+                            f"[{q.p0_low:g}, {q.p0_high:g}], the range of every draw; "
+                            f"{gate_sessions(best, q.concurrent)}.",
                             details | {"config": best.config})  # fmt: skip
+    usable = design.with_concurrent_control
+    instead = ""
+    if q.concurrent == 0 and usable:  # what concurrent control would cost, by the objective
+        a = usable[0]
+        instead = (f"; with concurrent control {a.family} ({a.design}) meets both at max_runs "
+                   f"{a.max_runs}: {gate_sessions(a, 0.5)}")  # fmt: skip
     return Prescription("gate", "none feasible", False,
                         f"No gate family meets false revert <= {q.alpha:g} and power >= "
                         f"{1 - q.beta:g} within {q.max_runs} runs over p0 in "
                         f"[{q.p0_low:g}, {q.p0_high:g}]; it would take a larger max_runs, a longer "
                         "ledger or concurrent control (the prior served in a share of sessions "
-                        "while a revision is pending).", details)  # fmt: skip
+                        f"while a revision is pending){instead}.", details)  # fmt: skip
+
+
+def gate_sessions(a: FamilyAnswer, share: float) -> str:
+    """The sessions a decision of answer ``a`` takes when nothing changed and at the drop,
+    both arms counted at the concurrent ``share`` (expected, worst p0)."""
+    return (f"a decision takes {sum(a.runs_null):.1f} sessions when nothing changed and "
+            f"{sum(a.runs_alt):.1f} at the drop ({a.runs_null[0]:.1f} + {a.runs_null[1]:.1f} "
+            f"and {a.runs_alt[0]:.1f} + {a.runs_alt[1]:.1f} on the revision + the prior at "
+            f"share {share:g}; expected, worst p0)")  # fmt: skip
 
 
 def prescribe(world: dict, rng: np.random.Generator, target_lift: float, horizon: int,

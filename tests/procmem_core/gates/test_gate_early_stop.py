@@ -11,7 +11,9 @@ from procmem_core.errors import ParameterError
 from procmem_core.gates import (
     ACCEPT_CODE,
     REVERT_CODE,
+    CalibratedSPRTGate,
     DesignQuestion,
+    RevisionStats,
     TwoSampleGate,
     design_gate,
     make_gate,
@@ -168,6 +170,9 @@ def test_choose_follows_the_objective():
         ({"objective": "fastest"}, "objective"),
         ({"objective": "mixed", "weight": 1.5}, "weight"),
         ({"objective": "mixed", "weight": -0.1}, "weight"),
+        # a weight the objective would ignore (the command line refused it; the API did not)
+        ({"objective": "null_runs", "weight": 0.3}, "weight.*only the mixed objective"),
+        ({"objective": "max_runs", "weight": 0.0}, "weight.*only the mixed objective"),
     ],
 )
 def test_bad_objective_is_refused(kwargs, fragment):
@@ -180,6 +185,49 @@ def test_crossing_boundaries_are_refused_naming_both_levels():
         TwoSampleGate(accept_level=2.5, revert_level=2.0, final_level=1.0)
     with pytest.raises(ParameterError, match="accept_shrink"):
         TwoSampleGate(accept_shrink=0.5, final_level=1.0)
+
+
+@pytest.mark.parametrize("cls", [TwoSampleGate, CalibratedSPRTGate])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("final_level", float("nan")), ("final_level", "1.0"), ("final_level", True),
+     ("accept_level", True), ("revert_level", False)],
+)  # fmt: skip
+def test_hand_given_levels_that_are_not_numbers_are_refused(cls, field, value):
+    """A level given by hand is a number: a NaN final level made the calibrated SPRT's exact
+    analysis lose mass (P(revert) + P(accept) 0.047 at ledger 5, max_runs 5) and the
+    two-sample test never revert at its cap ("revert iff lambda >= nan"); a string or a
+    bool was taken as given."""
+    kwargs = {"final_level": 1.0, "max_runs": 5, "ledger": 5, field: value}
+    with pytest.raises(ParameterError, match=field) as err:
+        cls(**kwargs)
+    assert err.value.field == field and "a number" in err.value.allowed
+
+
+def test_an_accept_reason_states_the_accept_statistic_it_compared():
+    """The accept reason gives the accept statistic against ``accept_level`` (it said "the
+    observed drop is below the accept boundary -1.0": a drop of -0.3 is no such thing, and
+    the statistic it compared was not shown); the observed drop is given beside it."""
+    gate = TwoSampleGate(max_runs=40, ledger=10, revert_level=2.0, accept_level=-1.0,
+                         final_level=0.5, accept_shrink=4.0, recalibrate=False)  # fmt: skip
+    conc = (True, False) * 5
+    for k in range(3, 11):
+        prior = RevisionStats(runs=10 + k, successes=5 + sum(conc[:k]), concurrent=conc[:k])
+        d = gate.decide(prior, RevisionStats(runs=k, successes=k, outcomes=(True,) * k))
+        if d.verdict == "accept":
+            break
+    b, n = 5 + sum(conc[:k]), 10 + k
+    stat = float(drop_statistics(k, k, b, n, 0.15, 4.0)[1])
+    assert d.reason_code == "accept_boundary" and stat <= -1.0
+    assert d.reason.startswith(f"accept statistic={stat:.4f} <= accept_level=-1.0000")
+    assert f"(the observed drop {b / n - 1:.4f})" in d.reason
+    early = gate.decide(RevisionStats(runs=10, successes=5), RevisionStats(runs=0, successes=0))
+    assert early.reason_code == "too_few_runs"  # no comparison yet: no drop to state
+
+
+def test_a_bool_accept_shrink_is_refused():
+    with pytest.raises(ParameterError, match="accept_shrink"):
+        TwoSampleGate(accept_shrink=True, final_level=1.0)
 
 
 @pytest.mark.slow
