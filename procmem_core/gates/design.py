@@ -310,6 +310,7 @@ def _early_stop_answer(
     if not points:  # no accept level on the search grid keeps the power: no early stop
         return None
     point = refine(params, choose(points, q.goal), grid, q.alpha, q.beta)
+    params["accept_shrink"] = point.accept_shrink
     level = point.accept_level
     for _ in range(CERTIFY_STEPS):
         gate = TwoSampleGate(**params, max_runs=point.max_runs, accept_level=level)

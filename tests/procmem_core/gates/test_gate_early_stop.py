@@ -22,10 +22,13 @@ from procmem_core.gates import (
 )
 from procmem_core.gates.cap_scan import cap_scan
 from procmem_core.gates.design import answer, families
+from procmem_core.gates.design_scans import SEARCH_POINTS
 from procmem_core.gates.early_stop import (
     FrontierPoint,
     Objective,
+    _loosest,
     choose,
+    frontier,
     null_runs_bound,
     null_runs_ceiling,
 )
@@ -241,9 +244,42 @@ def test_max_runs_objective_keeps_the_former_answer():
     pick = {a.design: a for a in by_cap.answers if a.family == "two_sample"}["concurrent"]
     new = {a.design: a for a in by_null.answers if a.family == "two_sample"}["concurrent"]
     assert pick.config.get("accept_shrink") is None and not pick.frontier
-    assert new.feasible and new.frontier and new.config["accept_shrink"] == 4.0
+    # the frontier tries both accept statistics: here the variance at 1/4 stops sooner
+    assert new.feasible and new.frontier and new.config["accept_shrink"] is None
     assert new.runs_null[0] <= pick.runs_null[0]
     assert new.max_runs >= pick.max_runs
+
+
+def test_null_runs_takes_the_accept_statistic_that_stops_sooner():
+    """The frontier tries both accept statistics per cap (``early_stop.frontier``): at this
+    question the variance at 1/4 stops sooner than the shrunk one (the search over the
+    shrunk one alone answered 19.0 pairs when nothing changed, more than the ``max_runs``
+    objective's 14.3; exact, certified)."""
+    q = DesignQuestion(min_drop=0.3, ledger=40, p0_low=0.4, p0_high=0.95, max_runs=60)
+    by_null = {a.design: a for a in design_gate(q).answers if a.family == "two_sample"}
+    old = DesignQuestion(**{**q.__dict__, "objective": "max_runs"})
+    by_cap = {a.design: a for a in design_gate(old).answers if a.family == "two_sample"}
+    for design in ("fixed", "concurrent"):
+        new, pick = by_null[design], by_cap[design]
+        assert new.feasible and new.config["accept_shrink"] is None
+        assert new.false_revert <= q.alpha and new.power >= 1 - q.beta
+        assert new.runs_null[0] < pick.runs_null[0]
+    assert by_null["fixed"].runs_null[0] == pytest.approx(12.74, abs=0.01)
+    assert by_cap["fixed"].runs_null[0] == pytest.approx(14.28, abs=0.01)
+    # the answer's frontier is, per cap, the better of the two statistics' loosest levels
+    new = by_null["fixed"]
+    fixed = next(f for f in families(q) if f.name == "two_sample" and f.design == "fixed")
+    params = {**fixed.early_stop, "revert_level": new.config["revert_level"]}
+    grid, caps = q.p0_range.grid(SEARCH_POINTS), np.array([p.max_runs for p in new.frontier])
+    assert list(frontier(params, grid, q.alpha, q.beta, caps)) == list(new.frontier)
+    shrunk = _loosest(params, grid, q.alpha, q.beta, caps)
+    plain = _loosest({**params, "accept_shrink": None}, grid, q.alpha, q.beta, caps)
+    assert [p.accept_shrink for p in shrunk] == [4.0] * len(shrunk)
+    assert [p.accept_shrink for p in plain] == [None] * len(plain)
+    for pt in new.frontier:
+        runs = [p.runs_null for p in shrunk + plain if p.max_runs == pt.max_runs]
+        assert pt.runs_null == min(runs)
+    assert [p.accept_shrink for p in new.frontier] == [None]
 
 
 @pytest.mark.parametrize(("p0", "p"), [(0.5, 0.5), (0.8, 0.55), (0.35, 0.6)])
