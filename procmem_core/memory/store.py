@@ -158,6 +158,8 @@ class MemoryStore:
         ``semantic``, tagged ``retyped_from:procedural`` (the seed's rule; a procedure body
         goes through ``set_procedural``)."""
         authorize(principal, "writer", "memory.set", check_namespace(namespace))
+        if principal is not None:
+            principal.check_writes_user(user_id, "memory.set")
         if memory_type == PROCEDURAL:
             check_text("text", text, MAX_RECORD_TEXT)
             tags, metadata = retyped_fields(text, tags, metadata)
@@ -208,6 +210,8 @@ class MemoryStore:
         tagged ``retyped_from:procedural`` (seed: "A procedural row written with
         memory.set that is not a procedure body ... is stored as semantic")."""
         authorize(principal, "writer", "memory.set", check_namespace(namespace))
+        if principal is not None:
+            principal.check_writes_user(user_id, "memory.set")
         body = procedure_body(value)
         actor = acting_actor(principal, actor)
         if body is None:
