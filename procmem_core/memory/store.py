@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from procmem_core.closed import close_journal
 from procmem_core.errors import (
     ParameterError,
     check_choice,
@@ -113,9 +114,9 @@ class MemoryStore:
         return store
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        """Close the file (``procmem_core.closed``: a later write raises ``StoreClosed``);
+        nothing to do in memory."""
+        self._journal = close_journal("MemoryStore", self._journal)
 
     def __enter__(self) -> MemoryStore:
         return self
