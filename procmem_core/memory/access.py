@@ -184,6 +184,16 @@ def authorize(
     principal.require(role, operation, namespace)
 
 
+def authorize_row(
+    principal: Principal | None, operation: str, namespace: str, user_id: str | None
+) -> None:
+    """A row write: the writer role in ``namespace`` (``authorize``) and, for a pinned
+    token, a ``user_id`` it speaks for (``Principal.check_writes_user``)."""
+    authorize(principal, "writer", operation, namespace)
+    if principal is not None:
+        principal.check_writes_user(user_id, operation)
+
+
 def allowed_namespaces(
     principal: Principal | None, role: str, operation: str, namespace: Any = None
 ) -> frozenset[str] | None:

@@ -44,6 +44,7 @@ from procmem_core.memory.access import (
     acting_actor,
     allowed_namespaces,
     authorize,
+    authorize_row,
     can_read_record,
     serves_agent,
 )
@@ -114,8 +115,7 @@ class MemoryStore:
         return store
 
     def close(self) -> None:
-        """Close the file (``procmem_core.closed``: a later write raises ``StoreClosed``);
-        nothing to do in memory."""
+        """Close the file (later writes raise ``procmem_core.closed.StoreClosed``)."""
         self._journal = close_journal("MemoryStore", self._journal)
 
     def __enter__(self) -> MemoryStore:
@@ -158,9 +158,7 @@ class MemoryStore:
         ``memory_type="procedural"``: the text is not a procedure body, so it is stored as
         ``semantic``, tagged ``retyped_from:procedural`` (the seed's rule; a procedure body
         goes through ``set_procedural``)."""
-        authorize(principal, "writer", "memory.set", check_namespace(namespace))
-        if principal is not None:
-            principal.check_writes_user(user_id, "memory.set")
+        authorize_row(principal, "memory.set", check_namespace(namespace), user_id)
         if memory_type == PROCEDURAL:
             check_text("text", text, MAX_RECORD_TEXT)
             tags, metadata = retyped_fields(text, tags, metadata)
@@ -210,9 +208,7 @@ class MemoryStore:
         is added to the ``ProcedureStore``; anything else is stored as ``semantic``,
         tagged ``retyped_from:procedural`` (seed: "A procedural row written with
         memory.set that is not a procedure body ... is stored as semantic")."""
-        authorize(principal, "writer", "memory.set", check_namespace(namespace))
-        if principal is not None:
-            principal.check_writes_user(user_id, "memory.set")
+        authorize_row(principal, "memory.set", check_namespace(namespace), user_id)
         body = procedure_body(value)
         actor = acting_actor(principal, actor)
         if body is None:
