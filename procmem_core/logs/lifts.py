@@ -136,21 +136,31 @@ def _clustered_aipw(psi: np.ndarray, user: np.ndarray, level: float) -> tuple[fl
 
 def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level, user=None) -> tuple:
     """Per key: AIPW's lift, SE, interval and p-value (Wald), clustered by ``user``
-    (codes of the matched sessions) where given and at least two users rated."""
+    (codes of the matched sessions) where given and at least two users rated.
+
+    AIPW weighs by the propensity, so it compares the sessions where both arms were
+    possible (a logged explore rate above 0). A session without a covariate (the schema
+    allows it empty) takes the mean covariate of its procedure's compared sessions: a
+    pre-session number imputed alike in both arms, so the estimate stays unbiased."""
     est = AugmentedIPW()
     out = np.full((5, keys_idx.size), np.nan)
     order = np.argsort(k, kind="stable")
     bounds = np.searchsorted(k[order], np.arange(keys_idx.max(initial=-1) + 2))
+    eps = s.explore_rate[s.top >= 0]
     for j, key in enumerate(keys_idx):
         rows = order[bounds[key] : bounds[key + 1]]
+        rows = rows[eps[rows] > 0]
         sh, m = shown[rows], rated[rows]
         if (sh & m).sum() < 3 or (~sh & m).sum() < 3:
             continue
-        e = 1.0 - s.explore_rate[s.top >= 0][rows]
-        r = est.estimate(np.nan_to_num(y[rows]), sh, x[rows], m, e, level)
+        e = 1.0 - eps[rows]
+        xr = x[rows]
+        if np.isnan(xr).any():
+            xr = np.where(np.isnan(xr), np.nanmean(xr) if np.isfinite(xr).any() else 0.0, xr)
+        r = est.estimate(np.nan_to_num(y[rows]), sh, xr, m, e, level)
         out[:, j] = r.tau[0], r.se[0], r.low[0], r.high[0], wald_p(r.tau, r.se)[0]
         if user is not None:
-            psi = est.influence(np.nan_to_num(y[rows]), sh, x[rows], m, e)[0][m]
+            psi = est.influence(np.nan_to_num(y[rows]), sh, xr, m, e)[0][m]
             clustered = _clustered_aipw(psi, user[rows][m], level)
             if np.isfinite(clustered[1]):
                 out[:, j] = clustered
@@ -181,7 +191,7 @@ def estimate_lifts(
     ]
     name = "dim"
     user = s.user
-    if s.covariate is not None:
+    if s.covariate is not None and np.isfinite(s.covariate[sel]).any():  # empty: none
         users = None if user is None else user.codes[sel]
         name = "aipw" if users is None else "aipw, cluster-robust by user_id"
         tau, se, low, high, p = _aipw(s, k, shown, y, rated, s.covariate[sel],
