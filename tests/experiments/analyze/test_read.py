@@ -206,3 +206,35 @@ def test_iso_timestamps_read_as_seconds(tmp_path):
     s = read_log(_write(tmp_path / "log", f).parent).sessions
     assert s.time_unit == "seconds"
     assert np.allclose(np.diff(s.time), 60.0)
+
+
+@pytest.mark.parametrize(
+    ("content", "row"),
+    [
+        (b"null\n", 1),  # pyarrow's reader crashed the process (a segmentation fault)
+        (b'\n null\n{"session_id": "s1"}\n', 2),
+        (b"[1, 2]\n", 1),  # was a TypeError traceback, exit 1
+        (b"5\n", 1),
+        (b'{"session_id": "s1"}\n[1]\n', None),  # pyarrow: "changed from object to array"
+        (b'{"session_id": "s1"}\n5\n', None),
+    ],
+)
+def test_json_lines_that_are_not_objects_refused(tmp_path, content, row):
+    """A sessions.jsonl line that is JSON but not an object is a file not in the format
+    its name says: refused naming the file (and the line, when it is the first), exit 2."""
+    d = tmp_path / "log"
+    d.mkdir()
+    (d / "sessions.jsonl").write_bytes(content)
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.analyze", str(d), "--out", str(tmp_path / "out"),
+         "--no-track"],
+        capture_output=True, text=True, cwd=Path(__file__).parents[3],
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-500:]
+    where = str(d / "sessions.jsonl") + ("" if row is None else f", row {row}")
+    assert f"analyze: {where}: " in done.stderr
+    assert "a JSON Lines file of one object per row" in done.stderr
+    assert not (tmp_path / "out").exists()
