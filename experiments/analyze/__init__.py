@@ -48,10 +48,19 @@ class Analysis:
 def check_options(level: float, target_lift: float) -> None:
     """The command's numbers, refused (``ParameterError`` naming the flag) before the log
     is read or anything written: ``--level`` in (0, 1), ``--target-lift`` a non-zero lift
-    in (-1, 1)."""
+    of at most 0.5 in size (the planner sizes it in the direction the success rate allows,
+    ``sized_lift``; past 0.5, rates near 0.5, which the bootstrap may draw, allow
+    neither)."""
     check_probability("--level", level, open_low=True, open_high=True)
     if not (isinstance(target_lift, int | float) and -1 < target_lift < 1 and target_lift):
         raise ParameterError("--target-lift", target_lift, "a non-zero number in (-1, 1)")
+    if abs(target_lift) > 0.5:
+        raise ParameterError(
+            "--target-lift", target_lift,
+            "at most 0.5 in size: the planner sizes it up or down from the success rate, "
+            f"and a rate between {1 - abs(target_lift):g} and {abs(target_lift):g} allows "
+            "neither",
+        )  # fmt: skip
 
 
 def log_lifts(source: str | Path, level: float = 0.95) -> pd.DataFrame:

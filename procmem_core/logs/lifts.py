@@ -274,7 +274,7 @@ def withheld_needed(s: Sessions, target_lift: float, level: float, power: float 
     y = s.outcome[rated]
     share = float(rated.sum() / pool.sum()) if pool.any() and rated.any() else 1.0
     base = float(np.clip(y.mean() if y.size else 0.5, 0.05, 0.95))
-    lift = target_lift if base + target_lift <= 1 else -target_lift
+    lift = sized_lift(base, target_lift)
     eps = float(np.mean(s.explore_rate)) if s.n else 0.0
     eps = eps if 0 < eps < 1 else 0.1
     design = Design(lift=lift, base=base, power=power, alpha=1 - level)
@@ -284,3 +284,11 @@ def withheld_needed(s: Sessions, target_lift: float, level: float, power: float 
         "rated_share": share, "sessions": float(np.ceil(r.sessions / share)),
         "withheld": float(r.withheld / share),
     }  # fmt: skip
+
+
+def sized_lift(base: float, target_lift: float) -> float:
+    """The lift the planner sizes for at success rate ``base``: ``target_lift`` where
+    ``base + target_lift`` is a rate, else its opposite (a lift of that size in the
+    direction the rate allows; one of the two is a rate whenever ``|target_lift| <=
+    0.5``, which ``experiments.analyze`` requires)."""
+    return target_lift if 0 <= base + target_lift <= 1 else -target_lift
