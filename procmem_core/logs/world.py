@@ -193,7 +193,8 @@ def weighable(lift: np.ndarray, se: np.ndarray) -> np.ndarray:
 
 
 def user_dispersion(s: Sessions, rng: np.random.Generator) -> dict[str, Param] | None:
-    """``user_sd`` and ``icc`` of the outcomes across users (module docstring)."""
+    """``user_sd`` and ``icc`` of the outcomes across users (module docstring); None
+    without ``user_id`` or with fewer than two users rated."""
     if s.user is None:
         return None
     use = (s.top >= 0) & ~np.isnan(s.outcome) & (s.user.codes >= 0)
@@ -202,6 +203,8 @@ def user_dispersion(s: Sessions, rng: np.random.Generator) -> dict[str, Param] |
     means = np.bincount(cell, y) / np.maximum(np.bincount(cell), 1)
     e = y - means[cell]
     _, g = np.unique(s.user.codes[use], return_inverse=True)
+    if g.max(initial=-1) < 1:  # one user (or none rated): no spread across users to fit
+        return None
     r, sq, n = np.bincount(g, e), np.bincount(g, e * e), np.bincount(g).astype(float)
     a, b = r**2 - sq, n * (n - 1)
 

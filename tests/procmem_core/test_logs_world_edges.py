@@ -50,3 +50,27 @@ def test_lifts_with_no_variance_fit_no_lifts_model():
                                   "rated_withheld"))  # fmt: skip
     world = fit_world(s, c["lift"], c["se"], np.random.default_rng(0), counts=counts)
     assert "lifts" not in world and "shrunk_lifts" not in world
+
+
+def test_one_user_fits_no_user_dispersion():
+    """Every session from one user: a between-user sd cannot be estimated from one user,
+    yet world.json gave user_sd 0.0 +- 0.0 and icc -0.003 +- 4e-19 (a bootstrap over one
+    user draws the same user every time), so the prescriptions' bootstrap held them as
+    known. The lifts keep the per-session SE there ('dim, one user'); the world now fits
+    no users part, as without user_id."""
+    n = 120
+    rng = np.random.default_rng(2)
+    cols = {
+        "session_id": Text.encode(np.array([f"s{i}" for i in range(n)], dtype=object)),
+        "time": np.arange(n, dtype=float),
+        "top_key": Text.encode(np.array([f"k{i % 3}" for i in range(n)], dtype=object)),
+        "withheld": rng.random(n) < 0.3,
+        "explore_rate": np.full(n, 0.3),
+        "outcome": (rng.random(n) < 0.5).astype(float),
+        "user_id": Text.encode(np.array(["u1"] * n, dtype=object)),
+    }
+    s = check_log(Table("sessions", "sessions.csv", n, cols)).sessions
+    c = estimate_lifts(s).columns
+    world = fit_world(s, c["lift"], c["se"], np.random.default_rng(0))
+    assert "users" not in world
+    assert set(c["estimator"]) == {"dim, one user"}
