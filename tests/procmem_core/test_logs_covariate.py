@@ -91,3 +91,42 @@ def test_sessions_at_explore_rate_zero_are_left_out_of_aipw():
     assert lifts["lift"][0] == pytest.approx(tau, rel=1e-12)
     assert lifts["se"][0] == pytest.approx(se, rel=1e-12)
     assert lifts["n_shown"][0] + lifts["n_withheld"][0] == x.size
+
+
+def test_a_procedure_too_small_for_aipw_keeps_the_difference_in_means():
+    """AIPW fits a line per arm and needs three rated sessions in each; a procedure with
+    two rated withheld sessions got lift NaN with estimator 'aipw' (left out of Holm and
+    of the world's lifts) where the log has the same estimate it has without a covariate.
+    It now keeps the difference in means with Newcombe's interval, and says so."""
+    from procmem_core.ab import newcombe_estimate
+
+    x, w, y = _world(np.random.default_rng(7))
+    top = np.array(["big"] * x.size, dtype=object)
+    top[:40] = "small"
+    w[:40] = False
+    w[[3, 11]] = True  # two withheld sessions of "small"
+    lifts = estimate_lifts(check_log(_log(top, w, y, x, 0.25)).sessions).columns
+    small = list(lifts["key"]).index("small")
+    s = top == "small"
+    ref = newcombe_estimate(
+        np.array([y[s & ~w].sum()]), np.array([(s & ~w).sum()]),
+        np.array([y[s & w].sum()]), np.array([(s & w).sum()]), 0.95,
+    )  # fmt: skip
+    assert lifts["estimator"][small] == "dim"
+    for c, v in (("lift", ref.tau), ("se", ref.se), ("ci_low", ref.low), ("ci_high", ref.high)):
+        assert lifts[c][small] == pytest.approx(v[0], rel=1e-12)
+    assert lifts["estimator"][1 - small] == "aipw"
+
+
+def test_aipw_with_one_user_says_it_is_not_clustered():
+    """A covariate and every session from one user: the lift is AIPW with the
+    per-session SE (nothing to cluster over), and was labelled 'aipw, cluster-robust by
+    user_id'; as for the difference in means, the label now says 'one user'."""
+    x, w, y = _world(np.random.default_rng(8))
+    t = _log(["p"] * x.size, w, y, x, 0.25)
+    t.columns["user_id"] = Text.encode(np.array(["u"] * x.size, dtype=object))
+    lifts = estimate_lifts(check_log(t).sessions).columns
+    tau, se = _aipw(y, ~w, x, 0.75)
+    assert lifts["estimator"][0] == "aipw, one user"
+    assert lifts["lift"][0] == pytest.approx(tau, rel=1e-12)
+    assert lifts["se"][0] == pytest.approx(se, rel=1e-12)
