@@ -27,8 +27,17 @@ def default_gates() -> dict[str, Gate]:
 
 def gate_section(log: Log, out: Path, metrics: dict) -> Section:
     title = "Gate replay"
-    if log.runs is None or log.revisions is None:
+    if log.runs is None and log.revisions is None:
         return title, "The log has no runs and revisions files: no gate to replay.", None
+    if log.revisions is None:
+        text = "The log has runs but no revisions file: no revision to replay the gates on."
+        return title, text, None
+    if log.runs is None:
+        return (
+            title,
+            "The log has revisions but no runs file: no ledger to replay the gates on.",
+            None,
+        )
     gates = default_gates()
     replay = gate_replay(log, gates)
     frame = pd.DataFrame(replay)

@@ -113,3 +113,31 @@ def test_bad_options_are_refused_before_the_log_is_read(tmp_path, unmade_trackin
     assert code == 2
     assert capsys.readouterr().err.strip() == f"python -m experiments.analyze: {message}"
     assert not (tmp_path / "out").exists() and not unmade_tracking_store.exists()
+
+
+@pytest.mark.parametrize(
+    "files, sentence",
+    [
+        (
+            {"runs.csv": "key,revision,ok,time\np,1,true,1\n"},
+            "The log has runs but no revisions file: no revision to replay the gates on.",
+        ),
+        (
+            {"revisions.csv": "key,revision,prior_revision,proposed_at\np,1,,0\n"},
+            "The log has revisions but no runs file: no ledger to replay the gates on.",
+        ),
+        ({}, "The log has no runs and revisions files: no gate to replay."),
+    ],
+)
+def test_the_gate_section_says_which_file_is_missing(tmp_path, files, sentence):
+    # was: 'The log has no runs and revisions files' for a log with a runs file
+    from experiments.analyze import analyze
+
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + "s1,1,p,false,0.2,1\ns2,2,p,true,0.2,0\n")
+    for name, text in files.items():
+        (log / name).write_text(text)
+    analyze(str(log), tmp_path / "out", track_run=False, design=False, prescribe=False)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert f"## Gate replay\n\n{sentence}\n" in report
