@@ -52,10 +52,13 @@ def _first(bad: np.ndarray) -> int:
 
 
 def _raw(col: Any, row: int) -> Any:
+    """The value of ``row`` as the file holds it: an empty cell (read as NaN or null) is
+    named as the empty string, not as the NaN a reader made of it."""
     if isinstance(col, Text):
         return col.value(row)
     v = col[row]
-    return v.item() if isinstance(v, np.generic) else v
+    v = v.item() if isinstance(v, np.generic) else v
+    return "" if v is None or (isinstance(v, float) and v != v) else v
 
 
 def _is_empty(a: np.ndarray) -> np.ndarray:

@@ -238,3 +238,17 @@ def test_json_lines_that_are_not_objects_refused(tmp_path, content, row):
     assert f"analyze: {where}: " in done.stderr
     assert "a JSON Lines file of one object per row" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl"])
+def test_an_empty_required_number_is_named_as_empty(tmp_path, fmt):
+    """An explore_rate left empty (a session that matched nothing, logged without a rate)
+    was refused as "nan is not allowed": a value the file does not hold. It is named as
+    the empty cell it is."""
+    frame = _frame().astype({"explore_rate": object})
+    frame.loc[3, "explore_rate"] = None
+    path = _write(tmp_path / "log", frame.astype({"explore_rate": float}), fmt)
+    with pytest.raises(LogError) as err:
+        read_log(tmp_path / "log")
+    assert (err.value.file, err.value.row, err.value.column) == (str(path), 4, "explore_rate")
+    assert "row 4, column 'explore_rate': '' is not allowed: a number in [0, 1)" in str(err.value)
