@@ -252,3 +252,23 @@ def test_an_empty_required_number_is_named_as_empty(tmp_path, fmt):
         read_log(tmp_path / "log")
     assert (err.value.file, err.value.row, err.value.column) == (str(path), 4, "explore_rate")
     assert "row 4, column 'explore_rate': '' is not allowed: a number in [0, 1)" in str(err.value)
+
+
+def test_a_prior_revision_the_revisions_table_lacks_is_refused(tmp_path):
+    """A revision whose prior_revision is not listed was replayed against a prior with no
+    runs (every run must name a listed revision, so none can be the prior's): the gates
+    judged it on nothing and the report counted their agreement. Refused like a run
+    naming an unlisted revision."""
+    d = tmp_path / "log"
+    _write(d, _frame())
+    revs = pd.DataFrame({"key": ["a", "a"], "revision": ["r1", "r2"],
+                         "prior_revision": ["", "r0"], "proposed_at": [0, 10]})  # fmt: skip
+    runs = pd.DataFrame({"key": ["a", "a"], "revision": ["r1", "r2"], "ok": [True, False],
+                         "time": [1, 11]})  # fmt: skip
+    revs_path = _write(d, revs, name="revisions")
+    _write(d, runs, name="runs")
+    with pytest.raises(LogError) as err:
+        read_log(d)
+    e = err.value
+    assert (e.file, e.row, e.column, e.value) == (str(revs_path), 2, "prior_revision", "r0")
+    assert e.allowed == "a revision of key 'a' listed in this file, or empty for a first revision"
