@@ -119,6 +119,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _pm(p: Any, spec: str, se_spec: str = ".3f") -> str:
+    """``value +- se``; where the log does not pin the parameter down (its SE null in
+    world.json, e.g. a spread estimated at 0) it says so instead of printing ``+- nan``."""
+    if np.isfinite(p.se):
+        return f"{p.value:{spec}} +- {p.se:{se_spec}}"
+    return f"{p.value:{spec}} (no SE: the log does not pin it down)"
+
+
 def world_section(
     log: Log, lifts: Any, out: Path, seed: int, metrics: dict
 ) -> tuple[Section, dict]:
@@ -153,26 +161,22 @@ def world_section(
             metrics[f"world_{part}_{name}"] = float(p.value)
     rates = fit["rates"]
     spread = (
-        f"concentration {rates['concentration'].value:.1f} +- {rates['concentration'].se:.1f}"
+        f"concentration {_pm(rates['concentration'], '.1f', '.1f')}"
         if "concentration_low" not in rates else
         "no over-dispersion across procedures (the concentration's likelihood is flat, its "
         f"estimate at the upper limit; at least {rates['concentration_low'].value:.3g} at 95 %)"
     )  # fmt: skip
-    text = (
-        f"Success rates: {RATES_FAMILY}; mean {rates['mean'].value:.3f} +- "
-        f"{rates['mean'].se:.3f}, {spread}. "
-    )
+    text = f"Success rates: {RATES_FAMILY}; mean {_pm(rates['mean'], '.3f')}, {spread}. "
     if "lifts" in fit:
         lf = fit["lifts"]
         text += (
-            f"Lifts: {LIFTS_FAMILY}; mean {lf['mean'].value:+.3f} +- {lf['mean'].se:.3f}, "
-            f"sd {lf['sd'].value:.3f} +- {lf['sd'].se:.3f}. "
+            f"Lifts: {LIFTS_FAMILY}; mean {_pm(lf['mean'], '+.3f')}, sd {_pm(lf['sd'], '.3f')}. "
         )
     if "users" in fit:
         u = fit["users"]
         text += (
-            f"Users: between-user sd of the success probability {u['user_sd'].value:.3f} +- "
-            f"{u['user_sd'].se:.3f} (icc {u['icc'].value:.3f}). "
+            f"Users: between-user sd of the success probability {_pm(u['user_sd'], '.3f')} "
+            f"(icc {u['icc'].value:.3f}). "
         )
     text += fit["checks"]["summary"]
     checks = pd.DataFrame(

@@ -141,3 +141,26 @@ def test_the_gate_section_says_which_file_is_missing(tmp_path, files, sentence):
     analyze(str(log), tmp_path / "out", track_run=False, design=False, prescribe=False)
     report = (tmp_path / "out" / "report.md").read_text()
     assert f"## Gate replay\n\n{sentence}\n" in report
+
+
+def test_the_world_section_says_where_an_se_is_missing(tmp_path):
+    """Ten procedures with the same counts (44 of 80 shown, 10 of 20 withheld succeed),
+    so the same lift: the lifts' sd is estimated at 0 with no SE, and the report read
+    'sd 0.000 +- nan'. It now says the log does not pin it down."""
+    from experiments.analyze import analyze
+
+    rows, i = [], 0
+    for k in range(10):
+        for j in range(100):
+            withheld = j >= 80
+            ok = int(j < 44 or 80 <= j < 90)
+            rows.append(f"s{i},{i},k{k},{str(withheld).lower()},0.2,{ok}\n")
+            i += 1
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + "".join(rows))
+    analyze(str(log), tmp_path / "out", track_run=False, design=False, prescribe=False)
+    report = (tmp_path / "out" / "report.md").read_text()
+    world = report.split("## Fitted world")[1].split("|")[0]
+    assert "sd 0.000 (no SE: the log does not pin it down)" in world
+    assert "nan" not in world
