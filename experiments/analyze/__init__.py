@@ -33,6 +33,11 @@ from procmem_core.logs import SCHEMA_VERSION, Log, estimate_lifts
 from procmem_core.logs.world import check_fittable
 
 EXPERIMENT = "analyze"
+FILES = ("lifts.csv", "gate_replay.csv", "rule_replay.csv", "world.json", "prescriptions.csv",
+         "report.md", "index.html")  # fmt: skip
+"""Every file an analysis may write to DIR. A previous analysis's are removed first, so DIR
+(and the MLflow run that logs it) holds this log's files only: a log without runs leaves
+no gate replay of another log behind."""
 
 
 @dataclass
@@ -86,6 +91,8 @@ def analyze_log(
     check_options(level, target_lift)
     check_fittable(log.sessions)
     out.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        (out / name).unlink(missing_ok=True)
     lifts = estimate_lifts(log.sessions, level=level, target_lift=target_lift)
     lifts_frame(lifts).to_csv(out / "lifts.csv", index=False)
     text, table = lift_section(lifts, level)
@@ -100,7 +107,7 @@ def analyze_log(
     if prescribe:
         sections.append(prescription_section(log, fit, out, seed, target_lift, metrics))
     write_report(out, source, sections)
-    return Analysis(out, sorted(p.name for p in out.iterdir()), metrics)
+    return Analysis(out, sorted(n for n in FILES if (out / n).exists()), metrics)
 
 
 def track(

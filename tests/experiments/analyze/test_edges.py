@@ -164,3 +164,26 @@ def test_the_world_section_says_where_an_se_is_missing(tmp_path):
     world = report.split("## Fitted world")[1].split("|")[0]
     assert "sd 0.000 (no SE: the log does not pin it down)" in world
     assert "nan" not in world
+
+
+def test_a_second_analysis_into_the_same_out_leaves_no_file_of_the_first(tmp_path):
+    """The example log (with a ledger) analyzed into DIR, then a log without runs into the
+    same DIR: the command said 'wrote gate_replay.csv, ...' and kept (and would log as
+    this run's artifact) the example's gate replay beside the new lifts. The analysis's
+    own files from before are removed; other files in DIR are left alone."""
+    from pathlib import Path
+
+    from experiments.analyze import analyze
+
+    out = tmp_path / "out"
+    example = Path(__file__).parents[3] / "examples" / "session_log"
+    analyze(str(example), out, track_run=False, design=False, prescribe=False)
+    assert (out / "gate_replay.csv").exists()
+    (out / "notes.txt").write_text("mine")
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + "s1,1,p,false,0.2,1\ns2,2,p,true,0.2,0\n")
+    second = analyze(str(log), out, track_run=False, design=False, prescribe=False)
+    assert not (out / "gate_replay.csv").exists()
+    assert "gate_replay.csv" not in second.files
+    assert (out / "notes.txt").read_text() == "mine"
