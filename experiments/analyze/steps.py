@@ -187,6 +187,11 @@ def world_section(
     return ("Fitted world", text, checks), fit
 
 
+PRESCRIBED_FROM = (("rates", "mean"), ("rates", "concentration"), ("lifts", "mean"),
+                   ("users", "icc"), ("ratings", "missing_rate"))  # fmt: skip
+"""The fitted parameters the prescriptions read (the lifts' spread and the delay enter none)."""
+
+
 def prescription_section(log: Log, fit: dict, out: Path, seed: int, target_lift: float,
                          metrics: dict) -> Section:  # fmt: skip
     """The explore rate, flat rule and gate for the fitted world, each at the worst of
@@ -206,11 +211,20 @@ def prescription_section(log: Log, fit: dict, out: Path, seed: int, target_lift:
     spans = found[0].details["draws"]
     drawn = ", ".join(f"{k} {lo:.3g}-{hi:.3g}" for k, (lo, hi) in spans.items() if k != "base")
     low, high = found[0].details["inflation"]
+    held = [f"{part}.{name}" for part, name in PRESCRIBED_FROM
+            if name in fit.get(part, {}) and not np.isfinite(fit[part][name].se)]  # fmt: skip
     text = (
         f"For the world fitted to this log, its uncertainty carried by a parametric bootstrap "
         f"({DRAWS} draws of every fitted parameter with an SE, from its sampling distribution; "
         f"ranges drawn: {drawn}); each prescription must meet its targets at the worst draw, "
-        f"or says it cannot. The explore rate's sessions include, at each draw, the design "
+        f"or says it cannot. "
+        + (
+            f"Held at their estimates, with no SE to draw from (the log does not pin them "
+            f"down), so no prescription covers their uncertainty: {', '.join(held)}. "
+            if held
+            else ""
+        )
+        + f"The explore rate's sessions include, at each draw, the design "
         f"effect of users seen repeatedly and the ratings that never arrive (x{low:.3g} to "
         f"x{high:.3g}); the lifts' spread and the delay enter none of the three (their "
         f"targets are at fixed lifts and count sessions). Horizon for the explore rate: "

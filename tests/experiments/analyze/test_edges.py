@@ -187,3 +187,23 @@ def test_a_second_analysis_into_the_same_out_leaves_no_file_of_the_first(tmp_pat
     assert not (out / "gate_replay.csv").exists()
     assert "gate_replay.csv" not in second.files
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_the_prescriptions_name_the_parameters_they_hold_fixed(tmp_path):
+    """Every rated session a success: the rates' mean is fitted at 1 with no SE, so each
+    of the 200 bootstrap draws holds it (the report listed 'rates.mean 0.98-0.98') and the
+    flat rule read 'meeting 0.9 and 0.9' at 'the worst draw' as if its uncertainty were
+    covered. The section now names what it held fixed."""
+    from experiments.analyze import analyze
+
+    rows = "".join(f"s{i},{i},k{i % 3},{str(i % 4 == 0).lower()},0.25,1\n" for i in range(240))
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + rows)
+    analyze(str(log), tmp_path / "out", track_run=False, design=False, prescribe=True)
+    report = (tmp_path / "out" / "report.md").read_text()
+    section = report.split("## Prescriptions for this deployment")[1]
+    assert (
+        "Held at their estimates, with no SE to draw from (the log does not pin them down), "
+        "so no prescription covers their uncertainty: rates.mean, rates.concentration."
+    ) in section
