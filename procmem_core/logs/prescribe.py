@@ -51,6 +51,7 @@ from procmem_core.flat.design import RuleTargets, design_rule
 from procmem_core.flat.design_table import still_shown
 from procmem_core.flat.fate import flat_fate
 from procmem_core.gates import DesignQuestion, FamilyAnswer, design_gate
+from procmem_core.logs.lifts import sized_lift
 from procmem_core.logs.world import Param, withheld_rate
 
 DRAWS = 200
@@ -157,13 +158,13 @@ def explore_rate(ms: np.ndarray, target_lift: float, horizon: int, power: float 
     f = np.ones(ms.size) if inflate is None else np.asarray(inflate, float)
     worst = {}
     for eps in DEFAULT_RATES:
-        lifts = np.array([_lift(b, target_lift) for b in ms])
+        lifts = np.array([sized_lift(b, target_lift) for b in ms])
         p1 = ms + lifts
         v = p1 * (1 - p1) / (1 - eps) + ms * (1 - ms) / eps
         picks = {int(np.argmax(v * f)), int(np.argmin(ms)), int(np.argmax(ms))}
         if np.ptp(f) > 0:
             picks.add(int(np.argmax(f)))
-        designs = [(Design(_lift(ms[i], target_lift), float(ms[i]), power, alpha), f[i])
+        designs = [(Design(sized_lift(ms[i], target_lift), float(ms[i]), power, alpha), f[i])
                    for i in sorted(picks)]  # fmt: skip
         n = _need(designs, eps, "normal")
         worst[eps] = _need(designs, eps) if n <= 2 * horizon else n  # near the horizon: exact
@@ -189,10 +190,6 @@ def _need(designs: list, eps: float, method: str | None = None) -> int:
     """The most logged sessions among ``(design, inflation)`` pairs at rate ``eps``."""
     kw = {} if method is None else {"method": method}
     return max(int(np.ceil(plan_rate(d, eps, **kw).sessions * g - 1e-9)) for d, g in designs)
-
-
-def _lift(base: float, lift: float) -> float:
-    return lift if base + lift <= 1 else -lift
 
 
 def flat_rule(base: float, bases: np.ndarray, targets: RuleTargets, family: str = "confidence",
