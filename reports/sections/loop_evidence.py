@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from reports.claims import MDE_POWER, detectable_change
-from reports.evidence import fmt
+from reports.evidence import NOISE_Z, fmt
 
 LEVEL = 0.95
 
@@ -285,7 +285,21 @@ def decisive_setting(effects: pd.DataFrame, metric: str) -> str:
     name = spread.idxmax()
     t = effects[effects["setting"] == name]
     said = " and ".join(f"{r[metric.replace('_', ' ')]} at {r['value']}" for _, r in t.iterrows())
+    means = t[f"{metric}_mean"].astype(float)
+    ends = t.loc[[means.idxmax(), means.idxmin()], f"{metric}_se"].astype(float).fillna(0.0)
+    if not spread[name] > NOISE_Z * math.hypot(*ends):  # an ordering the noise cannot make
+        return (
+            f"Across the sweep the setting that moves the trend most is {name}, but only within "
+            f"the noise: regret change {said} (means over every other setting and condition) "
+            f"differ by less than {NOISE_Z:g} SE of the difference, so the sweep cannot tell "
+            "whether any swept setting moves it."
+        )
+    most = (
+        f"the setting that moves the trend most is {name}"
+        if len(spread) > 1
+        else f"{name} moves the trend beyond the noise"
+    )
     return (
-        f"Across the sweep the setting that moves the trend most is {name}: regret change "
+        f"Across the sweep {most}: regret change "
         f"{said} (means over every other setting and condition)."
     )
