@@ -176,8 +176,13 @@ def _waits(pick: pd.Series, most: str) -> str:
         if median < beyond
         else f"Fewer than half the helpful rules are promoted within the {horizon}-session horizon"
     )
+    interval = (
+        f"95 % interval {session(low)} to {session(high)}"
+        if low < beyond
+        else f"its 95 % interval lies wholly beyond the {horizon}-session horizon"
+    )
     return (
-        f"{half} (Kaplan-Meier median, 95 % interval {session(low)} to {session(high)}). "
+        f"{half} (Kaplan-Meier median, {interval}). "
         f"A share of {most}{fmt_metric(pick, 'helpful_unpromoted')} of them is not promoted by "
         f"session {horizon}, the horizon; the restricted mean wait, which counts them, is "
         f"{mean} sessions."

@@ -271,3 +271,17 @@ def test_a_precision_of_1_from_a_few_promoted_rules_is_not_a_pass():
                                                  harmful_served_sessions=0.0, recall=0.5)
     ).state  # fmt: skip
     assert state == "meets"
+
+
+def test_a_median_wait_interval_wholly_beyond_the_horizon_is_said_once():
+    """Both ends of the Kaplan-Meier interval beyond the horizon read '95 % interval beyond
+    the 60-session horizon to beyond the 60-session horizon' (min writers 4, 30 users, 60
+    sessions, reviewer accuracy 0.8 and 0.95, 20 replications)."""
+    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
+            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se", "conditions",
+            "helpful_wait_median", "helpful_wait_median_low", "helpful_wait_median_high",
+            "helpful_unpromoted", "helpful_unpromoted_se", "params.scenario.sessions"]  # fmt: skip
+    row = ("k", 0.95, 0.01, 54.3, 0.6, 0.34, 0.02, 1.0, 0.5, 1, 61, 61, 61, 0.66, 0.02, "60")
+    s = recommend_policy(pd.DataFrame([row], columns=cols)).sentence
+    assert "to beyond the 60-session horizon" not in s
+    assert "(Kaplan-Meier median, its 95 % interval lies wholly beyond the 60-session horizon)" in s
