@@ -132,10 +132,11 @@ def run_counts(runs: pd.DataFrame, reps_cols: list[str]) -> str:
     reps = pd.concat([runs[c] for c in reps_cols if c in runs]).dropna() if reps_cols else None
     if reps is not None and len(reps):
         lo, hi = int(reps.min()), int(reps.max())
-        text += f", {lo:,} replications each" if lo == hi else f", {lo:,}-{hi:,} replications"
+        each = f", {lo:,} replication{'s' * (lo != 1)} each"
+        text += each if lo == hi else f", {lo:,}-{hi:,} replications"
     seeds = sorted({int(s) for s in runs["seed"].dropna()}) if "seed" in runs else []
     if seeds:
-        text += f", seed {', '.join(map(str, seeds))}"
+        text += f", seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
     return text
 
 
