@@ -47,3 +47,21 @@ def test_the_setting_that_moves_the_trend_is_named_only_beyond_the_noise():
     assert "differ by less than 2 SE of the difference, so the sweep cannot tell" in said
     said = decisive_setting(_effects([0.0635, 0.0054], [0.01, 0.01]), "regret_change")
     assert said.startswith("Across the sweep strike_limit moves the trend beyond the noise: ")
+
+
+def test_one_replication_claims_no_interval_and_no_spread_beyond_the_noise():
+    """LoopScenario(sessions=120, replications=1) at strike limits 2 and 3 read 'regret
+    change 0.0248 (95 % interval [+nan, +nan], 1 replications)' and 'strike_limit moves the
+    trend beyond the noise: regret change 0.0361 (the same in every replication) at 2 and
+    0.0248 (the same in every replication) at 3': a missing SE summed as 0."""
+    from reports.sections.loop_evidence import Verdict
+
+    said = Verdict(0.0248, float("nan"), 1).describe()
+    assert said == "regret change 0.0248 (no interval: 1 replication)"
+    assert "4 replications)" in Verdict(0.02, 0.01, 4).describe()
+    effects = _effects([0.0361, 0.0248], [float("nan"), float("nan")])
+    assert effects["regret_change_se"].isna().all()
+    assert list(effects["regret change"]) == ["0.0361", "0.0248"]
+    said = decisive_setting(effects, "regret_change")
+    assert "beyond the noise" not in said and "the same in every replication" not in said
+    assert "with no standard error to tell it from the noise" in said
