@@ -152,6 +152,14 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
             f"{preset_power(verdict_of(seed) if seed is not None else None)}."
         )
         return " ".join(parts)
+    ses = rows["success_change_se"] if "success_change_se" in rows else pd.Series(math.nan)
+    if ses.isna().any():  # one replication: no noise to order the settings against
+        change = rows["success_change"].astype(float)
+        parts.append(
+            f"From the first quarter to the last, success changes by {change.min():.3g} to "
+            f"{change.max():.3g} over the settings, with no standard error to order them."
+        )
+        return " ".join(parts)
     parts.append(
         f"From the first quarter to the last, {success_verb(rows)} {rises_most(rows)} (success "
         "can rise while regret stays flat when accepted revisions make the procedures "

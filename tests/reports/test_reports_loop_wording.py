@@ -65,3 +65,22 @@ def test_one_replication_claims_no_interval_and_no_spread_beyond_the_noise():
     said = decisive_setting(effects, "regret_change")
     assert "beyond the noise" not in said and "the same in every replication" not in said
     assert "with no standard error to tell it from the noise" in said
+
+
+def test_one_replication_orders_no_settings_by_their_success():
+    """With one replication per setting the success change has no SE: 'success falls least
+    with strike limit 3: -0.0667' was an ordering with nothing to read it against."""
+    from reports.build import build_report
+    from reports.source import Sweep
+    from simulators.scenarios.loop import LoopScenario
+
+    results = [
+        ({"scenario.strike_limit": k},
+         LoopScenario(sessions=120, strike_limit=k, replications=1).run(seed=k))
+        for k in (2, 3)
+    ]  # fmt: skip
+    section = next(s for s in build_report(Sweep.from_results(results)).sections
+                   if s.key == "loop")  # fmt: skip
+    said = " ".join(b for b in [section.answer, *section.blocks] if isinstance(b, str))
+    assert "falls least with" not in said and "rises most with" not in said
+    assert "over the settings, with no standard error to order them" in said
