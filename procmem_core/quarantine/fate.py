@@ -26,7 +26,8 @@ and for each exit policy (``ExitFate``):
   it again does not. NaN at strike limit 0 (no quarantine to leave); at p = 1 the value
   is conditional on a quarantine that never comes;
 - ``share_quarantined``: the long-run share of sessions spent quarantined, the
-  stationary distribution of the whole chain (1 when quarantine is absorbing);
+  stationary distribution of the whole chain (Grassmann-Taksar-Heyman: every share to its
+  relative precision; 1 when quarantine is absorbing);
 - harmful exposures: a *harmful* procedure is one whose runs succeed with probability
   ``p_harmful`` (default 0.1: worse than the loop's working without a procedure, 0.3);
   an exposure is a session that runs it. ``harmful_exposures_first_1000``: expected
@@ -128,24 +129,34 @@ def expected_runs_to_quarantine(p: float, strike_limit: int) -> float:
 
 
 def _releases_surely(stay: np.ndarray, release: np.ndarray) -> bool:
-    """Every quarantined state reachable from the entry can still reach release."""
-    r = len(release)
-    reach, todo = {0}, [0]
+    """Every quarantined state reachable from the entry can still reach release (two
+    searches over the stay graph, forward from the entry and backward from release)."""
+    reach = _reachable(stay > 0, [0])
+    can = _reachable((stay > 0).T, np.flatnonzero(release > 0).tolist())
+    return bool(np.all(can[reach]))
+
+
+def _reachable(edges: np.ndarray, start: list[int]) -> np.ndarray:
+    """The states reachable from ``start`` along ``edges[i, j]`` (i -> j), as a mask."""
+    seen = np.zeros(len(edges), dtype=bool)
+    seen[start] = True
+    todo = list(start)
     while todo:
-        i = todo.pop()
-        for j in np.flatnonzero(stay[i] > 0):
-            if int(j) not in reach:
-                reach.add(int(j))
-                todo.append(int(j))
-    can = set(np.flatnonzero(release > 0).tolist())
-    grew = True
-    while grew:
-        grew = False
-        for i in range(r):
-            if i not in can and any(stay[i, j] > 0 for j in can):
-                can.add(i)
-                grew = True
-    return reach <= can
+        new = np.flatnonzero(edges[todo].any(0) & ~seen)
+        seen[new] = True
+        todo = new.tolist()
+    return seen
+
+
+def _leave(stay: np.ndarray, release: np.ndarray) -> np.ndarray:
+    """``I - stay`` without cancellation: off the diagonal ``-stay``, on it what leaves the
+    state (``release`` plus the moves to other states), not ``1 - stay[i, i]``, whose
+    digits are lost when a state is left rarely (probation at a small ``f p``)."""
+    off = stay.copy()
+    np.fill_diagonal(off, 0.0)
+    out = -off
+    np.fill_diagonal(out, release + off.sum(1))
+    return out
 
 
 def expected_release(p: float, strike_limit: int, policy: QuarantinePolicy) -> float:
@@ -154,16 +165,25 @@ def expected_release(p: float, strike_limit: int, policy: QuarantinePolicy) -> f
     if not _releases_surely(ex.stay, ex.release):
         return float("inf")
     r = len(ex.release)
-    return float(np.linalg.solve(np.eye(r) - ex.stay, np.ones(r))[0])
+    return float(np.linalg.solve(_leave(ex.stay, ex.release), np.ones(r))[0])
 
 
 def _stationary(P: np.ndarray) -> np.ndarray:
-    """The stationary distribution: ``pi (P - I) = 0``, ``sum(pi) = 1`` (least squares)."""
-    n = len(P)
-    A = np.vstack([(P - np.eye(n)).T, np.ones((1, n))])
-    b = np.zeros(n + 1)
-    b[-1] = 1.0
-    return np.linalg.lstsq(A, b, rcond=None)[0]
+    """The stationary distribution of an irreducible chain by the Grassmann-Taksar-Heyman
+    elimination (Grassmann, Taksar and Heyman 1985; Stewart, *Introduction to the
+    Numerical Solution of Markov Chains*, 2.5): no subtraction, so each probability keeps
+    its relative precision, a share near 1e-17 included (least squares on ``pi (P - I) =
+    0`` gave shares of -5e-15 there)."""
+    A = np.array(P, dtype=float)
+    n = len(A)
+    for k in range(n - 1, 0, -1):
+        A[:k, k] /= A[k, :k].sum()
+        A[:k, :k] += np.outer(A[:k, k], A[k, :k])
+    pi = np.zeros(n)
+    pi[0] = 1.0
+    for k in range(1, n):
+        pi[k] = pi[:k] @ A[:k, k]
+    return pi / pi.sum()
 
 
 def _absorbed_rates(P: np.ndarray, rewards: np.ndarray) -> np.ndarray:
@@ -206,8 +226,9 @@ def long_run(p: float, strike_limit: int, policy: QuarantinePolicy) -> tuple[flo
         # some quarantined state reachable from every streak state cannot reach release:
         # the streak states are transient and every closed class is quarantined
         return 1.0, float(_absorbed_rates(P, serve[:, None])[0])
-    pi = _stationary(P)
-    return float(pi[L:].sum()), float(pi @ serve)
+    quarantined = np.arange(len(P)) >= L
+    share, served = _absorbed_rates(P, np.column_stack([quarantined, serve]))
+    return float(share), float(served)
 
 
 def exposures_from_fresh(

@@ -288,3 +288,51 @@ def test_policies_can_be_asked_by_name_and_anything_else_is_refused_naming_it():
         with pytest.raises(ParameterError) as err:
             quarantine_fate(0.7, 20, policy=bad)
         assert err.value.field == "policy"
+
+
+# -- hidden cases: tiny shares and tiny release rates, to relative precision ----------
+
+
+@pytest.mark.parametrize(
+    ("p", "L", "policy"),
+    [(0.7, 40, HalfOpenPolicy()), (0.7, 40, ProbationPolicy()), (0.7, 40, DecayPolicy()),
+     (1 - 1e-12, 3, ProbationPolicy(floor=0.3, candidates=1)), (0.9, 12, DecayPolicy())],
+    ids=lambda x: x.describe() if hasattr(x, "describe") else str(x),
+)  # fmt: skip
+def test_a_tiny_long_run_share_is_a_probability_to_relative_precision(p, L, policy):
+    """Renewal-reward: share = R / (T + R). A rarely quarantined procedure (strike limit 40
+    at p 0.7: T = 6.1e17 runs) has a share near 1e-16; the old least-squares stationary
+    distribution gave -4.9e-15 (half_open), -2.3e-15 (probation) and 9.3e-12 (decay,
+    exact 6.6e-16): a negative probability, or one 4 orders of magnitude off."""
+    q = 1 - p
+    t = (1 - q**L) / (p * q**L)
+    r, served_q = release_reference(p, L, policy)
+    share, served = long_run(p, L, policy)
+    assert share >= 0.0
+    assert share == pytest.approx(r / (t + r), rel=1e-9)
+    assert served == pytest.approx((t + served_q) / (t + r), rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [1e-12, 1e-9, 3e-7])
+def test_a_tiny_release_rate_is_solved_without_cancellation(p):
+    """Probation releases with probability f p per session: E[release] = 1 / (f p). The
+    old code solved 1 - (1 - f p), which loses the digits of f p: at p = 1e-12 it gave
+    3.33353e12 against 3.33333e12 (relative error 6e-5)."""
+    policy = ProbationPolicy(floor=0.3, candidates=1)
+    assert expected_release(p, 3, policy) == pytest.approx(1 / (0.3 * p), rel=1e-9)
+    share, _ = long_run(p, 3, policy)
+    t = (1 - (1 - p) ** 3) / (p * (1 - p) ** 3)
+    assert 1 - share == pytest.approx(t / (t + 1 / (0.3 * p)), rel=1e-6)
+
+
+def test_a_long_decay_chain_is_solved_in_seconds():
+    """Strike limit 100 with decay every 10 sessions: 1,000 quarantined states. The old
+    reachability check was cubic in pure Python (100 s); the answer is exact anyway."""
+    import time
+
+    start = time.perf_counter()
+    fate = quarantine_fate(0.7, 50, 100, DecayPolicy(decay_sessions=10))
+    assert time.perf_counter() - start < 20
+    e = fate.exits[0]
+    assert e.expected_release == 1000.0
+    assert 0.0 <= e.share_quarantined < 1e-40
