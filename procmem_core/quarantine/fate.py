@@ -9,6 +9,12 @@ failure s + 1, and the L-th failure in a row quarantines it at once (the store's
 (``QuarantinePolicy.exit_chain``): which sessions serve it, and when it is released (to
 s = 0). The whole is a finite Markov chain on L + r states (docs/statistics.md,
 "Quarantine"; Feller, *An Introduction to Probability Theory*, vol. 1, XIII.7 for runs).
+Under an explore rate epsilon (``explore_rate``) the pack withholds what it serves first
+in that share of sessions: a served state then stays put for the session (``explored``),
+so the streak phase too runs at ``1 - epsilon`` per session (a floor of f alone, passed
+as ``f (1 - epsilon)``, would leave the streak phase at 1 and the share wrong). Decay
+releases at the run, so the withheld sessions after its strikes decayed count as released
+here while the store still shows it quarantined.
 
 Returned:
 
@@ -45,7 +51,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.quarantine.base import QUARANTINE_POLICIES, QuarantinePolicy
+from procmem_core.quarantine.base import QUARANTINE_POLICIES, ExitChain, QuarantinePolicy
 
 SESSIONS = 1000
 DEFAULT_P_HARMFUL = 0.1
@@ -74,6 +80,7 @@ class QuarantineFate:
     p_quarantined: float
     expected_runs_to_quarantine: float
     exits: tuple[ExitFate, ...]
+    explore_rate: float = 0.0
 
     def exit(self, name: str) -> ExitFate:
         """The first exit fate of the policy named ``name``."""
@@ -83,21 +90,38 @@ class QuarantineFate:
         raise KeyError(name)
 
 
+def explored(ex: ExitChain, explore_rate: float) -> ExitChain:
+    """The quarantined phase under an explore rate epsilon: the pack withholds what it
+    serves first with probability epsilon, so a state that serves the procedure stays put
+    in such a session (no run: no probe, no release, and no session waited either), and
+    runs it at ``serve (1 - epsilon)``. Rows that serve: ``(1 - epsilon) row + epsilon
+    e_i``; this needs a state that serves with probability below 1 (probation) to stay put
+    when it does not serve, as every registered policy's does."""
+    if explore_rate == 0.0:
+        return ex
+    held = explore_rate * (ex.serve > 0)
+    stay = (1.0 - held)[:, None] * ex.stay + np.diag(held)
+    return ExitChain(stay, (1.0 - held) * ex.release, ex.serve * (1.0 - explore_rate))
+
+
 def full_chain(
-    p: float, strike_limit: int, policy: QuarantinePolicy
+    p: float, strike_limit: int, policy: QuarantinePolicy, explore_rate: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """(P, serve): the transition matrix over streak states 0..L-1 then the policy's
-    quarantined states, and the probability each state runs the procedure."""
-    L = strike_limit
-    ex = policy.exit_chain(p, L)
+    quarantined states, and the probability each state runs the procedure; under an
+    explore rate epsilon a session withholds it with probability epsilon (``explored``;
+    a streak state then stays put)."""
+    L, eps = strike_limit, explore_rate
+    ex = explored(policy.exit_chain(p, L), eps)
     r = len(ex.release)
     P = np.zeros((L + r, L + r))
     for s in range(L):
-        P[s, 0] += p
-        P[s, s + 1 if s + 1 < L else L] += 1.0 - p
+        P[s, s] += eps
+        P[s, 0] += (1.0 - eps) * p
+        P[s, s + 1 if s + 1 < L else L] += (1.0 - eps) * (1.0 - p)
     P[L:, L:] = ex.stay
     P[L:, 0] += ex.release
-    return P, np.concatenate([np.ones(L), ex.serve])
+    return P, np.concatenate([np.full(L, 1.0 - eps), ex.serve])
 
 
 def p_quarantined(p: float, runs: int, strike_limit: int) -> float:
@@ -159,9 +183,11 @@ def _leave(stay: np.ndarray, release: np.ndarray) -> np.ndarray:
     return out
 
 
-def expected_release(p: float, strike_limit: int, policy: QuarantinePolicy) -> float:
+def expected_release(
+    p: float, strike_limit: int, policy: QuarantinePolicy, explore_rate: float = 0.0
+) -> float:
     """E[sessions from quarantine to release] (inf when release can fail to come)."""
-    ex = policy.exit_chain(p, strike_limit)
+    ex = explored(policy.exit_chain(p, strike_limit), explore_rate)
     if not _releases_surely(ex.stay, ex.release):
         return float("inf")
     r = len(ex.release)
@@ -213,16 +239,18 @@ def _absorbed_rates(P: np.ndarray, rewards: np.ndarray) -> np.ndarray:
     return rates
 
 
-def long_run(p: float, strike_limit: int, policy: QuarantinePolicy) -> tuple[float, float]:
+def long_run(
+    p: float, strike_limit: int, policy: QuarantinePolicy, explore_rate: float = 0.0
+) -> tuple[float, float]:
     """(share of sessions quarantined, share of sessions that run the procedure). When
     quarantine is reached surely and never left, the share is 1 and the runs come from
     the closed class it ends in: probation at p = 0 still runs it at rate f, half-open
     still probes it (k - m + 1 failed probes every c + k - m + 1 sessions)."""
     L = strike_limit
     if L == 0 or p >= 1.0:
-        return 0.0, 1.0
-    P, serve = full_chain(p, L, policy)
-    if not np.isfinite(expected_release(p, L, policy)):
+        return 0.0, 1.0 - explore_rate
+    P, serve = full_chain(p, L, policy, explore_rate)
+    if not np.isfinite(expected_release(p, L, policy, explore_rate)):
         # some quarantined state reachable from every streak state cannot reach release:
         # the streak states are transient and every closed class is quarantined
         return 1.0, float(_absorbed_rates(P, serve[:, None])[0])
@@ -232,12 +260,16 @@ def long_run(p: float, strike_limit: int, policy: QuarantinePolicy) -> tuple[flo
 
 
 def exposures_from_fresh(
-    p: float, strike_limit: int, policy: QuarantinePolicy, sessions: int = SESSIONS
+    p: float,
+    strike_limit: int,
+    policy: QuarantinePolicy,
+    sessions: int = SESSIONS,
+    explore_rate: float = 0.0,
 ) -> float:
     """Expected sessions that run the procedure among its first ``sessions``, from s = 0."""
     if strike_limit == 0:
-        return float(sessions)
-    P, serve = full_chain(p, strike_limit, policy)
+        return float(sessions) * (1.0 - explore_rate)
+    P, serve = full_chain(p, strike_limit, policy, explore_rate)
     v = np.zeros(len(P))
     v[0] = 1.0
     total = 0.0
@@ -274,26 +306,30 @@ def quarantine_fate(
     strike_limit: int = 3,
     policy: PolicyArg = None,
     p_harmful: float = DEFAULT_P_HARMFUL,
+    explore_rate: float = 0.0,
 ) -> QuarantineFate:
     """The quarantine chain of a procedure whose runs succeed with probability ``p`` (see
     the module doc); ``policy``: one policy or registered name, several, or None for every
-    registered policy with its defaults. Strike limit 3: p 0.7 in 50 runs gives 0.625,
-    p 0.8 in 100 0.474."""
+    registered policy with its defaults; ``explore_rate``: the pack's epsilon, which
+    withholds what it serves first (the procedure, or a quarantined one the floor or a
+    probe put first) in that share of its sessions (``explored``). Strike limit 3: p 0.7
+    in 50 runs gives 0.625, p 0.8 in 100 0.474."""
     p = check_probability("p", p)
     runs = check_int("runs", runs)
     L = check_int("strike_limit", strike_limit)
     p_harmful = check_probability("p_harmful", p_harmful)
+    eps = check_probability("explore_rate", explore_rate, open_high=True)
     exits = []
     for pol in _policies(policy):
-        share, _ = long_run(p, L, pol)
-        _, harmful_served = long_run(p_harmful, L, pol)
+        share, _ = long_run(p, L, pol, eps)
+        _, harmful_served = long_run(p_harmful, L, pol, eps)
         exits.append(
             ExitFate(
                 name=pol.name,
                 policy=pol.describe(),
-                expected_release=expected_release(p, L, pol) if L else float("nan"),
+                expected_release=expected_release(p, L, pol, eps) if L else float("nan"),
                 share_quarantined=share,
-                harmful_exposures_first_1000=exposures_from_fresh(p_harmful, L, pol),
+                harmful_exposures_first_1000=exposures_from_fresh(p_harmful, L, pol, SESSIONS, eps),
                 harmful_exposures_per_1000=SESSIONS * harmful_served,
             )
         )
@@ -305,4 +341,5 @@ def quarantine_fate(
         p_quarantined=p_quarantined(p, runs, L),
         expected_runs_to_quarantine=expected_runs_to_quarantine(p, L),
         exits=tuple(exits),
+        explore_rate=eps,
     )

@@ -336,3 +336,56 @@ def test_a_long_decay_chain_is_solved_in_seconds():
     e = fate.exits[0]
     assert e.expected_release == 1000.0
     assert 0.0 <= e.share_quarantined < 1e-40
+
+
+# -- hidden case: the explore rate withholds what the pack serves first --------------
+
+
+def explored_reference(p: float, L: int, policy, eps: float) -> tuple[float, float, float]:
+    """(E[release], share quarantined, share run) under explore rate eps by renewal-reward:
+    every run, in the streak phase or a probation or probe run, takes 1 / (1 - eps)
+    sessions on average; cool-downs and decay waits are unserved and take their length."""
+    q = 1 - p
+    t_runs = (1 - q**L) / (p * q**L)
+    per_run = 1 / (1 - eps)
+    if isinstance(policy, ProbationPolicy):
+        runs_q = 1 / p  # runs until the first success
+        r = runs_q / policy.floor * per_run  # each run needs the floor's draw and no withholding
+    elif isinstance(policy, DecayPolicy):
+        runs_q, r = 0.0, float(L * policy.decay_sessions)
+    else:
+        a, d = probe_attempt(p, policy.probes, policy.release_after)
+        runs_q, r = d / a, (policy.cool_down + d * per_run) / a
+    cycle = t_runs * per_run + r
+    return r, r / cycle, (t_runs + runs_q) / cycle
+
+
+@pytest.mark.parametrize("policy", EXITS, ids=lambda x: x.describe())
+@pytest.mark.parametrize(("p", "L", "eps"), [(0.7, 3, 0.1), (0.4, 2, 0.3), (0.85, 1, 0.02)])
+def test_the_explore_rate_equals_the_renewal_reference(policy, p, L, eps):
+    """docs/graph.md told a reader to pass ProbationPolicy(floor=f (1 - eps)) for a loop
+    with an explore rate: that leaves the streak phase run every session, so the share is
+    off (0.704 against 0.625 at p 0.5, L 2, f 0.2, eps 0.3; the store and pack measured
+    0.621 +- 0.008). ``explore_rate`` models both phases."""
+    r, share_ref, served_ref = explored_reference(p, L, policy, eps)
+    assert expected_release(p, L, policy, eps) == pytest.approx(r, rel=1e-9)
+    share, served = long_run(p, L, policy, eps)
+    assert share == pytest.approx(share_ref, rel=1e-9)
+    assert served == pytest.approx(served_ref, rel=1e-9)
+    fate = quarantine_fate(p, 50, L, policy, p_harmful=p, explore_rate=eps)
+    assert fate.explore_rate == eps
+    assert fate.exits[0].harmful_exposures_per_1000 == pytest.approx(1000 * served, rel=1e-12)
+    assert quarantine_fate(p, 50, L, policy, explore_rate=0.0) == quarantine_fate(p, 50, L, policy)
+
+
+def test_the_explore_rate_at_its_edges():
+    assert long_run(0.7, 0, ProbationPolicy(), 0.25) == (0.0, 0.75)
+    assert long_run(1.0, 3, DecayPolicy(), 0.25) == (0.0, 0.75)
+    assert exposures_from_fresh(0.3, 0, SeedPolicy(), 400, 0.25) == 300.0
+    # the seed's quarantine: the first quarantine comes L runs later at p 0 (sessions
+    # L / (1 - eps) on average), then never a run again
+    assert exposures_from_fresh(0.0, 3, SeedPolicy(), 1000, 0.5) == pytest.approx(3.0)
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(ParameterError) as err:
+            quarantine_fate(0.7, 50, explore_rate=bad)
+        assert err.value.field == "explore_rate"

@@ -11,7 +11,12 @@ import pytest
 
 from procmem_core.graph import ContextPacker, ProcedureStore
 from procmem_core.quarantine import DecayPolicy, HalfOpenPolicy, ProbationPolicy, SeedPolicy
-from procmem_core.quarantine.fate import expected_release, exposures_from_fresh, p_quarantined
+from procmem_core.quarantine.fate import (
+    expected_release,
+    exposures_from_fresh,
+    long_run,
+    p_quarantined,
+)
 
 P, L, SESSIONS, REPS, FIRST = 0.5, 2, 150, 24, 10
 SITUATION = "a customer asks for a refund on a paid invoice"
@@ -65,3 +70,41 @@ def test_store_and_pack_agree_with_the_chain_within_4_se(policy):
     r = expected_release(P, L, policy)
     se = waits.std(ddof=1) / math.sqrt(waits.size) if waits.std() > 0 else 0.0
     assert abs(waits.mean() - r) <= max(4 * se, 1e-12)
+
+
+def explored(policy, p: float, L: int, eps: float, sessions: int, seed: int) -> tuple:
+    """One procedure under an explore rate: (sessions run, sessions it started quarantined
+    after the first 100)."""
+    rng = np.random.default_rng(np.random.SeedSequence([29, 7, seed]))
+    store = ProcedureStore(strike_limit=L, quarantine=policy)
+    key = store.add("refund", SITUATION, ["look up", "check", "issue"]).key
+    packer = ContextPacker(store, rng=rng, max_procedures=1, explore_rate=eps)
+    served = quarantined = 0
+    for t in range(sessions):
+        quarantined += t >= 100 and store.status(key) == "quarantined"
+        if packer.pack(SITUATION).procedure_keys:
+            served += 1
+            store.record_run(key, ["n1"], ok=bool(rng.random() < p))
+            store.evolve(key, min_runs=1)
+    return served, quarantined / (sessions - 100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "policy",
+    [ProbationPolicy(floor=0.2, candidates=1), HalfOpenPolicy(cool_down=4, probes=3,
+     release_after=2), DecayPolicy(decay_sessions=3)],
+    ids=lambda x: x.name,
+)  # fmt: skip
+def test_the_chain_with_an_explore_rate_agrees_with_the_store_and_pack(policy):
+    """The explore rate withholds the procedure in and out of quarantine: the chain's
+    ``explore_rate`` matches the pack within 4 SE (exposures from a fresh start; the
+    long-run share quarantined, which decay counts as released until the run)."""
+    p, L, eps, sessions, reps = 0.5, 2, 0.3, 400, 60
+    out = np.array([explored(policy, p, L, eps, sessions, i) for i in range(reps)])
+    exact = exposures_from_fresh(p, L, policy, sessions, eps)
+    assert abs(out[:, 0].mean() - exact) <= 4 * out[:, 0].std(ddof=1) / math.sqrt(reps)
+    if isinstance(policy, DecayPolicy):
+        return
+    share, _ = long_run(p, L, policy, eps)
+    assert abs(out[:, 1].mean() - share) <= 4 * out[:, 1].std(ddof=1) / math.sqrt(reps)
