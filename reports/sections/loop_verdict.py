@@ -143,18 +143,26 @@ def policy_of(row: pd.Series) -> QuarantinePolicy:
     return make_quarantine_policy(**params) if params.get("name") else SeedPolicy()
 
 
+EXPLORE_RATE = "params.explore.explore_rate"
+
+
 def exposure_cost(row: pd.Series) -> str:
     """What a row's quarantine setting costs in harmful exposures against the seed's, from
-    the chain (a procedure succeeding ``DEFAULT_P_HARMFUL``, its first 1,000 sessions)."""
+    the chain (a procedure succeeding ``DEFAULT_P_HARMFUL``, its first 1,000 sessions),
+    both at the row's explore rate when it is logged (it withholds the procedure in and
+    out of quarantine: ``quarantine_fate(explore_rate=)``)."""
     limit = row.get("params.scenario.strike_limit")
     limit = SEED_STRIKE_LIMIT if pd.isna(limit) else int(float(limit))
+    eps = row.get(EXPLORE_RATE)
+    eps = 0.0 if eps is None or pd.isna(eps) else float(eps)
     policy = policy_of(row)
-    fate = quarantine_fate(CHAIN_P, 1, limit, policy)
-    seed = quarantine_fate(CHAIN_P, 1, SEED_STRIKE_LIMIT, SeedPolicy())
+    fate = quarantine_fate(CHAIN_P, 1, limit, policy, explore_rate=eps)
+    seed = quarantine_fate(CHAIN_P, 1, SEED_STRIKE_LIMIT, SeedPolicy(), explore_rate=eps)
     ours, theirs = fate.exits[0], seed.exits[0]
+    at = f", explore rate {eps:g}" if eps else ""
     return (
         f"Its cost in harmful exposures (a procedure succeeding {fate.p_harmful:.0%} of the "
-        f"time, its first 1,000 sessions, the quarantine chain): "
+        f"time, its first 1,000 sessions, the quarantine chain{at}): "
         f"{ours.harmful_exposures_first_1000:.1f} under {policy.describe()} at strike limit "
         f"{limit} against {theirs.harmful_exposures_first_1000:.1f} under the seed's "
         f"(absorbing quarantine at strike limit {SEED_STRIKE_LIMIT})."

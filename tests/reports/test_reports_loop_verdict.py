@@ -204,3 +204,23 @@ def test_one_replication_gives_no_interval_and_the_json_says_null():
     assert "in every one with a standard error (1 of 2) the 95 % " in (
         _opening(mixed, learning_row(mixed))
     )
+
+
+def test_the_exposure_cost_is_read_at_the_rows_explore_rate():
+    """The explore rate withholds a harmful procedure in and out of quarantine: at 0.3 a
+    probation floor of 0.05 runs it 50.6 times in its first 1,000 sessions, not 70.8 as
+    the chain without it said (docs/graph.md: quarantine_fate(explore_rate=))."""
+    row = pd.Series(
+        {"params.quarantine.name": "probation", "params.quarantine.floor": 0.05,
+         "params.quarantine.candidates": 2.0, "params.scenario.strike_limit": 3,
+         "params.explore.explore_rate": 0.3}
+    )  # fmt: skip
+    text = exposure_cost(row)
+    policy = policy_of(row)
+    ours = quarantine_fate(0.7, 1, 3, policy, explore_rate=0.3).exits[0]
+    seed = quarantine_fate(0.7, 1, 3, SeedPolicy(), explore_rate=0.3).exits[0]
+    assert "the quarantine chain, explore rate 0.3)" in text
+    assert f"{ours.harmful_exposures_first_1000:.1f} under {policy.describe()}" in text
+    assert f"against {seed.harmful_exposures_first_1000:.1f} under the seed's" in text
+    without = quarantine_fate(0.7, 1, 3, policy).exits[0].harmful_exposures_first_1000
+    assert f"{without:.1f} under" not in text
