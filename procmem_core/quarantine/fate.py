@@ -124,11 +124,23 @@ def full_chain(
     return P, np.concatenate([np.full(L, 1.0 - eps), ex.serve])
 
 
-def p_quarantined(p: float, runs: int, strike_limit: int) -> float:
-    """P(L failures in a row within ``runs`` runs): the streak chain, quarantine absorbing."""
+def p_quarantined(p: float, runs: int, strike_limit: int, evolve_every: int = 1) -> float:
+    """P(a quarantine within ``runs`` runs): the streak chain, quarantine absorbing. With
+    ``evolve_every`` e > 1 the store's ``evolve`` (which quarantines at a streak of at least
+    L) comes after every e-th run, as in the loop (``scenario.evolve_every``): a streak of L
+    that a success ends before the next evolve quarantines nothing (``_evolved_chain``)."""
     L = strike_limit
     if L == 0:
         return 0.0
+    if evolve_every > 1:
+        T, out = _evolved_chain(p, L, evolve_every)
+        v = np.zeros(len(T))
+        v[0] = 1.0
+        caught = 0.0
+        for _ in range(runs):
+            caught += float(v @ out)
+            v = v @ T
+        return caught
     v = np.zeros(L + 1)
     v[0] = 1.0
     for _ in range(runs):
@@ -140,16 +152,38 @@ def p_quarantined(p: float, runs: int, strike_limit: int) -> float:
     return float(v[L])
 
 
-def expected_runs_to_quarantine(p: float, strike_limit: int) -> float:
-    """E[runs until the first quarantine] from streak 0: ``((I - T)^-1 1)[0]``."""
+def expected_runs_to_quarantine(p: float, strike_limit: int, evolve_every: int = 1) -> float:
+    """E[runs until the first quarantine] from streak 0: ``((I - T)^-1 1)[0]`` (with
+    ``evolve_every`` e > 1 over ``_evolved_chain``'s states)."""
     L = strike_limit
     if L == 0 or p >= 1.0:
         return float("inf")
+    if evolve_every > 1:
+        T, _ = _evolved_chain(p, L, evolve_every)
+        return float(np.linalg.solve(np.eye(len(T)) - T, np.ones(len(T)))[0])
     T = np.zeros((L, L))
     T[:, 0] = p
     for s in range(L - 1):
         T[s, s + 1] = 1.0 - p
     return float(np.linalg.solve(np.eye(L) - T, np.ones(L))[0])
+
+
+def _evolved_chain(p: float, L: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+    """(T, out): one run's moves among the states (streak s capped at L, runs since the last
+    evolve c < e), index ``s e + c``, start 0, and the probability that the run quarantines
+    (the e-th run since the last evolve leaves a streak of at least L)."""
+    n = (L + 1) * e
+    T, out = np.zeros((n, n)), np.zeros(n)
+    for s in range(L + 1):
+        for c in range(e):
+            for s2, w in ((0, p), (min(s + 1, L), 1.0 - p)):
+                if c + 1 < e:
+                    T[s * e + c, s2 * e + c + 1] += w
+                elif s2 == L:
+                    out[s * e + c] += w
+                else:
+                    T[s * e + c, s2 * e] += w
+    return T, out
 
 
 def _releases_surely(stay: np.ndarray, release: np.ndarray) -> bool:

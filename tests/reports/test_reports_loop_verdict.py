@@ -224,3 +224,20 @@ def test_the_exposure_cost_is_read_at_the_rows_explore_rate():
     assert f"against {seed.harmful_exposures_first_1000:.1f} under the seed's" in text
     without = quarantine_fate(0.7, 1, 3, policy).exits[0].harmful_exposures_first_1000
     assert f"{without:.1f} under" not in text
+
+
+def test_the_chain_reason_reads_the_loops_evolve_cadence():
+    """The loop evolves a procedure every ``scenario.evolve_every`` runs (10 in
+    conf/scenario/loop.yaml), and evolve quarantines on the streak it finds: the old
+    reason quoted the every-run chain, 'quarantined within 250 runs with probability 0.994
+    (after 51 runs on average)', where the loop's cadence gives 0.496 after 370 (the store
+    at that cadence measured 0.513 +- 0.029)."""
+    rows = _rows([(0.08, 0.02), (0.01, 0.01), (-0.02, 0.02), (0.0, 0.01)]).assign(
+        **{"params.scenario.evolve_every": "10"}
+    )
+    text = _opening(rows, None)
+    assert "quarantined within 250 runs with probability 0.496 (after 370 runs on " in text
+    assert "average, evolved every 10 runs as the loop does)" in text
+    assert "0.994" not in text
+    assert "spends" not in text  # the exits' shares assume evolve after every run
+    assert chain_reason(1000, 3, 1) == chain_reason(1000)

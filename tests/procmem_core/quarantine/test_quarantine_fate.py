@@ -389,3 +389,47 @@ def test_the_explore_rate_at_its_edges():
         with pytest.raises(ParameterError) as err:
             quarantine_fate(0.7, 50, explore_rate=bad)
         assert err.value.field == "explore_rate"
+
+
+# -- hidden case: the loop evolves every e runs, not after every run -----------------
+
+
+def brute_force_evolved(p: float, runs: int, L: int, e: int) -> float:
+    """Sum over all 2^runs outcome sequences of those whose streak is at least L after
+    some run that is a multiple of e (evolve quarantines on the current streak)."""
+    total = 0.0
+    for seq in itertools.product((True, False), repeat=runs):
+        streak, hit = 0, False
+        for t, ok in enumerate(seq, start=1):
+            streak = 0 if ok else streak + 1
+            hit = hit or (t % e == 0 and streak >= L)
+        if hit:
+            k = sum(seq)
+            total += p**k * (1 - p) ** (runs - k)
+    return total
+
+
+@pytest.mark.parametrize(
+    ("p", "runs", "L", "e"), [(0.7, 12, 3, 4), (0.5, 11, 2, 3), (0.3, 10, 4, 2), (0.6, 12, 1, 5)]
+)
+def test_p_quarantined_when_evolve_comes_every_e_runs_equals_the_enumeration(p, runs, L, e):
+    """The loop evolves a procedure every ``scenario.evolve_every`` runs (10 in
+    conf/scenario/loop.yaml); the loop report quoted the every-run chain for it: 0.994
+    within 250 runs at p 0.7 against 0.496 (the store, evolved every 10 runs, measured
+    0.513 +- 0.029 over 300 procedures)."""
+    assert abs(p_quarantined(p, runs, L, e) - brute_force_evolved(p, runs, L, e)) < TOL
+    assert p_quarantined(p, runs, L, 1) == p_quarantined(p, runs, L)
+
+
+@pytest.mark.parametrize(("p", "L", "e"), [(0.7, 3, 10), (0.5, 2, 3), (0.8, 4, 4), (0.6, 3, 2)])
+def test_expected_runs_to_quarantine_every_e_runs(p, L, e):
+    """With e >= L the checks see disjoint windows: a geometric number of checks, each
+    quarantining with q^L, so E = e / q^L; with e < L compare with the tail sum of
+    P(no quarantine within n runs)."""
+    q = 1 - p
+    got = expected_runs_to_quarantine(p, L, e)
+    if e >= L:
+        assert got == pytest.approx(e / q**L, rel=1e-9)
+    else:
+        tail = sum(1 - p_quarantined(p, n, L, e) for n in range(4000))
+        assert got == pytest.approx(tail, rel=1e-9)

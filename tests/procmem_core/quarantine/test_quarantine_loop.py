@@ -108,3 +108,23 @@ def test_the_chain_with_an_explore_rate_agrees_with_the_store_and_pack(policy):
         return
     share, _ = long_run(p, L, policy, eps)
     assert abs(out[:, 1].mean() - share) <= 4 * out[:, 1].std(ddof=1) / math.sqrt(reps)
+
+
+def test_the_store_evolved_every_e_runs_agrees_with_the_chain():
+    """The loop's cadence (evolve after every ``evolve_every`` runs): the store's first
+    quarantine within 60 runs agrees with ``p_quarantined(..., evolve_every)`` within 4 SE
+    (and not with the every-run chain: 0.548 against 0.927 here)."""
+    p, L, e, runs, reps = 0.6, 3, 5, 60, 200
+    rng = np.random.default_rng(np.random.SeedSequence([29, 10]))
+    hits = 0
+    for _ in range(reps):
+        store = ProcedureStore(strike_limit=L)
+        key = store.add("refund", SITUATION, ["look up", "check", "issue"]).key
+        for t in range(1, runs + 1):
+            store.record_run(key, ["n1"], ok=bool(rng.random() < p))
+            if t % e == 0 and store.evolve(key, min_runs=1).status == "quarantined":
+                hits += 1
+                break
+    exact = p_quarantined(p, runs, L, e)
+    assert abs(hits / reps - exact) <= 4 * math.sqrt(exact * (1 - exact) / reps)
+    assert p_quarantined(p, runs, L) - exact > 8 * math.sqrt(exact * (1 - exact) / reps)
