@@ -51,7 +51,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from procmem_core.errors import ParameterError, check_int, check_probability
-from procmem_core.quarantine.base import QUARANTINE_POLICIES, ExitChain, QuarantinePolicy
+from procmem_core.quarantine.base import QUARANTINE_POLICIES, QuarantinePolicy
+from procmem_core.quarantine.chains import evolved_streak_chain, explored, full_chain
 
 SESSIONS = 1000
 DEFAULT_P_HARMFUL = 0.1
@@ -81,6 +82,7 @@ class QuarantineFate:
     expected_runs_to_quarantine: float
     exits: tuple[ExitFate, ...]
     explore_rate: float = 0.0
+    evolve_every: int = 1
 
     def exit(self, name: str) -> ExitFate:
         """The first exit fate of the policy named ``name``."""
@@ -90,50 +92,16 @@ class QuarantineFate:
         raise KeyError(name)
 
 
-def explored(ex: ExitChain, explore_rate: float) -> ExitChain:
-    """The quarantined phase under an explore rate epsilon: the pack withholds what it
-    serves first with probability epsilon, so a state that serves the procedure stays put
-    in such a session (no run: no probe, no release, and no session waited either), and
-    runs it at ``serve (1 - epsilon)``. Rows that serve: ``(1 - epsilon) row + epsilon
-    e_i``; this needs a state that serves with probability below 1 (probation) to stay put
-    when it does not serve, as every registered policy's does."""
-    if explore_rate == 0.0:
-        return ex
-    held = explore_rate * (ex.serve > 0)
-    stay = (1.0 - held)[:, None] * ex.stay + np.diag(held)
-    return ExitChain(stay, (1.0 - held) * ex.release, ex.serve * (1.0 - explore_rate))
-
-
-def full_chain(
-    p: float, strike_limit: int, policy: QuarantinePolicy, explore_rate: float = 0.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """(P, serve): the transition matrix over streak states 0..L-1 then the policy's
-    quarantined states, and the probability each state runs the procedure; under an
-    explore rate epsilon a session withholds it with probability epsilon (``explored``;
-    a streak state then stays put)."""
-    L, eps = strike_limit, explore_rate
-    ex = explored(policy.exit_chain(p, L), eps)
-    r = len(ex.release)
-    P = np.zeros((L + r, L + r))
-    for s in range(L):
-        P[s, s] += eps
-        P[s, 0] += (1.0 - eps) * p
-        P[s, s + 1 if s + 1 < L else L] += (1.0 - eps) * (1.0 - p)
-    P[L:, L:] = ex.stay
-    P[L:, 0] += ex.release
-    return P, np.concatenate([np.full(L, 1.0 - eps), ex.serve])
-
-
 def p_quarantined(p: float, runs: int, strike_limit: int, evolve_every: int = 1) -> float:
     """P(a quarantine within ``runs`` runs): the streak chain, quarantine absorbing. With
     ``evolve_every`` e > 1 the store's ``evolve`` (which quarantines at a streak of at least
     L) comes after every e-th run, as in the loop (``scenario.evolve_every``): a streak of L
-    that a success ends before the next evolve quarantines nothing (``_evolved_chain``)."""
+    that a success ends before the next evolve quarantines nothing (``evolved_streak_chain``)."""
     L = strike_limit
     if L == 0:
         return 0.0
     if evolve_every > 1:
-        T, out = _evolved_chain(p, L, evolve_every)
+        T, out = evolved_streak_chain(p, L, evolve_every)
         v = np.zeros(len(T))
         v[0] = 1.0
         caught = 0.0
@@ -154,36 +122,18 @@ def p_quarantined(p: float, runs: int, strike_limit: int, evolve_every: int = 1)
 
 def expected_runs_to_quarantine(p: float, strike_limit: int, evolve_every: int = 1) -> float:
     """E[runs until the first quarantine] from streak 0: ``((I - T)^-1 1)[0]`` (with
-    ``evolve_every`` e > 1 over ``_evolved_chain``'s states)."""
+    ``evolve_every`` e > 1 over ``evolved_streak_chain``'s states)."""
     L = strike_limit
     if L == 0 or p >= 1.0:
         return float("inf")
     if evolve_every > 1:
-        T, _ = _evolved_chain(p, L, evolve_every)
+        T, _ = evolved_streak_chain(p, L, evolve_every)
         return float(np.linalg.solve(np.eye(len(T)) - T, np.ones(len(T)))[0])
     T = np.zeros((L, L))
     T[:, 0] = p
     for s in range(L - 1):
         T[s, s + 1] = 1.0 - p
     return float(np.linalg.solve(np.eye(L) - T, np.ones(L))[0])
-
-
-def _evolved_chain(p: float, L: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-    """(T, out): one run's moves among the states (streak s capped at L, runs since the last
-    evolve c < e), index ``s e + c``, start 0, and the probability that the run quarantines
-    (the e-th run since the last evolve leaves a streak of at least L)."""
-    n = (L + 1) * e
-    T, out = np.zeros((n, n)), np.zeros(n)
-    for s in range(L + 1):
-        for c in range(e):
-            for s2, w in ((0, p), (min(s + 1, L), 1.0 - p)):
-                if c + 1 < e:
-                    T[s * e + c, s2 * e + c + 1] += w
-                elif s2 == L:
-                    out[s * e + c] += w
-                else:
-                    T[s * e + c, s2 * e] += w
-    return T, out
 
 
 def _releases_surely(stay: np.ndarray, release: np.ndarray) -> bool:
@@ -274,7 +224,11 @@ def _absorbed_rates(P: np.ndarray, rewards: np.ndarray) -> np.ndarray:
 
 
 def long_run(
-    p: float, strike_limit: int, policy: QuarantinePolicy, explore_rate: float = 0.0
+    p: float,
+    strike_limit: int,
+    policy: QuarantinePolicy,
+    explore_rate: float = 0.0,
+    evolve_every: int = 1,
 ) -> tuple[float, float]:
     """(share of sessions quarantined, share of sessions that run the procedure). When
     quarantine is reached surely and never left, the share is 1 and the runs come from
@@ -283,12 +237,11 @@ def long_run(
     L = strike_limit
     if L == 0 or p >= 1.0:
         return 0.0, 1.0 - explore_rate
-    P, serve = full_chain(p, L, policy, explore_rate)
+    P, serve, quarantined = full_chain(p, L, policy, explore_rate, evolve_every)
     if not np.isfinite(expected_release(p, L, policy, explore_rate)):
         # some quarantined state reachable from every streak state cannot reach release:
         # the streak states are transient and every closed class is quarantined
         return 1.0, float(_absorbed_rates(P, serve[:, None])[0])
-    quarantined = np.arange(len(P)) >= L
     share, served = _absorbed_rates(P, np.column_stack([quarantined, serve]))
     return float(share), float(served)
 
@@ -299,11 +252,12 @@ def exposures_from_fresh(
     policy: QuarantinePolicy,
     sessions: int = SESSIONS,
     explore_rate: float = 0.0,
+    evolve_every: int = 1,
 ) -> float:
     """Expected sessions that run the procedure among its first ``sessions``, from s = 0."""
     if strike_limit == 0:
         return float(sessions) * (1.0 - explore_rate)
-    P, serve = full_chain(p, strike_limit, policy, explore_rate)
+    P, serve, _ = full_chain(p, strike_limit, policy, explore_rate, evolve_every)
     v = np.zeros(len(P))
     v[0] = 1.0
     total = 0.0
@@ -341,29 +295,35 @@ def quarantine_fate(
     policy: PolicyArg = None,
     p_harmful: float = DEFAULT_P_HARMFUL,
     explore_rate: float = 0.0,
+    evolve_every: int = 1,
 ) -> QuarantineFate:
     """The quarantine chain of a procedure whose runs succeed with probability ``p`` (see
     the module doc); ``policy``: one policy or registered name, several, or None for every
     registered policy with its defaults; ``explore_rate``: the pack's epsilon, which
     withholds what it serves first (the procedure, or a quarantined one the floor or a
-    probe put first) in that share of its sessions (``explored``). Strike limit 3: p 0.7
-    in 50 runs gives 0.625, p 0.8 in 100 0.474."""
+    probe put first) in that share of its sessions (``explored``); ``evolve_every``: the
+    store's evolve, which quarantines on the streak it finds, comes after every e-th run
+    (``chains.full_chain``; the loop's ``scenario.evolve_every``). Strike limit 3: p 0.7
+    in 50 runs gives 0.625, p 0.8 in 100 0.474 (0.496 in 250 runs at evolve_every 10)."""
     p = check_probability("p", p)
     runs = check_int("runs", runs)
     L = check_int("strike_limit", strike_limit)
     p_harmful = check_probability("p_harmful", p_harmful)
     eps = check_probability("explore_rate", explore_rate, open_high=True)
+    e = check_int("evolve_every", evolve_every, minimum=1)
     exits = []
     for pol in _policies(policy):
-        share, _ = long_run(p, L, pol, eps)
-        _, harmful_served = long_run(p_harmful, L, pol, eps)
+        share, _ = long_run(p, L, pol, eps, e)
+        _, harmful_served = long_run(p_harmful, L, pol, eps, e)
         exits.append(
             ExitFate(
                 name=pol.name,
                 policy=pol.describe(),
                 expected_release=expected_release(p, L, pol, eps) if L else float("nan"),
                 share_quarantined=share,
-                harmful_exposures_first_1000=exposures_from_fresh(p_harmful, L, pol, SESSIONS, eps),
+                harmful_exposures_first_1000=exposures_from_fresh(
+                    p_harmful, L, pol, SESSIONS, eps, e
+                ),
                 harmful_exposures_per_1000=SESSIONS * harmful_served,
             )
         )
@@ -372,8 +332,9 @@ def quarantine_fate(
         runs=runs,
         strike_limit=L,
         p_harmful=p_harmful,
-        p_quarantined=p_quarantined(p, runs, L),
-        expected_runs_to_quarantine=expected_runs_to_quarantine(p, L),
+        p_quarantined=p_quarantined(p, runs, L, e),
+        expected_runs_to_quarantine=expected_runs_to_quarantine(p, L, e),
         exits=tuple(exits),
         explore_rate=eps,
+        evolve_every=e,
     )

@@ -26,7 +26,6 @@ from procmem_core.quarantine import (
     make_quarantine_policy,
     quarantine_fate,
 )
-from procmem_core.quarantine.fate import expected_runs_to_quarantine, p_quarantined
 from reports.configs import label, phrase, show
 from reports.sections.loop_evidence import verdict_of
 
@@ -102,30 +101,24 @@ def _finite(x: float) -> float | None:
 
 
 def chain_reason(sessions: float, strike_limit: int = 3, evolve_every: int = 1) -> str:
-    """Why no setting learns, in the quarantine chain's numbers (``quarantine_fate``), with
-    the first quarantine at the loop's cadence: evolve after every ``evolve_every`` runs
-    (``scenario.evolve_every``; at 10 a 70 % procedure is quarantined within 250 runs with
-    probability 0.496, not the every-run chain's 0.994). The exits' release times do not
-    depend on it; their long-run shares assume evolve after every run, so they are said
-    only then."""
+    """Why no setting learns, in the quarantine chain's numbers (``quarantine_fate``) at
+    the loop's cadence: evolve after every ``evolve_every`` runs (``scenario.evolve_every``;
+    at 10 a 70 % procedure is quarantined within 250 runs with probability 0.496, not the
+    every-run chain's 0.994)."""
     runs = max(1, int(sessions) // 4)
     e = max(1, int(evolve_every))
-    fate = quarantine_fate(CHAIN_P, runs, strike_limit)
-    caught = p_quarantined(CHAIN_P, runs, strike_limit, e)
-    mean = expected_runs_to_quarantine(CHAIN_P, strike_limit, e)
+    fate = quarantine_fate(CHAIN_P, runs, strike_limit, evolve_every=e)
     cadence = f", evolved every {e} runs as the loop does" if e > 1 else ""
     head = (
         f"The quarantine chain says why quarantine alone cannot make it learn. At strike "
         f"limit {strike_limit} a procedure succeeding {CHAIN_P:.0%} of the time is "
-        f"quarantined within {runs} runs with probability {caught:.3f} (after "
-        f"{mean:.0f} runs on average{cadence}). "
+        f"quarantined within {runs} runs with probability {fate.p_quarantined:.3f} (after "
+        f"{fate.expected_runs_to_quarantine:.0f} runs on average{cadence}). "
     )
     parts = []
     for x in fate.exits:
         if math.isinf(x.expected_release):
             parts.append(f"under {x.policy} it never returns (share of time quarantined 1)")
-        elif e > 1:
-            parts.append(f"under {x.policy} it returns after {x.expected_release:.0f} sessions")
         else:
             parts.append(
                 f"under {x.policy} it returns after {x.expected_release:.0f} sessions and "
@@ -156,22 +149,28 @@ def policy_of(row: pd.Series) -> QuarantinePolicy:
 
 
 EXPLORE_RATE = "params.explore.explore_rate"
+EVOLVE_EVERY = "params.scenario.evolve_every"
 
 
 def exposure_cost(row: pd.Series) -> str:
     """What a row's quarantine setting costs in harmful exposures against the seed's, from
     the chain (a procedure succeeding ``DEFAULT_P_HARMFUL``, its first 1,000 sessions),
-    both at the row's explore rate when it is logged (it withholds the procedure in and
-    out of quarantine: ``quarantine_fate(explore_rate=)``)."""
+    both at the row's explore rate and evolve cadence when they are logged (the explore
+    rate withholds the procedure in and out of quarantine, and evolve quarantines only
+    every e runs: ``quarantine_fate(explore_rate=, evolve_every=)``)."""
     limit = row.get("params.scenario.strike_limit")
     limit = SEED_STRIKE_LIMIT if pd.isna(limit) else int(float(limit))
     eps = row.get(EXPLORE_RATE)
     eps = 0.0 if eps is None or pd.isna(eps) else float(eps)
+    every = row.get(EVOLVE_EVERY)
+    e = 1 if every is None or pd.isna(every) else int(float(every))
     policy = policy_of(row)
-    fate = quarantine_fate(CHAIN_P, 1, limit, policy, explore_rate=eps)
-    seed = quarantine_fate(CHAIN_P, 1, SEED_STRIKE_LIMIT, SeedPolicy(), explore_rate=eps)
+    fate = quarantine_fate(CHAIN_P, 1, limit, policy, explore_rate=eps, evolve_every=e)
+    seed = quarantine_fate(
+        CHAIN_P, 1, SEED_STRIKE_LIMIT, SeedPolicy(), explore_rate=eps, evolve_every=e
+    )
     ours, theirs = fate.exits[0], seed.exits[0]
-    at = f", explore rate {eps:g}" if eps else ""
+    at = (f", explore rate {eps:g}" if eps else "") + (f", evolved every {e} runs" if e > 1 else "")
     return (
         f"Its cost in harmful exposures (a procedure succeeding {fate.p_harmful:.0%} of the "
         f"time, its first 1,000 sessions, the quarantine chain{at}): "

@@ -231,7 +231,7 @@ def test_the_chain_reason_reads_the_loops_evolve_cadence():
     conf/scenario/loop.yaml), and evolve quarantines on the streak it finds: the old
     reason quoted the every-run chain, 'quarantined within 250 runs with probability 0.994
     (after 51 runs on average)', where the loop's cadence gives 0.496 after 370 (the store
-    at that cadence measured 0.513 +- 0.029)."""
+    at that cadence measured 0.513 +- 0.029); so did the exposure cost."""
     rows = _rows([(0.08, 0.02), (0.01, 0.01), (-0.02, 0.02), (0.0, 0.01)]).assign(
         **{"params.scenario.evolve_every": "10"}
     )
@@ -239,5 +239,10 @@ def test_the_chain_reason_reads_the_loops_evolve_cadence():
     assert "quarantined within 250 runs with probability 0.496 (after 370 runs on " in text
     assert "average, evolved every 10 runs as the loop does)" in text
     assert "0.994" not in text
-    assert "spends" not in text  # the exits' shares assume evolve after every run
+    half = quarantine_fate(0.7, 250, 3, "half_open", evolve_every=10).exits[0]
+    assert f"spends {half.share_quarantined:.0%} of its sessions quarantined" in text
     assert chain_reason(1000, 3, 1) == chain_reason(1000)
+    # the exposure cost at that cadence: the seed's quarantine lets a 10 % procedure run
+    # 13.7 of its first 1,000 sessions when evolved every 10 runs, not 3.7
+    cost = exposure_cost(rows.iloc[1])
+    assert "evolved every 10 runs): " in cost and "against 13.7 under the seed's" in cost

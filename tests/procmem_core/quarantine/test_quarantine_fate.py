@@ -433,3 +433,19 @@ def test_expected_runs_to_quarantine_every_e_runs(p, L, e):
     else:
         tail = sum(1 - p_quarantined(p, n, L, e) for n in range(4000))
         assert got == pytest.approx(tail, rel=1e-9)
+
+
+@pytest.mark.parametrize(("p", "L", "e"), [(0.1, 3, 10), (0.5, 2, 3), (0.3, 4, 5)])
+def test_the_seeds_exposures_at_a_cadence_are_its_runs_before_quarantine(p, L, e):
+    """Absorbing quarantine at evolve every e runs: the procedure runs in session t while
+    no evolve has quarantined it in its first t runs, so E[exposures in S sessions] =
+    sum_{t < S} (1 - P(quarantined within t runs)), the open-phase chain checked above
+    against the enumeration. The loop's harmful procedure (p 0.1) runs 13.7 of its first
+    1,000 sessions at evolve_every 10, not 3.7."""
+    want = sum(1 - p_quarantined(p, t, L, e) for t in range(1000))
+    got = exposures_from_fresh(p, L, SeedPolicy(), 1000, 0.0, e)
+    assert got == pytest.approx(want, rel=1e-9)
+    fate = quarantine_fate(0.7, 250, L, "seed", p_harmful=p, evolve_every=e)
+    assert fate.exits[0].harmful_exposures_first_1000 == pytest.approx(want, rel=1e-9)
+    assert fate.p_quarantined == p_quarantined(0.7, 250, L, e)
+    assert fate.evolve_every == e
