@@ -14,7 +14,10 @@ in that share of sessions: a served state then stays put for the session (``expl
 so the streak phase too runs at ``1 - epsilon`` per session (a floor of f alone, passed
 as ``f (1 - epsilon)``, would leave the streak phase at 1 and the share wrong). Decay
 releases at the run, so the withheld sessions after its strikes decayed count as released
-here while the store still shows it quarantined.
+here while the store still shows it quarantined. With ``evolve_every`` e > 1 the store is
+evolved after every e-th run (the loop's ``scenario.evolve_every``): evolve quarantines on
+the streak it finds, so a streak of L that a success ends first quarantines nothing, and
+every state carries the runs since the last evolve (``chains.full_chain``).
 
 Returned:
 
