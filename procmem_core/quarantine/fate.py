@@ -159,17 +159,6 @@ def _reachable(edges: np.ndarray, start: list[int]) -> np.ndarray:
     return seen
 
 
-def _leave(stay: np.ndarray, release: np.ndarray) -> np.ndarray:
-    """``I - stay`` without cancellation: off the diagonal ``-stay``, on it what leaves the
-    state (``release`` plus the moves to other states), not ``1 - stay[i, i]``, whose
-    digits are lost when a state is left rarely (probation at a small ``f p``)."""
-    off = stay.copy()
-    np.fill_diagonal(off, 0.0)
-    out = -off
-    np.fill_diagonal(out, release + off.sum(1))
-    return out
-
-
 def expected_release(
     p: float, strike_limit: int, policy: QuarantinePolicy, explore_rate: float = 0.0
 ) -> float:
@@ -177,16 +166,24 @@ def expected_release(
     ex = explored(policy.exit_chain(p, strike_limit), explore_rate)
     if not _releases_surely(ex.stay, ex.release):
         return float("inf")
-    r = len(ex.release)
-    return float(np.linalg.solve(_leave(ex.stay, ex.release), np.ones(r))[0])
+    # Kac: let release return to the entry; the mean time between releases is the sum of
+    # the stationary weights over the release flow. GTH keeps both to relative precision,
+    # where solving (I - S) x = 1 cancels: half-open at a release chance a per attempt has
+    # a condition number near 1 / a (k = m = 5 at p 1e-5 gave -1.3e17, exact 6.0e25)
+    idx = np.flatnonzero(_reachable(ex.stay > 0, [0]))
+    cycle = ex.stay[np.ix_(idx, idx)].copy()
+    cycle[:, 0] += ex.release[idx]
+    w = _gth(cycle)
+    flow = float(w @ ex.release[idx])
+    return float(w.sum()) / flow if flow > 0 else float("inf")
 
 
-def _stationary(P: np.ndarray) -> np.ndarray:
-    """The stationary distribution of an irreducible chain by the Grassmann-Taksar-Heyman
-    elimination (Grassmann, Taksar and Heyman 1985; Stewart, *Introduction to the
-    Numerical Solution of Markov Chains*, 2.5): no subtraction, so each probability keeps
-    its relative precision, a share near 1e-17 included (least squares on ``pi (P - I) =
-    0`` gave shares of -5e-15 there)."""
+def _gth(P: np.ndarray) -> np.ndarray:
+    """The stationary weights of an irreducible chain, unnormalized (state 0's is 1), by
+    the Grassmann-Taksar-Heyman elimination (Grassmann, Taksar and Heyman 1985; Stewart,
+    *Introduction to the Numerical Solution of Markov Chains*, 2.5): no subtraction, so
+    each keeps its relative precision, a share near 1e-17 included (least squares on
+    ``pi (P - I) = 0`` gave shares of -5e-15 there)."""
     A = np.array(P, dtype=float)
     n = len(A)
     for k in range(n - 1, 0, -1):
@@ -196,6 +193,12 @@ def _stationary(P: np.ndarray) -> np.ndarray:
     pi[0] = 1.0
     for k in range(1, n):
         pi[k] = pi[:k] @ A[:k, k]
+    return pi
+
+
+def _stationary(P: np.ndarray) -> np.ndarray:
+    """The stationary distribution of an irreducible chain (``_gth``, normalized)."""
+    pi = _gth(P)
     return pi / pi.sum()
 
 

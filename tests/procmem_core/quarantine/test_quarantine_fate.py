@@ -309,8 +309,8 @@ def test_a_tiny_long_run_share_is_a_probability_to_relative_precision(p, L, poli
     r, served_q = release_reference(p, L, policy)
     share, served = long_run(p, L, policy)
     assert share >= 0.0
-    assert share == pytest.approx(r / (t + r), rel=1e-9)
-    assert served == pytest.approx((t + served_q) / (t + r), rel=1e-9)
+    assert share == pytest.approx(r / (t + r), rel=1e-9, abs=0)  # abs=0: a tiny share too
+    assert served == pytest.approx((t + served_q) / (t + r), rel=1e-9, abs=0)
 
 
 @pytest.mark.parametrize("p", [1e-12, 1e-9, 3e-7])
@@ -335,7 +335,9 @@ def test_a_long_decay_chain_is_solved_in_seconds():
     assert time.perf_counter() - start < 20
     e = fate.exits[0]
     assert e.expected_release == 1000.0
-    assert 0.0 <= e.share_quarantined < 1e-40
+    q = 0.3**100
+    t = (1 - q) / (0.7 * q)
+    assert e.share_quarantined == pytest.approx(1000 / (t + 1000), rel=1e-9, abs=0)
 
 
 # -- hidden case: the explore rate withholds what the pack serves first --------------
@@ -449,3 +451,25 @@ def test_the_seeds_exposures_at_a_cadence_are_its_runs_before_quarantine(p, L, e
     assert fate.exits[0].harmful_exposures_first_1000 == pytest.approx(want, rel=1e-9)
     assert fate.p_quarantined == p_quarantined(0.7, 250, L, e)
     assert fate.evolve_every == e
+
+
+@pytest.mark.parametrize("p", [1e-3, 1e-5, 1e-9])
+@pytest.mark.parametrize(
+    "policy",
+    [HalfOpenPolicy(cool_down=5, probes=5, release_after=5),
+     HalfOpenPolicy(cool_down=3, probes=3, release_after=2)],
+    ids=lambda x: x.describe(),
+)  # fmt: skip
+def test_a_release_that_rarely_comes_is_timed_to_relative_precision(policy, p):
+    """Half-open releases with a chance a ~ p^m per attempt: solving (I - S) x = 1 has a
+    condition number near 1 / a, and the old code gave -1.3e17 sessions at k = m = 5 and
+    p 1e-5 (exact 6.0e25), 1.28e16 at k 3, m 2 and p 1e-8 (exact 1.67e16). Wald's identity
+    over the enumerated attempts is the reference."""
+    r_ref, served_q = release_reference(p, 3, policy)
+    assert expected_release(p, 3, policy) == pytest.approx(r_ref, rel=1e-9)
+    t = (1 - (1 - p) ** 3) / (p * (1 - p) ** 3)
+    share, served = long_run(p, 3, policy)
+    assert share == pytest.approx(r_ref / (t + r_ref), rel=1e-12)
+    # the share of sessions run is tiny: to relative precision (abs=0: approx's default
+    # absolute tolerance of 1e-12 would pass anything this small)
+    assert served == pytest.approx((t + served_q) / (t + r_ref), rel=1e-9, abs=0)
