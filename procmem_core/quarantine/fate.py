@@ -124,19 +124,35 @@ def p_quarantined(p: float, runs: int, strike_limit: int, evolve_every: int = 1)
 
 
 def expected_runs_to_quarantine(p: float, strike_limit: int, evolve_every: int = 1) -> float:
-    """E[runs until the first quarantine] from streak 0: ``((I - T)^-1 1)[0]`` (with
-    ``evolve_every`` e > 1 over ``evolved_streak_chain``'s states)."""
+    """E[runs until the first quarantine] from streak 0 (with ``evolve_every`` e > 1 over
+    ``evolved_streak_chain``'s states): ``mean_time_to_exit``, not ``(I - T)^-1 1``, which
+    cancels when quarantine is rare (p 0.99999, L 6 gave -1.3e22 runs, exact 1.0e30)."""
     L = strike_limit
     if L == 0 or p >= 1.0:
         return float("inf")
     if evolve_every > 1:
-        T, _ = evolved_streak_chain(p, L, evolve_every)
-        return float(np.linalg.solve(np.eye(len(T)) - T, np.ones(len(T)))[0])
-    T = np.zeros((L, L))
+        return mean_time_to_exit(*evolved_streak_chain(p, L, evolve_every))
+    T, out = np.zeros((L, L)), np.zeros(L)
     T[:, 0] = p
     for s in range(L - 1):
         T[s, s + 1] = 1.0 - p
-    return float(np.linalg.solve(np.eye(L) - T, np.ones(L))[0])
+    out[L - 1] = 1.0 - p
+    return mean_time_to_exit(T, out)
+
+
+def mean_time_to_exit(stay: np.ndarray, leave: np.ndarray) -> float:
+    """E[steps from state 0 until a ``leave`` move] (the leaving step counted), for a chain
+    that leaves surely, by Kac's formula: send every leave back to state 0; the mean time
+    between leaves is the sum of the stationary weights over the leaving flow, both from
+    ``_gth`` to relative precision. Solving ``(I - stay) x = 1`` cancels instead: its
+    condition number is near 1 / (the chance of leaving), and it gave negative times for
+    half-open at small p and the streak at p near 1."""
+    idx = np.flatnonzero(_reachable(stay > 0, [0]))
+    cycle = stay[np.ix_(idx, idx)].copy()
+    cycle[:, 0] += leave[idx]
+    w = _gth(cycle)
+    flow = float(w @ leave[idx])
+    return float(w.sum()) / flow if flow > 0 else float("inf")
 
 
 def _releases_surely(stay: np.ndarray, release: np.ndarray) -> bool:
@@ -166,16 +182,7 @@ def expected_release(
     ex = explored(policy.exit_chain(p, strike_limit), explore_rate)
     if not _releases_surely(ex.stay, ex.release):
         return float("inf")
-    # Kac: let release return to the entry; the mean time between releases is the sum of
-    # the stationary weights over the release flow. GTH keeps both to relative precision,
-    # where solving (I - S) x = 1 cancels: half-open at a release chance a per attempt has
-    # a condition number near 1 / a (k = m = 5 at p 1e-5 gave -1.3e17, exact 6.0e25)
-    idx = np.flatnonzero(_reachable(ex.stay > 0, [0]))
-    cycle = ex.stay[np.ix_(idx, idx)].copy()
-    cycle[:, 0] += ex.release[idx]
-    w = _gth(cycle)
-    flow = float(w @ ex.release[idx])
-    return float(w.sum()) / flow if flow > 0 else float("inf")
+    return mean_time_to_exit(ex.stay, ex.release)  # (k = m = 5 at p 1e-5: was -1.3e17)
 
 
 def _gth(P: np.ndarray) -> np.ndarray:

@@ -473,3 +473,15 @@ def test_a_release_that_rarely_comes_is_timed_to_relative_precision(policy, p):
     # the share of sessions run is tiny: to relative precision (abs=0: approx's default
     # absolute tolerance of 1e-12 would pass anything this small)
     assert served == pytest.approx((t + served_q) / (t + r_ref), rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize(("p", "L"), [(0.9, 12), (0.9999, 4), (0.99999, 6)])
+def test_a_rare_quarantine_is_timed_to_relative_precision(p, L):
+    """A good procedure is quarantined rarely: the old solve of (I - T) x = 1 gave
+    1.11110098e12 runs at p 0.9, L 12 (closed form 1.11111111e12, off by 9e-6), 1.00023e16
+    at p 0.9999, L 4 and a negative -1.27e22 at p 0.99999, L 6 (exact 1.0e30); at an
+    evolve cadence e >= L the checks see disjoint windows: e / q^L."""
+    q = 1 - p
+    closed = (1 - q**L) / (p * q**L)
+    assert expected_runs_to_quarantine(p, L) == pytest.approx(closed, rel=1e-9)
+    assert expected_runs_to_quarantine(p, L, 2 * L) == pytest.approx(2 * L / q**L, rel=1e-9)
