@@ -24,7 +24,9 @@ Returned:
 - ``p_quarantined``: P(at least one quarantine within ``runs`` runs), the streak chain
   with quarantine absorbing, propagated ``runs`` steps;
 - ``expected_runs_to_quarantine``: E[runs to the first quarantine] from s = 0, the
-  fundamental matrix ``(I - T)^-1 1`` of the streak states (inf when p = 1);
+  fundamental matrix ``(I - T)^-1 1`` of the streak states (inf when p = 1), computed
+  without its cancellation by Kac's formula (``mean_time_to_exit``), as is
+  ``expected_release``;
 
 and for each exit policy (``ExitFate``):
 
