@@ -8,8 +8,9 @@ with probability f per session, and the seed's rule applies: a success lifts it.
 pack's explore rate epsilon then withholds its first match, this one too: it runs with
 probability f (1 - epsilon) (docs/graph.md, "Quarantine").
 
-Chain: one quarantined state; per session, released with probability ``f p`` (f the run
-rate: ``f (1 - epsilon)`` under an explore rate).
+Chain: one quarantined state; per session, released with probability ``f p`` (``f (1 -
+epsilon) p`` under an explore rate: ``quarantine_fate(..., explore_rate=)``, which also
+withholds it outside quarantine).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from reports.sections.loop_missing import missing_sentence, missing_table, split
 from reports.sections.loop_search import is_search, search_sentence, search_table
 from reports.sections.loop_split import regret_split, split_sentence, split_table
 from reports.sections.loop_verdict import (
+    EVOLVE_EVERY,
     best_row,
     chain_reason,
     exposure_cost,
@@ -109,12 +110,14 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
         )
     n = rows.iloc[0].get("params.scenario.sessions")
     sessions = float(n) if pd.notna(n) else 1000.0
+    every = rows.iloc[0].get(EVOLVE_EVERY)  # the loop's cadence
+    why = chain_reason(sessions, evolve_every=int(float(every)) if pd.notna(every) else 1)
     no_se = sum(not verdict_of(r).readable for _, r in rows.iterrows())
     if no_se == len(rows):  # one replication each: no interval to read, none reaches 0
         return (
             f"None of the {len(rows)} swept settings can be shown to learn: the regret change "
             f"has no standard error in any (one replication each), so there is no interval "
-            f"to read; run at least 2 replications. " + chain_reason(sessions)
+            f"to read; run at least 2 replications. " + why
         )
     settings = f"{len(rows)} swept settings" if len(rows) > 1 else "1 setting run"
     return (
@@ -124,7 +127,7 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
         + "the 95 % interval of the regret change"
         + (" (simultaneous over the settings, Bonferroni)" if len(rows) > 1 else "")
         + " reaches 0 or above. "
-        + chain_reason(sessions)
+        + why
     )  # fmt: skip
 
 

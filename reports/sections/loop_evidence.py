@@ -119,14 +119,15 @@ class Verdict:
         )
 
     def describe(self) -> str:
+        n = f"{self.replications} replication{'s' * (self.replications != 1)}"
+        if not self.readable:  # its interval is NaN: say there is none
+            return (
+                f"regret change {fmt(self.change, self.se)} (no interval: no standard error, {n})"
+            )
         lo, hi = self.interval
-        n = self.replications
-        reps = f"{n} replication{'s' * (n != 1)}"
-        if math.isnan(lo) or math.isnan(hi):  # no SE (one replication): no interval
-            return f"regret change {fmt(self.change, self.se)} (no interval: {reps})"
         return (
             f"regret change {fmt(self.change, self.se)} ({self.level_words()} "
-            f"[{lo:+.3f}, {hi:+.3f}], {reps})"
+            f"[{lo:+.3f}, {hi:+.3f}], {n})"
         )
 
     def level_words(self) -> str:
@@ -254,8 +255,9 @@ def biggest_changes(
 def main_effects(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
     """For each swept loop setting and value: the mean of each metric over the rows with
     that value, equally weighted, with SE ``sqrt(sum se_i^2) / k`` (the rows are
-    independent jobs), so a setting's effect reads across every other setting and
-    condition. Columns ``<metric>`` (text) and ``<metric>_mean``, ``<metric>_se``."""
+    independent jobs; NaN when a row has none), so a setting's effect reads across every
+    other setting and condition. Columns ``<metric>`` (text) and ``<metric>_mean``,
+    ``<metric>_se``."""
     out = []
     for col in rows.columns:
         want = _seed_value(col)
@@ -275,7 +277,8 @@ def main_effects(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
             }
             for m in metrics:
                 mean = float(sel[m].mean())
-                ses = sel[f"{m}_se"].astype(float)  # a row without an SE leaves the mean none
+                # NaN when a row has no SE (pandas' sum would skip it and read it as 0)
+                ses = sel[f"{m}_se"].astype(float)
                 se = float(np.sqrt((ses**2).sum(skipna=False)) / len(sel))
                 row.update({m.replace("_", " "): fmt(mean, se), f"{m}_mean": mean, f"{m}_se": se})
             out.append(row)

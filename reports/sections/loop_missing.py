@@ -77,6 +77,11 @@ def difference(a: pd.Series, b: pd.Series) -> tuple[float, float]:
 
 
 def _diff_words(d: float, se: float) -> str:
+    if not math.isfinite(se):  # NaN compares False: it would read as "within"
+        return (
+            f"the difference {fmt(d, se)} has no standard error (one replication, or none "
+            "logged), so it cannot be compared with the noise"
+        )
     beyond = abs(d) > NOISE_Z * se
     return (
         f"the difference {fmt(d, se)} is "
@@ -153,6 +158,8 @@ def missing_table(pairs: list[tuple[pd.Series, pd.Series]], family: int) -> Tabl
 
 
 def _with_interval(v: Verdict) -> str:
+    if not v.readable:
+        return f"{fmt(v.change, v.se)} (no interval: no standard error)"
     lo, hi = v.interval
     return f"{fmt(v.change, v.se)} [{lo:+.3f}, {hi:+.3f}]"
 

@@ -100,24 +100,29 @@ def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def chain_reason(sessions: float, strike_limit: int = 3) -> str:
-    """Why no setting learns, in the quarantine chain's numbers (``quarantine_fate``)."""
+def chain_reason(sessions: float, strike_limit: int = 3, evolve_every: int = 1) -> str:
+    """Why no setting learns, in the quarantine chain's numbers (``quarantine_fate``) at
+    the loop's cadence: evolve after every ``evolve_every`` runs (``scenario.evolve_every``;
+    at 10 a 70 % procedure is quarantined within 250 runs with probability 0.496, not the
+    every-run chain's 0.994)."""
     runs = max(1, int(sessions) // 4)
-    fate = quarantine_fate(CHAIN_P, runs, strike_limit)
+    e = max(1, int(evolve_every))
+    fate = quarantine_fate(CHAIN_P, runs, strike_limit, evolve_every=e)
+    cadence = f", evolved every {e} runs as the loop does" if e > 1 else ""
     head = (
         f"The quarantine chain says why quarantine alone cannot make it learn. At strike "
         f"limit {strike_limit} a procedure succeeding {CHAIN_P:.0%} of the time is "
         f"quarantined within {runs} runs with probability {fate.p_quarantined:.3f} (after "
-        f"{fate.expected_runs_to_quarantine:.0f} runs on average). "
+        f"{fate.expected_runs_to_quarantine:.0f} runs on average{cadence}). "
     )
     parts = []
-    for e in fate.exits:
-        if math.isinf(e.expected_release):
-            parts.append(f"under {e.policy} it never returns (share of time quarantined 1)")
+    for x in fate.exits:
+        if math.isinf(x.expected_release):
+            parts.append(f"under {x.policy} it never returns (share of time quarantined 1)")
         else:
             parts.append(
-                f"under {e.policy} it returns after {e.expected_release:.0f} sessions and "
-                f"spends {e.share_quarantined:.0%} of its sessions quarantined"
+                f"under {x.policy} it returns after {x.expected_release:.0f} sessions and "
+                f"spends {x.share_quarantined:.0%} of its sessions quarantined"
             )
     said = "; ".join(parts)
     return (
@@ -143,18 +148,32 @@ def policy_of(row: pd.Series) -> QuarantinePolicy:
     return make_quarantine_policy(**params) if params.get("name") else SeedPolicy()
 
 
+EXPLORE_RATE = "params.explore.explore_rate"
+EVOLVE_EVERY = "params.scenario.evolve_every"
+
+
 def exposure_cost(row: pd.Series) -> str:
     """What a row's quarantine setting costs in harmful exposures against the seed's, from
-    the chain (a procedure succeeding ``DEFAULT_P_HARMFUL``, its first 1,000 sessions)."""
+    the chain (a procedure succeeding ``DEFAULT_P_HARMFUL``, its first 1,000 sessions),
+    both at the row's explore rate and evolve cadence when they are logged (the explore
+    rate withholds the procedure in and out of quarantine, and evolve quarantines only
+    every e runs: ``quarantine_fate(explore_rate=, evolve_every=)``)."""
     limit = row.get("params.scenario.strike_limit")
     limit = SEED_STRIKE_LIMIT if pd.isna(limit) else int(float(limit))
+    eps = row.get(EXPLORE_RATE)
+    eps = 0.0 if eps is None or pd.isna(eps) else float(eps)
+    every = row.get(EVOLVE_EVERY)
+    e = 1 if every is None or pd.isna(every) else int(float(every))
     policy = policy_of(row)
-    fate = quarantine_fate(CHAIN_P, 1, limit, policy)
-    seed = quarantine_fate(CHAIN_P, 1, SEED_STRIKE_LIMIT, SeedPolicy())
+    fate = quarantine_fate(CHAIN_P, 1, limit, policy, explore_rate=eps, evolve_every=e)
+    seed = quarantine_fate(
+        CHAIN_P, 1, SEED_STRIKE_LIMIT, SeedPolicy(), explore_rate=eps, evolve_every=e
+    )
     ours, theirs = fate.exits[0], seed.exits[0]
+    at = (f", explore rate {eps:g}" if eps else "") + (f", evolved every {e} runs" if e > 1 else "")
     return (
         f"Its cost in harmful exposures (a procedure succeeding {fate.p_harmful:.0%} of the "
-        f"time, its first 1,000 sessions, the quarantine chain): "
+        f"time, its first 1,000 sessions, the quarantine chain{at}): "
         f"{ours.harmful_exposures_first_1000:.1f} under {policy.describe()} at strike limit "
         f"{limit} against {theirs.harmful_exposures_first_1000:.1f} under the seed's "
         f"(absorbing quarantine at strike limit {SEED_STRIKE_LIMIT})."

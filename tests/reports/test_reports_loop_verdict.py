@@ -204,3 +204,45 @@ def test_one_replication_gives_no_interval_and_the_json_says_null():
     assert "in every one with a standard error (1 of 2) the 95 % " in (
         _opening(mixed, learning_row(mixed))
     )
+
+
+def test_the_exposure_cost_is_read_at_the_rows_explore_rate():
+    """The explore rate withholds a harmful procedure in and out of quarantine: at 0.3 a
+    probation floor of 0.05 runs it 50.6 times in its first 1,000 sessions, not 70.8 as
+    the chain without it said (docs/graph.md: quarantine_fate(explore_rate=))."""
+    row = pd.Series(
+        {"params.quarantine.name": "probation", "params.quarantine.floor": 0.05,
+         "params.quarantine.candidates": 2.0, "params.scenario.strike_limit": 3,
+         "params.explore.explore_rate": 0.3}
+    )  # fmt: skip
+    text = exposure_cost(row)
+    policy = policy_of(row)
+    ours = quarantine_fate(0.7, 1, 3, policy, explore_rate=0.3).exits[0]
+    seed = quarantine_fate(0.7, 1, 3, SeedPolicy(), explore_rate=0.3).exits[0]
+    assert "the quarantine chain, explore rate 0.3)" in text
+    assert f"{ours.harmful_exposures_first_1000:.1f} under {policy.describe()}" in text
+    assert f"against {seed.harmful_exposures_first_1000:.1f} under the seed's" in text
+    without = quarantine_fate(0.7, 1, 3, policy).exits[0].harmful_exposures_first_1000
+    assert f"{without:.1f} under" not in text
+
+
+def test_the_chain_reason_reads_the_loops_evolve_cadence():
+    """The loop evolves a procedure every ``scenario.evolve_every`` runs (10 in
+    conf/scenario/loop.yaml), and evolve quarantines on the streak it finds: the old
+    reason quoted the every-run chain, 'quarantined within 250 runs with probability 0.994
+    (after 51 runs on average)', where the loop's cadence gives 0.496 after 370 (the store
+    at that cadence measured 0.513 +- 0.029); so did the exposure cost."""
+    rows = _rows([(0.08, 0.02), (0.01, 0.01), (-0.02, 0.02), (0.0, 0.01)]).assign(
+        **{"params.scenario.evolve_every": "10"}
+    )
+    text = _opening(rows, None)
+    assert "quarantined within 250 runs with probability 0.496 (after 370 runs on " in text
+    assert "average, evolved every 10 runs as the loop does)" in text
+    assert "0.994" not in text
+    half = quarantine_fate(0.7, 250, 3, "half_open", evolve_every=10).exits[0]
+    assert f"spends {half.share_quarantined:.0%} of its sessions quarantined" in text
+    assert chain_reason(1000, 3, 1) == chain_reason(1000)
+    # the exposure cost at that cadence: the seed's quarantine lets a 10 % procedure run
+    # 13.7 of its first 1,000 sessions when evolved every 10 runs, not 3.7
+    cost = exposure_cost(rows.iloc[1])
+    assert "evolved every 10 runs): " in cost and "against 13.7 under the seed's" in cost

@@ -57,7 +57,7 @@ def test_one_replication_claims_no_interval_and_no_spread_beyond_the_noise():
     from reports.sections.loop_evidence import Verdict
 
     said = Verdict(0.0248, float("nan"), 1).describe()
-    assert said == "regret change 0.0248 (no interval: 1 replication)"
+    assert said == "regret change 0.0248 (no interval: no standard error, 1 replication)"
     assert "4 replications)" in Verdict(0.02, 0.01, 4).describe()
     effects = _effects([0.0361, 0.0248], [float("nan"), float("nan")])
     assert effects["regret_change_se"].isna().all()

@@ -288,3 +288,200 @@ def test_policies_can_be_asked_by_name_and_anything_else_is_refused_naming_it():
         with pytest.raises(ParameterError) as err:
             quarantine_fate(0.7, 20, policy=bad)
         assert err.value.field == "policy"
+
+
+# -- hidden cases: tiny shares and tiny release rates, to relative precision ----------
+
+
+@pytest.mark.parametrize(
+    ("p", "L", "policy"),
+    [(0.7, 40, HalfOpenPolicy()), (0.7, 40, ProbationPolicy()), (0.7, 40, DecayPolicy()),
+     (1 - 1e-12, 3, ProbationPolicy(floor=0.3, candidates=1)), (0.9, 12, DecayPolicy())],
+    ids=lambda x: x.describe() if hasattr(x, "describe") else str(x),
+)  # fmt: skip
+def test_a_tiny_long_run_share_is_a_probability_to_relative_precision(p, L, policy):
+    """Renewal-reward: share = R / (T + R). A rarely quarantined procedure (strike limit 40
+    at p 0.7: T = 6.1e17 runs) has a share near 1e-16; the old least-squares stationary
+    distribution gave -4.9e-15 (half_open), -2.3e-15 (probation) and 9.3e-12 (decay,
+    exact 6.6e-16): a negative probability, or one 4 orders of magnitude off."""
+    q = 1 - p
+    t = (1 - q**L) / (p * q**L)
+    r, served_q = release_reference(p, L, policy)
+    share, served = long_run(p, L, policy)
+    assert share >= 0.0
+    assert share == pytest.approx(r / (t + r), rel=1e-9, abs=0)  # abs=0: a tiny share too
+    assert served == pytest.approx((t + served_q) / (t + r), rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize("p", [1e-12, 1e-9, 3e-7])
+def test_a_tiny_release_rate_is_solved_without_cancellation(p):
+    """Probation releases with probability f p per session: E[release] = 1 / (f p). The
+    old code solved 1 - (1 - f p), which loses the digits of f p: at p = 1e-12 it gave
+    3.33353e12 against 3.33333e12 (relative error 6e-5)."""
+    policy = ProbationPolicy(floor=0.3, candidates=1)
+    assert expected_release(p, 3, policy) == pytest.approx(1 / (0.3 * p), rel=1e-9)
+    share, _ = long_run(p, 3, policy)
+    t = (1 - (1 - p) ** 3) / (p * (1 - p) ** 3)
+    assert 1 - share == pytest.approx(t / (t + 1 / (0.3 * p)), rel=1e-6)
+
+
+def test_a_long_decay_chain_is_solved_in_seconds():
+    """Strike limit 100 with decay every 10 sessions: 1,000 quarantined states. The old
+    reachability check was cubic in pure Python (100 s); the answer is exact anyway."""
+    import time
+
+    start = time.perf_counter()
+    fate = quarantine_fate(0.7, 50, 100, DecayPolicy(decay_sessions=10))
+    assert time.perf_counter() - start < 20
+    e = fate.exits[0]
+    assert e.expected_release == 1000.0
+    q = 0.3**100
+    t = (1 - q) / (0.7 * q)
+    assert e.share_quarantined == pytest.approx(1000 / (t + 1000), rel=1e-9, abs=0)
+
+
+# -- hidden case: the explore rate withholds what the pack serves first --------------
+
+
+def explored_reference(p: float, L: int, policy, eps: float) -> tuple[float, float, float]:
+    """(E[release], share quarantined, share run) under explore rate eps by renewal-reward:
+    every run, in the streak phase or a probation or probe run, takes 1 / (1 - eps)
+    sessions on average; cool-downs and decay waits are unserved and take their length."""
+    q = 1 - p
+    t_runs = (1 - q**L) / (p * q**L)
+    per_run = 1 / (1 - eps)
+    if isinstance(policy, ProbationPolicy):
+        runs_q = 1 / p  # runs until the first success
+        r = runs_q / policy.floor * per_run  # each run needs the floor's draw and no withholding
+    elif isinstance(policy, DecayPolicy):
+        runs_q, r = 0.0, float(L * policy.decay_sessions)
+    else:
+        a, d = probe_attempt(p, policy.probes, policy.release_after)
+        runs_q, r = d / a, (policy.cool_down + d * per_run) / a
+    cycle = t_runs * per_run + r
+    return r, r / cycle, (t_runs + runs_q) / cycle
+
+
+@pytest.mark.parametrize("policy", EXITS, ids=lambda x: x.describe())
+@pytest.mark.parametrize(("p", "L", "eps"), [(0.7, 3, 0.1), (0.4, 2, 0.3), (0.85, 1, 0.02)])
+def test_the_explore_rate_equals_the_renewal_reference(policy, p, L, eps):
+    """docs/graph.md told a reader to pass ProbationPolicy(floor=f (1 - eps)) for a loop
+    with an explore rate: that leaves the streak phase run every session, so the share is
+    off (0.704 against 0.625 at p 0.5, L 2, f 0.2, eps 0.3; the store and pack measured
+    0.621 +- 0.008). ``explore_rate`` models both phases."""
+    r, share_ref, served_ref = explored_reference(p, L, policy, eps)
+    assert expected_release(p, L, policy, eps) == pytest.approx(r, rel=1e-9)
+    share, served = long_run(p, L, policy, eps)
+    assert share == pytest.approx(share_ref, rel=1e-9)
+    assert served == pytest.approx(served_ref, rel=1e-9)
+    fate = quarantine_fate(p, 50, L, policy, p_harmful=p, explore_rate=eps)
+    assert fate.explore_rate == eps
+    assert fate.exits[0].harmful_exposures_per_1000 == pytest.approx(1000 * served, rel=1e-12)
+    assert quarantine_fate(p, 50, L, policy, explore_rate=0.0) == quarantine_fate(p, 50, L, policy)
+
+
+def test_the_explore_rate_at_its_edges():
+    assert long_run(0.7, 0, ProbationPolicy(), 0.25) == (0.0, 0.75)
+    assert long_run(1.0, 3, DecayPolicy(), 0.25) == (0.0, 0.75)
+    assert exposures_from_fresh(0.3, 0, SeedPolicy(), 400, 0.25) == 300.0
+    # the seed's quarantine: the first quarantine comes L runs later at p 0 (sessions
+    # L / (1 - eps) on average), then never a run again
+    assert exposures_from_fresh(0.0, 3, SeedPolicy(), 1000, 0.5) == pytest.approx(3.0)
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(ParameterError) as err:
+            quarantine_fate(0.7, 50, explore_rate=bad)
+        assert err.value.field == "explore_rate"
+
+
+# -- hidden case: the loop evolves every e runs, not after every run -----------------
+
+
+def brute_force_evolved(p: float, runs: int, L: int, e: int) -> float:
+    """Sum over all 2^runs outcome sequences of those whose streak is at least L after
+    some run that is a multiple of e (evolve quarantines on the current streak)."""
+    total = 0.0
+    for seq in itertools.product((True, False), repeat=runs):
+        streak, hit = 0, False
+        for t, ok in enumerate(seq, start=1):
+            streak = 0 if ok else streak + 1
+            hit = hit or (t % e == 0 and streak >= L)
+        if hit:
+            k = sum(seq)
+            total += p**k * (1 - p) ** (runs - k)
+    return total
+
+
+@pytest.mark.parametrize(
+    ("p", "runs", "L", "e"), [(0.7, 12, 3, 4), (0.5, 11, 2, 3), (0.3, 10, 4, 2), (0.6, 12, 1, 5)]
+)
+def test_p_quarantined_when_evolve_comes_every_e_runs_equals_the_enumeration(p, runs, L, e):
+    """The loop evolves a procedure every ``scenario.evolve_every`` runs (10 in
+    conf/scenario/loop.yaml); the loop report quoted the every-run chain for it: 0.994
+    within 250 runs at p 0.7 against 0.496 (the store, evolved every 10 runs, measured
+    0.513 +- 0.029 over 300 procedures)."""
+    assert abs(p_quarantined(p, runs, L, e) - brute_force_evolved(p, runs, L, e)) < TOL
+    assert p_quarantined(p, runs, L, 1) == p_quarantined(p, runs, L)
+
+
+@pytest.mark.parametrize(("p", "L", "e"), [(0.7, 3, 10), (0.5, 2, 3), (0.8, 4, 4), (0.6, 3, 2)])
+def test_expected_runs_to_quarantine_every_e_runs(p, L, e):
+    """With e >= L the checks see disjoint windows: a geometric number of checks, each
+    quarantining with q^L, so E = e / q^L; with e < L compare with the tail sum of
+    P(no quarantine within n runs)."""
+    q = 1 - p
+    got = expected_runs_to_quarantine(p, L, e)
+    if e >= L:
+        assert got == pytest.approx(e / q**L, rel=1e-9)
+    else:
+        tail = sum(1 - p_quarantined(p, n, L, e) for n in range(4000))
+        assert got == pytest.approx(tail, rel=1e-9)
+
+
+@pytest.mark.parametrize(("p", "L", "e"), [(0.1, 3, 10), (0.5, 2, 3), (0.3, 4, 5)])
+def test_the_seeds_exposures_at_a_cadence_are_its_runs_before_quarantine(p, L, e):
+    """Absorbing quarantine at evolve every e runs: the procedure runs in session t while
+    no evolve has quarantined it in its first t runs, so E[exposures in S sessions] =
+    sum_{t < S} (1 - P(quarantined within t runs)), the open-phase chain checked above
+    against the enumeration. The loop's harmful procedure (p 0.1) runs 13.7 of its first
+    1,000 sessions at evolve_every 10, not 3.7."""
+    want = sum(1 - p_quarantined(p, t, L, e) for t in range(1000))
+    got = exposures_from_fresh(p, L, SeedPolicy(), 1000, 0.0, e)
+    assert got == pytest.approx(want, rel=1e-9)
+    fate = quarantine_fate(0.7, 250, L, "seed", p_harmful=p, evolve_every=e)
+    assert fate.exits[0].harmful_exposures_first_1000 == pytest.approx(want, rel=1e-9)
+    assert fate.p_quarantined == p_quarantined(0.7, 250, L, e)
+    assert fate.evolve_every == e
+
+
+@pytest.mark.parametrize("p", [1e-3, 1e-5, 1e-9])
+@pytest.mark.parametrize(
+    "policy",
+    [HalfOpenPolicy(cool_down=5, probes=5, release_after=5),
+     HalfOpenPolicy(cool_down=3, probes=3, release_after=2)],
+    ids=lambda x: x.describe(),
+)  # fmt: skip
+def test_a_release_that_rarely_comes_is_timed_to_relative_precision(policy, p):
+    """Half-open releases with a chance a ~ p^m per attempt: solving (I - S) x = 1 has a
+    condition number near 1 / a, and the old code gave -1.3e17 sessions at k = m = 5 and
+    p 1e-5 (exact 6.0e25), 1.28e16 at k 3, m 2 and p 1e-8 (exact 1.67e16). Wald's identity
+    over the enumerated attempts is the reference."""
+    r_ref, served_q = release_reference(p, 3, policy)
+    assert expected_release(p, 3, policy) == pytest.approx(r_ref, rel=1e-9)
+    t = (1 - (1 - p) ** 3) / (p * (1 - p) ** 3)
+    share, served = long_run(p, 3, policy)
+    assert share == pytest.approx(r_ref / (t + r_ref), rel=1e-12)
+    # the share of sessions run is tiny: to relative precision (abs=0: approx's default
+    # absolute tolerance of 1e-12 would pass anything this small)
+    assert served == pytest.approx((t + served_q) / (t + r_ref), rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize(("p", "L"), [(0.9, 12), (0.9999, 4), (0.99999, 6)])
+def test_a_rare_quarantine_is_timed_to_relative_precision(p, L):
+    """A good procedure is quarantined rarely: the old solve of (I - T) x = 1 gave
+    1.11110098e12 runs at p 0.9, L 12 (closed form 1.11111111e12, off by 9e-6), 1.00023e16
+    at p 0.9999, L 4 and a negative -1.27e22 at p 0.99999, L 6 (exact 1.0e30); at an
+    evolve cadence e >= L the checks see disjoint windows: e / q^L."""
+    q = 1 - p
+    closed = (1 - q**L) / (p * q**L)
+    assert expected_runs_to_quarantine(p, L) == pytest.approx(closed, rel=1e-9)
+    assert expected_runs_to_quarantine(p, L, 2 * L) == pytest.approx(2 * L / q**L, rel=1e-9)
