@@ -34,6 +34,7 @@ from experiments.live.session import (
 )
 from experiments.live.tasks import Task
 from procmem_core.errors import ParameterError, ProcmemError
+from procmem_core.learn import CallRecord
 
 PROMPT_TOKENS_PER_PROCEDURE = 40
 EXTRACTION_PROMPT_TOKENS = 450
@@ -164,7 +165,9 @@ class LiveLoop:
         start = self.restore(resume)
         if self.records:  # the resumed sessions' steps, so this run's history has every one
             self.on_round(list(self.records))
-        budget.spent += sum(r["tokens"] for r in self.records)
+        # the restored sessions' calls as the budget charged them (session.billed), not
+        # their reported tokens: an endpoint without usage reports 0
+        budget.charge([CallRecord(**c) for r in self.records for c in r["calls"]])
         size = self.settings.extract_every
         with cf.ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
             for first in range(start, self.settings.sessions, size):

@@ -144,6 +144,27 @@ def test_an_endpoint_that_reports_no_usage_is_still_stopped_by_the_budget(tmp_pa
     assert 0 < len(sessions) < 40 and posts < 40
 
 
+def test_a_resume_keeps_charging_what_an_endpoint_without_usage_was_billed(tmp_path, foreign_tasks):
+    """A resume restores the budget spent by the sessions it restores as the run charged
+    them (``session.billed``: ``max_tokens`` for a call without ``usage``), not the
+    reported 0: the resumed run stops where the first one did. It restored 0 spent and
+    ran a whole new budget (19 sessions, then 34 after the resume)."""
+    with ForeignServer(usage=False) as server:
+        over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=40)
+        max_tokens = int(compose_job("live", over).llm.max_tokens)
+        over += [f"live.budget.tokens={10 * max_tokens}", "live.budget.reply_tokens=1"]
+        with pytest.raises(LiveStopped, match="budget"):
+            run_task(compose_job("live", over), tmp_path / "first")
+        first = pd.read_csv(tmp_path / "first" / "artifacts" / "sessions.csv")
+        posts = server.posts
+        with pytest.raises(LiveStopped, match="budget"):
+            run_task(compose_job("live", [*over, "resume=true"]), tmp_path / "again")
+        posts = server.posts - posts
+    again = pd.read_csv(tmp_path / "again" / "artifacts" / "sessions.csv")
+    assert len(again) <= len(first) < 40
+    assert posts <= 5  # the rest of the budget: a few calls of the round run again
+
+
 def test_an_estimate_past_the_budget_is_refused_before_any_call():
     cfg = compose_job("live", ["live.sessions=500", "live.budget.tokens=1000"])
     with pytest.raises(ParameterError, match=r"live\.budget\.tokens=1000 .* estimated"):
