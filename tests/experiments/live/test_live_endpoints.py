@@ -206,3 +206,40 @@ def test_a_judge_answer_without_a_verdict_stops_the_run_naming_the_judge(tmp_pat
         cfg = compose_job("live", foreign_overrides(server, tasks, tmp_path / "j.jsonl"))
         with pytest.raises(LiveStopped, match=r"\(JudgeError\): the judge \(model 'foreign' at "):
             run_task(cfg, tmp_path / "out")
+
+
+class PartialUsage(ForeignServer):
+    """The foreign server, its ``usage`` holding null counts, or only ``total_tokens``
+    (as some OpenAI-compatible proxies send)."""
+
+    def __init__(self, usage: dict) -> None:
+        self.partial = usage
+        super().__init__()
+
+    def answer(self, body: dict) -> tuple[int, dict, dict]:
+        status, payload, headers = super().answer(body)
+        if status == 200:
+            payload["usage"] = dict(self.partial)
+        return status, payload, headers
+
+
+@pytest.mark.parametrize(
+    ("usage", "tokens"),
+    [
+        ({"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}, 0),
+        ({"total_tokens": 10}, 10),
+        ({"prompt_tokens": 7, "completion_tokens": None, "total_tokens": 10}, 10),
+        ({"prompt_tokens": 7}, 7),
+    ],
+)
+def test_a_usage_with_null_or_missing_counts_is_read_not_fatal(
+    tmp_path, foreign_tasks, usage, tokens
+):
+    """A count that is null or absent is 0, and a completion count that is missing is
+    ``total_tokens`` less the prompt's: the run used to stop at its first call with
+    ``TypeError: unsupported operand type(s) for +: 'NoneType' and 'NoneType'``."""
+    with PartialUsage(usage) as server:
+        over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=5)
+        sessions, _, metrics = run(tmp_path, "usage", over)
+    assert len(sessions) == 5 and metrics["n_calls"] == 6  # 5 turns and one extraction
+    assert metrics["tokens_total"] == 6 * tokens
