@@ -220,15 +220,39 @@ def _endpoints(settings: LiveSettings) -> Iterator[tuple[Endpoint, Endpoint, End
     try:
         url = server.start().base_url if server is not None else None
         made = []
-        for fields in (settings.llm, settings.extractor, settings.judge):
-            config = LLMConfig.from_mapping({**fields, "base_url": url or fields["base_url"]})
-            made.append(Endpoint(preflight(config), config, cache))
+        for role, fields in _roles(settings):
+            # a role's own base_url (live.judge.base_url) wins over the offline server's
+            config = LLMConfig.from_mapping({**fields, "base_url": fields["base_url"] or url})
+            try:
+                made.append(Endpoint(preflight(config), config, cache))
+            except ParameterError as exc:
+                raise _named(exc, role, fields, settings.llm) from None
         yield made[0], made[1], made[2]
     finally:
         if server is not None:
             server.stop()
         if cache is not None:
             cache.close()
+
+
+def _roles(settings: LiveSettings) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The agent's, the extractor's and the judge's fields, with the group each
+    overrides the agent's in (``llm`` for the agent itself)."""
+    return (("llm", settings.llm), ("live.extractor", settings.extractor),
+            ("live.judge", settings.judge))  # fmt: skip
+
+
+def _named(
+    exc: ParameterError, role: str, fields: dict[str, Any], agent: dict[str, Any]
+) -> ParameterError:
+    """``exc`` (``api_key_env`` or ``llm.base_url`` refused at the start) named by the key
+    that set the value: the role's own (``live.judge.base_url``) when it overrides the
+    agent's, else the agent's (``llm.*``)."""
+    name = exc.field.rsplit(".", 1)[-1]
+    if name not in fields:
+        return exc
+    group = role if fields.get(name) != agent.get(name) else "llm"
+    return ParameterError(f"{group}.{name}", exc.value, exc.allowed)
 
 
 def journal_path(cfg: DictConfig, settings: LiveSettings) -> Path:

@@ -6,6 +6,7 @@ refuses, checked before any call."""
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 from foreign_server import GOOD, NEUTRAL, PASS_REPLY, ForeignServer, foreign_overrides
@@ -243,3 +244,56 @@ def test_a_usage_with_null_or_missing_counts_is_read_not_fatal(
         sessions, _, metrics = run(tmp_path, "usage", over)
     assert len(sessions) == 5 and metrics["n_calls"] == 6  # 5 turns and one extraction
     assert metrics["tokens_total"] == 6 * tokens
+
+
+def judged_tasks(path, n: int = 4):
+    rubric = "The reply quantifies the worst case."
+    lines = [
+        {"id": f"t{i}", "situation": "s", "user_turns": [f"I have {i} lakh. What could go wrong?"],
+         "judge": rubric}
+        for i in range(n)
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(t) for t in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_judge_on_its_own_endpoint_is_asked_beside_the_offline_agent(tmp_path):
+    """``live.judge.base_url`` names the judge's endpoint whatever the agent's: beside the
+    offline agent it was replaced by the offline server's URL, so the offline judge
+    scored every session and the configured one was never asked."""
+    tasks = judged_tasks(tmp_path / "judged.jsonl")
+    with FencedJudge() as server:
+        over = [
+            "live.sessions=6", f"live.tasks={tasks}", f"live.journal={tmp_path / 'j.jsonl'}",
+            f"+live.judge.base_url={server.base_url}", "+live.judge.model=foreign",
+        ]  # fmt: skip
+        sessions, _, _ = run(tmp_path, "judge", over)
+        posts = server.posts
+    assert len(sessions) == 6 and posts == 6  # one verdict a session, nothing else
+
+
+@pytest.mark.parametrize(
+    ("role", "override", "message"),
+    [
+        ("extractor", "api_key_env=PROCMEM_TEST_NO_KEY", r"^live\.extractor\.api_key_env="),
+        ("judge", "api_key_env=PROCMEM_TEST_NO_KEY", r"^live\.judge\.api_key_env="),
+        ("judge", "base_url=CLOSED", r"^live\.judge\.base_url='http://127\.0\.0\.1:"),
+        ("agent", "api_key_env=PROCMEM_TEST_NO_KEY", r"^llm\.api_key_env="),
+    ],
+)
+def test_an_endpoint_refused_at_the_start_is_named_by_the_key_that_set_it(
+    tmp_path, foreign_tasks, monkeypatch, role, override, message
+):
+    """The extractor's or judge's missing key or unreachable URL is refused naming
+    ``live.extractor.*`` or ``live.judge.*``; it was named ``api_key_env`` (no group)
+    or ``llm.base_url``, the agent's, which answered."""
+    monkeypatch.delenv("PROCMEM_TEST_NO_KEY", raising=False)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    override = override.replace("CLOSED", closed)
+    with ForeignServer() as server:
+        over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=2)
+        over.append(f"llm.{override}" if role == "agent" else f"+live.{role}.{override}")
+        with pytest.raises(ParameterError, match=message):
+            run_task(compose_job("live", over), tmp_path / "out")
