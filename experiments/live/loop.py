@@ -60,6 +60,10 @@ class LoopSettings:
     agent: str = "fincoach"
     budget_tokens: int | None = None
 
+    def session_id(self, index: int) -> str:
+        """Session ``index``'s id: ``<agent>-<seed>-<index, at least 5 digits>``."""
+        return f"{self.agent}-{self.seed}-{index:05d}"
+
     def plan(self, tasks: Sequence[Task], index: int) -> Plan:
         """Session ``index``'s task, withholding draw, round and whether it extracts."""
         rng = np.random.default_rng([self.seed, index])
@@ -67,7 +71,7 @@ class LoopSettings:
         withhold = bool(rng.random() < self.explore_rate)
         return Plan(
             index=index,
-            session_id=f"{self.agent}-{self.seed}-{index:05d}",
+            session_id=self.session_id(index),
             round=index // self.extract_every,
             task=task,
             withhold=withhold,

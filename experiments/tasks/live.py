@@ -57,7 +57,7 @@ from procmem_core.graph.keys import check_namespace
 from procmem_core.graph.packlog import COLUMNS as PACK_LOG_COLUMNS
 from procmem_core.learn import LLMConfig
 from procmem_core.learn.reply_cache import ReplyCache
-from procmem_core.limits import check_identifier
+from procmem_core.limits import MAX_IDENTIFIER, check_identifier
 from simulators.llm_server import OfflineServer
 from simulators.result import ScenarioResult
 
@@ -169,6 +169,11 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
     if live["memory"] == "graph":  # the store's own rules, checked before any call
         within("live", lambda: check_namespace(namespace))
         within("live", lambda: check_identifier("agent", loop.agent))
+        longest = loop.session_id(sessions - 1)  # the store takes ids of MAX_IDENTIFIER
+        if len(longest) > MAX_IDENTIFIER:
+            raise ParameterError("live.agent", loop.agent, f"a name that keeps the session "
+                                 f"ids within {MAX_IDENTIFIER} characters ({longest[-30:]!r}: "
+                                 f"{len(longest)})")  # fmt: skip
     return LiveSettings(
         loop=loop, tasks=tasks, memory=live["memory"], endpoint=endpoint, llm=llm,
         extractor=_role(llm, live.get("extractor"), "live.extractor"),
@@ -220,7 +225,9 @@ def _endpoints(settings: LiveSettings) -> Iterator[tuple[Endpoint, Endpoint, End
     try:
         url = server.start().base_url if server is not None else None
         made = []
-        for role, fields in _roles(settings):
+        roles = {"llm": settings.llm, "live.extractor": settings.extractor,
+                 "live.judge": settings.judge}  # fmt: skip
+        for role, fields in roles.items():
             # a role's own base_url (live.judge.base_url) wins over the offline server's
             config = LLMConfig.from_mapping({**fields, "base_url": fields["base_url"] or url})
             try:
@@ -233,13 +240,6 @@ def _endpoints(settings: LiveSettings) -> Iterator[tuple[Endpoint, Endpoint, End
             server.stop()
         if cache is not None:
             cache.close()
-
-
-def _roles(settings: LiveSettings) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """The agent's, the extractor's and the judge's fields, with the group each
-    overrides the agent's in (``llm`` for the agent itself)."""
-    return (("llm", settings.llm), ("live.extractor", settings.extractor),
-            ("live.judge", settings.judge))  # fmt: skip
 
 
 def _named(

@@ -189,6 +189,17 @@ def test_an_agent_name_the_graph_store_refuses_is_refused_naming_live_agent():
         settings_from_config(compose_job("live", over))
 
 
+def test_an_agent_name_too_long_for_its_session_ids_is_refused_before_any_call():
+    """The graph store takes session ids of at most 256 characters; an agent of 256
+    passed the name check, then its first session id (agent-seed-index, 264 characters)
+    was refused after the first round's calls, naming session_id."""
+    over = ["live.memory=graph", f"live.agent={'a' * 256}"]
+    with pytest.raises(ParameterError, match=r"^live\.agent='a+\.\.\. \(256 characters\)"):
+        settings_from_config(compose_job("live", over))
+    fits = "a" * (256 - len("-0-00059"))  # the longest id of 60 sessions at seed 0
+    assert settings_from_config(compose_job("live", [*over[:1], f"live.agent={fits}"]))
+
+
 class NoVerdict(ForeignServer):
     """The foreign server, its judge answering JSON without a verdict."""
 
