@@ -153,14 +153,17 @@ class LiveLoop:
         applying it would mix two runs' sessions in one log."""
         plan = self.settings.plan(self.tasks, record["index"])
         extracted = record.get("learned") is not None or record.get("learn_error") is not None
-        found = (record["session_id"], record["task_id"], record.get("explore_rate"), extracted)
-        expected = (plan.session_id, plan.task.id, self.settings.explore_rate, plan.extract)
+        kind = self.memory.kind  # a journal written before records named it: not checked
+        found = (record["session_id"], record["task_id"], record.get("explore_rate"), extracted,
+                 record.get("memory", kind))  # fmt: skip
+        expected = (plan.session_id, plan.task.id, self.settings.explore_rate, plan.extract, kind)
         if found != expected:
             raise ParameterError(
                 "live.journal", str(self.journal.path),
                 f"a journal this config wrote (resume=true): its session {record['index']} "
-                f"has (session_id, task_id, explore_rate, extracted) = {found}, this config "
-                f"plans {expected}; resume with the config that wrote it, or without resume",
+                f"has (session_id, task_id, explore_rate, extracted, memory) = {found}, this "
+                f"config plans {expected}; resume with the config that wrote it, or without "
+                "resume",
             )  # fmt: skip
 
     def run(self, budget: TokenBudget, resume: bool = False) -> list[dict]:
@@ -199,6 +202,7 @@ class LiveLoop:
                 done.append(record)
         for record in done:
             record["explore_rate"] = self.settings.explore_rate
+            record["memory"] = self.memory.kind
             record["partial"] = failure is not None
             self.apply(record)
         self.journal.append(done)
