@@ -11,8 +11,8 @@ checkout ``root`` first on the path (``PYTHONPATH`` and the working directory) a
 the JSON object it prints last: the same code, measured on both trees in turn.
 ``cpu_model()`` names the processor the ratio was measured on: a ratio to the baseline
 moves with the CPU (the loop's was 7.9-8.8 on one machine and 5.6-5.8 on an AMD EPYC
-with AVX-512, where the baseline's numpy-heavy code ran 1.7 times faster and this
-checkout's 1.06 times).
+with AVX-512, where the baseline's numpy-heavy code ran about 1.6 times as fast and this
+checkout's 1.06 to 1.14 times).
 """
 
 from __future__ import annotations

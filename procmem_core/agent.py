@@ -9,7 +9,8 @@ added = await bot.procedure.add(...)``. ``Agent`` gives procmem's engine that fa
 - ``bot.learnings``: ``list`` and ``review`` over a ``LearningsQueue``.
 
 A bare key names the procedure in the agent's namespace (``namespace/key`` another), so
-an agent's calls stay unambiguous when forks share a key across namespaces.
+an agent's calls stay unambiguous when forks share a key across namespaces; ``match`` and
+``list`` search and list the agent's namespace (``namespace=`` another).
 
 Every call runs the store's own method in a worker thread (``asyncio.to_thread``), one at
 a time per ``Agent`` (a thread lock taken in the worker, so calls from other threads,
@@ -154,9 +155,14 @@ class ProcedureAPI(_Calls):
         """Copy a procedure's shape into ``namespace`` without its evidence."""
         return _added(await self._run(self._owner.store.fork, self._ref(key), namespace))
 
-    async def list(self, prefix: str | None = None, tags: Sequence[str] = ()) -> list:
-        """The inventory, by key prefix and tags (``store.list``)."""
-        return await self._run(self._owner.store.list, prefix, tags)
+    async def list(
+        self, prefix: str | None = None, tags: Sequence[str] = (), **options: Any
+    ) -> list:
+        """The inventory of the agent's namespace (``namespace=`` another), by key prefix
+        and tags (``store.list``), as ``match`` searches the agent's namespace."""
+        a = self._owner
+        options.setdefault("namespace", a.namespace)
+        return await self._run(a.store.list, prefix, tags, **options)
 
 
 class LearningsAPI(_Calls):

@@ -66,8 +66,11 @@ class Tail:
         return self.low <= self.count <= self.high
 
     def describe(self) -> str:
+        """The count against its expectation (one decimal; two significant digits below
+        0.05, so a positive expectation never reads as "expected 0.0")."""
+        expected = f"{self.expected:.2g}" if 0 < self.expected < 0.05 else f"{self.expected:.1f}"
         return (
-            f"{self.count} beyond |z| > {self.cut:g} (expected {self.expected:.1f}, "
+            f"{self.count} beyond |z| > {self.cut:g} (expected {expected}, "
             f"{LEVEL * 100:g} % range {self.low} to {self.high})"
         )
 

@@ -36,13 +36,18 @@ def null_sessions(t: pd.DataFrame) -> pd.Series:
 
 def null_sessions_se(t: pd.DataFrame) -> pd.Series:
     """The SE of ``null_sessions``: ``mean_runs_null_se``, or with both arms
-    ``sqrt(se_revision^2 + se_prior^2)`` (NaN where the rows carry no SE)."""
+    ``se_revision + se_prior`` (NaN where the rows carry no SE). The two means come from
+    the same replications, and the arms move together (each fills until the pairs the
+    gate reads), so the SE of their sum is at most the sum of their SEs (Cauchy-Schwarz)
+    and close to it; ``sqrt(se_revision^2 + se_prior^2)`` assumed them independent and
+    gave 0.71 of the sum's own SE at share 0.5, calling rows apart that the noise cannot
+    order."""
     nan = pd.Series(np.nan, index=t.index)
     runs = t["mean_runs_null_se"].astype(float) if "mean_runs_null_se" in t else nan
     cols = [f"{m}_null_se" for m in ARM_METRICS]
     if not all(c in t.columns for c in cols):
         return runs
-    both = np.hypot(t[cols[0]].astype(float), t[cols[1]].astype(float))
+    both = t[cols[0]].astype(float) + t[cols[1]].astype(float)
     return both.where(both.notna(), runs)
 
 

@@ -43,8 +43,9 @@ GLOSSARY: dict[str, str] = {
     "ledger": "the prior revision's recorded runs, from which p0 (its success rate) is "
     "estimated when it is not known",
     "p0": "the prior revision's success rate; p1 = p0 - min_drop",
-    "runs p0+p1": "expected runs to a decision with no change plus with a drop of "
-    "min_drop: the gate's cost",
+    "sessions if unchanged": "expected sessions to a decision when nothing changed, the "
+    "revision's and (under concurrent control) the prior's together: what the sweep's "
+    "ranking of gates minimises",
     "operating characteristic": "the probability of reverting as a function of the true "
     "drop in success rate",
     "break-even": "the success rate at which the flat rule's expected drift is 0: "
@@ -131,10 +132,11 @@ def run_counts(runs: pd.DataFrame, reps_cols: list[str]) -> str:
     reps = pd.concat([runs[c] for c in reps_cols if c in runs]).dropna() if reps_cols else None
     if reps is not None and len(reps):
         lo, hi = int(reps.min()), int(reps.max())
-        text += f", {lo:,} replications each" if lo == hi else f", {lo:,}-{hi:,} replications"
+        each = f", {lo:,} replication{'s' * (lo != 1)} each"
+        text += each if lo == hi else f", {lo:,}-{hi:,} replications"
     seeds = sorted({int(s) for s in runs["seed"].dropna()}) if "seed" in runs else []
     if seeds:
-        text += f", seed {', '.join(map(str, seeds))}"
+        text += f", seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
     return text
 
 

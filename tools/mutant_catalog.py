@@ -248,8 +248,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "procmem_core/gates/cost.py",
         (
             (
-                "if m1 > m0 * (1.0 + self.tolerance):",
-                "if m1 >= m0 * (1.0 + self.tolerance):",
+                "out = np.greater(revision_mean, limit + COST_TOLERANCE * np.abs(limit))",
+                "out = np.greater_equal(revision_mean, limit - COST_TOLERANCE * np.abs(limit))",
             ),
         ),
         GATES,

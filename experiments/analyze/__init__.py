@@ -33,6 +33,11 @@ from procmem_core.logs import SCHEMA_VERSION, Log, estimate_lifts
 from procmem_core.logs.world import check_fittable
 
 EXPERIMENT = "analyze"
+FILES = ("lifts.csv", "gate_replay.csv", "rule_replay.csv", "world.json", "prescriptions.csv",
+         "report.md", "index.html")  # fmt: skip
+"""Every file an analysis may write to DIR. A previous analysis's are removed first, so DIR
+(and the MLflow run that logs it) holds this log's files only: a log without runs leaves
+no gate replay of another log behind."""
 
 
 @dataclass
@@ -48,10 +53,19 @@ class Analysis:
 def check_options(level: float, target_lift: float) -> None:
     """The command's numbers, refused (``ParameterError`` naming the flag) before the log
     is read or anything written: ``--level`` in (0, 1), ``--target-lift`` a non-zero lift
-    in (-1, 1)."""
+    of at most 0.5 in size (the planner sizes it in the direction the success rate allows,
+    ``sized_lift``; past 0.5, rates near 0.5, which the bootstrap may draw, allow
+    neither)."""
     check_probability("--level", level, open_low=True, open_high=True)
     if not (isinstance(target_lift, int | float) and -1 < target_lift < 1 and target_lift):
         raise ParameterError("--target-lift", target_lift, "a non-zero number in (-1, 1)")
+    if abs(target_lift) > 0.5:
+        raise ParameterError(
+            "--target-lift", target_lift,
+            "at most 0.5 in size: the planner sizes it up or down from the success rate, "
+            f"and a rate between {1 - abs(target_lift):g} and {abs(target_lift):g} allows "
+            "neither",
+        )  # fmt: skip
 
 
 def log_lifts(source: str | Path, level: float = 0.95) -> pd.DataFrame:
@@ -77,6 +91,8 @@ def analyze_log(
     check_options(level, target_lift)
     check_fittable(log.sessions)
     out.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        (out / name).unlink(missing_ok=True)
     lifts = estimate_lifts(log.sessions, level=level, target_lift=target_lift)
     lifts_frame(lifts).to_csv(out / "lifts.csv", index=False)
     text, table = lift_section(lifts, level)
@@ -91,7 +107,7 @@ def analyze_log(
     if prescribe:
         sections.append(prescription_section(log, fit, out, seed, target_lift, metrics))
     write_report(out, source, sections)
-    return Analysis(out, sorted(p.name for p in out.iterdir()), metrics)
+    return Analysis(out, sorted(n for n in FILES if (out / n).exists()), metrics)
 
 
 def track(

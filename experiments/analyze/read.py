@@ -12,6 +12,7 @@ folder, the live loop's traces); which one ``LOGS`` names is decided by its form
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -52,27 +53,55 @@ def _read_arrow(path: Path, table: str) -> pa.Table:
             return pcsv.read_csv(path, convert_options=convert)
         if path.suffix == ".parquet":
             return pq.read_table(path)
+        _first_json_object(path)
         return pjson.read_json(path)
     except pa.ArrowInvalid as exc:
-        if path.suffix == ".jsonl" and "changed from" in str(exc):
+        # "Column() changed from object to ...": a row that is not an object
+        if path.suffix == ".jsonl" and "changed from" in str(exc) and "Column()" not in str(exc):
             return _mixed_json(path)  # valid JSON whose column mixes types: checked later
         raise _not_format(path, exc) from None
     except (pa.ArrowTypeError, OSError) as exc:
         raise _not_format(path, exc) from None
 
 
+JSON_ROWS = "a JSON Lines file of one object per row, as its name ends in '.jsonl'"
+
+
+def _first_json_object(path: Path) -> None:
+    """Refuse a JSON Lines file whose first row is JSON but not an object before pyarrow
+    reads it: its reader crashes the process (a segmentation fault) on a first ``null``.
+    A first row that is no JSON at all is left to pyarrow's own error."""
+    with path.open("rb") as f:
+        found = next(((i, s) for i, s in enumerate(f, start=1) if s.strip()), None)
+    if found is None:
+        return
+    line, text = found
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return
+    if not isinstance(value, dict):
+        raise LogError(str(path), line, None, text.strip()[:80].decode("utf-8", "replace"),
+                       JSON_ROWS)  # fmt: skip
+
+
 def _not_format(path: Path, exc: Exception) -> LogError:
-    first = str(exc).splitlines()[0][:200]
-    return LogError(
-        str(path), None, None, f"unreadable ({first})",
-        f"a {FORMATS[path.suffix]} file, as its name ends in {path.suffix!r}",
-    )  # fmt: skip
+    first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    allowed = f"a {FORMATS[path.suffix]} file, as its name ends in {path.suffix!r}"
+    if path.suffix == ".jsonl" and "Column() changed from object" in first:
+        allowed = JSON_ROWS
+    return LogError(str(path), None, None, f"unreadable ({first})", allowed)
 
 
 def _mixed_json(path: Path) -> pa.Table:
     """JSON Lines whose columns mix types (a number and a string): pandas' C reader; a
     column pyarrow cannot type becomes strings (the checks then name the bad value)."""
-    frame = pd.read_json(path, lines=True, dtype=False)
+    try:
+        frame = pd.read_json(path, lines=True, dtype=False)
+    except (ValueError, TypeError) as exc:  # a row that is not an object
+        raise LogError(str(path), None, None, f"unreadable ({exc})", JSON_ROWS) from None
+    if not all(isinstance(c, str) for c in frame.columns):
+        raise LogError(str(path), None, None, "a row that is not an object", JSON_ROWS)
     cols = {}
     for c in frame.columns:
         try:

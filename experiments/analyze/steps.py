@@ -27,8 +27,17 @@ def default_gates() -> dict[str, Gate]:
 
 def gate_section(log: Log, out: Path, metrics: dict) -> Section:
     title = "Gate replay"
-    if log.runs is None or log.revisions is None:
+    if log.runs is None and log.revisions is None:
         return title, "The log has no runs and revisions files: no gate to replay.", None
+    if log.revisions is None:
+        text = "The log has runs but no revisions file: no revision to replay the gates on."
+        return title, text, None
+    if log.runs is None:
+        return (
+            title,
+            "The log has revisions but no runs file: no ledger to replay the gates on.",
+            None,
+        )
     gates = default_gates()
     replay = gate_replay(log, gates)
     frame = pd.DataFrame(replay)
@@ -110,6 +119,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _pm(p: Any, spec: str, se_spec: str = ".3f") -> str:
+    """``value +- se``; where the log does not pin the parameter down (its SE null in
+    world.json, e.g. a spread estimated at 0) it says so instead of printing ``+- nan``."""
+    if np.isfinite(p.se):
+        return f"{p.value:{spec}} +- {p.se:{se_spec}}"
+    return f"{p.value:{spec}} (no SE: the log does not pin it down)"
+
+
 def world_section(
     log: Log, lifts: Any, out: Path, seed: int, metrics: dict
 ) -> tuple[Section, dict]:
@@ -144,26 +161,22 @@ def world_section(
             metrics[f"world_{part}_{name}"] = float(p.value)
     rates = fit["rates"]
     spread = (
-        f"concentration {rates['concentration'].value:.1f} +- {rates['concentration'].se:.1f}"
+        f"concentration {_pm(rates['concentration'], '.1f', '.1f')}"
         if "concentration_low" not in rates else
         "no over-dispersion across procedures (the concentration's likelihood is flat, its "
         f"estimate at the upper limit; at least {rates['concentration_low'].value:.3g} at 95 %)"
     )  # fmt: skip
-    text = (
-        f"Success rates: {RATES_FAMILY}; mean {rates['mean'].value:.3f} +- "
-        f"{rates['mean'].se:.3f}, {spread}. "
-    )
+    text = f"Success rates: {RATES_FAMILY}; mean {_pm(rates['mean'], '.3f')}, {spread}. "
     if "lifts" in fit:
         lf = fit["lifts"]
         text += (
-            f"Lifts: {LIFTS_FAMILY}; mean {lf['mean'].value:+.3f} +- {lf['mean'].se:.3f}, "
-            f"sd {lf['sd'].value:.3f} +- {lf['sd'].se:.3f}. "
+            f"Lifts: {LIFTS_FAMILY}; mean {_pm(lf['mean'], '+.3f')}, sd {_pm(lf['sd'], '.3f')}. "
         )
     if "users" in fit:
         u = fit["users"]
         text += (
-            f"Users: between-user sd of the success probability {u['user_sd'].value:.3f} +- "
-            f"{u['user_sd'].se:.3f} (icc {u['icc'].value:.3f}). "
+            f"Users: between-user sd of the success probability {_pm(u['user_sd'], '.3f')} "
+            f"(icc {u['icc'].value:.3f}). "
         )
     text += fit["checks"]["summary"]
     checks = pd.DataFrame(
@@ -172,6 +185,11 @@ def world_section(
          for k, row in fit["checks"]["checks"].items()]
     )  # fmt: skip
     return ("Fitted world", text, checks), fit
+
+
+PRESCRIBED_FROM = (("rates", "mean"), ("rates", "concentration"), ("lifts", "mean"),
+                   ("users", "icc"), ("ratings", "missing_rate"))  # fmt: skip
+"""The fitted parameters the prescriptions read (the lifts' spread and the delay enter none)."""
 
 
 def prescription_section(log: Log, fit: dict, out: Path, seed: int, target_lift: float,
@@ -193,11 +211,20 @@ def prescription_section(log: Log, fit: dict, out: Path, seed: int, target_lift:
     spans = found[0].details["draws"]
     drawn = ", ".join(f"{k} {lo:.3g}-{hi:.3g}" for k, (lo, hi) in spans.items() if k != "base")
     low, high = found[0].details["inflation"]
+    held = [f"{part}.{name}" for part, name in PRESCRIBED_FROM
+            if name in fit.get(part, {}) and not np.isfinite(fit[part][name].se)]  # fmt: skip
     text = (
         f"For the world fitted to this log, its uncertainty carried by a parametric bootstrap "
         f"({DRAWS} draws of every fitted parameter with an SE, from its sampling distribution; "
         f"ranges drawn: {drawn}); each prescription must meet its targets at the worst draw, "
-        f"or says it cannot. The explore rate's sessions include, at each draw, the design "
+        f"or says it cannot. "
+        + (
+            f"Held at their estimates, with no SE to draw from (the log does not pin them "
+            f"down), so no prescription covers their uncertainty: {', '.join(held)}. "
+            if held
+            else ""
+        )
+        + f"The explore rate's sessions include, at each draw, the design "
         f"effect of users seen repeatedly and the ratings that never arrive (x{low:.3g} to "
         f"x{high:.3g}); the lifts' spread and the delay enter none of the three (their "
         f"targets are at fixed lifts and count sessions). Horizon for the explore rate: "

@@ -59,7 +59,8 @@ def pack_flat(
     if withhold == "all":
         return FlatPack(base_prompt, (), tuple(p.title for p in shown))
     top = shown[0]
-    rest = [p for p in procedures if p is not top]
+    at = next(i for i, p in enumerate(procedures) if p is top)  # its first listing: the one
+    rest = [*procedures[:at], *procedures[at + 1 :]]  # shown (a stable sort); others stay
     text = build_system_prompt(rest, threshold, limit - 1, base_prompt)
     return FlatPack(
         text=text, shown_titles=tuple(p.title for p in shown[1:]), withheld_titles=(top.title,)

@@ -102,14 +102,18 @@ a real gap, so rounding in the last bits cannot move a cell across it."""
 
 def fill_levels(gate: Any, revert_default: float, accept_default: float) -> None:
     """Set a calibrated gate's ``revert_level`` and ``accept_level`` (None: the defaults,
-    Wald's boundaries) and refuse a level that is not a number, or boundaries that cross
+    Wald's boundaries) and refuse a level that is not a number (a bool, a string or NaN;
+    ``final_level`` too, None meaning calibrated), or boundaries that cross
     (``accept_level >= revert_level``: no calibration exists for them)."""
-    for field, default in (("revert_level", revert_default), ("accept_level", accept_default)):
+    for field, default in (("revert_level", revert_default), ("accept_level", accept_default),
+                           ("final_level", None)):  # fmt: skip
         value = getattr(gate, field)
         if value is None:
-            object.__setattr__(gate, field, float(default))
-        elif not isinstance(value, int | float) or math.isnan(value):
-            raise ParameterError(field, value, "a number (or None for the default)")
+            if default is not None:
+                object.__setattr__(gate, field, float(default))
+        elif isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            none = "the default" if default is not None else "calibrated"
+            raise ParameterError(field, value, f"a number (or None: {none})")
     if gate.accept_level >= gate.revert_level:
         raise ParameterError(
             "accept_level",

@@ -25,13 +25,28 @@ from procmem_core.gates.verdicts import (
     raw_rate,
 )
 
+COST_TOLERANCE = 1e-12
+"""Relative slack on the cost limit: a revision mean within ``1e-12`` of ``mean(prior) *
+(1 + tolerance)`` is at the limit, not above it (0.09 * 1.25 is 0.11249999999999999 in
+binary floats, so revision costs of 0.1125, exactly 25 % above, read as more; the margin
+gate's ``MARGIN_TOLERANCE`` is the same rule for a rate difference)."""
+
+
+def exceeds(prior_mean: ArrayLike, revision_mean: ArrayLike, tolerance: float) -> ArrayLike:
+    """``revision_mean > prior_mean * (1 + tolerance)`` beyond ``COST_TOLERANCE`` (scalars
+    or arrays): the cost gate's revert rule, in ``decide`` and ``run_codes`` alike."""
+    limit = np.multiply(prior_mean, 1.0 + tolerance)
+    out = np.greater(revision_mean, limit + COST_TOLERANCE * np.abs(limit))
+    return bool(out) if np.ndim(out) == 0 else out
+
 
 @dataclass(frozen=True)
 class CostGate(Gate):
     """Revert a revision whose successful runs cost more than ``tolerance`` above the prior's.
 
     Once both revisions have at least ``min_samples`` successful runs with a cost:
-    revert if ``mean(revision costs) > mean(prior costs) * (1 + tolerance)``. It never
+    revert if ``mean(revision costs) > mean(prior costs) * (1 + tolerance)`` (beyond a
+    relative ``COST_TOLERANCE``: ``exceeds``). It never
     accepts on its own: with no objection (or too few samples) it answers "continue",
     leaving acceptance to the success-rate gate (``veto_only``). The statistic is the
     relative excess ``mean_rev / mean_prior - 1`` (+inf when the prior's mean is 0 and
@@ -96,7 +111,7 @@ class CostGate(Gate):
         m0 = float(np.mean(prior.success_costs))
         m1 = float(np.mean(revision.success_costs))
         excess = float(self.excess(m0, m1))
-        if m1 > m0 * (1.0 + self.tolerance):
+        if exceeds(m0, m1, self.tolerance):
             verdict, code = REVERT, "cost_exceeded"
             why = f"mean success cost {m1:.4g} > prior {m0:.4g} x {1 + self.tolerance:g}"
         else:
@@ -144,7 +159,7 @@ class CostGate(Gate):
         k0 = np.isfinite(prior).sum(axis=1)[:, None]
         m0 = (np.nansum(prior, axis=1)[:, None] / np.maximum(k0, 1)) if prior.size else 0.0
         enough = (k1 >= self.min_samples) & (k0 >= self.min_samples)
-        over = enough & (m1 > m0 * (1.0 + self.tolerance))
+        over = enough & exceeds(m0, m1, self.tolerance)
         return np.where(over, REVERT_CODE, CONTINUE_CODE).astype(np.int8)
 
     def statistic(self, successes: ArrayLike, runs: ArrayLike, p0: ArrayLike) -> np.ndarray:

@@ -310,6 +310,7 @@ def _early_stop_answer(
     if not points:  # no accept level on the search grid keeps the power: no early stop
         return None
     point = refine(params, choose(points, q.goal), grid, q.alpha, q.beta)
+    params["accept_shrink"] = point.accept_shrink
     level = point.accept_level
     for _ in range(CERTIFY_STEPS):
         gate = TwoSampleGate(**params, max_runs=point.max_runs, accept_level=level)
@@ -361,13 +362,24 @@ class GateDesign:
         q = self.question
         usable = [a for a in self.answers if a.feasible and (
             a.design == "fixed" or q.concurrent > 0)]  # fmt: skip
+        return self.ranked(usable)
+
+    @property
+    def with_concurrent_control(self) -> tuple[FamilyAnswer, ...]:
+        """The feasible concurrent answers, best first by the objective (what a question
+        without concurrent control would get with it, at share 0.5)."""
+        return self.ranked([a for a in self.answers if a.feasible and a.design == "concurrent"])
+
+    def ranked(self, answers: list[FamilyAnswer]) -> tuple[FamilyAnswer, ...]:
+        """``answers`` best first by the question's objective (the order of ``feasible``)."""
+        q = self.question
 
         def key(a: FamilyAnswer) -> tuple:
             if q.objective == "max_runs":
                 return (a.runs_null[0] + a.runs_alt[0], a.family)
             return (q.goal.score(a.max_runs, sum(a.runs_null)), a.family)
 
-        return tuple(sorted(usable, key=key))
+        return tuple(sorted(answers, key=key))
 
     @property
     def chosen(self) -> FamilyAnswer | None:

@@ -126,7 +126,8 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
             raise ParameterError("recalibrate", self.recalibrate, "True or False")
         if self.accept_shrink is not None:
             shrink = self.accept_shrink
-            if not isinstance(shrink, int | float) or not math.isfinite(shrink) or shrink < 1:
+            number = isinstance(shrink, int | float) and not isinstance(shrink, bool)
+            if not number or not math.isfinite(shrink) or shrink < 1:
                 raise ParameterError("accept_shrink", shrink, "None or a number >= 1")
         fill_levels(self, *sprt_boundaries(self.alpha, self.beta))
         if self.final_level is None:
@@ -299,14 +300,17 @@ class TwoSampleGate(LedgerLevels, TwoSampleBatch, TwoSampleExact, Gate):
         b, n = evidence.prior_successes, evidence.prior_runs
         ledger = n - k if self.design == "concurrent" else n
         revert, final = self.levels(ledger)
+        accept_stat = float(drop_statistics(k, a, b, n, self.min_drop, self.accept_shrink)[1])
+        observed = b / n - a / k if n and k else float("nan")  # B/n - a/k, as the statistic
         arm = f"revision {a}/{k} vs prior {b}/{n} ({self.design} design)"
         if ledger != self.ledger and self.recalibrate:
             arm += f"; levels calibrated for its {ledger}-run ledger (designed for {self.ledger})"
         why = {
             "too_few_runs": f"fewer than min_runs={self.min_runs} comparable runs",
             "revert_boundary": f"lambda={lam:.4f} >= {revert:.4f}: worse by min_drop",
-            "accept_boundary": f"the observed drop is below the accept boundary "
-            f"{self.accept_level:.4f}: no drop of min_drop",
+            "accept_boundary": f"accept statistic={accept_stat:.4f} <= accept_level="
+            f"{self.accept_level:.4f} (the observed drop {observed:.4f}): no drop of "
+            f"min_drop",
             "at_cap": f"at max_runs={self.max_runs}: revert iff lambda >= "
             f"{final:.4f} (lambda={lam:.4f})",
             "undecided": f"lambda={lam:.4f} between the boundaries",

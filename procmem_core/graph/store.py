@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from procmem_core.closed import close_journal
 from procmem_core.errors import (
     ParameterError,
     check_bool,
@@ -136,9 +137,9 @@ class ProcedureStore(PackLog, StoreRecording):
         return store
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        """Close the file or database (``procmem_core.closed``: a later call raises
+        ``StoreClosed``); nothing to do in memory."""
+        self._journal = close_journal("ProcedureStore", self._journal)
 
     def __enter__(self) -> ProcedureStore:
         return self

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from procmem_core.closed import close_journal
 from procmem_core.errors import ParameterError, check_choice, check_text
 from procmem_core.graph.keys import check_namespace
 from procmem_core.learnings.candidate import CandidateState, check_support, fingerprint
@@ -90,9 +91,9 @@ class LearningsQueue(QueueReads):
         return queue
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        """Close the file (``procmem_core.closed``: a later write raises ``StoreClosed``);
+        nothing to do in memory."""
+        self._journal = close_journal("LearningsQueue", self._journal)
 
     def __enter__(self) -> LearningsQueue:
         return self

@@ -135,26 +135,38 @@ def _clustered_aipw(psi: np.ndarray, user: np.ndarray, level: float) -> tuple[fl
 
 
 def _aipw(s: Sessions, k, shown, y, rated, x, keys_idx, level, user=None) -> tuple:
-    """Per key: AIPW's lift, SE, interval and p-value (Wald), clustered by ``user``
-    (codes of the matched sessions) where given and at least two users rated."""
+    """Per key: AIPW's lift, SE, interval and p-value (Wald; NaN with fewer than 3 rated
+    sessions in an arm), clustered by ``user`` (codes of the matched sessions) where
+    given and at least two users rated, and whether it was clustered.
+
+    AIPW weighs by the propensity, so it compares the sessions where both arms were
+    possible (a logged explore rate above 0). A session without a covariate (the schema
+    allows it empty) takes the mean covariate of its procedure's compared sessions: a
+    pre-session number imputed alike in both arms, so the estimate stays unbiased."""
     est = AugmentedIPW()
     out = np.full((5, keys_idx.size), np.nan)
+    clustered = np.zeros(keys_idx.size, dtype=bool)
     order = np.argsort(k, kind="stable")
     bounds = np.searchsorted(k[order], np.arange(keys_idx.max(initial=-1) + 2))
+    eps = s.explore_rate[s.top >= 0]
     for j, key in enumerate(keys_idx):
         rows = order[bounds[key] : bounds[key + 1]]
+        rows = rows[eps[rows] > 0]
         sh, m = shown[rows], rated[rows]
         if (sh & m).sum() < 3 or (~sh & m).sum() < 3:
             continue
-        e = 1.0 - s.explore_rate[s.top >= 0][rows]
-        r = est.estimate(np.nan_to_num(y[rows]), sh, x[rows], m, e, level)
+        e = 1.0 - eps[rows]
+        xr = x[rows]
+        if np.isnan(xr).any():
+            xr = np.where(np.isnan(xr), np.nanmean(xr) if np.isfinite(xr).any() else 0.0, xr)
+        r = est.estimate(np.nan_to_num(y[rows]), sh, xr, m, e, level)
         out[:, j] = r.tau[0], r.se[0], r.low[0], r.high[0], wald_p(r.tau, r.se)[0]
         if user is not None:
-            psi = est.influence(np.nan_to_num(y[rows]), sh, x[rows], m, e)[0][m]
-            clustered = _clustered_aipw(psi, user[rows][m], level)
-            if np.isfinite(clustered[1]):
-                out[:, j] = clustered
-    return tuple(out)
+            psi = est.influence(np.nan_to_num(y[rows]), sh, xr, m, e)[0][m]
+            by_user = _clustered_aipw(psi, user[rows][m], level)
+            if np.isfinite(by_user[1]):
+                out[:, j], clustered[j] = by_user, True
+    return (*out, clustered)
 
 
 def estimate_lifts(
@@ -179,31 +191,11 @@ def estimate_lifts(
         "Missing outcomes (no rating) are taken as missing completely at random: "
         f"{int((~rated).sum())} of {int(sel.sum())} matched sessions, left out and counted."
     ]
-    name = "dim"
+    name = np.full(size, "dim", dtype=object)
     user = s.user
-    if s.covariate is not None:
-        users = None if user is None else user.codes[sel]
-        name = "aipw" if users is None else "aipw, cluster-robust by user_id"
-        tau, se, low, high, p = _aipw(s, k, shown, y, rated, s.covariate[sel],
-                                      np.arange(size), level, users)  # fmt: skip
-        notes.append(
-            "Covariate present: AIPW with a per-arm line in the covariate (Wald)"
-            + ("." if users is None else "; its SE clustered by user_id, t(G - 1) interval.")
-        )
-    elif user is not None:
-        m = rated
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p1, p0 = s1 / r1, s0 / r0
-            se_c, g = cluster_se(k[m], shown[m], y[m], user.codes[sel][m], p1, p0, r1, r0, size)
-            t_ratio = stats.t.isf((1 - level) / 2, np.maximum(g - 1, 1)) / normal_z(level)
-            design = np.where(se > 0, se_c / se, 1.0) * t_ratio
-        design = np.where(g >= 2, design, 1.0)  # one user: nothing to cluster over
-        se_c = np.where(g >= 2, se_c, se)
-        low, high = tau - (tau - low) * design, tau + (high - tau) * design
-        se, p = se_c, _inflated_p(p, design)
-        # a procedure whose rated sessions all come from one user has nothing to cluster
-        # over: it keeps the per-session SE and says so in its estimator
-        name = np.where(g >= 2, "dim, cluster-robust by user_id", "dim, one user")
+    if user is not None:
+        se, low, high, p, name = _clustered_dim(k, shown, y, rated, user.codes[sel], est,
+                                                (s1, r1, s0, r0), level)  # fmt: skip
         notes.append(
             "user_id present: standard errors clustered by user; Newcombe's interval "
             "scaled by the ratio of the clustered to the per-session SE and by "
@@ -212,6 +204,21 @@ def estimate_lifts(
         )
     else:
         notes.append("Difference in means with Newcombe's hybrid score interval.")
+    if s.covariate is not None and np.isfinite(s.covariate[sel]).any():  # empty: none
+        users = None if user is None else user.codes[sel]
+        *fit, clustered = _aipw(s, k, shown, y, rated, s.covariate[sel], np.arange(size),
+                                level, users)  # fmt: skip
+        done = np.isfinite(fit[0])
+        tau, se, low, high, p = (np.where(done, a, b) for a, b in
+                                 zip(fit, (tau, se, low, high, p), strict=True))  # fmt: skip
+        label = np.where(clustered, "aipw, cluster-robust by user_id", "aipw, one user")
+        name = np.where(done, label if users is not None else "aipw", name)
+        notes.append(
+            "Covariate present: AIPW with a per-arm line in the covariate (Wald)"
+            + ("" if users is None else "; its SE clustered by user_id, t(G - 1) interval")
+            + "; a procedure with fewer than 3 rated sessions in an arm keeps the "
+            "difference in means."
+        )
     # a lift is a difference of two rates: an interval scaled for clustering (t(G - 1) / z
     # at few users) or a Wald one can overshoot [-1, 1], which holds every lift
     low, high = np.maximum(low, -1.0), np.minimum(high, 1.0)
@@ -229,7 +236,7 @@ def estimate_lifts(
         explore_rate=rate, lift=tau, se=se, ci_low=low, ci_high=high,
         cs_low=cs_low, cs_high=cs_high, p_value=p, p_holm=p_holm, p_bh=p_bh,
         srm_p=srm, srm_flag=flag, effect=effect,
-        estimator=np.broadcast_to(np.asarray(name, dtype=object), (size,)).copy(),
+        estimator=np.asarray(name, dtype=object),
     )  # fmt: skip
     keep = np.flatnonzero(n0 > 0)
     keep = keep[np.argsort(s.keys[keep].astype(str), kind="stable")]  # rows by key
@@ -241,6 +248,23 @@ def estimate_lifts(
     }  # fmt: skip
     plan = None if keep.size else withheld_needed(s, target_lift, level)
     return Lifts(cols, notes, plan, summary)
+
+
+def _clustered_dim(k, shown, y, rated, user, est, counts, level: float) -> tuple:
+    """The difference in means with its SE clustered by ``user`` (``cluster_se``), Newcombe's
+    interval scaled by the design effect and ``t(G - 1) / z``, its p-value, and each key's
+    estimator; a key rated by one user keeps the per-session SE ('dim, one user')."""
+    s1, r1, s0, r0 = counts
+    tau, se, m, size = est.tau, est.se, rated, s1.size
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p1, p0 = s1 / r1, s0 / r0
+        se_c, g = cluster_se(k[m], shown[m], y[m], user[m], p1, p0, r1, r0, size)
+        t_ratio = stats.t.isf((1 - level) / 2, np.maximum(g - 1, 1)) / normal_z(level)
+        design = np.where(se > 0, se_c / se, 1.0) * t_ratio
+    design = np.where(g >= 2, design, 1.0)  # one user: nothing to cluster over
+    low, high = tau - (tau - est.low) * design, tau + (est.high - tau) * design
+    name = np.where(g >= 2, "dim, cluster-robust by user_id", "dim, one user").astype(object)
+    return np.where(g >= 2, se_c, se), low, high, _inflated_p(est.p, design), name
 
 
 def _inflated_p(p: np.ndarray, design: np.ndarray) -> np.ndarray:
@@ -264,7 +288,7 @@ def withheld_needed(s: Sessions, target_lift: float, level: float, power: float 
     y = s.outcome[rated]
     share = float(rated.sum() / pool.sum()) if pool.any() and rated.any() else 1.0
     base = float(np.clip(y.mean() if y.size else 0.5, 0.05, 0.95))
-    lift = target_lift if base + target_lift <= 1 else -target_lift
+    lift = sized_lift(base, target_lift)
     eps = float(np.mean(s.explore_rate)) if s.n else 0.0
     eps = eps if 0 < eps < 1 else 0.1
     design = Design(lift=lift, base=base, power=power, alpha=1 - level)
@@ -274,3 +298,11 @@ def withheld_needed(s: Sessions, target_lift: float, level: float, power: float 
         "rated_share": share, "sessions": float(np.ceil(r.sessions / share)),
         "withheld": float(r.withheld / share),
     }  # fmt: skip
+
+
+def sized_lift(base: float, target_lift: float) -> float:
+    """The lift the planner sizes for at success rate ``base``: ``target_lift`` where
+    ``base + target_lift`` is a rate, else its opposite (a lift of that size in the
+    direction the rate allows; one of the two is a rate whenever ``|target_lift| <=
+    0.5``, which ``experiments.analyze`` requires)."""
+    return target_lift if 0 <= base + target_lift <= 1 else -target_lift

@@ -51,7 +51,8 @@ from procmem_core.ab.planner import DEFAULT_RATES
 from procmem_core.flat.design import RuleTargets, design_rule
 from procmem_core.flat.design_table import still_shown
 from procmem_core.flat.fate import flat_fate
-from procmem_core.gates import DesignQuestion, design_gate
+from procmem_core.gates import DesignQuestion, FamilyAnswer, design_gate
+from procmem_core.logs.lifts import sized_lift
 from procmem_core.logs.world import LOG_KAPPA_MAX, Param, withheld_rate
 
 DRAWS = 200
@@ -161,13 +162,13 @@ def explore_rate(ms: np.ndarray, target_lift: float, horizon: int, power: float 
     f = np.ones(ms.size) if inflate is None else np.asarray(inflate, float)
     worst = {}
     for eps in DEFAULT_RATES:
-        lifts = np.array([_lift(b, target_lift) for b in ms])
+        lifts = np.array([sized_lift(b, target_lift) for b in ms])
         p1 = ms + lifts
         v = p1 * (1 - p1) / (1 - eps) + ms * (1 - ms) / eps
         picks = {int(np.argmax(v * f)), int(np.argmin(ms)), int(np.argmax(ms))}
         if np.ptp(f) > 0:
             picks.add(int(np.argmax(f)))
-        designs = [(Design(_lift(ms[i], target_lift), float(ms[i]), power, alpha), f[i])
+        designs = [(Design(sized_lift(ms[i], target_lift), float(ms[i]), power, alpha), f[i])
                    for i in sorted(picks)]  # fmt: skip
         n = _need(designs, eps, "normal")
         worst[eps] = _need(designs, eps) if n <= 2 * horizon else n  # near the horizon: exact
@@ -193,10 +194,6 @@ def _need(designs: list, eps: float, method: str | None = None) -> int:
     """The most logged sessions among ``(design, inflation)`` pairs at rate ``eps``."""
     kw = {} if method is None else {"method": method}
     return max(int(np.ceil(plan_rate(d, eps, **kw).sessions * g - 1e-9)) for d, g in designs)
-
-
-def _lift(base: float, lift: float) -> float:
-    return lift if base + lift <= 1 else -lift
 
 
 def flat_rule(base: float, bases: np.ndarray, targets: RuleTargets, family: str = "confidence",
@@ -296,14 +293,30 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
                             f"Gate {best.family} ({best.design} design), max_runs "
                             f"{best.max_runs}: false revert <= {q.alpha:g} and power >= "
                             f"{1 - q.beta:g} at a drop of {q.min_drop:g} for every p0 in "
-                            f"[{q.p0_low:g}, {q.p0_high:g}], the range of every draw.",
+                            f"[{q.p0_low:g}, {q.p0_high:g}], the range of every draw; "
+                            f"{gate_sessions(best, q.concurrent)}.",
                             details | {"config": best.config})  # fmt: skip
+    usable = design.with_concurrent_control
+    instead = ""
+    if q.concurrent == 0 and usable:  # what concurrent control would cost, by the objective
+        a = usable[0]
+        instead = (f"; with concurrent control {a.family} ({a.design}) meets both at max_runs "
+                   f"{a.max_runs}: {gate_sessions(a, 0.5)}")  # fmt: skip
     return Prescription("gate", "none feasible", False,
                         f"No gate family meets false revert <= {q.alpha:g} and power >= "
                         f"{1 - q.beta:g} within {q.max_runs} runs over p0 in "
                         f"[{q.p0_low:g}, {q.p0_high:g}]; it would take a larger max_runs, a longer "
                         "ledger or concurrent control (the prior served in a share of sessions "
-                        "while a revision is pending).", details)  # fmt: skip
+                        f"while a revision is pending){instead}.", details)  # fmt: skip
+
+
+def gate_sessions(a: FamilyAnswer, share: float) -> str:
+    """The sessions a decision of answer ``a`` takes when nothing changed and at the drop,
+    both arms counted at the concurrent ``share`` (expected, worst p0)."""
+    return (f"a decision takes {sum(a.runs_null):.1f} sessions when nothing changed and "
+            f"{sum(a.runs_alt):.1f} at the drop ({a.runs_null[0]:.1f} + {a.runs_null[1]:.1f} "
+            f"and {a.runs_alt[0]:.1f} + {a.runs_alt[1]:.1f} on the revision + the prior at "
+            f"share {share:g}; expected, worst p0)")  # fmt: skip
 
 
 def prescribe(world: dict, rng: np.random.Generator, target_lift: float, horizon: int,

@@ -52,10 +52,13 @@ def _first(bad: np.ndarray) -> int:
 
 
 def _raw(col: Any, row: int) -> Any:
+    """The value of ``row`` as the file holds it: an empty cell (read as NaN or null) is
+    named as the empty string, not as the NaN a reader made of it."""
     if isinstance(col, Text):
         return col.value(row)
     v = col[row]
-    return v.item() if isinstance(v, np.generic) else v
+    v = v.item() if isinstance(v, np.generic) else v
+    return "" if v is None or (isinstance(v, float) and v != v) else v
 
 
 def _is_empty(a: np.ndarray) -> np.ndarray:
@@ -279,6 +282,22 @@ def _unique_revisions(t: Table, v: dict) -> None:
         )  # fmt: skip
 
 
+def _known_priors(t: Table, v: dict) -> None:
+    """Every ``prior_revision`` a revision of the same key listed in the table: an
+    unlisted prior has no runs (each run names a listed revision), so a gate replayed
+    against it would judge the revision on nothing."""
+    prior = v["prior_revision"]
+    named = prior.codes >= 0
+    unknown = named & ~np.isin(_pairs(v["key"], prior), _pairs(v["key"], v["revision"]))
+    if unknown.any():
+        row = _first(unknown)
+        raise LogError(
+            t.file, row + 1, "prior_revision", prior.value(row),
+            f"a revision of key {v['key'].value(row)!r} listed in this file, or empty for a "
+            "first revision",
+        )  # fmt: skip
+
+
 def _runs_revisions(runs: Table | None, revisions: Table | None) -> tuple[dict | None, dict | None]:
     r, r_unit = _convert(runs) if runs is not None else (None, None)
     v, v_unit = _convert(revisions) if revisions is not None else (None, None)
@@ -294,6 +313,7 @@ def _runs_revisions(runs: Table | None, revisions: Table | None) -> tuple[dict |
                 raise LogError(t.file, row + 1, name, "", "a non-empty string")
     if v is not None:
         _unique_revisions(revisions, v)
+        _known_priors(revisions, v)
     if r is not None and v is not None:
         known = _pairs(v["key"], v["revision"])
         missing = ~np.isin(_pairs(r["key"], r["revision"]), known)

@@ -164,7 +164,7 @@ def pooled_se(se: np.ndarray, counts: tuple[np.ndarray, ...]) -> np.ndarray:
 
 def normal_lifts(tau: np.ndarray, se: np.ndarray) -> tuple[dict[str, Param], np.ndarray]:
     """``mu``, ``sigma`` of the lifts and each procedure's shrunk lift."""
-    ok = np.isfinite(tau) & np.isfinite(se) & (se > 0)
+    ok = weighable(tau, se)
     t, v = tau[ok], se[ok] ** 2
 
     def nll(x: np.ndarray) -> float:
@@ -174,15 +174,27 @@ def normal_lifts(tau: np.ndarray, se: np.ndarray) -> tuple[dict[str, Param], np.
     sd0 = np.sqrt(max(np.var(t) - np.mean(v), 1e-4)) if t.size > 1 else 0.05
     x, cov = _fit(nll, np.array([float(np.mean(t)) if t.size else 0.0, np.log(sd0)]))
     mu, sigma = x[0], np.exp(x[1])
+    se_mu = np.sqrt(cov[0, 0])
+    if not np.isfinite(se_mu):
+        # sigma at its boundary (equal lifts): the Hessian in log sigma is singular, but
+        # the cross term (t - mu) sigma^2 / total^2 vanishes there and the mean's
+        # information is its own, sum 1 / (sigma^2 + se_k^2)
+        se_mu = 1.0 / np.sqrt(np.sum(1.0 / (sigma**2 + v)))
     shrink = np.full(tau.shape, np.nan)
     b = sigma**2 / (sigma**2 + se[ok] ** 2)
     shrink[ok] = mu + b * (t - mu)
-    return {"mean": Param(mu, np.sqrt(cov[0, 0])),
+    return {"mean": Param(mu, se_mu),
             "sd": Param(sigma, sigma * np.sqrt(cov[1, 1]))}, shrink  # fmt: skip
 
 
+def weighable(lift: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """The lifts the normal-normal model can weigh: finite, with a positive SE."""
+    return np.isfinite(lift) & np.isfinite(se) & (se > 0)
+
+
 def user_dispersion(s: Sessions, rng: np.random.Generator) -> dict[str, Param] | None:
-    """``user_sd`` and ``icc`` of the outcomes across users (module docstring)."""
+    """``user_sd`` and ``icc`` of the outcomes across users (module docstring); None
+    without ``user_id`` or with fewer than two users rated."""
     if s.user is None:
         return None
     use = (s.top >= 0) & ~np.isnan(s.outcome) & (s.user.codes >= 0)
@@ -191,6 +203,8 @@ def user_dispersion(s: Sessions, rng: np.random.Generator) -> dict[str, Param] |
     means = np.bincount(cell, y) / np.maximum(np.bincount(cell), 1)
     e = y - means[cell]
     _, g = np.unique(s.user.codes[use], return_inverse=True)
+    if g.max(initial=-1) < 1:  # one user (or none rated): no spread across users to fit
+        return None
     r, sq, n = np.bincount(g, e), np.bincount(g, e * e), np.bincount(g).astype(float)
     a, b = r**2 - sq, n * (n - 1)
 
@@ -324,8 +338,8 @@ def fit_world(s: Sessions, lift: np.ndarray, lift_se: np.ndarray, rng: np.random
     check_fittable(s)
     c = arm_counts(s)
     world: dict = {"rates": beta_binomial(c["s1"], c["r1"])}
-    if np.isfinite(lift).sum() >= 3:
-        se = np.asarray(lift_se) if counts is None else pooled_se(lift_se, counts)
+    se = np.asarray(lift_se) if counts is None else pooled_se(lift_se, counts)
+    if weighable(np.asarray(lift), se).sum() >= 3:  # fewer: nothing to fit a spread to
         world["lifts"], shrunk = normal_lifts(np.asarray(lift), se)
         world["shrunk_lifts"] = shrunk
     world["ratings"] = ratings(s)

@@ -33,6 +33,7 @@ from procmem_core.errors import ParameterError, ProcmemError, check_choice, chec
 from procmem_core.graph.access import ROLES, has_role
 from procmem_core.graph.keys import check_namespace, check_namespaces
 from procmem_core.limits import check_identifier
+from procmem_core.memory.records import AGENT_USER
 
 READ_EVERY_AGENT = "*"
 NO_AGENT = "-"
@@ -117,6 +118,19 @@ class Principal:
         else the request body's agent."""
         return self.agent if self.pinned else body_agent
 
+    def check_writes_user(self, user_id: str | None, operation: str) -> None:
+        """A pinned token writes only rows its pinned user reads (``MemoryRecord
+        .visible_to``: its own, the shared zone None, the agent's row ``"-"``), as it reads
+        and deletes only those; ``AccessDenied`` for another user's row. Any other token
+        writes under any ``user_id``."""
+        if self.pinned and user_id not in (None, AGENT_USER, self.read_user_id):
+            raise AccessDenied(
+                operation,
+                self,
+                f"user_id {self.read_user_id!r} (its pin), None or {AGENT_USER!r}, "
+                f"not {quote(user_id)}",
+            )
+
     def acting_user(self, body_user: str | None, operation: str) -> str:
         """The end user this call speaks for: a pinned token only for its pinned user
         (its pin when the body names none); any other token for the body's user."""
@@ -168,6 +182,16 @@ def authorize(
     if not isinstance(principal, Principal):
         raise ParameterError("principal", principal, "expected a Principal or None")
     principal.require(role, operation, namespace)
+
+
+def authorize_row(
+    principal: Principal | None, operation: str, namespace: str, user_id: str | None
+) -> None:
+    """A row write: the writer role in ``namespace`` (``authorize``) and, for a pinned
+    token, a ``user_id`` it speaks for (``Principal.check_writes_user``)."""
+    authorize(principal, "writer", operation, namespace)
+    if principal is not None:
+        principal.check_writes_user(user_id, operation)
 
 
 def allowed_namespaces(

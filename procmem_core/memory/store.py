@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from procmem_core.closed import close_journal
 from procmem_core.errors import (
     ParameterError,
     check_choice,
@@ -43,6 +44,7 @@ from procmem_core.memory.access import (
     acting_actor,
     allowed_namespaces,
     authorize,
+    authorize_row,
     can_read_record,
     serves_agent,
 )
@@ -113,9 +115,8 @@ class MemoryStore:
         return store
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        """Close the file (later writes raise ``procmem_core.closed.StoreClosed``)."""
+        self._journal = close_journal("MemoryStore", self._journal)
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -157,7 +158,7 @@ class MemoryStore:
         ``memory_type="procedural"``: the text is not a procedure body, so it is stored as
         ``semantic``, tagged ``retyped_from:procedural`` (the seed's rule; a procedure body
         goes through ``set_procedural``)."""
-        authorize(principal, "writer", "memory.set", check_namespace(namespace))
+        authorize_row(principal, "memory.set", check_namespace(namespace), user_id)
         if memory_type == PROCEDURAL:
             check_text("text", text, MAX_RECORD_TEXT)
             tags, metadata = retyped_fields(text, tags, metadata)
@@ -207,7 +208,7 @@ class MemoryStore:
         is added to the ``ProcedureStore``; anything else is stored as ``semantic``,
         tagged ``retyped_from:procedural`` (seed: "A procedural row written with
         memory.set that is not a procedure body ... is stored as semantic")."""
-        authorize(principal, "writer", "memory.set", check_namespace(namespace))
+        authorize_row(principal, "memory.set", check_namespace(namespace), user_id)
         body = procedure_body(value)
         actor = acting_actor(principal, actor)
         if body is None:

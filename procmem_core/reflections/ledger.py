@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from procmem_core.closed import close_journal
 from procmem_core.locking import thread_safe
 from procmem_core.memory import RowJournal
 
@@ -66,9 +67,9 @@ class DistillLedger:
         return ledger
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        """Close the file (``procmem_core.closed``: a later write raises ``StoreClosed``);
+        nothing to do in memory."""
+        self._journal = close_journal("DistillLedger", self._journal)
 
     def record(self, **fields: Any) -> DistillAttempt:
         """Append one attempt (written through before it is kept)."""

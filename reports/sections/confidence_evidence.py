@@ -21,7 +21,7 @@ from procmem_core.flat import DEFAULT_FILTER, DEFAULT_RULE
 from reports.answers import exact_fates
 from reports.claims import MISSES, Option, beyond_noise, target_state
 from reports.document import Detail
-from reports.evidence import fmt
+from reports.evidence import NOISE_Z, fmt
 from reports.sections.confidence_runs import ConfidenceRuns, arithmetic_note
 from reports.source import Sweep, find_param
 
@@ -167,7 +167,19 @@ def crowding_text(sweep: Sweep, world: str, rows: pd.DataFrame) -> str:
     text += f"; at limit {int(top['limit'])} the best rule reaches {_success(top)}"
     seed = rows[rows["seed_rule"]]
     if len(seed):
-        text += f" and the seed's rule {_success(seed.iloc[0])}"
+        s = seed.iloc[-1]  # at its widest limit (the rows are sorted by limit)
+        metric = "session_success_rate"
+        at = "" if s["limit"] == top["limit"] else f" at limit {int(s['limit'])}"
+        if s.name == top.name:
+            text += " (the seed's rule)"
+        else:
+            text += f" and the seed's rule {_success(s)}{at}"
+        if (
+            at == ""
+            and s.name != top.name
+            and not beyond_noise(_option(top, metric), _option(s, metric))
+        ):
+            text += f" (within {NOISE_Z:g} SE of the difference: the noise cannot order them)"
     if "success_rate_no_procedures" in rows:
         none = float(rows["success_rate_no_procedures"].mean())
         text += f"; with no procedure at all {none:.3f}"

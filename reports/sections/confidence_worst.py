@@ -140,13 +140,16 @@ def worst_sentence(
     )
     if rec.state == WITHIN_NOISE:
         excl += f" (within {NOISE_Z:g} SE of the target: this sweep cannot tell which side)"
+    worlds = f"run in all {n_worlds} worlds" if n_worlds > 1 else "in the one world run"
     if rec.feasible:
+        where = f"its worst world (all {n_worlds})" if n_worlds > 1 else "its one world"
         return (
-            f"Ranked by its worst world (all {n_worlds}), {b['label']} keeps the most helpful "
+            f"Ranked by {where}, {b['label']} keeps the most helpful "
             f"procedures while excluding at least {target_excluded:g} of harmful ones "
-            f"everywhere: {kept}, {excl}{tied}." + flag
+            f"{'everywhere' if n_worlds > 1 else 'there'}: {kept}, {excl}{tied}." + flag
         )
     return (
-        f"No rule run in all {n_worlds} worlds excludes at least {target_excluded:g} of harmful "
-        f"procedures in each; the nearest, {b['label']}: {excl}, {kept}{tied}." + flag
+        f"No rule {worlds} excludes at least {target_excluded:g} of harmful procedures"
+        f"{' in each' if n_worlds > 1 else ''}; the nearest, {b['label']}: {excl}, {kept}{tied}."
+        + flag
     )

@@ -87,6 +87,10 @@ class Choice:
     state: str = MEETS
     """The pick's power against the target: meets, within noise or misses
     (``reports.claims.target_state``)."""
+    near: tuple[str, ...] = ()
+    """When nothing qualifies: the candidates (``estimator at rate``) whose power is within
+    ``NOISE_Z`` SE of the difference of the most powerful's, which the noise cannot order
+    below it."""
 
 
 def choose(cands: pd.DataFrame, target: float, horizons: list[int] | None = None) -> list[Choice]:
@@ -101,12 +105,20 @@ def choose(cands: pd.DataFrame, target: float, horizons: list[int] | None = None
             pool = valid if not valid.empty else g
             row = pool.sort_values(["power", "explore_rate"], ascending=[False, True]).iloc[0]
             tied: tuple[str, ...] = ()
+            near = tuple(
+                f"{r['estimator']} at {readable(r['explore_rate'])}"
+                for i, r in pool.iterrows()
+                if i != row.name
+                and abs(row["power"] - r["power"])
+                <= NOISE_Z * math.hypot(_se0(row["power_se"]), _se0(r["power_se"]))
+            )
         else:
             row = ok.sort_values(
                 ["cost", "explore_rate", "power", "estimator"], ascending=[True, True, False, True]
             ).iloc[0]
             same = ok[(ok["run"] == row["run"]) & (ok["estimator"] != row["estimator"])]
             tied = tuple(sorted(same["estimator"]))
+            near = ()
         smallest = {}
         for e in g["estimator"].unique():
             mine = ok[ok["estimator"] == e]
@@ -114,7 +126,7 @@ def choose(cands: pd.DataFrame, target: float, horizons: list[int] | None = None
         state = target_state(float(row["power"]), float(row["power_se"]), target, True)
         out.append(
             Choice(cond, float(g["true_lift"].iloc[0]), int(horizon), not ok.empty, row,
-                   smallest, tied, state)
+                   smallest, tied, state, near)
         )  # fmt: skip
     return out
 
@@ -130,6 +142,12 @@ def choice_table(choices: list[Choice], estimators: list[str]) -> pd.DataFrame:
             "reaches target": state_words(c.state),
             "estimator": f"{r['estimator']} ({r['guarantee']})"
             + (f"; same cost: {', '.join(c.tied)}" if c.tied else "")
+            + (
+                f"; as powerful within {NOISE_Z:g} SE: {len(c.near)} other"
+                + "s" * (len(c.near) > 1)
+                if c.near
+                else ""
+            )
             + ("" if r["valid"] else "; its interval undercovers here"),
             "explore rate": readable(r["explore_rate"]),
             "power": with_se(r["power"], r["power_se"]),
@@ -161,13 +179,25 @@ def choice_sentence(choices: list[Choice], target: float) -> str:
                 f"for true lift {readable(c.true_lift)} by no swept rate and estimator (the most "
                 "powerful: "
                 f"power {with_se(r['power'], r['power_se'])}, {r['estimator']} at "
-                f"{readable(r['explore_rate'])})"
+                f"{readable(r['explore_rate'])}{_near(c.near)})"
             )
     joined = "; ".join(parts)
     return (
         f"With {readable(horizon)} sessions, power {target:g} with an interval that covers is "
         f"reached most cheaply {joined}."
     )
+
+
+def _se0(se: float) -> float:
+    return 0.0 if math.isnan(se) else se
+
+
+def _near(near: tuple[str, ...], named: int = 2) -> str:
+    """The candidates the noise cannot order below the most powerful, two named."""
+    if not near:
+        return ""
+    more = f" and {len(near) - named} more" if len(near) > named else ""
+    return f"; tied within {NOISE_Z:g} SE of the difference with {', '.join(near[:named])}{more}"
 
 
 def _rate_plan(d: dict | None) -> RatePlan | None:

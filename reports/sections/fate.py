@@ -15,7 +15,7 @@ from reports.answers import exact_fates
 from reports.canvas import palette, png_bytes
 from reports.configs import label_runs
 from reports.document import Figure, Section, Table
-from reports.evidence import fmt_metric
+from reports.evidence import fmt_exact, fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.confidence_runs import arithmetic_note, is_seed, rule_of
@@ -49,22 +49,24 @@ def headline(rows: pd.DataFrame, rule: FlatRule, threshold: float, horizon: str)
     p = float(r["p"])
     exact_value = float(r.get("p_excluded_exact", np.nan))  # NaN: a run that logged none
     has_exact = not np.isnan(exact_value)
-    exact = f"{exact_value:.3f} exact, " if has_exact else ""
+    exact = f"{fmt_exact(exact_value)} exact, " if has_exact else ""
+    shown = fmt_exact(exact_value if has_exact else float(r["p_excluded"]), 2)
     text = (
         f"A procedure that succeeds {p:.0%} of the time is excluded within {horizon} sessions "
-        f"with probability {exact_value if has_exact else float(r['p_excluded']):.2f} "
-        f"({exact}simulated {fmt_metric(r, 'p_excluded')})"
+        f"with probability {shown} ({exact}simulated {fmt_metric(r, 'p_excluded')})"
     )
     if p > be:
         path = failures_to_exclusion(rule, threshold)
         k = len(path) - 1
-        if not passes_threshold(path[-1], threshold):
+        if not passes_threshold(path[-1], threshold) and (1 - p) ** k > 0:
             fails = "one failure in the first session" if k == 1 else f"{k} failures in a row"
             text += (
                 f", although {p:g} is above the rule's break-even rate {be:.3f}: {fails} "
-                f"(probability {(1 - p) ** k:.2f}) takes {path[0]:.2f} to {path[-1]:.2f}, "
-                f"below the threshold {threshold:g}"
+                f"(probability {fmt_exact((1 - p) ** k, 2)}) takes {path[0]:.2f} to "
+                f"{path[-1]:.2f}, below the threshold {threshold:g}"
             )
+        elif not passes_threshold(path[-1], threshold):
+            text += ": it never fails, so it never falls below the threshold"
     at = rows[np.isclose(rows["p"], round(be, 3), atol=5e-4)]
     if len(at) and float(at.iloc[0]["p"]) != p:
         text += (
@@ -112,6 +114,10 @@ def fate_section(sweep: Sweep) -> Section | None:
     if lab is None or p_col is None:
         return None
     rows = lab.rows.rename(columns={p_col: "p"})
+    if s_col and rows[s_col].nunique() > 1:  # one curve (and headline) per horizon
+        rows["config"] = [
+            f"{c}, {int(n)} sessions" for c, n in zip(rows["config"], rows[s_col], strict=True)
+        ]
     cfgs = rows.drop_duplicates("config")
     colours = palette(rows["config"])
     exact_t = _exact_curves(sweep, cfgs, s_col)
@@ -124,7 +130,8 @@ def fate_section(sweep: Sweep) -> Section | None:
     lead = next((c for c, b in built.items() if is_seed(*b)), cfgs["config"].iloc[0])
     first = rows[rows["config"] == lead]
     rule, threshold, _ = built[lead]
-    answer = headline(first, rule, threshold, horizon) + " " + arithmetic_note(rule)
+    own = str(int(first[s_col].iloc[0])) if s_col else horizon  # the headline's horizon
+    answer = headline(first, rule, threshold, own) + " " + arithmetic_note(rule)
     extras = [c for c in TABLE_EXTRAS if c in rows]
     table = rows[["config", "p", "p_excluded", "p_excluded_se", *extras]]
     return Section(

@@ -176,9 +176,9 @@ class Prescription:
         # remedies, not reasons: a family that misses alpha is told "use a calibrated one"
         notes = [f"{make_gate(**a.config).describe()} ({where}): {a.note}"
                  for a in self.design.answers if a.note and a.false_revert <= q.alpha]  # fmt: skip
-        concurrent = [a for a in self.design.answers if a.design == "concurrent" and a.feasible]
+        concurrent = self.design.with_concurrent_control  # by the objective, as its pick
         if self.question.concurrent == 0 and concurrent:
-            a = min(concurrent, key=lambda x: x.max_runs)
+            a = concurrent[0]
             null = a.runs_null
             return (
                 f"with concurrent control the {make_gate(**a.config).describe()} meets both "

@@ -62,7 +62,7 @@ def ranking_blocks(
         ranked = worst.set_index("config").loc[list(rec.ranked["config"])].reset_index()
         table = worst_table(ranked, several)
         table.insert(1, "meets targets", [state_words(x) for x in rec.ranked["state"]])
-        table["runs p0+p1"] = list(rec.ranked["objective"].round(2))
+        table["sessions if unchanged"] = list(rec.ranked["objective"].round(2))
         blocks.append(
             Table(
                 f"Swept configurations run in every condition, ranked (targets: false revert "

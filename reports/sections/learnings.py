@@ -10,6 +10,10 @@ promotion, a rule never promoted counted at the horizon) wins, ties broken by th
 rules' serving. Policies the sweep cannot tell apart from the pick (wait within
 ``NOISE_Z`` SE of the difference, worst precision within ``NOISE_Z`` SE of the target)
 are named, so the sentence never claims more than the numbers hold.
+
+A precision of 1 or 0 (every promoted rule of one kind: plug-in SE 0, however few) carries
+the binomial SE at the target over the ``n = promoted * replications`` rules promoted
+(``boundary_precision``; the score test's, as ``ScenarioResult.boundary_se``).
 """
 
 from __future__ import annotations
@@ -18,18 +22,18 @@ import math
 from dataclasses import dataclass
 
 import pandas as pd
-from matplotlib.figure import Figure as MplFigure
 
 from procmem_core.learnings import ReviewPolicy
 from procmem_core.learnings.sensitivity import TARGET_PRECISION
-from reports.canvas import TARGET_COLOUR, legend_outside, new_figure, palette, png_bytes
+from reports.canvas import png_bytes
 from reports.claims import MISSES, WITHIN_NOISE, state_words, target_state
 from reports.configs import label
 from reports.document import Detail, Figure, Section, Table
-from reports.evidence import NOISE_Z, fmt_metric, se_of, worst_case
+from reports.evidence import NOISE_Z, fmt_metric, replications_of, worst_case
 from reports.options import ReportOptions
 from reports.recommend import Recommendation, _pick_best, _rank
 from reports.sections import report_section
+from reports.sections.learnings_figures import precision_figure, se_or_zero
 from reports.sections.learnings_holds import holds_blocks
 from reports.source import Sweep
 from reports.summary import short_name
@@ -50,7 +54,6 @@ WORST = {
     "helpful_wait_median": True,
 }
 """Metric -> higher is worse (for ``worst_case``)."""
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 ASSUMPTIONS = Detail(
     "What the scenario assumes: each rule's worth is fixed and known to the simulation; a "
     "helpful rule is endorsed more often than a neutral or a harmful one (per-session "
@@ -105,12 +108,25 @@ def policy_runs(sweep: Sweep) -> PolicyRuns | None:
     return PolicyRuns(runs, policy_cols, condition_cols)
 
 
+def boundary_precision(rows: pd.DataFrame, target: float) -> tuple[pd.DataFrame, int]:
+    """Runs' precision SE at 0 or 1 (module docstring), and how many runs it changed."""
+    if "promoted" not in rows or "precision_se" not in rows:
+        return rows, 0
+    out, changed = rows.copy(), 0
+    for i, r in rows.iterrows():
+        n = float(r["promoted"]) * float(replications_of(r) or math.nan)
+        if r["precision"] in (0.0, 1.0) and se_or_zero(r, "precision") == 0 and n >= 0.5:
+            out.at[i, "precision_se"] = math.sqrt(target * (1 - target) / round(n))
+            changed += 1
+    return out, changed
+
+
 def recommend_policy(worst: pd.DataFrame, target: float = TARGET_PRECISION) -> Recommendation:
     """The feasible policy with the shortest worst-case ``helpful_wait`` (module docstring);
     ``tied_with``: policies the sweep's noise cannot separate from it."""
     t = worst.copy()
     t["feasible"] = t["precision"] >= target
-    t["state"] = [target_state(r["precision"], _se0(r, "precision"), target, True)
+    t["state"] = [target_state(r["precision"], se_or_zero(r, "precision"), target, True)
                   for _, r in t.iterrows()]  # fmt: skip
     t["shortfall"] = (target - t["precision"]).clip(lower=0)
     t["objective"] = t["helpful_wait"].astype(float)
@@ -124,7 +140,7 @@ def recommend_policy(worst: pd.DataFrame, target: float = TARGET_PRECISION) -> R
         else:
             key, ok = "helpful_wait", r["state"] != MISSES
         gap = abs(float(r[key]) - float(pick[key]))
-        if ok and gap <= NOISE_Z * math.hypot(_se0(r, key), _se0(pick, key)):
+        if ok and gap <= NOISE_Z * math.hypot(se_or_zero(r, key), se_or_zero(pick, key)):
             tied.append(str(r["policy"]))
     return Recommendation(
         "learnings",
@@ -135,11 +151,6 @@ def recommend_policy(worst: pd.DataFrame, target: float = TARGET_PRECISION) -> R
         tied_with=tuple(tied),
         sentence=_sentence(pick, tied, target, worst),
     )
-
-
-def _se0(row: pd.Series, metric: str) -> float:
-    se = se_of(row, metric)
-    return 0.0 if math.isnan(se) else se
 
 
 def _waits(pick: pd.Series, most: str) -> str:
@@ -165,8 +176,13 @@ def _waits(pick: pd.Series, most: str) -> str:
         if median < beyond
         else f"Fewer than half the helpful rules are promoted within the {horizon}-session horizon"
     )
+    interval = (
+        f"95 % interval {session(low)} to {session(high)}"
+        if low < beyond
+        else f"its 95 % interval lies wholly beyond the {horizon}-session horizon"
+    )
     return (
-        f"{half} (Kaplan-Meier median, 95 % interval {session(low)} to {session(high)}). "
+        f"{half} (Kaplan-Meier median, {interval}). "
         f"A share of {most}{fmt_metric(pick, 'helpful_unpromoted')} of them is not promoted by "
         f"session {horizon}, the horizon; the restricted mean wait, which counts them, is "
         f"{mean} sessions."
@@ -262,45 +278,6 @@ def _per_condition(rows: pd.DataFrame, target: float) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def precision_figure(rows: pd.DataFrame, target: float) -> MplFigure:
-    """Precision against sessions to promotion, every policy in every condition."""
-    fig, axes = new_figure(11.0, 4.6, ncols=2)
-    colours = palette(rows["policy"])
-    low = float((rows["precision"] - 1.96 * rows["precision_se"].fillna(0)).min())
-    markers = {
-        c: MARKERS[i % len(MARKERS)] for i, c in enumerate(sorted(rows["condition"].unique()))
-    }
-    for ax, x, name in (
-        (axes[0], "sessions_to_promotion", "sessions until promotion (promoted helpful rules)"),
-        (axes[1], "helpful_wait", "sessions until promotion (every helpful rule; never = horizon)"),
-    ):
-        for _, r in rows.iterrows():
-            ax.errorbar(
-                r[x],
-                r["precision"],
-                xerr=1.96 * _se0(r, x),
-                yerr=1.96 * _se0(r, "precision"),
-                fmt=markers[r["condition"]],
-                color=colours[r["policy"]],
-                ms=5,
-                capsize=2,
-            )
-        ax.axhline(target, color=TARGET_COLOUR, linestyle="--", linewidth=1)
-        ax.set(
-            xlabel=name,
-            ylabel="precision (share of promoted rules that are helpful)",
-            ylim=(max(0.0, low - 0.05), 1.02),
-        )
-        ax.grid(alpha=0.3)
-    for p, c in colours.items():
-        axes[1].plot([], [], "o", color=c, label=p)
-    for cond, mk in markers.items():
-        axes[1].plot([], [], mk, color="black", label=cond)
-    legend_outside(axes[1], "policy / condition")
-    fig.suptitle("Precision against sessions to promotion (bars: 95 % Monte Carlo intervals)")
-    return fig
-
-
 def _writer_table(rows: pd.DataFrame) -> pd.DataFrame | None:
     """Per policy, the condition in which its reviewer promoted the most of the writer's
     pushed non-helpful rules (the inflation itself does not depend on the policy)."""
@@ -334,7 +311,7 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
     runs = policy_runs(sweep)
     if runs is None:
         return None
-    rows = runs.rows
+    rows, few = boundary_precision(runs.rows, target)
     worst = _median_interval(
         rows, worst_case(rows, "policy", {m: w for m, w in WORST.items() if m in rows})
     )
@@ -352,7 +329,14 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
         f"Precision: helpful rules among the rules promoted. Helpful wait: sessions until a "
         f"helpful rule is promoted, a rule never promoted counted at the horizon (so a policy "
         f"cannot look fast by promoting few). Two figures are called apart only when they "
-        f"differ by more than {NOISE_Z:g} standard errors of the difference.",
+        f"differ by more than {NOISE_Z:g} standard errors of the difference."
+        + (
+            f" A precision of 0 or 1 ({few} of the {len(rows)} runs: every rule promoted of one"
+            f" kind) carries the binomial SE at the target over the n rules promoted, sqrt("
+            f"{target:g} (1 - {target:g}) / n), so a few promoted rules never read as a pass."
+            if few
+            else ""
+        ),
     ]
     if rows["condition"].nunique() > 1:
         blocks.append(
@@ -362,7 +346,7 @@ def learnings_section(sweep: Sweep, target: float = TARGET_PRECISION) -> Section
         blocks.append(
             Figure(
                 "learnings_precision_vs_promotion",
-                png_bytes(precision_figure(rows, target)),
+                png_bytes(precision_figure(runs.rows, target)),
                 "Precision against sessions to promotion for every policy (colour) in "
                 "every condition (marker); dashed: the target precision. Left: mean over "
                 "promoted helpful rules; right: over every helpful rule, never promoted "

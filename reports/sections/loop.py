@@ -152,8 +152,16 @@ def _answer(rows: pd.DataFrame, seed: pd.Series | None, best: pd.Series | None) 
             f"{preset_power(verdict_of(seed) if seed is not None else None)}."
         )
         return " ".join(parts)
+    ses = rows["success_change_se"] if "success_change_se" in rows else pd.Series(math.nan)
+    if ses.isna().any():  # one replication: no noise to order the settings against
+        change = rows["success_change"].astype(float)
+        parts.append(
+            f"From the first quarter to the last, success changes by {change.min():.3g} to "
+            f"{change.max():.3g} over the settings, with no standard error to order them."
+        )
+        return " ".join(parts)
     parts.append(
-        f"From the first quarter to the last, success rises most with {rises_most(rows)} (success "
+        f"From the first quarter to the last, {success_verb(rows)} {rises_most(rows)} (success "
         "can rise while regret stays flat when accepted revisions make the procedures "
         "themselves better: the oracle rises with them)."
     )
@@ -171,6 +179,15 @@ def picked_note(n: int) -> str:
 MAX_TIED = 3
 """At most this many tied settings are named; more are counted (the loop preset's 32
 settings had 21 ties, a paragraph of setting names)."""
+
+
+def success_verb(rows: pd.DataFrame) -> str:
+    """How ``rises_most``'s pick is introduced: its success may have fallen (every
+    setting's did), and then it does not rise most but falls least."""
+    best = float(rows["success_change"].astype(float).max())
+    if best > 0:
+        return "success rises most with"
+    return "success falls least with" if best < 0 else "the change in success is highest with"
 
 
 def rises_most(rows: pd.DataFrame) -> str:

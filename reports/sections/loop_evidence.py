@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from reports.claims import MDE_POWER, detectable_change
-from reports.evidence import fmt
+from reports.evidence import NOISE_Z, fmt
 
 LEVEL = 0.95
 
@@ -120,9 +120,13 @@ class Verdict:
 
     def describe(self) -> str:
         lo, hi = self.interval
+        n = self.replications
+        reps = f"{n} replication{'s' * (n != 1)}"
+        if math.isnan(lo) or math.isnan(hi):  # no SE (one replication): no interval
+            return f"regret change {fmt(self.change, self.se)} (no interval: {reps})"
         return (
             f"regret change {fmt(self.change, self.se)} ({self.level_words()} "
-            f"[{lo:+.3f}, {hi:+.3f}], {self.replications} replications)"
+            f"[{lo:+.3f}, {hi:+.3f}], {reps})"
         )
 
     def level_words(self) -> str:
@@ -271,7 +275,8 @@ def main_effects(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
             }
             for m in metrics:
                 mean = float(sel[m].mean())
-                se = float(np.sqrt((sel[f"{m}_se"] ** 2).sum()) / len(sel))
+                ses = sel[f"{m}_se"].astype(float)  # a row without an SE leaves the mean none
+                se = float(np.sqrt((ses**2).sum(skipna=False)) / len(sel))
                 row.update({m.replace("_", " "): fmt(mean, se), f"{m}_mean": mean, f"{m}_se": se})
             out.append(row)
     return pd.DataFrame(out)
@@ -285,7 +290,27 @@ def decisive_setting(effects: pd.DataFrame, metric: str) -> str:
     name = spread.idxmax()
     t = effects[effects["setting"] == name]
     said = " and ".join(f"{r[metric.replace('_', ' ')]} at {r['value']}" for _, r in t.iterrows())
+    means = t[f"{metric}_mean"].astype(float)
+    ends = t.loc[[means.idxmax(), means.idxmin()], f"{metric}_se"].astype(float)
+    if ends.isna().any():  # no SE (one replication): no noise to read the spread against
+        return (
+            f"Across the sweep the widest spread of the regret change is {name}'s, {said} "
+            "(means over every other setting and condition), with no standard error to "
+            "tell it from the noise."
+        )
+    if not spread[name] > NOISE_Z * math.hypot(*ends):  # an ordering the noise cannot make
+        return (
+            f"Across the sweep the setting that moves the trend most is {name}, but only within "
+            f"the noise: regret change {said} (means over every other setting and condition) "
+            f"differ by less than {NOISE_Z:g} SE of the difference, so the sweep cannot tell "
+            "whether any swept setting moves it."
+        )
+    most = (
+        f"the setting that moves the trend most is {name}"
+        if len(spread) > 1
+        else f"{name} moves the trend beyond the noise"
+    )
     return (
-        f"Across the sweep the setting that moves the trend most is {name}: regret change "
+        f"Across the sweep {most}: regret change "
         f"{said} (means over every other setting and condition)."
     )

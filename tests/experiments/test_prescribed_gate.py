@@ -69,6 +69,7 @@ def test_the_loop_presets_prescribed_gate_is_the_design_tools_default_answer():
      (["gate.min_drop=0.5"], "gate.min_drop"),
      (["gate.max_runs=2"], "gate.max_runs=2 is not allowed"),
      (["gate.objective=fastest"], "gate.objective='fastest' is not allowed"),
+     (["gate.weight=0.3"], "gate.weight=0.3 is not allowed: 1 (the default): only the mixed"),
      (["gate.p0_low=0.95"], "gate.p0_low=0.95 is not allowed: low < high"),
      (["gate.p0_high=1.0"], "gate.p0_high=1.0 is not allowed")],
 )  # fmt: skip

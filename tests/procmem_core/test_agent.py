@@ -191,3 +191,28 @@ def test_a_bad_gate_argument_of_evolve_is_refused_under_the_name_passed(options,
 def test_the_agent_or_org_naming_the_default_principal_is_refused_under_its_name(kwargs, message):
     with pytest.raises(ParameterError, match=message):
         Agent(**kwargs)
+
+
+def test_list_is_the_agents_namespace_as_match_is():
+    """Two agents sharing one store in different namespaces: ``bot.procedure.list()``
+    inventories the agent's own namespace, as ``match`` searches it (the seed's
+    operations act in the agent's namespace). Before, it listed every namespace's
+    procedures: the support bot saw sales' procedure."""
+    store = ProcedureStore()
+
+    async def main():
+        support = Agent(org="acme", namespace="support", agent="a", store=store)
+        sales = Agent(org="acme", namespace="sales", agent="b", store=store)
+        await support.procedure.add("refund", "a customer asks for a refund", ["a", "b"])
+        await sales.procedure.add("upsell", "a customer asks about plans", ["a", "b"])
+        return await support.procedure.list(), await sales.procedure.list("procedure_")
+
+    mine, theirs = asyncio.run(main())
+    assert [p.ref for p in mine] == ["support/procedure_refund"]
+    assert [p.ref for p in theirs] == ["sales/procedure_upsell"]
+
+    async def named():  # another namespace by name, as on match
+        async with Agent(org="acme", namespace="support", agent="a", store=store) as support:
+            return await support.procedure.list(namespace="sales")
+
+    assert [p.ref for p in asyncio.run(named())] == ["sales/procedure_upsell"]

@@ -97,6 +97,31 @@ def test_a_concentration_fitted_at_a_boundary_draws_within_the_fits_range():
     assert 0.16 <= p.details["p0_low"] < p.details["p0_high"] <= 0.95
 
 
+def test_the_gate_prescription_gives_the_sessions_of_both_arms():
+    """Issue 28: the deployment's gate sentence gives the sessions a decision takes when
+    nothing changed and at the drop, both arms at the concurrent share (it gave the cap
+    alone); without concurrent control and no fixed-ledger gate feasible, what concurrent
+    control would cost, for the gate the objective picks."""
+    ms, ks = np.full(8, 0.7), np.full(8, 60.0)
+    p = gate(ms, ks, DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.25, ledger=10,
+                                    concurrent=0.4, max_runs=40))  # fmt: skip
+    design = p.details["design"]
+    a = design.chosen
+    assert p.meets and a.design == "concurrent"
+    null, alt = a.runs_null, a.runs_alt
+    assert (f"a decision takes {sum(null):.1f} sessions when nothing changed and "
+            f"{sum(alt):.1f} at the drop ({null[0]:.1f} + {null[1]:.1f} and {alt[0]:.1f} + "
+            f"{alt[1]:.1f} on the revision + the prior at share 0.4") in p.sentence  # fmt: skip
+    none = gate(ms, ks, DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.25, ledger=10,
+                                       concurrent=0.0, max_runs=40))  # fmt: skip
+    assert not none.meets
+    usable = [x for x in none.details["design"].answers if x.feasible]
+    assert usable and all(x.design == "concurrent" for x in usable)
+    best = min(usable, key=lambda x: sum(x.runs_null))  # the null_runs objective's order
+    assert f"with concurrent control {best.family} ({best.design}) meets both" in none.sentence
+    assert f"{sum(best.runs_null):.1f} sessions when nothing changed" in none.sentence
+
+
 def test_evaluate_is_monotone_in_the_base_rate():
     """The reason the extreme draws are the worst ones (module docstring of prescribe)."""
     from procmem_core.flat import DEFAULT_RULE, DEFAULT_THRESHOLD

@@ -170,3 +170,12 @@ def test_pairs_without_z_and_se_are_refused_by_name():
     with pytest.raises(ReportError, match="pairs is list: expected a DataFrame"):
         calibration([1.0, 2.0])
     assert calibration(pd.DataFrame(columns=["z", "se"])) is None  # no pairs: nothing to say
+
+
+def test_a_small_positive_tail_expectation_never_reads_as_zero():
+    """4 pairs: |z| > 3 is expected 4 * 0.0027 = 0.011 times; it read 'expected 0.0'."""
+    from reports.calibration import tail
+
+    said = tail(np.array([0.1, -0.5, 1.2, 2.1]), 3.0).describe()
+    assert said == "0 beyond |z| > 3 (expected 0.011, 99 % range 0 to 1)"
+    assert tail(np.zeros(100), 2.0).describe().startswith("0 beyond |z| > 2 (expected 4.6,")

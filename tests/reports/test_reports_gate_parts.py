@@ -115,6 +115,37 @@ def test_an_infeasible_question_says_what_it_would_take_in_remedies():
     assert "(it needs concurrent control, which this question's runs did not have)" in said
 
 
+def test_what_it_would_take_names_the_concurrent_gate_the_objective_prefers():
+    """Without concurrent control and no fixed-ledger gate feasible, the remedy is the
+    concurrent family the objective picks (fewest sessions when nothing changed), not the
+    one with the smallest cap: this question's discordant SPRT meets both at 90 pairs for
+    116.9 sessions, the two-sample test at 93 pairs for 54.2 (it said the discordant one)."""
+    from procmem_core.gates.design import DesignQuestion, FamilyAnswer, GateDesign
+    from reports.sections.gate_design import Prescription
+
+    q = DesignQuestion(alpha=0.1, beta=0.2, min_drop=0.2, ledger=30, concurrent=0.0,
+                       p0_low=0.25, p0_high=0.75, max_runs=100)  # fmt: skip
+    two = {"name": "two_sample", "min_drop": 0.2, "alpha": 0.1, "max_runs": 93, "ledger": 30,
+           "p0_low": 0.25, "p0_high": 0.75, "accept_level": -1.5, "final_level": 0.7,
+           "accept_shrink": 4.0}  # fmt: skip
+    pairs = {"name": "discordant_sprt", "min_drop": 0.2, "alpha": 0.1, "max_runs": 90}
+    fixed = {**two, "design": "fixed", "max_runs": 100, "accept_level": -60.0}
+    answers = (
+        FamilyAnswer("two_sample", "fixed", False, 100, fixed, 0.0999, 0.714, (95.2, 0.0),
+                     (56.8, 0.0), "best power 0.714 at 100 runs; a larger max_runs is needed"),
+        FamilyAnswer("two_sample", "concurrent", True, 93, two, 0.1, 0.801, (27.1, 27.1),
+                     (29.9, 29.9)),
+        FamilyAnswer("discordant_sprt", "concurrent", True, 90, pairs, 0.0782, 0.8,
+                     (58.4, 58.4), (45.4, 45.4)),
+    )  # fmt: skip
+    design = GateDesign(q, answers)
+    assert design.chosen is None
+    takes = Prescription(q, design, None, pd.DataFrame()).sentence().split("To meet them: ")[1]
+    assert takes.startswith("with concurrent control the exact two-sample test, concurrent")
+    assert "meets both at 93 pairs (a decision costs 54.2 sessions when nothing changed" in takes
+    assert "discordant" not in takes
+
+
 def test_the_prescription_shows_its_guarantee_against_ledger_size_and_share():
     """The prescribed two-sample gate recalibrates per ledger size: the section's table holds
     its exact worst cases per size (each <= alpha) beside the levels-kept figures, the

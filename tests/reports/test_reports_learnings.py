@@ -235,3 +235,53 @@ def test_a_policy_that_promotes_nothing_has_no_precision_to_fall_short_or_to_dra
     assert "nan" not in said
     assert "it promotes no rule, so its precision is undefined (exact)" in said
     assert not any(type(b).__name__ == "Figure" for b in section.blocks)
+
+
+def test_a_precision_of_1_from_a_few_promoted_rules_is_not_a_pass():
+    """Min writers 5 and 6 over 40 sessions of 20 users promote 2 and 1 rules in 10
+    replications, all helpful: precision 1 with plug-in SE 0. The opening read 'precision 1
+    (in all 10 replications; another value in < 0.26 at 95 %)', a plain pass, although 8
+    of the 10 replications promoted nothing; it now carries the binomial SE at the target
+    over the 2 rules, sqrt(0.9 * 0.1 / 2) = 0.21, and is within 2 SE of it."""
+    from reports.sections.learnings import boundary_precision, learnings_section
+    from reports.source import Sweep
+    from simulators.scenarios.learnings import LearningsScenario
+
+    results = [
+        ({"scenario.min_writers": k},
+         LearningsScenario(users=20, sessions=40, min_writers=k, replications=10).run(seed=k))
+        for k in (5, 6)
+    ]  # fmt: skip
+    assert [r.metrics["precision"] for _, r in results] == [1.0, 1.0]
+    assert [r.metrics["promoted"] * 10 for _, r in results] == pytest.approx([2, 1])
+    sweep = Sweep.from_results(results)
+    answer = learnings_section(sweep).answer
+    assert "in all 10 replications" not in answer.split("Recall")[0]
+    assert f"precision 1 ± {(0.9 * 0.1 / 2) ** 0.5:.2g} (target 0.9)" in answer
+    assert "within 2 SE of the target" in answer
+    rows, changed = boundary_precision(sweep.scenario_runs("learnings"), TARGET_PRECISION)
+    assert changed == 2
+    assert list(rows["precision_se"]) == pytest.approx([(0.09 / 2) ** 0.5, 0.09**0.5])
+    # 100 promoted rules all helpful: SE 0.03, 1 - 0.9 > 2 SE, a pass
+    many = pd.DataFrame({"precision": [1.0], "precision_se": [0.0], "promoted": [10.0],
+                         "params.scenario.replications": [10]})  # fmt: skip
+    assert boundary_precision(many, 0.9)[0].at[0, "precision_se"] == pytest.approx(0.03)
+    state = recommend_policy(
+        boundary_precision(many, 0.9)[0].assign(policy="p", helpful_wait=5.0, conditions=1,
+                                                 harmful_served_sessions=0.0, recall=0.5)
+    ).state  # fmt: skip
+    assert state == "meets"
+
+
+def test_a_median_wait_interval_wholly_beyond_the_horizon_is_said_once():
+    """Both ends of the Kaplan-Meier interval beyond the horizon read '95 % interval beyond
+    the 60-session horizon to beyond the 60-session horizon' (min writers 4, 30 users, 60
+    sessions, reviewer accuracy 0.8 and 0.95, 20 replications)."""
+    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
+            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se", "conditions",
+            "helpful_wait_median", "helpful_wait_median_low", "helpful_wait_median_high",
+            "helpful_unpromoted", "helpful_unpromoted_se", "params.scenario.sessions"]  # fmt: skip
+    row = ("k", 0.95, 0.01, 54.3, 0.6, 0.34, 0.02, 1.0, 0.5, 1, 61, 61, 61, 0.66, 0.02, "60")
+    s = recommend_policy(pd.DataFrame([row], columns=cols)).sentence
+    assert "to beyond the 60-session horizon" not in s
+    assert "(Kaplan-Meier median, its 95 % interval lies wholly beyond the 60-session horizon)" in s

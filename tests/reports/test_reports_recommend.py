@@ -7,8 +7,10 @@ import pandas as pd
 import pytest
 
 from procmem_core.errors import ParameterError
+from procmem_core.gates import TwoSampleGate
 from reports.errors import ReportError
 from reports.evidence import MetricComparison, fmt_share, worst_case
+from reports.gate_claims import null_sessions, null_sessions_se
 from reports.options import ReportOptions
 from reports.recommend import (
     GateTargets,
@@ -16,6 +18,7 @@ from reports.recommend import (
     recommend_explore,
     recommend_gate,
 )
+from simulators.scenarios.gate import GateScenario
 
 
 def gate_table(rows):
@@ -129,6 +132,23 @@ def test_gate_counts_both_arms_under_concurrent_control():
     # a fixed design's runs are its sessions: nothing is left out, so nothing is said
     fixed = recommend_gate(bare.assign(**{"params.scenario.design": "fixed"})).sentence
     assert "those runs count" not in fixed and "per-arm" not in fixed
+
+
+def test_both_arms_sessions_se_is_the_se_of_their_sum_per_replication():
+    """The sessions when nothing changed add two means from the same replications, which
+    move together: their SE is the SE of the per-replication sum (the scenario's
+    ``mean_sessions_null_se`` with perfect feedback), about the sum of the two SEs. The
+    root of the sum of squares (independent arms) gave 0.71 of it at share 0.5."""
+    gate = TwoSampleGate(max_runs=40, ledger=10, revert_level=2.0, accept_level=-1.0,
+                         final_level=0.5, accept_shrink=4.0, recalibrate=False)  # fmt: skip
+    m = GateScenario(gate=gate, replications=3000, drops=(0.0, 0.2), design="concurrent",
+                     concurrent_share=0.5, ledger_size=10, p_prior=0.6).run(5).metrics  # fmt: skip
+    row = gate_table([("paired", 0.04, 0.15, m["mean_runs_null"], m["mean_runs_alt"])])
+    for arm in ("revision", "prior"):
+        row[f"mean_{arm}_runs_null"] = m[f"mean_{arm}_runs_null"]
+        row[f"mean_{arm}_runs_null_se"] = m[f"mean_{arm}_runs_null_se"]
+    assert null_sessions(row)[0] == pytest.approx(m["mean_sessions_null"], rel=1e-12)
+    assert null_sessions_se(row)[0] == pytest.approx(m["mean_sessions_null_se"], rel=0.03)
 
 
 def test_gate_nothing_feasible_reports_nearest():

@@ -113,3 +113,97 @@ def test_bad_options_are_refused_before_the_log_is_read(tmp_path, unmade_trackin
     assert code == 2
     assert capsys.readouterr().err.strip() == f"python -m experiments.analyze: {message}"
     assert not (tmp_path / "out").exists() and not unmade_tracking_store.exists()
+
+
+@pytest.mark.parametrize(
+    "files, sentence",
+    [
+        (
+            {"runs.csv": "key,revision,ok,time\np,1,true,1\n"},
+            "The log has runs but no revisions file: no revision to replay the gates on.",
+        ),
+        (
+            {"revisions.csv": "key,revision,prior_revision,proposed_at\np,1,,0\n"},
+            "The log has revisions but no runs file: no ledger to replay the gates on.",
+        ),
+        ({}, "The log has no runs and revisions files: no gate to replay."),
+    ],
+)
+def test_the_gate_section_says_which_file_is_missing(tmp_path, files, sentence):
+    # was: 'The log has no runs and revisions files' for a log with a runs file
+    from experiments.analyze import analyze
+
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + "s1,1,p,false,0.2,1\ns2,2,p,true,0.2,0\n")
+    for name, text in files.items():
+        (log / name).write_text(text)
+    analyze(str(log), tmp_path / "out", track_run=False, design=False, prescribe=False)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert f"## Gate replay\n\n{sentence}\n" in report
+
+
+def test_the_world_section_says_where_an_se_is_missing(tmp_path):
+    """Ten procedures with the same counts (44 of 80 shown, 10 of 20 withheld succeed),
+    so the same lift: the lifts' sd is estimated at 0 with no SE, and the report read
+    'sd 0.000 +- nan'. It now says the log does not pin it down."""
+    from experiments.analyze import analyze
+
+    rows, i = [], 0
+    for k in range(10):
+        for j in range(100):
+            withheld = j >= 80
+            ok = int(j < 44 or 80 <= j < 90)
+            rows.append(f"s{i},{i},k{k},{str(withheld).lower()},0.2,{ok}\n")
+            i += 1
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + "".join(rows))
+    analyze(str(log), tmp_path / "out", track_run=False, design=False, prescribe=False)
+    report = (tmp_path / "out" / "report.md").read_text()
+    world = report.split("## Fitted world")[1].split("|")[0]
+    assert "sd 0.000 (no SE: the log does not pin it down)" in world
+    assert "nan" not in world
+
+
+def test_a_second_analysis_into_the_same_out_leaves_no_file_of_the_first(tmp_path):
+    """The example log (with a ledger) analyzed into DIR, then a log without runs into the
+    same DIR: the command said 'wrote gate_replay.csv, ...' and kept (and would log as
+    this run's artifact) the example's gate replay beside the new lifts. The analysis's
+    own files from before are removed; other files in DIR are left alone."""
+    from pathlib import Path
+
+    from experiments.analyze import analyze
+
+    out = tmp_path / "out"
+    example = Path(__file__).parents[3] / "examples" / "session_log"
+    analyze(str(example), out, track_run=False, design=False, prescribe=False)
+    assert (out / "gate_replay.csv").exists()
+    (out / "notes.txt").write_text("mine")
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + "s1,1,p,false,0.2,1\ns2,2,p,true,0.2,0\n")
+    second = analyze(str(log), out, track_run=False, design=False, prescribe=False)
+    assert not (out / "gate_replay.csv").exists()
+    assert "gate_replay.csv" not in second.files
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_the_prescriptions_name_the_parameters_they_hold_fixed(tmp_path):
+    """Every rated session a success: the rates' mean is fitted at 1 with no SE, so each
+    of the 200 bootstrap draws holds it (the report listed 'rates.mean 0.98-0.98') and the
+    flat rule read 'meeting 0.9 and 0.9' at 'the worst draw' as if its uncertainty were
+    covered. The section now names what it held fixed."""
+    from experiments.analyze import analyze
+
+    rows = "".join(f"s{i},{i},k{i % 3},{str(i % 4 == 0).lower()},0.25,1\n" for i in range(240))
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "sessions.csv").write_text(HEADER + rows)
+    analyze(str(log), tmp_path / "out", track_run=False, design=False, prescribe=True)
+    report = (tmp_path / "out" / "report.md").read_text()
+    section = report.split("## Prescriptions for this deployment")[1]
+    assert (
+        "Held at their estimates, with no SE to draw from (the log does not pin them down), "
+        "so no prescription covers their uncertainty: rates.mean, rates.concentration."
+    ) in section

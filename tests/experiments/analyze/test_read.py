@@ -206,3 +206,69 @@ def test_iso_timestamps_read_as_seconds(tmp_path):
     s = read_log(_write(tmp_path / "log", f).parent).sessions
     assert s.time_unit == "seconds"
     assert np.allclose(np.diff(s.time), 60.0)
+
+
+@pytest.mark.parametrize(
+    ("content", "row"),
+    [
+        (b"null\n", 1),  # pyarrow's reader crashed the process (a segmentation fault)
+        (b'\n null\n{"session_id": "s1"}\n', 2),
+        (b"[1, 2]\n", 1),  # was a TypeError traceback, exit 1
+        (b"5\n", 1),
+        (b'{"session_id": "s1"}\n[1]\n', None),  # pyarrow: "changed from object to array"
+        (b'{"session_id": "s1"}\n5\n', None),
+    ],
+)
+def test_json_lines_that_are_not_objects_refused(tmp_path, content, row):
+    """A sessions.jsonl line that is JSON but not an object is a file not in the format
+    its name says: refused naming the file (and the line, when it is the first), exit 2."""
+    d = tmp_path / "log"
+    d.mkdir()
+    (d / "sessions.jsonl").write_bytes(content)
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.analyze", str(d), "--out", str(tmp_path / "out"),
+         "--no-track"],
+        capture_output=True, text=True, cwd=Path(__file__).parents[3],
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-500:]
+    where = str(d / "sessions.jsonl") + ("" if row is None else f", row {row}")
+    assert f"analyze: {where}: " in done.stderr
+    assert "a JSON Lines file of one object per row" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl"])
+def test_an_empty_required_number_is_named_as_empty(tmp_path, fmt):
+    """An explore_rate left empty (a session that matched nothing, logged without a rate)
+    was refused as "nan is not allowed": a value the file does not hold. It is named as
+    the empty cell it is."""
+    frame = _frame().astype({"explore_rate": object})
+    frame.loc[3, "explore_rate"] = None
+    path = _write(tmp_path / "log", frame.astype({"explore_rate": float}), fmt)
+    with pytest.raises(LogError) as err:
+        read_log(tmp_path / "log")
+    assert (err.value.file, err.value.row, err.value.column) == (str(path), 4, "explore_rate")
+    assert "row 4, column 'explore_rate': '' is not allowed: a number in [0, 1)" in str(err.value)
+
+
+def test_a_prior_revision_the_revisions_table_lacks_is_refused(tmp_path):
+    """A revision whose prior_revision is not listed was replayed against a prior with no
+    runs (every run must name a listed revision, so none can be the prior's): the gates
+    judged it on nothing and the report counted their agreement. Refused like a run
+    naming an unlisted revision."""
+    d = tmp_path / "log"
+    _write(d, _frame())
+    revs = pd.DataFrame({"key": ["a", "a"], "revision": ["r1", "r2"],
+                         "prior_revision": ["", "r0"], "proposed_at": [0, 10]})  # fmt: skip
+    runs = pd.DataFrame({"key": ["a", "a"], "revision": ["r1", "r2"], "ok": [True, False],
+                         "time": [1, 11]})  # fmt: skip
+    revs_path = _write(d, revs, name="revisions")
+    _write(d, runs, name="runs")
+    with pytest.raises(LogError) as err:
+        read_log(d)
+    e = err.value
+    assert (e.file, e.row, e.column, e.value) == (str(revs_path), 2, "prior_revision", "r0")
+    assert e.allowed == "a revision of key 'a' listed in this file, or empty for a first revision"

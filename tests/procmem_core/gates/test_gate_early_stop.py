@@ -11,7 +11,9 @@ from procmem_core.errors import ParameterError
 from procmem_core.gates import (
     ACCEPT_CODE,
     REVERT_CODE,
+    CalibratedSPRTGate,
     DesignQuestion,
+    RevisionStats,
     TwoSampleGate,
     design_gate,
     make_gate,
@@ -20,10 +22,13 @@ from procmem_core.gates import (
 )
 from procmem_core.gates.cap_scan import cap_scan
 from procmem_core.gates.design import answer, families
+from procmem_core.gates.design_scans import SEARCH_POINTS
 from procmem_core.gates.early_stop import (
     FrontierPoint,
     Objective,
+    _loosest,
     choose,
+    frontier,
     null_runs_bound,
     null_runs_ceiling,
 )
@@ -168,6 +173,9 @@ def test_choose_follows_the_objective():
         ({"objective": "fastest"}, "objective"),
         ({"objective": "mixed", "weight": 1.5}, "weight"),
         ({"objective": "mixed", "weight": -0.1}, "weight"),
+        # a weight the objective would ignore (the command line refused it; the API did not)
+        ({"objective": "null_runs", "weight": 0.3}, "weight.*only the mixed objective"),
+        ({"objective": "max_runs", "weight": 0.0}, "weight.*only the mixed objective"),
     ],
 )
 def test_bad_objective_is_refused(kwargs, fragment):
@@ -182,6 +190,49 @@ def test_crossing_boundaries_are_refused_naming_both_levels():
         TwoSampleGate(accept_shrink=0.5, final_level=1.0)
 
 
+@pytest.mark.parametrize("cls", [TwoSampleGate, CalibratedSPRTGate])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("final_level", float("nan")), ("final_level", "1.0"), ("final_level", True),
+     ("accept_level", True), ("revert_level", False)],
+)  # fmt: skip
+def test_hand_given_levels_that_are_not_numbers_are_refused(cls, field, value):
+    """A level given by hand is a number: a NaN final level made the calibrated SPRT's exact
+    analysis lose mass (P(revert) + P(accept) 0.047 at ledger 5, max_runs 5) and the
+    two-sample test never revert at its cap ("revert iff lambda >= nan"); a string or a
+    bool was taken as given."""
+    kwargs = {"final_level": 1.0, "max_runs": 5, "ledger": 5, field: value}
+    with pytest.raises(ParameterError, match=field) as err:
+        cls(**kwargs)
+    assert err.value.field == field and "a number" in err.value.allowed
+
+
+def test_an_accept_reason_states_the_accept_statistic_it_compared():
+    """The accept reason gives the accept statistic against ``accept_level`` (it said "the
+    observed drop is below the accept boundary -1.0": a drop of -0.3 is no such thing, and
+    the statistic it compared was not shown); the observed drop is given beside it."""
+    gate = TwoSampleGate(max_runs=40, ledger=10, revert_level=2.0, accept_level=-1.0,
+                         final_level=0.5, accept_shrink=4.0, recalibrate=False)  # fmt: skip
+    conc = (True, False) * 5
+    for k in range(3, 11):
+        prior = RevisionStats(runs=10 + k, successes=5 + sum(conc[:k]), concurrent=conc[:k])
+        d = gate.decide(prior, RevisionStats(runs=k, successes=k, outcomes=(True,) * k))
+        if d.verdict == "accept":
+            break
+    b, n = 5 + sum(conc[:k]), 10 + k
+    stat = float(drop_statistics(k, k, b, n, 0.15, 4.0)[1])
+    assert d.reason_code == "accept_boundary" and stat <= -1.0
+    assert d.reason.startswith(f"accept statistic={stat:.4f} <= accept_level=-1.0000")
+    assert f"(the observed drop {b / n - 1:.4f})" in d.reason
+    early = gate.decide(RevisionStats(runs=10, successes=5), RevisionStats(runs=0, successes=0))
+    assert early.reason_code == "too_few_runs"  # no comparison yet: no drop to state
+
+
+def test_a_bool_accept_shrink_is_refused():
+    with pytest.raises(ParameterError, match="accept_shrink"):
+        TwoSampleGate(accept_shrink=True, final_level=1.0)
+
+
 @pytest.mark.slow
 def test_max_runs_objective_keeps_the_former_answer():
     """``objective="max_runs"``: the former search (smallest cap, its loosest accept level,
@@ -193,9 +244,42 @@ def test_max_runs_objective_keeps_the_former_answer():
     pick = {a.design: a for a in by_cap.answers if a.family == "two_sample"}["concurrent"]
     new = {a.design: a for a in by_null.answers if a.family == "two_sample"}["concurrent"]
     assert pick.config.get("accept_shrink") is None and not pick.frontier
-    assert new.feasible and new.frontier and new.config["accept_shrink"] == 4.0
+    # the frontier tries both accept statistics: here the variance at 1/4 stops sooner
+    assert new.feasible and new.frontier and new.config["accept_shrink"] is None
     assert new.runs_null[0] <= pick.runs_null[0]
     assert new.max_runs >= pick.max_runs
+
+
+def test_null_runs_takes_the_accept_statistic_that_stops_sooner():
+    """The frontier tries both accept statistics per cap (``early_stop.frontier``): at this
+    question the variance at 1/4 stops sooner than the shrunk one (the search over the
+    shrunk one alone answered 19.0 pairs when nothing changed, more than the ``max_runs``
+    objective's 14.3; exact, certified)."""
+    q = DesignQuestion(min_drop=0.3, ledger=40, p0_low=0.4, p0_high=0.95, max_runs=60)
+    by_null = {a.design: a for a in design_gate(q).answers if a.family == "two_sample"}
+    old = DesignQuestion(**{**q.__dict__, "objective": "max_runs"})
+    by_cap = {a.design: a for a in design_gate(old).answers if a.family == "two_sample"}
+    for design in ("fixed", "concurrent"):
+        new, pick = by_null[design], by_cap[design]
+        assert new.feasible and new.config["accept_shrink"] is None
+        assert new.false_revert <= q.alpha and new.power >= 1 - q.beta
+        assert new.runs_null[0] < pick.runs_null[0]
+    assert by_null["fixed"].runs_null[0] == pytest.approx(12.74, abs=0.01)
+    assert by_cap["fixed"].runs_null[0] == pytest.approx(14.28, abs=0.01)
+    # the answer's frontier is, per cap, the better of the two statistics' loosest levels
+    new = by_null["fixed"]
+    fixed = next(f for f in families(q) if f.name == "two_sample" and f.design == "fixed")
+    params = {**fixed.early_stop, "revert_level": new.config["revert_level"]}
+    grid, caps = q.p0_range.grid(SEARCH_POINTS), np.array([p.max_runs for p in new.frontier])
+    assert list(frontier(params, grid, q.alpha, q.beta, caps)) == list(new.frontier)
+    shrunk = _loosest(params, grid, q.alpha, q.beta, caps)
+    plain = _loosest({**params, "accept_shrink": None}, grid, q.alpha, q.beta, caps)
+    assert [p.accept_shrink for p in shrunk] == [4.0] * len(shrunk)
+    assert [p.accept_shrink for p in plain] == [None] * len(plain)
+    for pt in new.frontier:
+        runs = [p.runs_null for p in shrunk + plain if p.max_runs == pt.max_runs]
+        assert pt.runs_null == min(runs)
+    assert [p.accept_shrink for p in new.frontier] == [None]
 
 
 @pytest.mark.parametrize(("p0", "p"), [(0.5, 0.5), (0.8, 0.55), (0.35, 0.6)])

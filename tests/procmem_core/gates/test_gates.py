@@ -14,7 +14,9 @@ from procmem_core.errors import ParameterError
 from procmem_core.gates import (
     ACCEPT,
     CONTINUE,
+    CONTINUE_CODE,
     REVERT,
+    REVERT_CODE,
     VERDICT_CODES,
     VERDICT_NAMES,
     BatchDecision,
@@ -342,6 +344,21 @@ def test_cost_gate_reverts_or_stays_silent(prior, revision, verdict, excess):
     assert (d.verdict, d.gate) == (verdict, "cost")
     assert d.statistic == pytest.approx(excess)
     assert d.verdict != ACCEPT  # the cost gate never accepts on its own
+
+
+@pytest.mark.parametrize(("cost", "verdict"), [(0.1125, CONTINUE), (0.1126, REVERT)])
+def test_cost_gate_reads_exactly_25_percent_above_as_within(cost, verdict):
+    """The seed reverts a revision whose successful runs cost *more than* 25 % above the
+    prior's. Prior successes at 0.09 and the revision's at 0.1125 are exactly 25 % above
+    in decimals, but 0.09 * 1.25 is 0.11249999999999999 in binary floats, so the gate
+    reverted (48 of the boundaries a / 100 * 1.25 for a = 1..399 did); the margin gate
+    already counts a difference within 1e-12 of its margin as equal. Both the scalar
+    ``decide`` and the vectorized ``run_codes`` read it now as within."""
+    gate = CostGate()
+    prior = RevisionStats(5, 5, (0.09,) * 5)
+    assert gate.decide(prior, RevisionStats(5, 5, (cost,) * 5)).verdict == verdict
+    codes = gate.run_codes(np.ones((1, 5), bool), 0.8, np.full((1, 5), cost), np.full((1, 5), 0.09))
+    assert codes[0, -1] == (REVERT_CODE if verdict == REVERT else CONTINUE_CODE)
 
 
 def test_outcomes_are_bools_or_0_1_never_read_by_truth_value():

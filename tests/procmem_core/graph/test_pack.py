@@ -121,6 +121,18 @@ def test_flat_withholds_the_highest_confidence_shown_procedure_without_backfill(
     assert pack_flat(procs[:1], explore_rate=1.0, rng=rng()).text == build_system_prompt([])
 
 
+def test_flat_withholding_removes_one_listing_of_a_procedure_listed_twice():
+    """The seed's prompt shows a procedure listed twice twice; withholding the top one
+    removes that listing only. Before, every listing of the same object was removed: the
+    text showed B alone while shown_titles said ('A', 'B')."""
+    a, b = Procedure("A", "t", "d", confidence=0.9), Procedure("B", "t", "d", confidence=0.7)
+    for procs in ([a, a, b], [b, a, a]):
+        pack = pack_flat(procs, explore_rate=1.0, rng=rng())
+        assert pack.withheld_titles == ("A",) and pack.shown_titles == ("A", "B")
+        assert pack.text == build_system_prompt([a, b])
+        assert pack.text.count("A\n") == 1
+
+
 def test_flat_withholding_follows_the_same_rule_and_stream():
     procs = flat_procedures()
     r = rng(9)

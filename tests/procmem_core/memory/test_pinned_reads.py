@@ -71,3 +71,25 @@ def test_a_missing_id_and_an_unreadable_one_look_alike(backend) -> None:
     with pytest.raises(UnknownRecord) as err:  # auth off: the plain error
         m.get("mem_999")
     assert type(err.value) is UnknownRecord
+
+
+def test_a_pinned_token_writes_no_other_users_row(backend) -> None:
+    """A token pinned to u1 speaks for u1 only: before, ``set(..., key=, user_id="u2")``
+    replaced u2's private keyed row in place (its text became the token's) and a row under
+    u2 was created for u2's reads. Now both are refused and nothing changes; its own user,
+    the shared zone and the agent's row (what it reads and may delete) are still written."""
+    m = backend.memory
+    held = m.set("u2 salary 90k", key="profile", namespace="team-a", principal=ROOT, user_id="u2")
+    for key in ("profile", None):
+        with pytest.raises(AccessDenied, match="its pin"):
+            m.set("rewritten by u1's token", key=key, namespace="team-a", user_id="u2",
+                  principal=PIN_U1)  # fmt: skip
+        with pytest.raises(AccessDenied, match="its pin"):
+            m.set_procedural("not a body", namespace="team-a", user_id="u2", principal=PIN_U1)
+    assert [(r.record_id, r.user_id, r.text) for r in backend.reopen().memory.records()] == [
+        (held.record_id, "u2", "u2 salary 90k")
+    ]
+    m = backend.memory
+    written = [m.set(f"as {u}", namespace="team-a", user_id=u, principal=PIN_U1).user_id
+               for u in ("u1", None, "-")]  # fmt: skip
+    assert written == ["u1", None, "-"]
