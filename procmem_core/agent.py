@@ -13,7 +13,9 @@ an agent's calls stay unambiguous when forks share a key across namespaces; ``ma
 ``list`` search and list the agent's namespace (``namespace=`` another).
 
 Every call runs the store's own method in a worker thread (``asyncio.to_thread``), one at
-a time per ``Agent`` (an ``asyncio.Lock``), so the event loop is never blocked and the
+a time per ``Agent`` (a thread lock taken in the worker, so calls from other threads,
+each with its own event loop, wait too; a call waits its turn among its own loop's calls
+in order, on that loop's ``asyncio.Lock``), so the event loop is never blocked and the
 store sees the same calls a synchronous caller makes. The SDK's defaults hold:
 ``evolve`` sends ``gate_min_runs=5`` and ``gate_margin=0.05`` unless told otherwise, with
 the server's default ``gate_mode="sprt"`` (so the SPRT decides from run 5 on; the margin
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -72,8 +76,9 @@ class _Calls:
         return key if "/" in key else f"{self._owner.namespace}/{key}"
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        async with self._owner.lock:
-            return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+        owner = self._owner
+        async with owner.loop_lock():  # this loop's calls in the order they were made
+            return await asyncio.to_thread(owner.locked, functools.partial(fn, *args, **kwargs))
 
 
 class ProcedureAPI(_Calls):
@@ -208,9 +213,27 @@ class Agent:
         self.store = ProcedureStore() if store is None else store
         self.queue = LearningsQueue() if queue is None else queue
         self.principal = principal or Principal(agent or org, role="admin", agent=agent)
-        self.lock = asyncio.Lock()
+        self.lock = threading.Lock()  # one call at a time, whichever thread or loop
+        self._loop_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._guard = threading.Lock()
         self.procedure = ProcedureAPI(self)
         self.learnings = LearningsAPI(self)
+
+    def loop_lock(self) -> asyncio.Lock:
+        """The running event loop's own ``asyncio.Lock`` (an ``asyncio.Lock`` binds to
+        one loop): a loop's calls wait their turn in order without blocking it."""
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            lock = self._loop_locks.get(loop)
+            if lock is None:
+                lock = self._loop_locks[loop] = asyncio.Lock()
+            return lock
+
+    def locked(self, call: Callable[[], T]) -> T:
+        """``call()`` under the agent's thread lock (in the worker thread): calls from
+        other threads and their event loops wait for it."""
+        with self.lock:
+            return call()
 
     async def __aenter__(self) -> Agent:
         return self

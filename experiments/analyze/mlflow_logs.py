@@ -8,7 +8,9 @@
   one session each: its id (``procmem.session_id``), ``time`` the session index, the
   ``prompt_build`` span's ``top_key``, ``withheld`` and ``shown_keys``, ``outcome`` the
   ``outcome`` feedback (empty when none was attached) and ``explore_rate`` the run's param
-  ``live.explore_rate``.
+  ``live.explore_rate``; only the sessions the run logged (its ``success`` steps): a
+  run stopped mid-round traced sessions its log does not keep, and a resumed run whose
+  restored sessions were traced by an earlier run is refused, naming ``runs:/``.
 - ``experiments:/<name>``: every session trace of the experiment's runs as one log
   (``time``: the trace's start in milliseconds, as indexes restart in each run; a session
   id in two runs, e.g. a run and its resume, is refused as a duplicate).
@@ -31,6 +33,8 @@ RUN_PREFIX = "runs:/"
 TRACES_PREFIX = "traces:/"
 EXPERIMENT_PREFIX = "experiments:/"
 EXPLORE_PARAM = "live.explore_rate"
+SESSION_STEP = "success"
+"""The live job's step metric: one step per session its log holds (session index)."""
 FOLDER = "tables"
 
 
@@ -131,6 +135,26 @@ def _row(trace: Any, one_run: bool, rate: float, source: str) -> dict[str, Any]:
     }
 
 
+def _logged(rows: list[dict[str, Any]], client: Any, source: str) -> list[dict[str, Any]]:
+    """The rows of the sessions the run logged: the steps of its ``success`` metric (one
+    per session its ``sessions.csv`` holds). A run stopped while a round ran traced
+    sessions after the one that stopped it, which its log does not keep: left out. A
+    resumed run logged the sessions it restored, whose traces the run it resumed holds:
+    refused, naming the run's own log. A run with no such steps is read as traced."""
+    run_id = source[len(TRACES_PREFIX) :].strip("/")
+    steps = {m.step for m in client.get_metric_history(run_id, SESSION_STEP)}
+    if not steps:
+        return rows
+    missing = sorted(steps - {r["time"] for r in rows})
+    if missing:
+        raise LogError(
+            source, None, None, f"{len(missing)} of its {len(steps)} sessions untraced",
+            f"a run that traced every session it logged (a resumed run's restored sessions "
+            f"were traced by the run it resumed): read runs:/{run_id}",
+        )  # fmt: skip
+    return [r for r in rows if r["time"] in steps]
+
+
 def trace_sessions(source: str, tracking_uri: str | None) -> Table:
     """The sessions table rebuilt from session traces (module doc), in time order."""
     traces, client, one_run = _traces(source, tracking_uri)
@@ -139,6 +163,8 @@ def trace_sessions(source: str, tracking_uri: str | None) -> Table:
     for t in traces:
         run_id = t.info.trace_metadata.get("mlflow.sourceRun")
         rows.append(_row(t, one_run, _rate(client, run_id, rates, source), source))
+    if one_run:
+        rows = _logged(rows, client, source)
     rows.sort(key=lambda r: (r["time"], r["session_id"]))
     cols: dict[str, Any] = {}
     for name in rows[0]:

@@ -54,6 +54,8 @@ EVOLVE_EVERY = 10
 class GraphMemory:
     """Graph procedures in a ``ProcedureStore`` behind an ``Agent``; see the module doc."""
 
+    kind = "graph"  # live.memory, written in each journal record
+
     def __init__(
         self,
         explore_rate: float,

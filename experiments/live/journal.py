@@ -11,7 +11,7 @@ sessions an uninterrupted run would (no session twice, none missing).
 version 1): ``session_id``, ``time`` (the session index, an integer that orders them),
 ``top_key``, ``withheld``, ``explore_rate``, ``outcome``, and the optional ``agent``,
 ``namespace``, ``shown_keys`` (a JSON list) and ``score``; extra columns ``task_id`` and
-``tokens`` (billed tokens of the session's calls).
+``tokens`` (the tokens the endpoint reported for the session's calls).
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from experiments.live.session import (
 )
 from experiments.live.tasks import Task
 from procmem_core.errors import ParameterError, ProcmemError
+from procmem_core.learn import CallRecord
 
 PROMPT_TOKENS_PER_PROCEDURE = 40
 EXTRACTION_PROMPT_TOKENS = 450
@@ -59,6 +60,10 @@ class LoopSettings:
     agent: str = "fincoach"
     budget_tokens: int | None = None
 
+    def session_id(self, index: int) -> str:
+        """Session ``index``'s id: ``<agent>-<seed>-<index, at least 5 digits>``."""
+        return f"{self.agent}-{self.seed}-{index:05d}"
+
     def plan(self, tasks: Sequence[Task], index: int) -> Plan:
         """Session ``index``'s task, withholding draw, round and whether it extracts."""
         rng = np.random.default_rng([self.seed, index])
@@ -66,7 +71,7 @@ class LoopSettings:
         withhold = bool(rng.random() < self.explore_rate)
         return Plan(
             index=index,
-            session_id=f"{self.agent}-{self.seed}-{index:05d}",
+            session_id=self.session_id(index),
             round=index // self.extract_every,
             task=task,
             withhold=withhold,
@@ -148,14 +153,17 @@ class LiveLoop:
         applying it would mix two runs' sessions in one log."""
         plan = self.settings.plan(self.tasks, record["index"])
         extracted = record.get("learned") is not None or record.get("learn_error") is not None
-        found = (record["session_id"], record["task_id"], record.get("explore_rate"), extracted)
-        expected = (plan.session_id, plan.task.id, self.settings.explore_rate, plan.extract)
+        kind = self.memory.kind  # a journal written before records named it: not checked
+        found = (record["session_id"], record["task_id"], record.get("explore_rate"), extracted,
+                 record.get("memory", kind))  # fmt: skip
+        expected = (plan.session_id, plan.task.id, self.settings.explore_rate, plan.extract, kind)
         if found != expected:
             raise ParameterError(
                 "live.journal", str(self.journal.path),
                 f"a journal this config wrote (resume=true): its session {record['index']} "
-                f"has (session_id, task_id, explore_rate, extracted) = {found}, this config "
-                f"plans {expected}; resume with the config that wrote it, or without resume",
+                f"has (session_id, task_id, explore_rate, extracted, memory) = {found}, this "
+                f"config plans {expected}; resume with the config that wrote it, or without "
+                "resume",
             )  # fmt: skip
 
     def run(self, budget: TokenBudget, resume: bool = False) -> list[dict]:
@@ -164,7 +172,9 @@ class LiveLoop:
         start = self.restore(resume)
         if self.records:  # the resumed sessions' steps, so this run's history has every one
             self.on_round(list(self.records))
-        budget.spent += sum(r["tokens"] for r in self.records)
+        # the restored sessions' calls as the budget charged them (session.billed), not
+        # their reported tokens: an endpoint without usage reports 0
+        budget.charge([CallRecord(**c) for r in self.records for c in r["calls"]])
         size = self.settings.extract_every
         with cf.ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
             for first in range(start, self.settings.sessions, size):
@@ -192,6 +202,7 @@ class LiveLoop:
                 done.append(record)
         for record in done:
             record["explore_rate"] = self.settings.explore_rate
+            record["memory"] = self.memory.kind
             record["partial"] = failure is not None
             self.apply(record)
         self.journal.append(done)

@@ -41,6 +41,8 @@ class Pack:
 class FlatMemory:
     """Flat procedure records by key, in the order they were learned."""
 
+    kind = "flat"  # live.memory, written in each journal record
+
     rule: FlatRule
     threshold: float
     limit: int

@@ -57,7 +57,7 @@ from procmem_core.graph.keys import check_namespace
 from procmem_core.graph.packlog import COLUMNS as PACK_LOG_COLUMNS
 from procmem_core.learn import LLMConfig
 from procmem_core.learn.reply_cache import ReplyCache
-from procmem_core.limits import check_identifier
+from procmem_core.limits import MAX_IDENTIFIER, check_identifier
 from simulators.llm_server import OfflineServer
 from simulators.result import ScenarioResult
 
@@ -169,6 +169,11 @@ def settings_from_config(cfg: DictConfig) -> LiveSettings:
     if live["memory"] == "graph":  # the store's own rules, checked before any call
         within("live", lambda: check_namespace(namespace))
         within("live", lambda: check_identifier("agent", loop.agent))
+        longest = loop.session_id(sessions - 1)  # the store takes ids of MAX_IDENTIFIER
+        if len(longest) > MAX_IDENTIFIER:
+            raise ParameterError("live.agent", loop.agent, f"a name that keeps the session "
+                                 f"ids within {MAX_IDENTIFIER} characters ({longest[-30:]!r}: "
+                                 f"{len(longest)})")  # fmt: skip
     return LiveSettings(
         loop=loop, tasks=tasks, memory=live["memory"], endpoint=endpoint, llm=llm,
         extractor=_role(llm, live.get("extractor"), "live.extractor"),
@@ -220,15 +225,34 @@ def _endpoints(settings: LiveSettings) -> Iterator[tuple[Endpoint, Endpoint, End
     try:
         url = server.start().base_url if server is not None else None
         made = []
-        for fields in (settings.llm, settings.extractor, settings.judge):
-            config = LLMConfig.from_mapping({**fields, "base_url": url or fields["base_url"]})
-            made.append(Endpoint(preflight(config), config, cache))
+        roles = {"llm": settings.llm, "live.extractor": settings.extractor,
+                 "live.judge": settings.judge}  # fmt: skip
+        for role, fields in roles.items():
+            # a role's own base_url (live.judge.base_url) wins over the offline server's
+            config = LLMConfig.from_mapping({**fields, "base_url": fields["base_url"] or url})
+            try:
+                made.append(Endpoint(preflight(config), config, cache))
+            except ParameterError as exc:
+                raise _named(exc, role, fields, settings.llm) from None
         yield made[0], made[1], made[2]
     finally:
         if server is not None:
             server.stop()
         if cache is not None:
             cache.close()
+
+
+def _named(
+    exc: ParameterError, role: str, fields: dict[str, Any], agent: dict[str, Any]
+) -> ParameterError:
+    """``exc`` (``api_key_env`` or ``llm.base_url`` refused at the start) named by the key
+    that set the value: the role's own (``live.judge.base_url``) when it overrides the
+    agent's, else the agent's (``llm.*``)."""
+    name = exc.field.rsplit(".", 1)[-1]
+    if name not in fields:
+        return exc
+    group = role if fields.get(name) != agent.get(name) else "llm"
+    return ParameterError(f"{group}.{name}", exc.value, exc.allowed)
 
 
 def journal_path(cfg: DictConfig, settings: LiveSettings) -> Path:

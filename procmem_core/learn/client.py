@@ -184,15 +184,29 @@ def _send(client: OpenAI, config: LLMConfig, request: dict[str, Any], purpose: s
     choice = response.choices[0]
     usage = response.usage
     details = getattr(usage, "completion_tokens_details", None) if usage else None
+    prompt, completion = _usage_counts(usage)
     return CachedReply(
         content=choice.message.content or "",
         finish_reason=choice.finish_reason,
-        prompt_tokens=usage.prompt_tokens if usage else 0,
-        completion_tokens=usage.completion_tokens if usage else 0,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
         reasoning_tokens=(getattr(details, "reasoning_tokens", None) or 0),
         response_id=response.id,
         model=response.model,
     )
+
+
+def _usage_counts(usage: Any) -> tuple[int, int]:
+    """The prompt and completion tokens a reply's ``usage`` reports. A count that is null
+    or absent (some OpenAI-compatible servers send only ``total_tokens``, or nulls) is 0,
+    and a missing completion count is ``total_tokens`` less the prompt's; no ``usage``
+    at all reports (0, 0)."""
+    prompt = getattr(usage, "prompt_tokens", None) or 0
+    completion = getattr(usage, "completion_tokens", None)
+    if completion is None:
+        total = getattr(usage, "total_tokens", None) or 0
+        completion = max(total - prompt, 0)
+    return prompt, completion
 
 
 def complete_checked(

@@ -5,7 +5,8 @@ bootstrap over the fitted parameters (docs/statistics.md, "Reading a deployment'
 Draws (``parameter_draws``), every fitted parameter with an SE from its fitted sampling
 distribution, independently (world.json keeps no covariances), in this order from one
 generator: ``m ~ N(m_hat, se)`` (clipped to [0.02, 0.98]), ``log kappa ~ N(log kappa_hat,
-se / kappa_hat)`` (both fitted on those scales), the lifts' mean ``mu ~ N(mu_hat, se)``
+se / kappa_hat)`` (both fitted on those scales; log kappa clipped to the fit's range,
++-LOG_KAPPA_MAX), the lifts' mean ``mu ~ N(mu_hat, se)``
 and spread ``log sigma ~ N(log sigma_hat, se / sigma_hat)``, the users' ``user_sd`` and
 ``icc`` (normal at their bootstrap SE, clipped to [0, 1)), the missing-rating rate
 (normal, clipped to [0, 0.99]) and the mean delay (normal, at least 0); ``a`` and ``b``
@@ -52,7 +53,7 @@ from procmem_core.flat.design_table import still_shown
 from procmem_core.flat.fate import flat_fate
 from procmem_core.gates import DesignQuestion, FamilyAnswer, design_gate
 from procmem_core.logs.lifts import sized_lift
-from procmem_core.logs.world import Param, withheld_rate
+from procmem_core.logs.world import LOG_KAPPA_MAX, Param, withheld_rate
 
 DRAWS = 200
 
@@ -75,8 +76,11 @@ def draws(rates: dict, rng: np.random.Generator, n: int = DRAWS) -> tuple[np.nda
     m_se = m.se if np.isfinite(m.se) else 0.0
     k_se = k.se / k.value if np.isfinite(k.se) else 0.0
     ms = np.clip(rng.normal(m.value, m_se, n), 0.02, 0.98)
-    ks = np.exp(rng.normal(np.log(k.value), k_se, n))
-    return ms, ks
+    # within the fit's own range of kappa, e^-LOG_KAPPA_MAX to e^LOG_KAPPA_MAX (a kappa fitted
+    # at a boundary, every shown session failed, has an SE thousands of times its value:
+    # unclipped, its log-normal draws overflowed to inf and the gate's beta quantiles failed)
+    log_ks = np.clip(rng.normal(np.log(k.value), k_se, n), -LOG_KAPPA_MAX, LOG_KAPPA_MAX)
+    return ms, np.exp(log_ks)
 
 
 def _normal(p: Param, rng: np.random.Generator, n: int, low: float = -np.inf,

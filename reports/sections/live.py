@@ -153,7 +153,8 @@ def _answer(
         int((effect & (lifts["lift"] < 0)).sum()),
     )
     verdict = (
-        "helped" if helped else "hurt" if hurt
+        "helped with some procedures and hurt with others" if helped and hurt
+        else "helped" if helped else "hurt" if hurt
         else "made no difference that these sessions can detect"
     )  # fmt: skip
     tested = f"{len(lifts)} procedures tested" + (

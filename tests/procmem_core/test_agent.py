@@ -4,6 +4,7 @@ example runs with only its import changed."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -87,6 +88,34 @@ def test_record_run_carries_the_agent_and_concurrent_calls_all_land():
     assert sum(r.ok for r in ledger) == 20
     assert located.key == "procedure_deploy"
     assert forked["namespace"] == "ops-2" and forked["procedure"].runs == 0
+
+
+def test_one_agent_called_from_threads_with_their_own_event_loops_lands_every_call():
+    """The stores are thread-safe, and so is the facade: three threads, each running its
+    own event loop (``asyncio.run``), record 40 runs each at once through one agent. Its
+    ``asyncio.Lock`` bound itself to the first loop that waited on it: the others raised
+    'is bound to a different event loop' and one thread hung (1 run landed of 120)."""
+    bot = Agent(org="acme", namespace="support", agent="triage-bot")
+    added = asyncio.run(bot.procedure.add("refund request", "a refund", ["a", "b", "c"]))
+    key, errors = added["memory_key"], []
+
+    async def record(n: int) -> None:
+        runs = (bot.procedure.record_run(key, ["n1"], ok=i % 2 == 0) for i in range(n))
+        await asyncio.gather(*runs)
+
+    def thread() -> None:
+        try:
+            asyncio.run(record(40))
+        except Exception as exc:  # reported below, with the threads left hanging
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=thread, daemon=True) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads) and errors == []
+    assert bot.store.get(f"support/{key}").runs == 120
 
 
 def test_learnings_list_and_review_through_the_agent():

@@ -18,7 +18,7 @@ from procmem_core.logs.prescribe import (
     inflation,
     parameter_draws,
 )
-from procmem_core.logs.world import Param
+from procmem_core.logs.world import LOG_KAPPA_MAX, Param
 
 RATES = {"mean": Param(0.6, 0.03), "concentration": Param(20.0, 5.0)}
 
@@ -82,6 +82,19 @@ def test_gate_range_holds_every_draw():
     assert p.details["p0_low"] <= max(0.16, stats.beta.ppf(0.05, ms * ks, (1 - ms) * ks).min())
     assert p.details["p0_high"] >= min(0.95, stats.beta.ppf(0.95, ms * ks, (1 - ms) * ks).max())
     assert p.meets == ("config" in p.details)
+
+
+def test_a_concentration_fitted_at_a_boundary_draws_within_the_fits_range():
+    """Every shown session failed (a live graph run's first 12 sessions): the fit put
+    kappa at 1.0e-11 with an SE of 1.2e-8, so its log-normal draws (sigma 1186 on log
+    kappa) overflowed to inf and ``gate``'s beta quantiles raised OverflowError, ending
+    ``python -m experiments.analyze``. The draws now stay within the fit's own range."""
+    rates = {"mean": Param(2.07e-18, 3.48e-15), "concentration": Param(1.03e-11, 1.22e-8)}
+    ms, ks = draws(rates, np.random.default_rng(0))
+    assert np.isfinite(ks).all() and (ks > 0).all()
+    assert np.log(ks).max() <= LOG_KAPPA_MAX + 1e-9 and np.log(ks).min() >= -LOG_KAPPA_MAX - 1e-9
+    p = gate(ms, ks, DesignQuestion(max_runs=40))
+    assert 0.16 <= p.details["p0_low"] < p.details["p0_high"] <= 0.95
 
 
 def test_the_gate_prescription_gives_the_sessions_of_both_arms():

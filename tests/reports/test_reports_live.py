@@ -94,6 +94,26 @@ def test_runs_of_different_configurations_are_not_averaged_together(sweep_of, tm
     assert tables[0].frame["sessions"].tolist() == expected["count"].tolist()
 
 
+def test_a_memory_whose_procedures_lift_and_lower_success_is_not_said_to_have_helped(
+    sweep_of, tmp_path
+):
+    """k lifts success by +0.6 and j lowers it by 0.6, both effects: the opening said
+    'The memory helped: 1 of the 2 procedures tested lifted success and 1 lowered it'."""
+    hurt = known_sessions(8).iloc[:20].assign(
+        top_key="j", outcome=lambda f: 1 - f["outcome"], time=lambda f: f["time"] + 25,
+        session_id=lambda f: "t" + f["time"].astype(str),
+    )  # fmt: skip
+    result = result_of(pd.concat([known_sessions(8), hurt], ignore_index=True), tmp_path / "a")
+    lifts = result.tables["lifts"].set_index("key")
+    assert lifts.loc["k", "effect"] and lifts.loc["k", "lift"] > 0
+    assert lifts.loc["j", "effect"] and lifts.loc["j", "lift"] < 0
+    said = live_section(sweep_of([({"live.seed": 0}, result)])).said
+    assert said.startswith(
+        "The memory helped with some procedures and hurt with others: 1 of the 2 "
+        "procedures tested lifted success and 1 lowered it"
+    )
+
+
 def test_no_withheld_session_says_the_lift_cannot_be_estimated(sweep_of, tmp_path):
     result = result_of(known_sessions().assign(withheld=False), tmp_path / "a")
     assert result.tables["lifts"].empty

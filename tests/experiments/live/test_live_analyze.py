@@ -15,6 +15,7 @@ from experiments.analyze import analyze
 from experiments.analyze.read import read_log
 from experiments.job import JobContext, run_job
 from experiments.run import compose_job
+from procmem_core.logs import LogError
 
 
 @pytest.mark.slow
@@ -50,3 +51,39 @@ def test_a_live_runs_traces_and_artifacts_give_the_lifts_of_its_sessions(
         sessions.loc[sessions["withheld"], "top_key"].eq("").sum())  # fmt: skip
     client = MlflowClient(f"sqlite:///{tracking_store}")
     assert client.get_run(run_id).data.params["live.explore_rate"] == "0.3"
+
+
+@pytest.mark.slow
+def test_traces_of_a_stopped_run_and_its_resume_read_as_their_logs_or_are_refused(
+    tmp_path, tracking_store, foreign_tasks
+):
+    """A run stopped by its budget (concurrency 4) traced sessions its log does not keep
+    (finished after the one the budget stopped); its resume traced only the sessions it
+    ran, not the ones it restored. ``traces:/`` read them as logs: the resume's 20 of
+    its 40 sessions gave a lift of +0.13 where its sessions.csv gives +0.46. Now a run's
+    traces are its logged sessions (the ``success`` steps), and a run whose logged
+    sessions were traced elsewhere is refused naming ``runs:/``."""
+    with ForeignServer(padding=2000) as server:
+        over = foreign_overrides(
+            server, foreign_tasks, tmp_path / "j.jsonl", sessions=40, extract_every=5,
+            explore_rate=0.3, concurrency=4,
+        )  # fmt: skip
+        with pytest.raises(Exception, match="budget"):
+            run_job(
+                compose_job("live", [*over, "live.budget.tokens=60000"]),
+                JobContext(out_dir=tmp_path / "first"),
+            )
+        again = run_job(
+            compose_job("live", [*over, "live.budget.tokens=null", "resume=true"]),
+            JobContext(out_dir=tmp_path / "again"),
+        )
+    client = MlflowClient(f"sqlite:///{tracking_store}")
+    experiment = client.get_experiment_by_name("live").experiment_id
+    [stopped] = [r for r in client.search_runs([experiment]) if r.info.status == "FAILED"]
+    logged = pd.read_csv(tmp_path / "first" / "artifacts" / "sessions.csv")
+    traced = read_log(f"traces:/{stopped.info.run_id}").sessions
+    assert list(traced.session_id.strings()) == list(logged["session_id"])
+    assert list(traced.outcome) == list(logged["outcome"].astype(float))
+    assert again.metrics["n_resumed"] > 0
+    with pytest.raises(LogError, match=rf"runs:/{again.run_id}"):
+        read_log(f"traces:/{again.run_id}")

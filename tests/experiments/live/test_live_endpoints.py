@@ -6,6 +6,7 @@ refuses, checked before any call."""
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 from foreign_server import GOOD, NEUTRAL, PASS_REPLY, ForeignServer, foreign_overrides
@@ -188,6 +189,17 @@ def test_an_agent_name_the_graph_store_refuses_is_refused_naming_live_agent():
         settings_from_config(compose_job("live", over))
 
 
+def test_an_agent_name_too_long_for_its_session_ids_is_refused_before_any_call():
+    """The graph store takes session ids of at most 256 characters; an agent of 256
+    passed the name check, then its first session id (agent-seed-index, 264 characters)
+    was refused after the first round's calls, naming session_id."""
+    over = ["live.memory=graph", f"live.agent={'a' * 256}"]
+    with pytest.raises(ParameterError, match=r"^live\.agent='a+\.\.\. \(256 characters\)"):
+        settings_from_config(compose_job("live", over))
+    fits = "a" * (256 - len("-0-00059"))  # the longest id of 60 sessions at seed 0
+    assert settings_from_config(compose_job("live", [*over[:1], f"live.agent={fits}"]))
+
+
 class NoVerdict(ForeignServer):
     """The foreign server, its judge answering JSON without a verdict."""
 
@@ -206,3 +218,93 @@ def test_a_judge_answer_without_a_verdict_stops_the_run_naming_the_judge(tmp_pat
         cfg = compose_job("live", foreign_overrides(server, tasks, tmp_path / "j.jsonl"))
         with pytest.raises(LiveStopped, match=r"\(JudgeError\): the judge \(model 'foreign' at "):
             run_task(cfg, tmp_path / "out")
+
+
+class PartialUsage(ForeignServer):
+    """The foreign server, its ``usage`` holding null counts, or only ``total_tokens``
+    (as some OpenAI-compatible proxies send)."""
+
+    def __init__(self, usage: dict) -> None:
+        self.partial = usage
+        super().__init__()
+
+    def answer(self, body: dict) -> tuple[int, dict, dict]:
+        status, payload, headers = super().answer(body)
+        if status == 200:
+            payload["usage"] = dict(self.partial)
+        return status, payload, headers
+
+
+@pytest.mark.parametrize(
+    ("usage", "tokens"),
+    [
+        ({"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}, 0),
+        ({"total_tokens": 10}, 10),
+        ({"prompt_tokens": 7, "completion_tokens": None, "total_tokens": 10}, 10),
+        ({"prompt_tokens": 7}, 7),
+    ],
+)
+def test_a_usage_with_null_or_missing_counts_is_read_not_fatal(
+    tmp_path, foreign_tasks, usage, tokens
+):
+    """A count that is null or absent is 0, and a completion count that is missing is
+    ``total_tokens`` less the prompt's: the run used to stop at its first call with
+    ``TypeError: unsupported operand type(s) for +: 'NoneType' and 'NoneType'``."""
+    with PartialUsage(usage) as server:
+        over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=5)
+        sessions, _, metrics = run(tmp_path, "usage", over)
+    assert len(sessions) == 5 and metrics["n_calls"] == 6  # 5 turns and one extraction
+    assert metrics["tokens_total"] == 6 * tokens
+
+
+def judged_tasks(path, n: int = 4):
+    rubric = "The reply quantifies the worst case."
+    lines = [
+        {"id": f"t{i}", "situation": "s", "user_turns": [f"I have {i} lakh. What could go wrong?"],
+         "judge": rubric}
+        for i in range(n)
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(t) for t in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_judge_on_its_own_endpoint_is_asked_beside_the_offline_agent(tmp_path):
+    """``live.judge.base_url`` names the judge's endpoint whatever the agent's: beside the
+    offline agent it was replaced by the offline server's URL, so the offline judge
+    scored every session and the configured one was never asked."""
+    tasks = judged_tasks(tmp_path / "judged.jsonl")
+    with FencedJudge() as server:
+        over = [
+            "live.sessions=6", f"live.tasks={tasks}", f"live.journal={tmp_path / 'j.jsonl'}",
+            f"+live.judge.base_url={server.base_url}", "+live.judge.model=foreign",
+        ]  # fmt: skip
+        sessions, _, _ = run(tmp_path, "judge", over)
+        posts = server.posts
+    assert len(sessions) == 6 and posts == 6  # one verdict a session, nothing else
+
+
+@pytest.mark.parametrize(
+    ("role", "override", "message"),
+    [
+        ("extractor", "api_key_env=PROCMEM_TEST_NO_KEY", r"^live\.extractor\.api_key_env="),
+        ("judge", "api_key_env=PROCMEM_TEST_NO_KEY", r"^live\.judge\.api_key_env="),
+        ("judge", "base_url=CLOSED", r"^live\.judge\.base_url='http://127\.0\.0\.1:"),
+        ("agent", "api_key_env=PROCMEM_TEST_NO_KEY", r"^llm\.api_key_env="),
+    ],
+)
+def test_an_endpoint_refused_at_the_start_is_named_by_the_key_that_set_it(
+    tmp_path, foreign_tasks, monkeypatch, role, override, message
+):
+    """The extractor's or judge's missing key or unreachable URL is refused naming
+    ``live.extractor.*`` or ``live.judge.*``; it was named ``api_key_env`` (no group)
+    or ``llm.base_url``, the agent's, which answered."""
+    monkeypatch.delenv("PROCMEM_TEST_NO_KEY", raising=False)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    override = override.replace("CLOSED", closed)
+    with ForeignServer() as server:
+        over = foreign_overrides(server, foreign_tasks, tmp_path / "j.jsonl", sessions=2)
+        over.append(f"llm.{override}" if role == "agent" else f"+live.{role}.{override}")
+        with pytest.raises(ParameterError, match=message):
+            run_task(compose_job("live", over), tmp_path / "out")
