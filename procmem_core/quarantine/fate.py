@@ -107,13 +107,7 @@ def p_quarantined(p: float, runs: int, strike_limit: int, evolve_every: int = 1)
         return 0.0
     if evolve_every > 1:
         T, out = evolved_streak_chain(p, L, evolve_every)
-        v = np.zeros(len(T))
-        v[0] = 1.0
-        caught = 0.0
-        for _ in range(runs):
-            caught += float(v @ out)
-            v = v @ T
-        return caught
+        return _summed_from_start(T, out, runs)
     v = np.zeros(L + 1)
     v[0] = 1.0
     for _ in range(runs):
@@ -273,11 +267,17 @@ def exposures_from_fresh(
     if strike_limit == 0:
         return float(sessions) * (1.0 - explore_rate)
     P, serve, _ = full_chain(p, strike_limit, policy, explore_rate, evolve_every)
+    return _summed_from_start(P, serve, sessions)
+
+
+def _summed_from_start(P: np.ndarray, reward: np.ndarray, steps: int) -> float:
+    """``sum_{t < steps} (e_0 P^t) . reward``: the expected reward over ``steps`` steps of
+    the chain ``P`` from state 0, by forward iteration."""
     v = np.zeros(len(P))
     v[0] = 1.0
     total = 0.0
-    for _ in range(sessions):
-        total += float(v @ serve)
+    for _ in range(steps):
+        total += float(v @ reward)
         v = v @ P
     return total
 

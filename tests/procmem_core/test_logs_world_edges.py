@@ -12,6 +12,23 @@ from procmem_core.logs import Table, Text, check_log, estimate_lifts
 from procmem_core.logs.world import fit_world, normal_lifts
 
 
+def _sessions(n: int, rng: np.random.Generator, outcome, **more: np.ndarray):
+    """A checked sessions table of ``n`` sessions over 3 procedures, 30 % withheld (drawn
+    first from ``rng``), explore rate 0.3; ``outcome``: the column, or a function drawing
+    it after the withheld draws."""
+    withheld = rng.random(n) < 0.3
+    cols = {
+        "session_id": Text.encode(np.array([f"s{i}" for i in range(n)], dtype=object)),
+        "time": np.arange(n, dtype=float),
+        "top_key": Text.encode(np.array([f"k{i % 3}" for i in range(n)], dtype=object)),
+        "withheld": withheld,
+        "explore_rate": np.full(n, 0.3),
+        "outcome": outcome() if callable(outcome) else outcome,
+        **more,
+    }
+    return check_log(Table("sessions", "sessions.csv", n, cols)).sessions
+
+
 def test_equal_lifts_keep_the_means_standard_error():
     """Equal lifts put the spread's ML estimate at 0, where the Hessian in log sigma is
     singular: the whole covariance was NaN, so world.json gave the lifts' mean with SE
@@ -34,16 +51,7 @@ def test_lifts_with_no_variance_fit_no_lifts_model():
     optimizer's starting values) with SE null. Fewer than three lifts with a positive SE
     fit no lifts model, as fewer than three lifts do."""
     n = 90
-    rng = np.random.default_rng(1)
-    cols = {
-        "session_id": Text.encode(np.array([f"s{i}" for i in range(n)], dtype=object)),
-        "time": np.arange(n, dtype=float),
-        "top_key": Text.encode(np.array([f"k{i % 3}" for i in range(n)], dtype=object)),
-        "withheld": rng.random(n) < 0.3,
-        "explore_rate": np.full(n, 0.3),
-        "outcome": np.ones(n),
-    }
-    s = check_log(Table("sessions", "sessions.csv", n, cols)).sessions
+    s = _sessions(n, np.random.default_rng(1), np.ones(n))
     c = estimate_lifts(s).columns
     assert np.isfinite(c["lift"]).sum() == 3
     counts = tuple(c[k] for k in ("successes_shown", "rated_shown", "successes_withheld",
@@ -60,16 +68,8 @@ def test_one_user_fits_no_user_dispersion():
     no users part, as without user_id."""
     n = 120
     rng = np.random.default_rng(2)
-    cols = {
-        "session_id": Text.encode(np.array([f"s{i}" for i in range(n)], dtype=object)),
-        "time": np.arange(n, dtype=float),
-        "top_key": Text.encode(np.array([f"k{i % 3}" for i in range(n)], dtype=object)),
-        "withheld": rng.random(n) < 0.3,
-        "explore_rate": np.full(n, 0.3),
-        "outcome": (rng.random(n) < 0.5).astype(float),
-        "user_id": Text.encode(np.array(["u1"] * n, dtype=object)),
-    }
-    s = check_log(Table("sessions", "sessions.csv", n, cols)).sessions
+    user = Text.encode(np.array(["u1"] * n, dtype=object))
+    s = _sessions(n, rng, lambda: (rng.random(n) < 0.5).astype(float), user_id=user)
     c = estimate_lifts(s).columns
     world = fit_world(s, c["lift"], c["se"], np.random.default_rng(0))
     assert "users" not in world
