@@ -108,11 +108,14 @@ def holds_table(q: DesignQuestion, rows: tuple[SensitivityRow, ...]) -> Table | 
     return holds.holds_table(
         "the prescribed gate, unchanged, evaluated exactly at other true drops and "
         "prior-rate ranges than it was designed for (the ledger's row set is the table "
-        "above, and the concurrent share moves sessions, not these rates)",
+        "above, and the concurrent share moves sessions, not these rates); each figure is "
+        "a certified bound over the range (exact on a grid of p0, bounded between its "
+        "points: false revert from above, power from below), refined only until it "
+        "settles the target, so a power well above it may be higher still",
         rows,
         {
-            "false_revert": ("worst false revert", "{:.4f}".format),
-            "power": ("worst power", "{:.3f}".format),
+            "false_revert": ("worst false revert (upper bound)", "{:.4f}".format),
+            "power": ("worst power (lower bound)", "{:.3f}".format),
         },
         f"<= {q.alpha:g}, >= {1 - q.beta:g}",
     )

@@ -63,7 +63,9 @@ def test_the_section_shows_where_it_holds_and_breaks(chosen):
     p = Prescription(Q, design_gate(Q), chosen, pd.DataFrame(), holds=rows)
     table = p.holds_table().frame
     assert list(table["value"]) == [r.value for r in rows]
-    assert list(table["worst power"]) == [f"{r.figure('power'):.3f}" for r in rows]
+    assert list(table["worst power (lower bound)"]) == [f"{r.figure('power'):.3f}" for r in rows]
+    fr = [f"{r.figure('false_revert'):.4f}" for r in rows]
+    assert list(table["worst false revert (upper bound)"]) == fr
     assert list(table.iloc[:, -1]) == ["holds" if r.holds else "breaks" for r in rows]
     power = rows[1].figure("power")
     assert power < 0.7 and rows[2].holds
