@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from omegaconf import DictConfig
+
+from experiments.identity import ROOT, digest
+from experiments.spec import identity_container
 
 SESSION_COLUMNS = (
     "session_id", "time", "top_key", "withheld", "explore_rate", "outcome", "agent",
@@ -104,3 +108,26 @@ def sessions_frame(
         for r in records
     ]
     return pd.DataFrame(rows, columns=list(SESSION_COLUMNS))
+
+
+RESUME_FREE = ("budget", "concurrency", "journal")
+"""``live.*`` keys a resume may change: how much to spend, how many sessions at once and
+where the journal lies; every other key of the config's identity makes another run."""
+
+
+def resume_identity(cfg: DictConfig) -> str:
+    """The config hash without ``RESUME_FREE``: the run a journal belongs to (a raised
+    ``live.budget.tokens`` resumes the same journal)."""
+    identity = identity_container(cfg)
+    live = identity.get("live")
+    if isinstance(live, dict):
+        identity = {**identity, "live": {k: v for k, v in live.items() if k not in RESUME_FREE}}
+    return digest(identity)
+
+
+def journal_path(cfg: DictConfig, settings: Any) -> Path:
+    """``live.journal`` (``settings.journal``), else
+    ``outputs/live_journals/<resume identity>.jsonl`` in the repo."""
+    if settings.journal:
+        return Path(settings.journal)
+    return ROOT / "outputs" / "live_journals" / f"{resume_identity(cfg)}.jsonl"

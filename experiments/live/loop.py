@@ -122,6 +122,9 @@ class LiveLoop:
     journal: Journal
     tracer: Any
     on_round: Callable[[list[dict]], None] = lambda records: None
+    identity: str = ""
+    """The run's resume identity (``tasks.live.resume_identity``), kept on every journal
+    record: a resume under another config is refused."""
     records: list[dict] = field(default_factory=list)
     confidence_path: list[dict] = field(default_factory=list)
     resumed: int = 0
@@ -154,16 +157,19 @@ class LiveLoop:
         plan = self.settings.plan(self.tasks, record["index"])
         extracted = record.get("learned") is not None or record.get("learn_error") is not None
         kind = self.memory.kind  # a journal written before records named it: not checked
+        config = record.get("config", self.identity)  # likewise
         found = (record["session_id"], record["task_id"], record.get("explore_rate"), extracted,
-                 record.get("memory", kind))  # fmt: skip
-        expected = (plan.session_id, plan.task.id, self.settings.explore_rate, plan.extract, kind)
+                 record.get("memory", kind), config)  # fmt: skip
+        expected = (plan.session_id, plan.task.id, self.settings.explore_rate, plan.extract, kind,
+                    self.identity)  # fmt: skip
         if found != expected:
             raise ParameterError(
                 "live.journal", str(self.journal.path),
                 f"a journal this config wrote (resume=true): its session {record['index']} "
-                f"has (session_id, task_id, explore_rate, extracted, memory) = {found}, this "
-                f"config plans {expected}; resume with the config that wrote it, or without "
-                "resume",
+                f"has (session_id, task_id, explore_rate, extracted, memory, config) = "
+                f"{found}, this config plans {expected} (config: the config hash without "
+                "live.budget, live.concurrency and live.journal, which a resume may change); "
+                "resume with the config that wrote it, or without resume",
             )  # fmt: skip
 
     def run(self, budget: TokenBudget, resume: bool = False) -> list[dict]:
@@ -203,6 +209,8 @@ class LiveLoop:
         for record in done:
             record["explore_rate"] = self.settings.explore_rate
             record["memory"] = self.memory.kind
+            if self.identity:
+                record["config"] = self.identity
             record["partial"] = failure is not None
             self.apply(record)
         self.journal.append(done)

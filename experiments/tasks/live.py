@@ -39,9 +39,8 @@ from omegaconf import DictConfig
 
 from experiments.analyze import log_lifts
 from experiments.build import build_group, node_of, within
-from experiments.identity import ROOT
 from experiments.live.graph_memory import GraphMemory
-from experiments.live.journal import Journal, sessions_frame
+from experiments.live.journal import Journal, journal_path, resume_identity, sessions_frame
 from experiments.live.loop import LiveLoop, LoopSettings, estimate_tokens
 from experiments.live.memory import FlatMemory
 from experiments.live.reflect import REVISION_STEPS, ReflectionStep
@@ -49,7 +48,6 @@ from experiments.live.revisions import REVISE_EVERY, REVISION_COLUMNS
 from experiments.live.session import Endpoint, TokenBudget, preflight
 from experiments.live.tasks import Task, load_tasks
 from experiments.live.traces import NullTracer, SessionTracer
-from experiments.spec import config_hash
 from experiments.tasks.llm_replay import _llm_settings
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.flat import BASE_PROMPT, DEFAULT_LIMIT, DEFAULT_RULE, DEFAULT_THRESHOLD
@@ -255,13 +253,6 @@ def _named(
     return ParameterError(f"{group}.{name}", exc.value, exc.allowed)
 
 
-def journal_path(cfg: DictConfig, settings: LiveSettings) -> Path:
-    """``live.journal``, else ``outputs/live_journals/<config hash>.jsonl`` in the repo."""
-    if settings.journal:
-        return Path(settings.journal)
-    return ROOT / "outputs" / "live_journals" / f"{config_hash(cfg)}.jsonl"
-
-
 def run_task(
     cfg: DictConfig, out_dir: Path, tracker: Any = None, run_id: str | None = None
 ) -> ScenarioResult:
@@ -287,7 +278,7 @@ def run_task(
             memory.steps = ReflectionStep(extractor, tracer, budget)
         loop = LiveLoop(
             settings.loop, settings.tasks, memory, agent, extractor, judge, journal, tracer,
-            on_round,
+            on_round, identity=resume_identity(cfg),
         )  # fmt: skip
         try:
             loop.run(budget, resume=bool(cfg.get("resume", False)))

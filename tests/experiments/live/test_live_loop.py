@@ -88,6 +88,9 @@ def test_a_resume_skips_the_journaled_rounds_and_ends_where_a_full_run_ends(tmp_
     [
         "live.seed=1", "live.explore_rate=0.5", "live.extract_every=4", "live.agent=other",
         "live.memory=graph",  # the flat run's records read as graph runs: an IndexError
+        # the same sessions planned, another rule or model: resumed silently before the
+        # journal's records carried the config's resume identity
+        "rule.threshold=0.6", "rule=baseline",
     ],
 )  # fmt: skip
 def test_a_resume_refuses_a_journal_another_config_wrote(tmp_path, change):
@@ -100,6 +103,36 @@ def test_a_resume_refuses_a_journal_another_config_wrote(tmp_path, change):
     cfg = compose_job("live", [*offline(tmp_path, "same"), change, "resume=true"])
     with pytest.raises(ParameterError, match=r"live\.journal=.*session \d+ has"):
         run_task(cfg, tmp_path / "second")
+
+
+def test_a_raised_budget_and_another_concurrency_resume_the_same_journal(tmp_path):
+    """A resume may change what to spend and how many sessions run at once (and where the
+    journal lies): those keys are left out of the resume identity, so the default journal
+    path stays the same and the records are accepted; the run ends as a full run does."""
+    from experiments.live.journal import journal_path, resume_identity
+
+    full, procs, _ = run(tmp_path, "full", offline(tmp_path, "full"))
+    lines = (tmp_path / "full" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "cut" / "journal.jsonl"
+    cut.parent.mkdir()
+    cut.write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
+    more = ["live.budget.tokens=10000000", "live.concurrency=3"]
+    resumed, procs_resumed, metrics = run(
+        tmp_path, "cut", [*offline(tmp_path, "cut"), *more, "resume=true"]
+    )
+    assert metrics["n_resumed"] == 10
+    pd.testing.assert_frame_equal(full, resumed)
+    assert procs == procs_resumed
+    base = ["live.sessions=20", "live.extract_every=5"]
+    a, b = compose_job("live", base), compose_job("live", [*base, *more, "live.journal=x"])
+    settings = settings_from_config(a)
+    assert resume_identity(a) == resume_identity(b)
+    assert journal_path(a, settings) == journal_path(b, settings_from_config(a))
+    other = compose_job("live", [*base, "rule.threshold=0.6"])
+    assert resume_identity(other) != resume_identity(a)
+    assert journal_path(other, settings_from_config(other)) != journal_path(a, settings)
+    assert {json.loads(x)["config"] for x in lines} == {resume_identity(compose_job(
+        "live", offline(tmp_path, "full")))}  # fmt: skip
 
 
 def test_a_burst_of_429s_is_retried_as_told_and_loses_nothing(tmp_path, foreign_tasks):
