@@ -143,12 +143,14 @@ def sweep_section(sweep: Sweep) -> Section:
         sweeping = f", sweeping {len(swept)} parameters (each listed with its values)"
     else:
         sweeping = f", sweeping {', '.join(swept)}" if swept else ""
+    scenarios = sorted(runs["scenario"].unique())
     answer = (
-        f"This sweep ran {len(runs)} job(s) over scenario(s) "
-        f"{', '.join(sorted(runs['scenario'].unique()))}"
+        f"This sweep ran {len(runs)} job{'s' * (len(runs) != 1)} over "
+        f"scenario{'s' * (len(scenarios) != 1)} {', '.join(scenarios)}"
         + sweeping
-        + (f"; {failed} job(s) FAILED and are left out of the figures." if failed else ".")
-    )
+        + (f"; {failed} job{'s' * (failed != 1)} FAILED and "
+           f"{'are' if failed != 1 else 'is'} left out of the figures." if failed else ".")
+    )  # fmt: skip
     blocks: list = [
         f"Experiment {sweep.experiment}, parent run {sweep.parent_name} ({sweep.parent_id}).",
         Table("Jobs by scenario and status", counts),

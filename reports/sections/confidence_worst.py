@@ -76,7 +76,7 @@ def worst_table(worst: pd.DataFrame, rec: Recommendation | None) -> pd.DataFrame
         elif r["in_every_world"]:
             cell["rank"] = "not ranked: the only rule run in every world"
         else:
-            cell["rank"] = f"not ranked: ran in {r['worlds']} world(s) only"
+            cell["rank"] = f"not ranked: ran in {worlds_said(int(r['worlds']))} only"
         for metric in WORST:
             if metric in r and pd.notna(r.get(metric)):
                 v = share_text(r, metric)
@@ -153,3 +153,8 @@ def worst_sentence(
         f"{' in each' if n_worlds > 1 else ''}; the nearest, {b['label']}: {excl}, {kept}{tied}."
         + flag
     )
+
+
+def worlds_said(n: int) -> str:
+    """``"1 world"``, ``"2 worlds"``."""
+    return f"{n} world{'s' * (n != 1)}"

@@ -114,7 +114,8 @@ def test_every_worst_case_cell_is_the_worst_world_and_names_it(sweep, section):
             assert frame.loc[label, f"worst {metric.replace('_', ' ')}"] == want
         rank = frame.loc[label, "rank"]
         if group["world"].nunique() < n_worlds:
-            assert rank == f"not ranked: ran in {group['world'].nunique()} world(s) only"
+            n = group["world"].nunique()
+            assert rank == f"not ranked: ran in {n} world{'s' * (n != 1)} only"
         else:
             assert rank.isdigit()
 

@@ -163,7 +163,7 @@ def test_failed_child_is_listed_but_left_out(store):
     try:
         sweep = load_sweep("tiny", pid, uri)
         assert len(sweep.runs) == 6
-        assert "1 job(s) FAILED" in sweep_section(sweep).said
+        assert "1 job FAILED and is left out" in sweep_section(sweep).said
         assert len(gate_runs(sweep).rows) == 1
     finally:
         client.delete_run(run.info.run_id)
@@ -253,7 +253,8 @@ def test_answers_carry_the_sweeps_own_numbers(store, tmp_path, monkeypatch):
     swept = next(line for line in swept.splitlines() if line.startswith(heads))
     assert fmt(gate["false_revert_rate"], gate["false_revert_rate_se"]) in swept
     assert fmt(gate["missed_regression_rate"], gate["missed_regression_rate_se"]) in swept
-    assert f"This sweep ran {len(summary)} job(s)" in answer["What this sweep ran"]
+    jobs = f"{len(summary)} job{'s' * (len(summary) != 1)}"
+    assert f"This sweep ran {jobs} over scenario" in answer["What this sweep ran"]
 
 
 def test_main_page_within_its_word_budget_and_moved_tables_kept(store, tmp_path):
