@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     user, system = usage.ru_utime, usage.ru_stime
     print(
-        f"CPU user {user:.1f} s, sys {system:.1f} s, total {user + system:.1f} s; "
+        f"CPU user {user:.3f} s, sys {system:.3f} s, total {user + system:.3f} s; "
         f"wall {wall:.1f} s; exit {code}",
         file=sys.stderr,
     )
