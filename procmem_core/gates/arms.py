@@ -11,12 +11,18 @@ prior's ``i``-th concurrent run, so its decision after ``k`` pairs depends on th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from procmem_core.errors import ParameterError
 from procmem_core.gates.base import GateError
 from procmem_core.gates.lattice import check_outcomes
+from procmem_core.gates.twolattice import expected_arm_runs
 from procmem_core.gates.verdicts import RevisionStats
+
+if TYPE_CHECKING:
+    from procmem_core.gates.base import Gate, OperatingCurve
 
 
 def ledger_of(prior: RevisionStats) -> tuple[int, int]:
@@ -55,3 +61,19 @@ def check_concurrent(concurrent: np.ndarray | None, outcomes: np.ndarray) -> np.
             "concurrent", f"{conc.shape[0]} rows", f"one row per replication ({outcomes.shape[0]})"
         )
     return conc
+
+
+def arm_runs(gate: Gate, curve: OperatingCurve, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """Expected runs ``(revision, prior)`` at each grid p0 when the prior serves a share
+    ``share`` of the sessions: the runs a decision needs (``gate.arm_runs``) plus those
+    the other arm accrues meanwhile (``twolattice.expected_arm_runs``); a one-sample
+    gate needs none of the prior's, which then holds ``E[runs] share / (1 - share)``."""
+    if curve.stop is None:
+        extra = share / (1.0 - share)
+        return curve.expected_runs, curve.expected_runs * extra
+    k = np.arange(curve.stop.shape[1])
+    need_rev, need_prior = gate.arm_runs(k)
+    if share == 0.0:
+        return curve.stop @ need_rev, curve.stop @ need_prior
+    rev, prior = expected_arm_runs(need_rev, need_prior, share)
+    return curve.stop @ rev, curve.stop @ prior

@@ -39,6 +39,7 @@ import numpy as np
 
 from procmem_core.display import column_table, record_html
 from procmem_core.gates import calibrated_sprt, two_sample
+from procmem_core.gates.arms import arm_runs
 from procmem_core.gates.base import Gate, OperatingCurve
 from procmem_core.gates.calibrated_sprt import CalibratedSPRTGate
 from procmem_core.gates.calibration_store import stored
@@ -60,7 +61,6 @@ from procmem_core.gates.question import DesignQuestion
 from procmem_core.gates.sprt import SPRTGate
 from procmem_core.gates.tolerance import at_least, at_most
 from procmem_core.gates.two_sample import TwoSampleGate
-from procmem_core.gates.twolattice import expected_arm_runs
 from procmem_core.gates.worst import worst_case
 
 
@@ -195,22 +195,6 @@ def passes(family: Family, gate: Gate, q: DesignQuestion) -> bool:
         return False
     alt = gate.operating_curve(grid, q.min_drop, family.prior_runs)
     return bool(at_least(float(alt.p_revert.min()), 1.0 - q.beta))
-
-
-def arm_runs(gate: Gate, curve: OperatingCurve, share: float) -> tuple[np.ndarray, np.ndarray]:
-    """Expected runs ``(revision, prior)`` at each grid p0 when the prior serves a share
-    ``share`` of the sessions: the runs a decision needs (``gate.arm_runs``) plus those
-    the other arm accrues meanwhile (``twolattice.expected_arm_runs``); a one-sample
-    gate needs none of the prior's, which then holds ``E[runs] share / (1 - share)``."""
-    if curve.stop is None:
-        extra = share / (1.0 - share)
-        return curve.expected_runs, curve.expected_runs * extra
-    k = np.arange(curve.stop.shape[1])
-    need_rev, need_prior = gate.arm_runs(k)
-    if share == 0.0:
-        return curve.stop @ need_rev, curve.stop @ need_prior
-    rev, prior = expected_arm_runs(need_rev, need_prior, share)
-    return curve.stop @ rev, curve.stop @ prior
 
 
 def _runs(gate: Gate, fit: Fit, share: float) -> tuple[tuple[float, float], tuple[float, float]]:

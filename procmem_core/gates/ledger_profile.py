@@ -15,7 +15,7 @@ the recalibrated levels, the bound of the same gate with its levels kept
 the least power at the drop (a bound below) and the worst expected pairs when nothing
 changed (grid). In the concurrent design the gate reads pairs (the revision's i-th run
 with the prior's i-th concurrent run), so none of these depends on the concurrent share;
-the share sets only how many sessions the pairs take (``design.arm_runs``).
+the share sets only how many sessions the pairs take (``arms.arm_runs``).
 """
 
 from __future__ import annotations

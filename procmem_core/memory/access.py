@@ -194,6 +194,11 @@ def authorize_row(
         principal.check_writes_user(user_id, operation)
 
 
+def in_namespaces(record: Any, spaces: frozenset[str] | None) -> bool:
+    """Whether ``record`` lies in ``spaces`` (``allowed_namespaces``; None: every one)."""
+    return spaces is None or record.namespace in spaces
+
+
 def allowed_namespaces(
     principal: Principal | None, role: str, operation: str, namespace: Any = None
 ) -> frozenset[str] | None:

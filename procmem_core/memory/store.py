@@ -46,6 +46,7 @@ from procmem_core.memory.access import (
     authorize,
     authorize_row,
     can_read_record,
+    in_namespaces,
     serves_agent,
 )
 from procmem_core.memory.fields import check_record_fields
@@ -266,7 +267,7 @@ class MemoryStore:
         check_identifier("source", source)
         pin = principal.read_user_id if principal is not None else None
         return self._delete_where(
-            lambda r: r.source == source and _within(r, spaces) and r.visible_to(pin)
+            lambda r: r.source == source and in_namespaces(r, spaces) and r.visible_to(pin)
         )
 
     def erase_user(self, user_id: str, principal: Principal | None = None) -> int:
@@ -276,7 +277,7 @@ class MemoryStore:
         check_identifier("user_id", user_id)
         if principal is not None and principal.pinned:  # it speaks for its own user only
             principal.acting_user(user_id, "memory.erase_user")
-        return self._delete_where(lambda r: r.user_id == user_id and _within(r, spaces))
+        return self._delete_where(lambda r: r.user_id == user_id and in_namespaces(r, spaces))
 
     def _delete_where(self, doomed) -> int:
         ids = [i for i, r in self._records.items() if doomed(r)]
@@ -317,7 +318,7 @@ class MemoryStore:
                 r
                 for r in self._records.values()
                 if (memory_type is None or r.memory_type == memory_type)
-                and _within(r, spaces)
+                and in_namespaces(r, spaces)
                 and r.visible_to(pin)
             ),
             key=lambda r: r.seq,
@@ -395,7 +396,3 @@ class MemoryStore:
         return self._search(
             query, "knowledge", namespace, top_k, READ_EVERY_AGENT, None, (), principal, False
         )
-
-
-def _within(record: MemoryRecord, spaces: frozenset[str] | None) -> bool:
-    return spaces is None or record.namespace in spaces

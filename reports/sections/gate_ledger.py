@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from procmem_core.gates import DesignQuestion, FamilyAnswer, LedgerRow, make_gate
-from procmem_core.gates.design import arm_runs
+from procmem_core.gates.arms import arm_runs
 from procmem_core.gates.sensitivity import SensitivityRow
 from procmem_core.gates.tolerance import at_least, at_most
 from reports import holds

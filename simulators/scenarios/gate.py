@@ -55,7 +55,7 @@ from procmem_core.gates import (
     SPRTGate,
     decide_together,
 )
-from procmem_core.gates.design import arm_runs
+from procmem_core.gates.arms import arm_runs
 from procmem_core.gates.verdicts import successes_at
 from simulators.draws import bernoulli_rows, scratch
 from simulators.feedback import Feedback
@@ -375,7 +375,7 @@ class GateScenario(Scenario):
         return result
 
     def _exact_arms(self, drop: float) -> tuple[float, float]:
-        """Exact expected runs of each arm at the decision (``gates.design.arm_runs``)."""
+        """Exact expected runs of each arm at the decision (``gates.arms.arm_runs``)."""
         curve = self.gate.operating_curve(np.array([self.p_prior]), drop, self.ledger_size)
         rev, prior = arm_runs(self.gate, curve, self.concurrent_share)
         return float(rev[0]), float(prior[0])
