@@ -312,10 +312,12 @@ def loop_section(sweep: Sweep) -> Section | None:
     pairs = twins(rows, missing)
     learning = _metric_table(rows, LEARNING_METRICS)
     learning.insert(1, "learns?", [verdict_of(r).answer for _, r in rows.iterrows()])
-    effects = main_effects(rows, ("regret_change", "regret"))
+    search = is_search(sweep.parent_tags)
+    # a search's trials are the sampler's picks, not a grid: no value is averaged over the
+    # other settings, so it has no main effects (its ranking compares the trials)
+    effects = pd.DataFrame() if search else main_effects(rows, ("regret_change", "regret"))
     blocks: list = world_blocks(rows, None, "The verdict")
     blocks += [missing_table(pairs, len(rows))] if pairs else []
-    search = is_search(sweep.parent_tags)
     trials = search_table(rows) if search else None
     blocks += [trials] if trials is not None else []
     note = prescribed_note(rows, sweep.table("gate_decisions", list(rows["run_id"])))

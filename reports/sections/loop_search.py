@@ -8,7 +8,9 @@ tied with it; a trial without a standard error (one replication, or none logged)
 compared with none (the reports' ``beyond_noise`` reads a missing SE as 0, an exact
 value). The lowest of many trials is picked for being low, so its own value is
 biased down (the winner's curse): the section says so, and the loop section's verdict
-on it uses an interval simultaneous over the trials (``loop_evidence``).
+on it uses an interval simultaneous over the trials (``loop_evidence``). A search reads no
+main effects (``loop_section``): its trials are the sampler's picks, not a grid, so a
+value (one trial's explore rate) is not a mean over the other settings.
 """
 
 from __future__ import annotations
