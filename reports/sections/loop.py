@@ -39,7 +39,12 @@ from reports.sections.loop_evidence import (
 )
 from reports.sections.loop_figures import section_figures
 from reports.sections.loop_missing import missing_sentence, missing_table, split_channels, twins
-from reports.sections.loop_search import is_search, search_sentence, search_table
+from reports.sections.loop_search import (
+    is_search,
+    named_trials,
+    search_sentence,
+    search_table,
+)
 from reports.sections.loop_split import regret_split, split_sentence, split_table
 from reports.sections.loop_verdict import (
     EVOLVE_EVERY,
@@ -308,11 +313,12 @@ def loop_section(sweep: Sweep) -> Section | None:
     rows, missing = split_channels(rows)  # the verdict from the default channel's rows
     if rows.empty:  # only the informative channel was run: its rows are the loop's
         rows, missing = missing, missing.iloc[:0]
+    search = is_search(sweep.parent_tags)
+    rows = named_trials(rows) if search else rows
     seed, best = seed_row(rows), learning_row(rows)
     pairs = twins(rows, missing)
     learning = _metric_table(rows, LEARNING_METRICS)
     learning.insert(1, "learns?", [verdict_of(r).answer for _, r in rows.iterrows()])
-    search = is_search(sweep.parent_tags)
     # a search's trials are the sampler's picks, not a grid: no value is averaged over the
     # other settings, so it has no main effects (its ranking compares the trials)
     effects = pd.DataFrame() if search else main_effects(rows, ("regret_change", "regret"))

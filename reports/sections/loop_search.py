@@ -50,6 +50,14 @@ def trial_name(row: pd.Series, rows: pd.DataFrame) -> str:
     return ", ".join(parts) or str(row.get("config", ""))
 
 
+def named_trials(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with each trial's ``config`` its searched values (``trial_name``). A grid's
+    labels keep only the params that tell its rows apart; in a search one continuous value
+    does that alone, so a trial at strike limit 0 and explore rate 0.021 was "concurrent
+    share 0.42" in every sentence, table and ``loop_verdict.json``'s configuration."""
+    return rows.assign(config=[trial_name(r, rows) for _, r in rows.iterrows()])
+
+
 def trial_options(rows: pd.DataFrame, objective: str = "regret_change") -> list[Option]:
     """Each trial as an ``Option`` (its searched values, objective and SE), lowest first."""
     options = [

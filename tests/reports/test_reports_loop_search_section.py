@@ -3,6 +3,8 @@ not a factorial grid. Synthetic trials with known numbers, read through ``loop_s
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from reports.sections.loop import loop_section
@@ -56,3 +58,23 @@ def test_a_search_reads_no_main_effects():
     # the search's own ranking is what compares the trials
     assert said.startswith("The search ran 6 trials of 8 replications each; the lowest ")
     assert "It beats 3 of the other 5 trials by more than 2 SE of the difference" in said
+
+
+def test_a_search_names_each_trial_by_its_searched_values():
+    """A grid's labels keep only the params that tell its rows apart; in a search one
+    continuous value does that alone, so the old section said "The loop learns with
+    concurrent share 0.42" of the trial at strike limit 0 and explore rate 0.021 (the
+    share plays no part here), and loop_verdict.json's "configuration" read "concurrent
+    share 0.42". The trials are now named as the search's table names them."""
+    section = loop_section(_search())
+    said = section.said
+    name = "explore.explore_rate=0.021, scenario.concurrent_share=0.42, scenario.strike_limit=0"
+    assert f"The loop learns with {name} (the lowest of 6 intervals" in said
+    assert "concurrent share 0.42" not in said
+    assert f"-0.06 ± 0.015 with {name}. It beats" in said
+    verdict = json.loads(section.files["loop_verdict.json"])
+    assert verdict["configuration"] == name
+    assert verdict["setting"] == name.split(", ")
+    learning = next(b.frame for b in section.blocks
+                    if getattr(b, "caption", "").startswith("Does it learn"))  # fmt: skip
+    assert name in set(learning["configuration"])
