@@ -48,6 +48,7 @@ from reports.sections.loop_search import (
 from reports.sections.loop_split import regret_split, split_sentence, split_table
 from reports.sections.loop_verdict import (
     EVOLVE_EVERY,
+    EXPLORE_RATE,
     best_row,
     chain_reason,
     exposure_cost,
@@ -113,10 +114,13 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
             f"{fmt_metric(best, 'success_rate_early')} -> {fmt_metric(best, 'success_rate_late')}. "
             + exposure_cost(best)
         )
-    n = rows.iloc[0].get("params.scenario.sessions")
-    sessions = float(n) if pd.notna(n) else 1000.0
-    every = rows.iloc[0].get(EVOLVE_EVERY)  # the loop's cadence
-    why = chain_reason(sessions, evolve_every=int(float(every)) if pd.notna(every) else 1)
+    ref = seed_row(rows)  # the loop's cadence and explore rate: the seeds' row's, if run
+    ref = rows.iloc[0] if ref is None else ref
+    n, every, eps = (ref.get(k) for k in ("params.scenario.sessions", EVOLVE_EVERY, EXPLORE_RATE))
+    why = chain_reason(
+        float(n) if pd.notna(n) else 1000.0, 3, int(float(every)) if pd.notna(every) else 1,
+        float(eps) if pd.notna(eps) else 0.0,
+    )  # fmt: skip
     no_se = sum(not verdict_of(r).readable for _, r in rows.iterrows())
     if no_se == len(rows):  # one replication each: no interval to read, none reaches 0
         return (
