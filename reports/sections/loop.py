@@ -38,7 +38,7 @@ from reports.sections.loop_evidence import (
     verdict_of,
 )
 from reports.sections.loop_figures import section_figures
-from reports.sections.loop_missing import missing_sentence, missing_table, split_channels, twins
+from reports.sections.loop_missing import missing_sentence, missing_table, twins, verdict_rows
 from reports.sections.loop_search import (
     is_search,
     named_trials,
@@ -314,9 +314,7 @@ def loop_section(sweep: Sweep) -> Section | None:
     rows = _rows(sweep)
     if rows is None:
         return None
-    rows, missing = split_channels(rows)  # the verdict from the default channel's rows
-    if rows.empty:  # only the informative channel was run: its rows are the loop's
-        rows, missing = missing, missing.iloc[:0]
+    rows, missing, alone = verdict_rows(rows)  # the default channel's, else the informative
     search = is_search(sweep.parent_tags)
     rows = named_trials(rows) if search else rows
     seed, best = seed_row(rows), learning_row(rows)
@@ -377,7 +375,7 @@ def loop_section(sweep: Sweep) -> Section | None:
     blocks += section_figures(sweep, rows, per_run)
     verdict = verdict_json(top, rows)
     said = " ".join(x for x in (search_sentence(rows) if search else "",
-                                _answer(rows, seed, best),
+                                _answer(rows, seed, best), alone,
                                 missing_sentence(pairs, seed, 1),
                                 missing_sentence(pairs, best, len(rows)) if best is not None
                                 and (seed is None or best["run_id"] != seed["run_id"]) else "",
