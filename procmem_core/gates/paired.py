@@ -18,13 +18,14 @@ discordant pairs (the cap rule then applies), as well as ``max_runs`` pairs.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import check_int, check_probability
+from procmem_core.errors import ParameterError, check_int, check_probability
 from procmem_core.gates import arms
 from procmem_core.gates.base import (
     Gate,
@@ -54,6 +55,12 @@ from procmem_core.gates.verdicts import (
 )
 
 PAIR_MASSES = Recursions()
+PAIRED_MAX_RUNS = math.floor(1022 * math.log(2) / math.log(3))
+"""The most pairs (644) whose exact analysis is finite: ``pair_masses`` keeps each cell's
+mass at ``pw = pb = pc = 1/3``, at least ``3^-k`` after ``k`` pairs, and reweighs it by
+``(3 pc)^k <= 3^k``; past 644 pairs the first underflows a double's normal range (mass lost:
+power 0.524 where a direct recursion gives 0.652, max_runs 900) and the second overflows
+(P(revert) inf or NaN when nothing changed at p0 0.9, max_runs 700-1000)."""
 """``pair_masses`` per gate parameters and design p0, shared by equal gates."""
 
 
@@ -71,7 +78,15 @@ class PairedGate(Gate):
     design_p0: float
 
     def check_pairing(self) -> None:
-        """The pairing fields: ``max_discordant`` (None or >= 1) and ``design_p0`` in (0, 1)."""
+        """The pairing fields: ``max_discordant`` (None or >= 1) and ``design_p0`` in (0, 1);
+        ``max_runs`` at most ``PAIRED_MAX_RUNS``, where the exact analysis holds."""
+        if self.max_runs > PAIRED_MAX_RUNS:
+            raise ParameterError(
+                "max_runs",
+                self.max_runs,
+                f"an integer <= {PAIRED_MAX_RUNS} for a paired gate: its exact recursion "
+                f"holds a cell's mass at 1/3 per pair (at least 3^-max_runs) in a double",
+            )
         if self.max_discordant is not None:
             check_int("max_discordant", self.max_discordant, minimum=1)
         check_probability("design_p0", self.design_p0, open_low=True, open_high=True)
