@@ -276,7 +276,7 @@ def targets_at(t: RuleTargets, base: float) -> RuleTargets:
 
 
 def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescription:
-    """``design_gate`` over the p0 range of every draw (module docstring), the question's
+    """``design_gate`` over the p0 range holding the draws (module docstring), the question's
     other fields kept (``details["design"]``: the ``GateDesign``)."""
     a, b = ms * ks, (1 - ms) * ks
     lows, highs = stats.beta.ppf(0.05, a, b), stats.beta.ppf(0.95, a, b)
