@@ -301,6 +301,9 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
                             details | {"config": best.config})  # fmt: skip
     usable = design.with_concurrent_control
     instead = ""
+    remedies = (" or a longer ledger" if q.concurrent > 0 else  # it has concurrent control
+                ", a longer ledger or concurrent control (the prior served in a share of "
+                "sessions while a revision is pending)")  # fmt: skip
     if q.concurrent == 0 and usable:  # what concurrent control would cost, by the objective
         a = usable[0]
         instead = (f"; with concurrent control {a.family} ({a.design}) meets both at max_runs "
@@ -308,9 +311,8 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
     return Prescription("gate", "none feasible", False,
                         f"No gate family meets false revert <= {q.alpha:g} and power >= "
                         f"{1 - q.beta:g} within {q.max_runs} runs over p0 in "
-                        f"[{q.p0_low:g}, {q.p0_high:g}]; it would take a larger max_runs, a longer "
-                        "ledger or concurrent control (the prior served in a share of sessions "
-                        f"while a revision is pending){instead}.", details)  # fmt: skip
+                        f"[{q.p0_low:g}, {q.p0_high:g}]; it would take a larger max_runs"
+                        f"{remedies}{instead}.", details)  # fmt: skip
 
 
 def coverage(lows: np.ndarray, highs: np.ndarray, q: DesignQuestion) -> str:

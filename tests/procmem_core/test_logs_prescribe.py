@@ -111,6 +111,9 @@ def test_gate_range_starts_above_the_drop_whatever_its_floats(drop, low, said):
     p = gate(ms, ks, q)
     assert p.details["p0_low"] == low
     assert said in p.sentence
+    if not p.meets:  # the question has concurrent control: the remedy is not to add it
+        assert "it would take a larger max_runs or a longer ledger." in p.sentence
+        assert "concurrent control" not in p.sentence
 
 
 def test_the_gate_sentence_says_which_draws_its_range_leaves_out():
