@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.errors import check_int, check_probability
 from procmem_core.gates import arms
 from procmem_core.gates.base import (
     Gate,
@@ -71,6 +71,12 @@ class PairedGate(Gate):
 
     designs: ClassVar[tuple[str, ...]] = ("concurrent",)
     exact: ClassVar[bool] = True
+    max_runs_limit: ClassVar[tuple[int, str]] = (
+        PAIRED_MAX_RUNS,
+        "for a paired gate: its exact recursion holds a cell's mass at 1/3 per pair (at "
+        "least 3^-max_runs) in a double",
+    )
+    """``targets.check_fields`` keeps ``max_runs`` within it (``PAIRED_MAX_RUNS``)."""
     compares_arms: ClassVar[bool] = True
     max_runs: int
     min_runs: int
@@ -78,15 +84,7 @@ class PairedGate(Gate):
     design_p0: float
 
     def check_pairing(self) -> None:
-        """The pairing fields: ``max_discordant`` (None or >= 1) and ``design_p0`` in (0, 1);
-        ``max_runs`` at most ``PAIRED_MAX_RUNS``, where the exact analysis holds."""
-        if self.max_runs > PAIRED_MAX_RUNS:
-            raise ParameterError(
-                "max_runs",
-                self.max_runs,
-                f"an integer <= {PAIRED_MAX_RUNS} for a paired gate: its exact recursion "
-                f"holds a cell's mass at 1/3 per pair (at least 3^-max_runs) in a double",
-            )
+        """The pairing fields: ``max_discordant`` (None or >= 1) and ``design_p0`` in (0, 1)."""
         if self.max_discordant is not None:
             check_int("max_discordant", self.max_discordant, minimum=1)
         check_probability("design_p0", self.design_p0, open_low=True, open_high=True)
