@@ -63,12 +63,15 @@ class TwoSampleLattice:
         check_int("ledger", self.ledger)
         check_int("max_runs", self.max_runs, minimum=1)
         if self.observations > MAX_OBSERVATIONS:
-            raise ParameterError(
-                "max_runs",
-                self.max_runs,
-                f"ledger + runs of both arms at most {MAX_OBSERVATIONS} for the exact recursion "
-                f"(here {self.observations})",
-            )
+            runs = self.observations - self.ledger
+            why = (f"ledger + runs of both arms at most {MAX_OBSERVATIONS} for the exact "
+                   f"recursion (here {self.observations})")  # fmt: skip
+            if runs <= MAX_OBSERVATIONS:  # the ledger is what is too long (a prior's, shown)
+                raise ParameterError(
+                    "ledger", self.ledger,
+                    f"at most {MAX_OBSERVATIONS - runs} runs at max_runs {self.max_runs}: {why}",
+                )  # fmt: skip
+            raise ParameterError("max_runs", self.max_runs, why)
 
     def prior_runs(self, k: int) -> int:
         """The prior's runs beside the revision's ``k``-th: ``n0 + k`` or ``n0``."""

@@ -74,6 +74,18 @@ def test_a_short_ledger_is_infeasible_and_the_answer_says_what_it_takes():
     assert not seed.feasible and seed.false_revert > 0.15 and "worst case" in seed.note
 
 
+def test_with_no_ledger_the_note_bounds_power_by_alpha():
+    """A 0-run ledger tells nothing about the prior, so the most powerful level-alpha test
+    of it has power alpha; the note gave the bound of a 1-run ledger under the 0-run label
+    ("a 0-run ledger caps any test's power at 0.059")."""
+    q = DesignQuestion(ledger=0, concurrent=0.5, max_runs=40)
+    notes = [a.note for a in design_gate(q).answers if a.family in ("calibrated_sprt", "two_sample")
+             and a.design == "fixed"]  # fmt: skip
+    assert len(notes) == 2
+    for note in notes:
+        assert "a 0-run ledger caps any test's power at 0.050 (one-sample bound)" in note
+
+
 def test_a_cap_found_on_the_grid_but_not_certified_says_what_it_takes(easy):
     """The concurrent two-sample test meets both targets on the search grid below 150 pairs,
     but the certified power bound at 150 is 0.798 (0.787 with the first-order bound alone,
