@@ -131,7 +131,8 @@ def families(q: DesignQuestion) -> list[Family]:
         return DiscordantSPRTGate(**{**common, "beta": x or q.beta}, max_runs=k, design_p0=mid)
 
     def eprocess(k: int, x: float | None, _: bool) -> Gate:
-        return MixtureEGate(alpha=q.alpha, min_drop=q.min_drop, max_runs=k, accept_below=x or 0.0)
+        return MixtureEGate(alpha=q.alpha, min_drop=q.min_drop, min_runs=q.min_runs, max_runs=k,
+                            accept_below=x or 0.0)  # fmt: skip
 
     return [
         Family("sprt", "fixed",
