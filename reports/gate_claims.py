@@ -110,7 +110,9 @@ def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     """What a decision costs in sessions, in total and per arm, when nothing changed and
     at the drop: concurrent control counts the prior's sessions
     (``mean_prior_runs_*``); the fixed design serves every session to the revision. With
-    ``per_day``, the calendar time of each (``reports.claims.calendar``)."""
+    ``per_day``, the calendar time of each (``reports.claims.calendar``); a worst case over
+    several conditions names the one its sessions came from
+    (``sessions_<label>_condition``, ``reports.sections.gate_worst.worst_sessions``)."""
     null = [pick.get(f"{m}_null") for m in ARM_METRICS]
     alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
     if any(x is None for x in (*null, *alt)):  # a row without the per-arm columns
@@ -127,14 +129,17 @@ def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     else:
         arms = "per arm: revision + prior"
 
-    def cost(r: list, when: str) -> str:
+    def cost(r: list, when: str, label: str) -> str:
         total = float(r[0]) + float(r[1])
         days = f", {calendar(total, per_day)}" if per_day else ""
-        return f"{total:.1f} sessions {when} ({float(r[0]):.1f} + {float(r[1]):.1f}{days})"
+        where = pick.get(f"sessions_{label}_condition")  # a worst case over conditions
+        several = pick.get("conditions", 1)
+        at = f"{where}: " if isinstance(where, str) and pd.notna(several) and several > 1 else ""
+        return f"{total:.1f} sessions {when} ({at}{float(r[0]):.1f} + {float(r[1]):.1f}{days})"
 
     return (
-        f"; a decision costs {cost(null, 'when nothing changed')} and "
-        f"{cost(alt, 'at the drop')}, {arms}"
+        f"; a decision costs {cost(null, 'when nothing changed', 'null')} and "
+        f"{cost(alt, 'at the drop', 'alt')}, {arms}"
     )
 
 
