@@ -26,6 +26,7 @@ from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.loop_evidence import (
+    EFFECTS_OVER,
     Verdict,
     biggest_changes,
     chance_note,
@@ -308,6 +309,7 @@ def loop_section(sweep: Sweep) -> Section | None:
     learning = _metric_table(rows, LEARNING_METRICS)
     learning.insert(1, "learns?", [verdict_of(r).answer for _, r in rows.iterrows()])
     effects = main_effects(rows, ("regret_change", "regret"))
+    over = EFFECTS_OVER + (" of the default channel's runs" if not missing.empty else "")
     blocks: list = world_blocks(rows, None, "The verdict")
     blocks += [missing_table(pairs, len(rows))] if pairs else []
     search = is_search(sweep.parent_tags)
@@ -320,7 +322,8 @@ def loop_section(sweep: Sweep) -> Section | None:
         *(
             [Table("Regret change and regret by setting: the mean over every configuration "
                    "with that value (± SE), each setting's other values and the conditions "
-                   "averaged", effects[[c for c in effects.columns
+                   "averaged" + (" (the default channel's runs)" if not missing.empty else ""),
+                   effects[[c for c in effects.columns
                                         if not c.endswith(("_mean", "_se"))]])]
             if not effects.empty else []
         ),
@@ -364,7 +367,7 @@ def loop_section(sweep: Sweep) -> Section | None:
                                 missing_sentence(pairs, seed, 1),
                                 missing_sentence(pairs, best, len(rows)) if best is not None
                                 and (seed is None or best["run_id"] != seed["run_id"]) else "",
-                                decisive_setting(effects, "regret_change")) if x)  # fmt: skip
+                                decisive_setting(effects, "regret_change", over)) if x)  # fmt: skip
     return Section(  # the answer in two sentences, the rest after it (Section)
         "loop",
         "Closed loop: does the engine learn the right procedures",
