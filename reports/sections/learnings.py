@@ -191,7 +191,8 @@ def _waits(pick: pd.Series, most: str) -> str:
 
 def _median_interval(rows: pd.DataFrame, worst: pd.DataFrame) -> pd.DataFrame:
     """The worst median's interval from the run that gave it (``worst_case`` keeps the
-    first run's other columns)."""
+    first run's other columns); among runs tied at the worst median (e.g. every one beyond
+    the horizon), the one whose interval lies latest (largest low end, then high end)."""
     if "helpful_wait_median" not in rows or rows["helpful_wait_median"].isna().all():
         return worst
     worst = worst.copy()
@@ -199,7 +200,8 @@ def _median_interval(rows: pd.DataFrame, worst: pd.DataFrame) -> pd.DataFrame:
         group = rows[rows["policy"] == policy]
         if group["helpful_wait_median"].isna().all():
             continue
-        top = group.loc[group["helpful_wait_median"].astype(float).idxmax()]
+        ends = [f"helpful_wait_median{e}" for e in ("", "_low", "_high")]
+        top = group.sort_values(ends, ascending=False, na_position="last", kind="stable").iloc[0]
         for end in ("low", "high"):
             worst.at[i, f"helpful_wait_median_{end}"] = top[f"helpful_wait_median_{end}"]
     return worst

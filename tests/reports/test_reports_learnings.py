@@ -285,3 +285,34 @@ def test_a_median_wait_interval_wholly_beyond_the_horizon_is_said_once():
     s = recommend_policy(pd.DataFrame([row], columns=cols)).sentence
     assert "to beyond the 60-session horizon" not in s
     assert "(Kaplan-Meier median, its 95 % interval lies wholly beyond the 60-session horizon)" in s
+
+
+def test_a_tied_worst_median_wait_takes_the_worst_interval():
+    """Two conditions whose Kaplan-Meier medians are both beyond the horizon (81 of 80
+    sessions): the worst median's interval came from the first of them, '76 to beyond the
+    80-session horizon' (multi-user share 0, recall 0.44), where the other condition's
+    (share 0.3, recall 0.25) lies wholly beyond it (min writers 5, 50 users, 30
+    replications). Among tied medians the interval is now the latest one."""
+    from reports.sections.learnings import _median_interval
+
+    rows = pd.DataFrame(
+        {
+            "policy": ["k", "k"],
+            "condition": ["share 0", "share 0.3"],
+            "helpful_wait_median": [81.0, 81.0],
+            "helpful_wait_median_low": [76.0, 81.0],
+            "helpful_wait_median_high": [81.0, 81.0],
+        }
+    )
+    worst = pd.DataFrame({"policy": ["k"], "helpful_wait_median": [81.0],
+                          "helpful_wait_median_low": [76.0],
+                          "helpful_wait_median_high": [81.0]})  # fmt: skip
+    got = _median_interval(rows, worst)
+    assert got.at[0, "helpful_wait_median_low"] == 81.0
+    # a strictly worse median still gives its own interval, whatever the others' ends
+    rows.loc[0, ["helpful_wait_median", "helpful_wait_median_low"]] = [60.0, 55.0]
+    rows.loc[1, ["helpful_wait_median", "helpful_wait_median_low", "helpful_wait_median_high"]] = [
+        70.0, 50.0, 79.0]  # fmt: skip
+    got = _median_interval(rows, worst)
+    assert (got.at[0, "helpful_wait_median_low"], got.at[0, "helpful_wait_median_high"]) == (
+        50.0, 79.0)  # fmt: skip
