@@ -26,7 +26,7 @@ import pandas as pd
 from procmem_core.learnings import ReviewPolicy
 from procmem_core.learnings.sensitivity import TARGET_PRECISION
 from reports.canvas import png_bytes
-from reports.claims import MISSES, WITHIN_NOISE, state_words, target_state
+from reports.claims import MEETS, MISSES, WITHIN_NOISE, state_words, target_state
 from reports.configs import label
 from reports.document import Detail, Figure, Section, Table
 from reports.evidence import NOISE_Z, fmt_metric, replications_of, worst_case
@@ -224,7 +224,14 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
         "replication."
     )
     if len(worst) == 1:
-        return f"One review policy ran: {what}.{more} Sweep learnings_review to compare policies."
+        state = {
+            MEETS: "it meets the target",
+            WITHIN_NOISE: f"its precision is within {NOISE_Z:g} SE of the target",
+        }.get(pick["state"], "it misses the target")
+        return (
+            f"One review policy ran: {what}; {state}.{more} Sweep learnings_review to compare "
+            "policies."
+        )
     if not pick["feasible"]:
         near = (
             f" (within {NOISE_Z:g} SE of the target: this sweep cannot tell whether it reaches it)"

@@ -316,3 +316,22 @@ def test_a_tied_worst_median_wait_takes_the_worst_interval():
     got = _median_interval(rows, worst)
     assert (got.at[0, "helpful_wait_median_low"], got.at[0, "helpful_wait_median_high"]) == (
         50.0, 79.0)  # fmt: skip
+
+
+def test_one_policy_says_where_its_precision_stands_against_the_target():
+    """With one policy run the opening gave 'precision 0.864 ± 0.017 (target 0.9)' and no
+    state (the quickstart's supporter_writers >= 3): 0.036 short, beyond 2 SE (0.034), a
+    miss the reader had to work out. It now says meets / within 2 SE / misses (issue 30
+    item 6), as the ranked case does."""
+    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
+            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se",
+            "conditions"]  # fmt: skip
+    for precision, state in ((0.864, "it misses the target"),
+                             (0.88, "its precision is within 2 SE of the target"),
+                             (0.95, "it meets the target")):  # fmt: skip
+        row = ("k", precision, 0.017, 60.0, 1.8, 0.9, 0.01, 25.6, 4.9, 1)
+        s = recommend_policy(pd.DataFrame([row], columns=cols)).sentence
+        assert s.startswith(
+            f"One review policy ran: k, in the one condition run: precision {precision:.3g} ± "
+            f"0.017 (target 0.9); {state}."
+        ), s
