@@ -109,20 +109,20 @@ def _design(pick: pd.Series) -> str | None:
 def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     """What a decision costs in sessions, in total and per arm, when nothing changed and
     at the drop: concurrent control counts the prior's sessions
-    (``mean_prior_runs_*``); the fixed design serves every session to the revision. With
+    (``mean_prior_runs_*``); the fixed design serves every session to the revision (its
+    runs, with the prior's 0, also when the row has no per-arm columns). With
     ``per_day``, the calendar time of each (``reports.claims.calendar``); a worst case over
     several conditions names the one its sessions came from
     (``sessions_<label>_condition``, ``reports.sections.gate_worst.worst_sessions``)."""
     null = [pick.get(f"{m}_null") for m in ARM_METRICS]
     alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
-    if any(x is None for x in (*null, *alt)):  # a row without the per-arm columns
-        if _design(pick) == "fixed":
-            return ""  # every session is the revision's: its runs are its sessions
+    missing = any(x is None for x in (*null, *alt))  # a row without the per-arm columns
+    if missing and _design(pick) != "fixed":
         return (  # its runs are already stated: say only what they leave out
             "; those runs count the revision's sessions only (no per-arm figures: a "
             "concurrent design's prior sessions are left out)"
         )
-    if any(x != x for x in (*null, *alt)):
+    if missing or any(x != x for x in (*null, *alt)):  # every session is the revision's
         null = [float(pick["mean_runs_null"]), 0.0]
         alt = [float(pick["mean_runs_alt"]), 0.0]
         arms = "all on the revision, none on the prior: no concurrent control"

@@ -90,3 +90,35 @@ def test_the_ranking_counts_both_arms_and_its_sentence_gives_them(gates):
         f"{(rev + prior) / 100:.3g} days at 100 sessions/day)"
     ) in s
     assert "per arm: revision + prior" in s
+
+
+def test_a_fixed_design_sweep_gives_its_sessions_in_days():
+    """A sweep of fixed-design gates only (gate_tuning's) logs no per-arm runs: its ranking
+    sentence gave the runs and no calendar time, where docs/reports.md says every gate
+    sentence gives the days at --sessions-per-day (issue 30 item 4). Its runs are its
+    sessions, all on the revision."""
+    rows, tables = [], {}
+    for run_id, gate in (("a", SPRTGate()), ("b", SPRTGate(alpha=0.1))):
+        res = GateScenario(gate=gate, replications=REPS, drops=(0.0, 0.15)).run(3)
+        row = {"run_id": run_id, "run_name": run_id, "scenario": "gate", "status": "FINISHED"}
+        row |= {f"params.gate.{k}": v for k, v in gate.config().items()}
+        row |= {"params.scenario.replications": REPS, "params.scenario.p_prior": 0.8,
+                "params.scenario.design": "fixed"}  # fmt: skip
+        row |= res.metrics
+        rows.append(row)
+        tables[run_id] = dict(res.tables)
+    runs = pd.DataFrame(rows)
+    assert not any("prior_runs" in c for c in runs.columns)  # the fixed design logs none
+    params = tuple(c for c in runs.columns if c.startswith("params."))
+    named = tuple(sorted(set(runs.columns) - set(params) - {"run_id", "run_name", "scenario",
+                                                             "status"}))  # fmt: skip
+    gates = gate_runs(Sweep("fake", "p" * 32, "parent", runs, params, named, tables))
+    rec = sweep_recommendation(worst_rows(gates.rows.assign(replications=REPS)),
+                               GateTargets(), gates.default_label, 50)  # fmt: skip
+    null, alt = float(rec.pick["mean_runs_null"]), float(rec.pick["mean_runs_alt"])
+    assert (
+        f"a decision costs {null:.1f} sessions when nothing changed ({null:.1f} + 0.0, "
+        f"{null / 50:.3g} days at 50 sessions/day) and {alt:.1f} sessions at the drop "
+        f"({alt:.1f} + 0.0, {alt / 50:.3g} days at 50 sessions/day), all on the revision, "
+        "none on the prior: no concurrent control"
+    ) in rec.sentence
