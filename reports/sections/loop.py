@@ -26,6 +26,7 @@ from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.loop_evidence import (
+    EFFECTS_OVER,
     Verdict,
     biggest_changes,
     chance_note,
@@ -290,14 +291,9 @@ def _why(row: pd.Series, sources: pd.DataFrame) -> str:
 
 
 def _rate(row: pd.Series, metric: str) -> str:
-    """``fmt_metric``, except a rate of exactly 0 or 1 with SE 0 (every replication the
-    same, so no spread to estimate an SE from): said as such with the replications, not
-    as ``0 ± 0``, which reads as certainty from as few as 4."""
-    value, se = float(row[metric]), float(row.get(f"{metric}_se", float("nan")))
-    if metric.endswith("_rate") and se == 0 and value in (0.0, 1.0):
-        n = row.get("params.scenario.replications")
-        every = f"all {int(float(n)):,} replications" if pd.notna(n) else "every replication"
-        return f"{value:g} in {every} (no spread: SE not estimable)"
+    """A figure of the engine's table as every figure is told (``fmt_metric``): a rate
+    every replication agreed on (SE 0, e.g. no wrong revert in any of 4) reads as its
+    exact bound on the share of replications that would differ, not as ``0 ± 0``."""
     return fmt_metric(row, metric)
 
 
@@ -324,6 +320,7 @@ def loop_section(sweep: Sweep) -> Section | None:
     # a search's trials are the sampler's picks, not a grid: no value is averaged over the
     # other settings, so it has no main effects (its ranking compares the trials)
     effects = pd.DataFrame() if search else main_effects(rows, ("regret_change", "regret"))
+    over = EFFECTS_OVER + (" of the default channel's runs" if not missing.empty else "")
     blocks: list = world_blocks(rows, None, "The verdict")
     blocks += [missing_table(pairs, len(rows))] if pairs else []
     trials = search_table(rows) if search else None
@@ -335,7 +332,8 @@ def loop_section(sweep: Sweep) -> Section | None:
         *(
             [Table("Regret change and regret by setting: the mean over every configuration "
                    "with that value (± SE), each setting's other values and the conditions "
-                   "averaged", effects[[c for c in effects.columns
+                   "averaged" + (" (the default channel's runs)" if not missing.empty else ""),
+                   effects[[c for c in effects.columns
                                         if not c.endswith(("_mean", "_se"))]])]
             if not effects.empty else []
         ),
@@ -379,7 +377,7 @@ def loop_section(sweep: Sweep) -> Section | None:
                                 missing_sentence(pairs, seed, 1),
                                 missing_sentence(pairs, best, len(rows)) if best is not None
                                 and (seed is None or best["run_id"] != seed["run_id"]) else "",
-                                decisive_setting(effects, "regret_change")) if x)  # fmt: skip
+                                decisive_setting(effects, "regret_change", over)) if x)  # fmt: skip
     return Section(  # the answer in two sentences, the rest after it (Section)
         "loop",
         "Closed loop: does the engine learn the right procedures",

@@ -112,3 +112,21 @@ def test_a_sweep_under_the_informative_channel_alone_says_its_verdict_is_read_un
         "perfect feedback (feedback=perfect,failures_rated runs both side by side)."
     ) in said
     assert "informative" not in loop_section(_only(sweep, ["r0", "r1"])).said
+
+
+def test_the_setting_means_say_they_leave_the_informative_channel_out(sweep):
+    """The verdict and the by-setting means read the default channel's rows only (the
+    informative ones are compared beside them); the sentence said the means were 'over
+    every other setting and condition', which the informative runs are not averaged into.
+    Recomputed: strike limit 3 and 0 of the default channel, r0 and r1."""
+    section = loop_section(sweep)
+    runs = sweep.runs.set_index("run_id")
+    table = next(x for x in section.blocks if getattr(x, "caption", "").startswith(
+        "Regret change and regret by setting"))  # fmt: skip
+    assert table.caption.endswith("(the default channel's runs)")
+    by_value = table.frame.set_index("value")["regret change"]
+    for run_id, limit in (("r0", "3"), ("r1", "0")):
+        assert by_value[limit] == fmt_metric(runs.loc[run_id], "regret_change")
+    said = section.said
+    assert "(means over every other setting and condition of the default channel's runs)" in said
+    assert "(means over every other setting and condition)" not in said
