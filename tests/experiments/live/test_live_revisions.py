@@ -11,6 +11,7 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
+from foreign_server import ForeignServer, foreign_overrides
 from mlflow.tracking import MlflowClient
 from test_live_loop import offline, run
 
@@ -164,3 +165,31 @@ def test_failed_runs_of_judged_tasks_are_revised_with_the_rubric_as_their_check(
     assert metrics["revisions_proposed"] >= 1
     revised = [p for p in procs if p["revision"] > 1]
     assert revised and all(p["steps"][-1] == LESSON + f"judge: {rubric}" for p in revised)
+
+
+def test_a_run_on_a_revision_the_gate_decided_while_its_round_ran_is_left_out(
+    tmp_path, foreign_tasks
+):
+    """A round's sessions are packed when it starts and applied in order when it ends, so
+    an evolve applied for one session can revert the revision a later session of the same
+    round was served. Recording that session's run raised the store's 'revision=2 is not
+    allowed: expected None, 1 (current)' and ended the run (seed 4 here: the evolve applied
+    for session 37 reverted revision 2, which session 38 had been served; a resume replays
+    the same crash). The run is now left out of the ledger (the graph it followed was
+    rejected; the session stays in the log) and counted."""
+    with ForeignServer(hurt=LESSON) as server:  # the checker's lesson as a step hurts
+        over = foreign_overrides(
+            server, foreign_tasks, tmp_path / "out" / "j.jsonl", sessions=60, extract_every=5,
+            explore_rate=0.2, concurrency=3, memory="graph", revise_every=10,
+            revision_step="checker",
+        )  # fmt: skip
+        sessions, _, metrics = run(tmp_path, "out", [*over, "seed=4"])
+    logs = artifacts(tmp_path, "out")
+    assert len(sessions) == 60 and metrics["revisions_reverted"] >= 1
+    followed = int((sessions["shown_keys"] != "[]").sum())
+    assert metrics["n_runs_unrecorded"] >= 1
+    assert len(logs["runs"]) + metrics["n_runs_unrecorded"] == followed
+    replay = pd.DataFrame(gate_replay(read_log(str(tmp_path / "out" / "artifacts")),
+                                      {"sdk": SPRTGate(min_runs=SDK_GATE_MIN_RUNS)}))  # fmt: skip
+    decided = replay[replay["logged_verdict"] != "pending"]
+    assert len(decided) >= 1 and (decided["sdk_verdict"] == decided["logged_verdict"]).all()
