@@ -175,8 +175,11 @@ class GraphMemory:
             # its graph is rejected; accepted: the served prior is gone): no ledger holds it
             self.unrecorded.append({"time": self.now, "key": key, "revision": revision})
             return
-        graph = self.bot.store.get(f"{self.bot.namespace}/{key}").graph
-        path = list(graph.reading_order()) if revision == self._revision(key) else []
+        stored = self.bot.store.get(f"{self.bot.namespace}/{key}")
+        # the graph the session followed: the current one, or the prior it was served
+        # before a revision proposed later in its round (a concurrent run of the prior)
+        graph = stored.graph if revision == stored.revision else stored.pending_revision.prior_graph
+        path = list(graph.reading_order())
         run = self._call(
             self.bot.procedure.record_run(
                 key, path, bool(record["outcome"]), revision=revision, tokens=record["tokens"]
@@ -199,9 +202,6 @@ class GraphMemory:
             self.evolves.append({"time": self.now, "key": key, "status": report.status})
             if report.revision_outcome in ("accepted", "reverted"):
                 self.revisions.decided(key, report.revision_outcome, self.now)
-
-    def _revision(self, key: str) -> int:
-        return self.bot.store.get(f"{self.bot.namespace}/{key}").revision
 
     def add_learned(self, procedures: Sequence[dict]) -> list[str]:
         """New candidates for the extracted procedures not already held; their keys."""

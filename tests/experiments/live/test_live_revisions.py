@@ -193,3 +193,28 @@ def test_a_run_on_a_revision_the_gate_decided_while_its_round_ran_is_left_out(
                                       {"sdk": SPRTGate(min_runs=SDK_GATE_MIN_RUNS)}))  # fmt: skip
     decided = replay[replay["logged_verdict"] != "pending"]
     assert len(decided) >= 1 and (decided["sdk_verdict"] == decided["logged_verdict"]).all()
+
+
+def test_a_run_on_the_prior_served_before_a_proposal_has_the_priors_path(tmp_path):
+    """A revision proposed for one session of a round leaves the later sessions of that
+    round on the prior they were served (its concurrent runs). Their runs were recorded
+    with path [] where docs/live.md says every node of the graph followed, in reading
+    order (seed 0: revision 3 proposed at session 41, sessions 42 and 44 followed
+    revision 2's three steps; runs.csv had '[]')."""
+    over = offline(
+        tmp_path, "prior", "live.memory=graph", "live.sessions=45", "live.revise_every=7",
+        "live.explore_rate=0.2", "live.concurrency=2",
+    )  # fmt: skip
+    run(tmp_path, "prior", over)
+    logs = artifacts(tmp_path, "prior")
+    runs = logs["runs"].astype({"revision": int, "time": int})
+    revisions = logs["revisions"]
+    revisions = revisions[revisions["prior_revision"] != ""]
+    concurrent = 0
+    for _, rev in revisions.astype({"prior_revision": int, "proposed_at": int}).iterrows():
+        prior = runs[(runs["key"] == rev["key"]) & (runs["revision"] == rev["prior_revision"])]
+        before = prior[prior["time"] <= rev["proposed_at"]]["path"]
+        for path in prior[prior["time"] > rev["proposed_at"]]["path"]:
+            concurrent += 1
+            assert path == before.iloc[-1] and json.loads(path)  # the prior's whole graph
+    assert concurrent >= 2
