@@ -203,6 +203,9 @@ class GraphMemory:
             if report.revision_outcome in ("accepted", "reverted"):
                 self.revisions.decided(key, report.revision_outcome, self.now)
 
+    def _revision(self, key: str) -> int:
+        return self.bot.store.get(f"{self.bot.namespace}/{key}").revision
+
     def add_learned(self, procedures: Sequence[dict]) -> list[str]:
         """New candidates for the extracted procedures not already held; their keys."""
         held = {p.key for p in self.bot.store.list()}
