@@ -11,9 +11,10 @@
   ``live.explore_rate``; only the sessions the run logged (its ``success`` steps): a
   run stopped mid-round traced sessions its log does not keep, and a resumed run whose
   restored sessions were traced by an earlier run is refused, naming ``runs:/``.
-- ``experiments:/<name>``: every session trace of the experiment's runs as one log
-  (``time``: the trace's start in milliseconds, as indexes restart in each run; a session
-  id in two runs, e.g. a run and its resume, is refused as a duplicate).
+- ``experiments:/<name>``: every session trace of the experiment's runs as one log, each
+  run's the sessions it logged, as above (``time``: the trace's start in milliseconds, as
+  indexes restart in each run; a session id in two runs, e.g. a run and its resume, is
+  refused as a duplicate).
 
 Traces are read through ``mlflow.search_traces`` (one Python step per trace: MLflow hands
 them over as objects).
@@ -116,55 +117,64 @@ def _rate(client: Any, run_id: str | None, cache: dict, source: str) -> float:
     return cache[run_id]
 
 
-def _row(trace: Any, one_run: bool, rate: float, source: str) -> dict[str, Any]:
+def _row(trace: Any, one_run: bool, rate: float, source: str) -> tuple[dict[str, Any], int]:
+    """The trace's sessions row and its session index."""
     spans = {s.name: s for s in trace.data.spans}
     if "prompt_build" not in spans or "session" not in spans:
         raise LogError(source, None, "prompt_build", trace.info.trace_id,
                        "a session trace with its session and prompt_build spans")  # fmt: skip
     build = spans["prompt_build"].attributes
     rated = [a.value for a in trace.info.assessments if a.name == "outcome"]
-    index = spans["session"].attributes.get("index")
-    return {
+    index = int(spans["session"].attributes.get("index"))
+    row = {
         "session_id": trace.info.tags["procmem.session_id"],
-        "time": int(index) if one_run else int(trace.info.request_time),
+        "time": index if one_run else int(trace.info.request_time),
         "top_key": build.get("top_key") or "",
         "withheld": bool(build.get("withheld")),
         "explore_rate": rate,
         "outcome": float(rated[-1]) if rated else np.nan,
         "shown_keys": json.dumps(list(build.get("shown_keys") or [])),
     }
+    return row, index
 
 
-def _logged(rows: list[dict[str, Any]], client: Any, source: str) -> list[dict[str, Any]]:
-    """The rows of the sessions the run logged: the steps of its ``success`` metric (one
-    per session its ``sessions.csv`` holds). A run stopped while a round ran traced
-    sessions after the one that stopped it, which its log does not keep: left out. A
-    resumed run logged the sessions it restored, whose traces the run it resumed holds:
-    refused, naming the run's own log. A run with no such steps is read as traced."""
-    run_id = source[len(TRACES_PREFIX) :].strip("/")
-    steps = {m.step for m in client.get_metric_history(run_id, SESSION_STEP)}
-    if not steps:
-        return rows
-    missing = sorted(steps - {r["time"] for r in rows})
-    if missing:
-        raise LogError(
-            source, None, None, f"{len(missing)} of its {len(steps)} sessions untraced",
-            f"a run that traced every session it logged (a resumed run's restored sessions "
-            f"were traced by the run it resumed): read runs:/{run_id}",
-        )  # fmt: skip
-    return [r for r in rows if r["time"] in steps]
+def _logged(
+    rows: list[tuple[dict[str, Any], str | None, int]], client: Any, source: str, one_run: bool
+) -> list[dict[str, Any]]:
+    """The rows (each with its run and session index) of the sessions each run logged:
+    the steps of its ``success`` metric (one per session its ``sessions.csv`` holds). A
+    run stopped while a round ran traced sessions after the one that stopped it (the one
+    cut, without an outcome, among them), which its log does not keep: left out, for
+    ``traces:/`` and ``experiments:/`` alike. A resumed run logged the sessions it
+    restored, whose traces the run it resumed holds: ``traces:/`` refuses it, naming the
+    run's own log. A run with no such steps is read as traced."""
+    by_run: dict[str | None, set[int]] = {}
+    for run_id in dict.fromkeys(run_id for _, run_id, _ in rows):
+        history = client.get_metric_history(run_id, SESSION_STEP) if run_id else []
+        by_run[run_id] = {m.step for m in history}
+    if one_run:
+        run_id = source[len(TRACES_PREFIX) :].strip("/")
+        steps = by_run.get(run_id, set())
+        missing = sorted(steps - {index for _, _, index in rows})
+        if missing:
+            raise LogError(
+                source, None, None, f"{len(missing)} of its {len(steps)} sessions untraced",
+                f"a run that traced every session it logged (a resumed run's restored "
+                f"sessions were traced by the run it resumed): read runs:/{run_id}",
+            )  # fmt: skip
+    return [row for row, run_id, index in rows if not by_run[run_id] or index in by_run[run_id]]
 
 
 def trace_sessions(source: str, tracking_uri: str | None) -> Table:
     """The sessions table rebuilt from session traces (module doc), in time order."""
     traces, client, one_run = _traces(source, tracking_uri)
     rates: dict[str | None, float] = {}
-    rows = []
+    found = []
     for t in traces:
         run_id = t.info.trace_metadata.get("mlflow.sourceRun")
-        rows.append(_row(t, one_run, _rate(client, run_id, rates, source), source))
-    if one_run:
-        rows = _logged(rows, client, source)
+        row, index = _row(t, one_run, _rate(client, run_id, rates, source), source)
+        found.append((row, run_id, index))
+    rows = _logged(found, client, source, one_run)
     rows.sort(key=lambda r: (r["time"], r["session_id"]))
     cols: dict[str, Any] = {}
     for name in rows[0]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +89,37 @@ def rule_section(log: Log, out: Path, design: bool) -> Section:
             f"{name}: drops {int(mine['dropped_at'].notna().sum())} of {len(mine)} procedures "
             "on their logged shown outcomes. "
         )
-    text += "Each confidence walks over the sessions where its procedure was shown and rated."
+    text += (
+        "Each confidence walks over the sessions where its procedure was the top match, "
+        "shown and rated."
+    )
+    below = shown_below_top(log)
+    if below:
+        names = ", ".join(below[:5]) + (f" and {len(below) - 5} more" if len(below) > 5 else "")
+        text += (
+            f" The log's shown_keys also name {len(below)} procedure"
+            f"{'s' if len(below) > 1 else ''} shown only below the top match ({names}), "
+            "with no row here: the replay reads each session's top match only, and no walk "
+            "counts a session where its procedure was shown below the top match."
+        )
     return "Rule replay", text, frame
+
+
+def shown_below_top(log: Log) -> list[str]:
+    """The keys the ``shown_keys`` column names that were never a session's top match
+    (sorted); each distinct JSON list is read once, one that is not a list of keys skipped."""
+    column = log.sessions.optional.get("shown_keys")
+    if column is None:
+        return []
+    named: set[str] = set()
+    for value in column.values:
+        try:
+            keys = json.loads(value)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(keys, list):
+            named.update(k for k in keys if isinstance(k, str) and k)
+    return sorted(named - set(log.sessions.keys))
 
 
 RATES_FAMILY = (

@@ -10,7 +10,10 @@ Same interface as ``memory.FlatMemory``, over a ``ProcedureStore``:
   (the first shown), on the revision the pack served, its path every node of that graph
   in reading order (the agent followed its steps); then ``bot.procedure.evolve`` for a
   procedure with ``evolve_every`` new runs (the loop scenario's schedule, 10 runs, with
-  the SDK's gate defaults);
+  the SDK's gate defaults). A run on a revision the gate decided after the round's packs
+  were made (an evolve applied for an earlier session of the round reverted it, or
+  accepted the revision after the prior it was served) has no ledger to go to: it is
+  left out and kept in ``unrecorded``;
 - ``apply_outcome(record)``: the session's row in the store's pack log (``log_pack``,
   rated at once), its run, and at the end of every ``revise_every``-th session a revision
   proposal (``revisions.RevisionLog``, its new step from ``steps``: the model's
@@ -82,6 +85,7 @@ class GraphMemory:
         self.evolves: list[dict[str, Any]] = []
         self.revisions = RevisionLog(revise_every)
         self.refused: list[dict[str, Any]] = []  # learned procedures the store refused
+        self.unrecorded: list[dict[str, Any]] = []  # runs on a revision decided meanwhile
         self.steps: Any = CheckerStep()  # the loop's job sets live.revision_step's
         self.now = 0
         self._read = threading.Lock()
@@ -166,8 +170,16 @@ class GraphMemory:
             return
         key = record["shown_keys"][0]
         revision = int(served[0])
-        graph = self.bot.store.get(f"{self.bot.namespace}/{key}").graph
-        path = list(graph.reading_order()) if revision == self._revision(key) else []
+        if revision not in self.bot.store.live_revisions(f"{self.bot.namespace}/{key}"):
+            # an evolve applied earlier in this round decided the revision served (reverted:
+            # its graph is rejected; accepted: the served prior is gone): no ledger holds it
+            self.unrecorded.append({"time": self.now, "key": key, "revision": revision})
+            return
+        stored = self.bot.store.get(f"{self.bot.namespace}/{key}")
+        # the graph the session followed: the current one, or the prior it was served
+        # before a revision proposed later in its round (a concurrent run of the prior)
+        graph = stored.graph if revision == stored.revision else stored.pending_revision.prior_graph
+        path = list(graph.reading_order())
         run = self._call(
             self.bot.procedure.record_run(
                 key, path, bool(record["outcome"]), revision=revision, tokens=record["tokens"]

@@ -50,7 +50,11 @@ class Journal:
         if not self.path.is_file():
             return []
         records = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        # lines end at \n only: a record written with ensure_ascii=False holds U+2028,
+        # U+2029 or NEL raw, where str.splitlines would break it
+        for line in self.path.read_text(encoding="utf-8").split("\n"):
+            if not line:
+                continue
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError:

@@ -173,7 +173,9 @@ def load_tasks(name: str) -> tuple[Task, ...]:
     tasks: list[Task] = []
     seen: set[str] = set()
     text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is not data
-    for number, line in enumerate(text.splitlines(), 1):
+    # JSON Lines ends a line at \n (a \r before it is JSON whitespace); str.splitlines
+    # would also break at U+2028, U+2029 or NEL, which a JSON string may hold raw
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         where = f"{path}, line {number}"

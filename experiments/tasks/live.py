@@ -369,6 +369,7 @@ def _result(loop: LiveLoop, settings: LiveSettings, budget: TokenBudget) -> Scen
         n_cached_calls=float(sum(c["cached"] for c in calls)),
         n_learn_errors=float(sum(r.get("learn_error") is not None for r in records)),
         n_learned_refused=float(len(getattr(loop.memory, "refused", ()))),
+        n_runs_unrecorded=float(len(getattr(loop.memory, "unrecorded", ()))),
         tokens_total=float(sum(r["tokens"] for r in records)),
         tokens_estimate=float(settings.estimate),
         budget_spent=float(budget.spent),

@@ -10,9 +10,10 @@ time order (ties: file order); at each event the gate and the cost gate are aske
 it is not "continue". The gates are ``procmem_core.gates``' own.
 
 Rule replay: a procedure's confidence walks by the rule's ``update`` over the sessions
-where it was shown and rated, in time order; it is dropped from the prompt at the first
-update after which it no longer ``passes_threshold`` (the walk stops there: a dropped
-procedure is not shown, so it gathers no more evidence).
+where it was the top match, shown and rated (``shown_keys`` is not read), in time order;
+it is dropped from the prompt at the first update after which it no longer
+``passes_threshold`` (the walk stops there: a dropped procedure is not shown, so it
+gathers no more evidence).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ before anything is written under --out and before an MLflow store is made."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from experiments.analyze.__main__ import main
@@ -207,3 +208,31 @@ def test_the_prescriptions_name_the_parameters_they_hold_fixed(tmp_path):
         "Held at their estimates, with no SE to draw from (the log does not pin them down), "
         "so no prescription covers their uncertainty: rates.mean, rates.concentration."
     ) in section
+
+
+def test_the_rule_replay_says_it_reads_top_matches_and_names_procedures_shown_below(tmp_path):
+    """A live flat run logs every procedure shown (``shown_keys``), the replay walks each
+    procedure over the sessions it top-matched only. The report said each confidence walks
+    over 'the sessions where its procedure was shown and rated', yet ``b``, shown in every
+    session (below ``a`` when ``a`` is shown), has no row. The sentence now says top match
+    and names ``b``."""
+    from experiments.analyze.steps import rule_section
+    from procmem_core.logs import Table, Text, check_log
+
+    n = 40
+    withheld = np.arange(n) % 4 == 0
+    shown = np.where(withheld, 0, 1)
+    cols = {
+        "session_id": Text(np.arange(n), np.arange(n).astype(str)),
+        "time": np.arange(n, dtype=float),
+        "top_key": Text(np.zeros(n, dtype=int), np.array(["a"])),
+        "withheld": withheld,
+        "explore_rate": np.full(n, 0.25),
+        "outcome": (np.arange(n) % 3 > 0).astype(float),
+        "shown_keys": Text(shown, np.array(['["b"]', '["a", "b"]'])),
+    }
+    log = check_log(Table("sessions", "sessions.csv", n, cols))
+    _, text, frame = rule_section(log, tmp_path, design=False)
+    assert list(frame["key"]) == ["a"]
+    assert "where its procedure was the top match, shown and rated" in text
+    assert "1 procedure shown only below the top match (b), with no row here" in text

@@ -11,7 +11,9 @@ JSON mode) and ``GET /v1/models``. Its behaviour is known to the tests:
 - ``completion_tokens`` is the reply's word count plus ``padding`` (to spend a budget);
 - ``burst``: that many chat requests answered 429 with ``Retry-After: 0.01`` first;
 - ``block_after``: the POST of that number (1-based) waits until ``release`` is set,
-  and ``blocked`` is set meanwhile (a test kills its client there).
+  and ``blocked`` is set meanwhile (a test kills its client there);
+- ``hurt``: a chat request whose system prompt holds this text passes with probability
+  0.05 whatever else it holds (a revision step that harms, so the gate reverts it).
 """
 
 from __future__ import annotations
@@ -49,9 +51,15 @@ class ForeignServer:
     """The server on a free 127.0.0.1 port (``base_url``); a context manager."""
 
     def __init__(
-        self, burst: int = 0, block_after: int | None = None, padding: int = 0, usage: bool = True
+        self,
+        burst: int = 0,
+        block_after: int | None = None,
+        padding: int = 0,
+        usage: bool = True,
+        hurt: str | None = None,
     ):
         self.burst = burst
+        self.hurt = hurt
         self.usage = usage  # False: replies carry no ``usage`` (some endpoints send none)
         self.block_after = block_after
         self.padding = padding
@@ -100,7 +108,10 @@ class ForeignServer:
             system = " ".join(m["content"] for m in messages if m["role"] == "system")
             digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).digest()
             u = int.from_bytes(digest[:8], "big") / 2**64
-            content = PASS_REPLY if u < (0.9 if GOOD in system else 0.3) else FAIL_REPLY
+            p = 0.9 if GOOD in system else 0.3
+            if self.hurt is not None and self.hurt in system:
+                p = 0.05
+            content = PASS_REPLY if u < p else FAIL_REPLY
         prompt = sum(len(str(m["content"]).split()) for m in messages)
         completion = len(content.split()) + self.padding
         return 200, {

@@ -87,3 +87,32 @@ def test_traces_of_a_stopped_run_and_its_resume_read_as_their_logs_or_are_refuse
     assert again.metrics["n_resumed"] > 0
     with pytest.raises(LogError, match=rf"runs:/{again.run_id}"):
         read_log(f"traces:/{again.run_id}")
+
+
+@pytest.mark.slow
+def test_experiments_source_reads_a_stopped_runs_logged_sessions_only(
+    tmp_path, tracking_store, foreign_tasks
+):
+    """``experiments:/`` reads each run's traces as ``traces:/`` does: the sessions the
+    run logged. A run stopped by its budget at concurrency 4 traced the session the
+    budget cut (no outcome) and any finished after it; ``experiments:/`` read them too,
+    25 sessions where the run logged 24, the cut one an unrated session counted in its
+    procedure's arm and in the missing ratings."""
+    with ForeignServer(padding=2000) as server:
+        over = foreign_overrides(
+            server, foreign_tasks, tmp_path / "j.jsonl", sessions=40, extract_every=5,
+            explore_rate=0.3, concurrency=4,
+        )  # fmt: skip
+        with pytest.raises(Exception, match="budget"):
+            run_job(
+                compose_job("live", [*over, "live.budget.tokens=60000"]),
+                JobContext(out_dir=tmp_path / "first"),
+            )
+    logged = pd.read_csv(tmp_path / "first" / "artifacts" / "sessions.csv")
+    read = read_log("experiments:/live").sessions
+    # in the order of the traces' start times (concurrent sessions may start out of order)
+    got = sorted(zip(read.session_id.strings(), read.outcome, read.withheld, strict=True))
+    want = zip(
+        logged["session_id"], logged["outcome"].astype(float), logged["withheld"], strict=True
+    )
+    assert got == sorted(want)

@@ -83,6 +83,32 @@ def test_a_resume_skips_the_journaled_rounds_and_ends_where_a_full_run_ends(tmp_
     assert procs == procs_resumed
 
 
+@pytest.mark.parametrize("sep", ["\u2028", "\x85"])
+def test_a_resume_restores_sessions_whose_text_holds_a_unicode_line_separator(tmp_path, sep):
+    """The journal is JSON Lines written with ``ensure_ascii=False``, so a user turn or a
+    reply holding U+2028 or NEL is written raw inside its record. ``str.splitlines``
+    broke the record there and read it as the torn tail of a kill: a resume of a finished
+    10-session run restored 0 sessions, rewrote the journal empty and ran all 10 again."""
+    from foreign_server import CHECK
+
+    tasks = tmp_path / "tasks.jsonl"
+    rows = [
+        {"id": f"t{i}", "situation": "what could go wrong", "check": CHECK,
+         "user_turns": [f"I have ₹{i + 1},000.{sep}What could go wrong?"]}
+        for i in range(6)
+    ]  # fmt: skip
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with ForeignServer() as server:
+        over = foreign_overrides(server, tasks, tmp_path / "j.jsonl", sessions=10, extract_every=5)
+        full, procs, _ = run(tmp_path, "full", over)
+        posts = server.posts
+        again, procs_again, metrics = run(tmp_path, "again", [*over, "resume=true"])
+        assert server.posts == posts  # nothing asked again
+    assert metrics["n_resumed"] == 10
+    pd.testing.assert_frame_equal(full, again)
+    assert procs == procs_again
+
+
 @pytest.mark.parametrize(
     "change",
     [

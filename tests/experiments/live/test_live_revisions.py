@@ -11,6 +11,7 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
+from foreign_server import ForeignServer, foreign_overrides
 from mlflow.tracking import MlflowClient
 from test_live_loop import offline, run
 
@@ -164,3 +165,56 @@ def test_failed_runs_of_judged_tasks_are_revised_with_the_rubric_as_their_check(
     assert metrics["revisions_proposed"] >= 1
     revised = [p for p in procs if p["revision"] > 1]
     assert revised and all(p["steps"][-1] == LESSON + f"judge: {rubric}" for p in revised)
+
+
+def test_a_run_on_a_revision_the_gate_decided_while_its_round_ran_is_left_out(
+    tmp_path, foreign_tasks
+):
+    """A round's sessions are packed when it starts and applied in order when it ends, so
+    an evolve applied for one session can revert the revision a later session of the same
+    round was served. Recording that session's run raised the store's 'revision=2 is not
+    allowed: expected None, 1 (current)' and ended the run (seed 4 here: the evolve applied
+    for session 37 reverted revision 2, which session 38 had been served; a resume replays
+    the same crash). The run is now left out of the ledger (the graph it followed was
+    rejected; the session stays in the log) and counted."""
+    with ForeignServer(hurt=LESSON) as server:  # the checker's lesson as a step hurts
+        over = foreign_overrides(
+            server, foreign_tasks, tmp_path / "out" / "j.jsonl", sessions=60, extract_every=5,
+            explore_rate=0.2, concurrency=3, memory="graph", revise_every=10,
+            revision_step="checker",
+        )  # fmt: skip
+        sessions, _, metrics = run(tmp_path, "out", [*over, "seed=4"])
+    logs = artifacts(tmp_path, "out")
+    assert len(sessions) == 60 and metrics["revisions_reverted"] >= 1
+    followed = int((sessions["shown_keys"] != "[]").sum())
+    assert metrics["n_runs_unrecorded"] >= 1
+    assert len(logs["runs"]) + metrics["n_runs_unrecorded"] == followed
+    replay = pd.DataFrame(gate_replay(read_log(str(tmp_path / "out" / "artifacts")),
+                                      {"sdk": SPRTGate(min_runs=SDK_GATE_MIN_RUNS)}))  # fmt: skip
+    decided = replay[replay["logged_verdict"] != "pending"]
+    assert len(decided) >= 1 and (decided["sdk_verdict"] == decided["logged_verdict"]).all()
+
+
+def test_a_run_on_the_prior_served_before_a_proposal_has_the_priors_path(tmp_path):
+    """A revision proposed for one session of a round leaves the later sessions of that
+    round on the prior they were served (its concurrent runs). Their runs were recorded
+    with path [] where docs/live.md says every node of the graph followed, in reading
+    order (seed 0: revision 3 proposed at session 41, sessions 42 and 44 followed
+    revision 2's three steps; runs.csv had '[]')."""
+    over = offline(
+        tmp_path, "prior", "live.memory=graph", "live.sessions=45", "live.revise_every=7",
+        "live.explore_rate=0.2", "live.concurrency=2",
+    )  # fmt: skip
+    run(tmp_path, "prior", over)
+    logs = artifacts(tmp_path, "prior")
+    runs = logs["runs"].astype({"revision": int, "time": int})
+    revisions = logs["revisions"]
+    revisions = revisions[revisions["prior_revision"] != ""]
+    concurrent = 0
+    for _, rev in revisions.astype({"prior_revision": int, "proposed_at": int}).iterrows():
+        prior = runs[(runs["key"] == rev["key"]) & (runs["revision"] == rev["prior_revision"])]
+        before = prior[prior["time"] <= rev["proposed_at"]]["path"]
+        for path in prior[prior["time"] > rev["proposed_at"]]["path"]:
+            concurrent += 1
+            assert path == before.iloc[-1] and json.loads(path)  # the prior's whole graph
+    assert concurrent >= 2

@@ -143,3 +143,18 @@ def test_a_task_file_with_a_byte_order_mark_or_crlf_lines_is_read(tmp_path):
     lines = [bad(id="a"), bad(id="b")]
     path.write_bytes(("\ufeff" + "\r\n".join(lines) + "\r\n").encode("utf-8"))
     assert [t.id for t in load_tasks(str(path))] == ["a", "b"]
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
+def test_a_task_file_holding_a_unicode_line_separator_in_a_string_is_read(tmp_path, sep):
+    """JSON Lines separates lines by \\n alone: U+2028, U+2029 and NEL are valid inside a
+    JSON string, and ``json.dumps(ensure_ascii=False)`` writes them raw. ``str.splitlines``
+    also broke lines there, so such a file was refused as 'not one JSON object'."""
+    path = tmp_path / "tasks.jsonl"
+    turn = f"I have ₹50,000.{sep}What is the worst case?"
+    rows = [json.loads(bad(id="a")), json.loads(bad(id="b"))]
+    rows[0]["user_turns"] = [turn]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    tasks = load_tasks(str(path))
+    assert [t.id for t in tasks] == ["a", "b"]
+    assert tasks[0].user_turns == (turn,)
