@@ -92,8 +92,9 @@ def check_uri_form(uri: str, source: str = "MLFLOW_TRACKING_URI") -> None:
     scheme = parts.scheme.split("+")[0].lower()
     ok = scheme in URI_SCHEMES
     if scheme == "sqlite":
-        path = sqlite_url_path(uri)
-        ok = path is not None and path.name != "" and "uri=true" not in parts.query.lower()
+        path = sqlite_url_path(uri)  # a run takes sqlite:/// only (absolute_sqlite, artifacts)
+        ok = uri.startswith("sqlite:///") and path is not None and path.name != ""
+        ok = ok and "uri=true" not in parts.query.lower()
     elif scheme in ("http", "https"):
         ok = bool(parts.hostname) and parts.netloc.count(":") <= 1
         try:

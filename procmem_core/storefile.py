@@ -28,12 +28,13 @@ so the openers check again inside the transaction that creates their tables.
 The read-only reading is shared with the MLflow store checks (``experiments.stores``,
 ``reports.source``): ``read_only_uri`` (the URI that reads a file without writing a
 byte), ``sqlite_file_problem`` (not SQLite, or shorter than its header says) and
-``sqlite_url_path`` (the file a ``sqlite:///`` URL names).
+``sqlite_url_path`` (the file a ``sqlite:///`` or ``sqlite+<driver>:///`` URL names).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -168,15 +169,21 @@ def read_only_uri(path: Path, head: bytes | None = None) -> str:
     return path.resolve().as_uri() + ("?mode=ro&immutable=1" if wal_idle else "?mode=ro")
 
 
+SQLITE_URL = re.compile(r"sqlite(\+\w+)?:///")
+"""The start of a URL SQLAlchemy (so MLflow) opens as an SQLite file: ``sqlite:///`` or
+with a driver, ``sqlite+pysqlite:///`` (the same file)."""
+
+
 def sqlite_url_path(uri: str) -> Path | None:
-    """The file a ``sqlite:///`` URL names as SQLAlchemy (so MLflow) reads it: the part
-    after ``sqlite:///`` up to the first ``?`` (the query: ``?timeout=10``), then
-    percent-decoded (``a%20b.db`` is ``a b.db``); None for any other URL. Every check of
-    an MLflow store reads this path, so it is the file MLflow then opens."""
-    prefix = "sqlite:///"
-    if not uri.startswith(prefix):
+    """The file a ``sqlite:///`` URL (``SQLITE_URL``: also ``sqlite+<driver>:///``) names
+    as SQLAlchemy (so MLflow) reads it: the part after ``:///`` up to the first ``?`` (the
+    query: ``?timeout=10``), then percent-decoded (``a%20b.db`` is ``a b.db``); None for
+    any other URL. Every check of an MLflow store reads this path, so it is the file MLflow
+    then opens."""
+    start = SQLITE_URL.match(uri)
+    if start is None:
         return None
-    return Path(unquote(uri[len(prefix) :].split("?", 1)[0]))
+    return Path(unquote(uri[start.end() :].split("?", 1)[0]))
 
 
 def sqlite_file_problem(path: Path) -> str | None:

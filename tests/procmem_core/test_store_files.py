@@ -242,6 +242,7 @@ def test_a_real_mlflow_database_is_refused_untouched(tmp_path):
         "sqlite:////tmp/a%3Fb.db?x=1",
         "sqlite:////tmp/a+b#c.db",
         "sqlite:///relative%20dir/x.db",
+        "sqlite+pysqlite:////tmp/a%20b.db?timeout=10",
     ],
 )
 def test_a_sqlite_url_names_the_file_sqlalchemy_opens(uri):
@@ -251,3 +252,14 @@ def test_a_sqlite_url_names_the_file_sqlalchemy_opens(uri):
 
     assert sqlite_url_path(uri) == Path(make_url(uri).database)
     assert sqlite_url_path("http://127.0.0.1:5000") is None
+
+
+def test_a_run_takes_only_plain_sqlite_urls():
+    """A run's machinery (``absolute_sqlite``, the artifact folder) reads ``sqlite:///``
+    only, so a driver form is refused as malformed, before anything opens it."""
+    from experiments.stores import check_uri_form
+    from procmem_core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="a malformed tracking URI"):
+        check_uri_form("sqlite+pysqlite:////tmp/x.db")
+    check_uri_form("sqlite:////tmp/x.db")

@@ -99,24 +99,33 @@ def test_a_file_that_is_not_a_whole_mlflow_store_is_refused_unchanged(
         assert not tables & {"experiments", "alembic_version", "metrics", "params", "tags"}
 
 
-@pytest.mark.parametrize("form", ["query", "percent-encoded"])
+@pytest.mark.parametrize("form", ["query", "percent-encoded", "driver"])
 def test_the_file_checked_is_the_one_mlflow_opens(form, tmp_path, capsys, monkeypatch):
-    """A ``?query`` or ``%20`` in the URI: the check reads the file MLflow would open."""
+    """A ``?query``, a ``%20`` or a driver (``sqlite+pysqlite:///``, which MLflow opens as
+    SQLite) in the URI: the check reads the file MLflow would open."""
     from urllib.parse import quote
 
     path = tmp_path / "a store ü" / "loom.db"
     path.parent.mkdir()
     procedure_store(path)
     before, files = digest(path), sorted(tmp_path.rglob("*"))
-    uri = f"sqlite:///{path}?timeout=10" if form == "query" else f"sqlite:///{quote(str(path))}"
+    uri = {
+        "query": f"sqlite:///{path}?timeout=10",
+        "percent-encoded": f"sqlite:///{quote(str(path))}",
+        "driver": f"sqlite+pysqlite:///{path}",
+    }[form]
     lines = report(uri, capsys, monkeypatch)
     assert len(lines) == 1 and f"{path} is not an MLflow store" in lines[0], lines
     assert digest(path) == before and sorted(tmp_path.rglob("*")) == files
 
 
-def test_a_store_that_does_not_exist_is_named_and_not_created(tmp_path, capsys, monkeypatch):
-    path = tmp_path / "nowhere" / "mlflow.db"
-    lines = report(f"sqlite:///{path}", capsys, monkeypatch)
+@pytest.mark.parametrize("scheme", ["sqlite", "sqlite+pysqlite"])
+@pytest.mark.parametrize("folder", ["nowhere", "."])
+def test_a_store_that_does_not_exist_is_named_and_not_created(
+    tmp_path, capsys, monkeypatch, scheme, folder
+):
+    path = (tmp_path / folder / "mlflow.db").resolve()
+    lines = report(f"{scheme}:///{path}", capsys, monkeypatch)
     assert len(lines) == 1 and f"{path} does not exist" in lines[0], lines
     assert list(tmp_path.iterdir()) == []
 
