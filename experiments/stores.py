@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from procmem_core.errors import ParameterError, ProcmemError
-from procmem_core.probe import server_problem
+from procmem_core.probe import database_problem, server_problem, shown_database
 from procmem_core.storefile import read_only_uri, sqlite_file_problem, sqlite_url_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,23 +219,11 @@ def _check_server(uri: str) -> None:
 
 
 def _check_database(uri: str) -> None:
-    import sqlalchemy
-
-    scheme = urlsplit(uri).scheme
-    args = (
-        {"connect_timeout": int(CONNECT_SECONDS)}
-        if scheme.startswith(("postgres", "mysql"))
-        else {}
-    )
-    shown = urlsplit(uri)._replace(netloc=urlsplit(uri).netloc.split("@")[-1]).geturl()
-    try:
-        engine = sqlalchemy.create_engine(uri, connect_args=args)
-        with engine.connect():
-            pass
-        engine.dispose()
-    except Exception as exc:  # a missing driver, a refused connection, a bad password
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TrackingError(f"the tracking database {shown} cannot be used: {text}") from None
+    problem = database_problem(uri, CONNECT_SECONDS)
+    if problem is not None:
+        raise TrackingError(
+            f"the tracking database {shown_database(uri)} cannot be used: {problem}"
+        )
 
 
 def check_uri(uri: str, source: str = "MLFLOW_TRACKING_URI") -> bool:
