@@ -122,6 +122,8 @@ def _check_sqlite(path: Path, uri: str) -> bool:
     """
     if path.is_dir():
         raise TrackingError(f"tracking store {uri}: {path} is a folder, not a database file")
+    if path.exists() and not path.is_file():  # a FIFO or a device: MLflow would block on it
+        raise TrackingError(f"tracking store {uri}: {path} is not a regular file")
     if not path.exists() or path.stat().st_size == 0:
         if not path.parent.is_dir():
             raise TrackingError(

@@ -38,6 +38,9 @@ def check_store(uri: str) -> None:
     ``ReportError`` naming the URI and the file."""
     path = sqlite_url_path(uri)  # the file MLflow would open: query dropped, %-decoded
     if path is not None:
+        if path.exists() and not path.is_file():
+            what = "is a folder" if path.is_dir() else "is not a regular file"
+            raise ReportError(f"tracking store {uri}: {path} {what}, not an MLflow store")
         if not path.is_file() or path.stat().st_size == 0:
             what = "is empty" if path.is_file() else "does not exist"
             raise NoSweepError(

@@ -158,6 +158,19 @@ def test_a_refused_single_run_creates_nothing(tmp_path, args, uri, message):
     assert sorted(tmp_path.rglob("*")) == [work], sorted(tmp_path.rglob("*"))
 
 
+def test_a_fifo_as_the_store_is_refused_in_one_line(tmp_path):
+    """A FIFO has size 0 like a new store's file, but MLflow blocks reading it (and retried
+    for minutes): refused as not a regular file, nothing created."""
+    work = tmp_path / "work"
+    work.mkdir()
+    os.mkfifo(tmp_path / "pipe.db")
+    proc = run_cli(tmp_path, FATE, f"sqlite:///{tmp_path / 'pipe.db'}", cwd=work)
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert f"{tmp_path / 'pipe.db'} is not a regular file" in line, line
+    assert sorted(tmp_path.rglob("*")) == [tmp_path / "pipe.db", work]
+
+
 def folder_digest(folder: Path) -> dict[str, str]:
     """Every path under ``folder``, a file with the SHA-256 of its bytes."""
     return {

@@ -130,6 +130,16 @@ def test_a_store_that_does_not_exist_is_named_and_not_created(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_store_path_that_is_no_file_is_named_as_such(tmp_path, capsys, monkeypatch, kind):
+    path = tmp_path / "mlflow.db"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    lines = report(f"sqlite:///{path}", capsys, monkeypatch)
+    what = "is not a regular file" if kind == "fifo" else "is a folder"
+    assert len(lines) == 1 and f"{path} {what}, not an MLflow store" in lines[0], lines
+    assert list(tmp_path.iterdir()) == [path]
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
