@@ -263,3 +263,28 @@ def test_a_run_takes_only_plain_sqlite_urls():
     with pytest.raises(ParameterError, match="a malformed tracking URI"):
         check_uri_form("sqlite+pysqlite:////tmp/x.db")
     check_uri_form("sqlite:////tmp/x.db")
+
+
+NEWER = {
+    "procedures": "UPDATE schema_version SET version = 99",
+    "memory": "UPDATE procmem_journal_meta SET value = '99' "
+    "WHERE owner = 'memory' AND key = 'schema_version'",
+    "learnings": "UPDATE procmem_journal_meta SET value = '99' "
+    "WHERE owner = 'learnings' AND key = 'schema_version'",
+    "distill": "UPDATE procmem_journal_meta SET value = '99' "
+    "WHERE owner = 'reflection_distill' AND key = 'schema_version'",
+}
+
+
+@pytest.mark.parametrize("opener", OPENERS)
+def test_a_store_of_another_schema_version_is_refused_naming_the_file(tmp_path, opener):
+    """A store a newer procmem wrote: a ``StoreFileError`` naming the file and both
+    versions (a bare ``schema_version=99 is not allowed`` named no file), bytes unchanged."""
+    path = tmp_path / "newer.db"
+    OPENERS[opener](path).close()
+    _sqlite(path, NEWER[opener])
+    before = _digest(tmp_path)
+    with pytest.raises(StoreFileError) as err:
+        OPENERS[opener](path)
+    assert str(err.value).startswith(f"{path}: has schema version 99; this procmem reads ")
+    assert _digest(tmp_path) == before
