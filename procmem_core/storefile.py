@@ -27,7 +27,8 @@ so the openers check again inside the transaction that creates their tables.
 
 The read-only reading is shared with the MLflow store checks (``experiments.stores``,
 ``reports.source``): ``read_only_uri`` (the URI that reads a file without writing a
-byte), ``sqlite_file_problem`` (not SQLite, or shorter than its header says) and
+byte), ``snapshot_uri`` (the one a long read of a store uses), ``sqlite_file_problem``
+(not SQLite, or shorter than its header says) and
 ``sqlite_url_path`` (the file a ``sqlite:///`` or ``sqlite+<driver>:///`` URL names).
 """
 
@@ -167,6 +168,18 @@ def read_only_uri(path: Path, head: bytes | None = None) -> str:
             head = f.read(100)
     wal_idle = head[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
     return path.resolve().as_uri() + ("?mode=ro&immutable=1" if wal_idle else "?mode=ro")
+
+
+def snapshot_uri(path: Path) -> str:
+    """An SQLite URI for a long read of a store (a reader's snapshot): ``mode=ro``, which
+    holds SQLite's read lock, so a writer at work never checkpoints over pages being read,
+    and reads through its ``-wal``; ``read_only_uri``'s ``immutable=1`` (no lock, no file
+    made) only where no writer can be at work on an idle WAL file: its folder cannot be
+    written (a read-only mount or snapshot), where ``mode=ro`` alone cannot open it (it
+    must create ``-shm``)."""
+    if os.access(path.resolve().parent, os.W_OK):
+        return path.resolve().as_uri() + "?mode=ro"
+    return read_only_uri(path)
 
 
 SQLITE_URL = re.compile(r"sqlite(\+\w+)?:///")
