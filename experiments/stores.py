@@ -22,12 +22,13 @@ from __future__ import annotations
 import os
 import re
 import sys
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from procmem_core.errors import ParameterError, ProcmemError
 from procmem_core.probe import database_problem, server_problem, shown_database
-from procmem_core.storefile import read_only_uri, sqlite_file_problem, sqlite_url_path
+from procmem_core.storefile import read_only_connection, sqlite_file_problem, sqlite_url_path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DB = ROOT / "mlflow.db"
@@ -160,7 +161,7 @@ def sqlite_problem(path: Path) -> str | None:
     if problem is not None:
         return problem
     try:
-        with sqlite3.connect(read_only_uri(path), uri=True, timeout=CONNECT_SECONDS) as db:
+        with closing(read_only_connection(path, CONNECT_SECONDS)) as db:
             tables = {r[0] for r in db.execute("select name from sqlite_master")}
             if tables and not {"experiments", "runs"} <= tables:
                 shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])

@@ -26,9 +26,9 @@ so the openers check again inside the transaction that creates their tables.
 (``write_transaction``) that checks the table set again, then WAL mode.
 
 The read-only reading is shared with the MLflow store checks (``experiments.stores``,
-``reports.source``): ``read_only_uri`` (the URI that reads a file without writing a
-byte), ``snapshot_uri`` (the one a long read of a store uses), ``sqlite_file_problem``
-(not SQLite, or shorter than its header says) and
+``reports.source``): ``read_only_connection`` and ``read_only_uri`` (what reads a file
+without writing a byte), ``snapshot_uri`` (the one a long read of a store uses),
+``sqlite_file_problem`` (not SQLite, or shorter than its header says) and
 ``sqlite_url_path`` (the file a ``sqlite:///`` or ``sqlite+<driver>:///`` URL names).
 """
 
@@ -123,7 +123,7 @@ def identify(path: Path, expected: str = STORE_EXPECTED) -> str:
             expected,
         )  # fmt: skip
     user_version = int.from_bytes(head[60:64], "big") if len(head) >= 64 else 0
-    tables = _tables_read_only(path, read_only_uri(path, head), expected)
+    tables = _tables_read_only(path, head, expected)
     return classify(path, tables, app_id == APPLICATION_ID, expected, user_version)
 
 
@@ -162,12 +162,40 @@ def read_only_uri(path: Path, head: bytes | None = None) -> str:
     and ``immutable=1`` when the header (``head``, its first 100 bytes; read when None)
     says WAL mode and no ``-wal`` is beside it (the file is then whole in itself, and
     ``mode=ro`` alone would leave ``-wal`` and ``-shm`` files beside a file that may not
-    be ours); with a ``-wal`` (a writer at work), ``mode=ro`` reads through it."""
+    be ours); with a ``-wal`` (a writer at work), ``mode=ro`` reads through it. A ``-wal``
+    without its ``-shm`` (a writer that died, the index removed) is read through the
+    ``unix-none`` VFS, whose WAL index lives in the reader's memory, because ``mode=ro``
+    would create the ``-shm``: that URI needs ``locking_mode=EXCLUSIVE`` before the first
+    read (``read_only_connection``) and fails to open without it, writing nothing."""
     if head is None:
         with path.open("rb") as f:
             head = f.read(100)
-    wal_idle = head[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
-    return path.resolve().as_uri() + ("?mode=ro&immutable=1" if wal_idle else "?mode=ro")
+    wal = head[18:20] == b"\x02\x02"
+    if wal and not Path(f"{path}-wal").exists():
+        return path.resolve().as_uri() + "?mode=ro&immutable=1"
+    if wal and not Path(f"{path}-shm").exists():
+        return path.resolve().as_uri() + f"?mode=ro&vfs={UNLOCKED_VFS}"
+    return path.resolve().as_uri() + "?mode=ro"
+
+
+UNLOCKED_VFS = "unix-none"
+
+
+def read_only_connection(
+    path: Path, timeout: float = 5.0, head: bytes | None = None
+) -> sqlite3.Connection:
+    """A connection that reads ``path`` without creating or changing any file
+    (``read_only_uri``), waiting up to ``timeout`` seconds for a lock; the caller closes
+    it."""
+    uri = read_only_uri(path, head)
+    con = sqlite3.connect(uri, uri=True, timeout=timeout)
+    if f"vfs={UNLOCKED_VFS}" in uri:
+        try:  # the WAL index in this connection's memory, not in a -shm file
+            con.execute("PRAGMA locking_mode=EXCLUSIVE")
+        except BaseException:
+            con.close()
+            raise
+    return con
 
 
 def snapshot_uri(path: Path) -> str:
@@ -219,9 +247,9 @@ def sqlite_file_problem(path: Path) -> str | None:
     return None
 
 
-def _tables_read_only(path: Path, uri: str, expected: str) -> list[str]:
+def _tables_read_only(path: Path, head: bytes, expected: str) -> list[str]:
     try:
-        con = sqlite3.connect(uri, uri=True)
+        con = read_only_connection(path, head=head)
     except sqlite3.Error as exc:
         raise StoreFileError(path, f"cannot be opened to read ({exc})", expected) from None
     try:

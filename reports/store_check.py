@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from contextlib import closing
 from functools import cache
 from pathlib import Path
 
 from procmem_core.probe import database_problem, server_problem, shown_database
-from procmem_core.storefile import read_only_uri, sqlite_file_problem, sqlite_url_path
+from procmem_core.storefile import read_only_connection, sqlite_file_problem, sqlite_url_path
 from reports.errors import NoSweepError, ReportError
 
 HTTP_BOUNDS = {
@@ -68,7 +69,7 @@ def _sqlite_problem(path: Path) -> str | None:
     if problem is not None:
         return problem
     try:
-        with sqlite3.connect(read_only_uri(path), uri=True, timeout=PROBE_SECONDS) as db:
+        with closing(read_only_connection(path, PROBE_SECONDS)) as db:
             tables = {r[0] for r in db.execute("select name from sqlite_master")}
             if not {"experiments", "runs", "alembic_version"} <= tables:
                 shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +65,24 @@ def _other_app_wal(p: Path) -> None:
             wal=True)  # fmt: skip
 
 
+def _crashed_app_wal(p: Path) -> None:
+    """Another application's WAL database whose writer died with its table still in the
+    ``-wal``, and no ``-shm`` beside it (copied, or cleaned up): reading it must not make
+    one."""
+    code = (
+        "import os, sqlite3, sys\n"
+        "con = sqlite3.connect(sys.argv[1])\n"
+        "con.execute('PRAGMA journal_mode=WAL')\n"
+        "con.execute('PRAGMA wal_autocheckpoint=0')\n"
+        "con.execute('CREATE TABLE notes (id INTEGER, body TEXT)')\n"
+        "con.commit()\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(p)], check=True)
+    Path(f"{p}-shm").unlink()
+    assert Path(f"{p}-wal").stat().st_size > 0
+
+
 def _other_app_id(p: Path) -> None:
     """An empty database stamped with another application's id."""
     _sqlite(p, "PRAGMA application_id = 1234")
@@ -97,6 +117,7 @@ def _truncated(p: Path) -> None:
 FOREIGN = [
     (_mlflow_shaped, "of another kind (alembic_version, experiments, metrics, runs)"),
     (_other_app_wal, "of another kind (notes)"),
+    (_crashed_app_wal, "of another kind (notes)"),
     (_other_app_id, "another application (application_id 0x4d2)"),
     (_views_only, "of another kind (answer)"),
     (_user_version_only, "another application (user_version 7)"),
