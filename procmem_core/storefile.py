@@ -317,8 +317,10 @@ def open_store(
     read-only (a file that is not procmem's is refused untouched), connect, then in one
     write transaction check the table set again under the lock, stamp a new file
     (``mark_new``) and ``create(cursor, tables)`` the owner's tables; then WAL mode and
-    ``synchronous``. A database error is a ``StoreFileError`` naming the path; on any
-    failure the connection is closed. Returns the path and the connection."""
+    ``synchronous``. A database error is a ``StoreFileError`` naming the path (a write
+    lock another connection held past ``busy_timeout`` said as such, not as a file that
+    cannot be read); on any failure the connection is closed. Returns the path and the
+    connection."""
     p = store_path(path, expected)
     identify(p, expected)
     conn = connect(p, busy_timeout, expected)
@@ -338,6 +340,12 @@ def open_store(
         conn.execute(f"PRAGMA synchronous={synchronous}")
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY:
+            problem = (
+                f"is being written by another connection, whose write lock was still held "
+                f"after busy_timeout={busy_timeout:g} s"
+            )
+            raise StoreFileError(p, problem, "try again, or a longer busy_timeout") from None
         raise StoreFileError(p, f"cannot be read as a store ({exc})", expected) from None
     except BaseException:
         conn.close()

@@ -309,3 +309,27 @@ def test_a_store_of_another_schema_version_is_refused_naming_the_file(tmp_path, 
         OPENERS[opener](path)
     assert str(err.value).startswith(f"{path}: has schema version 99; this procmem reads ")
     assert _digest(tmp_path) == before
+
+
+@pytest.mark.parametrize("opener", OPENERS)
+def test_a_store_whose_write_lock_is_held_is_said_to_be_busy_not_unreadable(tmp_path, opener):
+    """Another connection holds the write lock past ``busy_timeout``: the store is whole,
+    so the refusal says it is being written (it read 'cannot be read as a store (database
+    is locked)', as for a damaged file)."""
+    path = tmp_path / "busy.db"
+    OPENERS[opener](path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreFileError) as err:
+            if opener == "procedures":
+                ProcedureStore.open(path, busy_timeout=0)
+            else:
+                from procmem_core.memory.journal import RowJournal
+
+                RowJournal(path, opener, ("rows",), busy_timeout=0)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert str(err.value).startswith(f"{path}: is being written by another connection")
+    assert "busy_timeout=0 s" in str(err.value) and "cannot be read" not in str(err.value)
