@@ -151,9 +151,10 @@ def sqlite_problem(path: Path) -> str | None:
     without writing a byte (``mode=ro``); None for a whole store of the current schema.
 
     In order: not SQLite (header), truncated, unreadable, another program's database
-    (no ``experiments``/``runs``), no or another alembic version than this MLflow's
-    head (an older store: ``mlflow db upgrade``), a table MLflow writes whose columns
-    changed.
+    (no ``experiments``/``runs``, or no table but another program's ``application_id``
+    or ``user_version``, which MLflow never sets), no or another alembic version than
+    this MLflow's head (an older store: ``mlflow db upgrade``), a table MLflow writes
+    whose columns changed.
     """
     import sqlite3
 
@@ -166,7 +167,12 @@ def sqlite_problem(path: Path) -> str | None:
             if tables and not {"experiments", "runs"} <= tables:
                 shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
                 return f"is a SQLite database but not an MLflow store (its tables: {shown})"
-            if not tables:
+            if not tables:  # empty: MLflow may make its store here, unless another owns it
+                (app_id,) = db.execute("PRAGMA application_id").fetchone()
+                (user_version,) = db.execute("PRAGMA user_version").fetchone()
+                mark = f"application_id {app_id:#x}" if app_id else f"user_version {user_version}"
+                if app_id or user_version:
+                    return f"is an SQLite database of another application ({mark})"
                 return None
             versions = (
                 [r[0] for r in db.execute("select version_num from alembic_version")]
