@@ -65,6 +65,20 @@ class StoreFileError(ProcmemError):
         super().__init__(f"{shown(path)}: {problem}; {expected}")
 
 
+class SchemaVersionError(StoreFileError, ParameterError):
+    """A procmem store of a schema version this procmem cannot read: both a
+    ``StoreFileError`` naming the file and a ``ParameterError`` naming the field
+    (``schema_version``, or ``<owner>.schema_version`` of a row journal)."""
+
+    def __init__(
+        self, path: Path | str, field: str, version: object, reads: str, expected: str
+    ) -> None:
+        self.path, self.field, self.value = path, field, version
+        self.allowed = f"this procmem reads {reads}"
+        self.problem = f"has {field}={version!r}; {self.allowed}"
+        ProcmemError.__init__(self, f"{shown(path)}: {self.problem}; {expected}")
+
+
 def shown(path: Path | str) -> str:
     """The path as a message shows it (quoted when it holds unprintable characters)."""
     text = str(path)

@@ -49,6 +49,7 @@ from procmem_core.graph.journal import (
     schema_statements,
 )
 from procmem_core.storefile import (
+    SchemaVersionError,
     StoreFileError,
     check_durability,
     open_store,
@@ -127,12 +128,8 @@ class SQLiteJournal(Journal):
         elif rows[0][0] in UPGRADES:
             cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         elif rows[0][0] != SCHEMA_VERSION:
-            raise StoreFileError(
-                path,
-                f"has schema version {rows[0][0]}; this procmem reads versions 1 to "
-                f"{SCHEMA_VERSION}",
-                EXPECTED,
-            )
+            reads = f"versions 1 to {SCHEMA_VERSION}"
+            raise SchemaVersionError(path, "schema_version", rows[0][0], reads, EXPECTED)
         init_meta(cur)
 
     def grant_columns(self, cur: sqlite3.Cursor) -> None:

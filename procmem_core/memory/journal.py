@@ -33,6 +33,7 @@ from typing import Any
 
 from procmem_core.errors import ParameterError
 from procmem_core.storefile import (
+    SchemaVersionError,
     StoreFileError,
     check_durability,
     open_store,
@@ -90,9 +91,11 @@ class RowJournal:
                 (self.owner, json.dumps(version)),
             )
         elif json.loads(row[0]) != version:
-            raise StoreFileError(
+            raise SchemaVersionError(
                 path,
-                f"has schema version {json.loads(row[0])}; this procmem reads {version}",
+                f"{self.owner}.schema_version",
+                json.loads(row[0]),
+                str(version),
                 f"a {self.owner} store of schema version {version}",
             )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from procmem_core.errors import ParameterError
 from procmem_core.graph import ProcedureStore, StoreFileError
 from procmem_core.learnings import LearningsQueue
 from procmem_core.memory import MemoryStore, Principal
@@ -300,14 +301,18 @@ NEWER = {
 @pytest.mark.parametrize("opener", OPENERS)
 def test_a_store_of_another_schema_version_is_refused_naming_the_file(tmp_path, opener):
     """A store a newer procmem wrote: a ``StoreFileError`` naming the file and both
-    versions (a bare ``schema_version=99 is not allowed`` named no file), bytes unchanged."""
+    versions (a bare ``schema_version=99 is not allowed`` named no file), still the
+    ``ParameterError`` naming the field it was, bytes unchanged."""
     path = tmp_path / "newer.db"
     OPENERS[opener](path).close()
     _sqlite(path, NEWER[opener])
     before = _digest(tmp_path)
     with pytest.raises(StoreFileError) as err:
         OPENERS[opener](path)
-    assert str(err.value).startswith(f"{path}: has schema version 99; this procmem reads ")
+    field = "schema_version"
+    assert str(err.value).startswith(f"{path}: has "), err.value
+    assert f"{field}=99; this procmem reads " in str(err.value)
+    assert isinstance(err.value, ParameterError) and err.value.field.endswith(field)
     assert _digest(tmp_path) == before
 
 
