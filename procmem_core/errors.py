@@ -8,6 +8,7 @@ the code. Each kind of check exists once, here.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -47,10 +48,11 @@ class AccessDenied(ProcmemError):
 
 
 def is_number(value: Any) -> bool:
-    """A real number (int, float or numpy scalar), not a bool."""
+    """A real number (``numbers.Real``: int, float, Fraction, a real numpy scalar), not a
+    bool; not a string, an array or a complex number."""
     if type(value) is float or type(value) is int:  # the common case, without the unions
         return True
-    return not isinstance(value, bool | np.bool_) and isinstance(value, int | float | np.number)
+    return not isinstance(value, bool | np.bool_) and isinstance(value, numbers.Real)
 
 
 def check_number(
@@ -87,13 +89,10 @@ def check_probability(
     """Return ``value`` as a float if it lies in [0, 1] (ends open on request)."""
     if type(value) is float:  # the common case, without the unions
         x = value
-    elif isinstance(value, bool | np.bool_):
+    elif is_number(value):
+        x = float(value)
+    else:  # a bool, a string ("0.5"), an array, None: not a number
         raise ParameterError(field, value, _probability_range(open_low, open_high))
-    else:
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            raise ParameterError(field, value, _probability_range(open_low, open_high)) from None
     lo_ok = x > 0 if open_low else x >= 0
     hi_ok = x < 1 if open_high else x <= 1
     if not (lo_ok and hi_ok):  # NaN fails both comparisons

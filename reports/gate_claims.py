@@ -109,32 +109,37 @@ def _design(pick: pd.Series) -> str | None:
 def sessions_note(pick: pd.Series, per_day: float | None) -> str:
     """What a decision costs in sessions, in total and per arm, when nothing changed and
     at the drop: concurrent control counts the prior's sessions
-    (``mean_prior_runs_*``); the fixed design serves every session to the revision. With
-    ``per_day``, the calendar time of each (``reports.claims.calendar``)."""
+    (``mean_prior_runs_*``); the fixed design serves every session to the revision (its
+    runs, with the prior's 0, also when the row has no per-arm columns). With
+    ``per_day``, the calendar time of each (``reports.claims.calendar``); a worst case over
+    several conditions names the one its sessions came from
+    (``sessions_<label>_condition``, ``reports.sections.gate_worst.worst_sessions``)."""
     null = [pick.get(f"{m}_null") for m in ARM_METRICS]
     alt = [pick.get(f"{m}_alt") for m in ARM_METRICS]
-    if any(x is None for x in (*null, *alt)):  # a row without the per-arm columns
-        if _design(pick) == "fixed":
-            return ""  # every session is the revision's: its runs are its sessions
+    missing = any(x is None for x in (*null, *alt))  # a row without the per-arm columns
+    if missing and _design(pick) != "fixed":
         return (  # its runs are already stated: say only what they leave out
             "; those runs count the revision's sessions only (no per-arm figures: a "
             "concurrent design's prior sessions are left out)"
         )
-    if any(x != x for x in (*null, *alt)):
+    if missing or any(x != x for x in (*null, *alt)):  # every session is the revision's
         null = [float(pick["mean_runs_null"]), 0.0]
         alt = [float(pick["mean_runs_alt"]), 0.0]
         arms = "all on the revision, none on the prior: no concurrent control"
     else:
         arms = "per arm: revision + prior"
 
-    def cost(r: list, when: str) -> str:
+    def cost(r: list, when: str, label: str) -> str:
         total = float(r[0]) + float(r[1])
         days = f", {calendar(total, per_day)}" if per_day else ""
-        return f"{total:.1f} sessions {when} ({float(r[0]):.1f} + {float(r[1]):.1f}{days})"
+        where = pick.get(f"sessions_{label}_condition")  # a worst case over conditions
+        several = pick.get("conditions", 1)
+        at = f"{where}: " if isinstance(where, str) and pd.notna(several) and several > 1 else ""
+        return f"{total:.1f} sessions {when} ({at}{float(r[0]):.1f} + {float(r[1]):.1f}{days})"
 
     return (
-        f"; a decision costs {cost(null, 'when nothing changed')} and "
-        f"{cost(alt, 'at the drop')}, {arms}"
+        f"; a decision costs {cost(null, 'when nothing changed', 'null')} and "
+        f"{cost(alt, 'at the drop', 'alt')}, {arms}"
     )
 
 

@@ -139,7 +139,11 @@ def _default_row(table: pd.DataFrame, label_col: str, default: str | None) -> pd
     return hit.iloc[0]
 
 
-COUNTED = {"mean_runs_null": "runs when nothing changed", "mean_runs_alt": "runs at the drop"}
+COUNTED = {
+    "mean_runs_null": "runs when nothing changed",
+    "null_sessions": "sessions when nothing changed",
+    "mean_runs_alt": "runs at the drop",
+}
 """Compared figures that count runs ("fewer"/"more"); any other is a rate ("a lower"/"a
 higher" and its name in words)."""
 
@@ -159,7 +163,7 @@ def _moved(metric: str, lower: bool) -> str:
 
 
 def _tradeoff(comparisons: tuple[MetricComparison, ...], lower_is_better: dict[str, bool]) -> str:
-    """How the pick differs from the default beyond the noise, gains first: "fewer runs
+    """How the pick differs from the default beyond the noise, gains first: "fewer sessions
     when nothing changed than the default, at the price of a higher missed regression
     rate, beyond the noise"."""
     better, worse = [], []
@@ -215,8 +219,8 @@ def recommend_gate(
     targets = targets or GateTargets()
     require_columns(table, (label_col, *GATE_METRICS), "recommend_gate")
     t = table.copy()
-    t["objective"] = null_sessions(t)
-    t["objective_se"] = null_sessions_se(t)
+    t["objective"] = t["null_sessions"] = null_sessions(t)
+    t["objective_se"] = t["null_sessions_se"] = null_sessions_se(t)
     t["_alt"] = t["mean_runs_alt"].astype(float)
     fr_excess = (t["false_revert_rate"] - targets.false_revert).clip(lower=0)
     mr_excess = (t["missed_regression_rate"] - targets.missed_regression).clip(lower=0)
@@ -236,7 +240,10 @@ def recommend_gate(
     tied = noise_ties(ranked, label_col, tied)
     feasible = bool(pick["feasible"])
     default_row = _default_row(ranked, label_col, default)
-    comparisons = compare(pick, default_row, GATE_METRICS) if default_row is not None else ()
+    # the pick and the default compared on what the ranking minimises: sessions when
+    # nothing changed (both arms), not runs (a paired gate's pairs are two sessions each)
+    compared = ("false_revert_rate", "missed_regression_rate", "null_sessions", "mean_runs_alt")
+    comparisons = compare(pick, default_row, compared) if default_row is not None else ()
     at = {m: _condition(pick, m) for m in GATE_METRICS}
     what = f"{pick[label_col]}{_worst_note(pick, at)}"
     figures = (

@@ -131,7 +131,8 @@ def families(q: DesignQuestion) -> list[Family]:
         return DiscordantSPRTGate(**{**common, "beta": x or q.beta}, max_runs=k, design_p0=mid)
 
     def eprocess(k: int, x: float | None, _: bool) -> Gate:
-        return MixtureEGate(alpha=q.alpha, min_drop=q.min_drop, max_runs=k, accept_below=x or 0.0)
+        return MixtureEGate(alpha=q.alpha, min_drop=q.min_drop, min_runs=q.min_runs, max_runs=k,
+                            accept_below=x or 0.0)  # fmt: skip
 
     return [
         Family("sprt", "fixed",
@@ -319,7 +320,7 @@ def infeasible_note(family: Family, q: DesignQuestion, fit: Fit) -> str:
     head = f"best power {fit.power:.3f} at {fit.gate.max_runs} runs"
     if family.fixed_ledger:
         grid = q.p0_range.grid(SEARCH_POINTS)
-        bound = min(ledger_power_bound(max(q.ledger, 1), p, q.min_drop, q.alpha) for p in grid)
+        bound = min(ledger_power_bound(q.ledger, p, q.min_drop, q.alpha) for p in grid)
         if bound >= 1.0 - q.beta:
             return (f"{head}; the ledger allows it (one-sample bound {bound:.3f}): "
                     "a larger max_runs is needed")  # fmt: skip

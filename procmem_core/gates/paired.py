@@ -18,6 +18,7 @@ discordant pairs (the cap rule then applies), as well as ``max_runs`` pairs.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from typing import ClassVar
 
@@ -54,6 +55,12 @@ from procmem_core.gates.verdicts import (
 )
 
 PAIR_MASSES = Recursions()
+PAIRED_MAX_RUNS = math.floor(1022 * math.log(2) / math.log(3))
+"""The most pairs (644) whose exact analysis is finite: ``pair_masses`` keeps each cell's
+mass at ``pw = pb = pc = 1/3``, at least ``3^-k`` after ``k`` pairs, and reweighs it by
+``(3 pc)^k <= 3^k``; past 644 pairs the first underflows a double's normal range (mass lost:
+power 0.524 where a direct recursion gives 0.652, max_runs 900) and the second overflows
+(P(revert) inf or NaN when nothing changed at p0 0.9, max_runs 700-1000)."""
 """``pair_masses`` per gate parameters and design p0, shared by equal gates."""
 
 
@@ -64,6 +71,12 @@ class PairedGate(Gate):
 
     designs: ClassVar[tuple[str, ...]] = ("concurrent",)
     exact: ClassVar[bool] = True
+    max_runs_limit: ClassVar[tuple[int, str]] = (
+        PAIRED_MAX_RUNS,
+        "for a paired gate: its exact recursion holds a cell's mass at 1/3 per pair (at "
+        "least 3^-max_runs) in a double",
+    )
+    """``targets.check_fields`` keeps ``max_runs`` within it (``PAIRED_MAX_RUNS``)."""
     compares_arms: ClassVar[bool] = True
     max_runs: int
     min_runs: int

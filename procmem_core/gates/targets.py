@@ -53,10 +53,13 @@ def _rate(field: str, value: Any) -> float:
     return check_probability(field, value, open_low=True, open_high=True)
 
 
-def check_runs(min_runs: Any, max_runs: Any) -> None:
-    """``min_runs >= 1`` and ``max_runs >= min_runs``, both integers."""
+def check_runs(min_runs: Any, max_runs: Any, limit: tuple[int, str] | None = None) -> None:
+    """``min_runs >= 1`` and ``max_runs >= min_runs``, both integers; with ``limit``
+    ``(largest, why)``, ``max_runs <= largest`` (a family's exact analysis holds up to it)."""
     check_int("min_runs", min_runs, minimum=1)
     check_int("max_runs", max_runs, minimum=int(min_runs))
+    if limit is not None and max_runs > limit[0]:
+        raise ParameterError("max_runs", max_runs, f"an integer <= {limit[0]} {limit[1]}")
 
 
 def targets_of(obj: Any) -> ErrorTargets | None:
@@ -69,10 +72,11 @@ def targets_of(obj: Any) -> ErrorTargets | None:
 
 def check_fields(obj: Any) -> None:
     """The fields gates and the design question share, checked here once: the error
-    targets (``targets_of``), then the run cap (``check_runs``) when it has ``min_runs``."""
+    targets (``targets_of``), then the run cap (``check_runs``, within the class's
+    ``max_runs_limit`` where it has one) when it has ``min_runs``."""
     targets_of(obj)
     if hasattr(obj, "min_runs"):
-        check_runs(obj.min_runs, obj.max_runs)
+        check_runs(obj.min_runs, obj.max_runs, getattr(obj, "max_runs_limit", None))
 
 
 __all__ = ["ErrorTargets", "check_fields", "check_runs", "targets_of"]

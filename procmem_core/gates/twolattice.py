@@ -61,8 +61,12 @@ def check_observations(ledger: int, max_runs: int, per_run: int) -> None:
         return
     if per_run * max_runs > MAX_OBSERVATIONS:  # too large whatever the ledger
         field, value = "max_runs", max_runs
+        most = (MAX_OBSERVATIONS - ledger) // per_run
         allowed = (
-            f"an integer <= {(MAX_OBSERVATIONS - ledger) // per_run} with a {ledger}-run ledger"
+            f"an integer <= {most} with a {ledger}-run ledger"
+            if most >= 1
+            else f"an integer <= {MAX_OBSERVATIONS // per_run}, with a ledger of at most "
+            f"{MAX_OBSERVATIONS - per_run} runs"
         )
     else:
         field, value = "ledger", ledger

@@ -276,14 +276,17 @@ def targets_at(t: RuleTargets, base: float) -> RuleTargets:
 
 
 def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescription:
-    """``design_gate`` over the p0 range of every draw (module docstring), the question's
+    """``design_gate`` over the p0 range holding the draws (module docstring), the question's
     other fields kept (``details["design"]``: the ``GateDesign``)."""
     a, b = ms * ks, (1 - ms) * ks
+    lows, highs = stats.beta.ppf(0.05, a, b), stats.beta.ppf(0.95, a, b)
     # a p0 at or below the drop cannot fall by it: the range starts just above
-    low = float(np.clip(stats.beta.ppf(0.05, a, b).min(), question.min_drop + 0.01, 0.9))
-    high = float(np.clip(stats.beta.ppf(0.95, a, b).max(), low + 0.05, 0.95))
-    q = replace(question, p0_low=float(np.floor(low * 100) / 100),
-                p0_high=float(np.ceil(high * 100) / 100))  # fmt: skip
+    low = float(np.clip(lows.min(), question.min_drop + 0.01, 0.9))
+    high = float(np.clip(highs.max(), low + 0.05, 0.95))
+    p0_low = float(np.floor(low * 100) / 100)
+    if p0_low <= question.min_drop:  # 0.06 + 0.01 is 0.0699999... in floats: floored to 0.06
+        p0_low = round(p0_low + 0.01, 2)
+    q = replace(question, p0_low=p0_low, p0_high=float(np.ceil(high * 100) / 100))
     design = design_gate(q)
     best = design.chosen
     details = {"p0_low": q.p0_low, "p0_high": q.p0_high, "design": design}
@@ -293,11 +296,14 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
                             f"Gate {best.family} ({best.design} design), max_runs "
                             f"{best.max_runs}: false revert <= {q.alpha:g} and power >= "
                             f"{1 - q.beta:g} at a drop of {q.min_drop:g} for every p0 in "
-                            f"[{q.p0_low:g}, {q.p0_high:g}], the range of every draw; "
+                            f"[{q.p0_low:g}, {q.p0_high:g}], {coverage(lows, highs, q)}; "
                             f"{gate_sessions(best, q.concurrent)}.",
                             details | {"config": best.config})  # fmt: skip
     usable = design.with_concurrent_control
     instead = ""
+    remedies = (" or a longer ledger" if q.concurrent > 0 else  # it has concurrent control
+                ", a longer ledger or concurrent control (the prior served in a share of "
+                "sessions while a revision is pending)")  # fmt: skip
     if q.concurrent == 0 and usable:  # what concurrent control would cost, by the objective
         a = usable[0]
         instead = (f"; with concurrent control {a.family} ({a.design}) meets both at max_runs "
@@ -305,9 +311,23 @@ def gate(ms: np.ndarray, ks: np.ndarray, question: DesignQuestion) -> Prescripti
     return Prescription("gate", "none feasible", False,
                         f"No gate family meets false revert <= {q.alpha:g} and power >= "
                         f"{1 - q.beta:g} within {q.max_runs} runs over p0 in "
-                        f"[{q.p0_low:g}, {q.p0_high:g}]; it would take a larger max_runs, a longer "
-                        "ledger or concurrent control (the prior served in a share of sessions "
-                        f"while a revision is pending){instead}.", details)  # fmt: skip
+                        f"[{q.p0_low:g}, {q.p0_high:g}]; it would take a larger max_runs"
+                        f"{remedies}{instead}.", details)  # fmt: skip
+
+
+def coverage(lows: np.ndarray, highs: np.ndarray, q: DesignQuestion) -> str:
+    """How the range ``[q.p0_low, q.p0_high]`` covers the draws' 5-95 % quantiles of the
+    success rate: all of them, or which side it leaves out (it starts above the drop and
+    stops at 0.95)."""
+    out = []
+    if lows.min() < q.p0_low:
+        out.append(f"from {lows.min():.3f} (a p0 at or below the drop cannot fall by it)")
+    if highs.max() > q.p0_high:
+        out.append(f"up to {highs.max():.3f} (the range stops at 0.95)")
+    if not out:
+        return "which holds the 5-95 % quantiles of every draw's success rate"
+    return ("the draws' 5-95 % quantiles of the success rate reach outside it, "
+            f"{' and '.join(out)}: there the targets are not checked")  # fmt: skip
 
 
 def gate_sessions(a: FamilyAnswer, share: float) -> str:

@@ -3,21 +3,24 @@
 The model. A procedure's runs succeed independently with probability p. Time is counted
 in its *sessions* (packs in which it is a candidate: the only procedure for its task, or
 the one the pack would serve). While not quarantined it is run every session; its state
-is the current failure streak s in 0..L-1 (L = ``strike_limit``): a success sets s = 0, a
-failure s + 1, and the L-th failure in a row quarantines it at once (the store's
-``evolve`` after every run). While quarantined the exit policy rules
-(``QuarantinePolicy.exit_chain``): which sessions serve it, and when it is released (to
-s = 0). The whole is a finite Markov chain on L + r states (docs/statistics.md,
-"Quarantine"; Feller, *An Introduction to Probability Theory*, vol. 1, XIII.7 for runs).
-Under an explore rate epsilon (``explore_rate``) the pack withholds what it serves first
-in that share of sessions: a served state then stays put for the session (``explored``),
-so the streak phase too runs at ``1 - epsilon`` per session (a floor of f alone, passed
-as ``f (1 - epsilon)``, would leave the streak phase at 1 and the share wrong). Decay
-releases at the run, so the withheld sessions after its strikes decayed count as released
-here while the store still shows it quarantined. With ``evolve_every`` e > 1 the store is
-evolved after every e-th run (the loop's ``scenario.evolve_every``): evolve quarantines on
-the streak it finds, so a streak of L that a success ends first quarantines nothing, and
-every state carries the runs since the last evolve (``chains.full_chain``).
+is the current failure streak s in 0..L-1 (L = ``strike_limit``): a success sets s = 0,
+a failure s + 1, and the L-th failure in a row quarantines it at once (the store's
+``evolve`` after every run, with ``min_runs`` at most L: ``evolve`` looks at the streak
+only once the revision has ``min_runs`` runs, default 3, so at strike limit 1 or 2 the
+store's default quarantines a procedure failing from its first run at its third). While
+quarantined the exit policy rules (``QuarantinePolicy.exit_chain``): which sessions
+serve it, and when it is released (to s = 0). The whole is a finite Markov chain on L +
+r states (docs/statistics.md, "Quarantine"; Feller, *An Introduction to Probability
+Theory*, vol. 1, XIII.7 for runs). Under an explore rate epsilon (``explore_rate``) the
+pack withholds what it serves first in that share of sessions: a served state then stays
+put for the session (``explored``), so the streak phase too runs at ``1 - epsilon`` per
+session (a floor of f alone, passed as ``f (1 - epsilon)``, would leave the streak phase
+at 1 and the share wrong). Decay releases at the run, so the withheld sessions after its
+strikes decayed count as released here while the store still shows it quarantined. With
+``evolve_every`` e > 1 the store is evolved after every e-th run (the loop's
+``scenario.evolve_every``): evolve quarantines on the streak it finds, so a streak of L
+that a success ends first quarantines nothing, and every state carries the runs since
+the last evolve (``chains.full_chain``).
 
 Returned:
 

@@ -223,12 +223,14 @@ def prescribed(ev: DesignEvidence) -> str:
 def holds_blocks(ev: DesignEvidence) -> list:
     """Holds if / breaks when: the prescribed rule, unchanged, at other base rates and
     lifts (exact, computed by the sweep); the sentence naming what breaks it first, then
-    the table (to the appendix)."""
+    the table (to the appendix). When no family meets the targets nothing is prescribed
+    (the opening says so), and the rows are the closest rule's: "the closest rule"."""
     family = prescribed(ev)
     rows = ev.holds.get(family, ())
     if not rows:
         return []
     t = ev.targets
+    subject = "the prescribed rule" if ev.designs[family].feasible else "the closest rule"
 
     def figures(r: SensitivityRow) -> str:
         kept, gone = r.figure("kept"), r.figure("excluded")
@@ -238,7 +240,7 @@ def holds_blocks(ev: DesignEvidence) -> list:
         )
 
     table = holds_table(
-        f"the prescribed rule ({ev.designs[family].pick.describe()}), unchanged, exactly, "
+        f"{subject} ({ev.designs[family].pick.describe()}), unchanged, exactly, "
         f"within {t.within} sessions with the base rate or one lift moved",
         rows,
         {
@@ -247,7 +249,7 @@ def holds_blocks(ev: DesignEvidence) -> list:
         },
         f"kept >= {t.keep:g}, excluded >= {t.exclude:g}",
     )
-    return [breaks_sentence("the prescribed rule", rows, figures), table]
+    return [breaks_sentence(subject, rows, figures), table]
 
 
 def seed_sentence(ev: DesignEvidence) -> str:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from procmem_core.gates import Gate
 from reports.evidence import fmt
-from reports.gate_claims import DESIGN_KEYS
+from reports.gate_claims import ARM_METRICS, DESIGN_KEYS
 from reports.recommend import GATE_METRICS
 from reports.sections.gate_tables import GateRuns, ledger_of
 from reports.source import Sweep
@@ -45,8 +45,42 @@ def worst_rows(rows: pd.DataFrame, metrics: tuple[str, ...] = GATE_METRICS) -> p
             row[m] = float(values[idx])
             row[f"{m}_se"] = float(g.at[idx, f"{m}_se"]) if f"{m}_se" in g else np.nan
             row[f"{m}_condition"] = str(g.at[idx, "condition"])
+        row |= worst_sessions(g)
         out.append(row)
     return pd.DataFrame(out)
+
+
+def worst_sessions(g: pd.DataFrame) -> dict:
+    """Both arms' sessions of one configuration's runs (``ARM_METRICS``: the revision's and
+    the prior's, which a paired gate's ``mean_runs_*`` leave out: it counts pairs), for
+    ``null`` and ``alt`` each from the condition where their sum is largest, with their SEs
+    and ``sessions_<label>_condition``. A run without them among runs with them (a fixed
+    design beside a concurrent one) has every session on the revision (``mean_runs_*``)
+    and none on the prior. Empty when none of the runs logged them."""
+    out: dict = {}
+    for label in ("null", "alt"):
+        rev, prior = (f"{m}_{label}" for m in ARM_METRICS)
+        if rev not in g or prior not in g:
+            continue
+        paired = g[rev].notna() & g[prior].notna()
+        if not paired.any():
+            continue
+        nan = pd.Series(np.nan, index=g.index)
+        runs = g[f"mean_runs_{label}"].astype(float)
+        runs_se = g.get(f"mean_runs_{label}_se", nan).astype(float)
+        values = {
+            rev: (g[rev].astype(float), g.get(f"{rev}_se", nan).astype(float), runs, runs_se),
+            prior: (g[prior].astype(float), g.get(f"{prior}_se", nan).astype(float), 0.0, 0.0),
+        }
+        both = sum(v.where(paired, alone) for v, _, alone, _ in values.values())
+        if both.isna().all():
+            continue
+        idx = both.idxmax()
+        for name, (v, se, alone, alone_se) in values.items():
+            out[name] = float(v.where(paired, alone)[idx])
+            out[f"{name}_se"] = float(se.where(paired, alone_se)[idx])
+        out[f"sessions_{label}_condition"] = str(g.at[idx, "condition"])
+    return out
 
 
 def worst_table(worst: pd.DataFrame, several: bool) -> pd.DataFrame:

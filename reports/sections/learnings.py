@@ -26,7 +26,7 @@ import pandas as pd
 from procmem_core.learnings import ReviewPolicy
 from procmem_core.learnings.sensitivity import TARGET_PRECISION
 from reports.canvas import png_bytes
-from reports.claims import MISSES, WITHIN_NOISE, state_words, target_state
+from reports.claims import MEETS, MISSES, WITHIN_NOISE, state_words, target_state
 from reports.configs import label
 from reports.document import Detail, Figure, Section, Table
 from reports.evidence import NOISE_Z, fmt_metric, replications_of, worst_case
@@ -191,7 +191,8 @@ def _waits(pick: pd.Series, most: str) -> str:
 
 def _median_interval(rows: pd.DataFrame, worst: pd.DataFrame) -> pd.DataFrame:
     """The worst median's interval from the run that gave it (``worst_case`` keeps the
-    first run's other columns)."""
+    first run's other columns); among runs tied at the worst median (e.g. every one beyond
+    the horizon), the one whose interval lies latest (largest low end, then high end)."""
     if "helpful_wait_median" not in rows or rows["helpful_wait_median"].isna().all():
         return worst
     worst = worst.copy()
@@ -199,7 +200,8 @@ def _median_interval(rows: pd.DataFrame, worst: pd.DataFrame) -> pd.DataFrame:
         group = rows[rows["policy"] == policy]
         if group["helpful_wait_median"].isna().all():
             continue
-        top = group.loc[group["helpful_wait_median"].astype(float).idxmax()]
+        ends = [f"helpful_wait_median{e}" for e in ("", "_low", "_high")]
+        top = group.sort_values(ends, ascending=False, na_position="last", kind="stable").iloc[0]
         for end in ("low", "high"):
             worst.at[i, f"helpful_wait_median_{end}"] = top[f"helpful_wait_median_{end}"]
     return worst
@@ -222,7 +224,14 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
         "replication."
     )
     if len(worst) == 1:
-        return f"One review policy ran: {what}.{more} Sweep learnings_review to compare policies."
+        state = {
+            MEETS: "it meets the target",
+            WITHIN_NOISE: f"its precision is within {NOISE_Z:g} SE of the target",
+        }.get(pick["state"], "it misses the target")
+        return (
+            f"One review policy ran: {what}; {state}.{more} Sweep learnings_review to compare "
+            "policies."
+        )
     if not pick["feasible"]:
         near = (
             f" (within {NOISE_Z:g} SE of the target: this sweep cannot tell whether it reaches it)"

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from reports.document import Section, Table
+from reports.evidence import fmt_share
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.source import Sweep
@@ -98,13 +98,23 @@ def _per_procedure(sweep: Sweep, runs: pd.DataFrame, lifts: pd.DataFrame) -> pd.
 
 
 def _over_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
+    """Success per window of a tenth of the run: the window's sessions (a column: a table's
+    index is not rendered), how many ran, the success rate, and the rate as every share
+    reads (``fmt_share``: its binomial SE; 0 or 1 with its exact bound, never "± 0")."""
     n = int(sessions["time"].max()) + 1 if len(sessions) else 0
     width = max(1, math.ceil(n / 10))
     window = sessions["time"].astype(int) // width
     out = sessions.assign(window=window).groupby("window")["outcome"].agg(["mean", "count"])
-    out["SE"] = np.sqrt(out["mean"] * (1 - out["mean"]) / out["count"])
-    out.index = [f"{w * width}-{min(n, (w + 1) * width) - 1}" for w in out.index]
-    return out.rename(columns={"mean": "success", "count": "sessions"}).rename_axis("sessions")
+    return pd.DataFrame(
+        {
+            "window (sessions)": [f"{w * width}-{min(n, (w + 1) * width) - 1}" for w in out.index],
+            "sessions": out["count"].astype(int).tolist(),
+            "success": out["mean"].astype(float).tolist(),
+            "success ± SE": [
+                fmt_share(float(m), int(c)) for m, c in zip(out["mean"], out["count"], strict=True)
+            ],
+        }
+    )
 
 
 def _configs(sweep: Sweep, runs: pd.DataFrame) -> dict[str, str]:

@@ -26,6 +26,7 @@ from reports.evidence import fmt_metric
 from reports.options import ReportOptions
 from reports.sections import report_section
 from reports.sections.loop_evidence import (
+    EFFECTS_OVER,
     Verdict,
     biggest_changes,
     chance_note,
@@ -38,11 +39,17 @@ from reports.sections.loop_evidence import (
     verdict_of,
 )
 from reports.sections.loop_figures import section_figures
-from reports.sections.loop_missing import missing_sentence, missing_table, split_channels, twins
-from reports.sections.loop_search import is_search, search_sentence, search_table
+from reports.sections.loop_missing import missing_sentence, missing_table, twins, verdict_rows
+from reports.sections.loop_search import (
+    is_search,
+    named_trials,
+    search_sentence,
+    search_table,
+)
 from reports.sections.loop_split import regret_split, split_sentence, split_table
 from reports.sections.loop_verdict import (
     EVOLVE_EVERY,
+    EXPLORE_RATE,
     best_row,
     chain_reason,
     exposure_cost,
@@ -108,10 +115,13 @@ def _opening(rows: pd.DataFrame, best: pd.Series | None) -> str:
             f"{fmt_metric(best, 'success_rate_early')} -> {fmt_metric(best, 'success_rate_late')}. "
             + exposure_cost(best)
         )
-    n = rows.iloc[0].get("params.scenario.sessions")
-    sessions = float(n) if pd.notna(n) else 1000.0
-    every = rows.iloc[0].get(EVOLVE_EVERY)  # the loop's cadence
-    why = chain_reason(sessions, evolve_every=int(float(every)) if pd.notna(every) else 1)
+    ref = seed_row(rows)  # the loop's cadence and explore rate: the seeds' row's, if run
+    ref = rows.iloc[0] if ref is None else ref
+    n, every, eps = (ref.get(k) for k in ("params.scenario.sessions", EVOLVE_EVERY, EXPLORE_RATE))
+    why = chain_reason(
+        float(n) if pd.notna(n) else 1000.0, 3, int(float(every)) if pd.notna(every) else 1,
+        float(eps) if pd.notna(eps) else 0.0,
+    )  # fmt: skip
     no_se = sum(not verdict_of(r).readable for _, r in rows.iterrows())
     if no_se == len(rows):  # one replication each: no interval to read, none reaches 0
         return (
@@ -281,14 +291,9 @@ def _why(row: pd.Series, sources: pd.DataFrame) -> str:
 
 
 def _rate(row: pd.Series, metric: str) -> str:
-    """``fmt_metric``, except a rate of exactly 0 or 1 with SE 0 (every replication the
-    same, so no spread to estimate an SE from): said as such with the replications, not
-    as ``0 ± 0``, which reads as certainty from as few as 4."""
-    value, se = float(row[metric]), float(row.get(f"{metric}_se", float("nan")))
-    if metric.endswith("_rate") and se == 0 and value in (0.0, 1.0):
-        n = row.get("params.scenario.replications")
-        every = f"all {int(float(n)):,} replications" if pd.notna(n) else "every replication"
-        return f"{value:g} in {every} (no spread: SE not estimable)"
+    """A figure of the engine's table as every figure is told (``fmt_metric``): a rate
+    every replication agreed on (SE 0, e.g. no wrong revert in any of 4) reads as its
+    exact bound on the share of replications that would differ, not as ``0 ± 0``."""
     return fmt_metric(row, metric)
 
 
@@ -305,17 +310,19 @@ def loop_section(sweep: Sweep) -> Section | None:
     rows = _rows(sweep)
     if rows is None:
         return None
-    rows, missing = split_channels(rows)  # the verdict from the default channel's rows
-    if rows.empty:  # only the informative channel was run: its rows are the loop's
-        rows, missing = missing, missing.iloc[:0]
+    rows, missing, alone = verdict_rows(rows)  # the default channel's, else the informative
+    search = is_search(sweep.parent_tags)
+    rows = named_trials(rows) if search else rows
     seed, best = seed_row(rows), learning_row(rows)
     pairs = twins(rows, missing)
     learning = _metric_table(rows, LEARNING_METRICS)
     learning.insert(1, "learns?", [verdict_of(r).answer for _, r in rows.iterrows()])
-    effects = main_effects(rows, ("regret_change", "regret"))
+    # a search's trials are the sampler's picks, not a grid: no value is averaged over the
+    # other settings, so it has no main effects (its ranking compares the trials)
+    effects = pd.DataFrame() if search else main_effects(rows, ("regret_change", "regret"))
+    over = EFFECTS_OVER + (" of the default channel's runs" if not missing.empty else "")
     blocks: list = world_blocks(rows, None, "The verdict")
     blocks += [missing_table(pairs, len(rows))] if pairs else []
-    search = is_search(sweep.parent_tags)
     trials = search_table(rows) if search else None
     blocks += [trials] if trials is not None else []
     note = prescribed_note(rows, sweep.table("gate_decisions", list(rows["run_id"])))
@@ -325,7 +332,8 @@ def loop_section(sweep: Sweep) -> Section | None:
         *(
             [Table("Regret change and regret by setting: the mean over every configuration "
                    "with that value (± SE), each setting's other values and the conditions "
-                   "averaged", effects[[c for c in effects.columns
+                   "averaged" + (" (the default channel's runs)" if not missing.empty else ""),
+                   effects[[c for c in effects.columns
                                         if not c.endswith(("_mean", "_se"))]])]
             if not effects.empty else []
         ),
@@ -365,11 +373,11 @@ def loop_section(sweep: Sweep) -> Section | None:
     blocks += section_figures(sweep, rows, per_run)
     verdict = verdict_json(top, rows)
     said = " ".join(x for x in (search_sentence(rows) if search else "",
-                                _answer(rows, seed, best),
+                                _answer(rows, seed, best), alone,
                                 missing_sentence(pairs, seed, 1),
                                 missing_sentence(pairs, best, len(rows)) if best is not None
                                 and (seed is None or best["run_id"] != seed["run_id"]) else "",
-                                decisive_setting(effects, "regret_change")) if x)  # fmt: skip
+                                decisive_setting(effects, "regret_change", over)) if x)  # fmt: skip
     return Section(  # the answer in two sentences, the rest after it (Section)
         "loop",
         "Closed loop: does the engine learn the right procedures",

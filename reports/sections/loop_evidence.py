@@ -285,8 +285,13 @@ def main_effects(rows: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def decisive_setting(effects: pd.DataFrame, metric: str) -> str:
-    """A sentence naming the setting whose values move ``metric`` the most."""
+EFFECTS_OVER = "means over every other setting and condition"
+"""What ``main_effects`` averages, as its sentence and table say it."""
+
+
+def decisive_setting(effects: pd.DataFrame, metric: str, over: str = EFFECTS_OVER) -> str:
+    """A sentence naming the setting whose values move ``metric`` the most; ``over`` says
+    what the means average (``EFFECTS_OVER``, or narrower when some runs were left out)."""
     if effects.empty:
         return ""
     spread = effects.groupby("setting")[f"{metric}_mean"].agg(lambda v: v.max() - v.min())
@@ -298,13 +303,12 @@ def decisive_setting(effects: pd.DataFrame, metric: str) -> str:
     if ends.isna().any():  # no SE (one replication): no noise to read the spread against
         return (
             f"Across the sweep the widest spread of the regret change is {name}'s, {said} "
-            "(means over every other setting and condition), with no standard error to "
-            "tell it from the noise."
+            f"({over}), with no standard error to tell it from the noise."
         )
     if not spread[name] > NOISE_Z * math.hypot(*ends):  # an ordering the noise cannot make
         return (
             f"Across the sweep the setting that moves the trend most is {name}, but only within "
-            f"the noise: regret change {said} (means over every other setting and condition) "
+            f"the noise: regret change {said} ({over}) "
             f"differ by less than {NOISE_Z:g} SE of the difference, so the sweep cannot tell "
             "whether any swept setting moves it."
         )
@@ -313,7 +317,4 @@ def decisive_setting(effects: pd.DataFrame, metric: str) -> str:
         if len(spread) > 1
         else f"{name} moves the trend beyond the noise"
     )
-    return (
-        f"Across the sweep {most}: regret change "
-        f"{said} (means over every other setting and condition)."
-    )
+    return f"Across the sweep {most}: regret change {said} ({over})."

@@ -47,6 +47,24 @@ def split_channels(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows[~flag].reset_index(drop=True), rows[flag].reset_index(drop=True)
 
 
+def verdict_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """``(verdict rows, informative rows, note)``: the verdict from the default channel's
+    rows (``split_channels``). A sweep run under the informative channel alone
+    (``feedback=failures_rated`` without ``perfect``) has none: its rows are the loop's,
+    so every verdict is read under that channel, and ``note`` says it (the labels name only
+    what was swept: the old section said "At the seeds' settings the loop's answer is ..."
+    as if under perfect feedback)."""
+    default, missing = split_channels(rows)
+    if not default.empty:
+        return default, missing, ""
+    note = (
+        f"Every run here ran under {channel_words(missing.iloc[0])}, so each verdict is read "
+        "under it, not under perfect feedback (feedback=perfect,failures_rated runs both "
+        "side by side)."
+    )
+    return missing, missing.iloc[:0], note
+
+
 def _setting(row: pd.Series, cols: list[str]) -> tuple:
     return tuple(str(row.get(c)) for c in cols)
 

@@ -8,7 +8,9 @@ tied with it; a trial without a standard error (one replication, or none logged)
 compared with none (the reports' ``beyond_noise`` reads a missing SE as 0, an exact
 value). The lowest of many trials is picked for being low, so its own value is
 biased down (the winner's curse): the section says so, and the loop section's verdict
-on it uses an interval simultaneous over the trials (``loop_evidence``).
+on it uses an interval simultaneous over the trials (``loop_evidence``). A search reads no
+main effects (``loop_section``): its trials are the sampler's picks, not a grid, so a
+value (one trial's explore rate) is not a mean over the other settings.
 """
 
 from __future__ import annotations
@@ -46,6 +48,14 @@ def trial_name(row: pd.Series, rows: pd.DataFrame) -> str:
             continue
         parts.append(f"{key}={number:.3g}")
     return ", ".join(parts) or str(row.get("config", ""))
+
+
+def named_trials(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with each trial's ``config`` its searched values (``trial_name``). A grid's
+    labels keep only the params that tell its rows apart; in a search one continuous value
+    does that alone, so a trial at strike limit 0 and explore rate 0.021 was "concurrent
+    share 0.42" in every sentence, table and ``loop_verdict.json``'s configuration."""
+    return rows.assign(config=[trial_name(r, rows) for _, r in rows.iterrows()])
 
 
 def trial_options(rows: pd.DataFrame, objective: str = "regret_change") -> list[Option]:

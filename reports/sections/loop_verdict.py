@@ -100,14 +100,18 @@ def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def chain_reason(sessions: float, strike_limit: int = 3, evolve_every: int = 1) -> str:
+def chain_reason(
+    sessions: float, strike_limit: int = 3, evolve_every: int = 1, explore_rate: float = 0.0
+) -> str:
     """Why no setting learns, in the quarantine chain's numbers (``quarantine_fate``) at
     the loop's cadence: evolve after every ``evolve_every`` runs (``scenario.evolve_every``;
     at 10 a 70 % procedure is quarantined within 250 runs with probability 0.496, not the
-    every-run chain's 0.994)."""
+    every-run chain's 0.994), and the exits at the loop's ``explore_rate``, which withholds
+    a floor-served or probed procedure too (probation f 0.05 at 0.1: back after 31.7
+    sessions, not 28.6)."""
     runs = max(1, int(sessions) // 4)
     e = max(1, int(evolve_every))
-    fate = quarantine_fate(CHAIN_P, runs, strike_limit, evolve_every=e)
+    fate = quarantine_fate(CHAIN_P, runs, strike_limit, evolve_every=e, explore_rate=explore_rate)
     cadence = f", evolved every {e} runs as the loop does" if e > 1 else ""
     head = (
         f"The quarantine chain says why quarantine alone cannot make it learn. At strike "
@@ -125,6 +129,8 @@ def chain_reason(sessions: float, strike_limit: int = 3, evolve_every: int = 1) 
                 f"spends {x.share_quarantined:.0%} of its sessions quarantined"
             )
     said = "; ".join(parts)
+    if explore_rate:
+        said = f"at explore rate {explore_rate:g}, {said}"
     return (
         head
         + said[:1].upper()

@@ -97,6 +97,39 @@ def test_a_concentration_fitted_at_a_boundary_draws_within_the_fits_range():
     assert 0.16 <= p.details["p0_low"] < p.details["p0_high"] <= 0.95
 
 
+@pytest.mark.parametrize(("drop", "low", "said"), [
+    (0.06, 0.07, "No gate family meets"),
+    (0.57, 0.58, "reach outside it, from 0.316 (a p0 at or below the drop cannot fall by it)"),
+])  # fmt: skip
+def test_gate_range_starts_above_the_drop_whatever_its_floats(drop, low, said):
+    """The range starts at ``min_drop + 0.01`` when draws reach below it, floored to a
+    hundredth: ``0.06 + 0.01`` is 0.06999999999999999 in floats, so it floored to 0.06, the
+    drop itself, and the design question refused its own range (ParameterError on
+    min_drop; so did 0.57)."""
+    ms, ks = np.full(4, drop), np.full(4, 10.0)
+    q = DesignQuestion(min_drop=drop, p0_low=max(0.3, drop + 0.05), concurrent=0.5, max_runs=30)
+    p = gate(ms, ks, q)
+    assert p.details["p0_low"] == low
+    assert said in p.sentence
+    if not p.meets:  # the question has concurrent control: the remedy is not to add it
+        assert "it would take a larger max_runs or a longer ledger." in p.sentence
+        assert "concurrent control" not in p.sentence
+
+
+def test_the_gate_sentence_says_which_draws_its_range_leaves_out():
+    """The range stops at 0.95: draws whose 95 % quantile is above it are not covered, and
+    the sentence says so (it said "for every p0 in [0.89, 0.95], the range of every draw"
+    where the draws reach 0.986)."""
+    ms, ks = np.full(8, 0.95), np.full(8, 60.0)
+    q = DesignQuestion(alpha=0.1, beta=0.3, min_drop=0.25, ledger=10, concurrent=0.4, max_runs=40)
+    p = gate(ms, ks, q)
+    assert p.meets and p.details["p0_high"] == 0.95
+    assert "the range of every draw" not in p.sentence
+    assert "reach outside it, up to 0.986 (the range stops at 0.95)" in p.sentence
+    inside = gate(np.full(8, 0.7), np.full(8, 60.0), q)
+    assert "which holds the 5-95 % quantiles of every draw's success rate" in inside.sentence
+
+
 def test_the_gate_prescription_gives_the_sessions_of_both_arms():
     """Issue 28: the deployment's gate sentence gives the sessions a decision takes when
     nothing changed and at the drop, both arms at the concurrent share (it gave the cap

@@ -159,3 +159,30 @@ def test_the_world_stated_reads_in_every_variant():
         "The policy holds in the assumed world without erasures and at every move tried "
         "(horizon 2000; exact)."
     )
+
+
+def test_the_confidence_section_does_not_call_the_closest_rule_prescribed():
+    """When no rule meets the targets the opening prescribes none ("No rule of any family
+    meets both targets ...: the closest, ..."); the holds rows are the closest rule's, and
+    read "Even as assumed, the prescribed rule falls short" (a sweep at 30 sessions, base
+    0.6, lifts +-0.1: +0.01/-0.09 from 0.95, threshold 0.05 keeps 0.869 and excludes 0.869).
+    They now name it the closest rule."""
+    from reports.sections.confidence_design import holds_blocks
+
+    t = RuleTargets(keep=0.9, exclude=0.9, within=20)
+    rows = rule_sensitivity(DEFAULT_RULE, 0.6, t)
+    assert rows[0].holds is False  # the seed's rule misses these targets
+    pick = SimpleNamespace(describe=lambda: "the seed's rule", rule=DEFAULT_RULE)
+    designs = {f: SimpleNamespace(feasible=False, pick=pick) for f in
+               ("confidence", "baseline", "posterior")}  # fmt: skip
+    none = dict.fromkeys(designs, SimpleNamespace(row=None))
+    ev = SimpleNamespace(targets=t, designs=designs, holds={"confidence": rows}, confirmations=none)
+    sentence, table = holds_blocks(ev)
+    assert sentence.startswith("Even as assumed, the closest rule falls short: kept ")
+    assert "prescribed" not in sentence and "prescribed" not in table.caption
+    assert "the closest rule (the seed's rule), unchanged" in table.caption
+    # a feasible design is the prescription, and is called so
+    ok = {f: SimpleNamespace(feasible=True, pick=pick) for f in designs}
+    sentence, table = holds_blocks(SimpleNamespace(**vars(ev) | {"designs": ok}))
+    assert "the prescribed rule falls short" in sentence
+    assert "the prescribed rule (the seed's rule)" in table.caption

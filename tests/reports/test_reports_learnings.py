@@ -285,3 +285,53 @@ def test_a_median_wait_interval_wholly_beyond_the_horizon_is_said_once():
     s = recommend_policy(pd.DataFrame([row], columns=cols)).sentence
     assert "to beyond the 60-session horizon" not in s
     assert "(Kaplan-Meier median, its 95 % interval lies wholly beyond the 60-session horizon)" in s
+
+
+def test_a_tied_worst_median_wait_takes_the_worst_interval():
+    """Two conditions whose Kaplan-Meier medians are both beyond the horizon (81 of 80
+    sessions): the worst median's interval came from the first of them, '76 to beyond the
+    80-session horizon' (multi-user share 0, recall 0.44), where the other condition's
+    (share 0.3, recall 0.25) lies wholly beyond it (min writers 5, 50 users, 30
+    replications). Among tied medians the interval is now the latest one."""
+    from reports.sections.learnings import _median_interval
+
+    rows = pd.DataFrame(
+        {
+            "policy": ["k", "k"],
+            "condition": ["share 0", "share 0.3"],
+            "helpful_wait_median": [81.0, 81.0],
+            "helpful_wait_median_low": [76.0, 81.0],
+            "helpful_wait_median_high": [81.0, 81.0],
+        }
+    )
+    worst = pd.DataFrame({"policy": ["k"], "helpful_wait_median": [81.0],
+                          "helpful_wait_median_low": [76.0],
+                          "helpful_wait_median_high": [81.0]})  # fmt: skip
+    got = _median_interval(rows, worst)
+    assert got.at[0, "helpful_wait_median_low"] == 81.0
+    # a strictly worse median still gives its own interval, whatever the others' ends
+    rows.loc[0, ["helpful_wait_median", "helpful_wait_median_low"]] = [60.0, 55.0]
+    rows.loc[1, ["helpful_wait_median", "helpful_wait_median_low", "helpful_wait_median_high"]] = [
+        70.0, 50.0, 79.0]  # fmt: skip
+    got = _median_interval(rows, worst)
+    assert (got.at[0, "helpful_wait_median_low"], got.at[0, "helpful_wait_median_high"]) == (
+        50.0, 79.0)  # fmt: skip
+
+
+def test_one_policy_says_where_its_precision_stands_against_the_target():
+    """With one policy run the opening gave 'precision 0.864 ± 0.017 (target 0.9)' and no
+    state (the quickstart's supporter_writers >= 3): 0.036 short, beyond 2 SE (0.034), a
+    miss the reader had to work out. It now says meets / within 2 SE / misses (issue 30
+    item 6), as the ranked case does."""
+    cols = ["policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se", "recall",
+            "recall_se", "harmful_served_sessions", "harmful_served_sessions_se",
+            "conditions"]  # fmt: skip
+    for precision, state in ((0.864, "it misses the target"),
+                             (0.88, "its precision is within 2 SE of the target"),
+                             (0.95, "it meets the target")):  # fmt: skip
+        row = ("k", precision, 0.017, 60.0, 1.8, 0.9, 0.01, 25.6, 4.9, 1)
+        s = recommend_policy(pd.DataFrame([row], columns=cols)).sentence
+        assert s.startswith(
+            f"One review policy ran: k, in the one condition run: precision {precision:.3g} ± "
+            f"0.017 (target 0.9); {state}."
+        ), s

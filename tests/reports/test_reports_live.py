@@ -147,3 +147,25 @@ def test_a_real_live_runs_section_states_the_lifts_csv_of_its_sessions(sweep_of,
     assert per_run.frame["sessions"].tolist() == [40]
     assert per_run.frame["success"].tolist() == [sessions["outcome"].mean()]
     assert windows.frame["sessions"].sum() == 40
+
+
+def test_success_over_sessions_names_its_windows_and_bounds_a_window_at_zero():
+    """The table's windows ("0-2", "3-5", ...) were its index, which the report drops: the
+    page and tables/*.csv read "success 0, sessions 3, SE 0" row after row with no way to
+    tell which sessions a row is (a 30-session offline live run), and a window with no
+    success read SE 0. Each row now names its sessions, and its success reads as every
+    share does (``fmt``): 0 of 3 with its exact bound, never "± 0"."""
+    from reports.sections.live import _over_sessions
+
+    sessions = known_sessions()  # 25 sessions: windows of 3
+    table = _over_sessions(sessions)
+    assert table.columns[0] == "window (sessions)"
+    assert table["window (sessions)"].tolist()[:3] == ["0-2", "3-5", "6-8"]
+    assert table["window (sessions)"].tolist()[-1] == "24-24"
+    assert table["sessions"].tolist() == [3] * 8 + [1]
+    # sessions 6-8 succeed at 6 and 8 (shown wins), fail at 7 (withheld, i >= 4): 2 of 3
+    assert table["success"].tolist()[2] == pytest.approx(2 / 3)
+    assert table["success ± SE"].tolist()[2] == f"0.667 ± {math.sqrt(2 / 9 / 3):.2g}"
+    # sessions 21-23 have no top key and fail: 0 of 3 with its one-sided bound
+    assert table["success ± SE"].tolist()[7] == "0 (none of 3; < 0.632 at 95 %)"
+    assert "SE" not in table.columns

@@ -180,7 +180,11 @@ def test_the_figures_are_drawn(sweep):
 
 
 def test_a_rate_every_replication_agreed_on_is_not_shown_as_plus_minus_zero():
-    """The quickstart's loop: "harmless revisions reverted 0 ± 0" from 4 replications."""
+    """The quickstart's loop: "harmless revisions reverted 0 ± 0" from 4 replications. A
+    rate every replication agreed on reads as every such figure does (issue 30 item 7,
+    the README): with the exact bound over its replications, 1 - 0.05^(1/4) = 0.53 (it
+    read "0 in all 4 replications (no spread: SE not estimable)", with no bound, beside
+    the bound the same table gave a count)."""
     from reports.sections.loop import _rate
 
     row = pd.Series(
@@ -194,8 +198,13 @@ def test_a_rate_every_replication_agreed_on_is_not_shown_as_plus_minus_zero():
             "off_task_rate_se": 0.05,
         }
     )
-    assert (
-        _rate(row, "wrong_revert_rate") == "0 in all 4 replications (no spread: SE not estimable)"
+    assert _rate(row, "wrong_revert_rate") == (
+        "0 (in all 4 replications; another value in < 0.53 at 95 %)"
+    )
+    every = row.copy()
+    every["wrong_revert_rate"] = 1.0
+    assert _rate(every, "wrong_revert_rate") == (
+        "1 (in all 4 replications; another value in < 0.53 at 95 %)"
     )
     assert _rate(row, "off_task_rate") == "0.1 ± 0.05"
     # a count that did not vary: its exact bound over 4 replications, 1 - 0.05^(1/4)

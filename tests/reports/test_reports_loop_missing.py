@@ -91,3 +91,42 @@ def test_the_verdict_under_informative_missingness_is_stated_next_to_the_default
     data = json.loads(section.files["loop_verdict.json"])
     assert data["ci_level"] == "95 % interval simultaneous over 2 settings, Bonferroni"
     assert data["setting"] in (["scenario.strike_limit=3"], ["scenario.strike_limit=0"])
+
+
+def _only(sweep: Sweep, ids: list[str]) -> Sweep:
+    runs = sweep.runs[sweep.runs.run_id.isin(ids)].reset_index(drop=True)
+    tables = {i: sweep.tables[i] for i in ids}
+    return Sweep("loop", "parent", "loop", runs, sweep.param_names, sweep.metric_names, tables)
+
+
+@pytest.mark.parametrize("ids", [["r2", "r3"], ["r2"]], ids=["two settings", "one run"])
+def test_a_sweep_under_the_informative_channel_alone_says_its_verdict_is_read_under_it(sweep, ids):
+    """experiment=loop feedback=failures_rated: every row is informative, so the verdict is
+    read from them. The old section never said so: 'At the seeds' settings the loop's
+    answer is ...' for a loop whose failed sessions were rated more often, as if under
+    perfect feedback (only the world table listed the channel)."""
+    said = loop_section(_only(sweep, ids)).said
+    assert (
+        "Every run here ran under informative missingness (a success unrated with "
+        "probability 0.5, a failure with 0.1), so each verdict is read under it, not under "
+        "perfect feedback (feedback=perfect,failures_rated runs both side by side)."
+    ) in said
+    assert "informative" not in loop_section(_only(sweep, ["r0", "r1"])).said
+
+
+def test_the_setting_means_say_they_leave_the_informative_channel_out(sweep):
+    """The verdict and the by-setting means read the default channel's rows only (the
+    informative ones are compared beside them); the sentence said the means were 'over
+    every other setting and condition', which the informative runs are not averaged into.
+    Recomputed: strike limit 3 and 0 of the default channel, r0 and r1."""
+    section = loop_section(sweep)
+    runs = sweep.runs.set_index("run_id")
+    table = next(x for x in section.blocks if getattr(x, "caption", "").startswith(
+        "Regret change and regret by setting"))  # fmt: skip
+    assert table.caption.endswith("(the default channel's runs)")
+    by_value = table.frame.set_index("value")["regret change"]
+    for run_id, limit in (("r0", "3"), ("r1", "0")):
+        assert by_value[limit] == fmt_metric(runs.loc[run_id], "regret_change")
+    said = section.said
+    assert "(means over every other setting and condition of the default channel's runs)" in said
+    assert "(means over every other setting and condition)" not in said

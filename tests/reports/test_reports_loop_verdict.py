@@ -246,3 +246,26 @@ def test_the_chain_reason_reads_the_loops_evolve_cadence():
     # 13.7 of its first 1,000 sessions when evolved every 10 runs, not 3.7
     cost = exposure_cost(rows.iloc[1])
     assert "evolved every 10 runs): " in cost and "against 13.7 under the seed's" in cost
+
+
+def test_the_chain_reason_reads_the_loops_explore_rate():
+    """The explore rate withholds what the pack serves first, a floor-served quarantined
+    procedure too: at the seeds' explore rate 0.1 probation (f 0.05) releases a 70 %
+    procedure after 1 / (f (1 - 0.1) 0.7) = 31.7 sessions, not 28.6. The old reason read the
+    chain without it ('under probation(floor=0.05, candidates=2) it returns after 29
+    sessions') for a loop that ran at 0.1, as the exposure cost did before it was fixed."""
+    rows = _rows([(0.08, 0.02), (0.01, 0.01), (-0.02, 0.02), (0.0, 0.01)]).assign(
+        **{"params.scenario.evolve_every": "10", "params.explore.explore_rate": 0.1}
+    )
+    text = _opening(rows, None)
+    prob = quarantine_fate(0.7, 250, 3, "probation", explore_rate=0.1, evolve_every=10)
+    assert prob.exits[0].expected_release == pytest.approx(1 / (0.05 * 0.9 * 0.7), rel=1e-9)
+    assert "under probation(floor=0.05, candidates=2) it returns after 32 sessions" in text
+    assert "returns after 29 sessions" in text  # half-open: 28.9, its probes withheld too
+    half = quarantine_fate(0.7, 250, 3, "half_open", explore_rate=0.1, evolve_every=10)
+    assert f"returns after {half.exits[0].expected_release:.0f} sessions" in text
+    assert "At explore rate 0.1, under decay(decay_sessions=10) it returns after 30" in text
+    # the seeds' row gives the rate when the rows differ in it (0.02 and 0.1 in the preset)
+    mixed = rows.assign(**{"params.explore.explore_rate": [0.1, 0.02, 0.02, 0.02]})
+    assert "At explore rate 0.1, under" in _opening(mixed, None)
+    assert chain_reason(1000, 3, 10, 0.0) == chain_reason(1000, 3, 10)

@@ -47,17 +47,39 @@ def test_gate_pick_is_fastest_feasible_and_compared_with_default():
     assert rec.tied_with == ()
     assert rec.default is not None and rec.default["config"] == "seed"
     runs = {c.metric: c for c in rec.comparisons}
-    assert runs["mean_runs_null"].difference == pytest.approx(-10.0)
-    assert runs["mean_runs_null"].exceeds_noise
+    assert runs["null_sessions"].difference == pytest.approx(-10.0)  # fixed: runs are sessions
+    assert runs["null_sessions"].exceeds_noise
     # 0.05 vs 0.04 with SEs 0.005 each: 0.01 < 2 * 0.00707, so within the noise
     assert not runs["false_revert_rate"].exceeds_noise
     assert "fast-ok" in rec.sentence and "beyond the noise" in rec.sentence
     assert list(rec.ranked["config"][:2]) == ["fast-ok", "seed"]
     # the metrics in words, better before worse (fast-ok: fewer runs, more missed regressions)
     assert (
-        "fewer runs when nothing changed and fewer runs at the drop than the default, at "
-        "the price of a higher missed regression rate, beyond the noise" in rec.sentence
+        "fewer sessions when nothing changed and fewer runs at the drop than the default, "
+        "at the price of a higher missed regression rate, beyond the noise" in rec.sentence
     )
+
+
+def test_gate_pick_is_compared_with_the_default_in_sessions_both_arms_counted():
+    """The ranking minimises sessions when nothing changed (both arms); the comparison with
+    the default compared runs, so a paired pick of 21.9 pairs (48.8 sessions) read as
+    'fewer runs when nothing changed than the default' (23.9 runs, 47.7 sessions)."""
+    t = gate_table([("seed", 0.12, 0.15, 23.9, 30.0), ("paired", 0.04, 0.15, 21.9, 30.0)])
+    arms = {"seed": (23.9, 23.8), "paired": (24.2, 24.6)}
+    for i, (revision, prior) in enumerate(arms[c] for c in t["config"]):
+        t.loc[i, ["mean_revision_runs_null", "mean_prior_runs_null"]] = (revision, prior)
+    for c in ("mean_revision_runs_null_se", "mean_prior_runs_null_se"):
+        t[c] = 0.1
+    rec = recommend_gate(t, default="seed")
+    assert rec.label == "paired"  # the seed misses the false revert target
+    by = {c.metric: c for c in rec.comparisons}
+    assert by["null_sessions"].difference == pytest.approx(48.8 - 47.7)
+    assert by["null_sessions"].exceeds_noise  # 1.1 > 2 sqrt(0.2^2 + 0.2^2) = 0.57
+    assert (
+        "It has a lower false revert rate than the default, at the price of more sessions "
+        "when nothing changed, beyond the noise" in rec.sentence
+    )
+    assert "fewer runs when nothing changed" not in rec.sentence
 
 
 def test_gate_targets_are_settable():

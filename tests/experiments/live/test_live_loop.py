@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
-import time
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -207,16 +207,39 @@ def test_an_estimate_past_the_budget_is_refused_before_any_call():
         settings_from_config(cfg)
 
 
-def test_an_unreachable_endpoint_or_a_missing_key_is_refused_in_seconds(tmp_path, monkeypatch):
+def _refused(url: str, out: Path) -> None:
+    cfg = compose_job("live", ["llm.endpoint=remote", f"llm.base_url={url}", "llm.model=m"])
+    with pytest.raises(ParameterError, match=f"llm.base_url='{url}'"):
+        run_task(cfg, out)
+
+
+def test_an_unreachable_endpoint_or_a_missing_key_is_refused_at_once(tmp_path, monkeypatch):
+    """Refused after one attempt, not the client's retries (``preflight``: no retry, a
+    short timeout): a server that hangs up on every connection is reached once."""
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/v1"
-    start = time.perf_counter()
-    cfg = compose_job("live", ["llm.endpoint=remote", f"llm.base_url={url}", "llm.model=m"])
-    with pytest.raises(ParameterError, match=f"llm.base_url='{url}'"):
-        run_task(cfg, tmp_path / "a")
-    assert time.perf_counter() - start < 30
+    _refused(f"http://127.0.0.1:{port}/v1", tmp_path / "a")
+    accepted: list[int] = []
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+
+        def hang_up() -> None:
+            while True:
+                try:
+                    conn, _ = srv.accept()
+                except OSError:  # shut down: the test is over
+                    return
+                accepted.append(1)
+                conn.close()
+
+        t = threading.Thread(target=hang_up, daemon=True)
+        t.start()
+        _refused(f"http://127.0.0.1:{srv.getsockname()[1]}/v1", tmp_path / "c")
+        srv.shutdown(socket.SHUT_RDWR)
+        t.join()
+    assert accepted == [1]
     monkeypatch.delenv("PROCMEM_TEST_NO_KEY", raising=False)
     cfg = compose_job("live", ["llm.api_key_env=PROCMEM_TEST_NO_KEY"])
     with pytest.raises(ParameterError, match="PROCMEM_TEST_NO_KEY"):

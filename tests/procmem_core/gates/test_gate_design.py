@@ -74,6 +74,18 @@ def test_a_short_ledger_is_infeasible_and_the_answer_says_what_it_takes():
     assert not seed.feasible and seed.false_revert > 0.15 and "worst case" in seed.note
 
 
+def test_with_no_ledger_the_note_bounds_power_by_alpha():
+    """A 0-run ledger tells nothing about the prior, so the most powerful level-alpha test
+    of it has power alpha; the note gave the bound of a 1-run ledger under the 0-run label
+    ("a 0-run ledger caps any test's power at 0.059")."""
+    q = DesignQuestion(ledger=0, concurrent=0.5, max_runs=40)
+    notes = [a.note for a in design_gate(q).answers if a.family in ("calibrated_sprt", "two_sample")
+             and a.design == "fixed"]  # fmt: skip
+    assert len(notes) == 2
+    for note in notes:
+        assert "a 0-run ledger caps any test's power at 0.050 (one-sample bound)" in note
+
+
 def test_a_cap_found_on_the_grid_but_not_certified_says_what_it_takes(easy):
     """The concurrent two-sample test meets both targets on the search grid below 150 pairs,
     but the certified power bound at 150 is 0.798 (0.787 with the first-order bound alone,
@@ -112,3 +124,18 @@ def test_answers_are_deterministic(easy):
     again = design_gate(EASY)
     assert [a.config for a in again.answers] == [a.config for a in easy.answers]
     assert np.isfinite([a.false_revert for a in easy.answers]).all()
+
+
+def test_every_family_honours_the_questions_min_runs():
+    """The e-process family was built without the question's ``min_runs`` (its answer had
+    ``min_runs`` 1, so at a question with ``min_runs`` 10 it could decide before pair 10,
+    up to 0.079 of the time, and its figures were not comparable with the others')."""
+    q = DesignQuestion(
+        alpha=0.1, beta=0.3, min_drop=0.3, ledger=10, concurrent=0.5, p0_low=0.4,
+        p0_high=0.9, max_runs=60, min_runs=10,
+    )  # fmt: skip
+    for f in families(q):
+        gate = f.build(q.max_runs, None, False)
+        assert gate.min_runs == 10, f.name
+    e = next(a for a in design_gate(q).answers if a.family == "eprocess")
+    assert e.config["min_runs"] == 10

@@ -127,6 +127,7 @@ def test_the_design_question_refuses_what_the_two_sample_recursion_cannot_take(
         ({"ledger": 990, "max_runs": 20, "design": "fixed"}, "ledger", "at most 980 runs at"),
         ({"ledger": 0, "max_runs": 600}, "max_runs", "an integer <= 500 with a 0-run ledger"),
         ({"ledger": 30, "max_runs": 1200, "design": "fixed"}, "max_runs", "<= 970 with a 30-"),
+        ({"ledger": 2000, "max_runs": 600}, "max_runs", "<= 500, with a ledger of at most 998"),
     ],
 )
 def test_a_two_sample_gate_too_large_for_its_recursion_names_the_field_at_fault(

@@ -208,3 +208,18 @@ def test_batch_without_the_prior_arm_is_refused():
         TwoSampleGate(max_runs=20, design="fixed").decide_batch(
             np.ones((2, 5), bool), ledger_runs=4
         )
+
+
+def test_a_prior_ledger_past_the_recursion_is_refused_naming_the_ledger():
+    """A prior whose ledger is too long for the exact recursion at the gate's cap is named
+    as such (the refusal named max_runs=185, the gate's own valid cap)."""
+    gate = TwoSampleGate(max_runs=185, ledger=20, revert_level=2.77, accept_level=-1.64,
+                         final_level=1.10, accept_shrink=4.0)  # fmt: skip
+    prior = RevisionStats(705, 560, concurrent=(True,) * 5)
+    with pytest.raises(ParameterError) as err:
+        gate.decide(prior, RevisionStats(5, 4, outcomes=(True, True, False, True, True)))
+    assert err.value.field == "ledger" and err.value.value == 700
+    assert err.value.allowed.startswith("at most 630 runs at max_runs 185")
+    with pytest.raises(ParameterError) as err:
+        TwoSampleGate(max_runs=600, ledger=20)  # the cap alone is too long: named
+    assert err.value.field == "max_runs"
