@@ -22,12 +22,13 @@ from __future__ import annotations
 import os
 import re
 import sys
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from procmem_core.errors import ParameterError, ProcmemError
-from procmem_core.probe import server_problem
-from procmem_core.storefile import read_only_uri, sqlite_file_problem, sqlite_url_path
+from procmem_core.probe import database_problem, server_problem, shown_database
+from procmem_core.storefile import read_only_connection, sqlite_file_problem, sqlite_url_path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DB = ROOT / "mlflow.db"
@@ -92,8 +93,9 @@ def check_uri_form(uri: str, source: str = "MLFLOW_TRACKING_URI") -> None:
     scheme = parts.scheme.split("+")[0].lower()
     ok = scheme in URI_SCHEMES
     if scheme == "sqlite":
-        path = sqlite_url_path(uri)
-        ok = path is not None and path.name != "" and "uri=true" not in parts.query.lower()
+        path = sqlite_url_path(uri)  # a run takes sqlite:/// only (absolute_sqlite, artifacts)
+        ok = uri.startswith("sqlite:///") and path is not None and path.name != ""
+        ok = ok and "uri=true" not in parts.query.lower()
     elif scheme in ("http", "https"):
         ok = bool(parts.hostname) and parts.netloc.count(":") <= 1
         try:
@@ -121,6 +123,8 @@ def _check_sqlite(path: Path, uri: str) -> bool:
     """
     if path.is_dir():
         raise TrackingError(f"tracking store {uri}: {path} is a folder, not a database file")
+    if path.exists() and not path.is_file():  # a FIFO or a device: MLflow would block on it
+        raise TrackingError(f"tracking store {uri}: {path} is not a regular file")
     if not path.exists() or path.stat().st_size == 0:
         if not path.parent.is_dir():
             raise TrackingError(
@@ -147,9 +151,10 @@ def sqlite_problem(path: Path) -> str | None:
     without writing a byte (``mode=ro``); None for a whole store of the current schema.
 
     In order: not SQLite (header), truncated, unreadable, another program's database
-    (no ``experiments``/``runs``), no or another alembic version than this MLflow's
-    head (an older store: ``mlflow db upgrade``), a table MLflow writes whose columns
-    changed.
+    (no ``experiments``/``runs``, or no table but another program's ``application_id``
+    or ``user_version``, which MLflow never sets), no or another alembic version than
+    this MLflow's head (an older store: ``mlflow db upgrade``), a table MLflow writes
+    whose columns changed.
     """
     import sqlite3
 
@@ -157,12 +162,17 @@ def sqlite_problem(path: Path) -> str | None:
     if problem is not None:
         return problem
     try:
-        with sqlite3.connect(read_only_uri(path), uri=True, timeout=CONNECT_SECONDS) as db:
+        with closing(read_only_connection(path, CONNECT_SECONDS)) as db:
             tables = {r[0] for r in db.execute("select name from sqlite_master")}
             if tables and not {"experiments", "runs"} <= tables:
                 shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
                 return f"is a SQLite database but not an MLflow store (its tables: {shown})"
-            if not tables:
+            if not tables:  # empty: MLflow may make its store here, unless another owns it
+                (app_id,) = db.execute("PRAGMA application_id").fetchone()
+                (user_version,) = db.execute("PRAGMA user_version").fetchone()
+                mark = f"application_id {app_id:#x}" if app_id else f"user_version {user_version}"
+                if app_id or user_version:
+                    return f"is an SQLite database of another application ({mark})"
                 return None
             versions = (
                 [r[0] for r in db.execute("select version_num from alembic_version")]
@@ -218,23 +228,11 @@ def _check_server(uri: str) -> None:
 
 
 def _check_database(uri: str) -> None:
-    import sqlalchemy
-
-    scheme = urlsplit(uri).scheme
-    args = (
-        {"connect_timeout": int(CONNECT_SECONDS)}
-        if scheme.startswith(("postgres", "mysql"))
-        else {}
-    )
-    shown = urlsplit(uri)._replace(netloc=urlsplit(uri).netloc.split("@")[-1]).geturl()
-    try:
-        engine = sqlalchemy.create_engine(uri, connect_args=args)
-        with engine.connect():
-            pass
-        engine.dispose()
-    except Exception as exc:  # a missing driver, a refused connection, a bad password
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TrackingError(f"the tracking database {shown} cannot be used: {text}") from None
+    problem = database_problem(uri, CONNECT_SECONDS)
+    if problem is not None:
+        raise TrackingError(
+            f"the tracking database {shown_database(uri)} cannot be used: {problem}"
+        )
 
 
 def check_uri(uri: str, source: str = "MLFLOW_TRACKING_URI") -> bool:

@@ -1,13 +1,16 @@
 """Is an MLflow tracking server there? One ``GET <uri>/health`` through the standard
 library, shared by the sweep's store check (``experiments.stores``) and the report's
 (``reports.store_check``), which wrap the reason in their own error and hint
-(``ServerProblem.hint``: one rule for both)."""
+(``ServerProblem.hint``: one rule for both). The same for a tracking database
+(``postgresql://``, ``mysql://``, ...): one connection bounded by a timeout
+(``database_problem``), and the URI as a message shows it (``shown_database``)."""
 
 from __future__ import annotations
 
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 NOT_MLFLOW = "not an MLflow server?"
 """The hint when something answered ``/health`` but not with HTTP 200."""
@@ -47,3 +50,29 @@ def server_problem(uri: str, timeout: float) -> ServerProblem | None:
             return ServerProblem(f"cannot be reached (no answer in {timeout:g} s)", False)
         return ServerProblem(f"cannot be reached ({type(reason).__name__})", False)
     return None if status == 200 else ServerProblem(f"answered /health with HTTP {status}", True)
+
+
+def shown_database(uri: str) -> str:
+    """A database URI as a message shows it: without its user and password."""
+    parts = urlsplit(uri)
+    return parts._replace(netloc=parts.netloc.split("@")[-1]).geturl()
+
+
+def database_problem(uri: str, timeout: float) -> str | None:
+    """Why the database at ``uri`` cannot be used (the first line of the error: a missing
+    driver, a refused connection, a bad password), or None: one connection, given
+    ``timeout`` seconds to connect (``connect_timeout``) where the driver takes one
+    (PostgreSQL, MySQL). MLflow itself retries a failed connection for minutes."""
+    import sqlalchemy
+
+    scheme = urlsplit(uri).scheme
+    args = {"connect_timeout": int(timeout)} if scheme.startswith(("postgres", "mysql")) else {}
+    try:
+        engine = sqlalchemy.create_engine(uri, connect_args=args)
+        with engine.connect():
+            pass
+        engine.dispose()
+    except Exception as exc:  # a missing driver, a refused connection, a bad password
+        text = str(exc).strip()
+        return text.splitlines()[0] if text else type(exc).__name__
+    return None

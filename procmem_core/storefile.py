@@ -26,14 +26,16 @@ so the openers check again inside the transaction that creates their tables.
 (``write_transaction``) that checks the table set again, then WAL mode.
 
 The read-only reading is shared with the MLflow store checks (``experiments.stores``,
-``reports.source``): ``read_only_uri`` (the URI that reads a file without writing a
-byte), ``sqlite_file_problem`` (not SQLite, or shorter than its header says) and
-``sqlite_url_path`` (the file a ``sqlite:///`` URL names).
+``reports.source``): ``read_only_connection`` and ``read_only_uri`` (what reads a file
+without writing a byte), ``snapshot_uri`` (the one a long read of a store uses),
+``sqlite_file_problem`` (not SQLite, or shorter than its header says) and
+``sqlite_url_path`` (the file a ``sqlite:///`` or ``sqlite+<driver>:///`` URL names).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -61,6 +63,20 @@ class StoreFileError(ProcmemError):
         self.path = path
         self.problem = problem
         super().__init__(f"{shown(path)}: {problem}; {expected}")
+
+
+class SchemaVersionError(StoreFileError, ParameterError):
+    """A procmem store of a schema version this procmem cannot read: both a
+    ``StoreFileError`` naming the file and a ``ParameterError`` naming the field
+    (``schema_version``, or ``<owner>.schema_version`` of a row journal)."""
+
+    def __init__(
+        self, path: Path | str, field: str, version: object, reads: str, expected: str
+    ) -> None:
+        self.path, self.field, self.value = path, field, version
+        self.allowed = f"this procmem reads {reads}"
+        self.problem = f"has {field}={version!r}; {self.allowed}"
+        ProcmemError.__init__(self, f"{shown(path)}: {self.problem}; {expected}")
 
 
 def shown(path: Path | str) -> str:
@@ -121,7 +137,7 @@ def identify(path: Path, expected: str = STORE_EXPECTED) -> str:
             expected,
         )  # fmt: skip
     user_version = int.from_bytes(head[60:64], "big") if len(head) >= 64 else 0
-    tables = _tables_read_only(path, read_only_uri(path, head), expected)
+    tables = _tables_read_only(path, head, expected)
     return classify(path, tables, app_id == APPLICATION_ID, expected, user_version)
 
 
@@ -160,23 +176,69 @@ def read_only_uri(path: Path, head: bytes | None = None) -> str:
     and ``immutable=1`` when the header (``head``, its first 100 bytes; read when None)
     says WAL mode and no ``-wal`` is beside it (the file is then whole in itself, and
     ``mode=ro`` alone would leave ``-wal`` and ``-shm`` files beside a file that may not
-    be ours); with a ``-wal`` (a writer at work), ``mode=ro`` reads through it."""
+    be ours); with a ``-wal`` (a writer at work), ``mode=ro`` reads through it. A ``-wal``
+    without its ``-shm`` (a writer that died, the index removed) is read through the
+    ``unix-none`` VFS, whose WAL index lives in the reader's memory, because ``mode=ro``
+    would create the ``-shm``: that URI needs ``locking_mode=EXCLUSIVE`` before the first
+    read (``read_only_connection``) and fails to open without it, writing nothing."""
     if head is None:
         with path.open("rb") as f:
             head = f.read(100)
-    wal_idle = head[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
-    return path.resolve().as_uri() + ("?mode=ro&immutable=1" if wal_idle else "?mode=ro")
+    wal = head[18:20] == b"\x02\x02"
+    if wal and not Path(f"{path}-wal").exists():
+        return path.resolve().as_uri() + "?mode=ro&immutable=1"
+    if wal and not Path(f"{path}-shm").exists():
+        return path.resolve().as_uri() + f"?mode=ro&vfs={UNLOCKED_VFS}"
+    return path.resolve().as_uri() + "?mode=ro"
+
+
+UNLOCKED_VFS = "unix-none"
+
+
+def read_only_connection(
+    path: Path, timeout: float = 5.0, head: bytes | None = None
+) -> sqlite3.Connection:
+    """A connection that reads ``path`` without creating or changing any file
+    (``read_only_uri``), waiting up to ``timeout`` seconds for a lock; the caller closes
+    it."""
+    uri = read_only_uri(path, head)
+    con = sqlite3.connect(uri, uri=True, timeout=timeout)
+    if f"vfs={UNLOCKED_VFS}" in uri:
+        try:  # the WAL index in this connection's memory, not in a -shm file
+            con.execute("PRAGMA locking_mode=EXCLUSIVE")
+        except BaseException:
+            con.close()
+            raise
+    return con
+
+
+def snapshot_uri(path: Path) -> str:
+    """An SQLite URI for a long read of a store (a reader's snapshot): ``mode=ro``, which
+    holds SQLite's read lock, so a writer at work never checkpoints over pages being read,
+    and reads through its ``-wal``; ``read_only_uri``'s ``immutable=1`` (no lock, no file
+    made) only where no writer can be at work on an idle WAL file: its folder cannot be
+    written (a read-only mount or snapshot), where ``mode=ro`` alone cannot open it (it
+    must create ``-shm``)."""
+    if os.access(path.resolve().parent, os.W_OK):
+        return path.resolve().as_uri() + "?mode=ro"
+    return read_only_uri(path)
+
+
+SQLITE_URL = re.compile(r"sqlite(\+\w+)?:///")
+"""The start of a URL SQLAlchemy (so MLflow) opens as an SQLite file: ``sqlite:///`` or
+with a driver, ``sqlite+pysqlite:///`` (the same file)."""
 
 
 def sqlite_url_path(uri: str) -> Path | None:
-    """The file a ``sqlite:///`` URL names as SQLAlchemy (so MLflow) reads it: the part
-    after ``sqlite:///`` up to the first ``?`` (the query: ``?timeout=10``), then
-    percent-decoded (``a%20b.db`` is ``a b.db``); None for any other URL. Every check of
-    an MLflow store reads this path, so it is the file MLflow then opens."""
-    prefix = "sqlite:///"
-    if not uri.startswith(prefix):
+    """The file a ``sqlite:///`` URL (``SQLITE_URL``: also ``sqlite+<driver>:///``) names
+    as SQLAlchemy (so MLflow) reads it: the part after ``:///`` up to the first ``?`` (the
+    query: ``?timeout=10``), then percent-decoded (``a%20b.db`` is ``a b.db``); None for
+    any other URL. Every check of an MLflow store reads this path, so it is the file MLflow
+    then opens."""
+    start = SQLITE_URL.match(uri)
+    if start is None:
         return None
-    return Path(unquote(uri[len(prefix) :].split("?", 1)[0]))
+    return Path(unquote(uri[start.end() :].split("?", 1)[0]))
 
 
 def sqlite_file_problem(path: Path) -> str | None:
@@ -199,9 +261,9 @@ def sqlite_file_problem(path: Path) -> str | None:
     return None
 
 
-def _tables_read_only(path: Path, uri: str, expected: str) -> list[str]:
+def _tables_read_only(path: Path, head: bytes, expected: str) -> list[str]:
     try:
-        con = sqlite3.connect(uri, uri=True)
+        con = read_only_connection(path, head=head)
     except sqlite3.Error as exc:
         raise StoreFileError(path, f"cannot be opened to read ({exc})", expected) from None
     try:
@@ -269,8 +331,10 @@ def open_store(
     read-only (a file that is not procmem's is refused untouched), connect, then in one
     write transaction check the table set again under the lock, stamp a new file
     (``mark_new``) and ``create(cursor, tables)`` the owner's tables; then WAL mode and
-    ``synchronous``. A database error is a ``StoreFileError`` naming the path; on any
-    failure the connection is closed. Returns the path and the connection."""
+    ``synchronous``. A database error is a ``StoreFileError`` naming the path (a write
+    lock another connection held past ``busy_timeout`` said as such, not as a file that
+    cannot be read); on any failure the connection is closed. Returns the path and the
+    connection."""
     p = store_path(path, expected)
     identify(p, expected)
     conn = connect(p, busy_timeout, expected)
@@ -290,6 +354,12 @@ def open_store(
         conn.execute(f"PRAGMA synchronous={synchronous}")
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY:
+            problem = (
+                f"is being written by another connection, whose write lock was still held "
+                f"after busy_timeout={busy_timeout:g} s"
+            )
+            raise StoreFileError(p, problem, "try again, or a longer busy_timeout") from None
         raise StoreFileError(p, f"cannot be read as a store ({exc})", expected) from None
     except BaseException:
         conn.close()

@@ -1,14 +1,17 @@
 """Checking a tracking store before a report reads it: a SQLite file read without
-writing a byte, or a server's ``/health`` within ``PROBE_SECONDS`` (``check_store``)."""
+writing a byte, a server's ``/health`` or a database's connection within
+``PROBE_SECONDS`` (``check_store``)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from contextlib import closing
 from functools import cache
 from pathlib import Path
 
-from procmem_core.probe import server_problem
-from procmem_core.storefile import read_only_uri, sqlite_file_problem, sqlite_url_path
+from procmem_core.probe import database_problem, server_problem, shown_database
+from procmem_core.storefile import read_only_connection, sqlite_file_problem, sqlite_url_path
 from reports.errors import NoSweepError, ReportError
 
 HTTP_BOUNDS = {
@@ -20,17 +23,25 @@ HTTP_BOUNDS = {
 1, 2, 4 s (MLflow's defaults, 7 retries and 120 s, wait minutes on a server that is
 gone). Set by ``python -m reports`` unless the variable is already set."""
 PROBE_SECONDS = 5.0
-"""How long the check before a report waits for a tracking server's ``/health``."""
+"""How long the check before a report waits for a tracking server's ``/health`` or a
+tracking database's connection."""
+DATABASE_URI = re.compile(r"(postgresql|mysql|mssql)(\+\w+)?://")
+"""A tracking database MLflow reaches over the network (it retries a connection that
+fails for minutes, so the report connects once first, bounded)."""
 
 
 @cache
 def check_store(uri: str) -> None:
     """Before MLflow opens ``uri`` (which would create a missing SQLite store, or add its
     tables to any SQLite file): a SQLite store must exist and be a whole MLflow store of
-    this MLflow's schema, identified read-only, and a server must answer ``/health``
-    within ``PROBE_SECONDS``. Raises ``ReportError`` naming the URI and the file."""
+    this MLflow's schema, identified read-only, a server must answer ``/health`` and a
+    database (``DATABASE_URI``) take a connection within ``PROBE_SECONDS``. Raises
+    ``ReportError`` naming the URI and the file."""
     path = sqlite_url_path(uri)  # the file MLflow would open: query dropped, %-decoded
     if path is not None:
+        if path.exists() and not path.is_file():
+            what = "is a folder" if path.is_dir() else "is not a regular file"
+            raise ReportError(f"tracking store {uri}: {path} {what}, not an MLflow store")
         if not path.is_file() or path.stat().st_size == 0:
             what = "is empty" if path.is_file() else "does not exist"
             raise NoSweepError(
@@ -42,6 +53,11 @@ def check_store(uri: str) -> None:
             raise ReportError(f"tracking store {uri}: {path} {problem}")
     elif uri.split(":", 1)[0].lower() in ("http", "https"):
         _probe_server(uri)
+    elif DATABASE_URI.match(uri):
+        problem = database_problem(uri, PROBE_SECONDS)
+        if problem is not None:
+            shown = shown_database(uri)
+            raise ReportError(f"the tracking database {shown} cannot be used: {problem}")
 
 
 def _sqlite_problem(path: Path) -> str | None:
@@ -53,7 +69,7 @@ def _sqlite_problem(path: Path) -> str | None:
     if problem is not None:
         return problem
     try:
-        with sqlite3.connect(read_only_uri(path), uri=True, timeout=PROBE_SECONDS) as db:
+        with closing(read_only_connection(path, PROBE_SECONDS)) as db:
             tables = {r[0] for r in db.execute("select name from sqlite_master")}
             if not {"experiments", "runs", "alembic_version"} <= tables:
                 shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from procmem_core.errors import ParameterError, check_probability
+from procmem_core.errors import check_probability
 from procmem_core.gates.defaults import ALPHA, BETA, LEDGER, MIN_DROP, MIN_RUNS, P0_HIGH
 from procmem_core.gates.early_stop import Objective
 from procmem_core.gates.lattice import check_ledger_size
 from procmem_core.gates.ledger_profile import check_ledger_sizes
 from procmem_core.gates.targets import ErrorTargets, check_fields
-from procmem_core.gates.twolattice import MAX_OBSERVATIONS
+from procmem_core.gates.twolattice import check_observations
 from procmem_core.gates.worst import P0Range
 
 
@@ -53,24 +53,7 @@ class DesignQuestion:
         """The two-sample families (both designs are answered, whatever ``concurrent``) take
         ``ledger + 2 max_runs`` outcomes at most ``twolattice.MAX_OBSERVATIONS``: refused
         here, naming the field, not after seconds of the other families' search."""
-        field, ledger = "ledger", self.ledger
-        total = ledger + 2 * self.max_runs
-        if total <= MAX_OBSERVATIONS:
-            return
-        if 2 * self.max_runs > MAX_OBSERVATIONS:  # too large whatever the ledger
-            field, value = "max_runs", self.max_runs
-            allowed = f"an integer <= {(MAX_OBSERVATIONS - ledger) // 2} with a {ledger}-run ledger"
-        else:
-            value = ledger
-            allowed = (
-                f"at most {MAX_OBSERVATIONS - 2 * self.max_runs} runs at max_runs {self.max_runs}"
-            )
-        raise ParameterError(
-            field,
-            value,
-            f"{allowed}: the two-sample test's exact recursion takes ledger + runs of both "
-            f"arms at most {MAX_OBSERVATIONS} (here {total})",
-        )
+        check_observations(self.ledger, self.max_runs, 2)
 
     @property
     def targets(self) -> ErrorTargets:

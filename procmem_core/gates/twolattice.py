@@ -51,6 +51,34 @@ TwoSampleRule = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.nd
 """``rule(k, a, B, n) -> int8 verdict codes``, broadcasting its arguments."""
 
 
+def check_observations(ledger: int, max_runs: int, per_run: int) -> None:
+    """``ledger + per_run * max_runs`` outcomes (``per_run`` 2 with concurrent control, 1
+    with a fixed ledger) at most ``MAX_OBSERVATIONS``, else a ``ParameterError`` naming
+    the field at fault: ``max_runs`` when its runs alone are too many, else ``ledger``,
+    each with the largest value allowed beside the other."""
+    total = ledger + per_run * max_runs
+    if total <= MAX_OBSERVATIONS:
+        return
+    if per_run * max_runs > MAX_OBSERVATIONS:  # too large whatever the ledger
+        field, value = "max_runs", max_runs
+        most = (MAX_OBSERVATIONS - ledger) // per_run
+        allowed = (
+            f"an integer <= {most} with a {ledger}-run ledger"
+            if most >= 1
+            else f"an integer <= {MAX_OBSERVATIONS // per_run}, with a ledger of at most "
+            f"{MAX_OBSERVATIONS - per_run} runs"
+        )
+    else:
+        field, value = "ledger", ledger
+        allowed = f"at most {MAX_OBSERVATIONS - per_run * max_runs} runs at max_runs {max_runs}"
+    raise ParameterError(
+        field,
+        value,
+        f"{allowed}: the two-sample test's exact recursion takes ledger + runs of both "
+        f"arms at most {MAX_OBSERVATIONS} (here {total})",
+    )
+
+
 @dataclass(frozen=True)
 class TwoSampleLattice:
     """The cells of a two-sample gate: ledger ``n0``, design, cap ``max_runs``."""
@@ -62,16 +90,7 @@ class TwoSampleLattice:
     def __post_init__(self) -> None:
         check_int("ledger", self.ledger)
         check_int("max_runs", self.max_runs, minimum=1)
-        if self.observations > MAX_OBSERVATIONS:
-            runs = self.observations - self.ledger
-            why = (f"ledger + runs of both arms at most {MAX_OBSERVATIONS} for the exact "
-                   f"recursion (here {self.observations})")  # fmt: skip
-            if runs <= MAX_OBSERVATIONS:  # the ledger is what is too long (a prior's, shown)
-                raise ParameterError(
-                    "ledger", self.ledger,
-                    f"at most {MAX_OBSERVATIONS - runs} runs at max_runs {self.max_runs}: {why}",
-                )  # fmt: skip
-            raise ParameterError("max_runs", self.max_runs, why)
+        check_observations(self.ledger, self.max_runs, 2 if self.concurrent else 1)
 
     def prior_runs(self, k: int) -> int:
         """The prior's runs beside the revision's ``k``-th: ``n0 + k`` or ``n0``."""

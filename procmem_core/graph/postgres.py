@@ -145,17 +145,32 @@ class Cursor:
         return iter(self.cur)
 
 
+CONNECT_SECONDS = 10
+"""How long a connection may take to be made (libpq's ``connect_timeout``) unless the URI
+sets its own (``?connect_timeout=N``): without one, a server that accepts the connection
+and never answers holds the opener forever."""
+
+
 def connect(uri: str, expected: str = EXPECTED) -> Any:
-    """An autocommit psycopg connection to ``uri`` (transactions are begun explicitly);
-    an unreachable server or a refused login is a ``StoreFileError`` naming the URI."""
+    """An autocommit psycopg connection to ``uri`` (transactions are begun explicitly),
+    made within ``CONNECT_SECONDS`` unless the URI sets ``connect_timeout``; an
+    unreachable or silent server or a refused login is a ``StoreFileError`` naming the
+    URI."""
     try:
         import psycopg
+        from psycopg.conninfo import conninfo_to_dict
     except ImportError:
         raise MissingDriver() from None
     if not is_uri(uri):
         raise ParameterError("path", uri, f"a PostgreSQL URI ({', '.join(SCHEMES)}...)")
     try:
-        return psycopg.connect(conninfo(uri), autocommit=True)
+        info = conninfo(uri)
+        bound = (
+            {}
+            if "connect_timeout" in conninfo_to_dict(info)
+            else {"connect_timeout": CONNECT_SECONDS}
+        )
+        return psycopg.connect(info, autocommit=True, **bound)
     except psycopg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreFileError(shown_uri(uri), f"cannot be reached ({first})", expected) from None

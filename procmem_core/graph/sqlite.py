@@ -37,7 +37,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from procmem_core.errors import ParameterError
 from procmem_core.graph.dialect import SQLITE
 from procmem_core.graph.journal import (
     SCHEMA_VERSION,
@@ -50,6 +49,7 @@ from procmem_core.graph.journal import (
     schema_statements,
 )
 from procmem_core.storefile import (
+    SchemaVersionError,
     StoreFileError,
     check_durability,
     open_store,
@@ -89,7 +89,11 @@ class SQLiteJournal(Journal):
     ) -> None:
         self.busy_timeout = check_durability(synchronous, busy_timeout)
         self.path, self.conn = open_store(
-            path, synchronous, self.busy_timeout, self._create_schema, EXPECTED
+            path,
+            synchronous,
+            self.busy_timeout,
+            lambda cur, tables: self._create_schema(cur, tables, path),
+            EXPECTED,
         )
 
     @contextmanager
@@ -108,8 +112,9 @@ class SQLiteJournal(Journal):
         finally:
             cur.execute("COMMIT")
 
-    def _create_schema(self, cur: sqlite3.Cursor, tables: set[str]) -> None:
-        """The procedure tables (``open_store`` checked ``tables`` under the lock)."""
+    def _create_schema(self, cur: sqlite3.Cursor, tables: set[str], path: str | Path) -> None:
+        """The procedure tables (``open_store`` checked ``tables`` under the lock); a store
+        of a schema version this procmem cannot read is refused naming ``path``."""
         if "procedures" in tables:
             columns = {r[1] for r in cur.execute("PRAGMA table_info(procedures)")}
             for column in ("version", "created"):
@@ -123,9 +128,8 @@ class SQLiteJournal(Journal):
         elif rows[0][0] in UPGRADES:
             cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         elif rows[0][0] != SCHEMA_VERSION:
-            raise ParameterError(
-                "schema_version", rows[0][0], f"this procmem reads versions 1 to {SCHEMA_VERSION}"
-            )
+            reads = f"versions 1 to {SCHEMA_VERSION}"
+            raise SchemaVersionError(path, "schema_version", rows[0][0], reads, EXPECTED)
         init_meta(cur)
 
     def grant_columns(self, cur: sqlite3.Cursor) -> None:

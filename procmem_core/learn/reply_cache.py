@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from procmem_core.errors import ParameterError
-from procmem_core.storefile import SCHEMA_OBJECTS, read_only_uri, sqlite_file_problem
+from procmem_core.storefile import SCHEMA_OBJECTS, read_only_connection, sqlite_file_problem
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -65,7 +65,7 @@ def _check_not_foreign(path: Path) -> None:
         return
     problem = sqlite_file_problem(path)
     if problem is None:
-        con = sqlite3.connect(read_only_uri(path), uri=True)
+        con = read_only_connection(path)
         try:
             names = sorted({r[0] for r in con.execute(SCHEMA_OBJECTS)} - {"replies"})
         finally:

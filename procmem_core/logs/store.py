@@ -183,7 +183,7 @@ def _missing(name: str, tables: set[str]) -> LogError | None:
 
 def _open_sqlite(path: Path) -> Any:
     """The file opened read-only (a file that is not procmem's refused untouched)."""
-    from procmem_core.storefile import StoreFileError, identify
+    from procmem_core.storefile import StoreFileError, identify, snapshot_uri
 
     try:
         if not path.is_file():
@@ -191,7 +191,10 @@ def _open_sqlite(path: Path) -> Any:
         identify(path, NEEDS)
     except StoreFileError as exc:
         raise LogError(str(path), None, None, exc.problem, NEEDS) from None
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        con = sqlite3.connect(snapshot_uri(path), uri=True)
+    except sqlite3.Error as exc:
+        raise LogError(str(path), None, None, f"cannot be read ({exc})", NEEDS) from None
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if (error := _missing(str(path), tables)) is not None:
         con.close()

@@ -33,6 +33,7 @@ from typing import Any
 
 from procmem_core.errors import ParameterError
 from procmem_core.storefile import (
+    SchemaVersionError,
     StoreFileError,
     check_durability,
     open_store,
@@ -65,13 +66,13 @@ class RowJournal:
             if not _TABLE.fullmatch(t):
                 raise ParameterError("table", t, f"expected a name matching {_TABLE.pattern}")
         self.path, self.conn = open_store(
-            path, synchronous, busy_timeout, lambda cur, _: self._create(cur, version)
+            path, synchronous, busy_timeout, lambda cur, _: self._create(cur, version, path)
         )
         self._writes = int(self.meta(WRITES, 0))
 
-    def _create(self, cur: sqlite3.Cursor, version: int) -> None:
+    def _create(self, cur: sqlite3.Cursor, version: int, path: str | Path) -> None:
         """The journal's tables and this owner's schema version (``open_store`` checked the
-        file's table set under the lock)."""
+        file's table set under the lock); another version is refused naming ``path``."""
         cur.execute(
             f"CREATE TABLE IF NOT EXISTS {_META} (owner TEXT NOT NULL, key TEXT NOT NULL, "
             "value TEXT NOT NULL, PRIMARY KEY (owner, key))"
@@ -90,8 +91,12 @@ class RowJournal:
                 (self.owner, json.dumps(version)),
             )
         elif json.loads(row[0]) != version:
-            raise ParameterError(
-                f"{self.owner}.schema_version", json.loads(row[0]), f"this procmem reads {version}"
+            raise SchemaVersionError(
+                path,
+                f"{self.owner}.schema_version",
+                json.loads(row[0]),
+                str(version),
+                f"a {self.owner} store of schema version {version}",
             )
 
     def commit(

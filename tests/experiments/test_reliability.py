@@ -158,6 +158,44 @@ def test_a_refused_single_run_creates_nothing(tmp_path, args, uri, message):
     assert sorted(tmp_path.rglob("*")) == [work], sorted(tmp_path.rglob("*"))
 
 
+def test_a_fifo_as_the_store_is_refused_in_one_line(tmp_path):
+    """A FIFO has size 0 like a new store's file, but MLflow blocks reading it (and retried
+    for minutes): refused as not a regular file, nothing created."""
+    work = tmp_path / "work"
+    work.mkdir()
+    os.mkfifo(tmp_path / "pipe.db")
+    proc = run_cli(tmp_path, FATE, f"sqlite:///{tmp_path / 'pipe.db'}", cwd=work)
+    assert proc.returncode == 1
+    (line,) = error_lines(proc)
+    assert f"{tmp_path / 'pipe.db'} is not a regular file" in line, line
+    assert sorted(tmp_path.rglob("*")) == [tmp_path / "pipe.db", work]
+
+
+@pytest.mark.parametrize(
+    ("pragma", "mark"),
+    [("user_version = 7", "user_version 7"), ("application_id = 1234", "application_id 0x4d2"),
+     ("application_id = 1886217581", "application_id 0x706d656d")],  # procmem's own mark
+)  # fmt: skip
+def test_an_empty_database_another_program_marked_is_not_taken_for_a_new_store(
+    tmp_path, pragma, mark
+):
+    """No table, but another program's ``user_version`` or ``application_id`` (MLflow sets
+    neither): the store check let MLflow write its 218 tables and indexes into it (as
+    the procmem store openers refuse it)."""
+    from experiments.stores import TrackingError, check_uri
+
+    path = tmp_path / "theirs.db"
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA {pragma}")
+    con.commit()
+    con.close()
+    before = folder_digest(tmp_path)
+    with pytest.raises(TrackingError) as err:
+        check_uri(f"sqlite:///{path}")
+    assert f"{path} is an SQLite database of another application ({mark})" in str(err.value)
+    assert folder_digest(tmp_path) == before
+
+
 def folder_digest(folder: Path) -> dict[str, str]:
     """Every path under ``folder``, a file with the SHA-256 of its bytes."""
     return {

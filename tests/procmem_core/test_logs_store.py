@@ -7,7 +7,13 @@ the file never written."""
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import sqlite3
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,6 +101,40 @@ def test_a_store_without_runs_gives_sessions_only(tmp_path):
         s.log_pack("s0", "", False, 0.0, time=1)
     log = read_store(path)
     assert log.runs is None and log.revisions is None and log.sessions.n == 1
+
+
+@contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """``folder`` made read-only (a mounted snapshot, a backup): its mode, and for root,
+    whom modes do not bind, the immutable attribute; skips where neither holds."""
+    folder.chmod(0o555)
+    attribute = os.access(folder, os.W_OK) and shutil.which("chattr") is not None
+    if attribute:
+        subprocess.run(["chattr", "+i", str(folder)], capture_output=True)
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("cannot make a read-only folder here (root without chattr +i)")
+        yield
+    finally:
+        if attribute:
+            subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+        folder.chmod(0o755)
+
+
+def test_a_store_in_a_read_only_folder_is_read(tmp_path):
+    """A closed store is a WAL file without ``-wal``; ``mode=ro`` alone must create its
+    ``-shm`` to read it, which a read-only folder refuses: the log was refused as
+    'cannot be read (unable to open database file)'. In a writable folder a writer may be
+    at work, so the read keeps SQLite's lock (``storefile.snapshot_uri``)."""
+    folder = tmp_path / "snapshot"
+    folder.mkdir()
+    with ProcedureStore.open(folder / "p.db") as s:
+        s.log_pack("s0", "", False, 0.0, time=1)
+        s.log_pack("s1", "", False, 0.0, time=2)
+    before = sorted(folder.iterdir())
+    with read_only(folder):
+        log = read_store(folder / "p.db")
+    assert log.sessions.n == 2 and sorted(folder.iterdir()) == before
 
 
 def test_a_bad_value_names_the_store_table_row_and_column(tmp_path):

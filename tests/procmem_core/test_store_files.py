@@ -8,10 +8,13 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from procmem_core.errors import ParameterError
 from procmem_core.graph import ProcedureStore, StoreFileError
 from procmem_core.learnings import LearningsQueue
 from procmem_core.memory import MemoryStore, Principal
@@ -63,6 +66,24 @@ def _other_app_wal(p: Path) -> None:
             wal=True)  # fmt: skip
 
 
+def _crashed_app_wal(p: Path) -> None:
+    """Another application's WAL database whose writer died with its table still in the
+    ``-wal``, and no ``-shm`` beside it (copied, or cleaned up): reading it must not make
+    one."""
+    code = (
+        "import os, sqlite3, sys\n"
+        "con = sqlite3.connect(sys.argv[1])\n"
+        "con.execute('PRAGMA journal_mode=WAL')\n"
+        "con.execute('PRAGMA wal_autocheckpoint=0')\n"
+        "con.execute('CREATE TABLE notes (id INTEGER, body TEXT)')\n"
+        "con.commit()\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(p)], check=True)
+    Path(f"{p}-shm").unlink()
+    assert Path(f"{p}-wal").stat().st_size > 0
+
+
 def _other_app_id(p: Path) -> None:
     """An empty database stamped with another application's id."""
     _sqlite(p, "PRAGMA application_id = 1234")
@@ -97,6 +118,7 @@ def _truncated(p: Path) -> None:
 FOREIGN = [
     (_mlflow_shaped, "of another kind (alembic_version, experiments, metrics, runs)"),
     (_other_app_wal, "of another kind (notes)"),
+    (_crashed_app_wal, "of another kind (notes)"),
     (_other_app_id, "another application (application_id 0x4d2)"),
     (_views_only, "of another kind (answer)"),
     (_user_version_only, "another application (user_version 7)"),
@@ -242,6 +264,7 @@ def test_a_real_mlflow_database_is_refused_untouched(tmp_path):
         "sqlite:////tmp/a%3Fb.db?x=1",
         "sqlite:////tmp/a+b#c.db",
         "sqlite:///relative%20dir/x.db",
+        "sqlite+pysqlite:////tmp/a%20b.db?timeout=10",
     ],
 )
 def test_a_sqlite_url_names_the_file_sqlalchemy_opens(uri):
@@ -251,3 +274,67 @@ def test_a_sqlite_url_names_the_file_sqlalchemy_opens(uri):
 
     assert sqlite_url_path(uri) == Path(make_url(uri).database)
     assert sqlite_url_path("http://127.0.0.1:5000") is None
+
+
+def test_a_run_takes_only_plain_sqlite_urls():
+    """A run's machinery (``absolute_sqlite``, the artifact folder) reads ``sqlite:///``
+    only, so a driver form is refused as malformed, before anything opens it."""
+    from experiments.stores import check_uri_form
+    from procmem_core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="a malformed tracking URI"):
+        check_uri_form("sqlite+pysqlite:////tmp/x.db")
+    check_uri_form("sqlite:////tmp/x.db")
+
+
+NEWER = {
+    "procedures": "UPDATE schema_version SET version = 99",
+    "memory": "UPDATE procmem_journal_meta SET value = '99' "
+    "WHERE owner = 'memory' AND key = 'schema_version'",
+    "learnings": "UPDATE procmem_journal_meta SET value = '99' "
+    "WHERE owner = 'learnings' AND key = 'schema_version'",
+    "distill": "UPDATE procmem_journal_meta SET value = '99' "
+    "WHERE owner = 'reflection_distill' AND key = 'schema_version'",
+}
+
+
+@pytest.mark.parametrize("opener", OPENERS)
+def test_a_store_of_another_schema_version_is_refused_naming_the_file(tmp_path, opener):
+    """A store a newer procmem wrote: a ``StoreFileError`` naming the file and both
+    versions (a bare ``schema_version=99 is not allowed`` named no file), still the
+    ``ParameterError`` naming the field it was, bytes unchanged."""
+    path = tmp_path / "newer.db"
+    OPENERS[opener](path).close()
+    _sqlite(path, NEWER[opener])
+    before = _digest(tmp_path)
+    with pytest.raises(StoreFileError) as err:
+        OPENERS[opener](path)
+    field = "schema_version"
+    assert str(err.value).startswith(f"{path}: has "), err.value
+    assert f"{field}=99; this procmem reads " in str(err.value)
+    assert isinstance(err.value, ParameterError) and err.value.field.endswith(field)
+    assert _digest(tmp_path) == before
+
+
+@pytest.mark.parametrize("opener", OPENERS)
+def test_a_store_whose_write_lock_is_held_is_said_to_be_busy_not_unreadable(tmp_path, opener):
+    """Another connection holds the write lock past ``busy_timeout``: the store is whole,
+    so the refusal says it is being written (it read 'cannot be read as a store (database
+    is locked)', as for a damaged file)."""
+    path = tmp_path / "busy.db"
+    OPENERS[opener](path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreFileError) as err:
+            if opener == "procedures":
+                ProcedureStore.open(path, busy_timeout=0)
+            else:
+                from procmem_core.memory.journal import RowJournal
+
+                RowJournal(path, opener, ("rows",), busy_timeout=0)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert str(err.value).startswith(f"{path}: is being written by another connection")
+    assert "busy_timeout=0 s" in str(err.value) and "cannot be read" not in str(err.value)

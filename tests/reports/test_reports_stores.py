@@ -99,32 +99,68 @@ def test_a_file_that_is_not_a_whole_mlflow_store_is_refused_unchanged(
         assert not tables & {"experiments", "alembic_version", "metrics", "params", "tags"}
 
 
-@pytest.mark.parametrize("form", ["query", "percent-encoded"])
+@pytest.mark.parametrize("form", ["query", "percent-encoded", "driver"])
 def test_the_file_checked_is_the_one_mlflow_opens(form, tmp_path, capsys, monkeypatch):
-    """A ``?query`` or ``%20`` in the URI: the check reads the file MLflow would open."""
+    """A ``?query``, a ``%20`` or a driver (``sqlite+pysqlite:///``, which MLflow opens as
+    SQLite) in the URI: the check reads the file MLflow would open."""
     from urllib.parse import quote
 
     path = tmp_path / "a store ü" / "loom.db"
     path.parent.mkdir()
     procedure_store(path)
     before, files = digest(path), sorted(tmp_path.rglob("*"))
-    uri = f"sqlite:///{path}?timeout=10" if form == "query" else f"sqlite:///{quote(str(path))}"
+    uri = {
+        "query": f"sqlite:///{path}?timeout=10",
+        "percent-encoded": f"sqlite:///{quote(str(path))}",
+        "driver": f"sqlite+pysqlite:///{path}",
+    }[form]
     lines = report(uri, capsys, monkeypatch)
     assert len(lines) == 1 and f"{path} is not an MLflow store" in lines[0], lines
     assert digest(path) == before and sorted(tmp_path.rglob("*")) == files
 
 
-def test_a_store_that_does_not_exist_is_named_and_not_created(tmp_path, capsys, monkeypatch):
-    path = tmp_path / "nowhere" / "mlflow.db"
-    lines = report(f"sqlite:///{path}", capsys, monkeypatch)
+@pytest.mark.parametrize("scheme", ["sqlite", "sqlite+pysqlite"])
+@pytest.mark.parametrize("folder", ["nowhere", "."])
+def test_a_store_that_does_not_exist_is_named_and_not_created(
+    tmp_path, capsys, monkeypatch, scheme, folder
+):
+    path = (tmp_path / folder / "mlflow.db").resolve()
+    lines = report(f"{scheme}:///{path}", capsys, monkeypatch)
     assert len(lines) == 1 and f"{path} does not exist" in lines[0], lines
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_store_path_that_is_no_file_is_named_as_such(tmp_path, capsys, monkeypatch, kind):
+    path = tmp_path / "mlflow.db"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    lines = report(f"sqlite:///{path}", capsys, monkeypatch)
+    what = "is not a regular file" if kind == "fifo" else "is a folder"
+    assert len(lines) == 1 and f"{path} {what}, not an MLflow store" in lines[0], lines
+    assert list(tmp_path.iterdir()) == [path]
 
 
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_a_database_that_is_not_there_fails_in_one_line_naming_it(tmp_path):
+    """A tracking database that refuses the connection: one line naming it (not its
+    user), and no MLflow retry (MLflow retries a failed connection for about 2 minutes)."""
+    pytest.importorskip("psycopg")
+    uri = f"postgresql://someone@127.0.0.1:{closed_port()}/mlflow"
+    proc = subprocess.run(
+        [sys.executable, "-m", "reports", "quickstart"],
+        cwd=ROOT, env=dict(os.environ, MLFLOW_TRACKING_URI=uri), capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    shown = uri.replace("someone@", "")
+    assert len(lines) == 1 and f"the tracking database {shown} cannot be used" in lines[0], lines
+    assert "Connection refused" in lines[0] and "retried" not in proc.stderr
 
 
 def test_a_server_that_is_not_there_fails_in_seconds_naming_it(tmp_path):

@@ -118,3 +118,31 @@ def test_the_design_question_refuses_what_the_two_sample_recursion_cannot_take(
     assert err.value.field == field and err.value.allowed.startswith(allowed)
     assert "at most 1000" in err.value.allowed
     assert DesignQuestion(ledger=600, max_runs=200).ledger == 600  # 1000 exactly: allowed
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "allowed"),
+    [
+        ({"ledger": 10**5}, "ledger", "at most 900 runs at max_runs 50"),
+        ({"ledger": 990, "max_runs": 20, "design": "fixed"}, "ledger", "at most 980 runs at"),
+        ({"ledger": 0, "max_runs": 600}, "max_runs", "an integer <= 500 with a 0-run ledger"),
+        ({"ledger": 30, "max_runs": 1200, "design": "fixed"}, "max_runs", "<= 970 with a 30-"),
+        ({"ledger": 2000, "max_runs": 600}, "max_runs", "<= 500, with a ledger of at most 998"),
+    ],
+)
+def test_a_two_sample_gate_too_large_for_its_recursion_names_the_field_at_fault(
+    params, field, allowed
+):
+    """ledger + runs of both arms at most 1,000: a ledger of 100,000 runs was refused as
+    'max_runs=50 is not allowed', a value no max_runs could fix. The field named is the
+    one at fault, with the largest value allowed beside the other (as the design
+    question's check says it: the same rule)."""
+    from procmem_core.gates.question import DesignQuestion
+
+    with pytest.raises(ParameterError) as err:
+        make_gate(name="two_sample", **params)
+    assert err.value.field == field and allowed in err.value.allowed, err.value
+    assert "ledger + runs of both arms at most 1000" in err.value.allowed
+    with pytest.raises(ParameterError) as asked:
+        DesignQuestion(ledger=700)  # both designs: ledger + 2 x max_runs (200)
+    assert asked.value.field == "ledger" and "at most 600 runs at max_runs 200" in str(asked.value)

@@ -66,6 +66,31 @@ def test_an_unreachable_server_is_named_with_its_password_hidden():
     assert "s3cret" not in str(err.value)
 
 
+@pytest.mark.parametrize("where", ["default", "uri"])
+def test_a_silent_server_is_given_up_after_the_connect_timeout(monkeypatch, where):
+    """A server that accepts the connection and never answers: the opener gives up after
+    ``CONNECT_SECONDS`` (here lowered to libpq's smallest, 2 s) or the URI's own
+    ``connect_timeout``, naming the URI (it waited forever)."""
+    import socket
+
+    pytest.importorskip("psycopg")
+    from procmem_core.graph import postgres
+
+    with socket.socket() as silent:  # accepts connections (the backlog), never replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        uri = f"postgresql://me@127.0.0.1:{silent.getsockname()[1]}/db"
+        if where == "uri":
+            monkeypatch.setattr(postgres, "CONNECT_SECONDS", 3600)
+            uri += "?connect_timeout=2"
+        else:
+            monkeypatch.setattr(postgres, "CONNECT_SECONDS", 2)
+        with pytest.raises(StoreFileError) as err:
+            ProcedureStore.open(uri)
+    assert str(err.value).startswith(f"{uri}: cannot be reached (")
+    assert "timeout" in str(err.value)
+
+
 URIS = {
     "postgresql://me@h/db": "postgresql://me@h/db",
     "postgres://me@h/db": "postgresql://me@h/db",
