@@ -12,7 +12,10 @@ anyway:
   renewal or by falling below the threshold) in geometrically distributed time, so a
   forward recursion over the doubles it reaches, merging equal ones, ends with a
   residual mass below ``FLOAT_TOLERANCE``, spread over the endings pro rata (so a walk
-  that ends below the threshold with certainty is reported with probability 1).
+  that ends below the threshold with certainty is reported with probability 1); mass
+  that a step leaves exactly where it was (the same doubles, the same masses: p = 1 at
+  a ceiling, p = 0 at a floor that passes the threshold, a zero step) stays there for
+  ever and ends nowhere.
 
 ``excursion`` walks one excursion from a start and returns, for each way it ends (below
 the threshold, or at each renewal point), the probability and the first two moments of
@@ -97,11 +100,26 @@ def excursion(
         done = end >= 0
         np.add.at(acc, end[done], np.stack([w[done], k * w[done], k * k * w[done]], axis=1))
         live = ~done & (w > 0)
+        before = conf, mass
         conf, idx = _merge(c2[live])
         mass = np.bincount(idx, weights=w[live], minlength=len(conf))
-    acc /= acc[:, 0].sum()  # the undecided residual (< FLOAT_TOLERANCE) spread pro rata
+        if _held(before, (conf, mass)):  # the same doubles and masses: so for ever
+            held = float(mass.sum())
+            break
+    else:
+        held = 0.0
+    acc /= acc[:, 0].sum() + held  # the undecided residual (< FLOAT_TOLERANCE) spread
+    # pro rata; mass ``held`` for ever (a clamp or a zero step) ends nowhere
     rows = [Ending(*map(float, r)) for r in acc]
     return rows[0], rows[1:-1], rows[-1]
+
+
+def _held(before: tuple[np.ndarray, np.ndarray], after: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether a step left the live doubles and their masses exactly as they were: the
+    walk is deterministic given them, so every later step does too, and that mass never
+    ends (p = 1 at a ceiling below ``upper``, p = 0 at a floor that passes the
+    threshold, a zero step)."""
+    return all(np.array_equal(x, y) for x, y in zip(before, after, strict=True))
 
 
 def _merge(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
