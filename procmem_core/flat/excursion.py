@@ -225,7 +225,15 @@ def float_long_run(
     the jump chain returns to (the class it ends in from ``start``), the long-run share
     of a double ``x`` is ``sum_r nu_r V_r(x) / s(x)`` normalised, ``V_r`` the expected
     visits per cycle from ``r``; the stay is the share in the prompt over the entries
-    into it per session."""
+    into it per session. A walk that every possible move leaves where it starts (a zero
+    step) stays there: its long run is that one double."""
+    moves = [rule.update(float(start), good) for good, w in ((True, p), (False, 1 - p)) if w > 0]
+    if all(m == start for m in moves):  # held where it starts: for ever
+        inside = bool(passes_threshold(start, threshold))
+        return FloatLongRun(
+            np.array([float(start)]), np.ones(1), 1.0 if inside else reshow, float(inside),
+            math.inf if inside else 0.0,
+        )  # fmt: skip
     ends = [rule.settle(float(getattr(rule, n))) for n in ("floor", "ceiling")]
     pts = np.unique(ends)
     cycles = [_jump_cycle(rule, p, r, pts) for r in pts]

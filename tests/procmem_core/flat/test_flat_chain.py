@@ -269,3 +269,19 @@ def test_float_run_lengths_of_a_walk_held_off_the_clamps_are_infinite():
     got = run_lengths(1.0, ConfidenceRule(reward=0.0), starts=0.6)
     assert got.expected[0] == math.inf
     assert got.p_excluded_eventually[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("initial", "shown", "in_prompt", "stay"), [(0.6, 1.0, 1.0, math.inf), (0.5, 0.1, 0.0, 0.0)]
+)
+def test_reshow_long_run_of_a_held_walk_is_where_it_is_held(initial, shown, in_prompt, stay):
+    """reward 0 at p = 1: every session leaves the confidence where it started, so the
+    long run is that one state, by hand: shown every session from 0.6 (in the prompt for
+    ever), one session in ten from 0.5 (below 0.55, re-shown at e = 0.1). The float
+    walk's renewal looked for a clamp for 200,000 sessions and refused p; the grid's
+    stationary law already gave these."""
+    for arithmetic in ("grid", "float"):
+        rule = ConfidenceRule(initial=initial, reward=0.0, arithmetic=arithmetic)
+        got = reshow_fate(1.0, 0.1, 10, rule)
+        assert (got.long_run_shown, got.long_run_in_prompt) == pytest.approx((shown, in_prompt))
+        assert got.mean_stay == stay
