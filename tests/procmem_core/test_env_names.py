@@ -109,3 +109,13 @@ def test_a_distill_worker_built_without_settings_reads_the_seed_names(monkeypatc
     monkeypatch.setenv("LOOM_REFLECTION_DISTILL_ENABLED", "true")  # enabled: needs a model
     with pytest.raises(ParameterError, match="config"):
         DistillWorker(MemoryStore())
+
+
+def test_a_blank_setting_is_not_set_under_either_name(monkeypatch):
+    """An exported but empty variable is not set, for every setting as for the strike
+    limit (a blank LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS raised 'expected true/false')."""
+    blank = {"LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS": "", "PROCMEM_REFLECTION_DISTILL_MAX_PAIRS": " "}
+    assert LearningsSettings.from_env(blank).agent_learnings is False
+    assert DistillSettings.from_env(blank).max_pairs == 10
+    both = {"LOOM_REFLECTION_DISTILL_MAX_PAIRS": "4", "PROCMEM_REFLECTION_DISTILL_MAX_PAIRS": ""}
+    assert DistillSettings.from_env(both).max_pairs == 4
