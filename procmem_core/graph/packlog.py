@@ -33,7 +33,7 @@ from procmem_core.errors import (
     check_text,
 )
 from procmem_core.graph.access import check_principal, require_role
-from procmem_core.limits import MAX_IDENTIFIER
+from procmem_core.limits import MAX_IDENTIFIER, MAX_REF
 
 PACK_LOG_SQL = """
 CREATE TABLE IF NOT EXISTS pack_log (
@@ -122,13 +122,15 @@ def pack_record(
     check_text("session_id", session_id, MAX_IDENTIFIER)
     if not isinstance(top_key, str):
         raise ParameterError("top_key", top_key, "expected a procedure ref or ''")
+    if top_key:
+        check_text("top_key", top_key, MAX_REF)
     withheld = check_bool("withheld", withheld)
     if withheld and not top_key:
         raise ParameterError("top_key", top_key, "a procedure ref when withheld is True")
     rate = check_probability("explore_rate", explore_rate, open_high=True)
     if isinstance(shown_keys, str) or not isinstance(shown_keys, Sequence):
         raise ParameterError("shown_keys", shown_keys, "expected a list of procedure refs")
-    shown = tuple(check_text(f"shown_keys[{i}]", k) for i, k in enumerate(shown_keys))
+    shown = tuple(check_text(f"shown_keys[{i}]", k, MAX_REF) for i, k in enumerate(shown_keys))
     when = now() if time is None else check_time("time", time)
     user, who = _optional_text("user_id", user_id), _optional_text("agent", agent)
     return PackRecord(session_id, when, top_key, withheld, rate, shown, user, who)
