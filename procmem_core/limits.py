@@ -43,10 +43,10 @@ MAX_RECORD_TEXT = 20_000
 MAX_METADATA = 16_384
 
 
-def check_identifier(field: str, value: Any) -> str:
-    """``value`` if it is a non-empty string of at most ``MAX_IDENTIFIER`` characters with
-    no control character and no leading or trailing whitespace."""
-    check_text(field, value, MAX_IDENTIFIER)
+def check_identifier(field: str, value: Any, limit: int = MAX_IDENTIFIER) -> str:
+    """``value`` if it is a non-empty string of at most ``limit`` (``MAX_IDENTIFIER``)
+    characters with no control character and no leading or trailing whitespace."""
+    check_text(field, value, limit)
     if value != value.strip():
         raise ParameterError(field, value, "expected no leading or trailing whitespace")
     if any(unicodedata.category(ch) == "Cc" for ch in value):

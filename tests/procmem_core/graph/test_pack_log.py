@@ -112,6 +112,31 @@ def test_a_ref_over_its_cap_is_refused_and_nothing_is_logged(store, call, field)
     assert store.log_pack("s1", longest, False, 0.1, [longest], time=2).top_key == longest
 
 
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda s: s.log_pack("s\x00", "", False, 0.1), "session_id"),
+        (lambda s: s.log_pack("s\n1", "", False, 0.1), "session_id"),
+        (lambda s: s.log_pack(" s1", "", False, 0.1), "session_id"),
+        (lambda s: s.log_pack("s1", "default/procedure_refund\x00", False, 0.1), "top_key"),
+        (lambda s: s.log_pack("s1", "", False, 0.1, ["default/k\x00"]), "shown_keys"),
+        (lambda s: s.log_pack("s1", "", False, 0.1, user_id="u1\x00"), "user_id"),
+        (lambda s: s.log_pack("s1", "", False, 0.1, agent="bot\r"), "agent"),
+        (lambda s: ContextPacker(s).pack("a refund", session_id="s1\x00"), "session_id"),
+    ],
+)
+def test_pack_log_identifiers_are_inert_on_every_backend(store, call, field):
+    """A session id, user id and agent are identifiers (procmem_core.limits: no control
+    character, no surrounding whitespace), as everywhere else in the stores, and a ref
+    holds no NUL: a NUL, a newline or a leading space was logged in memory and on
+    SQLite, and a NUL raised psycopg's DataError on PostgreSQL; now a ParameterError
+    naming the field on every backend, and nothing is logged."""
+    store.add("refund", "a refund on an invoice", STEPS)
+    with pytest.raises(ParameterError, match=field):
+        call(store)
+    assert store.pack_log() == ()
+
+
 def test_a_session_is_rated_once(store):
     store.log_pack("s0", "", False, 0.0, time=1)
     store.rate_session("s0", 1)
