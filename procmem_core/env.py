@@ -3,10 +3,11 @@
 ``PROCMEM_REFLECTION_DISTILL_*`` / ``LOOM_REFLECTION_DISTILL_*``,
 ``PROCMEM_MEMORY_EXTRACT_AGENT_LEARNINGS`` / ``LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS``.
 
-Either name sets the value; both set to the same value (as parsed: ``true`` and ``1`` are
-the same flag) is fine; both set to different values raises ``EnvConflict`` naming both,
-before anything is built. Each parser takes the variable's name (for the error) and its
-raw text, and raises ``ParameterError`` naming both when the text does not parse.
+Either name sets the value (a blank value counts as not set); both set to the same value
+(as parsed: ``true`` and ``1`` are the same flag) is fine; both set to different values
+raises ``EnvConflict`` naming both, before anything is built. Each parser takes the
+variable's name (for the error) and its raw text, and raises ``ParameterError`` naming
+both when the text does not parse.
 """
 
 from __future__ import annotations
@@ -88,10 +89,11 @@ def from_env(
     environ: Mapping[str, str], names: Mapping[str, tuple[str, Callable[[str, str], Any]]]
 ) -> dict[str, Any]:
     """``{field: parsed value}`` for every ``field -> (variable, parser)`` set in ``environ``
-    under the variable's ``PROCMEM_`` name or its seed ``LOOM_`` name (``read_env``)."""
+    under the variable's ``PROCMEM_`` name or its seed ``LOOM_`` name (``read_env``; a
+    blank value counts as not set, as for the strike limit)."""
     out = {}
     for field, (variable, parse) in names.items():
-        value = read_env(environ, variable, parse)
+        value = read_env(environ, variable, parse, blank_is_unset=True)
         if value is not None:
             out[field] = value
     return out

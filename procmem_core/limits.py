@@ -7,6 +7,8 @@ before) while leaving room far above what the seed's examples use:
 
 - ``MAX_IDENTIFIER`` = 256: a principal, actor, agent, user id, session id, tag, memory
   key, source, record or candidate id, procedure key or explicit key, recent tool name;
+- ``MAX_NAMESPACE`` = 128: a namespace (``graph.keys.check_namespace``), so a ref
+  ``namespace/key`` (a pack log's top and shown procedures) is at most ``MAX_REF`` = 385;
 - ``MAX_NAME`` = 256: a procedure's name (its slug is cut at 120, ``graph.keys``);
 - ``MAX_SITUATION`` = 2,000: a situation, goal, match query or memory search query;
 - ``MAX_STEP_TEXT`` = 2,000: a step's text (a node's text, tool or ref);
@@ -31,6 +33,8 @@ from typing import Any
 from procmem_core.errors import ParameterError, check_text
 
 MAX_IDENTIFIER = 256
+MAX_NAMESPACE = 128
+MAX_REF = MAX_NAMESPACE + 1 + MAX_IDENTIFIER
 MAX_NAME = 256
 MAX_SITUATION = 2_000
 MAX_STEP_TEXT = 2_000
@@ -39,10 +43,10 @@ MAX_RECORD_TEXT = 20_000
 MAX_METADATA = 16_384
 
 
-def check_identifier(field: str, value: Any) -> str:
-    """``value`` if it is a non-empty string of at most ``MAX_IDENTIFIER`` characters with
-    no control character and no leading or trailing whitespace."""
-    check_text(field, value, MAX_IDENTIFIER)
+def check_identifier(field: str, value: Any, limit: int = MAX_IDENTIFIER) -> str:
+    """``value`` if it is a non-empty string of at most ``limit`` (``MAX_IDENTIFIER``)
+    characters with no control character and no leading or trailing whitespace."""
+    check_text(field, value, limit)
     if value != value.strip():
         raise ParameterError(field, value, "expected no leading or trailing whitespace")
     if any(unicodedata.category(ch) == "Cc" for ch in value):

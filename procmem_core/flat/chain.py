@@ -197,10 +197,13 @@ def hit_before(
     space = confidence_space(rule, threshold, start, baseline)
     top = space.states >= upper
     q, _ = _transient_matrix(space, p)
-    inner = np.flatnonzero(~top)
+    # solve on the states with a path to ``upper`` (0 elsewhere): a state the walk can
+    # sit in for ever (a clamp or a zero step) would make ``I - Q`` singular
+    inner = np.flatnonzero(_can_reach(q, top) & ~top)
+    h = np.zeros(len(space.states))
     b = np.asarray(q[inner][:, np.flatnonzero(top)].sum(axis=1)).ravel()
-    h = _solve(sparse.identity(len(inner)) - q[inner][:, inner], b)
-    return float(h[int(np.searchsorted(space.states[inner], rule.settle(start)))])
+    h[inner] = _solve(sparse.identity(len(inner)) - q[inner][:, inner], b)
+    return float(h[space.index(rule.settle(start))])
 
 
 def wald_hit_before(

@@ -12,7 +12,10 @@ anyway:
   renewal or by falling below the threshold) in geometrically distributed time, so a
   forward recursion over the doubles it reaches, merging equal ones, ends with a
   residual mass below ``FLOAT_TOLERANCE``, spread over the endings pro rata (so a walk
-  that ends below the threshold with certainty is reported with probability 1).
+  that ends below the threshold with certainty is reported with probability 1); mass
+  that a step leaves exactly where it was (the same doubles, the same masses: p = 1 at
+  a ceiling, p = 0 at a floor that passes the threshold, a zero step) stays there for
+  ever and ends nowhere.
 
 ``excursion`` walks one excursion from a start and returns, for each way it ends (below
 the threshold, or at each renewal point), the probability and the first two moments of
@@ -97,11 +100,26 @@ def excursion(
         done = end >= 0
         np.add.at(acc, end[done], np.stack([w[done], k * w[done], k * k * w[done]], axis=1))
         live = ~done & (w > 0)
+        before = conf, mass
         conf, idx = _merge(c2[live])
         mass = np.bincount(idx, weights=w[live], minlength=len(conf))
-    acc /= acc[:, 0].sum()  # the undecided residual (< FLOAT_TOLERANCE) spread pro rata
+        if _held(before, (conf, mass)):  # the same doubles and masses: so for ever
+            held = float(mass.sum())
+            break
+    else:
+        held = 0.0
+    acc /= acc[:, 0].sum() + held  # the undecided residual (< FLOAT_TOLERANCE) spread
+    # pro rata; mass ``held`` for ever (a clamp or a zero step) ends nowhere
     rows = [Ending(*map(float, r)) for r in acc]
     return rows[0], rows[1:-1], rows[-1]
+
+
+def _held(before: tuple[np.ndarray, np.ndarray], after: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether a step left the live doubles and their masses exactly as they were: the
+    walk is deterministic given them, so every later step does too, and that mass never
+    ends (p = 1 at a ceiling below ``upper``, p = 0 at a floor that passes the
+    threshold, a zero step)."""
+    return all(np.array_equal(x, y) for x, y in zip(before, after, strict=True))
 
 
 def _merge(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +225,15 @@ def float_long_run(
     the jump chain returns to (the class it ends in from ``start``), the long-run share
     of a double ``x`` is ``sum_r nu_r V_r(x) / s(x)`` normalised, ``V_r`` the expected
     visits per cycle from ``r``; the stay is the share in the prompt over the entries
-    into it per session."""
+    into it per session. A walk that every possible move leaves where it starts (a zero
+    step) stays there: its long run is that one double."""
+    moves = [rule.update(float(start), good) for good, w in ((True, p), (False, 1 - p)) if w > 0]
+    if all(m == start for m in moves):  # held where it starts: for ever
+        inside = bool(passes_threshold(start, threshold))
+        return FloatLongRun(
+            np.array([float(start)]), np.ones(1), 1.0 if inside else reshow, float(inside),
+            math.inf if inside else 0.0,
+        )  # fmt: skip
     ends = [rule.settle(float(getattr(rule, n))) for n in ("floor", "ceiling")]
     pts = np.unique(ends)
     cycles = [_jump_cycle(rule, p, r, pts) for r in pts]

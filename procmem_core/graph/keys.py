@@ -21,9 +21,9 @@ from collections.abc import Set as AbstractSet
 from typing import Any
 
 from procmem_core.errors import ParameterError, ProcmemError, check_text
-from procmem_core.limits import MAX_IDENTIFIER, MAX_METADATA, check_identifier
+from procmem_core.limits import MAX_IDENTIFIER, MAX_METADATA, MAX_NAMESPACE, check_identifier
 
-_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+_NAMESPACE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.:-]{{0,{MAX_NAMESPACE - 1}}}")
 
 
 class UnknownProcedure(ProcmemError, KeyError):

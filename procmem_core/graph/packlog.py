@@ -33,7 +33,7 @@ from procmem_core.errors import (
     check_text,
 )
 from procmem_core.graph.access import check_principal, require_role
-from procmem_core.limits import MAX_IDENTIFIER
+from procmem_core.limits import MAX_REF, check_identifier
 
 PACK_LOG_SQL = """
 CREATE TABLE IF NOT EXISTS pack_log (
@@ -96,13 +96,23 @@ def check_time(field: str, value: Any) -> int | str:
     raise ParameterError(field, value, "expected an integer or an ISO 8601 timestamp")
 
 
+def _check_ref(field: str, value: Any) -> str:
+    """A procedure ref as the log keeps it: text of at most ``MAX_REF`` characters with no
+    NUL (which PostgreSQL cannot store; other characters are kept as they are)."""
+    check_text(field, value, MAX_REF)
+    if "\x00" in value:
+        raise ParameterError(field, value, "a procedure ref (no NUL character)")
+    return value
+
+
 def _optional_text(field: str, value: Any) -> str | None:
-    return None if value is None else check_text(field, value, MAX_IDENTIFIER)
+    return None if value is None else check_identifier(field, value)
 
 
 def check_session_fields(session_id: Any, time: Any, user_id: Any) -> None:
-    """The caller's fields of a pack-log row, checked before the pack draws anything."""
-    check_text("session_id", session_id, MAX_IDENTIFIER)
+    """The caller's fields of a pack-log row, checked before the pack draws anything
+    (identifiers, ``limits.check_identifier``)."""
+    check_identifier("session_id", session_id)
     if time is not None:
         check_time("time", time)
     _optional_text("user_id", user_id)
@@ -119,16 +129,18 @@ def pack_record(
     agent: str | None = None,
 ) -> PackRecord:
     """A checked record (a withheld session needs a ``top_key``)."""
-    check_text("session_id", session_id, MAX_IDENTIFIER)
+    check_identifier("session_id", session_id)
     if not isinstance(top_key, str):
         raise ParameterError("top_key", top_key, "expected a procedure ref or ''")
+    if top_key:
+        _check_ref("top_key", top_key)
     withheld = check_bool("withheld", withheld)
     if withheld and not top_key:
         raise ParameterError("top_key", top_key, "a procedure ref when withheld is True")
     rate = check_probability("explore_rate", explore_rate, open_high=True)
     if isinstance(shown_keys, str) or not isinstance(shown_keys, Sequence):
         raise ParameterError("shown_keys", shown_keys, "expected a list of procedure refs")
-    shown = tuple(check_text(f"shown_keys[{i}]", k) for i, k in enumerate(shown_keys))
+    shown = tuple(_check_ref(f"shown_keys[{i}]", k) for i, k in enumerate(shown_keys))
     when = now() if time is None else check_time("time", time)
     user, who = _optional_text("user_id", user_id), _optional_text("agent", agent)
     return PackRecord(session_id, when, top_key, withheld, rate, shown, user, who)

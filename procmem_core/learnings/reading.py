@@ -36,7 +36,9 @@ class QueueReads:
         if memory is not None and not isinstance(memory, MemoryStore):
             raise ParameterError("memory", memory, "expected a MemoryStore or None")
         self.memory = memory
-        self.settings = settings if settings is not None else LearningsSettings()
+        # None: the defaults with the environment's setting, as the procedure store
+        # reads its strike limit (``PROCMEM_`` or the seed's ``LOOM_`` name)
+        self.settings = settings if settings is not None else LearningsSettings.from_env()
         if not isinstance(self.settings, LearningsSettings):
             raise ParameterError("settings", settings, "expected LearningsSettings")
         self._candidates: dict[str, CandidateState] = {}

@@ -54,6 +54,26 @@ class AccessDenied(_AccessDenied):
         )
 
 
+def _namespace_roles(namespaces: Any) -> tuple[tuple[str, str], ...]:
+    """A principal's ``{namespace: role}`` (a mapping, or the pairs a ``Principal`` keeps)
+    as pairs sorted by namespace, each namespace once with a role."""
+    allowed = "a {namespace: role} mapping (or (namespace, role) pairs, each namespace once)"
+    if isinstance(namespaces, Mapping):
+        pairs = list(namespaces.items())
+    elif isinstance(namespaces, tuple) and all(
+        isinstance(pair, tuple) and len(pair) == 2 for pair in namespaces
+    ):
+        pairs = list(namespaces)
+    else:
+        raise ParameterError("namespaces", namespaces, allowed)
+    for ns, role in pairs:
+        check_namespace(ns)
+        check_choice(f"namespaces[{ns!r}]", role, ROLES)
+    if len({ns for ns, _ in pairs}) < len(pairs):
+        raise ParameterError("namespaces", namespaces, allowed)
+    return tuple(sorted(pairs))
+
+
 @dataclass(frozen=True)
 class Principal:
     """A caller: ``name`` (the token or service: a distinct writer), ``role``, the end user
@@ -76,16 +96,7 @@ class Principal:
             if value is not None:
                 check_identifier(field, value)
         if self.namespaces is not None:
-            if isinstance(self.namespaces, tuple):
-                pairs = self.namespaces
-            elif isinstance(self.namespaces, Mapping):
-                pairs = tuple(sorted(self.namespaces.items()))
-            else:
-                raise ParameterError("namespaces", self.namespaces, "a {namespace: role} mapping")
-            for ns, role in pairs:
-                check_namespace(ns)
-                check_choice(f"namespaces[{ns!r}]", role, ROLES)
-            object.__setattr__(self, "namespaces", tuple(pairs))
+            object.__setattr__(self, "namespaces", _namespace_roles(self.namespaces))
 
     @property
     def pinned(self) -> bool:

@@ -20,7 +20,7 @@ failed sessions with their nearest successful ones and distils the difference."
 - ``DistillSettings``: on/off (off by default), ``max_pairs``, ``similarity_floor``,
   ``min_confidence``, ``model`` (None: the LLM config's) and ``match_on``; from config
   values or the environment (``PROCMEM_REFLECTION_DISTILL_*``, as the seed's
-  ``LOOM_REFLECTION_DISTILL_*``).
+  ``LOOM_REFLECTION_DISTILL_*``), which a worker built without ``settings`` reads.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class DistillWorker:
     memory: MemoryStore
     client: Any = None
     config: LLMConfig | None = None
-    settings: DistillSettings = field(default_factory=DistillSettings)
+    settings: DistillSettings = field(default_factory=DistillSettings.from_env)
     ledger: DistillLedger = field(default_factory=DistillLedger)
     cache: ReplyCache | None = None
     namespace: str = "default"

@@ -67,3 +67,55 @@ def test_read_env_maps_names_and_quotes_a_short_prefix():
     with pytest.raises(EnvConflict) as err:
         read_env({"PROCMEM_X": "a" * 5000, "LOOM_X": "b"}, "PROCMEM_X", lambda n, r: r)
     assert len(str(err.value)) < 400
+
+
+def test_a_queue_built_without_settings_reads_the_seed_agent_learnings_name(monkeypatch):
+    """The seed turns extraction of bot rules on with LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS
+    (docs/learnings.md: off by default, env ... or the seed's name), as the procedure
+    store reads LOOM_PROCEDURE_STRIKE_LIMIT when built without a strike limit; a
+    LearningsQueue() built without settings ignored the variable and filed nothing."""
+    from procmem_core.learnings import LearningsQueue
+    from procmem_core.memory import Principal
+
+    bot = Principal("bot-token", role="writer", agent="triage-bot")
+    monkeypatch.delenv("PROCMEM_MEMORY_EXTRACT_AGENT_LEARNINGS", raising=False)
+    monkeypatch.setenv("LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS", "true")
+    queue = LearningsQueue()
+    assert queue.settings.agent_learnings is True
+    filed = queue.file_agent_rule(
+        "always cite the policy section", principal=bot, agent="triage-bot", user_id="u1",
+        session_id="s1", quotes=["always cite the policy section"],
+    )  # fmt: skip
+    assert filed is not None and filed.agent == "triage-bot"
+    assert LearningsQueue(settings=LearningsSettings()).settings.agent_learnings is False
+    monkeypatch.setenv("PROCMEM_MEMORY_EXTRACT_AGENT_LEARNINGS", "0")
+    with pytest.raises(EnvConflict):
+        LearningsQueue()
+
+
+def test_a_distill_worker_built_without_settings_reads_the_seed_names(monkeypatch):
+    """LOOM_REFLECTION_DISTILL_* set the worker a caller builds without settings, as the
+    strike limit's seed name sets a store's; a DistillWorker(memory) ignored them."""
+    from procmem_core.memory import MemoryStore
+    from procmem_core.reflections import DistillWorker
+
+    for name in ("ENABLED", "MAX_PAIRS", "SIMILARITY_FLOOR"):
+        monkeypatch.delenv(f"PROCMEM_REFLECTION_DISTILL_{name}", raising=False)
+    monkeypatch.setenv("LOOM_REFLECTION_DISTILL_MAX_PAIRS", "4")
+    monkeypatch.setenv("LOOM_REFLECTION_DISTILL_SIMILARITY_FLOOR", "0.7")
+    worker = DistillWorker(MemoryStore())
+    assert (worker.settings.max_pairs, worker.settings.similarity_floor) == (4, 0.7)
+    assert DistillWorker(MemoryStore(), settings=DistillSettings()).settings.max_pairs == 10
+    monkeypatch.setenv("LOOM_REFLECTION_DISTILL_ENABLED", "true")  # enabled: needs a model
+    with pytest.raises(ParameterError, match="config"):
+        DistillWorker(MemoryStore())
+
+
+def test_a_blank_setting_is_not_set_under_either_name(monkeypatch):
+    """An exported but empty variable is not set, for every setting as for the strike
+    limit (a blank LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS raised 'expected true/false')."""
+    blank = {"LOOM_MEMORY_EXTRACT_AGENT_LEARNINGS": "", "PROCMEM_REFLECTION_DISTILL_MAX_PAIRS": " "}
+    assert LearningsSettings.from_env(blank).agent_learnings is False
+    assert DistillSettings.from_env(blank).max_pairs == 10
+    both = {"LOOM_REFLECTION_DISTILL_MAX_PAIRS": "4", "PROCMEM_REFLECTION_DISTILL_MAX_PAIRS": ""}
+    assert DistillSettings.from_env(both).max_pairs == 4

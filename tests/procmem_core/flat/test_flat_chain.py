@@ -233,3 +233,55 @@ def test_bad_input_names_the_field(call, field):
     with pytest.raises(ParameterError) as info:
         call()
     assert info.value.field == field
+
+
+@pytest.mark.parametrize("arithmetic", ["grid", "float"])
+@pytest.mark.parametrize(
+    ("p", "upper", "rule", "threshold"),
+    [
+        (1.0, 0.95, {"ceiling": 0.9}, 0.55),  # climbs to its ceiling 0.9 and stays there
+        (0.7, 0.95, {"ceiling": 0.9}, 0.55),  # never above 0.9 either
+        (1.0, 0.9, {"reward": 0.0}, 0.55),  # a success leaves it where it is
+        (0.0, 0.9, {}, 0.0),  # falls to the floor 0.0, which passes a threshold of 0
+    ],
+)
+def test_hit_before_an_unreachable_upper_is_zero(arithmetic, p, upper, rule, threshold):
+    """The walk can sit forever without reaching ``upper`` or falling below the threshold
+    (a clamp or a zero step holds it): P(reach upper first) is 0, by hand. The grid's
+    solve was singular there (NaN); the float walk ran 200,000 sessions (about 25 s)
+    and then refused p."""
+    r = ConfidenceRule(arithmetic=arithmetic, **rule)
+    assert hit_before(p, upper, 0.6, r, threshold) == 0.0
+
+
+def test_hit_before_at_threshold_zero_reaches_the_top_for_sure():
+    """Threshold 0: nothing is ever excluded and the floor 0.0 is left by the next
+    success, so a walk from 0.6 at p = 0.5 reaches 1.0 with probability 1 (the guard
+    beside the held walks above: a floor that is visited, not held, is still solved)."""
+    got = hit_before(0.5, 1.0, 0.6, GRID, threshold=0.0)
+    assert got == pytest.approx(1.0, abs=1e-12)
+
+
+def test_float_run_lengths_of_a_walk_held_off_the_clamps_are_infinite():
+    """reward 0 at p = 1: the walk stays at 0.6 for ever (no clamp, no exclusion), so the
+    run length is infinite and exclusion has probability 0 (the float walk ran 200,000
+    sessions, then refused p)."""
+    got = run_lengths(1.0, ConfidenceRule(reward=0.0), starts=0.6)
+    assert got.expected[0] == math.inf
+    assert got.p_excluded_eventually[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("initial", "shown", "in_prompt", "stay"), [(0.6, 1.0, 1.0, math.inf), (0.5, 0.1, 0.0, 0.0)]
+)
+def test_reshow_long_run_of_a_held_walk_is_where_it_is_held(initial, shown, in_prompt, stay):
+    """reward 0 at p = 1: every session leaves the confidence where it started, so the
+    long run is that one state, by hand: shown every session from 0.6 (in the prompt for
+    ever), one session in ten from 0.5 (below 0.55, re-shown at e = 0.1). The float
+    walk's renewal looked for a clamp for 200,000 sessions and refused p; the grid's
+    stationary law already gave these."""
+    for arithmetic in ("grid", "float"):
+        rule = ConfidenceRule(initial=initial, reward=0.0, arithmetic=arithmetic)
+        got = reshow_fate(1.0, 0.1, 10, rule)
+        assert (got.long_run_shown, got.long_run_in_prompt) == pytest.approx((shown, in_prompt))
+        assert got.mean_stay == stay

@@ -212,3 +212,26 @@ def test_float_run_length_and_long_run_agree_with_simulated_walks():
     share = shown_share / horizon
     r = reshow_fate(p, e, 50, rule)
     assert abs(share.mean() - r.long_run_shown) <= 4 * share.std(ddof=1) / np.sqrt(2000) + 2e-3
+
+
+@pytest.mark.parametrize(
+    ("sessions", "within", "held", "grid"), [(20, 65, 29, 39), (200, 769, 381, 46)]
+)
+def test_the_float_states_docs_flat_md_counts(seed_code, sessions, within, held, grid):
+    """docs/flat.md, "Float or grid": the doubles at or above 0.55 the seed's code reaches
+    within n sessions (the set ``flat_fate`` walks, ``n_states``), and those held after
+    the n-th, found by moving the seed's own ``Procedure`` from each double reached."""
+    seen, now = {0.6}, {0.6}
+    for _ in range(sessions):
+        after = set()
+        for c in now:
+            for positive in (True, False):
+                proc = seed_code["Procedure"]("t", "w", "d", c)
+                proc.record_outcome(positive)
+                if proc.confidence >= 0.55:
+                    after.add(proc.confidence)
+        now = after
+        seen |= now
+    assert (len(seen), len(now)) == (within, held)
+    assert flat_fate(0.7, sessions).n_states == within
+    assert flat_fate(0.7, sessions, ConfidenceRule(arithmetic="grid")).n_states == grid

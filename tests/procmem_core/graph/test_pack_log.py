@@ -88,6 +88,55 @@ def test_bad_pack_log_calls_are_refused_naming_the_field(store, call, field):
     assert len(store.pack_log()) == 1 and store.pack_log()[0].outcome is None
 
 
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda s, v: s.log_pack("x", v, False, 0.1), "top_key"),
+        (
+            lambda s, v: s.log_pack("x", "", False, 0.1, ["default/procedure_refund", v]),
+            "shown_keys",
+        ),
+    ],
+)
+def test_a_ref_over_its_cap_is_refused_and_nothing_is_logged(store, call, field):
+    """A ref is a namespace (at most 128 characters) / a key (at most 256): a
+    100,000-character top_key or shown key was stored in the pack log whole (every other
+    text a store keeps has a cap, procmem_core.limits); now a ParameterError naming the
+    field, quoting a short prefix."""
+    store.log_pack("s0", "default/procedure_refund", False, 0.1, time=1)
+    with pytest.raises(ParameterError, match=field) as err:
+        call(store, "team-a/procedure_" + "x" * 100_000)
+    assert len(str(err.value)) < 400
+    assert [r.session_id for r in store.pack_log()] == ["s0"]
+    longest = "n" * 128 + "/procedure_" + "k" * 246  # 385 characters: at the cap
+    assert store.log_pack("s1", longest, False, 0.1, [longest], time=2).top_key == longest
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda s: s.log_pack("s\x00", "", False, 0.1), "session_id"),
+        (lambda s: s.log_pack("s\n1", "", False, 0.1), "session_id"),
+        (lambda s: s.log_pack(" s1", "", False, 0.1), "session_id"),
+        (lambda s: s.log_pack("s1", "default/procedure_refund\x00", False, 0.1), "top_key"),
+        (lambda s: s.log_pack("s1", "", False, 0.1, ["default/k\x00"]), "shown_keys"),
+        (lambda s: s.log_pack("s1", "", False, 0.1, user_id="u1\x00"), "user_id"),
+        (lambda s: s.log_pack("s1", "", False, 0.1, agent="bot\r"), "agent"),
+        (lambda s: ContextPacker(s).pack("a refund", session_id="s1\x00"), "session_id"),
+    ],
+)
+def test_pack_log_identifiers_are_inert_on_every_backend(store, call, field):
+    """A session id, user id and agent are identifiers (procmem_core.limits: no control
+    character, no surrounding whitespace), as everywhere else in the stores, and a ref
+    holds no NUL: a NUL, a newline or a leading space was logged in memory and on
+    SQLite, and a NUL raised psycopg's DataError on PostgreSQL; now a ParameterError
+    naming the field on every backend, and nothing is logged."""
+    store.add("refund", "a refund on an invoice", STEPS)
+    with pytest.raises(ParameterError, match=field):
+        call(store)
+    assert store.pack_log() == ()
+
+
 def test_a_session_is_rated_once(store):
     store.log_pack("s0", "", False, 0.0, time=1)
     store.rate_session("s0", 1)

@@ -104,3 +104,25 @@ def test_a_queue_candidate_text_is_capped(backend):
     with pytest.raises(ProcmemError, match="text=") as err:
         backend.queue.propose("r" * (MAX_RECORD_TEXT + 1), principal=WRITER)
     assert len(str(err.value)) < 400
+
+
+@pytest.mark.parametrize(
+    "namespaces",
+    [("team-a",), (("team-a", "viewer", "x"),), (("team-a", "viewer"), ("team-a", "admin"))],
+)
+def test_principal_namespaces_as_pairs_must_be_pairs_each_namespace_once(namespaces):
+    """``namespaces`` may come as the pairs a ``Principal`` keeps (``dataclasses.replace``
+    passes them back): a bare name or a triple raised a bare ValueError (too many values
+    to unpack), and a namespace listed twice with two roles was kept, its last role
+    winning (``role_in`` gave admin); now a ParameterError naming namespaces."""
+    with pytest.raises(ParameterError, match="namespaces"):
+        Principal("svc", namespaces=namespaces)
+
+
+def test_principal_namespaces_as_pairs_are_kept_sorted_as_a_mapping_is():
+    """The class keeps a sorted tuple of pairs: the same grants given as unsorted pairs
+    are the same principal (they compared unequal and hashed apart)."""
+    mapping = Principal("svc", namespaces={"b": "viewer", "a": "admin"})
+    pairs = Principal("svc", namespaces=(("b", "viewer"), ("a", "admin")))
+    assert pairs == mapping and hash(pairs) == hash(mapping)
+    assert pairs.namespaces == (("a", "admin"), ("b", "viewer"))
