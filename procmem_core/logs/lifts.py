@@ -12,7 +12,8 @@ the explore rate (arm 0). The estimators, intervals, tests and adjustments are t
   clustered by user the same way when ``user_id`` is there (``_clustered_aipw``);
 - always valid: the arms' Beta-mixture confidence sequence (``BetaMixtureArms``);
 - sample-ratio mismatch: the exact binomial test of the withheld count against the logged
-  rate (``srm_p_value``), a normal test when the rate changed during the log, flagged at
+  rate (``srm_p_value``), the exact Poisson-binomial one when the rate changed during the
+  log (``srm_p_value_rates``), flagged at
   ``SRM_ALPHA``; a flagged procedure leaves the adjusted family and is never an effect;
 - Holm and Benjamini-Hochberg across the procedures (``holm``, ``benjamini_hochberg``).
 
@@ -38,6 +39,7 @@ from procmem_core.ab import (
     plan_rate,
     srm_flagged,
     srm_p_value,
+    srm_p_value_rates,
     wald_p,
 )
 from procmem_core.errors import check_probability
@@ -68,8 +70,10 @@ def _count(k: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.nd
 
 
 def srm_by_key(k, withheld, eps, size: int) -> np.ndarray:
-    """Each key's mismatch p-value: exact binomial where its logged rate was constant,
-    else the normal test of the Poisson-binomial count ``(W - sum e) / sqrt(sum e (1-e))``."""
+    """Each key's mismatch p-value: the exact binomial test where its logged rate was
+    constant, else the exact test of the Poisson-binomial count (``srm_p_value_rates``);
+    0 where a session logged at rate 0 was withheld (impossible under the logged rates,
+    whatever the count), NaN where every session was logged at rate 0 and none withheld."""
     n = _count(k, size)
     w = _count(k, size, withheld.astype(float))
     e1, e2 = _count(k, size, eps), _count(k, size, eps**2)
@@ -77,14 +81,17 @@ def srm_by_key(k, withheld, eps, size: int) -> np.ndarray:
     constant = np.abs(e2 / np.maximum(n, 1) - mean**2) < 1e-12
     mean = np.round(mean, 12)
     p = np.full(size, np.nan)
-    var = _count(k, size, eps * (1 - eps))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p_norm = 2 * stats.norm.sf(np.abs(w - e1) / np.sqrt(var))
-    p = np.where((n > 0) & ~constant, p_norm, p)
     for rate in np.unique(mean[constant & (n > 0) & (mean > 0)]):
         sel = constant & (n > 0) & (mean == rate)
         p[sel] = srm_p_value(w[sel], n[sel], float(rate))
-    return np.where((n > 0) & (e1 == 0), np.where(w > 0, 0.0, np.nan), p)
+    changed = np.flatnonzero((n > 0) & ~constant)
+    if changed.size:
+        order = np.argsort(k, kind="stable")
+        bounds = np.searchsorted(k[order], np.arange(size + 1))
+        for key in changed:
+            p[key] = srm_p_value_rates(w[key], eps[order[bounds[key] : bounds[key + 1]]])
+    impossible = _count(k, size, (withheld & (eps == 0)).astype(float)) > 0
+    return np.where(impossible, 0.0, np.where((n > 0) & (e1 == 0), np.nan, p))
 
 
 def cluster_se(k, shown, y, user, p1, p0, n1, n0, size: int) -> tuple[np.ndarray, np.ndarray]:
