@@ -33,7 +33,7 @@ def lift_section(lifts: Lifts, level: float) -> tuple[str, pd.DataFrame | None]:
         p = lifts.plan
         lines.append(
             "No procedure has a withheld session: the lifts cannot be estimated. To detect a "
-            f"lift of {p['target_lift']:+.2f} on a success rate of {p['base']:.2f} with power "
+            f"lift of {p['target_lift']:+g} on a success rate of {p['base']:.2f} with power "
             f"{p['power']:.2f} at explore rate {p['explore_rate']:g}, the planner needs "
             f"{int(p['sessions'])} sessions of a procedure, {p['withheld']:.0f} of them withheld"
             + (
@@ -43,12 +43,12 @@ def lift_section(lifts: Lifts, level: float) -> tuple[str, pd.DataFrame | None]:
         )  # fmt: skip
         return "\n\n".join(lines), None
     lines.append(
-        f"Intervals: fixed-n {level:.0%} (`ci_low`, `ci_high`) and a confidence sequence valid "
-        "at any stopping time (`cs_low`, `cs_high`). `p_holm` / `p_bh`: adjusted across the "
+        f"Intervals: fixed-n {100 * level:g}% (`ci_low`, `ci_high`) and a confidence sequence "
+        "valid at any stopping time (`cs_low`, `cs_high`). `p_holm` / `p_bh`: adjusted across the "
         "procedures not flagged for a sample-ratio mismatch (`srm_flag`, p < 0.001 against "
         "the logged explore rate); a flagged procedure never counts as an effect. "
         f"{int(s['srm_flagged'])} flagged; {int(s['effects'])} effects at Holm "
-        f"{1 - level:.2f}."
+        f"{1 - level:g}."
     )
     frame = lifts_frame(lifts)
     return "\n\n".join(lines), frame

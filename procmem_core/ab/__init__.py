@@ -68,7 +68,13 @@ from procmem_core.ab.sequential import (
     SequentialLiftEstimator,
     TwoPointAIPW,
 )
-from procmem_core.ab.srm import SRM_ALPHA, sequential_srm_p_value, srm_flagged, srm_p_value
+from procmem_core.ab.srm import (
+    SRM_ALPHA,
+    sequential_srm_p_value,
+    srm_flagged,
+    srm_p_value,
+    srm_p_value_rates,
+)
 
 __all__ = [
     "ADJUSTMENTS",
@@ -123,6 +129,7 @@ __all__ = [
     "sequential_srm_p_value",
     "srm_flagged",
     "srm_p_value",
+    "srm_p_value_rates",
     "wald_estimate",
     "wald_p",
 ]

@@ -184,6 +184,12 @@ class RatePlan:
 
 
 @functools.lru_cache(maxsize=1024)
+def sized_exactly(normal_n: int, explore_rate: float) -> bool:
+    """Whether ``method="auto"`` sizes a design exactly: its smaller arm at the normal
+    approximation's sessions ``normal_n`` is expected to hold at most ``EXACT_ARM``."""
+    return min(explore_rate, 1 - explore_rate) * normal_n <= EXACT_ARM
+
+
 def plan_rate(
     design: Design,
     explore_rate: float,
@@ -199,7 +205,7 @@ def plan_rate(
         n, how = _sequential_sessions(design, eps, tuning), "sequential, normal approx."
     else:
         n_norm = math.ceil(normal_sessions(design, eps))
-        exact = method == "exact" or (method == "auto" and min(eps, 1 - eps) * n_norm <= EXACT_ARM)
+        exact = method == "exact" or (method == "auto" and sized_exactly(n_norm, eps))
         n = _exact_sessions(design, eps, n_norm) if exact else n_norm
         how = "exact binomial" if exact else "normal approx."
     return RatePlan(eps, n, eps * n, eps * n * design.lift, how)

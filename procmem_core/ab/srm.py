@@ -9,6 +9,11 @@ flag at ``p < 0.001``: at 0.05, most alerts across many experiments would be fal
 
 - ``srm_p_value``: the exact two-sided binomial test of the withheld count,
   ``min(1, 2 min(P(K <= k), P(K >= k)))`` (the central, "doubled tail" p-value).
+- ``srm_p_value_rates``: the same doubled tail when the logged rate changed during the
+  log: the withheld count is then Poisson-binomial (one Bernoulli per session at its
+  rate), its law the convolution of one binomial per distinct rate, computed exactly. A
+  normal approximation flags honest logs with few expected withheld sessions far above
+  the nominal level (0.0053 at 1.6 expected, against 0.001).
 - ``sequential_srm_p_value``: always valid under checks after every session. The
   Beta-binomial mixture ``BF_t = B(a + k_t, b + t - k_t) / B(a, b) / (eps^k_t (1 - eps)^(t - k_t))``
   with ``a = c eps``, ``b = c (1 - eps)`` is a nonnegative martingale with mean 1 under
@@ -52,6 +57,45 @@ def srm_p_value(withheld: ArrayLike, sessions: ArrayLike, explore_rate: float) -
     high = stats.binom.sf(k - 1, n, eps)
     p = np.minimum(1.0, 2.0 * np.minimum(low, high))
     return np.where(n > 0, p, np.nan)
+
+
+def srm_p_value_rates(withheld: int, rates: ArrayLike) -> float:
+    """Exact two-sided p-value of ``withheld`` sessions among sessions logged at
+    ``rates`` (one per session, each in [0, 1)): the doubled tail of the Poisson-binomial
+    law, built as the product of one binomial per distinct rate (rates equal to 12
+    digits are one), convolved pairwise; NaN with no session."""
+    r = np.round(np.asarray(rates, dtype=float).ravel(), 12)
+    if ((r < 0) | (r >= 1)).any():
+        raise ParameterError("explore_rate", float(r[(r < 0) | (r >= 1)][0]), "a rate in [0, 1)")
+    k = int(withheld)
+    if not 0 <= k <= r.size:
+        raise ParameterError("withheld", k, f"a count in [0, {r.size}]")
+    if r.size == 0:
+        return float("nan")
+    law = _poisson_binomial(*np.unique(r, return_counts=True))
+    return float(min(1.0, 2.0 * min(law[: k + 1].sum(), law[k:].sum())))
+
+
+def _poisson_binomial(rates: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The law of a sum of ``Binomial(counts_j, rates_j)``: one padded row per binomial,
+    convolved in pairs (sums of non-negative products: the tails keep their relative
+    precision), many short rows at once, long ones one pair at a time."""
+    laws = stats.binom.pmf(np.arange(counts.max() + 1)[None, :], counts[:, None], rates[:, None])
+    while laws.shape[0] > 1:
+        if laws.shape[0] % 2:
+            laws = np.vstack([laws, np.eye(1, laws.shape[1])])  # the law of 0
+        a, b = laws[0::2], laws[1::2]
+        pairs, width = a.shape
+        if pairs * width * width <= 1 << 20:  # out[p, i + j] += a[p, i] b[p, j], at once
+            at = (np.arange(pairs)[:, None, None] * (2 * width - 1)
+                  + np.arange(width)[None, :, None] + np.arange(width)[None, None, :])  # fmt: skip
+            flat = np.bincount(at.ravel(), (a[:, :, None] * b[:, None, :]).ravel(),
+                               pairs * (2 * width - 1))  # fmt: skip
+            laws = flat.reshape(pairs, 2 * width - 1)
+        else:
+            laws = np.stack([np.convolve(x, y) for x, y in zip(a, b, strict=True)])
+        laws = laws[:, : np.flatnonzero(laws.any(axis=0))[-1] + 1]  # padding's zeros
+    return laws[0]
 
 
 def srm_flagged(p: ArrayLike, alpha: float = SRM_ALPHA) -> np.ndarray:

@@ -10,9 +10,12 @@ the explore rate (arm 0). The estimators, intervals, tests and adjustments are t
   r0_g/n0)^2`` with ``r_a_g`` the user's residuals in arm ``a`` (Liang and Zeger 1986),
   and the interval Wald on it; with ``covariate``, AIPW (``AugmentedIPW``), its SE
   clustered by user the same way when ``user_id`` is there (``_clustered_aipw``);
+- a procedure logged at more than one explore rate: the same, stratified by the rate
+  (``strata.stratified_lifts``: withholding is random within a rate, not across rates);
 - always valid: the arms' Beta-mixture confidence sequence (``BetaMixtureArms``);
 - sample-ratio mismatch: the exact binomial test of the withheld count against the logged
-  rate (``srm_p_value``), a normal test when the rate changed during the log, flagged at
+  rate (``srm_p_value``), the exact Poisson-binomial one when the rate changed during the
+  log (``srm_p_value_rates``), flagged at
   ``SRM_ALPHA``; a flagged procedure leaves the adjusted family and is never an effect;
 - Holm and Benjamini-Hochberg across the procedures (``holm``, ``benjamini_hochberg``).
 
@@ -38,10 +41,12 @@ from procmem_core.ab import (
     plan_rate,
     srm_flagged,
     srm_p_value,
+    srm_p_value_rates,
     wald_p,
 )
 from procmem_core.errors import check_probability
 from procmem_core.logs.schema import Sessions
+from procmem_core.logs.strata import scaled, stratified_lifts
 
 COLUMNS = (
     "key", "n_shown", "n_withheld", "successes_shown", "successes_withheld",
@@ -68,8 +73,10 @@ def _count(k: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.nd
 
 
 def srm_by_key(k, withheld, eps, size: int) -> np.ndarray:
-    """Each key's mismatch p-value: exact binomial where its logged rate was constant,
-    else the normal test of the Poisson-binomial count ``(W - sum e) / sqrt(sum e (1-e))``."""
+    """Each key's mismatch p-value: the exact binomial test where its logged rate was
+    constant, else the exact test of the Poisson-binomial count (``srm_p_value_rates``);
+    0 where a session logged at rate 0 was withheld (impossible under the logged rates,
+    whatever the count), NaN where every session was logged at rate 0 and none withheld."""
     n = _count(k, size)
     w = _count(k, size, withheld.astype(float))
     e1, e2 = _count(k, size, eps), _count(k, size, eps**2)
@@ -77,14 +84,17 @@ def srm_by_key(k, withheld, eps, size: int) -> np.ndarray:
     constant = np.abs(e2 / np.maximum(n, 1) - mean**2) < 1e-12
     mean = np.round(mean, 12)
     p = np.full(size, np.nan)
-    var = _count(k, size, eps * (1 - eps))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p_norm = 2 * stats.norm.sf(np.abs(w - e1) / np.sqrt(var))
-    p = np.where((n > 0) & ~constant, p_norm, p)
     for rate in np.unique(mean[constant & (n > 0) & (mean > 0)]):
         sel = constant & (n > 0) & (mean == rate)
         p[sel] = srm_p_value(w[sel], n[sel], float(rate))
-    return np.where((n > 0) & (e1 == 0), np.where(w > 0, 0.0, np.nan), p)
+    changed = np.flatnonzero((n > 0) & ~constant)
+    if changed.size:
+        order = np.argsort(k, kind="stable")
+        bounds = np.searchsorted(k[order], np.arange(size + 1))
+        for key in changed:
+            p[key] = srm_p_value_rates(w[key], eps[order[bounds[key] : bounds[key + 1]]])
+    impossible = _count(k, size, (withheld & (eps == 0)).astype(float)) > 0
+    return np.where(impossible, 0.0, np.where((n > 0) & (e1 == 0), np.nan, p))
 
 
 def cluster_se(k, shown, y, user, p1, p0, n1, n0, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -204,6 +214,20 @@ def estimate_lifts(
         )
     else:
         notes.append("Difference in means with Newcombe's hybrid score interval.")
+    strat = stratified_lifts(k, shown, y, rated, eps, None if user is None else user.codes[sel],
+                             size, level)  # fmt: skip
+    multi = strat["multi"]
+    if multi.any():  # withheld at random within each logged rate, not across rates
+        tau, se, low, high, p = (np.where(multi, strat[a], b) for a, b in
+                                 zip(("tau", "se", "low", "high", "p"), (tau, se, low, high, p),
+                                     strict=True))  # fmt: skip
+        name = np.where(multi, strat["name"], name)
+        notes.append(
+            f"{int(multi[n0 > 0].sum())} procedures were logged at more than one explore "
+            "rate: their lift is stratified by the rate (withholding is random within a "
+            "rate, not across rates), over the rates where both arms were rated "
+            "('dim, stratified by explore_rate')."
+        )
     if s.covariate is not None and np.isfinite(s.covariate[sel]).any():  # empty: none
         users = None if user is None else user.codes[sel]
         *fit, clustered = _aipw(s, k, shown, y, rated, s.covariate[sel], np.arange(size),
@@ -224,6 +248,9 @@ def estimate_lifts(
     low, high = np.maximum(low, -1.0), np.minimum(high, 1.0)
     share = 1.0 - float(np.clip(np.mean(eps[w | shown]) if eps.size else 0.5, 0.01, 0.99))
     cs_low, cs_high = _sequences(s1, r1, s0, r0, share, level)
+    if multi.any():
+        cs_low = np.where(multi, strat["cs_low"], cs_low)
+        cs_high = np.where(multi, strat["cs_high"], cs_high)
     rate = np.divide(_count(k, size, eps), n1 + n0, out=np.zeros(size), where=n1 + n0 > 0)
     rate = np.round(rate, 12)
     flag = srm_flagged(srm, srm_alpha)
@@ -262,17 +289,9 @@ def _clustered_dim(k, shown, y, rated, user, est, counts, level: float) -> tuple
         t_ratio = stats.t.isf((1 - level) / 2, np.maximum(g - 1, 1)) / normal_z(level)
         design = np.where(se > 0, se_c / se, 1.0) * t_ratio
     design = np.where(g >= 2, design, 1.0)  # one user: nothing to cluster over
-    low, high = tau - (tau - est.low) * design, tau + (est.high - tau) * design
+    low, high, p = scaled(tau, est.low, est.high, est.p, design)
     name = np.where(g >= 2, "dim, cluster-robust by user_id", "dim, one user").astype(object)
-    return np.where(g >= 2, se_c, se), low, high, _inflated_p(est.p, design), name
-
-
-def _inflated_p(p: np.ndarray, design: np.ndarray) -> np.ndarray:
-    """The p-value of an interval whose half-widths are scaled by ``design``: the
-    normal score of ``p`` divided by it, ``2 Phi(-z_p / design)``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = stats.norm.isf(p / 2) / design
-    return np.where(np.isfinite(z), 2 * stats.norm.sf(z), p)
+    return np.where(g >= 2, se_c, se), low, high, p, name
 
 
 def withheld_needed(s: Sessions, target_lift: float, level: float, power: float = 0.8) -> dict:

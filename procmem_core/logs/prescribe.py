@@ -18,9 +18,9 @@ estimate. Each prescription must meet its targets at the worst draw, or say it c
   the withheld arm's success rate, as the flat rule's below), times the draw's inflation
   ``(1 + (c - 1) icc) / (1 - missing)`` (``inflation``: the design effect of users seen
   ``c`` times per procedure and arm, this log's, and the sessions whose rating never
-  arrives); the worst draw is the largest; the pick is the smallest rate whose worst
-  sessions fit ``horizon`` (least successes forgone), else the rate and the horizon it
-  would take;
+  arrives); the worst draw is the one needing the most, over every draw; the pick is
+  the smallest rate whose worst sessions fit ``horizon`` (least successes forgone), else
+  the rate and the horizon it would take;
 - flat rule: ``design_rule`` at the estimated base, the withheld success rate
   (``world.withheld_rate``: ``m - mu``, the rate the rule's lifts are defined over, the
   base rate of ``users=fitted`` too), then ``evaluate``d at the lowest and the highest
@@ -47,7 +47,7 @@ import numpy as np
 from scipy import stats
 
 from procmem_core.ab import Design, plan_rate
-from procmem_core.ab.planner import DEFAULT_RATES
+from procmem_core.ab.planner import DEFAULT_RATES, exact_power, sized_exactly
 from procmem_core.flat.design import RuleTargets, design_rule
 from procmem_core.flat.design_table import still_shown
 from procmem_core.flat.fate import flat_fate
@@ -153,26 +153,23 @@ def explore_rate(ms: np.ndarray, target_lift: float, horizon: int, power: float 
                  inflate: np.ndarray | None = None) -> Prescription:  # fmt: skip
     """The smallest explore rate whose worst-draw sessions fit ``horizon``; ``ms``: the
     base draws, ``inflate``: each draw's logged sessions per rated one (``inflation``;
-    1 when None). The worst draw is the one with the largest ``f v``, ``v = p1 q1 / (1 -
-    eps) + p0 q0 / eps`` (the sessions grow with it), checked by the planner together
-    with the lowest and highest base and the largest ``f``: by its normal approximation,
-    and where that is within twice the horizon by its default (exact where the smaller
-    arm is small), so rates far out of reach cost no exact search; a draw's sessions are
-    ``ceil(planned f)``."""
+    1 when None). A draw's sessions are ``ceil(planned f)``; the worst draw is the one
+    needing the most, over every draw: by the planner's normal approximation, and where
+    that is within twice the horizon by its default (exact where the smaller arm is
+    small, which orders the draws differently: picking the worst by the normal variance
+    and sizing it exactly read 833 sessions where another draw needed 1381), so rates far
+    out of reach cost no exact search. ``details["worst_sessions"]``: each rate tried,
+    from the smallest up to the pick (every rate when none fits)."""
     f = np.ones(ms.size) if inflate is None else np.asarray(inflate, float)
     worst = {}
-    for eps in DEFAULT_RATES:
-        lifts = np.array([sized_lift(b, target_lift) for b in ms])
-        p1 = ms + lifts
-        v = p1 * (1 - p1) / (1 - eps) + ms * (1 - ms) / eps
-        picks = {int(np.argmax(v * f)), int(np.argmin(ms)), int(np.argmax(ms))}
-        if np.ptp(f) > 0:
-            picks.add(int(np.argmax(f)))
-        designs = [(Design(sized_lift(ms[i], target_lift), float(ms[i]), power, alpha), f[i])
-                   for i in sorted(picks)]  # fmt: skip
-        n = _need(designs, eps, "normal")
-        worst[eps] = _need(designs, eps) if n <= 2 * horizon else n  # near the horizon: exact
-    fits = [e for e in DEFAULT_RATES if worst[e] <= horizon]
+    pairs = np.unique(np.column_stack([ms, f]), axis=0)  # the distinct draws
+    designs = [(Design(sized_lift(float(b), target_lift), float(b), power, alpha), float(g))
+               for b, g in pairs]  # fmt: skip
+    for eps in DEFAULT_RATES:  # from the smallest rate up to the first that fits
+        worst[eps] = _worst(designs, eps, horizon)
+        if worst[eps] <= horizon:
+            break
+    fits = [e for e in worst if worst[e] <= horizon]
     details = {"worst_sessions": worst, "horizon": horizon, "target_lift": target_lift,
                "inflation": (float(f.min()), float(f.max()))}  # fmt: skip
     if fits:
@@ -188,6 +185,28 @@ def explore_rate(ms: np.ndarray, target_lift: float, horizon: int, power: float 
                         f"power {power:g} within {horizon} sessions at the worst draw: at "
                         f"{eps:g} it would take {worst[eps]} sessions of a procedure.",
                         details)  # fmt: skip
+
+
+def _worst(designs: list, eps: float, horizon: int) -> int:
+    """The most logged sessions over ``(design, inflation)`` draws at rate ``eps``: by the
+    normal approximation where that exceeds twice the horizon (out of reach), else by the
+    planner's default. The draws it sizes exactly are taken from the most sessions by the
+    normal approximation down, and a draw whose exact power at the current worst's rated
+    sessions already reaches the target needs no search of its own."""
+    normal = [int(np.ceil(plan_rate(d, eps, method="normal").sessions * g - 1e-9))
+              for d, g in designs]  # fmt: skip
+    if max(normal) > 2 * horizon:
+        return max(normal)
+    exact = [sized_exactly(int(np.ceil(n / g - 1e-9)), eps) for n, (_, g) in
+             zip(normal, designs, strict=True)]  # fmt: skip
+    worst = max((n for n, e in zip(normal, exact, strict=True) if not e), default=0)
+    for i in sorted(np.flatnonzero(exact), key=lambda i: -normal[i]):
+        d, g = designs[i]
+        rated = int(worst / g + 1e-9)
+        if rated >= 1 and exact_power(d, rated, eps) >= d.power:
+            continue
+        worst = max(worst, _need([designs[i]], eps))
+    return worst
 
 
 def _need(designs: list, eps: float, method: str | None = None) -> int:

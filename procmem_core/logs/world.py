@@ -17,7 +17,8 @@ checked by simulating logs from it (posterior-predictive checks).
   moment estimator ``sum_g (R_g^2 - S_g) / sum_g n_g (n_g - 1)`` on residuals from each
   procedure-and-arm mean (``R_g``: user ``g``'s residual sum, ``S_g``: its sum of squares),
   ``user_sd = sqrt(sigma_u^2)``, ``icc = sigma_u^2 / mean(e^2)``; SEs by a bootstrap over
-  users (``rng``); ``cluster_size``, the users' sessions per procedure and arm
+  users (``rng``; ``user_sd``'s null where its estimate is 0, the boundary);
+  ``cluster_size``, the users' sessions per procedure and arm
   ``sum n_gc^2 / sum n_gc`` (no SE: observed, not fitted), what a design effect
   ``1 + (cluster_size - 1) icc`` needs.
 - Ratings: the missing share (binomial SE) and the mean delay ``rated_at - time`` (SE
@@ -217,7 +218,10 @@ def user_dispersion(s: Sessions, rng: np.random.Generator) -> dict[str, Param] |
     bsd, bicc = stats(boot)
     _, per_cell = np.unique(cell.astype(np.int64) * n.size + g, return_counts=True)
     size = float((per_cell.astype(float) ** 2).sum() / max(per_cell.sum(), 1))
-    return {"user_sd": Param(sd[0], np.std(bsd, ddof=1)),
+    # a covariance estimated at or below 0 puts user_sd at its boundary, where the
+    # bootstrap's draws pile up at 0 too: their spread is no SE (as the lifts' sd at 0)
+    sd_se = np.std(bsd, ddof=1) if sd[0] > 0 else float("nan")
+    return {"user_sd": Param(sd[0], sd_se),
             "icc": Param(icc[0], np.std(bicc, ddof=1)),
             "cluster_size": Param(size, float("nan"))}  # fmt: skip
 

@@ -9,6 +9,7 @@ from procmem_core.ab import Design, plan_rate
 from procmem_core.ab.planner import DEFAULT_RATES
 from procmem_core.flat.design import RuleTargets, evaluate
 from procmem_core.gates import DesignQuestion
+from procmem_core.logs.lifts import sized_lift
 from procmem_core.logs.prescribe import (
     base_draws,
     draws,
@@ -246,3 +247,20 @@ def test_the_explore_prescription_at_the_worst_draw_moves_with_the_lift_se():
     narrow, wide = picked[0.005], picked[0.06]
     assert narrow.meets and float(narrow.setting) <= 0.1
     assert float(wide.setting) > float(narrow.setting) or not wide.meets
+
+
+def test_the_explore_rates_worst_draw_is_the_worst_of_every_draw():
+    """The worst draw was picked by the normal approximation's variance (and the lowest
+    and highest base, the largest inflation), then sized by the planner's default, exact
+    where the withheld arm is small; there the two order the draws differently. Ten base
+    draws, target +0.2 (sized -0.2 above a base of 0.8), horizon 800: the answer read
+    'Explore rate 0.05: ... within 775 sessions of a procedure at the worst of 10 draws',
+    where the draw at base 0.74 needs 866. Now the worst is the largest over every draw,
+    and 0.05 does not fit."""
+    ms = np.array([0.674, 0.632, 0.74, 0.634, 0.821, 0.755, 0.678, 0.734, 0.797, 0.87])
+    p = explore_rate(ms, 0.2, 800)
+    every = [plan_rate(Design(sized_lift(m, 0.2), float(m)), 0.05).sessions for m in ms]
+    assert max(every) == 866 == p.details["worst_sessions"][0.05]
+    assert p.setting == "0.1" and p.meets
+    every = [plan_rate(Design(sized_lift(m, 0.2), float(m)), 0.1).sessions for m in ms]
+    assert p.details["worst_sessions"][0.1] == max(every) <= 800
