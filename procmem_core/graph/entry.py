@@ -105,6 +105,7 @@ class ProcedureEntry:
             and view.reason == (self.pending_reason or "")
             and view.prior_steps is h.steps
             and view.since_run_id == self.pending_since
+            and view.prior_fail_prone == h.fail_prone_steps + h.fail_prone_transitions
         ):  # the record is frozen: hand out the one made for this pending revision
             return view
         view = self._pending_view = PendingRevision(
@@ -113,6 +114,7 @@ class ProcedureEntry:
             reason=self.pending_reason or "",
             prior_steps=h.steps,
             since_run_id=self.pending_since,
+            prior_fail_prone=h.fail_prone_steps + h.fail_prone_transitions,
         )
         return view
 

@@ -28,8 +28,9 @@ False) and ``include_candidates`` (default True) are passed to ``match``.
 
 Concurrent control (``concurrent_share`` q, default 0 = the seed's behaviour): while a
 shown procedure has a revision pending, the pack serves its prior graph instead with
-probability q, so both revisions accrue runs side by side; ``procedure_revisions`` says
-which graph revision each shown procedure was served at (pass it to ``record_run``). With
+probability q, so both revisions accrue runs side by side (a prior served is shown with
+its own last evolve's fail-prone flags as pitfalls); ``procedure_revisions`` says which
+graph revision each shown procedure was served at (pass it to ``record_run``). With
 q > 0 the pack draws ``max_procedures`` more uniforms, whatever matched.
 
 Quarantine: the pack follows its store's ``QuarantinePolicy`` (``procmem_core.quarantine``):
@@ -271,7 +272,7 @@ class ContextPacker:
         for i, m in enumerate(shown):
             p = m.pending_revision
             if p is not None and prior_draws is not None and prior_draws[i] < self.concurrent_share:
-                blocks.append((i + 1, m, p.prior_graph, p.prior_steps, ()))
+                blocks.append((i + 1, m, p.prior_graph, p.prior_steps, p.prior_fail_prone))
                 revisions.append(p.prior_revision)
             else:
                 blocks.append((i + 1, m, None, None, None))

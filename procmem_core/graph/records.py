@@ -21,6 +21,8 @@ class PendingRevision:
 
     ``since_run_id``: the last run id of the ledger when the revision was proposed (the
     prior's runs after it were recorded concurrently with the revision's).
+    ``prior_fail_prone``: the fail-prone steps and transitions the prior graph's last
+    evolve found (a pack serving the prior shows them as pitfalls).
     """
 
     prior_graph: ProcedureGraph
@@ -28,6 +30,7 @@ class PendingRevision:
     reason: str
     prior_steps: tuple[str, ...] = ()
     since_run_id: int = 0
+    prior_fail_prone: tuple[FailProne, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -146,3 +146,38 @@ def test_q_zero_draws_what_the_seed_draws():
         ContextPacker(store, rng=np.random.default_rng(3), concurrent_share=1.0)
     with pytest.raises(ParameterError, match="rng"):
         ContextPacker(store, concurrent_share=0.5)
+
+
+def test_a_prior_served_concurrently_keeps_its_pitfalls(store):
+    """The prior graph served beside a pending revision is shown with the fail-prone flags
+    its own last evolve found, as the same pack showed them before the revision (the seed:
+    read fail-prone steps as pitfalls). They were dropped: the prior's steps came without
+    'Pitfall:' lines, though nothing about the prior had changed."""
+    graph = {
+        "nodes": [{"id": "a"}, {"id": "b"}, {"id": "c"}, {"id": "d"}],
+        "edges": [
+            {"src": "a", "dst": "b"},
+            {"src": "a", "dst": "c"},
+            {"src": "b", "dst": "d"},
+            {"src": "c", "dst": "d"},
+        ],
+    }
+    key = store.add("refund", "a customer asks for a refund", graph=graph).key
+    for i in range(40):  # through b: 3 of 20 succeed; through c: 19 of 20
+        via_b = i % 2 == 0
+        ok = (i % 7 == 0) if via_b else i != 1
+        store.record_run(key, ["a", "b" if via_b else "c", "d"], ok=ok)
+    flags = store.evolve(key).fail_prone_steps
+    assert [f.src for f in flags] == ["b"]
+    pitfall = "Pitfall: step b failed in 17 of 20 runs through it (85% against 45% overall)"
+    before = ContextPacker(store).pack("a customer asks for a refund").text
+    assert pitfall in before
+    store.revise(key, SHORT, "shorter")
+    packer = ContextPacker(
+        store, rng=np.random.default_rng(np.random.SeedSequence(3)), concurrent_share=0.5
+    )
+    served = [packer.pack("a customer asks for a refund") for _ in range(20)]
+    prior = next(p for p in served if p.procedure_revisions == (1,))
+    assert prior.text.splitlines()[1:] == before.splitlines()[1:]  # the prior's block as before
+    revision = next(p for p in served if p.procedure_revisions == (2,))
+    assert "Pitfall" not in revision.text  # the revision has no findings of its own yet
