@@ -9,9 +9,11 @@ they log (``releases``). ``ProcedureStore`` (``graph.store``) adds the other ope
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
+
+import numpy as np
 
 from procmem_core.errors import ParameterError, check_text
 from procmem_core.graph.access import check_principal, readable_namespaces
@@ -38,6 +40,20 @@ def procedure_keys_used(memories_used: Any) -> list[str]:
     for i, k in enumerate(memories_used):
         check_text(f"memories_used[{i}]", k)
     return [k for k in memories_used if k.rsplit("/", 1)[-1].startswith(KEY_PREFIX)]
+
+
+def _check_revisions(revisions: Any) -> dict[str, int]:
+    """``complete_run``'s ``revisions`` as a dict to consume (None: empty), checked to map
+    keys to revision numbers."""
+    if revisions is None:
+        return {}
+    if not isinstance(revisions, Mapping):
+        raise ParameterError("revisions", revisions, "expected a mapping of keys to revisions")
+    for k, v in revisions.items():
+        check_text("revisions key", k)
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise ParameterError(f"revisions[{k!r}]", v, "expected a graph revision number")
+    return {k: int(v) for k, v in revisions.items()}
 
 
 class StoreRecording(StoreReads):
@@ -126,6 +142,7 @@ class StoreRecording(StoreReads):
         agent: str | None = None,
         principal: str | None = None,
         session_id: str | None = None,
+        revisions: Mapping[str, int] | None = None,
     ) -> tuple[RunRecord, ...]:
         """The seed's ``run.complete``: one run with an empty path for every procedure key
         in ``memories_used`` (other memory keys are skipped; a procedure listed twice
@@ -135,22 +152,39 @@ class StoreRecording(StoreReads):
         calls ``record_run`` for a procedure itself leaves that key out, or the session
         counts twice. ``principal`` (auth on) needs the writer role in every listed
         procedure's namespace. ``session_id``: a session of the pack log, rated ``ok`` in
-        the same transaction (``rate_session``)."""
+        the same transaction (``rate_session``). ``revisions``: the graph revision a
+        procedure was served at, keyed as listed or by its ``namespace/key`` ref (a
+        pack's ``dict(zip(pack.procedure_keys, pack.procedure_revisions))``), for a pack
+        that served a pending revision's prior (concurrent control); a procedure not in
+        it runs on its current graph, as in ``record_run``."""
         wanted = procedure_keys_used(memories_used)
+        served = _check_revisions(revisions)
         if reflection is not None:
             check_text("reflection", reflection, MAX_NOTE)
         fields = check_run_fields((), ok, note, cost, duration_ms, tokens, agent)
         with self._write() as w:
             rating = None if session_id is None else self._rated_in(w, session_id, ok, principal)
-            found = (self._resolve(k, principal, "complete_run") for k in wanted)
-            entries = {e.ref: e for e in found}
+            entries: dict[str, tuple[ProcedureEntry, int | None]] = {}
+            for k in wanted:
+                entry = self._resolve(k, principal, "complete_run")
+                revision = served.pop(k, None)
+                revision = served.pop(entry.ref, revision)
+                if revision is None and entry.ref in entries:  # listed twice: one run
+                    revision = entries[entry.ref][1]
+                entries[entry.ref] = (entry, revision)
+            if served:
+                name = next(iter(served))
+                raise ParameterError(
+                    f"revisions[{name!r}]", served[name], "a procedure listed in memories_used"
+                )
             runs, released = [], []
-            for entry in entries.values():
+            for entry, revision in entries.values():
+                state = self._run_state(entry, revision, ())
                 run = RunRecord(
                     run_id=self._next_run_id(w), key=entry.key, namespace=entry.namespace,
-                    revision=entry.revision, reflection=reflection, **fields,
+                    revision=state.revision, reflection=reflection, **fields,
                 )  # fmt: skip
-                released += self._append(w, entry, entry.current, run)
+                released += self._append(w, entry, state, run)
                 runs.append(run)
             if rating is not None:
                 self._keep_rating(w, rating)

@@ -11,7 +11,7 @@ memory store as a reflection record whose evidence is the runs and the procedure
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Unpack
 
 from procmem_core.errors import ParameterError
@@ -37,16 +37,19 @@ def complete_run(
     memory: MemoryStore | None = None,
     principal: str | None = None,
     session_id: str | None = None,
+    revisions: Mapping[str, int] | None = None,
     **details: Unpack[RunDetails],
 ) -> tuple[RunRecord, ...]:
     """Record the session's runs in ``procedures`` (``session_id``: also rate that session
     of the store's pack log, in the same write) and, with a ``memory`` store and a
     ``reflection``, store the lesson there (evidence: ``run:<id>`` of each run and
     ``<namespace>/<key>`` of each procedure; namespace: the first run's, else
-    "default"). Both stores are checked before anything is written. ``principal`` (auth on)
-    needs the writer role in every listed procedure's namespace, and is the lesson's actor
-    (else the ``agent``). ``details``: the run's ``note``, ``cost``, ``duration_ms``,
-    ``tokens`` and ``agent``, passed to ``ProcedureStore.complete_run`` as given."""
+    "default"). ``revisions``: the graph revision each procedure was served at (see
+    ``ProcedureStore.complete_run``). Both stores are checked before anything is written.
+    ``principal`` (auth on) needs the writer role in every listed procedure's namespace,
+    and is the lesson's actor (else the ``agent``). ``details``: the run's ``note``,
+    ``cost``, ``duration_ms``, ``tokens`` and ``agent``, passed to
+    ``ProcedureStore.complete_run`` as given."""
     if not isinstance(procedures, ProcedureStore):
         raise ParameterError("procedures", procedures, "expected a ProcedureStore")
     if memory is not None and not isinstance(memory, MemoryStore):
@@ -59,6 +62,7 @@ def complete_run(
         reflection=reflection,
         principal=principal,
         session_id=session_id,
+        revisions=revisions,
         **details,
     )
     if memory is not None and reflection is not None:

@@ -181,3 +181,32 @@ def test_a_prior_served_concurrently_keeps_its_pitfalls(store):
     assert prior.text.splitlines()[1:] == before.splitlines()[1:]  # the prior's block as before
     revision = next(p for p in served if p.procedure_revisions == (2,))
     assert "Pitfall" not in revision.text  # the revision has no findings of its own yet
+
+
+def test_run_complete_credits_the_graph_the_pack_served(store):
+    """``complete_run`` (the seed's run.complete) after a pack that served the pending
+    revision's prior: the run goes to the prior (revision 1), as ``record_run(...,
+    revision=)`` does, so the gate compares the arms the agent really ran. Before, run.complete
+    had no way to say so and every such session was charged to the revision on trial."""
+    key = _pending(store)
+    packer = ContextPacker(
+        store, rng=np.random.default_rng(np.random.SeedSequence(5)), concurrent_share=0.5
+    )
+    packs = [packer.pack("a customer asks for a refund") for _ in range(12)]
+    assert {p.procedure_revisions for p in packs} == {(1,), (2,)}
+    for p in packs:
+        served = dict(zip(p.procedure_keys, p.procedure_revisions, strict=True))
+        (run,) = store.complete_run(["memory_note", *p.procedure_keys], ok=True, revisions=served)
+        assert run.revision == p.procedure_revisions[0]
+    n_prior = sum(p.procedure_revisions == (1,) for p in packs)
+    assert [r.revision for r in store.runs(key)].count(1) == 4 + n_prior
+    bare = {key: 1}  # keyed as listed, the bare key; listed twice is still one run
+    (run,) = store.complete_run([key, f"default/{key}"], ok=False, revisions=bare)
+    assert run.revision == 1
+    assert store.complete_run([key], ok=True)[0].revision == 2  # default: the current graph
+    with pytest.raises(ParameterError, match="revisions\\['default/procedure_other'\\]"):
+        store.complete_run([key], ok=True, revisions={"default/procedure_other": 1})
+    with pytest.raises(ParameterError, match="revision=7"):
+        store.complete_run([key], ok=True, revisions={key: 7})
+    with pytest.raises(ParameterError, match="revisions\\["):
+        store.complete_run([key], ok=True, revisions={key: "1"})
