@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from procmem_core.errors import ParameterError
 from procmem_core.graph.graph import ProcedureGraph
 from procmem_core.graph.ledger import TRACE_LIMIT, RevisionTally, RunAggregates, RunRecord
 from procmem_core.graph.records import (
@@ -135,6 +136,17 @@ class ProcedureEntry:
         if self.held is not None and revision == self.held.revision:
             return self.held
         return None
+
+    def served_state(self, revision: int | None) -> GraphState:
+        """The graph state a run or a locate names (``revision``: None for the current one,
+        or the held prior's number while a revision is pending); any other is refused."""
+        state = self.current if revision is None else self.state_of(revision)
+        if state is None:
+            held = f" or {self.held.revision} (the pending prior)" if self.held else ""
+            raise ParameterError(
+                "revision", revision, f"expected None, {self.revision} (current){held}"
+            )
+        return state
 
     def run_by_id(self, run_id: int) -> RunRecord:
         i = bisect_left(self.runs, run_id, key=lambda r: r.run_id)

@@ -362,13 +362,16 @@ class StoreReads:
         recent_path: Sequence[str] | None = None,
         hops: int = 2,
         principal: str | None = None,
+        revision: int | None = None,
     ) -> LocateResult:
         """The active node and the transitions up to ``hops`` (1..4) ahead, with the last
-        evolve's fail-prone steps and transitions as pitfalls (see ``locate.py``)."""
+        evolve's fail-prone steps and transitions as pitfalls (see ``locate.py``), in the
+        current graph or (``revision=``) the pending revision's prior a pack served
+        (``Pack.procedure_revisions``, concurrent control), with that graph's evidence."""
         self._refresh()
         entry = self._resolve(key, principal, "locate")
-        c = entry.current
+        c = entry.served_state(revision)
         return locate_in(
-            entry.key, c.graph, c.agg, entry.traces, at, recent_path, hops,
+            entry.key, c.graph, c.agg, entry.traces_of(c), at, recent_path, hops,
             fail_prone=c.fail_prone_steps + c.fail_prone_transitions,
         )  # fmt: skip

@@ -192,12 +192,7 @@ class StoreRecording(StoreReads):
         return tuple(runs)
 
     def _run_state(self, entry: ProcedureEntry, revision: int | None, path: tuple[str, ...]):
-        state = entry.current if revision is None else entry.state_of(revision)
-        if state is None:
-            held = f" or {entry.held.revision} (the pending prior)" if entry.held else ""
-            raise ParameterError(
-                "revision", revision, f"expected None, {entry.revision} (current){held}"
-            )
+        state = entry.served_state(revision)
         i = state.graph.first_unknown(path)
         if i is not None:
             raise ParameterError(

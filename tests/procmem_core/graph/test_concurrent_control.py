@@ -210,3 +210,31 @@ def test_run_complete_credits_the_graph_the_pack_served(store):
         store.complete_run([key], ok=True, revisions={key: 7})
     with pytest.raises(ParameterError, match="revisions\\["):
         store.complete_run([key], ok=True, revisions={key: "1"})
+
+
+def test_locate_in_the_prior_graph_the_pack_served(store):
+    """An agent served the prior graph beside a pending revision locates in that graph
+    (``revision=`` from ``Pack.procedure_revisions``), with the prior's evidence and failure
+    notes. Before, locate read the revision only: at 'n2' the agent following the prior's
+    'check the refund policy window' was told it stood at 'refund at once', an exit, and
+    'n3' (the prior's last step) matched nothing."""
+    key = _pending(store)
+    store.record_run(key, ["n1", "n2", "n3"], ok=False, note="window closed", revision=1)
+    packer = ContextPacker(
+        store, rng=np.random.default_rng(np.random.SeedSequence(0)), concurrent_share=0.5
+    )
+    pack = next(
+        p for p in (packer.pack("a customer asks for a refund") for _ in range(20))
+        if p.procedure_revisions == (1,)
+    )  # fmt: skip
+    (served,) = pack.procedure_revisions
+    here = store.locate(key, at="n2", revision=served)
+    assert here.active.text == "check the refund policy window"
+    (ahead,) = here.transitions
+    assert (ahead.src, ahead.dst, ahead.taken, ahead.succeeded) == ("n2", "n3", 5, 3)
+    assert [n.note for n in here.failure_notes] == ["window closed"]
+    assert store.locate(key, at="n3", revision=served).matched
+    assert store.locate(key, at="n2").active.text == "refund at once"  # default: current
+    assert store.locate(key, at="n2", revision=2) == store.locate(key, at="n2")
+    with pytest.raises(ParameterError, match="revision=7"):
+        store.locate(key, at="n2", revision=7)
