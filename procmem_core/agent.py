@@ -93,11 +93,12 @@ class ProcedureAPI(_Calls):
         metadata: dict[str, Any] | None = None,
         candidate: bool = False,
     ) -> dict[str, Any]:
-        """Register a procedure from its steps (a linear graph n1 -> n2 -> ...)."""
+        """Register a procedure from its steps (a linear graph n1 -> n2 -> ...), written
+        by this agent (its ``actor``: what an auth-on pack for the agent injects)."""
         a = self._owner
         stored = await self._run(
             a.store.add, name, situation, steps=steps, tags=tags, metadata=metadata,
-            namespace=a.namespace, candidate=candidate,
+            namespace=a.namespace, candidate=candidate, actor=a.agent,
         )  # fmt: skip
         return _added(stored)
 

@@ -216,3 +216,30 @@ def test_list_is_the_agents_namespace_as_match_is():
             return await support.procedure.list(namespace="sales")
 
     assert [p.ref for p in asyncio.run(named())] == ["sales/procedure_upsell"]
+
+
+def test_a_procedure_the_agent_adds_records_the_agent_as_its_actor():
+    """The seed: every procedure records who wrote it (the row's actor), and a pack with
+    auth on injects only the calling principal's procedures. The SDK's add recorded no
+    actor, so the bot's own procedure matched with actor None and an auth-on pack for
+    'triage-bot' injected nothing, though the bot had written it."""
+    from procmem_core.graph import ContextPacker
+
+    async def run() -> tuple:
+        async with Agent(org="acme", namespace="support", agent="triage-bot") as bot:
+            added = await bot.procedure.add(
+                "refund request",
+                "a customer asks for a refund on a paid invoice",
+                ["look up the invoice", "check the refund policy window", "issue or decline"],
+            )
+            hits = await bot.procedure.match("a customer asks for a refund on a paid invoice")
+            bot.store.grant("triage-bot", "support", "viewer")
+            packed = ContextPacker(bot.store, auth=True, principal="triage-bot").pack(
+                "a customer asks for a refund on a paid invoice"
+            )
+            return added, hits, packed
+
+    added, hits, packed = asyncio.run(run())
+    assert added["procedure"].actor == "triage-bot"
+    assert [(h.key, h.actor) for h in hits] == [("procedure_refund_request", "triage-bot")]
+    assert packed.procedure_keys == ("support/procedure_refund_request",)
