@@ -66,9 +66,23 @@ class Design:
         check_probability("power", self.power, open_low=True, open_high=True)
         check_probability("alpha", self.alpha, open_low=True, open_high=True)
 
+    @property
+    def certain(self) -> bool:
+        """Whether both arms' outcomes are certain (base and base + lift each 0 or 1): the
+        normal approximation has variance 0 there, the exact power does not need it."""
+        return all(p in (0, 1) for p in (self.base, self.base + self.lift))
+
     def variance(self, explore_rate: float) -> float:
-        """``v = p1 q1 / (1 - eps) + p0 q0 / eps``."""
+        """``v = p1 q1 / (1 - eps) + p0 q0 / eps``; refused where it is 0 (``certain``):
+        no normal approximation (nor the sequential read's) plans from it."""
         eps = check_probability("explore_rate", explore_rate, open_low=True, open_high=True)
+        if self.certain:
+            raise ParameterError(
+                "lift",
+                self.lift,
+                f"outcomes that vary for a normal approximation (base {self.base} and "
+                "base + lift are both 0 or 1): plan the fixed-n read with method='exact'",
+            )
         p0, p1 = self.base, self.base + self.lift
         return p1 * (1 - p1) / (1 - eps) + p0 * (1 - p0) / eps
 
@@ -204,8 +218,10 @@ def plan_rate(
     if sequential:
         n, how = _sequential_sessions(design, eps, tuning), "sequential, normal approx."
     else:
-        n_norm = math.ceil(normal_sessions(design, eps))
-        exact = method == "exact" or (method == "auto" and sized_exactly(n_norm, eps))
+        # certain outcomes have no normal approximation: sized exactly unless "normal" asked
+        certain = design.certain and method != "normal"
+        n_norm = 2 if certain else math.ceil(normal_sessions(design, eps))
+        exact = method == "exact" or (method == "auto" and (certain or sized_exactly(n_norm, eps)))
         n = _exact_sessions(design, eps, n_norm) if exact else n_norm
         how = "exact binomial" if exact else "normal approx."
     return RatePlan(eps, n, eps * n, eps * n * design.lift, how)
@@ -270,7 +286,7 @@ def fixed_power(design: Design, sessions: int, explore_rate: float, method: str 
     """Fixed-n power at ``sessions``: exact where ``method`` says or, with ``auto``, where
     the smaller arm is expected to hold at most ``EXACT_ARM`` sessions; else normal."""
     check_choice("method", method, METHODS)
-    small = min(explore_rate, 1 - explore_rate) * sessions <= EXACT_ARM
+    small = design.certain or min(explore_rate, 1 - explore_rate) * sessions <= EXACT_ARM
     if method == "exact" or (method == "auto" and small):
         return exact_power(design, sessions, explore_rate)
     return normal_power(design, sessions, explore_rate)

@@ -14,6 +14,7 @@ from procmem_core.ab import NormalMixtureAIPW
 from procmem_core.ab.planner import (
     Design,
     exact_power,
+    fixed_power,
     normal_power,
     normal_sessions,
     plan,
@@ -138,3 +139,25 @@ def test_sequential_power_is_a_lower_bound_near_the_simulated_one():
 def test_invalid_planner_inputs(call, field):
     with pytest.raises(ParameterError, match=field):
         call()
+
+
+def test_certain_outcomes_are_planned_exactly_or_refused_by_name():
+    """Base 0 and lift 1 (every outcome certain): the normal approximation's variance is
+    0. fixed_power and plan crashed with ZeroDivisionError at 1,000 sessions, and the
+    sequential and normal plans answered 0 sessions; now the fixed-n read is exact (the
+    binomial sum, here by hand: both arms non-empty and Newcombe's interval off 0) and
+    the normal and sequential reads are refused naming the lift."""
+    design = Design(1.0, 0.0)
+    by_hand = 1 - 2 * 0.5**1000  # every split with both arms non-empty excludes 0 at n 1000
+    assert fixed_power(design, 1000, 0.5) == pytest.approx(by_hand, abs=1e-12)
+    p = plan(design, horizon=1000)
+    assert p.pick is not None and all(r.method == "exact binomial" for r in p.rates)
+    assert p.pick.sessions == plan_rate(design, p.pick.explore_rate, method="exact").sessions
+    assert exact_power(design, p.pick.sessions, p.pick.explore_rate) >= 0.8
+    for call in (
+        lambda: plan_rate(design, 0.5, sequential=True),
+        lambda: plan_rate(design, 0.5, method="normal"),
+        lambda: sequential_power(design, 100, 0.5),
+    ):
+        with pytest.raises(ParameterError, match=r"^lift=1\.0 .*method='exact'"):
+            call()
