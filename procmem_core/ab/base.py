@@ -39,8 +39,12 @@ ALWAYS_VALID = "always-valid"
 class Estimate:
     """Point estimates, standard errors, confidence bounds and p-values, one per replication.
 
-    ``p``: the p-value of "no lift" consistent with the interval (the interval at level
-    ``1 - a`` excludes 0 exactly when ``p < a``).
+    ``p``: the p-value of "no lift" that goes with the interval. For a fixed-n interval,
+    the interval at level ``1 - a`` excludes 0 exactly when ``p < a``. For a confidence
+    sequence read at its tuned level, ``p < a`` exactly when the sequence excluded 0 at
+    some session so far (the last interval may hold 0 again), except ``cs_arms``, whose
+    ``p`` is that of its last session alone (below ``a`` exactly when its last interval
+    excludes 0; valid at any stopping time, but not running).
     """
 
     tau: np.ndarray
@@ -53,7 +57,8 @@ class Estimate:
 @dataclass(frozen=True)
 class ConfidencePath:
     """A confidence sequence over sessions: arrays ``(R, n)``, column ``t`` after ``t + 1``
-    sessions; ``p`` is the always-valid p-value of "no lift" (running)."""
+    sessions; ``p`` is the always-valid p-value of "no lift" (running, except for
+    ``cs_arms``: each session's own, see ``Estimate``)."""
 
     centre: np.ndarray
     se: np.ndarray
