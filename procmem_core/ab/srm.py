@@ -42,7 +42,13 @@ def _counts(withheld: ArrayLike, sessions: ArrayLike) -> tuple[np.ndarray, np.nd
         k, n = np.broadcast_arrays(k, n)
     except ValueError:
         raise ParameterError("withheld", k.shape, f"the shape of sessions {n.shape}") from None
-    if (n < 0).any() or (k < 0).any() or (k > n).any() or (k != np.round(k)).any():
+    if not (np.isfinite(n) & (n >= 0) & (n == np.round(n))).all():
+        raise ParameterError(
+            "sessions",
+            float(n[~(np.isfinite(n) & (n >= 0) & (n == np.round(n)))][0]),
+            "a whole number of sessions >= 0",
+        )
+    if (k < 0).any() or (k > n).any() or (k != np.round(k)).any():
         raise ParameterError(
             "withheld", "counts outside [0, sessions]", "0 <= withheld <= sessions"
         )
