@@ -243,6 +243,8 @@ def _sequential_sessions(design: Design, eps: float, tuning: int | None) -> int:
             abs(design.lift) * math.sqrt(n / v) - sequential_critical(n, design.alpha, tuning) - zb
         )
 
+    if gap(1.0) >= 0:  # one session already reaches the power: no root to bracket
+        return 1
     hi = 2.0
     while gap(hi) < 0:
         hi *= 2

@@ -19,6 +19,7 @@ from procmem_core.ab.planner import (
     normal_sessions,
     plan,
     plan_rate,
+    sequential_critical,
     sequential_power,
 )
 from procmem_core.errors import ParameterError
@@ -175,3 +176,14 @@ def test_near_a_bound_the_normal_plan_overstates_what_newcombes_read_needs():
         0.904, abs=4 * math.sqrt(0.904 * 0.096 / 20_000)
     )
     assert plan_rate(design, 0.1, method="exact").sessions == 2127
+
+
+def test_sequential_plan_tuned_where_one_session_is_enough():
+    """A lift of 0.98 over 0.01 with the sequence tuned at 1 session: the normal
+    approximation reaches the power at n = 1 (by hand below), where the root search had
+    no sign change and raised scipy's ValueError; it is 1, as untuned plans say."""
+    design = Design(0.98, 0.01)
+    v = design.variance(0.5)
+    assert 0.98 * math.sqrt(1 / v) - sequential_critical(1, 0.05, 1) >= stats.norm.ppf(0.8)
+    assert plan_rate(design, 0.5, sequential=True, tuning=1).sessions == 1
+    assert plan_rate(design, 0.5, sequential=True, tuning=100).sessions == 3
