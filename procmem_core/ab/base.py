@@ -187,6 +187,12 @@ def check_sessions(
         raise ParameterError("y", float(used[bad][0]), f"outcomes in [{lo:g}, {hi:g}]")
     if not np.isfinite(arrays["x"][m]).all():
         raise ParameterError("x", "non-finite values", "a finite covariate on usable sessions")
+    # an unusable session (a rating that never came) may hold NaN: no estimator reads it,
+    # but NaN * 0 is NaN in their masked sums, so it is zeroed (copied only then)
+    if not np.isfinite(yy).all():
+        yy = np.where(m, yy, 0.0)
+    if not np.isfinite(arrays["x"]).all():
+        arrays["x"] = np.where(m, arrays["x"], 0.0)
     e = check_propensity(propensity, yy.shape)
     if one_propensity is not None:
         check_one_propensity(e, one_propensity)
