@@ -41,7 +41,13 @@ from scipy import optimize, special, stats
 
 from procmem_core.ab.boundaries import NormalMixture
 from procmem_core.ab.estimators import newcombe_bounds
-from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
+from procmem_core.errors import (
+    ParameterError,
+    check_choice,
+    check_int,
+    check_probability,
+    is_number,
+)
 
 EXACT_ARM = 100
 """Largest expected smaller arm (sessions) at which ``method="auto"`` uses the exact power."""
@@ -59,16 +65,19 @@ class Design:
     alpha: float = 0.05
 
     def __post_init__(self) -> None:
-        check_probability("base", self.base)
-        p1 = self.base + self.lift
-        if not isinstance(self.lift, int | float) or self.lift == 0 or not 0 <= p1 <= 1:
+        base = check_probability("base", self.base)
+        lift = float(self.lift) if is_number(self.lift) else math.nan
+        if not (lift != 0 and 0 <= base + lift <= 1):  # NaN fails too
             raise ParameterError(
                 "lift",
                 self.lift,
                 f"a non-zero number with 0 <= base + lift <= 1 (base {self.base})",
             )
-        check_probability("power", self.power, open_low=True, open_high=True)
-        check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        power = check_probability("power", self.power, open_low=True, open_high=True)
+        alpha = check_probability("alpha", self.alpha, open_low=True, open_high=True)
+        # stored as floats: a numpy float32 or a Fraction plans as the same design
+        for field, value in (("lift", lift), ("base", base), ("power", power), ("alpha", alpha)):
+            object.__setattr__(self, field, value)
 
     @property
     def certain(self) -> bool:

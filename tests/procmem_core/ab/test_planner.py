@@ -187,3 +187,20 @@ def test_sequential_plan_tuned_where_one_session_is_enough():
     assert 0.98 * math.sqrt(1 / v) - sequential_critical(1, 0.05, 1) >= stats.norm.ppf(0.8)
     assert plan_rate(design, 0.5, sequential=True, tuning=1).sessions == 1
     assert plan_rate(design, 0.5, sequential=True, tuning=100).sessions == 3
+
+
+def test_a_numpy_or_fraction_lift_is_the_same_design():
+    """A lift read from a float32 column (or a Fraction) was refused as "not a non-zero
+    number"; it is now the same design, and plans the same."""
+    from fractions import Fraction
+
+    want = plan_rate(Design(0.05, 0.6), 0.1)
+    assert plan_rate(Design(np.float32(0.05), np.float32(0.6)), 0.1).sessions == pytest.approx(
+        want.sessions,
+        abs=1,  # float32's 0.05 is 0.0500000007
+    )
+    assert Design(Fraction(1, 20), 0.6) == Design(0.05, 0.6)
+    assert plan_rate(Design(Fraction(1, 20), Fraction(3, 5)), 0.1) == want
+    for bad in (True, "0.05", float("nan"), np.int64(0)):
+        with pytest.raises(ParameterError, match=r"^lift="):
+            Design(bad, 0.6)
