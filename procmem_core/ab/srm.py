@@ -25,12 +25,14 @@ flag at ``p < 0.001``: at 0.05, most alerts across many experiments would be fal
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from procmem_core.ab.boundaries import best_rho
-from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.errors import ParameterError, check_int, check_probability, is_number
 
 SRM_ALPHA = 0.001
 """The conventional flag level of a sample-ratio mismatch."""
@@ -73,9 +75,10 @@ def srm_p_value_rates(withheld: int, rates: ArrayLike) -> float:
     r = np.round(np.asarray(rates, dtype=float).ravel(), 12)
     if ((r < 0) | (r >= 1)).any():
         raise ParameterError("explore_rate", float(r[(r < 0) | (r >= 1)][0]), "a rate in [0, 1)")
-    k = int(withheld)
-    if not 0 <= k <= r.size:
-        raise ParameterError("withheld", k, f"a count in [0, {r.size}]")
+    kf = float(withheld) if is_number(withheld) else math.nan
+    if not (0 <= kf <= r.size and kf == round(kf)):  # NaN fails; 2.7 is no count
+        raise ParameterError("withheld", withheld, f"a whole count in [0, {r.size}]")
+    k = int(kf)
     if r.size == 0:
         return float("nan")
     law = _poisson_binomial(*np.unique(r, return_counts=True))
