@@ -72,7 +72,7 @@ def regression_adjustment(
     level: float = 0.95,
 ) -> AdjustedComparison:
     """CUPED beside the unadjusted difference in means (same SE formula), checked inputs."""
-    s = check_sessions(y, shown, x, mask, propensity)
+    s = check_sessions(y, shown, x, mask, propensity, one_propensity="cuped")
     adjusted = RegressionAdjusted().compute(s.y, s.shown, s.x, s.mask, s.propensity, level)
     tau, se = _arm_se(s.y, s.shown, s.mask)
     unadjusted = wald_estimate(tau, se, level)
@@ -86,6 +86,7 @@ class RegressionAdjusted(LiftEstimator):
     """CUPED with the pre-session covariate ``x`` (module docstring)."""
 
     name: ClassVar[str] = "cuped"
+    one_propensity: ClassVar[bool] = True
 
     def compute(self, y, shown, x, mask, propensity, level) -> Estimate:
         theta = cuped_theta(y, x, mask)

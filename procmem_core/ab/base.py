@@ -39,8 +39,12 @@ ALWAYS_VALID = "always-valid"
 class Estimate:
     """Point estimates, standard errors, confidence bounds and p-values, one per replication.
 
-    ``p``: the p-value of "no lift" consistent with the interval (the interval at level
-    ``1 - a`` excludes 0 exactly when ``p < a``).
+    ``p``: the p-value of "no lift" that goes with the interval. For a fixed-n interval,
+    the interval at level ``1 - a`` excludes 0 exactly when ``p < a``. For a confidence
+    sequence read at its tuned level, ``p < a`` exactly when the sequence excluded 0 at
+    some session so far (the last interval may hold 0 again), except ``cs_arms``, whose
+    ``p`` is that of its last session alone (below ``a`` exactly when its last interval
+    excludes 0; valid at any stopping time, but not running).
     """
 
     tau: np.ndarray
@@ -53,7 +57,8 @@ class Estimate:
 @dataclass(frozen=True)
 class ConfidencePath:
     """A confidence sequence over sessions: arrays ``(R, n)``, column ``t`` after ``t + 1``
-    sessions; ``p`` is the always-valid p-value of "no lift" (running)."""
+    sessions; ``p`` is the always-valid p-value of "no lift" (running, except for
+    ``cs_arms``: each session's own, see ``Estimate``)."""
 
     centre: np.ndarray
     se: np.ndarray
@@ -139,6 +144,21 @@ def check_propensity(propensity: ArrayLike, shape: tuple[int, int]) -> np.ndarra
     return float(e) if e.ndim == 0 else e
 
 
+def check_one_propensity(e: np.ndarray | float, who: str) -> None:
+    """Refuse a propensity that varies across sessions for an estimator that compares the
+    arms' plain means: they estimate the lift only when every session had the same chance
+    of being shown (else the arms differ in when they were drawn: a share withheld that
+    changes with the outcome rate makes a lift of 0 read as 0.24)."""
+    if np.ndim(e) and np.ptp(e) > 0:
+        raise ParameterError(
+            "propensity",
+            f"from {float(np.min(e)):g} to {float(np.max(e)):g}",
+            f"one propensity for every session: {who} compares the arms' plain means "
+            "(weigh by a varying propensity with ipw, ipw_ht, aipw or a cs_ on them, or "
+            "read each stretch of one explore rate on its own)",
+        )
+
+
 def check_sessions(
     y: ArrayLike,
     shown: ArrayLike,
@@ -146,10 +166,13 @@ def check_sessions(
     mask: ArrayLike,
     propensity: ArrayLike,
     outcomes: tuple[float, float] = (0.0, 1.0),
+    one_propensity: str | None = None,
 ) -> Sessions:
     """Every input of an estimator checked before any work (ParameterError names it):
     arrays of one shape, ``shown`` and ``mask`` boolean, ``y`` finite within ``outcomes``
-    and ``x`` finite on the usable sessions, ``propensity`` in (0, 1) for every session."""
+    and ``x`` finite on the usable sessions, ``propensity`` in (0, 1) for every session
+    and, where ``one_propensity`` names the estimator, the same in every session
+    (``check_one_propensity``)."""
     yy = _as_2d("y", y, float)
     arrays = {"shown": _as_2d("shown", shown, bool), "mask": _as_2d("mask", mask, bool)}
     arrays["x"] = _as_2d("x", x, float)
@@ -164,7 +187,15 @@ def check_sessions(
         raise ParameterError("y", float(used[bad][0]), f"outcomes in [{lo:g}, {hi:g}]")
     if not np.isfinite(arrays["x"][m]).all():
         raise ParameterError("x", "non-finite values", "a finite covariate on usable sessions")
+    # an unusable session (a rating that never came) may hold NaN: no estimator reads it,
+    # but NaN * 0 is NaN in their masked sums, so it is zeroed (copied only then)
+    if not np.isfinite(yy).all():
+        yy = np.where(m, yy, 0.0)
+    if not np.isfinite(arrays["x"]).all():
+        arrays["x"] = np.where(m, arrays["x"], 0.0)
     e = check_propensity(propensity, yy.shape)
+    if one_propensity is not None:
+        check_one_propensity(e, one_propensity)
     return Sessions(yy, arrays["shown"], arrays["x"], m, e)
 
 
@@ -177,6 +208,9 @@ class LiftEstimator(ABC):
     fixed_counterpart: ClassVar[str | None] = None
     """For an always-valid estimator: the fixed-n estimator of the same data, whose
     interval it is set beside (its width ratio)."""
+    one_propensity: ClassVar[bool] = False
+    """Whether the estimator compares the arms' plain means, so needs the same propensity
+    in every session (``check_one_propensity``); the weighted ones take one per session."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -194,8 +228,12 @@ class LiftEstimator(ABC):
     ) -> Estimate:
         """Lift estimates of each replication (row), after checking every input."""
         normal_z(level)
-        s = check_sessions(y, shown, x, mask, propensity)
+        s = check_sessions(y, shown, x, mask, propensity, one_propensity=self.needs_one())
         return self.compute(s.y, s.shown, s.x, s.mask, s.propensity, level)
+
+    def needs_one(self) -> str | None:
+        """The estimator's name where it needs one propensity (``check_sessions``)."""
+        return self.name if self.one_propensity else None
 
     def monitor(
         self,

@@ -35,6 +35,7 @@ class DifferenceInMeans(LiftEstimator):
     """
 
     name: ClassVar[str] = "dim"
+    one_propensity: ClassVar[bool] = True
 
     def compute(
         self,

@@ -109,7 +109,7 @@ class SequentialLiftEstimator(LiftEstimator):
     ) -> ConfidencePath:
         """The whole sequence, after checking every input."""
         normal_z(level)
-        s = check_sessions(y, shown, x, mask, propensity)
+        s = check_sessions(y, shown, x, mask, propensity, one_propensity=self.needs_one())
         return self.compute_path(s.y, s.shown, s.x, s.mask, s.propensity, level)
 
     def monitor(self, y, shown, x, mask, propensity, level=0.95) -> ConfidencePath | None:
@@ -253,6 +253,7 @@ class BetaMixtureArms(SequentialLiftEstimator):
 
     name: ClassVar[str] = "cs_arms"
     fixed_counterpart: ClassVar[str | None] = "dim"
+    one_propensity: ClassVar[bool] = True
     traced: ClassVar[bool] = False
     tuning_sessions: int | None = None
 

@@ -25,12 +25,14 @@ flag at ``p < 0.001``: at 0.05, most alerts across many experiments would be fal
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from procmem_core.ab.boundaries import best_rho
-from procmem_core.errors import ParameterError, check_int, check_probability
+from procmem_core.errors import ParameterError, check_int, check_probability, is_number
 
 SRM_ALPHA = 0.001
 """The conventional flag level of a sample-ratio mismatch."""
@@ -42,7 +44,13 @@ def _counts(withheld: ArrayLike, sessions: ArrayLike) -> tuple[np.ndarray, np.nd
         k, n = np.broadcast_arrays(k, n)
     except ValueError:
         raise ParameterError("withheld", k.shape, f"the shape of sessions {n.shape}") from None
-    if (n < 0).any() or (k < 0).any() or (k > n).any() or (k != np.round(k)).any():
+    if not (np.isfinite(n) & (n >= 0) & (n == np.round(n))).all():
+        raise ParameterError(
+            "sessions",
+            float(n[~(np.isfinite(n) & (n >= 0) & (n == np.round(n)))][0]),
+            "a whole number of sessions >= 0",
+        )
+    if (k < 0).any() or (k > n).any() or (k != np.round(k)).any():
         raise ParameterError(
             "withheld", "counts outside [0, sessions]", "0 <= withheld <= sessions"
         )
@@ -67,9 +75,10 @@ def srm_p_value_rates(withheld: int, rates: ArrayLike) -> float:
     r = np.round(np.asarray(rates, dtype=float).ravel(), 12)
     if ((r < 0) | (r >= 1)).any():
         raise ParameterError("explore_rate", float(r[(r < 0) | (r >= 1)][0]), "a rate in [0, 1)")
-    k = int(withheld)
-    if not 0 <= k <= r.size:
-        raise ParameterError("withheld", k, f"a count in [0, {r.size}]")
+    kf = float(withheld) if is_number(withheld) else math.nan
+    if not (0 <= kf <= r.size and kf == round(kf)):  # NaN fails; 2.7 is no count
+        raise ParameterError("withheld", withheld, f"a whole count in [0, {r.size}]")
+    k = int(kf)
     if r.size == 0:
         return float("nan")
     law = _poisson_binomial(*np.unique(r, return_counts=True))

@@ -14,10 +14,12 @@ from procmem_core.ab import NormalMixtureAIPW
 from procmem_core.ab.planner import (
     Design,
     exact_power,
+    fixed_power,
     normal_power,
     normal_sessions,
     plan,
     plan_rate,
+    sequential_critical,
     sequential_power,
 )
 from procmem_core.errors import ParameterError
@@ -138,3 +140,67 @@ def test_sequential_power_is_a_lower_bound_near_the_simulated_one():
 def test_invalid_planner_inputs(call, field):
     with pytest.raises(ParameterError, match=field):
         call()
+
+
+def test_certain_outcomes_are_planned_exactly_or_refused_by_name():
+    """Base 0 and lift 1 (every outcome certain): the normal approximation's variance is
+    0. fixed_power and plan crashed with ZeroDivisionError at 1,000 sessions, and the
+    sequential and normal plans answered 0 sessions; now the fixed-n read is exact (the
+    binomial sum, here by hand: both arms non-empty and Newcombe's interval off 0) and
+    the normal and sequential reads are refused naming the lift."""
+    design = Design(1.0, 0.0)
+    by_hand = 1 - 2 * 0.5**1000  # every split with both arms non-empty excludes 0 at n 1000
+    assert fixed_power(design, 1000, 0.5) == pytest.approx(by_hand, abs=1e-12)
+    p = plan(design, horizon=1000)
+    assert p.pick is not None and all(r.method == "exact binomial" for r in p.rates)
+    assert p.pick.sessions == plan_rate(design, p.pick.explore_rate, method="exact").sessions
+    assert exact_power(design, p.pick.sessions, p.pick.explore_rate) >= 0.8
+    for call in (
+        lambda: plan_rate(design, 0.5, sequential=True),
+        lambda: plan_rate(design, 0.5, method="normal"),
+        lambda: sequential_power(design, 100, 0.5),
+    ):
+        with pytest.raises(ParameterError, match=r"^lift=1\.0 .*method='exact'"):
+            call()
+
+
+def test_near_a_bound_the_normal_plan_overstates_what_newcombes_read_needs():
+    """docs/ab.md's figures: at base 0.9, lift 0.05, explore rate 0.1 the normal formula
+    (299 withheld: not a small arm) asks for 2,992 sessions, where the read's exact power
+    is 0.904 (the simulation above agrees within 4 SE) and 2,127 sessions reach 0.8."""
+    design = Design(0.05, 0.9)
+    r = plan_rate(design, 0.1)
+    assert (r.sessions, r.method) == (2992, "normal approx.")
+    assert exact_power(design, 2992, 0.1) == pytest.approx(0.904, abs=5e-4)
+    assert _simulated_power(design, 2992, 0.1, 20_000, seed=2992) == pytest.approx(
+        0.904, abs=4 * math.sqrt(0.904 * 0.096 / 20_000)
+    )
+    assert plan_rate(design, 0.1, method="exact").sessions == 2127
+
+
+def test_sequential_plan_tuned_where_one_session_is_enough():
+    """A lift of 0.98 over 0.01 with the sequence tuned at 1 session: the normal
+    approximation reaches the power at n = 1 (by hand below), where the root search had
+    no sign change and raised scipy's ValueError; it is 1, as untuned plans say."""
+    design = Design(0.98, 0.01)
+    v = design.variance(0.5)
+    assert 0.98 * math.sqrt(1 / v) - sequential_critical(1, 0.05, 1) >= stats.norm.ppf(0.8)
+    assert plan_rate(design, 0.5, sequential=True, tuning=1).sessions == 1
+    assert plan_rate(design, 0.5, sequential=True, tuning=100).sessions == 3
+
+
+def test_a_numpy_or_fraction_lift_is_the_same_design():
+    """A lift read from a float32 column (or a Fraction) was refused as "not a non-zero
+    number"; it is now the same design, and plans the same."""
+    from fractions import Fraction
+
+    want = plan_rate(Design(0.05, 0.6), 0.1)
+    assert plan_rate(Design(np.float32(0.05), np.float32(0.6)), 0.1).sessions == pytest.approx(
+        want.sessions,
+        abs=1,  # float32's 0.05 is 0.0500000007
+    )
+    assert Design(Fraction(1, 20), 0.6) == Design(0.05, 0.6)
+    assert plan_rate(Design(Fraction(1, 20), Fraction(3, 5)), 0.1) == want
+    for bad in (True, "0.05", float("nan"), np.int64(0)):
+        with pytest.raises(ParameterError, match=r"^lift="):
+            Design(bad, 0.6)

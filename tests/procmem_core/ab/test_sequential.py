@@ -122,3 +122,21 @@ def test_tuning_sessions_moves_where_the_sequence_is_tightest():
     assert np.median(w_early[:, -1]) > np.median(w_late[:, -1])
     with pytest.raises(ValueError, match="tuning_sessions"):
         NormalMixtureAIPW(tuning_sessions=0)
+
+
+def test_what_a_sequences_p_value_says_at_the_last_session():
+    """docs/ab.md: a pseudo-outcome sequence's p-value is running (below alpha once 0 has
+    left the sequence, even where the last interval holds 0 again: 19 of 300 deployments
+    here), while cs_arms' p-value is its last session's own (not running) and agrees with
+    its last interval."""
+    rng = np.random.default_rng(2)
+    shown = rng.random((300, 400)) < 0.7
+    y = (rng.random(shown.shape) < 0.5 + 0.07 * shown).astype(float)
+    x, mask = np.full(y.shape, 0.5), np.ones_like(shown)
+    est = NormalMixtureAIPW().estimate(y, shown, x, mask, 0.7)
+    disagree = (est.p < ALPHA) != ((est.low > 0) | (est.high < 0))
+    assert disagree.sum() == 19 and (est.p[disagree] < ALPHA).all()
+    arms = BetaMixtureArms().path(y, shown, x, mask, 0.7)
+    final = arms.final()
+    assert ((final.p < ALPHA) == ((final.low > 0) | (final.high < 0))).all()
+    assert (np.diff(arms.p, axis=1) > 0).any(axis=1).mean() == pytest.approx(0.2)

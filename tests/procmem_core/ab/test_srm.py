@@ -15,6 +15,7 @@ from procmem_core.ab.srm import (
     srm_concentration,
     srm_flagged,
     srm_p_value,
+    srm_p_value_rates,
 )
 from procmem_core.errors import ParameterError
 
@@ -84,6 +85,11 @@ def test_concentration_tracks_the_tuned_sessions():
         (lambda: srm_p_value(3, 10, 1.0), "explore_rate"),
         (lambda: srm_p_value(11, 10, 0.1), "withheld"),
         (lambda: srm_p_value([1, 2], [10, 10, 10], 0.1), "withheld"),
+        (lambda: srm_p_value(3, 10.5, 0.1), "sessions"),  # answered NaN
+        (lambda: srm_p_value_rates(2.7, [0.5] * 5), "withheld"),  # read as 2
+        (lambda: srm_p_value_rates(float("nan"), [0.5] * 5), "withheld"),  # a raw ValueError
+        (lambda: srm_p_value(3, np.inf, 0.1), "sessions"),
+        (lambda: srm_p_value([3, 1], [np.nan, 4], 0.1), "sessions"),
         (lambda: sequential_srm_p_value(np.array([[0, 2]]), 0.1, 10), "withheld"),
         (lambda: sequential_srm_p_value(np.array([[0, 1]]), 0.1, 0), "tuning_sessions"),
         (lambda: srm_flagged([0.5], alpha=0.0), "srm_alpha"),
