@@ -144,7 +144,7 @@ def holds_if(chosen: FamilyAnswer | None, q: DesignQuestion) -> list[dict]:
     if chosen is None:
         return []
     gate = make_gate(**chosen.config)
-    rows = sensitivity(gate, q, q.ledger if q.ledger else None)
+    rows = sensitivity(gate, q, q.ledger)  # as design_gate asks: a 0-run ledger is 0, not None
     return [r.to_json() for r in rows]
 
 

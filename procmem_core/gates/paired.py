@@ -13,7 +13,8 @@ for the SPRT, the p0 its alternative is set at): it gives them ``decide``,
 
 decided cells absorbed, for many ``(p0, p)`` at once (``pw = p0 (1-p)``,
 ``pb = (1-p0) p``, ``pc = 1 - pw - pb``). ``max_discordant`` caps the test at that many
-discordant pairs (the cap rule then applies), as well as ``max_runs`` pairs.
+discordant pairs (the cap rule then applies, from pair ``min_runs`` on: nothing is decided
+before it), as well as ``max_runs`` pairs.
 """
 
 from __future__ import annotations
@@ -116,8 +117,9 @@ class PairedGate(Gate):
         live = k >= self.min_runs
         codes = np.where(live & revert, REVERT_CODE, np.where(live & accept, ACCEPT_CODE, 0))
         cap = k >= self.max_runs
-        if self.max_discordant is not None:
-            cap = cap | (np.asarray(worse) + np.asarray(better) >= self.max_discordant)
+        if self.max_discordant is not None:  # a cap too: nothing is decided before min_runs
+            discordant = np.asarray(worse) + np.asarray(better) >= self.max_discordant
+            cap = cap | (live & discordant)
         undecided = cap & (codes == CONTINUE_CODE)
         return np.where(undecided, self.at_cap_code(value), codes).astype(np.int8)
 
@@ -224,8 +226,9 @@ class PairedGate(Gate):
         return PAIR_MASSES.get(gate_key(self, float(design)), lambda: self._pair_masses(design))
 
     def _pair_masses(self, design: float) -> tuple[list, list]:
-        cap = self.max_runs if self.max_discordant is None else min(self.max_runs,
-                                                                   self.max_discordant)  # fmt: skip
+        cap = self.max_runs  # W, B <= max(max_discordant, min_runs): none decides before min_runs
+        if self.max_discordant is not None:
+            cap = min(cap, max(self.max_discordant, self.min_runs))
         cells = np.arange(cap + 1)
         w, b = cells[:, None], cells[None, :]
         value = self.statistic_of(w, b, design)

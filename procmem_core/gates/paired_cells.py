@@ -44,6 +44,18 @@ def weighted_masses(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.nd
     pc = 1.0 - pw - pb
     if np.array_equal(p0, p):
         return _weighted_null(masses, pw, pc)
+    out = np.zeros((p0.size, len(masses)))
+    some = pc > 0  # pc = 0 (p0 = 1, p = 0 or p0 = 0, p = 1): every pair is discordant
+    if some.any():
+        out[some] = _weighted_off(masses, pw[some], pb[some], pc[some])
+    if not some.all():
+        out[~some] = _weighted_discordant(masses, pw[~some], pb[~some])
+    return out
+
+
+def _weighted_off(masses: list[tuple], pw: np.ndarray, pb: np.ndarray, pc: np.ndarray):
+    """``weighted_masses`` off the null at ``pc > 0``: the weights in logs, one matrix
+    product per row block (``CellTable``)."""
     table = cell_table(masses)
     cells = np.arange(table.size)[None, :]
     with np.errstate(divide="ignore"):
@@ -52,13 +64,29 @@ def weighted_masses(masses: list[tuple], p0: np.ndarray, p: np.ndarray) -> np.nd
         lc = np.log(3.0 * pc)
     sw, sb = lw.max(axis=1, keepdims=True), lb.max(axis=1, keepdims=True)
     x, y = np.exp(lw - sw), np.exp(lb - sb)
-    total = np.zeros((p0.size, len(masses)))  # a gate that accepts only at the cap: 1 column
+    total = np.zeros((pw.size, len(masses)))  # a gate that accepts only at the cap: 1 column
     live = table.live if 4 * table.live.size <= len(masses) else slice(None)
     total[:, live] = (x[:, table.w] * y[:, table.b]) @ table.mass[:, live]
     steps = np.arange(len(masses))[None, :]
     with np.errstate(divide="ignore"):
         out = np.exp(np.log(total) + steps * lc[:, None] + sw + sb)
     out[:, 0] = 0.0
+    return out
+
+
+def _weighted_discordant(masses: list[tuple], pw: np.ndarray, pb: np.ndarray) -> np.ndarray:
+    """``weighted_masses`` at ``pc = 0``: after ``k`` pairs only the cells with
+    ``W + B = k`` hold mass, each weighed by ``(3 pw)^W (3 pb)^B`` (the factor
+    ``(pw/pc)^W (pb/pc)^B (3 pc)^k`` of the other rows, which is 0 * inf here)."""
+    out = np.zeros((pw.size, len(masses)))
+    for k, (w, b, mass) in enumerate(masses):
+        keep = w + b == k
+        if k == 0 or not keep.any():
+            continue
+        w, b, mass = w[keep][None, :], b[keep][None, :], mass[keep][None, :]
+        with np.errstate(divide="ignore"):
+            log = special.xlogy(w, 3.0 * pw[:, None]) + special.xlogy(b, 3.0 * pb[:, None])
+        out[:, k] = (mass * np.exp(log)).sum(axis=1)
     return out
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from procmem_core.errors import ParameterError
 from procmem_core.gates.base import Gate
 from procmem_core.gates.design import DesignQuestion
 from procmem_core.gates.tolerance import at_least, at_most
@@ -55,9 +56,18 @@ def sensitivity(
     ranges: Sequence[tuple[float, float]] = RANGES,
 ) -> tuple[SensitivityRow, ...]:
     """The design's own row, then each true drop in ``drops`` and each p0 range in
-    ``ranges`` that differs from the question's (module docstring)."""
+    ``ranges`` that differs from the question's (module docstring). ``prior_runs``: the
+    ledger the gate is evaluated with, as the design question evaluates it (0 for a
+    0-run ledger); None (p0 known) is refused where the gate's rule then reads the true
+    p0 (paired gates, the SPRT), whose worst case has no certified bound."""
     design = P0Range(q.p0_low, q.p0_high)
     fr = worst_case(gate, 0.0, prior_runs, design, target=q.alpha).bound
+    if fr is None:  # the curve uses the true p0 (p0 known): no bound between grid points
+        raise ParameterError(
+            "prior_runs", prior_runs,
+            "a ledger size (with p0 known this gate's rule uses the true p0, so its worst "
+            "case has no bound between grid points)",
+        )  # fmt: skip
     pw = worst_case(gate, q.min_drop, prior_runs, design, target=1 - q.beta).bound
     rows = [_row("as designed", f"drop {q.min_drop:g}, p0 in [{q.p0_low:g}, {q.p0_high:g}]",
                  fr, pw, q)]  # fmt: skip
