@@ -291,3 +291,21 @@ def test_a_ledger_with_a_damaged_row_is_refused_naming_it_and_left_closed(tmp_pa
         DistillLedger.open(path)
     assert open_fds() == held
     assert path.read_bytes() == before
+
+
+def test_a_floor_of_one_pairs_a_failure_with_an_identical_success():
+    """similarity_floor=1.0 (allowed: only identical sessions pair) left most identical
+    pairs unpaired: the float32 cosine of a unit row with itself is 1 - 6e-8 for many
+    texts (80 of 203 texts paired). The floor now allows the rounding (1e-5)."""
+    index = VectorIndex(HashingEmbedder())
+    texts = [REFUND, RESET, "the the the"] + [
+        f"refund the invoice for customer {i} then close ticket number {7 * i}" for i in range(40)
+    ]
+    exact = DistillSettings(similarity_floor=1.0)
+    for text in texts:
+        sessions = [outcome("f", [text], False), outcome("w", [text], True)]
+        pairing = pair_sessions(sessions, index, exact)
+        assert [p.key for p in pairing.pairs] == [("f", "w")], text
+        assert pairing.pairs[0].similarity == pytest.approx(1.0, abs=1e-5)
+    apart = [outcome("f", [REFUND], False), outcome("w", [REFUND, "and more"], True)]
+    assert pair_sessions(apart, index, exact).unpaired == 1  # a different text still fails
