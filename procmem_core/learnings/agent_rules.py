@@ -111,7 +111,7 @@ def file_session(
     cache: Any = None,
 ) -> list[Learning]:
     """File the session's bot rules as ``assistant_turn`` candidates (none while the
-    setting is off, or when the call acts as no agent); returns the candidates filed.
+    setting is off, or when the call acts as no bot: "-", "*"); returns the candidates filed.
     With a ``client`` and its ``LLMConfig`` the model reads the rules
     (``agent_rules.model_self_rules``); without, the regex does (``self_rules``)."""
     if client is not None:
