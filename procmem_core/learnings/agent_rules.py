@@ -21,6 +21,7 @@ from procmem_core.learnings.extraction import (
     AgentRuleStatement,
     check_messages,
     self_rules,
+    user_quotes,
 )
 from procmem_core.learnings.queue import LearningsQueue
 from procmem_core.learnings.records import Learning
@@ -64,7 +65,7 @@ def validate_rules(raw: str, messages: Sequence[dict]) -> list[AgentRuleStatemen
         turn = entry.get("turn") if isinstance(entry, dict) else None
         ok_turn = isinstance(turn, int) and not isinstance(turn, bool)
         if ok_turn and 0 <= turn < len(messages) and messages[turn]["role"] == "assistant":
-            quotes = _quotes_before(messages, turn)
+            quotes = user_quotes(messages, turn)
         else:
             quotes = ()
         if not isinstance(rule, str) or not rule.strip() or len(rule) > MAX_NOTE or not quotes:
@@ -76,14 +77,6 @@ def validate_rules(raw: str, messages: Sequence[dict]) -> list[AgentRuleStatemen
             )
         found.append(AgentRuleStatement(rule=rule.strip(), quotes=quotes))
     return found
-
-
-def _quotes_before(messages: Sequence[dict], turn: int) -> tuple[str, ...]:
-    return tuple(
-        str(m.get("content") or "").strip()
-        for m in messages[:turn]
-        if m["role"] == "user" and str(m.get("content") or "").strip()
-    )
 
 
 def model_self_rules(
@@ -118,7 +111,7 @@ def file_session(
     cache: Any = None,
 ) -> list[Learning]:
     """File the session's bot rules as ``assistant_turn`` candidates (none while the
-    setting is off, or when the call acts as no agent); returns the candidates filed.
+    setting is off, or when the call acts as no bot: "-", "*"); returns the candidates filed.
     With a ``client`` and its ``LLMConfig`` the model reads the rules
     (``agent_rules.model_self_rules``); without, the regex does (``self_rules``)."""
     if client is not None:

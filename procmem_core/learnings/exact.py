@@ -47,8 +47,10 @@ def first_reach(rate: float, k: int, sessions: int, users: int | None = None) ->
 
 
 def reach_probability(rate: float, k: int, sessions: int, users: int | None = None) -> float:
-    """``P(k distinct supporters within sessions)``; 1 for ``k = 0``."""
+    """``P(k distinct supporters within sessions)``; 1 for ``k = 0`` (every argument
+    checked as ``first_reach`` checks it, ``k = 0`` included)."""
     if check_int("k", k, minimum=0) == 0:
+        first_reach(rate, 1, sessions, users)  # the same checks; the answer is 1
         return 1.0
     return float(first_reach(rate, k, sessions, users).sum())
 

@@ -10,9 +10,11 @@ learn's client (``learnings.agent_rules``). Without a client (offline), ``self_r
 the deterministic fallback: an assistant clause (at the start of a line or after
 ``. ! ? : ;``) that starts with "I always", "I never", "I will always", "I will never" or
 "I make sure to" is a rule about itself; the user's quotes are that user's messages
-before it in the session. ``file_session`` files every such rule through
-``LearningsQueue.file_agent_rule`` (which does nothing while the setting is off) and
-writes nothing else: no memory record comes from a bot's rule.
+before it in the session (``user_quotes``: each clipped to ``MAX_NOTE`` characters, the
+supporter row's cap on a quote, so a pasted document does not refuse the session).
+``file_session`` files every such rule through ``LearningsQueue.file_agent_rule`` (which
+does nothing while the setting is off) and writes nothing else: no memory record comes
+from a bot's rule.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from procmem_core.errors import ParameterError
+from procmem_core.limits import MAX_NOTE
 
 _RULE = re.compile(
     r"(?:^|(?<=[.!?:;]\s))"  # the start of a line or of a clause
@@ -56,17 +59,27 @@ def rule_clauses(text: str) -> list[str]:
     return [hit.group(1).strip() for hit in _RULE.finditer(text)]
 
 
+def user_quotes(messages: Sequence[dict], turn: int) -> tuple[str, ...]:
+    """The user's quotes for a rule stated at message ``turn``: every non-blank user message
+    before it, stripped, each clipped to ``MAX_NOTE`` characters (its last one "…")."""
+    quotes = []
+    for m in messages[:turn]:
+        text = str(m.get("content") or "").strip()
+        if m["role"] == "user" and text:
+            quotes.append(text if len(text) <= MAX_NOTE else text[: MAX_NOTE - 1] + "…")
+    return tuple(quotes)
+
+
 def self_rules(messages: Sequence[dict]) -> list[AgentRuleStatement]:
     """Every rule the assistant states about itself in ``messages`` (the offline fallback;
     see the module)."""
     check_messages(messages)
     found: list[AgentRuleStatement] = []
-    said: list[str] = []
-    for m in messages:
-        text = str(m.get("content") or "")
-        if m["role"] == "user" and text.strip():
-            said.append(text.strip())
-        elif m["role"] == "assistant" and said:
-            for rule in rule_clauses(text):
-                found.append(AgentRuleStatement(rule=rule, quotes=tuple(said)))
+    for turn, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        quotes = user_quotes(messages, turn)
+        if quotes:
+            text = str(m.get("content") or "")
+            found += [AgentRuleStatement(rule=r, quotes=quotes) for r in rule_clauses(text)]
     return found

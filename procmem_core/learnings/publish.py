@@ -3,7 +3,11 @@
 "destination: memory (the shared zone for a supporters candidate, a namespace row under
 the approver's user_id for a conversation-seeded fact, the agent's user_id '-' row for a
 bot's rule), knowledge or both; unset, knowledge for a bot's rule and memory otherwise."
-A knowledge promotion is the document ``learning://<candidate_id>``; every record a
+A knowledge promotion is the document ``learning://<candidate_id>`` (that is its key
+too); a memory promotion is a row keyed ``learning:<candidate_id>``. The two keys differ
+because a memory key is replaced in place for the same namespace and user, and a
+supporters candidate's shared-zone row has the document's user (None): under one key,
+``both`` (or a second promotion after a rejection) overwrote the document. Every record a
 promotion writes carries the candidate id as lineage (``learning:<candidate_id>``) and,
 for a bot's rule, the tag ``agent:<agent>`` (``agent:*`` for a rule for every agent).
 """
@@ -84,7 +88,6 @@ def publish(
     else:
         tags = ("agent:*",) if c.agent == EVERY_AGENT else (agent_tag(c.agent),)
     common = {
-        "key": f"learning:{c.candidate_id}",
         "namespace": c.namespace,
         "tags": tags,
         "actor": principal.name,
@@ -98,7 +101,9 @@ def publish(
     written = []
     if destination in ("knowledge", "both"):
         source = f"learning://{c.candidate_id}"
-        written.append(memory.set(c.text, "knowledge", source=source, **common).record_id)
+        doc = memory.set(c.text, "knowledge", key=source, source=source, **common)
+        written.append(doc.record_id)
     if destination in ("memory", "both"):
-        written.append(memory.set(c.text, "semantic", user_id=zone, **common).record_id)
+        key = f"learning:{c.candidate_id}"
+        written.append(memory.set(c.text, "semantic", key=key, user_id=zone, **common).record_id)
     return tuple(written)

@@ -51,7 +51,7 @@ from procmem_core.learnings.records import (
 from procmem_core.learnings.settings import LearningsSettings
 from procmem_core.limits import MAX_NOTE, MAX_RECORD_TEXT, check_identifier
 from procmem_core.locking import thread_safe
-from procmem_core.memory import NO_AGENT, MemoryStore, Principal
+from procmem_core.memory import NO_AGENT, READ_EVERY_AGENT, MemoryStore, Principal
 from procmem_core.memory.access import allowed_namespaces
 from procmem_core.memory.journal import RowJournal
 
@@ -226,14 +226,15 @@ class LearningsQueue(QueueReads):
     ) -> Learning | None:
         """Extraction's bot rule: an ``assistant_turn`` candidate for the acting agent plus
         this session's supporter row; None when assistant-turn learnings are off or the
-        call acts as no agent (a pinned token naming none)."""
+        call acts as no bot: a pinned token naming none, ``"-"`` (no agent) or ``"*"``
+        (the read of every agent, which is no bot: its rule would be served to all)."""
         namespace = check_namespace(namespace)
         principal_of(principal).require("writer", "learnings.file_agent_rule", namespace)
         check_text("rule", rule, MAX_RECORD_TEXT)
         if not self.settings.agent_learnings:
             return None
         acting = principal.acting_agent(agent)
-        if acting is None or acting == NO_AGENT:
+        if acting in (None, NO_AGENT, READ_EVERY_AGENT):  # no bot: '-' none, '*' every read
             return None
         check_text("agent", acting)
         c = self._find_or_new(rule, "assistant_turn", acting, namespace)

@@ -40,7 +40,12 @@ from procmem_core.memory import MemoryRecord, MemoryStore
 from procmem_core.memory.index import VectorIndex
 from procmem_core.reflections.ledger import DistillAttempt, DistillLedger
 from procmem_core.reflections.pairing import Pairing, SessionOutcome, SessionPair, pair_sessions
-from procmem_core.reflections.records import Reflection, session_key, write_reflection
+from procmem_core.reflections.records import (
+    Reflection,
+    reflection_fields,
+    session_key,
+    write_reflection,
+)
 from procmem_core.reflections.settings import DistillSettings
 
 DISTILL_PROMPT = """You keep the reflections of an assistant agent: lessons about how it works.
@@ -53,6 +58,8 @@ Reply with exactly one JSON object and nothing else:
 Base every statement on the transcripts. If the agent acted the same way in both, say so
 in what_failed and reply with an empty list of lessons."""
 DISTILL_REQUEST = "Distil the difference between these two sessions.\n\n"
+ACTOR = "reflection_distill"
+"""The actor of every reflection the worker writes."""
 
 Lesson = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -109,20 +116,24 @@ def distill_pair(
         check=validate_distill,
         cache=cache,
     )
-    evidence = (
+    reflection = Reflection(
+        what_worked=got.what_worked,
+        what_failed=got.what_failed,
+        lessons=tuple(got.lessons),
+        evidence=pair_evidence(pair),
+        source="distill",
+    )
+    return reflection, calls
+
+
+def pair_evidence(pair: SessionPair) -> tuple[str, ...]:
+    """A distilled reflection's evidence: both sessions and their own keys."""
+    return (
         session_key(pair.failed.session_id),
         *pair.failed.evidence,
         session_key(pair.succeeded.session_id),
         *pair.succeeded.evidence,
     )
-    reflection = Reflection(
-        what_worked=got.what_worked,
-        what_failed=got.what_failed,
-        lessons=tuple(got.lessons),
-        evidence=evidence,
-        source="distill",
-    )
-    return reflection, calls
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,6 +174,12 @@ class DistillWorker:
             self.config = replace(self.config, model=self.settings.model)
         self._index = VectorIndex(self.memory.embedder)
 
+    def _check_record(self, reflection: Reflection) -> None:
+        """Raise what ``write_reflection`` would raise for ``reflection`` (a
+        ``ParameterError``: an evidence key over the lineage cap, a text or metadata over
+        the record's caps), so the pair is a recorded fault, not a halt of the run."""
+        reflection_fields(replace(reflection, source="distill"), self.namespace, ACTOR)
+
     def run(self, sessions: Sequence[SessionOutcome]) -> DistillReport:
         """Distil every new pair (none, and no call, when the worker is off)."""
         if not self.settings.enabled:
@@ -175,15 +192,18 @@ class DistillWorker:
                 "succeeded_session": pair.succeeded.session_id,
                 "similarity": pair.similarity,
             }
+            used: list[CallRecord] = []
             try:
+                self._check_record(Reflection(lessons=("-",), evidence=pair_evidence(pair)))
                 reflection, used = distill_pair(pair, self.client, self.config, self.cache)
-            except LearnError as exc:
-                used = list(getattr(exc, "calls", []))
+                self._check_record(reflection)
+            except (LearnError, ParameterError) as exc:
+                used = list(getattr(exc, "calls", used))
                 calls += used
                 faults.append(self.ledger.record(**base, **_fault_fields(exc, used)))
                 continue
             record = write_reflection(
-                self.memory, reflection, namespace=self.namespace, actor="reflection_distill"
+                self.memory, reflection, namespace=self.namespace, actor=ACTOR
             )
             calls += used
             self.ledger.record(
@@ -203,8 +223,11 @@ class DistillWorker:
         )
 
 
-def _fault_fields(exc: LearnError, calls: list[CallRecord]) -> dict[str, Any]:
-    kind = getattr(exc, "reason", None) or getattr(exc, "kind", None) or type(exc).__name__
+def _fault_fields(exc: Exception, calls: list[CallRecord]) -> dict[str, Any]:
+    if isinstance(exc, ParameterError):  # the memory store would refuse the record
+        kind = "refused"
+    else:
+        kind = getattr(exc, "reason", None) or getattr(exc, "kind", None) or type(exc).__name__
     raw = getattr(exc, "attempts", None) or ([exc.raw] if getattr(exc, "raw", None) else [])
     return {
         "outcome": "fault",

@@ -187,6 +187,15 @@ def read_reflection(record: MemoryRecord) -> Reflection:
 
 
 def reflections_citing(memory: MemoryStore, key: str) -> list[MemoryRecord]:
-    """Every reflection record whose evidence includes ``key``, oldest first."""
+    """Every reflection record whose evidence includes ``key``, oldest first. A key with no
+    ``/`` reads as the record's namespace's (``procedure_x`` in namespace ``default`` is
+    ``default/procedure_x``, the form ``complete_run`` cites), on either side."""
     check_text("key", key)
-    return [r for r in memory.records("reflection") if key in r.lineage]
+    return [r for r in memory.records("reflection") if _cites(r, key)]
+
+
+def _cites(record: MemoryRecord, key: str) -> bool:
+    def full(k: str) -> str:
+        return k if "/" in k else f"{record.namespace}/{k}"
+
+    return any(e == key or full(e) == full(key) for e in record.lineage)

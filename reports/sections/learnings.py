@@ -221,7 +221,7 @@ def _sentence(pick: pd.Series, tied: list[str], target: float, worst: pd.DataFra
     more = (
         f" {_waits(pick, most)} Recall is {least}{fmt_metric(pick, 'recall')}; harmful rules "
         f"are served in {most}{fmt_metric(pick, 'harmful_served_sessions')} conversations per "
-        "replication."
+        "replication (summed over the harmful rules)."
     )
     if len(worst) == 1:
         state = {

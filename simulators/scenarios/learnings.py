@@ -15,7 +15,9 @@ unit; ``add_ratio`` where rules of one replication are pooled):
   not promoted censored at the horizon) and its 95 % interval, ``sessions + 1`` for
   "beyond the horizon" (``median_wait``);
 - ``harmful_served``: harmful rules promoted per replication; ``harmful_served_sessions``:
-  their agents' conversations served a harmful rule, per replication;
+  per replication, the later conversations of each promoted harmful rule's agent, summed
+  over the rules (a conversation served two harmful rules counts twice, so it can exceed
+  ``sessions``);
 - with multi-user writers: ``pushed_count_per_writer`` (``supporter_count /
   supporter_writers`` over pushed rules at the end: how far one writer inflates the
   count), ``fabricated_ids_per_writer`` (distinct ids one writer sent per pushed rule,

@@ -59,6 +59,7 @@ from procmem_core.reflections import (
     pair_sessions,
     read_reflection,
 )
+from procmem_core.reflections.pairing import reaches_floor
 from simulators.calibration_blocks import Figure, block_units, calibration_metrics, pick_figures
 from simulators.llm_server import DEFAULT_MODEL, OfflineServer
 from simulators.result import ScenarioResult
@@ -151,7 +152,7 @@ class ReflectionsScenario(Scenario):
         v = HashingEmbedder().embed(list(TASKS[: self.tasks]))
         sims = v @ v.T
         cross = sims[~np.eye(self.tasks, dtype=bool)]
-        return bool(cross.size == 0 or cross.max() < self.similarity_floor)
+        return bool(cross.size == 0 or not reaches_floor(cross.max(), self.similarity_floor))
 
     def exact(self) -> dict[str, float]:
         """The exact rates of the module docstring (valid in ``exact_regime``)."""

@@ -4,6 +4,7 @@ as "0 ± 0" or "1 ± 0" (README, "A report never states more than its numbers").
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from reports.evidence import fmt, fmt_exact, fmt_metric
 from reports.sections.explore_format import with_se
@@ -71,3 +72,33 @@ def test_an_exact_share_near_1_never_prints_as_certainty():
     assert fmt_exact(0.00004) == "0.00004"
     assert fmt_exact(0.06575635108409528) == "0.066"
     assert fmt_exact(1.0) == "1.000" and fmt_exact(0.0) == "0.000"
+
+
+def test_the_learnings_sentence_says_harmful_servings_are_summed_over_rules():
+    """harmful_served_sessions sums each promoted harmful rule's later conversations of its
+    agent: at min_writers 1, accuracy 0.7 it read 155.5 'conversations per replication'
+    where 101 distinct conversations were served one (434 in one replication of 200
+    sessions). The sentence now says the figure is summed over the harmful rules."""
+    from simulators.scenarios.learnings import LearningsScenario
+
+    sc = LearningsScenario(min_writers=1, reviewer_accuracy=0.7, replications=4)
+    worlds = sc.simulate(3)
+    summed = distinct = 0
+    for w in worlds:
+        bad = [r for r in w.rules if r.kind == "harmful" and r.promoted_at is not None]
+        summed += sum(w.served_sessions(r) for r in bad)
+        start = {}
+        for r in bad:
+            start[r.agent] = min(start.get(r.agent, sc.sessions), r.promoted_at)
+        distinct += sum(a == b for b, s in start.items() for a in w.session_agent[s + 1 :])
+    assert sc.run(3).metrics["harmful_served_sessions"] == pytest.approx(summed / 4)
+    assert summed > distinct  # so the figure is not a count of conversations
+    t = pd.DataFrame(
+        [("p", 0.9, 0.01, 150.0, 1.0, 0.5, 0.02, summed / 4, 1.0, 1, "4")],
+        columns=[
+            "policy", "precision", "precision_se", "helpful_wait", "helpful_wait_se",
+            "recall", "recall_se", "harmful_served_sessions", "harmful_served_sessions_se",
+            "conditions", "params.scenario.replications",
+        ],
+    )  # fmt: skip
+    assert "per replication (summed over the harmful rules)" in recommend_policy(t).sentence

@@ -103,3 +103,26 @@ def test_the_request_numbers_every_message():
     assert system["content"] == AGENT_RULES_PROMPT
     assert "[1] ASSISTANT: Sure. I always answer" in user["content"]
     assert "[2] USER: And the fees?" in user["content"]
+
+
+def test_a_user_message_over_the_quote_cap_is_quoted_clipped_not_refused():
+    """A user who pasted an invoice (5,270 characters, over MAX_NOTE = 4,000) made
+    file_session raise ParameterError on quotes, so the session's bot rule was never
+    filed; the regex and the model reading now quote the message clipped to MAX_NOTE."""
+    from procmem_core.limits import MAX_NOTE
+
+    pasted = "Here is my invoice: " + "line item 42.00 EUR; " * 250
+    talk = [
+        {"role": "user", "content": pasted},
+        {"role": "user", "content": "please refund it"},
+        {"role": "assistant", "content": "Sure. I always confirm the amount first."},
+    ]
+    clipped = pasted[: MAX_NOTE - 1] + "…"
+    (stated,) = self_rules(talk)
+    assert stated.quotes == (clipped, "please refund it")
+    reply = json.dumps({"agent_rules": [{"rule": "I always confirm the amount first.", "turn": 2}]})
+    assert [r.quotes for r in validate_rules(reply, talk)] == [stated.quotes]
+    q = _queue()
+    (filed,) = file_session(q, talk, principal=APP, agent="triage", user_id="u1", session_id="s1")
+    assert filed.rationale == (clipped, "please refund it") and len(clipped) == MAX_NOTE
+    assert filed.text == "I always confirm the amount first."

@@ -72,6 +72,9 @@ def test_expected_distinct_ids_is_occupancy():
         (lambda: first_reach(0.2, 2, 0), "sessions=0"),
         (lambda: first_reach(0.2, 2, 5, users=0), "users=0"),
         (lambda: expected_distinct_ids(0.2, 0, 5), "pool=0"),
+        (lambda: reach_probability(1.2, 0, 5), "rate=1.2"),  # k = 0 answered 1.0 unchecked
+        (lambda: reach_probability(0.2, 0, 5, users=0), "users=0"),
+        (lambda: reach_probability(0.2, -1, 5), "k=-1"),
         (lambda: ReviewPolicy(), "min_writers=0"),
         (lambda: ReviewPolicy(min_writers=-1), "min_writers=-1"),
         (lambda: ReviewPolicy(2, combine="xor"), "combine='xor'"),

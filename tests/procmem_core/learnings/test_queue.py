@@ -334,3 +334,22 @@ def test_a_missing_candidate_answers_not_found(backend):
         backend.queue.get("lrn_404", principal=VIEWER)
     with pytest.raises(UnknownLearning):
         backend.queue.review("lrn_404", "promote", principal=ADMIN, reason="x")
+
+
+def test_a_namespace_wide_read_agent_files_no_bots_rule(backend):
+    """'*' is the read of every agent (the HTTP memory.ask default), not a bot: a call
+    acting as '*' filed an assistant_turn candidate for agent '*', which a promotion tags
+    agent:* and serves to every agent's reads and to reads under no agent ('-'), where
+    the seed serves no rule promoted for a named bot. It now files nothing, as '-' does."""
+    q = backend.queue
+    for principal, agent in (
+        (APP, "*"),
+        (APP, "-"),
+        (Principal("app-u1", "writer", read_user_id="u1", agent="*"), None),
+    ):
+        got = q.file_agent_rule(
+            "I never share the fee table.", principal=principal, agent=agent, user_id="u1",
+            session_id="s1", quotes=("q",),
+        )  # fmt: skip
+        assert got is None, (principal.name, agent)
+    assert q.list(principal=VIEWER) == [] and len(q) == 0

@@ -38,6 +38,7 @@ DESTINATIONS = [  # kind, destination given, what is written: (type, user_id, so
     ("assistant_turn", "both", [("knowledge", None, True), ("semantic", "-", False)]),
     ("supporters", None, [("semantic", None, False)]),
     ("supporters", "knowledge", [("knowledge", None, True)]),
+    ("supporters", "both", [("knowledge", None, True), ("semantic", None, False)]),
     ("conversation", None, [("semantic", "admin-1", False)]),
     ("conversation", "both", [("knowledge", None, True), ("semantic", "admin-1", False)]),
 ]
@@ -188,3 +189,38 @@ def test_promotion_needs_a_memory_store():
     with pytest.raises(ParameterError, match=r"memory=None.*MemoryStore"):
         q.review(c.candidate_id, "promote", principal=ADMIN, reason="ok")
     assert q.get(c.candidate_id, principal=VIEWER).status == "pending"
+
+
+def test_a_supporters_rule_promoted_to_both_keeps_its_knowledge_document(backend):
+    """The document and the shared-zone row are two records: the row (user None, as the
+    document's) once replaced the document in place (one semantic record, written twice,
+    no learning://<id> source to find or delete)."""
+    q, m = backend.queue, backend.memory
+    c = caller(q, "supporters")
+    done = q.review(c.candidate_id, "promote", principal=ADMIN, reason="ok", destination="both")
+    assert len(set(done.written)) == 2 and len(m) == 2
+    assert [h.record.text for h in m.knowledge_search("supporters fact refunds")] == [c.text]
+    assert m.delete_source(f"learning://{c.candidate_id}") == 1
+    assert [r.memory_type for r in m.records()] == ["semantic"]  # the shared-zone row stays
+
+
+def test_rejecting_then_promoting_elsewhere_leaves_the_first_promotion(backend):
+    """Seed: rejecting a promoted candidate leaves what the promotion wrote; a second
+    promotion to knowledge adds the document beside the first one's shared-zone row."""
+    q, m = backend.queue, backend.memory
+    c = caller(q, "supporters")
+    first = q.review(c.candidate_id, "promote", principal=ADMIN, reason="ok")
+    q.review(c.candidate_id, "reject", principal=ADMIN, reason="not now")
+    second = q.review(
+        c.candidate_id, "promote", principal=ADMIN, reason="yes", destination="knowledge"
+    )
+    backend.reopen()
+    m = backend.memory
+    (row,) = first.written
+    (doc,) = second.written
+    assert row != doc
+    assert (m.get(row).memory_type, m.get(row).user_id) == ("semantic", None)
+    assert (m.get(doc).memory_type, m.get(doc).source) == (
+        "knowledge",
+        f"learning://{c.candidate_id}",
+    )

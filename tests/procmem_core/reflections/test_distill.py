@@ -4,6 +4,8 @@ faults recorded in the ledger (never lost) and retried on the next run."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -291,3 +293,55 @@ def test_a_ledger_with_a_damaged_row_is_refused_naming_it_and_left_closed(tmp_pa
         DistillLedger.open(path)
     assert open_fds() == held
     assert path.read_bytes() == before
+
+
+def test_a_floor_of_one_pairs_a_failure_with_an_identical_success():
+    """similarity_floor=1.0 (allowed: only identical sessions pair) left most identical
+    pairs unpaired: the float32 cosine of a unit row with itself is 1 - 6e-8 for many
+    texts (80 of 203 texts paired). The floor now allows the rounding (1e-5)."""
+    index = VectorIndex(HashingEmbedder())
+    texts = [REFUND, RESET, "the the the"] + [
+        f"refund the invoice for customer {i} then close ticket number {7 * i}" for i in range(40)
+    ]
+    exact = DistillSettings(similarity_floor=1.0)
+    for text in texts:
+        sessions = [outcome("f", [text], False), outcome("w", [text], True)]
+        pairing = pair_sessions(sessions, index, exact)
+        assert [p.key for p in pairing.pairs] == [("f", "w")], text
+        assert pairing.pairs[0].similarity == pytest.approx(1.0, abs=1e-5)
+    apart = [outcome("f", [REFUND], False), outcome("w", [REFUND, "and more"], True)]
+    assert pair_sessions(apart, index, exact).unpaired == 1  # a different text still fails
+
+
+def test_a_reflection_memory_would_refuse_is_a_recorded_fault_not_a_halt(server, stores):
+    """A pair whose reflection the memory store refuses (an evidence key over 256
+    characters; a reply over the record's caps) raised ParameterError out of run() after
+    the model call, recorded nothing, and halted every run at that pair, so later pairs
+    were never distilled. Now it is a fault of kind 'refused' (before any call when the
+    evidence alone is refused) and the worker goes on."""
+    long_key = "run:" + "9" * 300
+    sessions = [outcome("f0", [REFUND, "gave up"], False, 0.95, (long_key,)), *SESSIONS]
+    worker = worker_for(server, stores.memory, ledger=stores.ledger)
+    report = worker.run(sessions)
+    assert [read_reflection(r).evidence[0] for r in report.reflections] == [
+        "session:f1",
+        "session:f3",
+    ]
+    (fault,) = report.faults
+    assert (fault.pair, fault.kind, fault.error, fault.calls) == (
+        ("f0", "w2"),
+        "refused",
+        "ParameterError",
+        0,
+    )
+    assert "lineage=" in fault.message and len(server.requests) == 2  # no call for f0
+    stores.reopen()
+    assert [a.pair for a in stores.ledger.faults] == [("f0", "w2")]
+    # one 21,000-character word: within the reply's token budget, over the text cap
+    huge = json.dumps({"reflection": {"what_worked": "checkthepolicy" * 1500}})
+    server.inject(Fault("reply", content=huge, only="distill"))
+    more = [outcome("f9", [RESET, "asked for the old password"], False, 0.95), *SESSIONS]
+    again = worker_for(server, stores.memory, ledger=stores.ledger).run(more)
+    (big,) = again.faults
+    assert (big.pair, big.kind, big.calls) == (("f9", "w1"), "refused", 1)
+    assert again.reflections == () and len(stores.memory.records("reflection")) == 2

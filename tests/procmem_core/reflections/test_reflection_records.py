@@ -122,3 +122,31 @@ def test_match_packs_and_unfiltered_searches_never_return_a_reflection(backend):
     assert m.knowledge_search(situation) == []
     hits = m.search(situation, "reflection")
     assert [h.record.record_id for h in hits] == [record.record_id]
+
+
+def test_reflections_citing_finds_a_procedure_by_its_key_or_its_ref(backend):
+    """complete_run (the seed's run.complete) cites a procedure as '<namespace>/<key>';
+    reflections_citing(memory, procedure.key) found nothing for such a lesson (and the ref
+    nothing for a lesson citing the bare key). A bare key now reads as the record's
+    namespace's; another namespace's procedure of the same key is not matched."""
+    from procmem_core.reflections.completion import complete_run
+
+    ps = backend.procedures
+    proc = ps.add("refund request", "a customer asks for a refund", ["look it up", "issue it"])
+    complete_run(ps, [proc.key], ok=False, reflection="check the card", memory=backend.memory)
+    bare = record_reflection(backend.memory, evidence=[proc.key], lessons="read the policy")
+    other = record_reflection(
+        backend.memory, evidence=[proc.key], lessons="elsewhere", namespace="team-b"
+    )
+    backend.reopen()
+    m = backend.memory
+    mine = (bare.record_id, other.record_id)
+    (lesson,) = [r for r in m.records("reflection") if r.record_id not in mine]
+    assert lesson.lineage[-1] == f"default/{proc.key}"
+    want = [lesson.record_id, bare.record_id]
+    assert [
+        r.record_id for r in reflections_citing(m, proc.key) if r.namespace == "default"
+    ] == want
+    assert [r.record_id for r in reflections_citing(m, f"default/{proc.key}")] == want
+    assert [r.record_id for r in reflections_citing(m, f"team-b/{proc.key}")] == [other.record_id]
+    assert reflections_citing(m, f"team-c/{proc.key}") == []
