@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from procmem_core.graph.embedding import Embedder, HashingEmbedder
+from procmem_core.graph.embedding import Embedder, HashingEmbedder, reaches_floor
 from procmem_core.graph.match_request import memo_filters, rank_memo
 from procmem_core.graph.status import CANDIDATE, QUARANTINED, STATUSES, TEMPLATE
 from procmem_core.proportions import smoothed_rate, smoothed_rate_of
@@ -303,7 +303,7 @@ class MatchIndex:
             keep &= self.actor[:n] == code
         relevance = match_scores(sim, goal_sim, 0.0, 0.0, 0.0, 0.0)
         if min_similarity is not None:
-            keep &= relevance >= min_similarity
+            keep &= reaches_floor(relevance, min_similarity)
         score = match_scores(sim, goal_sim, cover, rate, tool_boost, utility_weight)
         status = self.status[:n]
         rows = np.flatnonzero(keep)
@@ -351,7 +351,7 @@ class MatchIndex:
         for i in range(n):
             if keep[st[i]] and (
                 min_similarity is None
-                or match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0) >= min_similarity
+                or reaches_floor(match_score(s[i], g[i], 0.0, 0.0, 0.0, 0.0), min_similarity)
             ):
                 rate = rate_of(i) if uw else 0.0
                 score = match_score(s[i], g[i], c[i], rate, tb, uw)

@@ -4,7 +4,7 @@ Each failed session whose label confidence is at least ``min_confidence``, oldes
 is paired with the successful session most similar to it (cosine similarity of the
 memory store's embedder over the session's text, or its situation with
 ``match_on="situation"``; ties go to the earliest success) when that similarity reaches
-``similarity_floor`` (``reaches_floor``: within ``FLOOR_SLACK`` of it, the float32
+``similarity_floor`` (``graph.embedding.reaches_floor``: within ``FLOOR_SLACK`` of it, the float32
 rounding of a cosine, so a floor of 1 pairs identical texts); pairs already distilled are
 skipped; at most ``max_pairs`` pairs. No model client is loaded here.
 """
@@ -17,19 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from procmem_core.errors import ParameterError, check_bool, check_probability, check_text
+from procmem_core.graph.embedding import reaches_floor
 from procmem_core.memory.index import VectorIndex
 from procmem_core.reflections.settings import DistillSettings
-
-FLOOR_SLACK = 1e-5
-"""How far below ``similarity_floor`` a similarity may be and still reach it: embeddings
-are float32 unit rows, and the cosine of a row with itself came out 1 - 6.6e-7 to
-1 + 6.6e-7 over 2,000 texts of up to 300 words (``HashingEmbedder``), so without it a
-floor of 1 left most identical sessions unpaired."""
-
-
-def reaches_floor(similarity: float, floor: float) -> bool:
-    """Whether a cosine ``similarity`` reaches ``floor`` (within ``FLOOR_SLACK``)."""
-    return bool(similarity >= floor - FLOOR_SLACK)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -48,6 +48,7 @@ import pandas as pd
 
 from procmem_core.errors import ParameterError, check_choice, check_int, check_probability
 from procmem_core.graph import HashingEmbedder
+from procmem_core.graph.embedding import reaches_floor
 from procmem_core.logged import CHECK_FIELDS
 from procmem_core.memory import MemoryStore
 from procmem_core.memory.index import VectorIndex
@@ -59,7 +60,6 @@ from procmem_core.reflections import (
     pair_sessions,
     read_reflection,
 )
-from procmem_core.reflections.pairing import reaches_floor
 from simulators.calibration_blocks import Figure, block_units, calibration_metrics, pick_figures
 from simulators.llm_server import DEFAULT_MODEL, OfflineServer
 from simulators.result import ScenarioResult

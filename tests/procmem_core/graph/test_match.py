@@ -211,3 +211,18 @@ def test_ties_follow_registration_order_through_deletes_updates_and_reopen(tmp_p
         assert build(disk) == expected
     with ProcedureStore.open(tmp_path / "p.db") as reopened:
         assert [m.key for m in reopened.match("reconcile the ledger", top_k=10)] == expected
+
+
+@pytest.mark.parametrize("size", [10, 80])  # both scoring paths: per row and in arrays
+def test_a_similarity_floor_of_one_matches_every_identical_situation(size):
+    """``min_similarity=1`` (allowed) means "only this very situation"; the float32 cosine
+    of a row with itself is 1 within about 7e-7 either way, so without the slack the
+    distill worker's floor already has (``reaches_floor``) identical situations went
+    unmatched (3 of 30 here)."""
+    store = ProcedureStore()
+    texts = [f"customer asks for a refund on a damaged item number {i} today" for i in range(size)]
+    for i, text in enumerate(texts):
+        store.add(f"refund flow {i}", text, steps=["a", "b"])
+    for i, text in enumerate(texts):
+        hits = store.match(text, min_similarity=1.0, top_k=size)
+        assert [m.key for m in hits] == [f"procedure_refund_flow_{i}"], i
