@@ -317,6 +317,4 @@ class ConfidenceScenario(Scenario):
         if self.reshow_rate > 0:
             r = reshow_fate(p, self.reshow_rate, self.sessions, self.rule, self.threshold)
             return r.shown_by_session, r.in_prompt_after, fate.p_excluded
-        # P(shown in session k) = 1 - P(excluded within k - 1 sessions)
-        shown = 1.0 - np.concatenate(([0.0], fate.excluded_by_session[:-1]))
-        return shown, 1.0 - fate.p_excluded, fate.p_excluded
+        return fate.shown_by_session, 1.0 - fate.p_excluded, fate.p_excluded
