@@ -45,6 +45,7 @@ from procmem_core.errors import (
     check_choice,
     check_instance,
     check_int,
+    check_number,
     check_probability,
 )
 from procmem_core.gates import (
@@ -154,7 +155,7 @@ class GateScenario(Scenario):
                 raise ParameterError(
                     "cost_gate", self.cost_gate, "needs ledger_size (the prior's costs)"
                 )
-        check_positive("cost_increase", self.cost_increase + 1.0)  # > -100 %
+        check_number("cost_increase", self.cost_increase, minimum=-1.0, open_low=True)  # > -100 %
         check_positive("cost_sd", self.cost_sd, allow_zero=True)
         if self.min_drop is not None:
             check_probability("min_drop", self.min_drop, open_low=True)

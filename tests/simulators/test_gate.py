@@ -182,6 +182,19 @@ def test_invalid_parameters(kwargs, fragment):
         GateScenario(**kwargs)
 
 
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [(-1.0, "cost_increase=-1.0 .*> -1"), (-2.5, "cost_increase=-2.5 .*> -1"),
+     ("0.5", "cost_increase='0.5'"), (None, "cost_increase=None"),
+     (float("inf"), "cost_increase=inf")],
+)  # fmt: skip
+def test_a_bad_cost_increase_is_refused_naming_its_value(value, fragment):
+    """The check read ``cost_increase + 1``: -1.0 was refused as 'cost_increase=0.0 ...
+    > 0', and a string or None raised a bare TypeError."""
+    with pytest.raises(ParameterError, match=fragment):
+        GateScenario(cost_increase=value)
+
+
 # --- the concurrent design and the gates that compare the arms -------------------------
 
 CONCURRENT = dict(design="concurrent", concurrent_share=0.5)
