@@ -46,6 +46,14 @@ class FlatFate:
     break_even: float
     n_states: int
 
+    @property
+    def shown_by_session(self) -> np.ndarray:
+        """``[t]``: P(shown in session ``t + 1``) = 1 - P(excluded within ``t`` sessions),
+        where within 0 sessions it is excluded exactly when its start is below the
+        threshold (then ``n_states`` is 0 and it is never shown)."""
+        before = 0.0 if self.n_states else 1.0
+        return 1.0 - np.concatenate(([before], self.excluded_by_session[:-1]))
+
     def _repr_html_(self) -> str:
         """A notebook's view: the fields, then P(excluded within k sessions) by k."""
         return record_html(self)

@@ -7,8 +7,9 @@ whose true effects are drawn by the ``UserPopulation``. In every session:
    limit); with probability ``withhold_rate`` the session is withheld
    (``pack.withhold_top``, the flat design's control arm): ``withhold="top"`` leaves out
    the highest-confidence procedure, ``"all"`` the whole prompt (a no-procedure session);
-   with probability ``reshow_rate`` one procedure that is not shown (below the threshold
-   or past the limit, chosen uniformly) is shown as well;
+   with probability ``reshow_rate`` one procedure that is not shown (below the threshold,
+   past the limit, or the one just withheld: the draw follows the withholding; chosen
+   uniformly) is shown as well;
 2. the session succeeds with probability ``clip(base + crowded sum of shown effects, 0,
    1)`` (``UserPopulation.crowded_effect``: interference between shown procedures);
 3. the ``Feedback`` channels turn the outcome into a signal (flipped, missing, delayed);
@@ -317,6 +318,4 @@ class ConfidenceScenario(Scenario):
         if self.reshow_rate > 0:
             r = reshow_fate(p, self.reshow_rate, self.sessions, self.rule, self.threshold)
             return r.shown_by_session, r.in_prompt_after, fate.p_excluded
-        # P(shown in session k) = 1 - P(excluded within k - 1 sessions)
-        shown = 1.0 - np.concatenate(([0.0], fate.excluded_by_session[:-1]))
-        return shown, 1.0 - fate.p_excluded, fate.p_excluded
+        return fate.shown_by_session, 1.0 - fate.p_excluded, fate.p_excluded

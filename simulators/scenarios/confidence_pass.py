@@ -82,6 +82,8 @@ class SessionPass:
         line = ArrivalLine(self.sc.feedback.delay)
         active = self.state.active()
         coded = self.weights.code(active)
+        if self.out_seen is not None:  # below the threshold from the start: excluded at
+            self._mark_excluded(0, active)  # session 1, as the absorbing path counts it
         for t in range(self.sc.sessions):
             self.session(t, line, active, coded)
             active = self.state.active()
@@ -168,12 +170,16 @@ class SessionPass:
         rec["helpful"][t], rec["harmful"][t] = helpful, harmful
         np.subtract(total, helpful + harmful, out=rec["neutral"][t], casting="unsafe")
         if self.out_seen is not None:
-            newly = ~active
-            newly &= ~self.out_seen
-            self.out_seen |= newly
-            count = np.add.reduce(newly & self.harmful, axis=0, dtype=np.int64)
-            self.gone += count
-            self.gone_sessions += (t + 1) * count
+            self._mark_excluded(t, active)
+
+    def _mark_excluded(self, t: int, active: np.ndarray) -> None:
+        """Count the harmful cells first seen below the threshold after session ``t``."""
+        newly = ~active
+        newly &= ~self.out_seen
+        self.out_seen |= newly
+        count = np.add.reduce(newly & self.harmful, axis=0, dtype=np.int64)
+        self.gone += count
+        self.gone_sessions += (t + 1) * count
 
     def kind_counts(self) -> dict[str, np.ndarray]:
         """Each user's procedures by kind (floats)."""

@@ -176,6 +176,13 @@ class ExploreScenario(Scenario):
         if self.cs_tuning_sessions is not None:
             check_int("cs_tuning_sessions", self.cs_tuning_sessions, minimum=1)
         check_instance("rule", self.rule, FlatRule)
+        if self.rule.needs_baseline or self.rule.needs_counts:  # the side metric's update
+            raise ParameterError(
+                "rule",
+                self.rule.name,
+                "a rule whose update reads only the confidence and the outcome (the seed's "
+                "confidence rule): confidence_final keeps no baseline or counts",
+            )
         check_probability("threshold", self.threshold)
         self.check_replications()
         check_int("export_log", self.export_log, minimum=0)

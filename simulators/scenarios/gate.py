@@ -16,7 +16,8 @@ Heterogeneity: with ``heterogeneity`` rho > 0 every replication has a pool of
 ``pool_size`` users with success rates ``Beta`` (mean ``p_prior``, intra-class
 correlation rho), the revision shifts each by ``-drop`` (clipped at 0), and each run
 (ledger runs too) comes from a uniformly drawn pool user, so runs are correlated the way
-repeat traffic is. Feedback: label channels act on every run the gates see; arrival
+repeat traffic is. Feedback: label channels act on every run the gates see (a judge
+reads the user as the prior's rate, the user's own); arrival
 channels cost sessions (``Feedback.sessions_to_collect``: the gate still needs its runs).
 
 Designs (``procmem_core.gates.DESIGNS``): "fixed" (the seed's: the prior's ledger is all
@@ -45,6 +46,7 @@ from procmem_core.errors import (
     check_choice,
     check_instance,
     check_int,
+    check_number,
     check_probability,
 )
 from procmem_core.gates import (
@@ -154,7 +156,7 @@ class GateScenario(Scenario):
                 raise ParameterError(
                     "cost_gate", self.cost_gate, "needs ledger_size (the prior's costs)"
                 )
-        check_positive("cost_increase", self.cost_increase + 1.0)  # > -100 %
+        check_number("cost_increase", self.cost_increase, minimum=-1.0, open_low=True)  # > -100 %
         check_positive("cost_sd", self.cost_sd, allow_zero=True)
         if self.min_drop is not None:
             check_probability("min_drop", self.min_drop, open_low=True)
@@ -218,18 +220,18 @@ class GateScenario(Scenario):
         prior = pop.sample_base(rng, (n, self.pool_size))
         return prior, np.clip(prior - drop, 0.0, 1.0)
 
-    def _runs(self, rng: np.random.Generator, rate, n: int, t: int, out=None) -> np.ndarray:
+    def _runs(self, rng: np.random.Generator, rate, n: int, t: int, out=None, base=None):
         """``n`` rows of ``t`` runs at ``rate`` (a scalar, or per-replication user pools),
-        relabelled by the feedback; ``out``: where to draw noiseless runs at a scalar rate."""
+        relabelled by the feedback reading who the user is, ``base`` (the users' prior
+        rates; ``rate`` when None); ``out``: where to draw noiseless runs at a scalar rate."""
+        base = rate if base is None else base
         if np.ndim(rate) == 0:
             if not self.feedback.relabels:
                 return bernoulli_rows(rng, rate, n, t, out)
-            out = rng.random((n, t)) < rate
-            user = rate
+            out, user = rng.random((n, t)) < rate, base
         else:
-            who = rng.integers(0, self.pool_size, size=(n, t))
-            user = rate[np.arange(n)[:, None], who]
-            out = rng.random((n, t)) < user
+            who = (np.arange(n)[:, None], rng.integers(0, self.pool_size, size=(n, t)))
+            out, user = rng.random((n, t)) < rate[who], base[who]
         return self.feedback.relabel(rng, out, user)
 
     def _p0(self, rng: np.random.Generator, prior_rate, n: int):
@@ -291,7 +293,9 @@ class GateScenario(Scenario):
             prior_rate, new_rate = self._rates(chunk.rng, chunk.size, d)
             p0, ledger = self._p0(chunk.rng, prior_rate, chunk.size)
             # outcomes stay inside this loop: a scratch array serves every drop and chunk
-            outcomes = self._runs(chunk.rng, new_rate, chunk.size, t, scratch(shape, bool))
+            outcomes = self._runs(
+                chunk.rng, new_rate, chunk.size, t, scratch(shape, bool), base=prior_rate
+            )
             conc = self._runs(chunk.rng, prior_rate, chunk.size, t) if self.concurrent else None
             decision, by_cost = self._decide(chunk.rng, outcomes, p0, ledger, conc)
             successes = decision.successes

@@ -13,6 +13,7 @@ from procmem_core.ab.estimators import (
     HorvitzThompsonIPW,
 )
 from procmem_core.errors import ParameterError
+from procmem_core.flat import BaselineRule, PosteriorRule
 from procmem_core.proportions import wilson_interval
 from simulators.feedback import Feedback
 from simulators.scenarios.explore import ExploreScenario
@@ -150,6 +151,8 @@ def test_estimators_on_a_hand_example():
         ({"population": "hetero"}, "population"),
         ({"feedback": Feedback.of(delay=2000), "sessions": 100}, "feedback"),
         ({"replications": 1}, "replications"),
+        ({"rule": BaselineRule()}, "rule='baseline' .*reads only the confidence"),
+        ({"rule": PosteriorRule()}, "rule='posterior' .*reads only the confidence"),
     ],
 )
 def test_invalid_parameters(kwargs, fragment):

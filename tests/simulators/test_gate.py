@@ -182,6 +182,19 @@ def test_invalid_parameters(kwargs, fragment):
         GateScenario(**kwargs)
 
 
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [(-1.0, "cost_increase=-1.0 .*> -1"), (-2.5, "cost_increase=-2.5 .*> -1"),
+     ("0.5", "cost_increase='0.5'"), (None, "cost_increase=None"),
+     (float("inf"), "cost_increase=inf")],
+)  # fmt: skip
+def test_a_bad_cost_increase_is_refused_naming_its_value(value, fragment):
+    """The check read ``cost_increase + 1``: -1.0 was refused as 'cost_increase=0.0 ...
+    > 0', and a string or None raised a bare TypeError."""
+    with pytest.raises(ParameterError, match=fragment):
+        GateScenario(cost_increase=value)
+
+
 # --- the concurrent design and the gates that compare the arms -------------------------
 
 CONCURRENT = dict(design="concurrent", concurrent_share=0.5)
@@ -281,3 +294,19 @@ def test_a_rate_simulated_at_0_carries_the_binomial_se_at_its_exact_value():
     r = m["revert_rate_alt"]
     assert 0 < r < 1
     assert m["revert_rate_alt_se"] == pytest.approx(np.sqrt(r * (1 - r) / reps), rel=1e-12)
+
+
+def test_a_biased_judge_reads_the_user_not_the_revision():
+    """A judge errs by who the user is (``BiasedJudge``: a failure reported as a success
+    with probability ``leniency * b``, ``b`` the user's own rate, the prior's). The
+    revision's runs were judged as if the user's rate were the revision's: at p_prior 0.8,
+    drop 0.15 and leniency 0.5 the simulated revert rate was 0.510 (the exact one at the
+    revision's 0.65) where the runs' reported rate 0.738 gives 0.182."""
+    gate = SPRTGate(at_cap="accept")
+    feedback = Feedback.of(leniency=0.5, harshness=0.4)
+    m = GateScenario(gate=gate, p_prior=0.8, feedback=feedback, replications=20_000,
+                     table_rows=0).run(3).metrics  # fmt: skip
+    for name, drop in (("false_revert_rate", 0.0), ("revert_rate_alt", 0.15)):
+        reported = float(feedback.positive_rate(0.8 - drop, 0.8))  # the user is the prior's
+        exact = float(gate.operating_point(np.array([reported]), 0.8, None).p_revert[0])
+        assert abs(m[name] - exact) <= 4 * m[f"{name}_se"], (name, m[name], exact)

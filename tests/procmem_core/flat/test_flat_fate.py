@@ -8,7 +8,7 @@ from fractions import Fraction as F
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.flat import ConfidenceRule, flat_fate
+from procmem_core.flat import ConfidenceRule, PosteriorRule, flat_fate
 
 
 def brute_force(p, n, rule, threshold):
@@ -89,3 +89,18 @@ def test_invalid(kwargs, fragment):
     with pytest.raises(ParameterError) as info:
         flat_fate(**kwargs)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("rule", "threshold"),
+    [(ConfidenceRule(), 0.55), (ConfidenceRule(initial=0.5), 0.55), (PosteriorRule(), 0.55),
+     (PosteriorRule(), 0.05)],
+)  # fmt: skip
+def test_shown_by_session_sums_to_the_sessions_applied(rule, threshold):
+    """``FlatFate.shown_by_session`` (P(shown in session t + 1)) adds up to
+    ``expected_sessions_applied``, and is 0 throughout when the start is below the
+    threshold (the confidence scenario's exact figures read it)."""
+    baseline = rule.baseline_estimate(0.0, 0.0) if rule.needs_baseline else None
+    fate = flat_fate(0.7, 12, rule, threshold, baseline)
+    assert fate.shown_by_session.sum() == pytest.approx(fate.expected_sessions_applied)
+    assert fate.shown_by_session[0] == (1.0 if fate.expected_sessions_applied > 0 else 0.0)
