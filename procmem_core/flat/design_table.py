@@ -47,7 +47,7 @@ def by_fate(grid: Sequence[DesignSpace], targets: RuleTargets, horizon: int) -> 
         for t in ds.thresholds:
             fh = flat_fate(targets.p_helpful, horizon, ds.rule, t, targets.base)
             fx = flat_fate(targets.p_harmful, horizon, ds.rule, t, targets.base)
-            alive = np.concatenate(([1.0], 1.0 - fx.excluded_by_session[:-1]))
+            alive = fx.shown_by_session  # 0 throughout when it starts below the threshold
             n = targets.within
             rows.append(
                 (i, t, ds.rule.start(targets.base), 1 - fh.excluded_by_session[n - 1],

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from procmem_core.errors import ParameterError
-from procmem_core.flat import flat_fate
+from procmem_core.flat import FLAT_RULES, flat_fate
 from procmem_core.flat.design import RuleTargets, design_rule
-from procmem_core.flat.design_table import by_grid
+from procmem_core.flat.design_table import by_fate, by_grid
 from procmem_core.flat.rule import ConfidenceRule
 
 # The confidence family's design runs over the doubles the seed's float arithmetic
@@ -148,3 +149,21 @@ def test_bad_family_and_objective_fail_before_any_work():
         design_rule(AT_30, "nope")
     with pytest.raises(ParameterError, match="objective"):
         design_rule(AT_30, "confidence", objective="fast")
+
+
+def test_a_counts_member_starting_below_its_threshold_shows_a_harmful_procedure_never():
+    """A posterior member whose start is below its threshold never shows a procedure: kept
+    0, excluded 1, and 0 harmful sessions (``by_fate`` counted the first session as shown
+    whatever the start, 1 session; audit4b), as ``FlatFate.shown_by_session`` says."""
+    targets = RuleTargets(base=0.3, helpful_lift=0.1, harmful_lift=-0.1, within=10)
+    grid = FLAT_RULES.get("posterior", "family").design_grid(0.3)
+    table, _ = by_fate(grid, targets, targets.within)
+    below = table.initial < table.threshold
+    assert below.sum() >= 5
+    assert (table.sessions[below] == 0).all()
+    assert (table.kept[below] == 0).all() and (table.excluded[below] == 1).all()
+    above = ~below  # the others: the expected sessions shown, from flat_fate directly
+    i = int(np.flatnonzero(above)[0])
+    rule, t = grid[int(table.space[i])].rule, float(table.threshold[i])
+    fx = flat_fate(targets.p_harmful, targets.within, rule, t, targets.base)
+    assert table.sessions[i] == pytest.approx(fx.shown_by_session.sum(), rel=1e-12)
