@@ -285,3 +285,29 @@ def test_reshow_long_run_of_a_held_walk_is_where_it_is_held(initial, shown, in_p
         got = reshow_fate(1.0, 0.1, 10, rule)
         assert (got.long_run_shown, got.long_run_in_prompt) == pytest.approx((shown, in_prompt))
         assert got.mean_stay == stay
+
+
+@pytest.mark.parametrize(
+    ("p", "upper", "start", "rule", "expected"),
+    [
+        (1.0, 1.0, 0.7, ConfidenceRule(), 1.0),  # climbs surely (was the linear 1/3)
+        (0.0, 1.0, 0.7, ConfidenceRule(), 0.0),  # falls surely (was 1/3)
+        (0.8, 1.0, 0.5, ConfidenceRule(), 0.0),  # below the threshold (was -0.17)
+        (0.8, 0.58, 0.6, ConfidenceRule(), 1.0),  # at or above upper (was 1.64)
+        (0.5, 1.0, 0.7, ConfidenceRule(reward=0.0), 0.0),  # never rises (was a crash)
+        (0.5, 1.0, 0.7, ConfidenceRule(penalty=0.0), 1.0),  # never falls (was a crash)
+    ],
+)
+def test_wald_settles_what_hit_before_settles_without_a_walk(p, upper, start, rule, expected):
+    assert wald_hit_before(p, upper, start, rule) == expected
+    assert hit_before(p, upper, start, rule) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("shift", [1e-14, 1e-12, 1e-10, -1e-12, -1e-10])
+def test_wald_near_break_even_leaves_the_linear_value_by_the_drift(shift):
+    """Near zero drift Wald's value is the linear (x - a) / (u - a) = 1/3 plus a term of
+    the drift's order and sign; the root found on g(t) = 0 lost it (1e-14 above the
+    break-even gave 0.33376, 1e-10 above gave a value below 1/3)."""
+    value = wald_hit_before(15 / 23 + shift, 1.0, 0.7)
+    assert abs(value - 1 / 3) < 1e-6 * abs(shift) / 1e-10 + 1e-14
+    assert (value - 1 / 3 > 0) == (shift > 0)
