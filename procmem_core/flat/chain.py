@@ -52,7 +52,7 @@ from scipy import optimize, sparse
 from scipy.sparse import linalg as splinalg
 
 from procmem_core.errors import ParameterError, check_instance, check_probability
-from procmem_core.flat.excursion import excursion, float_run_lengths
+from procmem_core.flat.excursion import float_hit_before, float_run_lengths
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
 from procmem_core.flat.rule import DEFAULT_RULE, FlatRule, StepRule, passes_threshold
 from procmem_core.flat.spaces import MAX_STATES, ConfidenceSpace, confidence_space
@@ -193,7 +193,7 @@ def hit_before(
     if start >= upper:
         return 1.0
     if rule.arithmetic == "float":
-        return excursion(rule, threshold, p, start, np.zeros(0), baseline, upper)[2].prob
+        return float_hit_before(p, rule, threshold, start, upper, baseline)
     space = confidence_space(rule, threshold, start, baseline)
     top = space.states >= upper
     q, _ = _transient_matrix(space, p)

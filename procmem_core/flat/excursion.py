@@ -171,6 +171,43 @@ def float_run_lengths(
     return FloatRuns(np.asarray(starts, float), out[1], out[2], out[0])
 
 
+def float_hit_before(
+    p: float,
+    rule: FlatRule,
+    threshold: float,
+    start: float,
+    upper: float,
+    baseline: float | None = None,
+) -> float:
+    """P(reaching ``upper`` before falling below ``threshold``) from ``start``, by renewal
+    at the clamps below ``upper`` (module docstring): ``h = u + M h`` on those points
+    (``u``: an excursion reaches ``upper``; minimal solution, 0 where no path leads up),
+    then one excursion from ``start``. Without the renewal a walk that can neither fall
+    below the threshold nor climb soon (a floor that passes it) spreads over ever more
+    doubles for a long time."""
+    pts = renewal_points(rule, threshold)
+    pts = pts[pts < upper]
+    rows = [excursion(rule, threshold, p, r, pts, baseline, upper) for r in pts]
+    h = np.zeros(len(pts))
+    if rows:
+        u = np.array([r[2].prob for r in rows])
+        big_m = np.array([[x.prob for x in r[1]] for r in rows])
+        reach = u > 0
+        for _ in range(len(pts)):  # points with a path to ``upper``
+            reach |= (big_m[:, reach] > 0).any(axis=1)
+        f = np.flatnonzero(reach)
+        lhs = np.eye(len(f)) - big_m[np.ix_(f, f)]
+        # a point that returns to itself almost surely: 1 - M_ii by its other endings
+        # (1 - M_ii itself keeps only ~1e-16 absolute precision), unless mass is held
+        gone = np.array([r[0].prob for r in rows])[f] + u[f]
+        other = big_m[f].sum(axis=1) - big_m[f, f]
+        whole = np.isclose(gone + other + big_m[f, f], 1.0, rtol=0, atol=1e-9)
+        lhs[np.diag_indices(len(f))] = np.where(whole, gone + other, np.diag(lhs))
+        h[f] = np.linalg.solve(lhs, u[f])
+    _, ends, up = excursion(rule, threshold, p, start, pts, baseline, upper)
+    return float(up.prob + _dot(np.array([e.prob for e in ends]), h))
+
+
 def _dot(weights: np.ndarray, values: np.ndarray) -> float:
     """``sum w_i x_i`` over ``w_i > 0`` (an unreachable point's ``inf`` counts for 0)."""
     used = weights > 0

@@ -10,6 +10,7 @@ fractions; the re-shown chain is checked against a long simulation written here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction as F
 
@@ -311,3 +312,21 @@ def test_wald_near_break_even_leaves_the_linear_value_by_the_drift(shift):
     value = wald_hit_before(15 / 23 + shift, 1.0, 0.7)
     assert abs(value - 1 / 3) < 1e-6 * abs(shift) / 1e-10 + 1e-14
     assert (value - 1 / 3 > 0) == (shift > 0)
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    ("p", "rule", "threshold"),
+    [
+        (0.3, ConfidenceRule(), 0.0),
+        (0.6, ConfidenceRule(), 0.0),
+        (0.5, ConfidenceRule(0.7, floor=0.6), 0.55),
+    ],
+)
+def test_float_hit_before_renews_at_a_floor_that_passes_the_threshold(p, rule, threshold):
+    """A walk that can never fall below the threshold reaches the top surely (the grid's
+    chain agrees). In float arithmetic the excursion had no renewal at the floor and
+    spread over ever more doubles: 100 s at p = 0.6, longer at 0.3."""
+    assert hit_before(p, 1.0, 0.7, rule, threshold) == pytest.approx(1.0, abs=1e-12)
+    grid = dataclasses.replace(rule, arithmetic="grid")
+    assert hit_before(p, 1.0, 0.7, grid, threshold) == pytest.approx(1.0, abs=1e-9)
