@@ -151,7 +151,10 @@ def run_lengths(
     h = np.zeros(n)
     r = np.flatnonzero(reach)
     h[r] = _solve(sparse.identity(len(r)) - q[r][:, r], out[r])
-    sure = np.isclose(h, 1.0, rtol=0, atol=1e-12)
+    # sure exclusion is a property of the graph, not of the solve (near p = 1 the solve
+    # misses 1 by more than any fixed tolerance): every state reachable can reach it
+    sure = ~_can_reach(q, ~reach)
+    h[sure] = 1.0
     m = np.full(n, math.inf)
     v = np.full(n, math.inf)
     f = np.flatnonzero(sure)

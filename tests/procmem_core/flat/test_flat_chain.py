@@ -330,3 +330,27 @@ def test_float_hit_before_renews_at_a_floor_that_passes_the_threshold(p, rule, t
     assert hit_before(p, 1.0, 0.7, rule, threshold) == pytest.approx(1.0, abs=1e-12)
     grid = dataclasses.replace(rule, arithmetic="grid")
     assert hit_before(p, 1.0, 0.7, grid, threshold) == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("p", [F(49, 50), F(99, 100)])
+def test_grid_run_lengths_near_p1_are_finite_and_exact(p):
+    """Below the ceiling a run of failures always ends the walk, so exclusion is sure
+    and the run length finite (1.52 million sessions at 0.98). The solve for P(excluded)
+    missed 1 by 5e-12 at 0.98, beyond the 1e-12 tolerance, and the run length read inf."""
+    got = run_lengths(float(p), GRID, starts=1.0)
+    assert got.p_excluded_eventually[-1] == 1.0
+    assert got.at(1.0) == pytest.approx(float(reference_run_lengths(p)[TOP]), rel=1e-6)
+
+
+@pytest.mark.parametrize("p", [0.97, 0.98, 0.99])
+def test_float_run_lengths_near_p1_are_finite(p):
+    """The same in the seed's float arithmetic (renewal at the ceiling: 1 - M from the
+    excursion's other endings). At 0.97 this is 36,848 sessions (SD 36,845); 3,000
+    simulated walks of the seed's code gave 36,311 +- 650. It read inf from 0.97 on."""
+    got = run_lengths(p, starts=1.0)
+    assert got.p_excluded_eventually[-1] == 1.0
+    grid = run_lengths(p, GRID, starts=1.0).at(1.0)  # the grid's walk sits higher
+    assert 0 < got.at(1.0) < grid < math.inf
+    if p == 0.97:
+        assert got.at(1.0) == pytest.approx(36847.8, rel=1e-5)
+        assert got.sd[-1] == pytest.approx(36845.3, rel=1e-5)
