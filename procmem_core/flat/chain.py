@@ -52,7 +52,7 @@ from scipy import optimize, sparse
 from scipy.sparse import linalg as splinalg
 
 from procmem_core.errors import ParameterError, check_instance, check_probability
-from procmem_core.flat.excursion import excursion, float_run_lengths
+from procmem_core.flat.excursion import float_hit_before, float_run_lengths
 from procmem_core.flat.prompt import DEFAULT_THRESHOLD
 from procmem_core.flat.rule import DEFAULT_RULE, FlatRule, StepRule, passes_threshold
 from procmem_core.flat.spaces import MAX_STATES, ConfidenceSpace, confidence_space
@@ -151,7 +151,10 @@ def run_lengths(
     h = np.zeros(n)
     r = np.flatnonzero(reach)
     h[r] = _solve(sparse.identity(len(r)) - q[r][:, r], out[r])
-    sure = np.isclose(h, 1.0, rtol=0, atol=1e-12)
+    # sure exclusion is a property of the graph, not of the solve (near p = 1 the solve
+    # misses 1 by more than any fixed tolerance): every state reachable can reach it
+    sure = ~_can_reach(q, ~reach)
+    h[sure] = 1.0
     m = np.full(n, math.inf)
     v = np.full(n, math.inf)
     f = np.flatnonzero(sure)
@@ -193,7 +196,7 @@ def hit_before(
     if start >= upper:
         return 1.0
     if rule.arithmetic == "float":
-        return excursion(rule, threshold, p, start, np.zeros(0), baseline, upper)[2].prob
+        return float_hit_before(p, rule, threshold, start, upper, baseline)
     space = confidence_space(rule, threshold, start, baseline)
     top = space.states >= upper
     q, _ = _transient_matrix(space, p)
@@ -214,20 +217,55 @@ def wald_hit_before(
     threshold: float = DEFAULT_THRESHOLD,
     baseline: float | None = None,
 ) -> float:
-    """Wald's approximation of ``hit_before`` ignoring overshoot (a step rule only)."""
+    """Wald's approximation of ``hit_before`` ignoring overshoot (a step rule only).
+
+    With ``a`` the threshold, ``u = upper`` and ``x = start`` (``a <= x < u``):
+    ``(1 - e^{t(a - x)}) / (e^{t(u - x)} - e^{t(a - x)})``, ``t != 0`` the root of
+    ``p e^{t up} + (1 - p) e^{-t down} = 1``, written with ``expm1`` so that it neither
+    overflows nor cancels (linear, ``(x - a) / (u - a)``, at zero drift). The cases
+    ``hit_before`` settles without a walk are settled the same way: 0 below the threshold,
+    1 at or above ``upper``, and a walk that can move one way only (``p`` 0 or 1, or a
+    zero step) reaches ``upper`` surely if it can only rise and never otherwise."""
     check_instance("rule", rule, StepRule)
     p, threshold, baseline = _check_chain(p, rule, threshold, baseline)
     upper, x = check_probability("upper", upper), check_probability("start", start)
+    if not passes_threshold(x, threshold):
+        return 0.0
+    if x >= upper:
+        return 1.0
     up, down = (float(v) for v in rule.steps(baseline))
-    drift = p * up - (1 - p) * down
-    if abs(drift) < 1e-15 or p in (0.0, 1.0):
-        return min(1.0, max(0.0, (x - threshold) / (upper - threshold)))
-    g = lambda t: p * math.exp(t * up) + (1 - p) * math.exp(-t * down) - 1.0  # noqa: E731
+    rises, falls = p > 0.0 and up > 0.0, p < 1.0 and down > 0.0
+    if not (rises and falls):
+        return 1.0 if rises else 0.0
+    t = _wald_root(p, up, down)
+    if t == 0.0:
+        return (x - threshold) / (upper - threshold)
+    if t < 0.0:
+        return math.expm1(t * (x - threshold)) / math.expm1(t * (upper - threshold))
+    return (
+        math.exp(-t * (upper - x))
+        * math.expm1(-t * (x - threshold))
+        / math.expm1(-t * (upper - threshold))
+    )
+
+
+def _wald_root(p: float, up: float, down: float) -> float:
+    """The root ``t != 0`` of ``p e^{t up} + (1 - p) e^{-t down} = 1`` (0 at zero drift),
+    as the root of ``g(t) / t = p up phi(t up) - (1 - p) down phi(-t down)`` with
+    ``phi(z) = expm1(z) / z``: increasing in ``t`` (``g`` is convex with ``g(0) = 0``)
+    and equal to the drift at 0, so near zero drift the root keeps its precision."""
+
+    def phi(z: float) -> float:
+        return math.expm1(z) / z if z != 0.0 else 1.0
+
+    def slope(t: float) -> float:
+        return p * up * phi(t * up) - (1.0 - p) * down * phi(-t * down)
+
+    drift = slope(0.0)
+    if drift == 0.0:
+        return 0.0
     var = p * up * up + (1 - p) * down * down
-    near = -math.copysign(drift / var, drift)
-    far = 2 * near
-    while g(far) <= 0:
-        far *= 2
-    t = optimize.brentq(g, min(near, far), max(near, far), xtol=1e-15, rtol=1e-15)
-    lo, hi = math.exp(t * (threshold - x)), math.exp(t * (upper - x))
-    return (1.0 - lo) / (hi - lo)
+    far = -2.0 * drift / var  # the second-order root; doubled until the sign changes
+    while (slope(far) > 0.0) == (drift > 0.0):
+        far *= 2.0
+    return optimize.brentq(slope, min(0.0, far), max(0.0, far), xtol=1e-300, rtol=1e-15)

@@ -155,12 +155,16 @@ def float_run_lengths(
     pts = renewal_points(rule, threshold)
     rows = [excursion(rule, threshold, p, r, pts, baseline) for r in pts]
     h, m, v = _renewal(rows)
+    sure = np.isfinite(m)
     out = np.zeros((3, len(starts)))
     for j, s in enumerate(starts):
         gone, ends, _ = excursion(rule, threshold, p, s, pts, baseline)
         back = np.array([e.prob for e in ends])
         out[0, j] = gone.prob + _dot(back, h)
-        if not math.isclose(out[0, j], 1.0, rel_tol=0, abs_tol=1e-12):
+        whole = math.isclose(gone.prob + back.sum(), 1.0, rel_tol=0, abs_tol=1e-9)
+        if whole and (gone.prob > 0 or back.any()) and bool(np.all(sure[back > 0])):
+            out[0, j] = 1.0  # ends below the threshold or at points that surely do
+        if out[0, j] != 1.0:
             out[1, j] = out[2, j] = math.inf
             continue
         t1 = gone.t1 + sum(e.t1 for e in ends)
@@ -169,6 +173,43 @@ def float_run_lengths(
         second = t2 + 2 * _dot(np.array([e.t1 for e in ends]), m) + _dot(back, v)
         out[1, j], out[2, j] = mean, math.sqrt(max(second - mean * mean, 0.0))
     return FloatRuns(np.asarray(starts, float), out[1], out[2], out[0])
+
+
+def float_hit_before(
+    p: float,
+    rule: FlatRule,
+    threshold: float,
+    start: float,
+    upper: float,
+    baseline: float | None = None,
+) -> float:
+    """P(reaching ``upper`` before falling below ``threshold``) from ``start``, by renewal
+    at the clamps below ``upper`` (module docstring): ``h = u + M h`` on those points
+    (``u``: an excursion reaches ``upper``; minimal solution, 0 where no path leads up),
+    then one excursion from ``start``. Without the renewal a walk that can neither fall
+    below the threshold nor climb soon (a floor that passes it) spreads over ever more
+    doubles for a long time."""
+    pts = renewal_points(rule, threshold)
+    pts = pts[pts < upper]
+    rows = [excursion(rule, threshold, p, r, pts, baseline, upper) for r in pts]
+    h = np.zeros(len(pts))
+    if rows:
+        u = np.array([r[2].prob for r in rows])
+        big_m = np.array([[x.prob for x in r[1]] for r in rows])
+        reach = u > 0
+        for _ in range(len(pts)):  # points with a path to ``upper``
+            reach |= (big_m[:, reach] > 0).any(axis=1)
+        f = np.flatnonzero(reach)
+        lhs = np.eye(len(f)) - big_m[np.ix_(f, f)]
+        # a point that returns to itself almost surely: 1 - M_ii by its other endings
+        # (1 - M_ii itself keeps only ~1e-16 absolute precision), unless mass is held
+        gone = np.array([r[0].prob for r in rows])[f] + u[f]
+        other = big_m[f].sum(axis=1) - big_m[f, f]
+        whole = np.isclose(gone + other + big_m[f, f], 1.0, rtol=0, atol=1e-9)
+        lhs[np.diag_indices(len(f))] = np.where(whole, gone + other, np.diag(lhs))
+        h[f] = np.linalg.solve(lhs, u[f])
+    _, ends, up = excursion(rule, threshold, p, start, pts, baseline, upper)
+    return float(up.prob + _dot(np.array([e.prob for e in ends]), h))
 
 
 def _dot(weights: np.ndarray, values: np.ndarray) -> float:
@@ -190,13 +231,24 @@ def _renewal(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     h = np.zeros(n)
     f = np.flatnonzero(reach)
     h[f] = np.linalg.solve(np.eye(len(f)) - big_m[np.ix_(f, f)], e[f])
-    sure = np.isclose(h, 1.0, rtol=0, atol=1e-12)
+    # sure exclusion from the graph, not the solve (near p = 1 it misses 1 by more than
+    # any fixed tolerance): every point reachable ends its excursions (no mass held for
+    # ever) and has a path to exclusion
+    ends = np.isclose(e + big_m.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+    bad = ~(ends & reach)
+    for _ in range(n):
+        bad |= (big_m[:, bad] > 0).any(axis=1)
+    sure = ~bad
+    h[sure] = 1.0
     m, v = np.full(n, math.inf), np.full(n, math.inf)
     s = np.flatnonzero(sure)
     t1 = np.array([r[0].t1 + sum(x.t1 for x in r[1]) for r in rows])
     t2 = np.array([r[0].t2 + sum(x.t2 for x in r[1]) for r in rows])
     a = np.array([[x.t1 for x in r[1]] for r in rows])
     lhs = np.eye(len(s)) - big_m[np.ix_(s, s)]
+    # 1 - M_ii by the point's other endings (1 - M_ii keeps ~1e-16 absolute precision)
+    other = (e + big_m.sum(axis=1) - np.diag(big_m))[s]
+    lhs[np.diag_indices(len(s))] = other
     m[s] = np.linalg.solve(lhs, t1[s])
     v[s] = np.linalg.solve(lhs, t2[s] + 2 * a[np.ix_(s, s)] @ m[s])
     return h, m, v

@@ -75,7 +75,7 @@ def flat_fate(
     Cost: O(sessions * states).
     """
     p = check_probability("p", p)
-    sessions = check_int("sessions", sessions)
+    sessions = check_int("sessions", sessions, minimum=1)
     threshold = check_probability("threshold", threshold)
     if baseline is not None:
         baseline = check_probability("baseline", baseline)

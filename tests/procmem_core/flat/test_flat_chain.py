@@ -10,6 +10,7 @@ fractions; the re-shown chain is checked against a long simulation written here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction as F
 
@@ -285,3 +286,71 @@ def test_reshow_long_run_of_a_held_walk_is_where_it_is_held(initial, shown, in_p
         got = reshow_fate(1.0, 0.1, 10, rule)
         assert (got.long_run_shown, got.long_run_in_prompt) == pytest.approx((shown, in_prompt))
         assert got.mean_stay == stay
+
+
+@pytest.mark.parametrize(
+    ("p", "upper", "start", "rule", "expected"),
+    [
+        (1.0, 1.0, 0.7, ConfidenceRule(), 1.0),  # climbs surely (was the linear 1/3)
+        (0.0, 1.0, 0.7, ConfidenceRule(), 0.0),  # falls surely (was 1/3)
+        (0.8, 1.0, 0.5, ConfidenceRule(), 0.0),  # below the threshold (was -0.17)
+        (0.8, 0.58, 0.6, ConfidenceRule(), 1.0),  # at or above upper (was 1.64)
+        (0.5, 1.0, 0.7, ConfidenceRule(reward=0.0), 0.0),  # never rises (was a crash)
+        (0.5, 1.0, 0.7, ConfidenceRule(penalty=0.0), 1.0),  # never falls (was a crash)
+    ],
+)
+def test_wald_settles_what_hit_before_settles_without_a_walk(p, upper, start, rule, expected):
+    assert wald_hit_before(p, upper, start, rule) == expected
+    assert hit_before(p, upper, start, rule) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("shift", [1e-14, 1e-12, 1e-10, -1e-12, -1e-10])
+def test_wald_near_break_even_leaves_the_linear_value_by_the_drift(shift):
+    """Near zero drift Wald's value is the linear (x - a) / (u - a) = 1/3 plus a term of
+    the drift's order and sign; the root found on g(t) = 0 lost it (1e-14 above the
+    break-even gave 0.33376, 1e-10 above gave a value below 1/3)."""
+    value = wald_hit_before(15 / 23 + shift, 1.0, 0.7)
+    assert abs(value - 1 / 3) < 1e-6 * abs(shift) / 1e-10 + 1e-14
+    assert (value - 1 / 3 > 0) == (shift > 0)
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    ("p", "rule", "threshold"),
+    [
+        (0.3, ConfidenceRule(), 0.0),
+        (0.6, ConfidenceRule(), 0.0),
+        (0.5, ConfidenceRule(0.7, floor=0.6), 0.55),
+    ],
+)
+def test_float_hit_before_renews_at_a_floor_that_passes_the_threshold(p, rule, threshold):
+    """A walk that can never fall below the threshold reaches the top surely (the grid's
+    chain agrees). In float arithmetic the excursion had no renewal at the floor and
+    spread over ever more doubles: 100 s at p = 0.6, longer at 0.3."""
+    assert hit_before(p, 1.0, 0.7, rule, threshold) == pytest.approx(1.0, abs=1e-12)
+    grid = dataclasses.replace(rule, arithmetic="grid")
+    assert hit_before(p, 1.0, 0.7, grid, threshold) == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("p", [F(49, 50), F(99, 100)])
+def test_grid_run_lengths_near_p1_are_finite_and_exact(p):
+    """Below the ceiling a run of failures always ends the walk, so exclusion is sure
+    and the run length finite (1.52 million sessions at 0.98). The solve for P(excluded)
+    missed 1 by 5e-12 at 0.98, beyond the 1e-12 tolerance, and the run length read inf."""
+    got = run_lengths(float(p), GRID, starts=1.0)
+    assert got.p_excluded_eventually[-1] == 1.0
+    assert got.at(1.0) == pytest.approx(float(reference_run_lengths(p)[TOP]), rel=1e-6)
+
+
+@pytest.mark.parametrize("p", [0.97, 0.98, 0.99])
+def test_float_run_lengths_near_p1_are_finite(p):
+    """The same in the seed's float arithmetic (renewal at the ceiling: 1 - M from the
+    excursion's other endings). At 0.97 this is 36,848 sessions (SD 36,845); 3,000
+    simulated walks of the seed's code gave 36,311 +- 650. It read inf from 0.97 on."""
+    got = run_lengths(p, starts=1.0)
+    assert got.p_excluded_eventually[-1] == 1.0
+    grid = run_lengths(p, GRID, starts=1.0).at(1.0)  # the grid's walk sits higher
+    assert 0 < got.at(1.0) < grid < math.inf
+    if p == 0.97:
+        assert got.at(1.0) == pytest.approx(36847.8, rel=1e-5)
+        assert got.sd[-1] == pytest.approx(36845.3, rel=1e-5)

@@ -82,6 +82,8 @@ def test_initial_below_threshold_is_never_shown():
     [
         ({"p": 1.5, "sessions": 3}, "p=1.5"),
         ({"p": 0.5, "sessions": -1}, "sessions=-1"),
+        # a horizon below 1 (issue 18's bad input; reshow_fate and the scenarios refuse it)
+        ({"p": 0.5, "sessions": 0}, "sessions=0"),
         ({"p": 0.5, "sessions": 3, "threshold": 2}, "threshold=2"),
     ],
 )
