@@ -317,8 +317,18 @@ class Gate(ABC):
 
 
 def field_values(gate: Gate) -> dict[str, Any]:
-    """A gate's parameters as plain values: its dataclass fields, in order."""
-    return {f.name: getattr(gate, f.name) for f in dataclasses.fields(gate)}
+    """A gate's parameters as plain values: its dataclass fields, in order, a numpy scalar
+    given for one as the Python number it holds (``make_gate(max_runs=np.int64(50))``'s
+    config was not JSON)."""
+    return {f.name: _plain(getattr(gate, f.name)) for f in dataclasses.fields(gate)}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    return value
 
 
 R = TypeVar("R")

@@ -195,3 +195,22 @@ def test_no_gate_checks_the_shared_fields_itself():
                         found.append(f"{path.name}:{call.lineno} {first.value}")
     assert seen == classes
     assert found == []
+
+
+def test_a_gate_given_numpy_scalars_has_a_json_config():
+    """``make_gate(max_runs=np.int64(50), alpha=np.float32(0.05))`` kept the numpy scalars
+    in ``config()``, which ``json.dumps`` refused (probe31b); the config holds the Python
+    numbers they are, and rebuilds the same gate."""
+    import json
+
+    import numpy as np
+
+    from procmem_core.gates import make_gate
+
+    for name in ("sprt", "two_sample", "discordant_sprt"):
+        gate = make_gate(name=name, max_runs=np.int64(50), alpha=np.float32(0.05))
+        config = gate.config()
+        assert type(config["max_runs"]) is int and config["max_runs"] == 50
+        assert type(config["alpha"]) is float and config["alpha"] == float(np.float32(0.05))
+        assert json.loads(json.dumps(config)) == config
+        assert make_gate(**config).config() == config
