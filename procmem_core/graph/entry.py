@@ -9,6 +9,7 @@ the run rows. The store (``graph.store``) orchestrates; this module only keeps s
 
 from __future__ import annotations
 
+import numbers
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -140,7 +141,12 @@ class ProcedureEntry:
     def served_state(self, revision: int | None) -> GraphState:
         """The graph state a run or a locate names (``revision``: None for the current one,
         or the held prior's number while a revision is pending); any other is refused."""
-        state = self.current if revision is None else self.state_of(revision)
+        if revision is None:
+            state = self.current
+        elif isinstance(revision, bool) or not isinstance(revision, numbers.Integral):
+            state = None  # True == 1.0 == 1: each would name revision 1
+        else:
+            state = self.state_of(revision)
         if state is None:
             held = f" or {self.held.revision} (the pending prior)" if self.held else ""
             raise ParameterError(

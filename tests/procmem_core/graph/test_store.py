@@ -396,3 +396,17 @@ def test_the_seed_example_end_to_end(store):
     assert (run.duration_ms, run.steps_taken, run.revision) == (42_000, 3, 1)
     report = store.evolve(added.key)
     assert (report.runs_folded, report.status, report.evolved) == (1, "exercised", False)
+
+
+@pytest.mark.parametrize("revision", [True, 1.0, "1"])
+def test_a_run_revision_that_is_not_an_integer_is_refused(revision):
+    """``record_run(revision=True)`` (or 1.0) named revision 1, since True == 1.0 == 1
+    (audit12b): a revision is an integer, so anything else is refused, naming it, and no
+    run is recorded."""
+    store = ProcedureStore()
+    key = store.add("t", "a situation", steps=["a", "b"]).key
+    with pytest.raises(ParameterError, match="revision="):
+        store.record_run(key, ["n1"], True, revision=revision)
+    assert len(store.runs(key)) == 0
+    store.record_run(key, ["n1"], True, revision=np.int64(1))  # a numpy integer is one
+    assert [r.revision for r in store.runs(key)] == [1]
