@@ -210,13 +210,13 @@ class RatePlan:
         return horizon is None or self.sessions <= horizon
 
 
-@functools.lru_cache(maxsize=1024)
 def sized_exactly(normal_n: int, explore_rate: float) -> bool:
     """Whether ``method="auto"`` sizes a design exactly: its smaller arm at the normal
     approximation's sessions ``normal_n`` is expected to hold at most ``EXACT_ARM``."""
     return min(explore_rate, 1 - explore_rate) * normal_n <= EXACT_ARM
 
 
+@functools.lru_cache(maxsize=1024)
 def plan_rate(
     design: Design,
     explore_rate: float,

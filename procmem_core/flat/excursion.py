@@ -196,10 +196,7 @@ def float_hit_before(
     if rows:
         u = np.array([r[2].prob for r in rows])
         big_m = np.array([[x.prob for x in r[1]] for r in rows])
-        reach = u > 0
-        for _ in range(len(pts)):  # points with a path to ``upper``
-            reach |= (big_m[:, reach] > 0).any(axis=1)
-        f = np.flatnonzero(reach)
+        f = np.flatnonzero(_reaching(big_m, u > 0))  # points with a path to ``upper``
         lhs = np.eye(len(f)) - big_m[np.ix_(f, f)]
         # a point that returns to itself almost surely: 1 - M_ii by its other endings
         # (1 - M_ii itself keeps only ~1e-16 absolute precision), unless mass is held
@@ -210,6 +207,18 @@ def float_hit_before(
         h[f] = np.linalg.solve(lhs, u[f])
     _, ends, up = excursion(rule, threshold, p, start, pts, baseline, upper)
     return float(up.prob + _dot(np.array([e.prob for e in ends]), h))
+
+
+def _reaching(big_m: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """The renewal points with a path (``big_m``'s positive entries) to one in
+    ``targets``."""
+    found = targets.copy()
+    for _ in range(len(found)):
+        grown = found | (big_m[:, found] > 0).any(axis=1)
+        if np.array_equal(grown, found):
+            break
+        found = grown
+    return found
 
 
 def _dot(weights: np.ndarray, values: np.ndarray) -> float:
@@ -225,9 +234,7 @@ def _renewal(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.zeros(0), np.zeros(0), np.zeros(0)
     e = np.array([r[0].prob for r in rows])
     big_m = np.array([[x.prob for x in r[1]] for r in rows])
-    reach = e > 0
-    for _ in range(n):  # points with a path to exclusion
-        reach |= (big_m[:, reach] > 0).any(axis=1)
+    reach = _reaching(big_m, e > 0)  # points with a path to exclusion
     h = np.zeros(n)
     f = np.flatnonzero(reach)
     h[f] = np.linalg.solve(np.eye(len(f)) - big_m[np.ix_(f, f)], e[f])
@@ -235,10 +242,7 @@ def _renewal(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # any fixed tolerance): every point reachable ends its excursions (no mass held for
     # ever) and has a path to exclusion
     ends = np.isclose(e + big_m.sum(axis=1), 1.0, rtol=0, atol=1e-9)
-    bad = ~(ends & reach)
-    for _ in range(n):
-        bad |= (big_m[:, bad] > 0).any(axis=1)
-    sure = ~bad
+    sure = ~_reaching(big_m, ~(ends & reach))
     h[sure] = 1.0
     m, v = np.full(n, math.inf), np.full(n, math.inf)
     s = np.flatnonzero(sure)

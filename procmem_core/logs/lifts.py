@@ -37,7 +37,6 @@ from procmem_core.ab import (
     benjamini_hochberg,
     holm,
     newcombe_estimate,
-    normal_z,
     plan_rate,
     srm_flagged,
     srm_p_value,
@@ -46,7 +45,7 @@ from procmem_core.ab import (
 )
 from procmem_core.errors import check_probability
 from procmem_core.logs.schema import Sessions
-from procmem_core.logs.strata import scaled, stratified_lifts
+from procmem_core.logs.strata import cluster_scaled, stratified_lifts
 
 COLUMNS = (
     "key", "n_shown", "n_withheld", "successes_shown", "successes_withheld",
@@ -286,12 +285,10 @@ def _clustered_dim(k, shown, y, rated, user, est, counts, level: float) -> tuple
     with np.errstate(divide="ignore", invalid="ignore"):
         p1, p0 = s1 / r1, s0 / r0
         se_c, g = cluster_se(k[m], shown[m], y[m], user[m], p1, p0, r1, r0, size)
-        t_ratio = stats.t.isf((1 - level) / 2, np.maximum(g - 1, 1)) / normal_z(level)
-        design = np.where(se > 0, se_c / se, 1.0) * t_ratio
-    design = np.where(g >= 2, design, 1.0)  # one user: nothing to cluster over
-    low, high, p = scaled(tau, est.low, est.high, est.p, design)
+    # one user: nothing to cluster over
+    se, low, high, p = cluster_scaled(tau, est, se, se_c, g, g >= 2, level)
     name = np.where(g >= 2, "dim, cluster-robust by user_id", "dim, one user").astype(object)
-    return np.where(g >= 2, se_c, se), low, high, p, name
+    return se, low, high, p, name
 
 
 def withheld_needed(s: Sessions, target_lift: float, level: float, power: float = 0.8) -> dict:

@@ -54,6 +54,18 @@ def scaled(tau, low, high, p, design) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return tau - (tau - low) * design, tau + (high - tau) * design, p
 
 
+def cluster_scaled(tau, est, se, se_c, clusters, many, level: float) -> tuple:
+    """``(se, low, high, p)`` with the SE clustered by user where ``many`` (``se_c`` from
+    ``clusters`` users): ``est``'s interval scaled by the design effect ``se_c / se``
+    times ``t(G - 1) / z`` (``scaled``); elsewhere ``se`` and ``est`` as they are. One rule
+    for the pooled and the stratified difference in means."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_ratio = stats.t.isf((1 - level) / 2, np.maximum(clusters - 1, 1)) / normal_z(level)
+        design = np.where(many, np.where(se > 0, se_c / se, 1.0) * t_ratio, 1.0)
+    low, high, p = scaled(tau, est.low, est.high, est.p, design)
+    return np.where(many, se_c, se), low, high, p
+
+
 def stratified_lifts(k, shown, y, rated, eps, user, size: int, level: float) -> dict:
     """Per key logged at more than one rate (``multi``): ``tau``, ``se``, ``low``,
     ``high``, ``p``, ``cs_low``, ``cs_high`` and ``name`` (module docstring; only
@@ -106,10 +118,7 @@ def stratified_lifts(k, shown, y, rated, eps, user, size: int, level: float) -> 
         many = ok & (clusters >= 2)
         with np.errstate(divide="ignore", invalid="ignore"):
             se_c = np.sqrt(v * clusters / (clusters - 1))
-            t_ratio = stats.t.isf((1 - level) / 2, np.maximum(clusters - 1, 1)) / normal_z(level)
-            design = np.where(many, np.where(se > 0, se_c / se, 1.0) * t_ratio, 1.0)
-        low, high, p = scaled(tau, low, high, p, design)
-        se = np.where(many, se_c, se)
+        se, low, high, p = cluster_scaled(tau, est, se, se_c, clusters, many, level)
         name = np.where(many, f"{STRATIFIED}, cluster-robust by user_id",
                         f"{STRATIFIED}, one user").astype(object)  # fmt: skip
     cs_low, cs_high = _weighted_sequences(s1, r1, s0, r0, cell_key, cell_rate, w, both,

@@ -146,18 +146,24 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
+def refused_report(uri: str, timeout: float) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """``python -m reports quickstart`` against tracking store ``uri``, refused (exit 2):
+    the process and its stderr's lines (``timeout``: a bound on a hang, not a measure)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "reports", "quickstart"],
+        cwd=ROOT, env=dict(os.environ, MLFLOW_TRACKING_URI=uri), capture_output=True,
+        text=True, timeout=timeout,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    return proc, proc.stderr.strip().splitlines()
+
+
 def test_a_database_that_is_not_there_fails_in_one_line_naming_it(tmp_path):
     """A tracking database that refuses the connection: one line naming it (not its
     user), and no MLflow retry (MLflow retries a failed connection for about 2 minutes)."""
     pytest.importorskip("psycopg")
     uri = f"postgresql://someone@127.0.0.1:{closed_port()}/mlflow"
-    proc = subprocess.run(
-        [sys.executable, "-m", "reports", "quickstart"],
-        cwd=ROOT, env=dict(os.environ, MLFLOW_TRACKING_URI=uri), capture_output=True,
-        text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
+    proc, lines = refused_report(uri, timeout=300)
     shown = uri.replace("someone@", "")
     assert len(lines) == 1 and f"the tracking database {shown} cannot be used" in lines[0], lines
     assert "Connection refused" in lines[0] and "retried" not in proc.stderr
@@ -165,13 +171,7 @@ def test_a_database_that_is_not_there_fails_in_one_line_naming_it(tmp_path):
 
 def test_a_server_that_is_not_there_fails_in_seconds_naming_it(tmp_path):
     uri = f"http://127.0.0.1:{closed_port()}"
-    proc = subprocess.run(
-        [sys.executable, "-m", "reports", "quickstart"],
-        cwd=ROOT, env=dict(os.environ, MLFLOW_TRACKING_URI=uri), capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
+    _, lines = refused_report(uri, timeout=120)
     assert len(lines) == 1 and f"the tracking server {uri} cannot be reached" in lines[0], lines
 
 

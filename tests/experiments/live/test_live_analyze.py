@@ -5,6 +5,7 @@ and its ``sessions.csv`` copied into a directory give the same ``lifts.csv`` byt
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -53,6 +54,21 @@ def test_a_live_runs_traces_and_artifacts_give_the_lifts_of_its_sessions(
     assert client.get_run(run_id).data.params["live.explore_rate"] == "0.3"
 
 
+def stopped_by_budget(server: ForeignServer, tmp_path: Path, foreign_tasks) -> list[str]:
+    """A 40-session live run at concurrency 4 stopped by its token budget (its artifacts
+    in ``tmp_path / "first"``); returns its overrides, to resume it."""
+    over = foreign_overrides(
+        server, foreign_tasks, tmp_path / "j.jsonl", sessions=40, extract_every=5,
+        explore_rate=0.3, concurrency=4,
+    )  # fmt: skip
+    with pytest.raises(Exception, match="budget"):
+        run_job(
+            compose_job("live", [*over, "live.budget.tokens=60000"]),
+            JobContext(out_dir=tmp_path / "first"),
+        )
+    return over
+
+
 @pytest.mark.slow
 def test_traces_of_a_stopped_run_and_its_resume_read_as_their_logs_or_are_refused(
     tmp_path, tracking_store, foreign_tasks
@@ -64,15 +80,7 @@ def test_traces_of_a_stopped_run_and_its_resume_read_as_their_logs_or_are_refuse
     traces are its logged sessions (the ``success`` steps), and a run whose logged
     sessions were traced elsewhere is refused naming ``runs:/``."""
     with ForeignServer(padding=2000) as server:
-        over = foreign_overrides(
-            server, foreign_tasks, tmp_path / "j.jsonl", sessions=40, extract_every=5,
-            explore_rate=0.3, concurrency=4,
-        )  # fmt: skip
-        with pytest.raises(Exception, match="budget"):
-            run_job(
-                compose_job("live", [*over, "live.budget.tokens=60000"]),
-                JobContext(out_dir=tmp_path / "first"),
-            )
+        over = stopped_by_budget(server, tmp_path, foreign_tasks)
         again = run_job(
             compose_job("live", [*over, "live.budget.tokens=null", "resume=true"]),
             JobContext(out_dir=tmp_path / "again"),
@@ -99,15 +107,7 @@ def test_experiments_source_reads_a_stopped_runs_logged_sessions_only(
     25 sessions where the run logged 24, the cut one an unrated session counted in its
     procedure's arm and in the missing ratings."""
     with ForeignServer(padding=2000) as server:
-        over = foreign_overrides(
-            server, foreign_tasks, tmp_path / "j.jsonl", sessions=40, extract_every=5,
-            explore_rate=0.3, concurrency=4,
-        )  # fmt: skip
-        with pytest.raises(Exception, match="budget"):
-            run_job(
-                compose_job("live", [*over, "live.budget.tokens=60000"]),
-                JobContext(out_dir=tmp_path / "first"),
-            )
+        stopped_by_budget(server, tmp_path, foreign_tasks)
     logged = pd.read_csv(tmp_path / "first" / "artifacts" / "sessions.csv")
     read = read_log("experiments:/live").sessions
     # in the order of the traces' start times (concurrent sessions may start out of order)
